@@ -1,0 +1,48 @@
+# Copas: every target sets up what it needs (a virtual environment in .venv/, the project
+# with its test extras, the generated protobuf code), so each works from a fresh clone.
+
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.copas-installed
+PROTO_DIR := protos
+PROTOS := $(wildcard $(PROTO_DIR)/copas/v1/*.proto)
+PROTO_STAMP := $(PROTO_DIR)/copas/v1/.generated
+
+.DEFAULT_GOAL := help
+.PHONY: help setup proto run test lint bench clean
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
+
+setup: $(STAMP) $(PROTO_STAMP) ## create .venv/, install the project with its test extras, generate protos
+
+$(STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --upgrade pip
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[test]'
+	@touch $@
+
+proto: $(PROTO_STAMP) ## generate the Python code for protos/ (never edited by hand)
+
+$(PROTO_STAMP): $(PROTOS) $(STAMP)
+	$(BIN)/python -m grpc_tools.protoc -I$(PROTO_DIR) --python_out=$(PROTO_DIR) \
+		--grpc_python_out=$(PROTO_DIR) --pyi_out=$(PROTO_DIR) $(PROTOS)
+	@touch $@
+
+run: setup ## DEMO until the server lands: engine bots play a game in the terminal
+	$(BIN)/copas-demo
+
+test: setup lint ## run lint and the whole test suite
+	$(BIN)/python -m pytest -q
+
+lint: setup ## ruff, and mypy --strict on the engine
+	$(BIN)/ruff check .
+	$(BIN)/mypy --strict engine/
+
+bench: setup ## benchmarks: engine vs OpenSpiel hands/s
+	$(BIN)/python bench/engine_vs_openspiel.py
+
+clean: ## remove the virtual environment, generated code and caches
+	rm -rf $(VENV) $(PROTO_DIR)/copas/v1/*_pb2*.py* $(PROTO_STAMP) .pytest_cache .mypy_cache \
+		.ruff_cache .hypothesis *.egg-info
