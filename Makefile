@@ -10,7 +10,7 @@ PROTOS := $(wildcard $(PROTO_DIR)/copas/v1/*.proto)
 PROTO_STAMP := $(PROTO_DIR)/copas/v1/.generated
 
 .DEFAULT_GOAL := help
-.PHONY: help setup proto run test lint bench clean
+.PHONY: help setup proto run demo test lint bench clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
@@ -30,15 +30,19 @@ $(PROTO_STAMP): $(PROTOS) $(STAMP)
 		--grpc_python_out=$(PROTO_DIR) --pyi_out=$(PROTO_DIR) $(PROTOS)
 	@touch $@
 
-run: setup ## DEMO until the server lands: engine bots play a game in the terminal
+run: setup ## start the server on localhost:50051 (metrics on localhost:9464)
+	$(BIN)/copas-server
+
+demo: setup ## a demo game between engine bots in the terminal (no server)
 	$(BIN)/copas-demo
 
 test: setup lint ## run lint and the whole test suite
 	$(BIN)/python -m pytest -q
 
-lint: setup ## ruff, and mypy --strict on the engine
+lint: setup ## ruff, mypy --strict on the engine, buf lint on the protos
 	$(BIN)/ruff check .
 	$(BIN)/mypy --strict engine/
+	cd $(PROTO_DIR) && ../$(BIN)/buf lint
 
 bench: setup ## benchmarks: engine vs OpenSpiel hands/s
 	$(BIN)/python bench/engine_vs_openspiel.py

@@ -78,3 +78,29 @@ def random_action(game: Game, rng: random.Random) -> Any:
 @pytest.fixture
 def online() -> Rules:
     return Rules.preset("online")
+
+
+# ---------------------------------------------------------------- gRPC server fixtures
+
+@pytest.fixture
+async def server() -> Any:
+    """A real server on loopback (in this event loop), seeds allowed, metrics on a free port."""
+    from server.config import Config
+    from server.main import shutdown, start
+    from tests.server_helpers import free_port
+
+    running = await start(Config(listen="127.0.0.1:0", metrics_port=free_port(),
+                                 metrics_host="127.0.0.1", allow_seed=True,
+                                 finished_table_ttl=30.0))
+    yield running
+    await shutdown(running, 0)
+
+
+@pytest.fixture
+async def stub(server: Any) -> Any:
+    import grpc
+    from copas.v1 import copas_pb2_grpc
+
+    channel = grpc.aio.insecure_channel(f"127.0.0.1:{server.port}")
+    yield copas_pb2_grpc.CopasServiceStub(channel)
+    await channel.close()

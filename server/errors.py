@@ -1,0 +1,67 @@
+"""Service errors and the one mapping from domain errors to gRPC status codes."""
+
+from __future__ import annotations
+
+import grpc
+from google.protobuf import any_pb2
+from google.rpc import error_details_pb2, status_pb2
+from grpc_status import rpc_status
+
+from engine import EngineError, IllegalActionError, InvalidActionError, RecordError, RulesError
+
+ERROR_DOMAIN = "copas.v1"
+
+
+class ServiceError(Exception):
+    """An error with its gRPC status code, a machine-readable reason and a readable message."""
+
+    def __init__(self, code: grpc.StatusCode, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.reason = reason
+        self.message = message
+
+    @classmethod
+    def invalid(cls, message: str, reason: str = "INVALID_ARGUMENT") -> ServiceError:
+        return cls(grpc.StatusCode.INVALID_ARGUMENT, reason, message)
+
+    @classmethod
+    def precondition(cls, message: str, reason: str) -> ServiceError:
+        return cls(grpc.StatusCode.FAILED_PRECONDITION, reason, message)
+
+    @classmethod
+    def not_found(cls, message: str, reason: str = "TABLE_NOT_FOUND") -> ServiceError:
+        return cls(grpc.StatusCode.NOT_FOUND, reason, message)
+
+    @classmethod
+    def unauthenticated(cls, message: str) -> ServiceError:
+        return cls(grpc.StatusCode.UNAUTHENTICATED, "BAD_TOKEN", message)
+
+    @classmethod
+    def denied(cls, message: str, reason: str = "WRONG_TABLE") -> ServiceError:
+        return cls(grpc.StatusCode.PERMISSION_DENIED, reason, message)
+
+    @classmethod
+    def exhausted(cls, message: str, reason: str) -> ServiceError:
+        return cls(grpc.StatusCode.RESOURCE_EXHAUSTED, reason, message)
+
+    @classmethod
+    def unavailable(cls, message: str, reason: str = "SHUTTING_DOWN") -> ServiceError:
+        return cls(grpc.StatusCode.UNAVAILABLE, reason, message)
+
+    def to_status(self) -> grpc.Status:
+        info = error_details_pb2.ErrorInfo(reason=self.reason, domain=ERROR_DOMAIN)
+        detail = any_pb2.Any()
+        detail.Pack(info)
+        return rpc_status.to_status(status_pb2.Status(
+            code=self.code.value[0], message=self.message, details=[detail]))
+
+
+def from_engine(error: EngineError) -> ServiceError:
+    """Malformed -> INVALID_ARGUMENT; illegal now -> FAILED_PRECONDITION."""
+    reason = str(error.reason)
+    if isinstance(error, (InvalidActionError, RulesError, RecordError)):
+        return ServiceError.invalid(error.message, reason)
+    if isinstance(error, IllegalActionError):
+        return ServiceError.precondition(error.message, reason)
+    return ServiceError.invalid(error.message, reason)

@@ -1,0 +1,68 @@
+"""Metrics (Prometheus) and logs (structlog): what operators see."""
+
+from __future__ import annotations
+
+import logging
+import sys
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import structlog
+from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+
+class Metrics:
+    """The server's metrics, in their own registry (so tests can run several servers)."""
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        r = self.registry
+        self.actions = Counter("copas_actions_total", "Player actions by kind and result",
+                               ["kind", "result"], registry=r)
+        self.rpc_latency = Histogram(
+            "copas_rpc_duration_seconds", "RPC latency by method and status code",
+            ["method", "code"], registry=r,
+            buckets=(.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10))
+        self.timeouts = Counter("copas_timeouts_total", "Turns that timed out, by phase",
+                                ["phase"], registry=r)
+        self.leavers = Counter("copas_leavers_total", "Players who left a running game",
+                               registry=r)
+        self.games_finished = Counter("copas_games_finished_total", "Games finished",
+                                      ["reason"], registry=r)
+        self.moons = Counter("copas_moons_total", "Moons shot", registry=r)
+        self.events = Counter("copas_table_events_total", "Table events published", registry=r)
+        self.snapshots_for_slow = Counter(
+            "copas_watcher_resyncs_total",
+            "Watchers that fell behind and got a fresh snapshot instead of the backlog",
+            registry=r)
+
+    def add_gauges(self, collect: Callable[[], Iterable[GaugeMetricFamily]]) -> None:
+        """Gauges computed at scrape time from the live state (tables, seats, streams)."""
+
+        class _Live(Collector):
+            def collect(self) -> Iterable[GaugeMetricFamily]:
+                return collect()
+
+        self.registry.register(_Live())
+
+
+def configure_logging(fmt: str = "auto", level: str = "info") -> None:
+    """JSON lines when not on a terminal (or asked), console otherwise; context from
+    contextvars (table_id, seat, rpc, request_id)."""
+    use_json = fmt == "json" or (fmt == "auto" and not sys.stderr.isatty())
+    renderer: Any = (structlog.processors.JSONRenderer() if use_json
+                     else structlog.dev.ConsoleRenderer(colors=False))
+    structlog.configure(
+        processors=[
+            structlog.contextvars.merge_contextvars,
+            structlog.processors.add_log_level,
+            structlog.processors.TimeStamper(fmt="iso", utc=True),
+            renderer,
+        ],
+        wrapper_class=structlog.make_filtering_bound_logger(
+            logging.getLevelNamesMapping().get(level.upper(), logging.INFO)),
+        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+        cache_logger_on_first_use=True,
+    )

@@ -1,0 +1,107 @@
+"""Helpers for the gRPC tests: a server on loopback and clients that record their streams."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import socket
+from collections.abc import Callable
+from typing import Any
+
+import grpc
+from copas.v1 import cards_pb2, copas_pb2, copas_pb2_grpc
+
+from engine import Card
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def card_pb(card: Card | str) -> cards_pb2.Card:
+    return cards_pb2.Card(text=str(card))
+
+
+def cards_text(cards: Any) -> list[str]:
+    return [c.text for c in cards]
+
+
+def auth(token: str) -> tuple[tuple[str, str], ...]:
+    return (("authorization", f"Bearer {token}"),)
+
+
+class Watch:
+    """A WatchTable stream read by a background task into ``messages``."""
+
+    def __init__(self, stub: copas_pb2_grpc.CopasServiceStub, table_id: str,
+                 token: str | None = None, after_sequence: int = 0,
+                 check: Callable[[copas_pb2.TableEvent], None] | None = None) -> None:
+        self.messages: list[copas_pb2.TableEvent] = []
+        self.changed = asyncio.Condition()
+        self.check = check
+        self.error: grpc.aio.AioRpcError | None = None
+        self.call = stub.WatchTable(
+            copas_pb2.WatchTableRequest(table_id=table_id, after_sequence=after_sequence),
+            metadata=auth(token) if token else None)
+        self.task = asyncio.create_task(self._read())
+
+    async def _read(self) -> None:
+        try:
+            async for response in self.call:
+                if self.check:
+                    self.check(response.event)
+                async with self.changed:
+                    self.messages.append(response.event)
+                    self.changed.notify_all()
+        except grpc.aio.AioRpcError as error:
+            self.error = error
+            async with self.changed:
+                self.changed.notify_all()
+
+    async def wait_for(self, predicate: Callable[[copas_pb2.TableEvent], bool],
+                       start: int = 0, timeout: float = 10.0) -> copas_pb2.TableEvent:
+        async def find() -> copas_pb2.TableEvent:
+            async with self.changed:
+                index = start
+                while True:
+                    while index < len(self.messages):
+                        if predicate(self.messages[index]):
+                            return self.messages[index]
+                        index += 1
+                    if self.error is not None or self.task.done():
+                        raise AssertionError(f"stream ended: {self.error}")
+                    await self.changed.wait()
+        return await asyncio.wait_for(find(), timeout)
+
+    def latest(self) -> copas_pb2.TableEvent:
+        return self.messages[-1]
+
+    def kinds(self) -> list[str]:
+        return [m.WhichOneof("kind") or "" for m in self.messages]
+
+    async def close(self) -> None:
+        self.call.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self.task
+
+
+async def new_table(stub: copas_pb2_grpc.CopasServiceStub, *, preset: str = "online",
+                    seed: str | None = "1", bots: int = 0, **rules: Any) -> copas_pb2.TableSummary:
+    overrides = {"trick_pause_seconds": 0.0, "hand_pause_seconds": 0.0,
+                 "play_timeout_seconds": 0.0, "pass_timeout_seconds": 0.0,
+                 "moon_timeout_seconds": 0.0} | rules
+    request = copas_pb2.CreateTableRequest(
+        preset=preset, bot_seats=bots, display_name="test",
+        rules=copas_pb2.RulesOverrides(**overrides))
+    if seed is not None:
+        request.seed = seed
+    return (await stub.CreateTable(request)).table
+
+
+async def join_all(stub: copas_pb2_grpc.CopasServiceStub, table_id: str, count: int
+                   ) -> list[copas_pb2.JoinTableResponse]:
+    return [await stub.JoinTable(copas_pb2.JoinTableRequest(table_id=table_id,
+                                                            display_name=f"P{i}"))
+            for i in range(count)]
