@@ -105,3 +105,38 @@ async def join_all(stub: copas_pb2_grpc.CopasServiceStub, table_id: str, count: 
     return [await stub.JoinTable(copas_pb2.JoinTableRequest(table_id=table_id,
                                                             display_name=f"P{i}"))
             for i in range(count)]
+
+
+PHASES = {"PASSING": copas_pb2.PHASE_PASSING, "PLAYING": copas_pb2.PHASE_PLAYING,
+          "MOON_CHOICE": copas_pb2.PHASE_MOON_CHOICE}
+
+
+async def play_seat_until(stub: copas_pb2_grpc.CopasServiceStub, table_id: str, token: str,
+                          watch: Watch, replica: Any, seat: int,
+                          stop: Callable[[Any], bool]) -> None:
+    """Play ``seat`` with the engine's automatic choices (read from the server's view), and
+    advance the replica for the other seats, until ``stop(replica)``."""
+    from engine import ChooseMoon, PassCards, PlayCard
+
+    while not replica.is_over and not stop(replica):
+        if seat not in replica.to_act():
+            replica.apply(replica.auto_action(replica.to_act()[0]), is_automatic=True)
+            continue
+        h, t, k = replica.hand_number, replica.trick_number, len(replica.trick_cards)
+        phase = PHASES[replica.phase.value]
+        await watch.wait_for(
+            lambda m: m.view.hand_number == h and m.view.trick_number == t
+            and len(m.view.trick.cards) == k and seat in m.view.to_act
+            and m.view.phase == phase)
+        action = replica.auto_action(seat)
+        meta = auth(token)
+        if isinstance(action, PassCards):
+            await stub.PassCards(copas_pb2.PassCardsRequest(
+                table_id=table_id, cards=[card_pb(c) for c in action.cards]), metadata=meta)
+        elif isinstance(action, PlayCard):
+            await stub.PlayCard(copas_pb2.PlayCardRequest(
+                table_id=table_id, card=card_pb(action.card)), metadata=meta)
+        else:
+            assert isinstance(action, ChooseMoon)
+            return  # the caller decides the moon
+        replica.apply(action)

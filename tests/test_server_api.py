@@ -1,0 +1,318 @@
+"""Errors, idempotency, reconnects, paging, operations: through gRPC on loopback."""
+
+from __future__ import annotations
+
+import asyncio
+import urllib.request
+from typing import Any
+
+import grpc
+import pytest
+from copas.v1 import cards_pb2, copas_pb2, copas_pb2_grpc
+from google.rpc import error_details_pb2
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
+from grpc_status import rpc_status
+
+from engine import Game, Phase
+from server.config import Config
+from server.main import shutdown, start
+from tests.server_helpers import Watch, auth, card_pb, join_all, new_table
+from tests.test_server_game import rules_of
+
+
+def error_reason(error: grpc.aio.AioRpcError) -> str:
+    status = rpc_status.from_call(error)  # type: ignore[arg-type]
+    assert status is not None, "no rich status"
+    for detail in status.details:
+        info = error_details_pb2.ErrorInfo()
+        if detail.Unpack(info):
+            assert info.domain == "copas.v1"
+            return info.reason
+    raise AssertionError("no ErrorInfo detail")
+
+
+async def expect(call: Any, code: grpc.StatusCode, reason: str | None = None) -> str:
+    with pytest.raises(grpc.aio.AioRpcError) as err:
+        await call
+    assert err.value.code() == code, err.value.details()
+    assert err.value.details()
+    got = error_reason(err.value)
+    if reason is not None:
+        assert got == reason
+    return got
+
+
+async def started_table(stub: Any, seed: str = "42") -> tuple[Any, list[Any], Game]:
+    table = await new_table(stub, seed=seed)
+    joins = await join_all(stub, table.table_id, 4)
+    replica = Game(rules_of(table), seed)
+    return table, joins, replica
+
+
+async def test_each_error_has_its_code_and_changes_nothing(stub: Any) -> None:
+    table, joins, replica = await started_table(stub)
+    tid = table.table_id
+    token = {j.seat: j.player_token for j in joins}
+    spectator = Watch(stub, tid)
+    first = await spectator.wait_for(lambda m: m.view.phase == copas_pb2.PHASE_PASSING)
+    seq_before = spectator.latest().sequence
+    hand0 = replica.hand(0)
+    other = replica.hand(1)
+    pass_req = copas_pb2.PassCardsRequest
+    # Malformed: INVALID_ARGUMENT.
+    await expect(stub.PassCards(pass_req(table_id=tid, cards=[card_pb(hand0[0])]),
+                                metadata=auth(token[0])),
+                 grpc.StatusCode.INVALID_ARGUMENT, "PASS_NEEDS_THREE_CARDS")
+    await expect(stub.PlayCard(copas_pb2.PlayCardRequest(
+        table_id=tid, card=cards_pb2.Card(text="1Z")), metadata=auth(token[0])),
+        grpc.StatusCode.INVALID_ARGUMENT, "INVALID_CARD")
+    await expect(stub.PlayCard(copas_pb2.PlayCardRequest(
+        table_id=tid, card=cards_pb2.Card(suit=cards_pb2.SUIT_HEARTS, rank=cards_pb2.RANK_ACE,
+                                          text="2C")), metadata=auth(token[0])),
+        grpc.StatusCode.INVALID_ARGUMENT, "INVALID_CARD")
+    await expect(stub.CreateTable(copas_pb2.CreateTableRequest(
+        rules=copas_pb2.RulesOverrides(players=7))), grpc.StatusCode.INVALID_ARGUMENT,
+        "INVALID_RULES")
+    await expect(stub.CreateTable(copas_pb2.CreateTableRequest(preset="fast")),
+                 grpc.StatusCode.INVALID_ARGUMENT, "INVALID_RULES")
+    await expect(stub.JoinTable(copas_pb2.JoinTableRequest(table_id=tid, display_name="")),
+                 grpc.StatusCode.INVALID_ARGUMENT, "INVALID_NAME")
+    # Illegal now: FAILED_PRECONDITION with the engine's reason.
+    await expect(stub.PassCards(pass_req(table_id=tid, cards=[card_pb(c) for c in other[:3]]),
+                                metadata=auth(token[0])),
+                 grpc.StatusCode.FAILED_PRECONDITION, "CARD_NOT_IN_HAND")
+    await expect(stub.PlayCard(copas_pb2.PlayCardRequest(table_id=tid, card=card_pb(hand0[0])),
+                               metadata=auth(token[0])),
+                 grpc.StatusCode.FAILED_PRECONDITION, "WRONG_PHASE")
+    # Unknown table, bad tokens, another table's token.
+    await expect(stub.GetTable(copas_pb2.GetTableRequest(table_id="t_nope")),
+                 grpc.StatusCode.NOT_FOUND, "TABLE_NOT_FOUND")
+    await expect(stub.PassCards(pass_req(table_id=tid, cards=[card_pb(c) for c in hand0[:3]])),
+                 grpc.StatusCode.UNAUTHENTICATED)
+    await expect(stub.PassCards(pass_req(table_id=tid, cards=[card_pb(c) for c in hand0[:3]]),
+                                metadata=auth("forged")), grpc.StatusCode.UNAUTHENTICATED)
+    await expect(stub.PassCards(pass_req(table_id=tid, cards=[card_pb(c) for c in hand0[:3]]),
+                                metadata=(("authorization", "Basic abc"),)),
+                 grpc.StatusCode.UNAUTHENTICATED)
+    other_table = await new_table(stub, seed="9")
+    await expect(stub.PassCards(pass_req(table_id=other_table.table_id,
+                                         cards=[card_pb(c) for c in hand0[:3]]),
+                                metadata=auth(token[0])),
+                 grpc.StatusCode.PERMISSION_DENIED, "WRONG_TABLE")
+    await expect(stub.WatchTable(copas_pb2.WatchTableRequest(
+        table_id=other_table.table_id), metadata=auth(token[0])).read(),
+        grpc.StatusCode.PERMISSION_DENIED)
+    # A full table.
+    await expect(stub.JoinTable(copas_pb2.JoinTableRequest(table_id=tid, display_name="late")),
+                 grpc.StatusCode.RESOURCE_EXHAUSTED, "TABLE_FULL")
+    # Nothing changed: no event was published, the view is the same.
+    await asyncio.sleep(0)
+    assert spectator.latest().sequence == seq_before
+    again = (await stub.GetTable(copas_pb2.GetTableRequest(table_id=tid))).table
+    assert again.phase == copas_pb2.PHASE_PASSING and first.view.phase == again.phase
+    await spectator.close()
+
+
+async def test_illegal_play_reports_the_rule(stub: Any) -> None:
+    table, joins, replica = await started_table(stub, seed="42")
+    tid = table.table_id
+    token = {j.seat: j.player_token for j in joins}
+    for s in range(4):
+        cards = replica.auto_action(s).cards  # type: ignore[union-attr]
+        await stub.PassCards(copas_pb2.PassCardsRequest(
+            table_id=tid, cards=[card_pb(c) for c in cards]), metadata=auth(token[s]))
+        replica.apply(replica.auto_action(s))
+    leader = replica.turn
+    wrong = next(c for c in replica.hand(leader) if c != replica.opening_card)
+    await expect(stub.PlayCard(copas_pb2.PlayCardRequest(table_id=tid, card=card_pb(wrong)),
+                               metadata=auth(token[leader])),
+                 grpc.StatusCode.FAILED_PRECONDITION, "MUST_LEAD_OPENING_CARD")
+    not_turn = (leader + 1) % 4
+    await expect(stub.PlayCard(copas_pb2.PlayCardRequest(
+        table_id=tid, card=card_pb(replica.hand(not_turn)[0])), metadata=auth(token[not_turn])),
+        grpc.StatusCode.FAILED_PRECONDITION, "NOT_YOUR_TURN")
+    await stub.PlayCard(copas_pb2.PlayCardRequest(
+        table_id=tid, card=card_pb(replica.opening_card)), metadata=auth(token[leader]))
+    replica.play(leader, replica.opening_card)
+    nxt = replica.turn
+    hand = replica.hand(nxt)
+    offsuit = [c for c in hand if c.suit != replica.opening_card.suit]
+    if len(offsuit) < len(hand):  # holds clubs: an off-suit card breaks "follow suit"
+        await expect(stub.PlayCard(copas_pb2.PlayCardRequest(
+            table_id=tid, card=card_pb(offsuit[0])), metadata=auth(token[nxt])),
+            grpc.StatusCode.FAILED_PRECONDITION, "MUST_FOLLOW_SUIT")
+
+
+async def test_a_repeated_request_id_is_applied_once(stub: Any) -> None:
+    table, joins, replica = await started_table(stub, seed="42")
+    tid = table.table_id
+    token = {j.seat: j.player_token for j in joins}
+    spectator = Watch(stub, tid)
+    for s in range(4):
+        action = replica.auto_action(s)
+        request = copas_pb2.PassCardsRequest(table_id=tid, request_id=f"pass-{s}",
+                                             cards=[card_pb(c) for c in action.cards])  # type: ignore[union-attr]
+        first = await stub.PassCards(request, metadata=auth(token[s]))
+        again = await stub.PassCards(request, metadata=auth(token[s]))
+        assert first.sequence == again.sequence
+        replica.apply(action)
+    leader = replica.turn
+    play = copas_pb2.PlayCardRequest(table_id=tid, card=card_pb(replica.opening_card),
+                                     request_id="lead")
+    answers = [await stub.PlayCard(play, metadata=auth(token[leader])) for _ in range(3)]
+    assert len({a.sequence for a in answers}) == 1
+    # A failed request is remembered too: the retry returns the same error.
+    bad = copas_pb2.PlayCardRequest(table_id=tid, card=card_pb(replica.opening_card),
+                                    request_id="bad")
+    for _ in range(2):
+        await expect(stub.PlayCard(bad, metadata=auth(token[leader])),
+                     grpc.StatusCode.FAILED_PRECONDITION, "NOT_YOUR_TURN")
+    await spectator.wait_for(lambda m: m.WhichOneof("kind") == "card_played")
+    await asyncio.sleep(0.05)
+    assert sum(m.WhichOneof("kind") == "card_played" for m in spectator.messages) == 1
+    assert sum(m.WhichOneof("kind") == "pass_chosen" for m in spectator.messages) == 4
+    await spectator.close()
+
+
+async def test_reconnect_gets_missed_events_or_a_gap(stub: Any, server: Any) -> None:
+    table = await new_table(stub, seed="5", bots=3)
+    join = (await join_all(stub, table.table_id, 1))[0]
+    token = join.player_token
+    first = Watch(stub, table.table_id, token)
+    snap = await first.wait_for(lambda m: m.view.phase == copas_pb2.PHASE_PASSING)
+    seen = snap.sequence
+    await first.close()
+    replica = Game(rules_of(table), "5")
+    action = replica.auto_action(0)
+    await stub.PassCards(copas_pb2.PassCardsRequest(
+        table_id=table.table_id, cards=[card_pb(c) for c in action.cards]),  # type: ignore[union-attr]
+        metadata=auth(token))
+    again = Watch(stub, table.table_id, token, after_sequence=seen)
+    head = await again.wait_for(lambda m: True)
+    assert head.WhichOneof("kind") == "snapshot" and not head.snapshot.has_gap
+    missed = head.snapshot.missed_events
+    assert missed and missed[0].sequence == seen + 1
+    assert [m.sequence for m in missed] == list(range(seen + 1, head.sequence + 1))
+    assert "pass_chosen" in [m.WhichOneof("kind") for m in missed]
+    assert all(not m.HasField("view") for m in missed)
+    assert head.view.phase == copas_pb2.PHASE_PLAYING and len(head.view.received) == 3
+    await again.close()
+    # A stale sequence on a server that keeps little history: a snapshot that says so.
+    small = await start(Config(listen="127.0.0.1:0", metrics_port=0, allow_seed=True, history=4))
+    try:
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{small.port}") as channel:
+            small_stub = copas_pb2_grpc.CopasServiceStub(channel)
+            t2 = await new_table(small_stub, seed="5", bots=4)
+            late = Watch(small_stub, t2.table_id, after_sequence=1)
+            head = await late.wait_for(lambda m: True)
+            assert head.snapshot.has_gap and len(head.snapshot.missed_events) == 4
+            assert head.view.phase == copas_pb2.PHASE_GAME_OVER
+            await late.close()
+    finally:
+        await shutdown(small, 0)
+
+
+async def test_slow_watchers_get_a_snapshot_instead_of_the_backlog(stub: Any) -> None:
+    small = await start(Config(listen="127.0.0.1:0", metrics_port=0, allow_seed=True,
+                               watcher_queue=8))
+    try:
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{small.port}") as channel:
+            s = copas_pb2_grpc.CopasServiceStub(channel)
+            table = await new_table(s, seed="5", bots=3)
+            join = (await join_all(s, table.table_id, 1))[0]
+            call = s.WatchTable(copas_pb2.WatchTableRequest(table_id=table.table_id),
+                                metadata=auth(join.player_token))
+            head = await call.read()
+            assert head.event.WhichOneof("kind") == "snapshot"
+            # Without reading, let the table run far ahead: the player leaves, bots finish.
+            await s.LeaveTable(copas_pb2.LeaveTableRequest(table_id=table.table_id),
+                               metadata=auth(join.player_token))
+            watcher = next(iter(small.tables.get(table.table_id).watchers))
+            assert len(watcher.queue) <= 8
+            kinds = []
+            while True:
+                msg = await call.read()
+                kinds.append(msg.event.WhichOneof("kind"))
+                if msg.event.view.phase == copas_pb2.PHASE_GAME_OVER:
+                    break
+            assert "snapshot" in kinds and len(kinds) < 40
+            call.cancel()
+    finally:
+        await shutdown(small, 0)
+
+
+async def test_list_tables_pages_newest_first(stub: Any) -> None:
+    created = [(await new_table(stub, seed=None)).table_id for _ in range(5)]
+    first = await stub.ListTables(copas_pb2.ListTablesRequest(page_size=2))
+    second = await stub.ListTables(copas_pb2.ListTablesRequest(
+        page_size=2, page_token=first.next_page_token))
+    ids = [t.table_id for t in (*first.tables, *second.tables)]
+    assert ids == created[::-1][:4]
+    assert first.tables[0].phase == copas_pb2.PHASE_WAITING_FOR_PLAYERS
+    assert [s.is_taken for s in first.tables[0].seats] == [False] * 4
+    await expect(stub.ListTables(copas_pb2.ListTablesRequest(page_token="@@")),
+                 grpc.StatusCode.INVALID_ARGUMENT, "INVALID_PAGE_TOKEN")
+
+
+async def test_seeds_need_allow_seed_and_tables_have_limits() -> None:
+    running = await start(Config(listen="127.0.0.1:0", metrics_port=0, max_tables=1))
+    try:
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{running.port}") as channel:
+            s = copas_pb2_grpc.CopasServiceStub(channel)
+            await expect(s.CreateTable(copas_pb2.CreateTableRequest(seed="1")),
+                         grpc.StatusCode.PERMISSION_DENIED, "SEED_NOT_ALLOWED")
+            await s.CreateTable(copas_pb2.CreateTableRequest())
+            await expect(s.CreateTable(copas_pb2.CreateTableRequest()),
+                         grpc.StatusCode.RESOURCE_EXHAUSTED, "SERVER_FULL")
+            assert len(running.tables.tables) == 1
+    finally:
+        await shutdown(running, 0)
+
+
+async def test_health_reflection_and_metrics(server: Any, stub: Any) -> None:
+    async with grpc.aio.insecure_channel(f"127.0.0.1:{server.port}") as channel:
+        health = health_pb2_grpc.HealthStub(channel)
+        for service in ("", "copas.v1.CopasService"):
+            answer = await health.Check(health_pb2.HealthCheckRequest(service=service))
+            assert answer.status == health_pb2.HealthCheckResponse.SERVING
+        reflect = reflection_pb2_grpc.ServerReflectionStub(channel)
+        call = reflect.ServerReflectionInfo()
+        await call.write(reflection_pb2.ServerReflectionRequest(list_services=""))
+        listed = await call.read()
+        await call.done_writing()
+        names = {s.name for s in listed.list_services_response.service}
+        assert "copas.v1.CopasService" in names and "grpc.health.v1.Health" in names
+    table = await new_table(stub, seed="3", bots=4)
+    assert table.phase == copas_pb2.PHASE_GAME_OVER
+    url = f"http://127.0.0.1:{server.metrics_port}/metrics"
+    body = await asyncio.to_thread(lambda: urllib.request.urlopen(url, timeout=5).read().decode())
+    for name in ("copas_tables{", "copas_seats_connected", "copas_watch_streams",
+                 "copas_actions_total", "copas_rpc_duration_seconds_bucket",
+                 "copas_timeouts_total", "copas_leavers_total", "copas_games_finished_total",
+                 "copas_moons_total"):
+        assert name in body, name
+    assert 'copas_tables{phase="game_over"} 1.0' in body
+    assert 'copas_rpc_duration_seconds_count{code="OK",method="CreateTable"}' in body
+    assert "copas_games_finished_total{" in body
+
+
+async def test_finished_tables_are_released_after_their_ttl() -> None:
+    running = await start(Config(listen="127.0.0.1:0", metrics_port=0, allow_seed=True,
+                                 finished_table_ttl=0.05))
+    try:
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{running.port}") as channel:
+            s = copas_pb2_grpc.CopasServiceStub(channel)
+            table = await new_table(s, seed="3", bots=4)
+            assert table.phase == copas_pb2.PHASE_GAME_OVER
+            watch = Watch(s, table.table_id)
+            await watch.wait_for(lambda m: True)
+            await asyncio.wait_for(watch.task, 5)  # the stream ends when the table goes
+            await expect(s.GetTable(copas_pb2.GetTableRequest(table_id=table.table_id)),
+                         grpc.StatusCode.NOT_FOUND)
+    finally:
+        await shutdown(running, 0)
+
+
+def test_replica_agrees_on_phase_names() -> None:
+    assert {p.value for p in Phase} <= {n.removeprefix("PHASE_") for n in copas_pb2.Phase.keys()}  # noqa: SIM118
