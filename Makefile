@@ -44,8 +44,9 @@ lint: setup ## ruff, mypy --strict on the engine, buf lint on the protos
 	$(BIN)/mypy --strict engine/
 	cd $(PROTO_DIR) && ../$(BIN)/buf lint
 
-bench: setup ## benchmarks: engine vs OpenSpiel hands/s
+bench: setup ## benchmarks: engine vs OpenSpiel hands/s; a move end to end vs a bare gRPC echo
 	$(BIN)/python bench/engine_vs_openspiel.py
+	$(BIN)/python bench/move_cost.py
 
 clean: ## remove the virtual environment, generated code and caches
 	rm -rf $(VENV) $(PROTO_DIR)/copas/v1/*_pb2*.py* $(PROTO_STAMP) .pytest_cache .mypy_cache \

@@ -48,7 +48,7 @@ class Metrics:
         self.registry.register(_Live())
 
 
-def configure_logging(fmt: str = "auto", level: str = "info") -> None:
+def configure_logging(fmt: str = "auto", level: str = "info", file: Any = None) -> None:
     """JSON lines when not on a terminal (or asked), console otherwise; context from
     contextvars (table_id, seat, rpc, request_id)."""
     use_json = fmt == "json" or (fmt == "auto" and not sys.stderr.isatty())
@@ -63,6 +63,6 @@ def configure_logging(fmt: str = "auto", level: str = "info") -> None:
         ],
         wrapper_class=structlog.make_filtering_bound_logger(
             logging.getLevelNamesMapping().get(level.upper(), logging.INFO)),
-        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+        logger_factory=structlog.PrintLoggerFactory(file=file or sys.stderr),
         cache_logger_on_first_use=True,
     )

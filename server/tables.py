@@ -24,6 +24,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 
 from engine import (
     Action,
+    Card,
     EngineError,
     Game,
     GameOver,
@@ -111,6 +112,7 @@ class Table:
         self.name = name
         self.preset = preset
         self.rules = rules
+        self.rules_pb = codec.rules_to_pb(rules)
         self.seed = seed
         self.order = order
         self.created = manager.clock()
@@ -145,7 +147,7 @@ class Table:
         left = self.game.has_left if self.game else [False] * len(self.seats)
         return copas_pb2.TableSummary(
             table_id=self.id, display_name=self.name, preset=self.preset,
-            rules=codec.rules_to_pb(self.rules), phase=self.phase,  # type: ignore[arg-type]
+            rules=self.rules_pb, phase=self.phase,  # type: ignore[arg-type]
             hand_number=self.game.hand_number if self.game else -1,
             create_time=timestamp(self.created),
             seats=[copas_pb2.SeatSummary(seat=s.number, display_name=s.name, is_taken=s.is_taken,
@@ -157,7 +159,7 @@ class Table:
         """Everything ``seat`` (None: a spectator) may see, built by the engine's views."""
         n = len(self.seats)
         message = copas_pb2.TableView(table_id=self.id, phase=self.phase,  # type: ignore[arg-type]
-                                      rules=codec.rules_to_pb(self.rules), hand_number=-1)
+                                      rules=self.rules_pb, hand_number=-1)
         if seat is not None:
             message.seat = seat
         game = self.game
@@ -486,6 +488,8 @@ def _public_fields(event: ev.Event) -> dict[str, Any]:
             out[key] = [(r.seat, r.place, r.total) for r in value]
         elif key == "cards":
             out[key] = " ".join(map(str, value))
+        elif isinstance(value, Card):
+            out[key] = str(value)
         else:
             out[key] = str(value) if not isinstance(value, (int, bool, tuple, type(None))) \
                 else value

@@ -149,6 +149,7 @@ async def test_a_repeated_request_id_is_applied_once(stub: Any) -> None:
     tid = table.table_id
     token = {j.seat: j.player_token for j in joins}
     spectator = Watch(stub, tid)
+    await spectator.wait_for(lambda m: True)  # its snapshot comes before any pass
     for s in range(4):
         action = replica.auto_action(s)
         request = copas_pb2.PassCardsRequest(table_id=tid, request_id=f"pass-{s}",
