@@ -10,7 +10,7 @@ PROTOS := $(wildcard $(PROTO_DIR)/copas/v1/*.proto)
 PROTO_STAMP := $(PROTO_DIR)/copas/v1/.generated
 
 .DEFAULT_GOAL := help
-.PHONY: help setup proto run demo test lint bench clean
+.PHONY: help setup proto run play demo test lint bench clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
@@ -32,6 +32,9 @@ $(PROTO_STAMP): $(PROTOS) $(STAMP)
 
 run: setup ## start the server on localhost:50051 (metrics on localhost:9464)
 	$(BIN)/copas-server
+
+play: setup ## play against three bots on the local server (start it first with make run)
+	$(BIN)/copas play
 
 demo: setup ## a demo game between engine bots in the terminal (no server)
 	$(BIN)/copas-demo

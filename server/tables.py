@@ -331,23 +331,28 @@ class Table:
         return self.sequence
 
     def settle(self, events: list[ev.Event]) -> None:
-        """Publish what happened, then let bots act, start a pause or arm the turn timer,
-        until a human must act (or the game is over)."""
+        """Let bots act, start a pause or arm the turn timer, until a human must act (or the
+        game is over); publish each step once its deadline or pause is known, so every view
+        sent carries the right one."""
         game = self.game
         assert game is not None
         while True:
-            self.publish_engine(events)
             if game.is_over:
                 self._finish()
+                self.publish_engine(events)
                 return
             pause = self._pause_after(events)
             if pause:
                 self._start_pause(pause)
+                self.publish_engine(events)
                 return
             bot = next((s for s in game.to_act() if self.seats[s].is_bot), None)
             if bot is None:
                 self._arm_deadline()
+                self.publish_engine(events)
                 return
+            self._clear_deadline()  # a bot acts at once: no deadline to show
+            self.publish_engine(events)
             events = game.apply(game.auto_action(bot), is_automatic=True)
 
     def _pause_after(self, events: list[ev.Event]) -> float:
@@ -359,10 +364,13 @@ class Table:
             return self.rules.trick_pause
         return 0.0
 
-    def _start_pause(self, seconds: float) -> None:
+    def _clear_deadline(self) -> None:
         self._cancel_timer()
         self.deadline = None
         self._deadline_key = None
+
+    def _start_pause(self, seconds: float) -> None:
+        self._clear_deadline()
         self.paused_until = self.manager.clock() + seconds
         self._timer = asyncio.get_running_loop().call_later(seconds, self._end_pause)
 

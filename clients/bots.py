@@ -1,0 +1,168 @@
+"""Bot players: each plays from its own stream, choosing only among the view's legal cards.
+
+Policies:
+- ``random``: any legal card, any three cards to pass.
+- ``greedy``: ducks points: follows under the winning card when it can, otherwise plays its
+  highest card of the suit; when void, sheds Q♠, then its highest heart, then its highest card;
+  leads its lowest card; passes Q♠ A♠ K♠ and its highest hearts and cards.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import random
+from collections.abc import Callable, Sequence
+
+import grpc
+from copas.v1 import cards_pb2, copas_pb2, copas_pb2_grpc
+
+from clients.common import (
+    DEFAULT_SERVER,
+    Player,
+    channel,
+    error_reason,
+    is_over,
+    join,
+    must_act,
+    watch,
+    zero_timing,
+)
+
+HEARTS, SPADES = cards_pb2.SUIT_HEARTS, cards_pb2.SUIT_SPADES
+
+
+def _points(card: cards_pb2.Card) -> int:
+    if card.suit == HEARTS:
+        return 1
+    return 13 if card.suit == SPADES and card.rank == 12 else 0
+
+
+def choose_random(view: copas_pb2.TableView, rng: random.Random) -> list[cards_pb2.Card]:
+    legal = list(view.legal_cards)
+    if view.phase == copas_pb2.PHASE_PASSING:
+        return rng.sample(legal, 3)
+    return [rng.choice(legal)]
+
+
+def choose_greedy(view: copas_pb2.TableView, rng: random.Random) -> list[cards_pb2.Card]:
+    legal = list(view.legal_cards)
+    if view.phase == copas_pb2.PHASE_PASSING:
+        def danger(c: cards_pb2.Card) -> tuple[int, int, int]:
+            is_top_spade = c.suit == SPADES and c.rank >= 12
+            return (is_top_spade, c.suit == HEARTS, c.rank)
+        return sorted(legal, key=danger, reverse=True)[:3]
+    trick = list(view.trick.cards)
+    if not trick:  # lead low, avoiding points
+        return [min(legal, key=lambda c: (_points(c) > 0, c.rank))]
+    led = trick[0].card.suit
+    following = [c for c in legal if c.suit == led]
+    if following:
+        winning = max(t.card.rank for t in trick if t.card.suit == led)
+        under = [c for c in following if c.rank < winning]
+        if under:
+            return [max(under, key=lambda c: c.rank)]
+        no_points_yet = not any(_points(t.card) for t in trick)
+        last_to_play = len(trick) == len(view.players) - 1
+        if last_to_play and no_points_yet:
+            return [max(following, key=lambda c: c.rank)]
+        return [min(following, key=lambda c: c.rank)]
+    return [max(legal, key=lambda c: (_points(c), c.rank))]
+
+
+POLICIES: dict[str, Callable[[copas_pb2.TableView, random.Random], list[cards_pb2.Card]]] = {
+    "random": choose_random, "greedy": choose_greedy}
+
+
+async def run_bot(player: Player, policy: str = "greedy", seed: int | None = None,
+                  on_event: Callable[[copas_pb2.TableEvent], None] | None = None
+                  ) -> copas_pb2.TableView:
+    """Play one seat until the game is over; return the last view."""
+    choose = POLICIES[policy]
+    rng = random.Random(seed)
+    acted: set[tuple[int, ...]] = set()
+    view = copas_pb2.TableView()
+    async for event in watch(player.stub, player.table_id, player.token):
+        view = event.view
+        if on_event:
+            on_event(event)
+        if is_over(view):
+            break
+        # Act once per decision: the stream may still hold older views of the same one.
+        key = decision_key(view)
+        if not must_act(view) or key in acted:
+            continue
+        acted.add(key)
+        try:
+            if view.phase == copas_pb2.PHASE_MOON_CHOICE:
+                await player.choose_moon(copas_pb2.MOON_CHOICE_ADD_TO_OTHERS)
+            elif view.phase == copas_pb2.PHASE_PASSING:
+                await player.pass_cards(choose(view, rng))
+            else:
+                await player.play(choose(view, rng)[0])
+        except grpc.aio.AioRpcError as error:
+            # A stale view (the turn moved on, a pause began): the next view decides.
+            if error.code() != grpc.StatusCode.FAILED_PRECONDITION:
+                raise
+            if error_reason(error) not in {"NOT_YOUR_TURN", "TABLE_PAUSED", "WRONG_PHASE",
+                                           "ALREADY_PASSED", "NOT_THE_SHOOTER"}:
+                raise
+    return view
+
+
+def decision_key(view: copas_pb2.TableView) -> tuple[int, ...]:
+    """Identifies one decision of a seat: a hand's pass, one card of one trick, a moon."""
+    return (view.hand_number, view.phase, view.trick_number, len(view.trick.cards))
+
+
+async def bots_main(args: argparse.Namespace) -> int:
+    async with channel(args.server) as ch:
+        stub = copas_pb2_grpc.CopasServiceStub(ch)
+        table_id = args.table
+        if args.create:
+            request = copas_pb2.CreateTableRequest(
+                preset=args.preset, display_name="bots", rules=zero_timing(),
+                bot_seats=max(0, args.players - args.seats))
+            request.rules.players = args.players
+            table_id = (await stub.CreateTable(request)).table.table_id
+            print(f"created table {table_id}", flush=True)
+        if not table_id:
+            print("copas bot: give --table ID or --create")
+            return 2
+        players = []
+        for i in range(args.seats):
+            # Each bot gets its own channel, like a separate device.
+            bot_stub = copas_pb2_grpc.CopasServiceStub(channel(args.server))
+            players.append(await join(bot_stub, table_id, f"{args.policy}-bot-{i + 1}"))
+        print(f"{len(players)} {args.policy} bots joined table {table_id} "
+              f"(seats {', '.join(str(p.seat) for p in players)})", flush=True)
+        views = await asyncio.gather(*(run_bot(p, args.policy, seed=args.seed + i)
+                                       for i, p in enumerate(players)))
+        print_standings(views[0])
+    return 0
+
+
+def print_standings(view: copas_pb2.TableView) -> None:
+    names = {p.seat: p.display_name for p in view.players}
+    print("final standings:")
+    for row in view.standings:
+        left = " (left)" if row.has_left else ""
+        print(f"  {row.place}. {names.get(row.seat, row.seat)}{left}: {row.total} points")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--server", default=DEFAULT_SERVER)
+    parser.add_argument("--table", help="join this table")
+    parser.add_argument("--create", action="store_true",
+                        help="create a table (no pauses or time limits) and fill it")
+    parser.add_argument("--seats", type=int, default=4, help="bot players to join")
+    parser.add_argument("--players", type=int, default=4, help="players at a created table")
+    parser.add_argument("--preset", default="online")
+    parser.add_argument("--policy", choices=sorted(POLICIES), default="greedy")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the bots' random choices")
+
+
+def legal_only(view: copas_pb2.TableView, chosen: Sequence[cards_pb2.Card]) -> bool:
+    """True when every chosen card is one of the view's legal cards (a policy self-check)."""
+    legal = {(c.suit, c.rank) for c in view.legal_cards}
+    return all((c.suit, c.rank) in legal for c in chosen)

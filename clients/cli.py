@@ -1,0 +1,32 @@
+"""`copas`: the reference clients (play, bot, loadtest, watch)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+
+from clients import bots, loadtest, play, watch
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="copas", description="Copas (Hearts) clients.")
+    commands = parser.add_subparsers(dest="command", required=True)
+    for name, module, runner, text in (
+            ("play", play, play.play_main, "play at a table (with three bots by default)"),
+            ("bot", bots, bots.bots_main, "join bot players to a table"),
+            ("loadtest", loadtest, loadtest.loadtest_main, "keep many tables busy with bots"),
+            ("watch", watch, watch.watch_main, "list tables or follow one as a spectator")):
+        sub = commands.add_parser(name, help=text, description=module.__doc__,
+                                  formatter_class=argparse.RawDescriptionHelpFormatter)
+        module.add_arguments(sub)
+        sub.set_defaults(runner=runner)
+    args = parser.parse_args(argv)
+    try:
+        return int(asyncio.run(args.runner(args)))
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

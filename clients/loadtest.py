@@ -1,0 +1,322 @@
+"""`copas loadtest`: a swarm of bot clients keeping T tables busy, for operators.
+
+Every player is a separate gRPC channel (like a separate device). Tables have no pauses or
+time limits; a finished table is replaced so T stay busy. Measures PlayCard latency and
+move-to-view latency: from the server's timestamp of a played card (the moment it was
+accepted) to when each other player's stream shows it (client and server share a clock
+when the server is local).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import multiprocessing
+import os
+import random
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import grpc
+from copas.v1 import copas_pb2, copas_pb2_grpc
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from clients.bots import POLICIES, decision_key
+from clients.common import DEFAULT_SERVER, Player, is_over, must_act, zero_timing
+
+
+@dataclass
+class Results:
+    games_started: int = 0
+    games_finished: int = 0
+    games_unfinished: int = 0
+    moves: int = 0
+    play_latency: list[float] = field(default_factory=list)
+    view_latency: list[float] = field(default_factory=list)
+    errors: Counter[str] = field(default_factory=Counter)
+
+    def merge(self, other: Results) -> None:
+        self.games_started += other.games_started
+        self.games_finished += other.games_finished
+        self.games_unfinished += other.games_unfinished
+        self.moves += other.moves
+        self.play_latency += other.play_latency
+        self.view_latency += other.view_latency
+        self.errors.update(other.errors)
+
+
+@dataclass
+class Plan:
+    server: str
+    tables: int
+    players: int
+    preset: str
+    policy: str
+    deadline: float  # wall time to stop; 0 = none
+    games: int  # games to start in this process; 0 = no limit
+
+
+class Counters:
+    """Progress shared between processes."""
+
+    def __init__(self, ctx: Any) -> None:
+        self.games = ctx.Value("i", 0)
+        self.moves = ctx.Value("i", 0)
+
+
+async def play_seat(player: Player, channel_stub: copas_pb2_grpc.CopasServiceStub,
+                    results: Results, counters: Counters, seed: int, policy: str) -> None:
+    choose = POLICIES[policy]
+    rng = random.Random(seed)
+    acted: set[tuple[int, ...]] = set()
+    call = channel_stub.WatchTable(copas_pb2.WatchTableRequest(table_id=player.table_id),
+                                   metadata=player.metadata)
+    try:
+        async for response in call:
+            event = response.event
+            if event.WhichOneof("kind") == "card_played" and event.card_played.seat != player.seat:
+                results.view_latency.append(time.time() - event.time.ToNanoseconds() / 1e9)
+            view = event.view
+            if is_over(view):
+                return
+            key = decision_key(view)
+            if not must_act(view) or key in acted:
+                continue
+            acted.add(key)
+            try:
+                if view.phase == copas_pb2.PHASE_MOON_CHOICE:
+                    await player.choose_moon(copas_pb2.MOON_CHOICE_ADD_TO_OTHERS)
+                elif view.phase == copas_pb2.PHASE_PASSING:
+                    await player.pass_cards(choose(view, rng))
+                else:
+                    start = time.perf_counter()
+                    await player.play(choose(view, rng)[0])
+                    results.play_latency.append(time.perf_counter() - start)
+                    results.moves += 1
+                    with counters.moves.get_lock():
+                        counters.moves.value += 1
+            except grpc.aio.AioRpcError as error:
+                results.errors[error.code().name] += 1
+    finally:
+        call.cancel()
+
+
+async def run_table_slot(plan: Plan, slot: int, results: Results, counters: Counters,
+                         budget: list[int]) -> None:
+    """Keep one table busy: play a game, then another, until the plan says stop."""
+    channels = [grpc.aio.insecure_channel(plan.server) for _ in range(plan.players)]
+    stubs = [copas_pb2_grpc.CopasServiceStub(c) for c in channels]
+    game = 0
+    try:
+        while True:
+            if plan.deadline and time.time() >= plan.deadline:
+                return
+            if plan.games:
+                if budget[0] <= 0:
+                    return
+                budget[0] -= 1
+            overrides = zero_timing()
+            overrides.players = plan.players
+            try:
+                table = (await stubs[0].CreateTable(copas_pb2.CreateTableRequest(
+                    preset=plan.preset, rules=overrides, display_name=f"load-{slot}"))).table
+                players = []
+                for s, stub in enumerate(stubs):
+                    answer = await stub.JoinTable(copas_pb2.JoinTableRequest(
+                        table_id=table.table_id, display_name=f"bot{s}"))
+                    players.append(Player(stub, table.table_id, answer.seat, answer.player_token))
+            except grpc.aio.AioRpcError as error:
+                results.errors[error.code().name] += 1
+                await asyncio.sleep(0.1)
+                continue
+            results.games_started += 1
+            seats = [asyncio.create_task(play_seat(p, stubs[i], results, counters,
+                                                   seed=slot * 1000 + game * 10 + i,
+                                                   policy=plan.policy))
+                     for i, p in enumerate(players)]
+            game += 1
+            timeout = max(0.0, plan.deadline - time.time()) if plan.deadline else None
+            done, pending = await asyncio.wait(seats, timeout=timeout)
+            for task in done:
+                failure = task.exception()
+                if failure is not None:
+                    code = failure.code().name if isinstance(failure, grpc.aio.AioRpcError) \
+                        else type(failure).__name__
+                    results.errors[code] += 1
+            if pending:
+                for task in pending:
+                    task.cancel()
+                await asyncio.gather(*pending, return_exceptions=True)
+                results.games_unfinished += 1
+                return
+            results.games_finished += 1
+            with counters.games.get_lock():
+                counters.games.value += 1
+    finally:
+        for c in channels:
+            await c.close()
+
+
+async def run_swarm(plan: Plan, counters: Counters) -> Results:
+    results = Results()
+    budget = [plan.games]
+    await asyncio.gather(*(run_table_slot(plan, i, results, counters, budget)
+                           for i in range(plan.tables)))
+    return results
+
+
+def _child(plan: Plan, counters: Counters, out: Any) -> None:
+    out.put(asyncio.run(run_swarm(plan, counters)))
+
+
+def percentiles(values: list[float]) -> dict[str, float]:
+    if not values:
+        return {"p50": 0.0, "p95": 0.0, "p99": 0.0, "max": 0.0}
+    ordered = sorted(values)
+
+    def at(q: float) -> float:
+        return round(ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1000, 3)
+
+    return {"p50": at(0.50), "p95": at(0.95), "p99": at(0.99),
+            "max": round(ordered[-1] * 1000, 3)}
+
+
+def server_pid(server: str) -> int | None:
+    """The local process listening on the server's port (Linux /proc), if any."""
+    host, _, port_text = server.rpartition(":")
+    if host.strip("[]") not in ("localhost", "127.0.0.1", "::1", "0.0.0.0", ""):
+        return None
+    try:
+        port = int(port_text)
+        inodes = set()
+        for name in ("/proc/net/tcp", "/proc/net/tcp6"):
+            path = Path(name)
+            if not path.exists():
+                continue
+            for line in path.read_text().splitlines()[1:]:
+                parts = line.split()
+                if int(parts[1].rsplit(":", 1)[1], 16) == port and parts[3] == "0A":
+                    inodes.add(parts[9])
+        for proc in Path("/proc").iterdir():
+            if not proc.name.isdigit():
+                continue
+            try:
+                for fd in (proc / "fd").iterdir():
+                    link = os.readlink(fd)
+                    if link.startswith("socket:[") and link[8:-1] in inodes:
+                        return int(proc.name)
+            except OSError:
+                continue
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def rss_mb(pid: int, field_name: str = "VmRSS") -> float | None:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith(field_name + ":"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        return None
+    return None
+
+
+async def loadtest_main(args: argparse.Namespace) -> int:
+    if not args.duration and not args.games:
+        args.duration = 10.0
+    deadline = time.time() + args.duration if args.duration else 0.0
+    processes = max(1, min(args.processes, args.tables))
+    ctx = multiprocessing.get_context("spawn")
+    counters = Counters(ctx)
+    plans = []
+    for p in range(processes):
+        tables = args.tables // processes + (p < args.tables % processes)
+        games = 0
+        if args.games:
+            games = args.games // processes + (p < args.games % processes)
+        plans.append(Plan(args.server, tables, args.players, args.preset, args.policy,
+                          deadline, games))
+    pid = server_pid(args.server)
+    peak = rss_mb(pid) if pid else None
+    start = time.perf_counter()
+    queue = ctx.Queue()
+    children = [ctx.Process(target=_child, args=(plan, counters, queue)) for plan in plans[1:]]
+    for child in children:
+        child.start()
+    console = Console(stderr=True)
+    total_games = args.games or None
+    with Progress(TextColumn("[bold]load test"), BarColumn(), TextColumn("{task.description}"),
+                  TimeElapsedColumn(), console=console, disable=args.json or args.quiet,
+                  transient=True) as progress:
+        task = progress.add_task("", total=total_games or args.duration)
+        main = asyncio.create_task(run_swarm(plans[0], counters))
+        while not main.done():
+            await asyncio.wait({main}, timeout=0.5)
+            if pid:
+                now = rss_mb(pid)
+                peak = max(peak or 0.0, now or 0.0)
+            elapsed = time.perf_counter() - start
+            progress.update(task, completed=counters.games.value if total_games else elapsed,
+                            description=f"{counters.games.value} games, "
+                                        f"{counters.moves.value} moves")
+        results = main.result()
+        for _ in children:
+            results.merge(await asyncio.to_thread(queue.get))
+        for child in children:
+            child.join()
+    elapsed = time.perf_counter() - start
+    report = {
+        "server": args.server, "tables": args.tables, "players": args.players,
+        "preset": args.preset, "processes": processes, "duration_s": round(elapsed, 3),
+        "games_started": results.games_started, "games_finished": results.games_finished,
+        "games_unfinished": results.games_unfinished, "moves": results.moves,
+        "moves_per_s": round(results.moves / elapsed, 1) if elapsed else 0.0,
+        "play_card_latency_ms": percentiles(results.play_latency),
+        "move_to_view_latency_ms": percentiles(results.view_latency),
+        "errors": dict(results.errors),
+        "server_peak_rss_mb": round(peak, 1) if peak else None,
+    }
+    if args.json:
+        print(json.dumps(report))
+    else:
+        print_report(report)
+    return 0
+
+
+def print_report(report: dict[str, Any]) -> None:
+    console = Console()
+    table = Table(title=f"copas load test: {report['tables']} tables of {report['players']} "
+                        f"on {report['server']} ({report['processes']} processes)")
+    table.add_column("measure")
+    table.add_column("value", justify="right")
+    for key in ("duration_s", "games_started", "games_finished", "games_unfinished", "moves",
+                "moves_per_s", "server_peak_rss_mb"):
+        table.add_row(key, str(report[key]))
+    for key in ("play_card_latency_ms", "move_to_view_latency_ms"):
+        p = report[key]
+        table.add_row(key, f"p50 {p['p50']}  p95 {p['p95']}  p99 {p['p99']}  max {p['max']}")
+    table.add_row("errors", ", ".join(f"{k}: {v}" for k, v in report["errors"].items())
+                  or "none")
+    console.print(table)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--server", default=DEFAULT_SERVER)
+    parser.add_argument("--tables", type=int, default=10, help="tables kept busy at once")
+    parser.add_argument("--duration", type=float, default=0.0,
+                        help="seconds to run (default 10 when --games is not given)")
+    parser.add_argument("--games", type=int, default=0, help="games to play, then stop")
+    parser.add_argument("--players", type=int, default=4, choices=(3, 4, 5))
+    parser.add_argument("--preset", default="online")
+    parser.add_argument("--policy", choices=sorted(POLICIES), default="greedy")
+    parser.add_argument("--processes", type=int, default=1,
+                        help="spread the swarm over this many processes")
+    parser.add_argument("--json", action="store_true", help="one JSON object on stdout")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar")

@@ -1,0 +1,235 @@
+"""`copas play`: a person at a table, in the terminal.
+
+Creates a table with three bots on the server (or joins ``--table``), then draws each change
+and asks for your move when it is your turn. Cards are typed as text (``QS``, ``10h``,
+``2c``) or by their number in your hand; a pass takes three at once (``QS AS 3h`` or
+``1 2 3``). Ctrl-C asks whether to leave the table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import signal
+import sys
+import threading
+
+import grpc
+from copas.v1 import cards_pb2, copas_pb2, copas_pb2_grpc
+from rich.console import Console
+
+from clients.common import (
+    DEFAULT_SERVER,
+    Player,
+    card_key,
+    channel,
+    error_reason,
+    is_over,
+    join,
+    must_act,
+    parse_card,
+    watch,
+)
+from clients.render import event_line, render, seconds_left, sorted_hand, standings_table
+
+INTERRUPT = "\x03"
+
+
+class Lines:
+    """Lines typed on stdin, read by a thread so the table keeps updating meanwhile.
+    Ctrl-C arrives as INTERRUPT; end of input as None."""
+
+    def __init__(self) -> None:
+        self.queue: asyncio.Queue[str | None] = asyncio.Queue()
+        loop = asyncio.get_running_loop()
+
+        def read() -> None:
+            for line in sys.stdin:
+                loop.call_soon_threadsafe(self.queue.put_nowait, line.rstrip("\n"))
+            loop.call_soon_threadsafe(self.queue.put_nowait, None)
+
+        threading.Thread(target=read, daemon=True).start()
+        loop.add_signal_handler(signal.SIGINT, self.queue.put_nowait, INTERRUPT)
+
+
+class Session:
+    def __init__(self, console: Console, player: Player, lines: Lines) -> None:
+        self.console = console
+        self.player = player
+        self.lines = lines
+        self.view = copas_pb2.TableView()
+        self.changed = asyncio.Event()
+        self.done = False
+
+    async def follow(self) -> None:
+        """Print what happens; keep the newest view."""
+        async for event in watch(self.player.stub, self.player.table_id, self.player.token):
+            line = event_line(event)
+            if line is not None:
+                self.console.print(line)
+            self.view = event.view
+            self.changed.set()
+            if is_over(self.view):
+                break
+        self.done = True
+        self.changed.set()
+
+    def decision(self) -> tuple[int, ...]:
+        v = self.view
+        return (v.hand_number, v.phase, v.trick_number, len(v.trick.cards))
+
+    async def next_line(self, decision: tuple[int, ...] | None) -> str | bool | None:
+        """A typed line, or False when the decision went away (timed out, game over)."""
+        getter = asyncio.ensure_future(self.lines.queue.get())
+        try:
+            while True:
+                self.changed.clear()
+                if decision is not None and (self.done or not must_act(self.view)
+                                             or self.decision() != decision):
+                    return False
+                waiter = asyncio.ensure_future(self.changed.wait())
+                done, _ = await asyncio.wait({getter, waiter},
+                                             return_when=asyncio.FIRST_COMPLETED)
+                waiter.cancel()
+                if getter in done:
+                    return getter.result()
+        finally:
+            if not getter.done():
+                getter.cancel()
+
+    async def run(self) -> int:
+        follower = asyncio.create_task(self.follow())
+        answered: set[tuple[int, ...]] = set()
+        try:
+            while not self.done:
+                if not must_act(self.view) or self.decision() in answered:
+                    self.changed.clear()
+                    if not must_act(self.view) or self.decision() in answered:
+                        await self.changed.wait()
+                    continue
+                decision = self.decision()
+                self.console.print(render(self.view, f"table {self.player.table_id}"))
+                outcome = await self.ask(decision)
+                if outcome == "left":
+                    return 0
+                if outcome == "eof":
+                    self.console.print("input closed: leaving you connected to the timeouts")
+                    return 0
+                answered.add(decision)
+            await follower
+        finally:
+            follower.cancel()
+        self.console.print(render(self.view, f"table {self.player.table_id}"))
+        if self.view.standings:
+            self.console.print(standings_table(self.view))
+        return 0
+
+    async def ask(self, decision: tuple[int, ...]) -> str:
+        """Ask until a move is accepted; 'moved', 'gone' (timed out), 'left' or 'eof'."""
+        while True:
+            self.console.print(self.prompt(), end="", markup=False, highlight=False)
+            line = await self.next_line(decision)
+            if line is False:
+                self.console.print("\n(too late: the turn moved on)")
+                return "gone"
+            if line is None:
+                return "eof"
+            assert isinstance(line, str)
+            if line == INTERRUPT or line.strip().lower() in ("q", "quit", "leave"):
+                if await self.confirm_leave():
+                    return "left"
+                continue
+            error = await self.submit(line)
+            if error is None:
+                return "moved"
+            self.console.print(f"✗ {error}", markup=False, highlight=False)
+
+    def prompt(self) -> str:
+        v = self.view
+        legal = " ".join(c.text for c in sorted(v.legal_cards, key=card_key))
+        left = seconds_left(v)
+        clock = f" [{left:.0f}s]" if left is not None else ""
+        if v.phase == copas_pb2.PHASE_PASSING:
+            return f"\nChoose 3 cards to pass{clock} (e.g. QS AS 3H, or 1 2 3): "
+        if v.phase == copas_pb2.PHASE_MOON_CHOICE:
+            return f"\nYou shot the moon!{clock} (a) add 26 to the others, (s) subtract 26: "
+        return f"\nYour turn{clock} — legal: {legal}. Card (text or number): "
+
+    def cards_from(self, line: str) -> list[cards_pb2.Card] | str:
+        hand = sorted_hand(self.view)
+        cards = []
+        for token in line.replace(",", " ").split():
+            if token.isdigit():
+                index = int(token)
+                if not 1 <= index <= len(hand):
+                    return f"there is no card number {index} (1..{len(hand)})"
+                cards.append(hand[index - 1])
+            else:
+                card = parse_card(token)
+                if card is None:
+                    return f"{token!r} is not a card: type e.g. QS, 10H, 2C or its number"
+                cards.append(card)
+        return cards
+
+    async def submit(self, line: str) -> str | None:
+        """Send the move; None when accepted, else what to tell the player."""
+        v = self.view
+        try:
+            if v.phase == copas_pb2.PHASE_MOON_CHOICE:
+                answer = line.strip().lower()[:1]
+                if answer not in ("a", "s"):
+                    return "type a (add 26 to the others) or s (subtract 26 from you)"
+                await self.player.choose_moon(copas_pb2.MOON_CHOICE_ADD_TO_OTHERS if answer == "a"
+                                              else copas_pb2.MOON_CHOICE_SUBTRACT_FROM_SELF)
+                return None
+            cards = self.cards_from(line)
+            if isinstance(cards, str):
+                return cards
+            if v.phase == copas_pb2.PHASE_PASSING:
+                if len(cards) != 3:
+                    return "a pass is exactly three cards"
+                await self.player.pass_cards(cards)
+            else:
+                if len(cards) != 1:
+                    return "play one card"
+                await self.player.play(cards[0])
+        except grpc.aio.AioRpcError as error:
+            return f"{error_reason(error)}: {error.details()}"
+        return None
+
+    async def confirm_leave(self) -> bool:
+        self.console.print("\nLeave the table for good? Bots play your seat and you are "
+                           "ranked last. [y/N] ", end="")
+        line = await self.next_line(None)
+        if isinstance(line, str) and line.strip().lower().startswith("y"):
+            await self.player.leave()
+            self.console.print("You left the table.")
+            return True
+        return False
+
+
+async def play_main(args: argparse.Namespace) -> int:
+    console = Console(highlight=False)
+    lines = Lines()
+    async with channel(args.server) as ch:
+        stub = copas_pb2_grpc.CopasServiceStub(ch)
+        table_id = args.table
+        try:
+            if not table_id:
+                request = copas_pb2.CreateTableRequest(preset=args.preset, bot_seats=3,
+                                                       display_name=f"{args.name}'s table")
+                table_id = (await stub.CreateTable(request)).table.table_id
+            player = await join(stub, table_id, args.name)
+        except grpc.aio.AioRpcError as error:
+            console.print(f"copas play: {error.code().name}: {error.details()}")
+            return 1
+        console.print(f"You are {args.name}, seat {player.seat} at table {table_id}. "
+                      "Ctrl-C to leave.")
+        return await Session(console, player, lines).run()
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--server", default=DEFAULT_SERVER)
+    parser.add_argument("--table", help="join this table instead of creating one with bots")
+    parser.add_argument("--name", default="You")
+    parser.add_argument("--preset", default="online", help="preset of a created table")

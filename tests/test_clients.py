@@ -1,0 +1,187 @@
+"""The reference clients against a real server on loopback: `copas play` through a
+pseudo-terminal, bots in 3, 4 and 5 players, a load test, `copas watch`."""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import re
+import select
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.server_helpers import free_port
+
+ROOT = Path(__file__).resolve().parent.parent
+ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+ENV = {**os.environ, "NO_COLOR": "1", "COLUMNS": "120", "PYTHONUNBUFFERED": "1"}
+
+
+@pytest.fixture(scope="module")
+def server_address() -> Iterator[str]:
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "server.main", "--listen", f"127.0.0.1:{port}",
+         "--metrics-port", "0", "--trick-pause", "0", "--hand-pause", "0",
+         "--log-level", "warning"], cwd=ROOT, env=ENV, stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL, text=True)
+    assert proc.stdout is not None
+    assert "listening" in proc.stdout.readline()
+    yield f"127.0.0.1:{port}"
+    proc.terminate()
+    proc.wait(10)
+
+
+def copas(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "clients.cli", *args], cwd=ROOT, env=ENV,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+class Terminal:
+    """A program in a pseudo-terminal: read what it shows, type into it."""
+
+    def __init__(self, *args: str) -> None:
+        self.pid, self.fd = pty.fork()
+        if self.pid == 0:  # the child
+            os.chdir(ROOT)
+            os.execve(sys.executable, [sys.executable, "-m", "clients.cli", *args], ENV)
+        self.screen = ""
+        self.mark = 0
+
+    def read_until(self, pattern: str, timeout: float = 30) -> re.Match[str]:
+        end = time.monotonic() + timeout
+        regex = re.compile(pattern)
+        while True:
+            match = regex.search(self.screen, self.mark)
+            if match:
+                self.mark = match.end()
+                return match
+            left = end - time.monotonic()
+            if left <= 0:
+                raise AssertionError(f"no {pattern!r} in:\n{self.screen[-3000:]}")
+            ready, _, _ = select.select([self.fd], [], [], left)
+            if ready:
+                try:
+                    chunk = os.read(self.fd, 65536).decode(errors="replace")
+                except OSError:
+                    chunk = ""
+                if not chunk:
+                    raise AssertionError(f"program ended before {pattern!r}:\n"
+                                         f"{self.screen[-3000:]}")
+                self.screen += ANSI.sub("", chunk.replace("\r\n", "\n"))
+
+    def type(self, text: str) -> None:
+        os.write(self.fd, text.encode())
+
+    def exit_code(self, timeout: float = 30) -> int:
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            pid, status = os.waitpid(self.pid, os.WNOHANG)
+            if pid:
+                return os.waitstatus_to_exitcode(status)
+            try:
+                if select.select([self.fd], [], [], 0.1)[0]:
+                    self.screen += os.read(self.fd, 65536).decode(errors="replace")
+            except OSError:
+                time.sleep(0.05)
+        raise AssertionError("program did not exit")
+
+
+PROMPT = (r"(Choose 3 cards to pass[^\n]*: |Your turn[^\n]*legal: ([^.]*)\. Card[^\n]*: "
+          r"|You shot the moon![^\n]*: |final standings)")
+
+
+def test_copas_play_a_whole_game_through_a_terminal(server_address: str) -> None:
+    term = Terminal("play", "--server", server_address, "--name", "Tester", "--preset", "quick")
+    term.read_until(r"You are Tester, seat 0")
+    tried_bad_input = tried_illegal = False
+    while True:
+        prompt = term.read_until(PROMPT, timeout=60)
+        text = prompt.group(1)
+        if text.startswith("final standings"):
+            break
+        if text.startswith("Choose"):
+            if not tried_bad_input:
+                term.type("ZZ 1 2\n")
+                term.read_until(r"'ZZ' is not a card")
+                term.read_until(r"Choose 3 cards to pass[^\n]*: ")
+                tried_bad_input = True
+            term.type("1 2 3\n")
+        elif text.startswith("Your turn"):
+            legal = prompt.group(2).split()
+            hand = re.findall(r"(\d+):(\S+)", term.screen[:prompt.start()].rsplit(
+                "your hand:", 1)[-1].split("\n", 1)[0])
+            if not tried_illegal and len(hand) > len(legal):
+                # A card from the hand that is not legal now: the server's reason is shown.
+                legal_symbols = {c[:-1] + {"C": "♣", "D": "♦", "S": "♠", "H": "♥"}[c[-1]]
+                                 for c in legal}
+                index = next(i for i, c in hand if c not in legal_symbols)
+                term.type(f"{index}\n")
+                term.read_until(r"✗ (MUST_FOLLOW_SUIT|HEARTS_NOT_BROKEN|"
+                                r"NO_POINTS_ON_FIRST_TRICK|MUST_LEAD_OPENING_CARD): ")
+                term.read_until(r"Your turn[^\n]*: ")
+                tried_illegal = True
+            term.type(legal[0] + "\n")
+        else:
+            term.type("a\n")
+    term.read_until(r"1\s+\S+")
+    assert term.exit_code() == 0
+    assert tried_bad_input and tried_illegal
+
+
+def test_ctrl_c_leaves_after_confirmation(server_address: str) -> None:
+    term = Terminal("play", "--server", server_address, "--name", "Quitter")
+    term.read_until(r"Choose 3 cards to pass[^\n]*: ")
+    term.type("\x03")
+    term.read_until(r"Leave the table for good\?")
+    term.type("n\n")
+    term.read_until(r"Choose 3 cards to pass[^\n]*: ")
+    term.type("\x03")
+    term.read_until(r"Leave the table for good\?")
+    term.type("y\n")
+    term.read_until(r"You left the table\.")
+    assert term.exit_code() == 0
+
+
+@pytest.mark.parametrize("players", [3, 4, 5])
+def test_bots_finish_a_game(server_address: str, players: int) -> None:
+    done = copas("bot", "--server", server_address, "--create", "--seats", str(players),
+                 "--players", str(players), "--preset", "quick", "--policy",
+                 "random" if players == 4 else "greedy")
+    assert done.returncode == 0, done.stderr
+    assert "final standings:" in done.stdout
+    places = re.findall(r"^\s+(\d)\. .*: (\d+) points$", done.stdout, re.M)
+    assert len(places) == players
+    assert sum(int(points) for _, points in places) in (26, 26 * (players - 1))
+
+
+def test_a_ten_second_load_test_accounts_for_every_game(server_address: str) -> None:
+    done = copas("loadtest", "--server", server_address, "--tables", "6", "--duration", "10",
+                 "--processes", "2", "--json", timeout=120)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["errors"] == {}
+    assert report["games_finished"] > 0 and report["moves"] > 0
+    assert report["games_started"] == report["games_finished"] + report["games_unfinished"]
+    assert report["moves_per_s"] > 0
+    for key in ("play_card_latency_ms", "move_to_view_latency_ms"):
+        p = report[key]
+        assert 0 < p["p50"] <= p["p95"] <= p["p99"] <= p["max"]
+    assert report["server_peak_rss_mb"] and report["server_peak_rss_mb"] > 10
+
+
+def test_watch_lists_and_follows_a_table(server_address: str) -> None:
+    created = copas("bot", "--server", server_address, "--create", "--seats", "4",
+                    "--preset", "quick")
+    table_id = re.search(r"created table (\S+)", created.stdout).group(1)  # type: ignore[union-attr]
+    listed = copas("watch", "--server", server_address)
+    assert listed.returncode == 0 and table_id in listed.stdout
+    followed = copas("watch", "--server", server_address, "--table", table_id)
+    assert followed.returncode == 0
+    assert "final standings" in followed.stdout and "your hand" not in followed.stdout
