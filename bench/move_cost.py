@@ -12,6 +12,7 @@ import asyncio
 import os
 import statistics
 import sys
+import tempfile
 import time
 from typing import Any
 
@@ -77,8 +78,9 @@ async def echo_moves(moves: int) -> float:
     return elapsed / moves
 
 
-async def copas_moves(moves: int) -> float:
-    running = await start(Config(listen="127.0.0.1:0", metrics_port=0, allow_seed=True))
+async def copas_moves(moves: int, data_dir: str) -> float:
+    running = await start(Config(listen="127.0.0.1:0", metrics_port=0, allow_seed=True,
+                                 data_dir=data_dir))
     channels = [grpc.aio.insecure_channel(f"127.0.0.1:{running.port}") for _ in range(4)]
     stubs = [copas_pb2_grpc.CopasServiceStub(c) for c in channels]
     zero = {"trick_pause_seconds": 0.0, "hand_pause_seconds": 0.0, "play_timeout_seconds": 0.0,
@@ -141,7 +143,8 @@ async def run(moves: int, rounds: int) -> int:
     ours, echo = [], []
     for _ in range(rounds):  # alternate so both see the same machine noise
         echo.append(await echo_moves(moves))
-        ours.append(await copas_moves(moves))
+        with tempfile.TemporaryDirectory() as data_dir:
+            ours.append(await copas_moves(moves, data_dir))
     e, c = statistics.median(echo), statistics.median(ours)
     print(f"echo_us_per_move={e * 1e6:.0f}  (rounds: {', '.join(f'{x * 1e6:.0f}' for x in echo)})")
     print(f"copas_us_per_move={c * 1e6:.0f}  (rounds: {', '.join(f'{x * 1e6:.0f}' for x in ours)})")

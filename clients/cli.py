@@ -10,7 +10,9 @@ from clients import bots, loadtest, play, watch
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="copas", description="Copas (Hearts) clients.")
+    parser = argparse.ArgumentParser(
+        prog="copas", description="Copas (Hearts) clients. `copas replay RECORD` checks a "
+                                  "finished game with the engine.")
     commands = parser.add_subparsers(dest="command", required=True)
     for name, module, runner, text in (
             ("play", play, play.play_main, "play at a table (with three bots by default)"),

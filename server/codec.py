@@ -152,3 +152,50 @@ def event_to_pb(event: ev.Event, players: int) -> dict[str, Any]:
                 reason=END_REASON_TO_PB[reason],
                 standings=[standing_to_pb(r) for r in standings])}
     raise TypeError(f"no wire form for {event!r}")
+
+
+_DIRECTION_BY_NAME = {d.value: pb for d, pb in DIRECTION_TO_PB.items()}
+_CHOICE_BY_NAME = {c.value: pb for c, pb in MOON_CHOICE_TO_PB.items()}
+_END_BY_NAME = {r.value: pb for r, pb in END_REASON_TO_PB.items()}
+
+
+def record_to_pb(data: dict[str, Any], with_json: bool) -> copas_pb2.GameRecord:
+    """A stored game record (JSON-ready dict) as a GameRecord message."""
+    import json
+
+    from google.protobuf.timestamp_pb2 import Timestamp
+
+    def ts(seconds: float) -> Timestamp:
+        t = Timestamp()
+        t.FromNanoseconds(int(seconds * 1e9))
+        return t
+
+    result = data["result"]
+    rules = Rules.from_dict(data["rules"])
+    message = copas_pb2.GameRecord(
+        record_id=data["record_id"], table_id=data["table_id"],
+        display_name=data["display_name"], preset=data["preset"], rules=rules_to_pb(rules),
+        create_time=ts(data["created"]), finish_time=ts(data["finished"]),
+        seed=str(data["seed"]), end_reason=_END_BY_NAME.get(result["end_reason"] or "", 0),
+        action_count=len(data.get("actions", ())))
+    left = {lv["seat"] for lv in result["leavers"]}
+    for seat in data["seats"]:
+        message.seats.add(seat=seat["seat"], display_name=seat["name"], is_taken=True,
+                          is_bot=seat["is_bot"], has_left=seat["seat"] in left,
+                          total=result["totals"][seat["seat"]])
+    for hand in result["hands"]:
+        h = message.hands.add(hand_number=hand["hand_number"],
+                              pass_direction=_DIRECTION_BY_NAME[hand["pass_direction"]],
+                              taken=hand["taken"], points=hand["points"], totals=hand["totals"],
+                              moon_choice=_CHOICE_BY_NAME.get(hand["moon_choice"] or "", 0))
+        if hand["moon_shooter"] is not None:
+            h.moon_shooter = hand["moon_shooter"]
+    for row in result["standings"]:
+        message.standings.add(seat=row["seat"], place=row["place"], total=row["total"],
+                              has_left=row["has_left"])
+    for lv in result["leavers"]:
+        message.leavers.add(seat=lv["seat"], hand_number=lv["hand_number"],
+                            trick_number=lv["trick_number"])
+    if with_json:
+        message.record_json = json.dumps(data, separators=(",", ":"))
+    return message

@@ -26,6 +26,11 @@ class Config:
     log_format: str = "auto"  # auto (console on a terminal, else JSON), json, console
     log_level: str = "info"
     max_concurrent_streams: int = 20_000
+    max_pending_requests: int = 100_000
+    data_dir: str = "data"  # "memory" = nothing survives a restart
+    keep_records: int = 0  # 0 = no limit
+    keep_records_days: float = 0.0  # 0 = no limit
+    retention_interval: float = 60.0
 
 
 _TIMING = ("play_timeout", "pass_timeout", "moon_timeout", "trick_pause", "hand_pause")
@@ -70,6 +75,18 @@ def parse_args(argv: list[str] | None = None) -> Config:
         flag = name.replace("_", "-")
         p.add_argument(f"--{flag}", type=float, default=_env(name, None),
                        help=f"default {name.replace('_', ' ')} in seconds for new tables")
+    p.add_argument("--data-dir", default=_env("data_dir", Config.data_dir),
+                   help="directory of the SQLite database (tables' logs, game records); "
+                        "'memory' keeps nothing across restarts (default %(default)s)")
+    p.add_argument("--keep-records", type=int,
+                   default=int(_env("keep_records", Config.keep_records)),
+                   help="finished-game records to keep, newest first; 0 = all")
+    p.add_argument("--keep-records-days", type=float,
+                   default=float(_env("keep_records_days", Config.keep_records_days)),
+                   help="days to keep finished-game records; 0 = forever")
+    p.add_argument("--retention-interval", type=float,
+                   default=float(_env("retention_interval", Config.retention_interval)),
+                   help="seconds between retention sweeps")
     p.add_argument("--log-format", choices=("auto", "json", "console"),
                    default=_env("log_format", "auto"))
     p.add_argument("--log-level", default=_env("log_level", "info"))
@@ -83,4 +100,7 @@ def parse_args(argv: list[str] | None = None) -> Config:
                   watcher_queue=args.watcher_queue, history=args.history,
                   finished_table_ttl=args.finished_table_ttl, grace=args.grace,
                   allow_seed=args.allow_seed, rule_defaults=defaults,
-                  log_format=args.log_format, log_level=args.log_level)
+                  log_format=args.log_format, log_level=args.log_level,
+                  data_dir=args.data_dir, keep_records=args.keep_records,
+                  keep_records_days=args.keep_records_days,
+                  retention_interval=args.retention_interval)

@@ -19,6 +19,7 @@ from prometheus_client.core import GaugeMetricFamily
 from server.config import Config, parse_args
 from server.observability import Metrics, configure_logging
 from server.service import CopasService, ObservabilityInterceptor
+from server.storage import open_storage
 from server.tables import TableManager
 
 log = structlog.get_logger("copas.server")
@@ -33,6 +34,7 @@ class RunningServer:
     health: health.aio.HealthServicer
     metrics: Metrics
     metrics_port: int
+    retention: asyncio.Task[None]
 
 
 def _live_gauges(tables: TableManager) -> Iterable[GaugeMetricFamily]:
@@ -55,31 +57,37 @@ def _live_gauges(tables: TableManager) -> Iterable[GaugeMetricFamily]:
 
 
 async def start(config: Config) -> RunningServer:
-    """Start serving (returns once listening). Raises OSError when the port is taken."""
+    """Start serving (returns once listening). Raises OSError when the port is taken.
+    Tables are recovered from the data directory before the first request is served."""
     metrics = Metrics()
-    tables = TableManager(config, metrics)
-    metrics.add_gauges(lambda: _live_gauges(tables))
     server = grpc.aio.server(
         interceptors=[ObservabilityInterceptor(metrics)],
         options=[
             ("grpc.so_reuseport", 0),  # a second server on a taken port must fail, not share
             ("grpc.max_concurrent_streams", config.max_concurrent_streams),
+            # grpc core refuses calls beyond 1000 (soft) / 3000 (hard) waiting to be picked
+            # up: a reconnect storm after a restart must not be dropped, so size them.
+            ("grpc.server.max_pending_requests", config.max_pending_requests),
+            ("grpc.server.max_pending_requests_hard_limit", config.max_pending_requests),
             ("grpc.keepalive_time_ms", 60_000),
             ("grpc.http2.max_pings_without_data", 0),
         ],
         maximum_concurrent_rpcs=None,
     )
-    copas_pb2_grpc.add_CopasServiceServicer_to_server(CopasService(tables), server)
-    health_servicer = health.aio.HealthServicer()
-    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
-    reflection.enable_server_reflection(
-        (SERVICE_NAME, reflection.SERVICE_NAME, health.SERVICE_NAME), server)
-    try:
+    try:  # bind first: a second server on the same port must not touch the data directory
         port = server.add_insecure_port(config.listen)
     except RuntimeError as exc:
         raise OSError(f"cannot listen on {config.listen}: {exc}") from None
     if port == 0:
         raise OSError(f"cannot listen on {config.listen}: address in use or unavailable")
+    storage = open_storage(config.data_dir)
+    tables = TableManager(config, metrics, storage)
+    metrics.add_gauges(lambda: _live_gauges(tables))
+    copas_pb2_grpc.add_CopasServiceServicer_to_server(CopasService(tables), server)
+    health_servicer = health.aio.HealthServicer()
+    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
+    reflection.enable_server_reflection(
+        (SERVICE_NAME, reflection.SERVICE_NAME, health.SERVICE_NAME), server)
     metrics_port = 0
     if config.metrics_port:
         try:
@@ -88,12 +96,26 @@ async def start(config: Config) -> RunningServer:
             metrics_port = http_server.server_port
         except OSError as exc:
             await server.stop(None)
+            await storage.close()
             raise OSError(f"cannot serve metrics on {config.metrics_host}:"
                           f"{config.metrics_port}: {exc}") from None
+    tables.recover()
     await server.start()
+    retention = asyncio.create_task(_retention(tables, config.retention_interval))
     await health_servicer.set("", health_pb2.HealthCheckResponse.SERVING)
     await health_servicer.set(SERVICE_NAME, health_pb2.HealthCheckResponse.SERVING)
-    return RunningServer(server, port, tables, health_servicer, metrics, metrics_port)
+    return RunningServer(server, port, tables, health_servicer, metrics, metrics_port,
+                         retention)
+
+
+async def _retention(tables: TableManager, interval: float) -> None:
+    """Enforce the record limits now and then, off the event loop."""
+    while True:
+        try:
+            await asyncio.to_thread(tables.prune_records)
+        except Exception as exc:  # keep sweeping; the next sweep may succeed
+            log.error("retention_failed", error=str(exc))
+        await asyncio.sleep(interval)
 
 
 async def shutdown(running: RunningServer, grace: float) -> None:
@@ -102,6 +124,9 @@ async def shutdown(running: RunningServer, grace: float) -> None:
     await running.health.enter_graceful_shutdown()
     running.tables.close_all()
     await running.server.stop(grace)
+    running.retention.cancel()
+    await running.tables.storage.sync()
+    await running.tables.storage.close()
 
 
 async def serve(config: Config) -> int:

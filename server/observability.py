@@ -32,6 +32,9 @@ class Metrics:
         self.games_finished = Counter("copas_games_finished_total", "Games finished",
                                       ["reason"], registry=r)
         self.moons = Counter("copas_moons_total", "Moons shot", registry=r)
+        self.tables_failed = Counter(
+            "copas_tables_failed_total",
+            "Tables whose log could not be replayed at start (marked failed)", registry=r)
         self.events = Counter("copas_table_events_total", "Table events published", registry=r)
         self.snapshots_for_slow = Counter(
             "copas_watcher_resyncs_total",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, TypeVar
@@ -55,6 +56,7 @@ class CopasService(copas_pb2_grpc.CopasServiceServicer):
             bot_seats=request.bot_seats, name=request.display_name,
             seed=request.seed if request.HasField("seed") else None)
         structlog.contextvars.bind_contextvars(table_id=table.id)
+        await self.tables.storage.sync()
         return copas_pb2.CreateTableResponse(table=table.summary())
 
     async def ListTables(self, request: copas_pb2.ListTablesRequest,
@@ -76,27 +78,31 @@ class CopasService(copas_pb2_grpc.CopasServiceServicer):
             request.table_id, request.display_name,
             request.seat if request.HasField("seat") else None)
         structlog.contextvars.bind_contextvars(seat=seat)
+        await self.tables.storage.sync()  # the seat is durable before the token is given
         return copas_pb2.JoinTableResponse(seat=seat, player_token=token, table=table.summary())
 
-    def _act(self, request: Any, context: grpc.aio.ServicerContext[Any, Any],
-             make: Callable[[int], Any]) -> int:
+    async def _act(self, request: Any, context: grpc.aio.ServicerContext[Any, Any],
+                   make: Callable[[int], Any]) -> int:
+        """Authenticate, apply, and answer once the action is durable."""
         structlog.contextvars.bind_contextvars(table_id=request.table_id)
         request_id = _request_id(request)
         table, seat = self.tables.authenticate(bearer_token(context), request.table_id)
         structlog.contextvars.bind_contextvars(seat=seat)
-        return table.act(seat, make(seat), request_id)
+        sequence = table.act(seat, make(seat), request_id)
+        await self.tables.storage.sync()
+        return sequence
 
     async def PassCards(self, request: copas_pb2.PassCardsRequest,
                         context: grpc.aio.ServicerContext[Any, Any]
                         ) -> copas_pb2.PassCardsResponse:
         cards = tuple(codec.card_from_pb(c) for c in request.cards)
-        sequence = self._act(request, context, lambda seat: PassCards(seat, cards))
+        sequence = await self._act(request, context, lambda seat: PassCards(seat, cards))
         return copas_pb2.PassCardsResponse(sequence=sequence)
 
     async def PlayCard(self, request: copas_pb2.PlayCardRequest,
                        context: grpc.aio.ServicerContext[Any, Any]) -> copas_pb2.PlayCardResponse:
         card = codec.card_from_pb(request.card)
-        sequence = self._act(request, context, lambda seat: PlayCard(seat, card))
+        sequence = await self._act(request, context, lambda seat: PlayCard(seat, card))
         return copas_pb2.PlayCardResponse(sequence=sequence)
 
     async def ChooseMoon(self, request: copas_pb2.ChooseMoonRequest,
@@ -106,13 +112,13 @@ class CopasService(copas_pb2_grpc.CopasServiceServicer):
         if choice is None:
             raise ServiceError.invalid("choice must be MOON_CHOICE_SUBTRACT_FROM_SELF or "
                                        "MOON_CHOICE_ADD_TO_OTHERS", "INVALID_MOON_CHOICE")
-        sequence = self._act(request, context, lambda seat: ChooseMoon(seat, choice))
+        sequence = await self._act(request, context, lambda seat: ChooseMoon(seat, choice))
         return copas_pb2.ChooseMoonResponse(sequence=sequence)
 
     async def LeaveTable(self, request: copas_pb2.LeaveTableRequest,
                          context: grpc.aio.ServicerContext[Any, Any]
                          ) -> copas_pb2.LeaveTableResponse:
-        sequence = self._act(request, context, Leave)
+        sequence = await self._act(request, context, Leave)
         return copas_pb2.LeaveTableResponse(sequence=sequence)
 
     async def WatchTable(self, request: copas_pb2.WatchTableRequest,
@@ -126,6 +132,7 @@ class CopasService(copas_pb2_grpc.CopasServiceServicer):
             structlog.contextvars.bind_contextvars(seat=seat)
         watcher = table.add_watcher(seat)
         try:
+            await self.tables.storage.sync()  # show only what is durable
             yield copas_pb2.WatchTableResponse(
                 event=table.snapshot(watcher, request.after_sequence))
             while not watcher.is_closed:
@@ -137,6 +144,22 @@ class CopasService(copas_pb2_grpc.CopasServiceServicer):
                     yield copas_pb2.WatchTableResponse(event=watcher.queue.popleft())
         finally:
             table.remove_watcher(watcher)
+
+
+    async def GetGameRecord(self, request: copas_pb2.GetGameRecordRequest,
+                            context: grpc.aio.ServicerContext[Any, Any]
+                            ) -> copas_pb2.GetGameRecordResponse:
+        data = await asyncio.to_thread(self.tables.record, request.record_id)
+        return copas_pb2.GetGameRecordResponse(record=codec.record_to_pb(data, with_json=True))
+
+    async def ListGameRecords(self, request: copas_pb2.ListGameRecordsRequest,
+                              context: grpc.aio.ServicerContext[Any, Any]
+                              ) -> copas_pb2.ListGameRecordsResponse:
+        rows, token = await asyncio.to_thread(self.tables.record_page, request.page_size,
+                                              request.page_token)
+        return copas_pb2.ListGameRecordsResponse(
+            records=[codec.record_to_pb(r, with_json=False) for r in rows],
+            next_page_token=token)
 
 
 # ---------------------------------------------------------------- interceptor

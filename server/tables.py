@@ -40,10 +40,13 @@ from engine import (
     public_view,
 )
 from engine import actions as ev
+from engine.actions import action_from_json, action_to_json
+from engine.record import result_of, to_record
 from server import codec
 from server.config import Config
 from server.errors import ServiceError, from_engine
 from server.observability import Metrics
+from server.storage import Storage
 
 log = structlog.get_logger("copas.table")
 
@@ -84,10 +87,11 @@ class Watcher:
         self.wakeup = asyncio.Event()
         self.needs_snapshot = False
         self.is_closed = False
+        self.seen = 0  # the sequence of its last snapshot: older messages are not sent
 
     def push(self, message: copas_pb2.TableEvent) -> bool:
         """Queue a message; False when the watcher fell behind (backlog dropped)."""
-        if self.needs_snapshot:
+        if self.needs_snapshot or message.sequence <= self.seen:
             return True
         if len(self.queue) >= self.limit:
             self.queue.clear()
@@ -126,9 +130,23 @@ class Table:
         self._deadline_key: tuple[Any, ...] | None = None
         self._timer: asyncio.TimerHandle | None = None
         self.finished_at: float | None = None
+        self.is_replaying = False
+        self._request_id = ""
+        # Published but not yet durable: (message, {seat: view}) pairs waiting for the disk.
+        self.outbox: list[tuple[copas_pb2.TableEvent, dict[int | None, copas_pb2.TableView]]] = []
         self.log = log.bind(table_id=table_id)
+        self.bot_seats = bot_seats
         for seat in self.seats[rules.players - bot_seats:]:
             seat.is_taken, seat.is_bot, seat.name = True, True, f"Bot {seat.number + 1}"
+
+    def meta(self) -> dict[str, Any]:
+        """What a restarted server needs to rebuild this table from its log."""
+        return {"name": self.name, "preset": self.preset, "rules": self.rules.to_dict(),
+                "seed": self.seed, "bots": self.bot_seats, "order": self.order}
+
+    def _log(self, entry: dict[str, Any]) -> None:
+        if not self.is_replaying:
+            self.manager.storage.append(self.id, entry)
 
     # ------------------------------------------------------------ reading
 
@@ -209,6 +227,7 @@ class Table:
         """A snapshot for ``watcher``: the current view plus the events it missed."""
         watcher.queue.clear()  # the snapshot supersedes anything queued
         watcher.needs_snapshot = False
+        watcher.seen = self.sequence
         snap = copas_pb2.Snapshot()
         if after_sequence > 0:
             missed = [e for e in self.history if e.sequence > after_sequence]
@@ -235,14 +254,58 @@ class Table:
         if self.game is not None:
             raise ServiceError.exhausted("the game has started", "TABLE_FULL")
         token = secrets.token_urlsafe(24)
-        seat.is_taken, seat.name, seat.token_hash = True, name, hash_token(token)
+        self._seat_player(seat.number, name, hash_token(token))
+        return seat.number, token
+
+    def _seat_player(self, number: int, name: str, token_hash: str) -> None:
+        """Seat a player (only the hash of their token is kept); start when full."""
+        seat = self.seats[number]
+        seat.is_taken, seat.name, seat.token_hash = True, name, token_hash
+        self._log({"k": "join", "seat": number, "name": name, "token": token_hash})
         self.manager.register_token(seat.token_hash, self.id, seat.number)
         self.log.info("player_joined", seat=seat.number)
         self.publish([{"player_joined": copas_pb2.PlayerJoined(seat=seat.number,
                                                                display_name=name)}])
         if all(s.is_taken for s in self.seats):
             self.start()
-        return seat.number, token
+
+    # ------------------------------------------------------------ recovery
+
+    def replay(self, entry: dict[str, Any]) -> None:
+        """Re-apply one log entry through the same code that wrote it."""
+        kind = entry["k"]
+        if kind == "join":
+            self._seat_player(entry["seat"], entry["name"], entry["token"])
+        elif kind == "act":
+            action = action_from_json(entry["a"])
+            self.act(action.seat, action, entry.get("rid", ""))
+        elif kind == "conn":
+            self._connect(entry["seat"], entry["d"])
+        elif kind == "timeout":
+            self._on_timeout()
+        elif kind == "resume":
+            self._end_pause()
+        elif kind == "pause":
+            self.paused_until = entry["until"]
+        elif kind == "deadline":
+            self.deadline = entry["at"]
+        else:
+            raise ValueError(f"unknown log entry {kind!r}")
+
+    def resume_after_recovery(self) -> None:
+        """After a restart nobody is connected; timers resume from the stored times."""
+        for seat in self.seats:
+            if seat.connections > 0:
+                seat.connections = 1
+                self._connect(seat.number, -1)
+        if self.game is None or self.game.is_over:
+            return
+        loop = asyncio.get_running_loop()
+        now = self.manager.clock()
+        if self.paused_until is not None:
+            self._timer = loop.call_later(max(0.0, self.paused_until - now), self._end_pause)
+        elif self.deadline is not None:
+            self._timer = loop.call_later(max(0.0, self.deadline - now), self._on_timeout)
 
     def start(self) -> None:
         self.game = Game(self.rules, self.seed)
@@ -256,22 +319,25 @@ class Table:
         watcher = Watcher(seat, self.manager.config.watcher_queue)
         self.watchers.add(watcher)
         if seat is not None:
-            self.seats[seat].connections += 1
-            if self.seats[seat].connections == 1:
-                self.publish([{"player_connection": copas_pb2.PlayerConnection(
-                    seat=seat, is_connected=True)}])
+            self._connect(seat, +1)
         return watcher
+
+    def _connect(self, seat: int, change: int) -> None:
+        """A player's stream opened (+1) or closed (-1); the first and last are events."""
+        state = self.seats[seat]
+        state.connections += change
+        if state.connections == (1 if change > 0 else 0):
+            self._log({"k": "conn", "seat": seat, "d": change})
+            self.publish([{"player_connection": copas_pb2.PlayerConnection(
+                seat=seat, is_connected=change > 0)}])
 
     def remove_watcher(self, watcher: Watcher) -> None:
         if watcher not in self.watchers:
             return
         self.watchers.discard(watcher)
-        if watcher.seat is not None:
-            seat = self.seats[watcher.seat]
-            seat.connections -= 1
-            if seat.connections == 0 and not self.manager.is_released(self.id):
-                self.publish([{"player_connection": copas_pb2.PlayerConnection(
-                    seat=watcher.seat, is_connected=False)}])
+        if watcher.seat is not None and not self.manager.is_released(self.id) \
+                and self.manager.is_accepting:
+            self._connect(watcher.seat, -1)
 
     # ------------------------------------------------------------ actions
 
@@ -285,6 +351,7 @@ class Table:
                 raise error
             return sequence
         kind = type(action).__name__
+        self._request_id = request_id
         try:
             sequence = self._act(seat, action)
         except ServiceError as error:
@@ -317,6 +384,7 @@ class Table:
             events = game.apply(action)
         except EngineError as error:
             raise from_engine(error) from None
+        self._log({"k": "act", "a": action_to_json(action), "rid": self._request_id})
         first = self.sequence + 1
         if isinstance(action, Leave):
             self.metrics.leavers.inc()
@@ -324,6 +392,8 @@ class Table:
         return first
 
     def _leave_before_start(self, seat_number: int) -> int:
+        self._log({"k": "act", "a": {"type": "leave", "seat": seat_number},
+                   "rid": self._request_id})
         seat = self.seats[seat_number]
         self.manager.forget_token(seat.token_hash)
         self.seats[seat_number] = Seat(seat_number)
@@ -372,10 +442,13 @@ class Table:
     def _start_pause(self, seconds: float) -> None:
         self._clear_deadline()
         self.paused_until = self.manager.clock() + seconds
-        self._timer = asyncio.get_running_loop().call_later(seconds, self._end_pause)
+        self._log({"k": "pause", "until": self.paused_until})
+        if not self.is_replaying:
+            self._timer = asyncio.get_running_loop().call_later(seconds, self._end_pause)
 
     def _end_pause(self) -> None:
         self._timer = None
+        self._log({"k": "resume"})
         self.paused_until = None
         self.publish([{"pause_ended": copas_pb2.PauseEnded()}])
         self.settle([])
@@ -400,7 +473,9 @@ class Table:
             self.deadline = None
             return
         self.deadline = self.manager.clock() + timeout
-        self._timer = asyncio.get_running_loop().call_later(timeout, self._on_timeout)
+        self._log({"k": "deadline", "at": self.deadline})
+        if not self.is_replaying:
+            self._timer = asyncio.get_running_loop().call_later(timeout, self._on_timeout)
 
     def _on_timeout(self) -> None:
         """Out of time: the engine's automatic choice for every seat that still had to act."""
@@ -408,6 +483,7 @@ class Table:
         game = self.game
         if game is None or game.is_over:
             return
+        self._log({"k": "timeout"})
         self._deadline_key = None
         phase = game.phase
         for seat in list(game.to_act()):
@@ -433,7 +509,27 @@ class Table:
         self.paused_until = None
         if self.finished_at is None:
             self.finished_at = self.manager.clock()
+            if not self.is_replaying:
+                self.manager.storage.finish_table(self.id, self.id, self.finished_at,
+                                                  self.record_summary(), self.record())
             self.manager.schedule_release(self)
+
+    def record(self) -> dict[str, Any]:
+        """The finished game: replayable by the engine (rules, seed, actions) and carrying
+        its result, seats and times."""
+        assert self.game is not None
+        data = to_record(self.game)
+        data.update(self.record_summary())
+        return data
+
+    def record_summary(self) -> dict[str, Any]:
+        assert self.game is not None
+        return {"record_id": self.id, "table_id": self.id, "display_name": self.name,
+                "preset": self.preset, "created": self.created, "finished": self.finished_at,
+                "seed": self.seed, "rules": self.rules.to_dict(),
+                "seats": [{"seat": s.number, "name": s.name, "is_bot": s.is_bot}
+                          for s in self.seats],
+                "result": result_of(self.game)}
 
     # ------------------------------------------------------------ publishing
 
@@ -466,16 +562,27 @@ class Table:
         if engine_events is not None:
             for e in engine_events:
                 self.log.info("game_event", kind=type(e).__name__, **_public_fields(e))
-        if not self.watchers:
+        if not self.watchers or self.is_replaying:
             return
         views: dict[int | None, copas_pb2.TableView] = {}
-        for watcher in list(self.watchers):
-            if watcher.needs_snapshot:
-                continue
-            if watcher.seat not in views:
+        for watcher in self.watchers:
+            if watcher.seat not in views and not watcher.needs_snapshot:
                 views[watcher.seat] = self.view(watcher.seat)
-            view = views[watcher.seat]
-            for message in bare:
+        for message in bare:
+            self.outbox.append((message, views))
+        self.manager.deliver_when_durable(self)
+
+    def deliver(self, upto: int) -> None:
+        """Send the outbox messages up to sequence ``upto`` (now durable) to the watchers."""
+        count = 0
+        while count < len(self.outbox) and self.outbox[count][0].sequence <= upto:
+            count += 1
+        ready, self.outbox = self.outbox[:count], self.outbox[count:]
+        for watcher in list(self.watchers):
+            for message, views in ready:
+                view = views.get(watcher.seat)
+                if view is None or watcher.needs_snapshot or message.sequence <= watcher.seen:
+                    continue
                 full = copas_pb2.TableEvent()
                 full.CopyFrom(message)
                 full.view.CopyFrom(view)
@@ -507,11 +614,14 @@ def _public_fields(event: ev.Event) -> dict[str, Any]:
 class TableManager:
     """Every table of the server, the player tokens, and the limits."""
 
-    def __init__(self, config: Config, metrics: Metrics,
+    def __init__(self, config: Config, metrics: Metrics, storage: Storage | None = None,
                  clock: Callable[[], float] = time.time) -> None:
         self.config = config
         self.metrics = metrics
+        self.storage = storage if storage is not None else Storage()
         self.clock = clock
+        self._undelivered: dict[Table, int] = {}
+        self._delivery: asyncio.Task[None] | None = None
         self.tables: dict[str, Table] = {}
         self.tokens: dict[str, tuple[str, int]] = {}
         self._order = itertools.count(1)
@@ -542,6 +652,7 @@ class TableManager:
                       seed if seed is not None else secrets.randbits(64), bot_seats,
                       next(self._order))
         self.tables[table_id] = table
+        self.storage.create_table(table_id, table.created, table.meta())
         table.log.info("table_created", preset=preset, players=rules.players, bots=bot_seats)
         if bot_seats == rules.players:
             table.start()
@@ -644,3 +755,95 @@ class TableManager:
 
     def live(self) -> Iterator[Table]:
         return iter(self.tables.values())
+
+    # ------------------------------------------------------------ durability
+
+    def deliver_when_durable(self, table: Table) -> None:
+        """Show a table's new events to its watchers once they are on disk."""
+        self._undelivered[table] = table.sequence
+        if self._delivery is None:
+            self._delivery = asyncio.create_task(self._deliver_loop())
+
+    async def _deliver_loop(self) -> None:
+        try:
+            while self._undelivered:
+                marks, self._undelivered = self._undelivered, {}
+                await self.storage.sync()
+                for table, upto in marks.items():
+                    table.deliver(upto)
+        finally:
+            self._delivery = None
+
+    def recover(self) -> tuple[int, int]:
+        """Rebuild every unfinished table from its log; a table whose log cannot be replayed
+        is marked failed and the others still recover. Returns (recovered, failed)."""
+        recovered = failed = 0
+        for stored in self.storage.load_open_tables():
+            table: Table | None = None
+            try:
+                if stored.error:
+                    raise ValueError(stored.error)
+                meta = stored.meta
+                table = Table(self, stored.table_id, meta["name"], meta["preset"],
+                              Rules.from_dict(meta["rules"]), meta["seed"], meta["bots"],
+                              meta["order"])
+                self._order = itertools.count(max(meta["order"] + 1, next(self._order)))
+                table.created = stored.created
+                table.is_replaying = True
+                self.tables[table.id] = table
+                for entry in stored.entries:
+                    table.replay(entry)
+                table.is_replaying = False
+                table.resume_after_recovery()
+                recovered += 1
+            except Exception as exc:  # any unreadable or inconsistent log
+                failed += 1
+                self.metrics.tables_failed.inc()
+                log.error("table_recovery_failed", table_id=stored.table_id,
+                          error=f"{type(exc).__name__}: {exc}")
+                self.storage.mark_failed(stored.table_id)
+                if table is not None:
+                    self.tables.pop(table.id, None)
+                    for seat in table.seats:
+                        if seat.token_hash:
+                            self.forget_token(seat.token_hash)
+        log.info("tables_recovered", recovered=recovered, failed=failed)
+        return recovered, failed
+
+    def record(self, record_id: str) -> dict[str, Any]:
+        if not record_id:
+            raise ServiceError.invalid("record_id is required", "MISSING_RECORD_ID")
+        found = self.storage.get_record(record_id)
+        if found is None:
+            raise ServiceError.not_found(f"no game record {record_id!r}", "RECORD_NOT_FOUND")
+        return found
+
+    def record_page(self, page_size: int, page_token: str
+                    ) -> tuple[list[dict[str, Any]], str]:
+        if page_size < 0:
+            raise ServiceError.invalid("page_size must not be negative")
+        size = min(page_size or 20, 100)
+        before = None
+        if page_token:
+            try:
+                finished, _, record_id = base64.urlsafe_b64decode(
+                    page_token.encode()).decode().partition("|")
+                before = (float(finished), record_id)
+            except ValueError:
+                raise ServiceError.invalid("page_token is not one this server gave",
+                                           "INVALID_PAGE_TOKEN") from None
+        rows = self.storage.list_records(size + 1, before)
+        token = ""
+        if len(rows) > size:
+            rows = rows[:size]
+            last = rows[-1]
+            token = base64.urlsafe_b64encode(f"{last[0]!r}|{last[1]}".encode()).decode()
+        return [summary for _, _, summary in rows], token
+
+    def prune_records(self) -> int:
+        removed = self.storage.prune_records(self.config.keep_records,
+                                             self.config.keep_records_days * 86400,
+                                             self.clock())
+        if removed:
+            log.info("records_pruned", removed=removed)
+        return removed

@@ -83,7 +83,7 @@ def online() -> Rules:
 # ---------------------------------------------------------------- gRPC server fixtures
 
 @pytest.fixture
-async def server() -> Any:
+async def server(tmp_path: Any) -> Any:
     """A real server on loopback (in this event loop), seeds allowed, metrics on a free port."""
     from server.config import Config
     from server.main import shutdown, start
@@ -91,7 +91,7 @@ async def server() -> Any:
 
     running = await start(Config(listen="127.0.0.1:0", metrics_port=free_port(),
                                  metrics_host="127.0.0.1", allow_seed=True,
-                                 finished_table_ttl=30.0))
+                                 finished_table_ttl=30.0, data_dir=str(tmp_path / "data")))
     yield running
     await shutdown(running, 0)
 

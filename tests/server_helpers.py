@@ -140,3 +140,46 @@ async def play_seat_until(stub: copas_pb2_grpc.CopasServiceStub, table_id: str, 
             assert isinstance(action, ChooseMoon)
             return  # the caller decides the moon
         replica.apply(action)
+
+
+async def drive(stub: copas_pb2_grpc.CopasServiceStub, table_id: str, tokens: dict[int, str],
+                watches: dict[int, Watch], replica: Any,
+                stop: Callable[[Any], bool] = lambda g: False,
+                request_ids: dict[int, str] | None = None) -> list[Any]:
+    """Play every human seat (``tokens``) with the engine's automatic choices, waiting for
+    each seat's view to ask; bots are advanced in the replica. Returns the acknowledged
+    responses. ``request_ids`` maps a replica action index to the request_id to use."""
+    from engine import ChooseMoon, PassCards, PlayCard
+
+    answers = []
+    while not replica.is_over and not stop(replica):
+        bot = next((s for s in replica.to_act() if s not in tokens), None)
+        if bot is not None:  # the server lets bots act at once, before anyone else
+            replica.apply(replica.auto_action(bot), is_automatic=True)
+            continue
+        seat = replica.to_act()[0]
+        h, t, k = replica.hand_number, replica.trick_number, len(replica.trick_cards)
+        phase = PHASES[replica.phase.value]
+        await watches[seat].wait_for(
+            lambda m, seat=seat: m.view.hand_number == h and m.view.trick_number == t
+            and len(m.view.trick.cards) == k and seat in m.view.to_act
+            and m.view.phase == phase and not m.view.HasField("paused_until"), timeout=20)
+        action = replica.auto_action(seat)
+        meta = auth(tokens[seat])
+        rid = (request_ids or {}).get(len(replica.actions), "")
+        if isinstance(action, PassCards):
+            answer = await stub.PassCards(copas_pb2.PassCardsRequest(
+                table_id=table_id, cards=[card_pb(c) for c in action.cards], request_id=rid),
+                metadata=meta, timeout=15)
+        elif isinstance(action, PlayCard):
+            answer = await stub.PlayCard(copas_pb2.PlayCardRequest(
+                table_id=table_id, card=card_pb(action.card), request_id=rid), metadata=meta,
+                timeout=15)
+        else:
+            assert isinstance(action, ChooseMoon)
+            answer = await stub.ChooseMoon(copas_pb2.ChooseMoonRequest(
+                table_id=table_id, choice=copas_pb2.MOON_CHOICE_ADD_TO_OTHERS,
+                request_id=rid), metadata=meta)
+        replica.apply(action)
+        answers.append(answer)
+    return answers

@@ -24,12 +24,13 @@ ENV = {**os.environ, "NO_COLOR": "1", "COLUMNS": "120", "PYTHONUNBUFFERED": "1"}
 
 
 @pytest.fixture(scope="module")
-def server_address() -> Iterator[str]:
+def server_address(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     port = free_port()
     proc = subprocess.Popen(
         [sys.executable, "-m", "server.main", "--listen", f"127.0.0.1:{port}",
          "--metrics-port", "0", "--trick-pause", "0", "--hand-pause", "0",
-         "--log-level", "warning"], cwd=ROOT, env=ENV, stdout=subprocess.PIPE,
+         "--log-level", "warning", "--data-dir", str(tmp_path_factory.mktemp("data"))],
+        cwd=ROOT, env=ENV, stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL, text=True)
     assert proc.stdout is not None
     assert "listening" in proc.stdout.readline()

@@ -200,7 +200,8 @@ async def test_reconnect_gets_missed_events_or_a_gap(stub: Any, server: Any) -> 
     assert head.view.phase == copas_pb2.PHASE_PLAYING and len(head.view.received) == 3
     await again.close()
     # A stale sequence on a server that keeps little history: a snapshot that says so.
-    small = await start(Config(listen="127.0.0.1:0", metrics_port=0, allow_seed=True, history=4))
+    small = await start(Config(
+        listen="127.0.0.1:0", metrics_port=0, data_dir="memory", allow_seed=True, history=4))
     try:
         async with grpc.aio.insecure_channel(f"127.0.0.1:{small.port}") as channel:
             small_stub = copas_pb2_grpc.CopasServiceStub(channel)
@@ -215,7 +216,8 @@ async def test_reconnect_gets_missed_events_or_a_gap(stub: Any, server: Any) -> 
 
 
 async def test_slow_watchers_get_a_snapshot_instead_of_the_backlog(stub: Any) -> None:
-    small = await start(Config(listen="127.0.0.1:0", metrics_port=0, allow_seed=True,
+    small = await start(Config(
+        listen="127.0.0.1:0", metrics_port=0, data_dir="memory", allow_seed=True,
                                watcher_queue=8))
     try:
         async with grpc.aio.insecure_channel(f"127.0.0.1:{small.port}") as channel:
@@ -257,7 +259,8 @@ async def test_list_tables_pages_newest_first(stub: Any) -> None:
 
 
 async def test_seeds_need_allow_seed_and_tables_have_limits() -> None:
-    running = await start(Config(listen="127.0.0.1:0", metrics_port=0, max_tables=1))
+    running = await start(Config(
+        listen="127.0.0.1:0", metrics_port=0, data_dir="memory", max_tables=1))
     try:
         async with grpc.aio.insecure_channel(f"127.0.0.1:{running.port}") as channel:
             s = copas_pb2_grpc.CopasServiceStub(channel)
@@ -299,7 +302,8 @@ async def test_health_reflection_and_metrics(server: Any, stub: Any) -> None:
 
 
 async def test_finished_tables_are_released_after_their_ttl() -> None:
-    running = await start(Config(listen="127.0.0.1:0", metrics_port=0, allow_seed=True,
+    running = await start(Config(
+        listen="127.0.0.1:0", metrics_port=0, data_dir="memory", allow_seed=True,
                                  finished_table_ttl=0.05))
     try:
         async with grpc.aio.insecure_channel(f"127.0.0.1:{running.port}") as channel:

@@ -38,10 +38,10 @@ def test_help_lists_the_configuration() -> None:
         assert flag in out
 
 
-async def test_sigterm_drains_and_exits_zero_and_a_taken_port_fails_fast() -> None:
+async def test_sigterm_drains_and_exits_zero_and_a_taken_port_fails_fast(tmp_path: Path) -> None:
     port, metrics = free_port(), free_port()
     proc = launch("--listen", f"127.0.0.1:{port}", "--metrics-port", str(metrics),
-                  "--grace", "2", "--log-format", "json")
+                  "--grace", "2", "--log-format", "json", "--data-dir", str(tmp_path))
     try:
         line = await asyncio.to_thread(first_line, proc)
         assert f"listening on 127.0.0.1:{port}" in line
@@ -49,7 +49,8 @@ async def test_sigterm_drains_and_exits_zero_and_a_taken_port_fails_fast() -> No
             first_line, proc)
         second = await asyncio.to_thread(
             subprocess.run, [sys.executable, "-m", "server.main", "--listen",
-                             f"127.0.0.1:{port}", "--metrics-port", "0"],
+                             f"127.0.0.1:{port}", "--metrics-port", "0", "--data-dir",
+                             str(tmp_path / "second")],
             cwd=ROOT, capture_output=True, text=True, timeout=30)
         assert second.returncode != 0 and "cannot listen on 127.0.0.1:" in second.stderr
         async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:

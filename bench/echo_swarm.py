@@ -1,0 +1,152 @@
+"""The baseline for `copas loadtest`: a bare grpc.aio echo server with the same shape.
+
+T groups of P clients (each its own channel) take turns: a "move" is a unary call from the
+player whose turn it is; the server fans it out to the P open streams of the group; the next
+player moves when its stream shows the previous move. Reports moves/s and the p50/p99
+move-to-view latency like the load test (`--json` for one JSON object).
+
+Run the server with `python bench/echo_swarm.py serve --port N`, the swarm with
+`python bench/echo_swarm.py swarm --server 127.0.0.1:N --tables T --duration S`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import multiprocessing
+import struct
+import sys
+import time
+from collections import defaultdict
+from typing import Any
+
+import grpc
+
+SERVICE = "bench.Echo"
+
+
+async def serve(port: int) -> None:
+    groups: dict[bytes, list[asyncio.Queue[bytes]]] = defaultdict(list)
+
+    async def say(request: bytes, context: Any) -> bytes:
+        group = request[:8]
+        stamped = request + struct.pack("d", time.time())  # the moment the move is accepted
+        for queue in groups[group]:
+            queue.put_nowait(stamped)
+        return b""
+
+    async def listen(request: bytes, context: Any) -> Any:
+        queue: asyncio.Queue[bytes] = asyncio.Queue()
+        groups[request].append(queue)
+        try:
+            yield b"ready"
+            while True:
+                yield await queue.get()
+        finally:
+            groups[request].remove(queue)
+
+    server = grpc.aio.server(options=[("grpc.so_reuseport", 0),
+                                      ("grpc.max_concurrent_streams", 20000),
+                                      ("grpc.server.max_pending_requests", 100_000),
+                                      ("grpc.server.max_pending_requests_hard_limit", 100_000)])
+    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE, {
+        "Say": grpc.unary_unary_rpc_method_handler(say),
+        "Listen": grpc.unary_stream_rpc_method_handler(listen)}),))
+    server.add_insecure_port(f"127.0.0.1:{port}")
+    await server.start()
+    print(f"echo listening on 127.0.0.1:{port}", flush=True)
+    await server.wait_for_termination()
+
+
+async def group(server: str, index: int, players: int, deadline: float,
+                out: dict[str, list[float]]) -> None:
+    channels = [grpc.aio.insecure_channel(server) for _ in range(players)]
+    name = struct.pack("q", index)
+    streams = [c.unary_stream(f"/{SERVICE}/Listen")(name) for c in channels]
+    says = [c.unary_unary(f"/{SERVICE}/Say") for c in channels]
+    for s in streams:
+        await s.read()  # ready
+    payload = name + b"x" * 400
+    move = 0
+    while time.time() < deadline:
+        player = move % players
+        start = time.perf_counter()
+        await says[player](payload)
+        out["play"].append(time.perf_counter() - start)
+        for i, s in enumerate(streams):
+            message = await s.read()
+            if i != player:
+                out["view"].append(time.time() - struct.unpack("d", message[-8:])[0])
+        move += 1
+    for s in streams:
+        s.cancel()
+    for c in channels:
+        await c.close()
+
+
+async def swarm_part(server: str, tables: range, players: int, deadline: float
+                     ) -> dict[str, list[float]]:
+    out: dict[str, list[float]] = {"play": [], "view": []}
+    await asyncio.gather(*(group(server, i, players, deadline, out) for i in tables))
+    return out
+
+
+def _child(server: str, tables: range, players: int, deadline: float, queue: Any) -> None:
+    queue.put(asyncio.run(swarm_part(server, tables, players, deadline)))
+
+
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return round(ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1000, 3) if values \
+        else 0.0
+
+
+def swarm(args: argparse.Namespace) -> int:
+    start = time.time()
+    deadline = start + args.duration
+    ctx = multiprocessing.get_context("spawn")
+    queue = ctx.Queue()
+    parts = [range(p, args.tables, args.processes) for p in range(args.processes)]
+    children = [ctx.Process(target=_child, args=(args.server, part, args.players, deadline,
+                                                   queue)) for part in parts]
+    for c in children:
+        c.start()
+    merged: dict[str, list[float]] = {"play": [], "view": []}
+    for _ in children:
+        part = queue.get()
+        for key in merged:
+            merged[key] += part[key]
+    for c in children:
+        c.join()
+    elapsed = time.time() - start
+    report = {"tables": args.tables, "moves": len(merged["play"]),
+              "moves_per_s": round(len(merged["play"]) / elapsed, 1),
+              "play_p50_ms": pct(merged["play"], .5), "play_p99_ms": pct(merged["play"], .99),
+              "view_p50_ms": pct(merged["view"], .5), "view_p99_ms": pct(merged["view"], .99)}
+    print(json.dumps(report) if args.json else report)
+    return 0
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+    s = sub.add_parser("serve")
+    s.add_argument("--port", type=int, default=50199)
+    w = sub.add_parser("swarm")
+    w.add_argument("--server", default="127.0.0.1:50199")
+    w.add_argument("--tables", type=int, default=100)
+    w.add_argument("--players", type=int, default=4)
+    w.add_argument("--duration", type=float, default=20)
+    w.add_argument("--processes", type=int, default=1)
+    w.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    if args.command == "serve":
+        asyncio.run(serve(args.port))
+        return 0
+    return swarm(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

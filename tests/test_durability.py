@@ -1,0 +1,306 @@
+"""Durable tables: kill -9 and restart, idempotency across restarts, a reconnect storm,
+game records and their retention, and a corrupt log."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import grpc
+import pytest
+from copas.v1 import copas_pb2, copas_pb2_grpc
+
+from engine import Game, Phase, action_to_json, replay, result_of
+from server.config import Config
+from server.main import shutdown, start
+from tests.server_helpers import (
+    Watch,
+    auth,
+    card_pb,
+    drive,
+    free_port,
+    join_all,
+    new_table,
+)
+from tests.test_server_game import rules_of
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+class ServerProcess:
+    """The server as a process; its log goes to a file (a full pipe would stall it)."""
+
+    def __init__(self, data_dir: Path, port: int) -> None:
+        self.port = port
+        self.log_path = data_dir / f"server-{time.monotonic_ns()}.log"
+        self.log_file = self.log_path.open("w")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "server.main", "--listen", f"127.0.0.1:{port}",
+             "--metrics-port", "0", "--allow-seed", "--data-dir", str(data_dir),
+             "--trick-pause", "0", "--hand-pause", "0", "--play-timeout", "0",
+             "--pass-timeout", "0", "--moon-timeout", "0", "--log-format", "json"],
+            cwd=ROOT, stdout=subprocess.PIPE, stderr=self.log_file, text=True,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        assert "listening" in line, line + self.log_path.read_text()
+
+    def kill9(self) -> None:
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait(10)
+        self.log_file.close()
+
+    def stop(self) -> str:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(15)
+        self.log_file.close()
+        return self.log_path.read_text()
+
+
+def actions_json(game: Game) -> list[dict[str, Any]]:
+    return [action_to_json(a) for a in game.actions]
+
+
+async def test_kill_9_mid_trick_mid_pass_and_in_a_pause_loses_nothing(tmp_path: Path) -> None:
+    port = free_port()
+    server = ServerProcess(tmp_path, port)
+    try:
+        channel = grpc.aio.insecure_channel(f"127.0.0.1:{port}")
+        stub = copas_pb2_grpc.CopasServiceStub(channel)
+        # Table A: four people, stopped in the middle of a trick.
+        a = await new_table(stub, preset="quick", seed="42")
+        a_tokens = {j.seat: j.player_token for j in await join_all(stub, a.table_id, 4)}
+        a_watch = {s: Watch(stub, a.table_id, t) for s, t in a_tokens.items()}
+        a_game = Game(rules_of(a), "42")
+        answers = await drive(stub, a.table_id, a_tokens, a_watch, a_game,
+                              stop=lambda g: g.phase is Phase.PLAYING and g.trick_number == 1
+                              and len(g.trick_cards) == 2,
+                              request_ids={9: "retry-me"})
+        assert a_game.phase is Phase.PLAYING and len(a_game.trick_cards) == 2
+        assert len(a_game.actions) == 10  # the last one carried request_id "retry-me"
+        acknowledged = answers[-1].sequence
+        retried = a_game.actions[-1]
+        # Table B: two people and two bots, stopped half-way through passing.
+        b = await new_table(stub, preset="quick", seed="7", bots=2)
+        b_tokens = {j.seat: j.player_token for j in await join_all(stub, b.table_id, 2)}
+        b_watch = {s: Watch(stub, b.table_id, t) for s, t in b_tokens.items()}
+        b_game = Game(rules_of(b), "7")
+        await drive(stub, b.table_id, b_tokens, b_watch, b_game,
+                    stop=lambda g: g.passes[0] is not None)
+        assert b_game.phase is Phase.PASSING and b_game.to_act() == (1,)
+        # Table C: one person and three bots, killed in the hand-summary pause.
+        c = await new_table(stub, seed="3", bots=3, max_hands=2, hand_pause_seconds=3.0)
+        c_tokens = {j.seat: j.player_token for j in await join_all(stub, c.table_id, 1)}
+        c_watch = {s: Watch(stub, c.table_id, t) for s, t in c_tokens.items()}
+        c_game = Game(rules_of(c), "3")
+        await drive(stub, c.table_id, c_tokens, c_watch, c_game,
+                    stop=lambda g: len(g.hands_played) == 1)
+        paused = await c_watch[0].wait_for(lambda m: m.view.HasField("paused_until"))
+        assert paused.view.phase == copas_pb2.PHASE_PASSING
+        seen = {t: max(m.sequence for w in ws.values() for m in w.messages)
+                for t, ws in ((a.table_id, a_watch), (b.table_id, b_watch),
+                              (c.table_id, c_watch))}
+        server.kill9()
+        for ws in (a_watch, b_watch, c_watch):
+            for w in ws.values():
+                await w.close()
+        await channel.close()
+
+        server = ServerProcess(tmp_path, port)  # the same data directory
+        channel = grpc.aio.insecure_channel(f"127.0.0.1:{port}")
+        stub = copas_pb2_grpc.CopasServiceStub(channel)
+        # The acknowledged request, retried after the crash, is not applied twice.
+        again = await stub.PlayCard(copas_pb2.PlayCardRequest(
+            table_id=a.table_id, card=card_pb(retried.card), request_id="retry-me"),  # type: ignore[union-attr]
+            metadata=auth(a_tokens[retried.seat]), timeout=15)
+        assert again.sequence <= acknowledged
+        for table, tokens, game in ((a, a_tokens, a_game), (b, b_tokens, b_game),
+                                    (c, c_tokens, c_game)):
+            watches = {s: Watch(stub, table.table_id, t, after_sequence=seen[table.table_id])
+                       for s, t in tokens.items()}
+            head = await watches[min(tokens)].wait_for(lambda m: True)
+            assert head.WhichOneof("kind") == "snapshot" and not head.snapshot.has_gap
+            assert head.sequence >= seen[table.table_id]
+            await drive(stub, table.table_id, tokens, watches, game)
+            over = await watches[min(tokens)].wait_for(
+                lambda m: m.WhichOneof("kind") == "game_over" or m.view.phase ==
+                copas_pb2.PHASE_GAME_OVER)
+            assert over.view.phase == copas_pb2.PHASE_GAME_OVER
+            record = await stub.GetGameRecord(copas_pb2.GetGameRecordRequest(
+                record_id=table.table_id), timeout=15)
+            data = json.loads(record.record.record_json)
+            # Identical to an uninterrupted run of the same actions: every acknowledged
+            # action is there once, and hands, scores and standings match.
+            assert data["actions"] == actions_json(game)
+            assert data["result"] == result_of(game)
+            assert result_of(replay(data)) == result_of(game)
+            for w in watches.values():
+                await w.close()
+        await channel.close()
+    finally:
+        server.stop()
+
+
+async def test_reconnect_storm_after_a_restart(tmp_path: Path) -> None:
+    config = Config(listen="127.0.0.1:0", metrics_port=0, data_dir=str(tmp_path))
+    running = await start(config)
+    tokens: list[tuple[str, str]] = []
+    async with grpc.aio.insecure_channel(f"127.0.0.1:{running.port}") as channel:
+        stub = copas_pb2_grpc.CopasServiceStub(channel)
+
+        async def one_table() -> None:
+            table = (await stub.CreateTable(copas_pb2.CreateTableRequest())).table
+            for j in await join_all(stub, table.table_id, 4):
+                tokens.append((table.table_id, j.player_token))
+
+        for _ in range(10):
+            await asyncio.gather(*(one_table() for _ in range(100)))
+    port = running.port
+    await shutdown(running, 0)
+    running = await start(Config(listen=f"127.0.0.1:{port}", metrics_port=0,
+                                 data_dir=str(tmp_path)))
+    try:
+        assert len(running.tables.tables) == 1000
+        channels = [grpc.aio.insecure_channel(f"127.0.0.1:{port}") for _ in range(100)]
+        stubs = [copas_pb2_grpc.CopasServiceStub(c) for c in channels]
+        calls = [stubs[i % 100].WatchTable(copas_pb2.WatchTableRequest(table_id=table_id),
+                                           metadata=auth(token))
+                 for i, (table_id, token) in enumerate(tokens)]
+        firsts = await asyncio.wait_for(asyncio.gather(*(c.read() for c in calls),
+                                                       return_exceptions=True), 120)
+        failures = [f for f in firsts if not isinstance(f, copas_pb2.WatchTableResponse)]
+        assert not failures, f"{len(failures)} of 4000 refused: {failures[:3]}"
+        assert all(f.event.WhichOneof("kind") == "snapshot" for f in firsts)  # type: ignore[union-attr]
+        assert all(f.event.view.phase == copas_pb2.PHASE_PASSING for f in firsts)  # type: ignore[union-attr]
+        for c in calls:
+            c.cancel()
+        for ch in channels:
+            await ch.close()
+    finally:
+        await shutdown(running, 0)
+
+
+@pytest.mark.parametrize("players", [3, 4, 5])
+async def test_records_of_finished_games_replay(tmp_path: Path, players: int) -> None:
+    running = await start(Config(listen="127.0.0.1:0", metrics_port=0, allow_seed=True,
+                                 data_dir=str(tmp_path)))
+    try:
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{running.port}") as channel:
+            stub = copas_pb2_grpc.CopasServiceStub(channel)
+            table = await new_table(stub, preset="classic", seed="11", bots=players - 1,
+                                    players=players, point_limit=40)
+            token = (await join_all(stub, table.table_id, 1))[0].player_token
+            game = Game(rules_of(table), "11")
+            watches = {0: Watch(stub, table.table_id, token)}
+            await drive(stub, table.table_id, {0: token}, watches, game)
+            await stub.GetTable(copas_pb2.GetTableRequest(table_id=table.table_id))
+            answer = await stub.GetGameRecord(copas_pb2.GetGameRecordRequest(
+                record_id=table.table_id))
+            record = answer.record
+            assert [(r.seat, r.place, r.total) for r in record.standings] == [
+                (r.seat, r.place, r.total) for r in game.standings]
+            assert len(record.hands) == len(game.hands_played)
+            assert [list(h.points) for h in record.hands] == [list(h.points)
+                                                              for h in game.hands_played]
+            assert record.seed == "11" and len(record.seats) == players
+            data = json.loads(record.record_json)
+            assert replay(data).standings == game.standings
+            await watches[0].close()
+    finally:
+        await shutdown(running, 0)
+
+
+async def test_copas_replay_checks_a_record(tmp_path: Path) -> None:
+    running = await start(Config(listen="127.0.0.1:0", metrics_port=0, data_dir=str(tmp_path)))
+    try:
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{running.port}") as channel:
+            stub = copas_pb2_grpc.CopasServiceStub(channel)
+            table = await new_table(stub, seed=None, bots=4)
+            cmd = [sys.executable, "-m", "tools.cli", "replay", table.table_id, "--server",
+                   f"127.0.0.1:{running.port}"]
+            done = await asyncio.to_thread(subprocess.run, cmd, cwd=ROOT, capture_output=True,
+                                           text=True, timeout=60)
+            assert done.returncode == 0, done.stdout + done.stderr
+            assert "hand 1 (pass left)" in done.stdout and "matches the record" in done.stdout
+            record = await stub.GetGameRecord(copas_pb2.GetGameRecordRequest(
+                record_id=table.table_id))
+            data = json.loads(record.record.record_json)
+            data["result"]["totals"][0] += 1
+            path = tmp_path / "tampered.json"
+            path.write_text(json.dumps(data))
+            bad = await asyncio.to_thread(subprocess.run, [*cmd[:4], str(path)], cwd=ROOT,
+                                          capture_output=True, text=True, timeout=60)
+            assert bad.returncode == 1 and "MISMATCH" in bad.stdout
+    finally:
+        await shutdown(running, 0)
+
+
+async def test_records_list_newest_first_and_retention_removes_only_old_ones(
+        tmp_path: Path) -> None:
+    config = Config(listen="127.0.0.1:0", metrics_port=0, data_dir=str(tmp_path),
+                    keep_records=2, retention_interval=3600)
+    running = await start(config)
+    try:
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{running.port}") as channel:
+            stub = copas_pb2_grpc.CopasServiceStub(channel)
+            finished = [(await new_table(stub, seed=None, bots=4)).table_id for _ in range(4)]
+            waiting = (await new_table(stub, seed=None)).table_id
+            page = await stub.ListGameRecords(copas_pb2.ListGameRecordsRequest(page_size=3))
+            assert [r.record_id for r in page.records] == finished[::-1][:3]
+            rest = await stub.ListGameRecords(copas_pb2.ListGameRecordsRequest(
+                page_size=3, page_token=page.next_page_token))
+            assert [r.record_id for r in rest.records] == finished[:1]
+            assert not rest.next_page_token and not page.records[0].record_json
+            removed = await asyncio.to_thread(running.tables.prune_records)
+            assert removed == 2
+            kept = await stub.ListGameRecords(copas_pb2.ListGameRecordsRequest())
+            assert [r.record_id for r in kept.records] == finished[::-1][:2]
+            with pytest.raises(grpc.aio.AioRpcError) as err:
+                await stub.GetGameRecord(copas_pb2.GetGameRecordRequest(record_id=finished[0]))
+            assert err.value.code() == grpc.StatusCode.NOT_FOUND
+            assert (await stub.GetTable(copas_pb2.GetTableRequest(table_id=waiting))).table
+    finally:
+        await shutdown(running, 0)
+
+
+async def test_a_corrupt_log_fails_one_table_and_the_others_recover(tmp_path: Path) -> None:
+    running = await start(Config(listen="127.0.0.1:0", metrics_port=0, data_dir=str(tmp_path)))
+    async with grpc.aio.insecure_channel(f"127.0.0.1:{running.port}") as channel:
+        stub = copas_pb2_grpc.CopasServiceStub(channel)
+        ids = []
+        for _ in range(3):
+            table = await new_table(stub, seed=None)
+            await join_all(stub, table.table_id, 2)
+            ids.append(table.table_id)
+    await shutdown(running, 0)
+    db = sqlite3.connect(tmp_path / "copas.db")
+    db.execute("UPDATE log SET entry='{not json' WHERE table_id=? AND n=2", (ids[1],))
+    db.commit()
+    db.close()
+    from structlog.testing import capture_logs
+
+    with capture_logs() as logs:
+        running = await start(Config(listen="127.0.0.1:0", metrics_port=0,
+                                     data_dir=str(tmp_path)))
+    try:
+        assert set(running.tables.tables) == {ids[0], ids[2]}
+        assert running.metrics.tables_failed._value.get() == 1  # type: ignore[attr-defined]
+        failure = next(e for e in logs if e["event"] == "table_recovery_failed")
+        assert failure["table_id"] == ids[1] and failure["log_level"] == "error"
+        for table_id in (ids[0], ids[2]):
+            seats = running.tables.tables[table_id].seats
+            assert [s.is_taken for s in seats] == [True, True, False, False]
+    finally:
+        await shutdown(running, 0)
+    status = sqlite3.connect(tmp_path / "copas.db").execute(
+        "SELECT status FROM tables WHERE table_id=?", (ids[1],)).fetchone()
+    assert status == ("failed",)
