@@ -10,7 +10,7 @@ PROTOS := $(wildcard $(PROTO_DIR)/copas/v1/*.proto)
 PROTO_STAMP := $(PROTO_DIR)/copas/v1/.generated
 
 .DEFAULT_GOAL := help
-.PHONY: help setup proto run play demo test lint bench clean
+.PHONY: help setup proto run play demo test lint bench bench-load clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
@@ -47,10 +47,14 @@ lint: setup ## ruff, mypy --strict on the engine, buf lint on the protos
 	$(BIN)/mypy --strict engine/
 	cd $(PROTO_DIR) && ../$(BIN)/buf lint
 
-bench: setup ## benchmarks: engine vs OpenSpiel hands/s; a move end to end vs a bare gRPC echo
+bench: setup ## benchmarks: engine vs OpenSpiel; a move vs a bare gRPC echo; durable vs in-memory
 	$(BIN)/python bench/engine_vs_openspiel.py
 	$(BIN)/python bench/move_cost.py
+	$(BIN)/python bench/durability.py
+
+bench-load: setup ## load test vs a bare gRPC echo swarm at 100 and 1000 tables (minutes)
+	$(BIN)/python bench/load_vs_echo.py --tables 100 1000 --duration 30
 
 clean: ## remove the virtual environment, generated code and caches
 	rm -rf $(VENV) $(PROTO_DIR)/copas/v1/*_pb2*.py* $(PROTO_STAMP) .pytest_cache .mypy_cache \
-		.ruff_cache .hypothesis *.egg-info
+		.ruff_cache .hypothesis *.egg-info  # data/ (the tables and records) is kept
