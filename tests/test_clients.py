@@ -186,3 +186,42 @@ def test_watch_lists_and_follows_a_table(server_address: str) -> None:
     followed = copas("watch", "--server", server_address, "--table", table_id)
     assert followed.returncode == 0
     assert "final standings" in followed.stdout and "your hand" not in followed.stdout
+
+
+def test_copas_play_carries_on_after_the_server_restarts(tmp_path: Path) -> None:
+    """A dropped connection: the client reconnects with the same token and plays on."""
+    port = free_port()
+    data = tmp_path / "data"
+
+    def serve() -> subprocess.Popen[str]:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "server.main", "--listen", f"127.0.0.1:{port}",
+             "--metrics-port", "0", "--trick-pause", "0", "--hand-pause", "0",
+             "--log-level", "warning", "--data-dir", str(data)], cwd=ROOT, env=ENV,
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        assert proc.stdout is not None and "listening" in proc.stdout.readline()
+        return proc
+
+    server = serve()
+    try:
+        term = Terminal("play", "--server", f"127.0.0.1:{port}", "--name", "Steady",
+                        "--preset", "quick")
+        term.read_until(r"Choose 3 cards to pass[^\n]*: ")
+        term.type("1 2 3\n")
+        prompt = term.read_until(r"Your turn[^\n]*legal: ([^.]*)\. Card[^\n]*: ")
+        server.kill()  # a crash, then a restart on the same data
+        server.wait(10)
+        server = serve()
+        term.type(prompt.group(1).split()[0] + "\n")
+        while True:
+            prompt = term.read_until(PROMPT, timeout=90)
+            if prompt.group(1).startswith("final standings"):
+                break
+            if prompt.group(1).startswith("Your turn"):
+                term.type(prompt.group(2).split()[0] + "\n")
+            else:
+                term.type("1 2 3\n" if prompt.group(1).startswith("Choose") else "a\n")
+        assert term.exit_code() == 0
+    finally:
+        server.kill()
+        server.wait(10)

@@ -304,3 +304,23 @@ async def test_a_corrupt_log_fails_one_table_and_the_others_recover(tmp_path: Pa
     status = sqlite3.connect(tmp_path / "copas.db").execute(
         "SELECT status FROM tables WHERE table_id=?", (ids[1],)).fetchone()
     assert status == ("failed",)
+
+
+def test_retention_by_age_removes_only_older_records(tmp_path: Path) -> None:
+    from server.storage import SqliteStorage
+
+    async def scenario() -> list[str]:
+        store = SqliteStorage(tmp_path / "copas.db")
+        for i, finished in enumerate((100.0, 200.0, 300.0)):
+            store.create_table(f"t{i}", finished - 10, {})
+            store.finish_table(f"t{i}", f"t{i}", finished, {"n": i}, {"n": i})
+        store.create_table("open", 50.0, {})
+        store.append("open", {"k": "join"})
+        await store.sync()
+        assert store.prune_records(keep=0, max_age=150.0, now=360.0) == 2
+        left = [rid for _, rid, _ in store.list_records(10, None)]
+        assert [t.table_id for t in store.load_open_tables()] == ["open"]
+        await store.close()
+        return left
+
+    assert asyncio.run(scenario()) == ["t2"]
