@@ -74,6 +74,7 @@ class Storage:
 
     def finish_table(self, table_id: str, record_id: str, finished: float,
                      summary: dict[str, Any], record: dict[str, Any]) -> None:
+        self._counters.pop(table_id, None)  # its log is dropped with this write
         self._queue("finish", (table_id, record_id, finished, summary, record))
 
     def mark_failed(self, table_id: str) -> None:

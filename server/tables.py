@@ -145,7 +145,8 @@ class Table:
                 "seed": self.seed, "bots": self.bot_seats, "order": self.order}
 
     def _log(self, entry: dict[str, Any]) -> None:
-        if not self.is_replaying:
+        """Queue a log entry; a finished table's log is gone (its record stays)."""
+        if not self.is_replaying and self.finished_at is None:
             self.manager.storage.append(self.id, entry)
 
     # ------------------------------------------------------------ reading
