@@ -70,8 +70,8 @@ def choose_greedy(view: copas_pb2.TableView, rng: random.Random) -> list[cards_p
     return [max(legal, key=lambda c: (_points(c), c.rank))]
 
 
-POLICIES: dict[str, Callable[[copas_pb2.TableView, random.Random], list[cards_pb2.Card]]] = {
-    "random": choose_random, "greedy": choose_greedy}
+Policy = Callable[[copas_pb2.TableView, random.Random], list[cards_pb2.Card]]
+POLICIES: dict[str, Policy] = {"random": choose_random, "greedy": choose_greedy}
 
 
 async def run_bot(player: Player, policy: str = "greedy", seed: int | None = None,
@@ -94,12 +94,7 @@ async def run_bot(player: Player, policy: str = "greedy", seed: int | None = Non
             continue
         acted.add(key)
         try:
-            if view.phase == copas_pb2.PHASE_MOON_CHOICE:
-                await player.choose_moon(copas_pb2.MOON_CHOICE_ADD_TO_OTHERS)
-            elif view.phase == copas_pb2.PHASE_PASSING:
-                await player.pass_cards(choose(view, rng))
-            else:
-                await player.play(choose(view, rng)[0])
+            await take_turn(player, view, choose, rng)
         except grpc.aio.AioRpcError as error:
             # A stale view (the turn moved on, a pause began): the next view decides.
             if error.code() != grpc.StatusCode.FAILED_PRECONDITION:
@@ -108,6 +103,17 @@ async def run_bot(player: Player, policy: str = "greedy", seed: int | None = Non
                                            "ALREADY_PASSED", "NOT_THE_SHOOTER"}:
                 raise
     return view
+
+
+async def take_turn(player: Player, view: copas_pb2.TableView, choose: Policy,
+                    rng: random.Random) -> None:
+    """Make the seat's move for this view: a moon choice, a pass or a card."""
+    if view.phase == copas_pb2.PHASE_MOON_CHOICE:
+        await player.choose_moon(copas_pb2.MOON_CHOICE_ADD_TO_OTHERS)
+    elif view.phase == copas_pb2.PHASE_PASSING:
+        await player.pass_cards(choose(view, rng))
+    else:
+        await player.play(choose(view, rng)[0])
 
 
 def decision_key(view: copas_pb2.TableView) -> tuple[int, ...]:

@@ -27,7 +27,7 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from clients.bots import POLICIES, decision_key
+from clients.bots import POLICIES, decision_key, take_turn
 from clients.common import DEFAULT_SERVER, Player, is_over, must_act, zero_timing
 
 
@@ -89,20 +89,18 @@ async def play_seat(player: Player, channel_stub: copas_pb2_grpc.CopasServiceStu
             if not must_act(view) or key in acted:
                 continue
             acted.add(key)
+            is_play = view.phase == copas_pb2.PHASE_PLAYING
+            start = time.perf_counter()
             try:
-                if view.phase == copas_pb2.PHASE_MOON_CHOICE:
-                    await player.choose_moon(copas_pb2.MOON_CHOICE_ADD_TO_OTHERS)
-                elif view.phase == copas_pb2.PHASE_PASSING:
-                    await player.pass_cards(choose(view, rng))
-                else:
-                    start = time.perf_counter()
-                    await player.play(choose(view, rng)[0])
-                    results.play_latency.append(time.perf_counter() - start)
-                    results.moves += 1
-                    with counters.moves.get_lock():
-                        counters.moves.value += 1
+                await take_turn(player, view, choose, rng)
             except grpc.aio.AioRpcError as error:
                 results.errors[error.code().name] += 1
+                continue
+            if is_play:
+                results.play_latency.append(time.perf_counter() - start)
+                results.moves += 1
+                with counters.moves.get_lock():
+                    counters.moves.value += 1
     finally:
         call.cancel()
 

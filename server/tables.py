@@ -301,12 +301,11 @@ class Table:
                 self._connect(seat.number, -1)
         if self.game is None or self.game.is_over:
             return
-        loop = asyncio.get_running_loop()
         now = self.manager.clock()
         if self.paused_until is not None:
-            self._timer = loop.call_later(max(0.0, self.paused_until - now), self._end_pause)
+            self._set_timer(self.paused_until - now, self._end_pause)
         elif self.deadline is not None:
-            self._timer = loop.call_later(max(0.0, self.deadline - now), self._on_timeout)
+            self._set_timer(self.deadline - now, self._on_timeout)
 
     def start(self) -> None:
         self.game = Game(self.rules, self.seed)
@@ -444,8 +443,7 @@ class Table:
         self._clear_deadline()
         self.paused_until = self.manager.clock() + seconds
         self._log({"k": "pause", "until": self.paused_until})
-        if not self.is_replaying:
-            self._timer = asyncio.get_running_loop().call_later(seconds, self._end_pause)
+        self._set_timer(seconds, self._end_pause)
 
     def _end_pause(self) -> None:
         self._timer = None
@@ -475,8 +473,12 @@ class Table:
             return
         self.deadline = self.manager.clock() + timeout
         self._log({"k": "deadline", "at": self.deadline})
+        self._set_timer(timeout, self._on_timeout)
+
+    def _set_timer(self, delay: float, callback: Callable[[], None]) -> None:
+        """The table's one timer (none while replaying a log: time there is stored)."""
         if not self.is_replaying:
-            self._timer = asyncio.get_running_loop().call_later(timeout, self._on_timeout)
+            self._timer = asyncio.get_running_loop().call_later(max(0.0, delay), callback)
 
     def _on_timeout(self) -> None:
         """Out of time: the engine's automatic choice for every seat that still had to act."""
