@@ -13,7 +13,7 @@ PROTO_STAMP := $(PROTO_DIR)/copas/v1/.generated
 .PHONY: help setup proto run play demo test lint bench bench-load clean
 
 help: ## list the targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-11s %s\n", $$1, $$2}'
 
 setup: $(STAMP) $(PROTO_STAMP) ## create .venv/, install the project with its test extras, generate protos
 
