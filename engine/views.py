@@ -44,22 +44,38 @@ class View:
         return self.seat is not None and self.seat in self.to_act
 
 
+@dataclass(frozen=True, slots=True)
+class PrivateView:
+    """What only ``seat`` may see."""
+
+    hand: tuple[Card, ...]
+    pass_choice: tuple[Card, ...]
+    received: tuple[Card, ...]
+    legal_cards: tuple[Card, ...]
+    moon_choices: tuple[MoonChoice, ...]
+
+
+NOTHING_PRIVATE = PrivateView((), (), (), (), ())
+
+
+def private_view(game: Game, seat: int) -> PrivateView:
+    """The seat's own hand, pass choice, received cards, legal cards and moon choices."""
+    if not 0 <= seat < game.players:
+        raise ValueError(f"seat must be 0..{game.players - 1}")
+    chosen = game.passes[seat]
+    return PrivateView(
+        hand=cards_of(game.hands[seat]),
+        pass_choice=cards_of(chosen) if chosen is not None
+        and game.pass_direction is not PassDirection.HOLD else (),
+        received=cards_of(game.received[seat]),
+        legal_cards=cards_of(game.legal_mask(seat)),
+        moon_choices=tuple(MoonChoice) if game.phase is Phase.MOON_CHOICE
+        and seat == game.moon_shooter else ())
+
+
 def _view(game: Game, seat: int | None) -> View:
     n = game.players
-    private_hand: tuple[Card, ...] = ()
-    pass_choice: tuple[Card, ...] = ()
-    received: tuple[Card, ...] = ()
-    legal: tuple[Card, ...] = ()
-    moon_choices: tuple[MoonChoice, ...] = ()
-    if seat is not None:
-        private_hand = cards_of(game.hands[seat])
-        chosen = game.passes[seat]
-        if chosen is not None and game.pass_direction is not PassDirection.HOLD:
-            pass_choice = cards_of(chosen)
-        received = cards_of(game.received[seat])
-        legal = cards_of(game.legal_mask(seat))
-        if game.phase is Phase.MOON_CHOICE and seat == game.moon_shooter:
-            moon_choices = tuple(MoonChoice)
+    mine = private_view(game, seat) if seat is not None else NOTHING_PRIVATE
     return View(
         seat=seat,
         phase=game.phase,
@@ -77,12 +93,12 @@ def _view(game: Game, seat: int | None) -> View:
         has_passed=tuple(p is not None for p in game.passes),
         has_left=tuple(game.has_left),
         moon_shooter=game.moon_shooter,
-        moon_choices=moon_choices,
+        moon_choices=mine.moon_choices,
         standings=game.standings,
-        hand=private_hand,
-        pass_choice=pass_choice,
-        received=received,
-        legal_cards=legal,
+        hand=mine.hand,
+        pass_choice=mine.pass_choice,
+        received=mine.received,
+        legal_cards=mine.legal_cards,
     )
 
 

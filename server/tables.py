@@ -36,7 +36,7 @@ from engine import (
     Rules,
     RulesError,
     TrickWon,
-    player_view,
+    private_view,
     public_view,
 )
 from engine import actions as ev
@@ -176,18 +176,39 @@ class Table:
 
     def view(self, seat: int | None) -> copas_pb2.TableView:
         """Everything ``seat`` (None: a spectator) may see, built by the engine's views."""
+        return self.seat_view(self.public_view(), seat)
+
+    def seat_view(self, public: copas_pb2.TableView, seat: int | None) -> copas_pb2.TableView:
+        """The public view plus what only ``seat`` may see (a copy; ``public`` is untouched)."""
+        if seat is None:
+            return public
+        message = copas_pb2.TableView()
+        message.CopyFrom(public)
+        message.seat = seat
+        if self.game is None:
+            return message
+        mine = private_view(self.game, seat)
+        card_pb = codec.CARD_PB
+        message.hand.extend(card_pb[c] for c in mine.hand)
+        message.pass_choice.extend(card_pb[c] for c in mine.pass_choice)
+        message.received.extend(card_pb[c] for c in mine.received)
+        if self.paused_until is None:
+            message.legal_cards.extend(card_pb[c] for c in mine.legal_cards)
+            message.moon_choices.extend(codec.MOON_CHOICE_TO_PB[c] for c in mine.moon_choices)
+        return message
+
+    def public_view(self) -> copas_pb2.TableView:
+        """What a spectator may see: built once per change, shared by every seat's view."""
         n = len(self.seats)
         message = copas_pb2.TableView(table_id=self.id, phase=self.phase,  # type: ignore[arg-type]
                                       rules=self.rules_pb, hand_number=-1)
-        if seat is not None:
-            message.seat = seat
         game = self.game
         if game is None:
             message.players.extend(copas_pb2.PlayerState(
                 seat=s.number, display_name=s.name, is_bot=s.is_bot,
                 is_connected=s.connections > 0) for s in self.seats)
             return message
-        v = player_view(game, seat) if seat is not None else public_view(game)
+        v = public_view(game)
         is_paused = self.paused_until is not None
         message.hand_number = v.hand_number
         message.pass_direction = codec.DIRECTION_TO_PB[v.pass_direction]
@@ -215,13 +236,6 @@ class Table:
         message.standings.extend(codec.standing_to_pb(r) for r in v.standings)
         if game.end_reason is not None:
             message.end_reason = codec.END_REASON_TO_PB[game.end_reason]
-        card_pb = codec.CARD_PB
-        message.hand.extend(card_pb[c] for c in v.hand)
-        message.pass_choice.extend(card_pb[c] for c in v.pass_choice)
-        message.received.extend(card_pb[c] for c in v.received)
-        if not is_paused:
-            message.legal_cards.extend(card_pb[c] for c in v.legal_cards)
-            message.moon_choices.extend(codec.MOON_CHOICE_TO_PB[c] for c in v.moon_choices)
         return message
 
     def snapshot(self, watcher: Watcher, after_sequence: int) -> copas_pb2.TableEvent:
@@ -568,9 +582,10 @@ class Table:
         if not self.watchers or self.is_replaying:
             return
         views: dict[int | None, copas_pb2.TableView] = {}
+        public = self.public_view()
         for watcher in self.watchers:
             if watcher.seat not in views and not watcher.needs_snapshot:
-                views[watcher.seat] = self.view(watcher.seat)
+                views[watcher.seat] = self.seat_view(public, watcher.seat)
         for message in bare:
             self.outbox.append((message, views))
         self.manager.deliver_when_durable(self)
