@@ -629,6 +629,32 @@ def _public_fields(event: ev.Event) -> dict[str, Any]:
     return out
 
 
+def _page_size(requested: int) -> int:
+    """A page size from a request: 0 means 20, at most 100."""
+    if requested < 0:
+        raise ServiceError.invalid("page_size must not be negative")
+    return min(requested or 20, 100)
+
+
+def _make_token(text: str) -> str:
+    return base64.urlsafe_b64encode(text.encode()).decode()
+
+
+def _read_token(token: str, parse: Callable[[str], Any]) -> Any:
+    """What a page token holds, read by ``parse``; INVALID_ARGUMENT when it is not a token
+    this server gave."""
+    try:
+        return parse(base64.urlsafe_b64decode(token.encode()).decode())
+    except ValueError:  # bad base64, bad UTF-8 and a bad number are all ValueErrors
+        raise ServiceError.invalid("page_token is not one this server gave",
+                                   "INVALID_PAGE_TOKEN") from None
+
+
+def _record_position(text: str) -> tuple[float, str]:
+    finished, _, record_id = text.partition("|")
+    return float(finished), record_id
+
+
 class TableManager:
     """Every table of the server, the player tokens, and the limits."""
 
@@ -685,23 +711,13 @@ class TableManager:
         return table
 
     def page(self, page_size: int, page_token: str) -> tuple[list[Table], str]:
-        if page_size < 0:
-            raise ServiceError.invalid("page_size must not be negative")
-        size = min(page_size or 20, 100)
-        before = None
-        if page_token:
-            try:
-                before = int(base64.urlsafe_b64decode(page_token.encode()).decode())
-            except ValueError:
-                raise ServiceError.invalid("page_token is not one this server gave",
-                                           "INVALID_PAGE_TOKEN") from None
+        size = _page_size(page_size)
         newest = sorted(self.tables.values(), key=lambda t: -t.order)
-        if before is not None:
+        if page_token:
+            before = _read_token(page_token, int)
             newest = [t for t in newest if t.order < before]
         page = newest[:size]
-        token = ""
-        if len(newest) > size:
-            token = base64.urlsafe_b64encode(str(page[-1].order).encode()).decode()
+        token = _make_token(str(page[-1].order)) if len(newest) > size else ""
         return page, token
 
     def join(self, table_id: str, name: str, seat: int | None) -> tuple[Table, int, str]:
@@ -838,24 +854,13 @@ class TableManager:
 
     def record_page(self, page_size: int, page_token: str
                     ) -> tuple[list[dict[str, Any]], str]:
-        if page_size < 0:
-            raise ServiceError.invalid("page_size must not be negative")
-        size = min(page_size or 20, 100)
-        before = None
-        if page_token:
-            try:
-                finished, _, record_id = base64.urlsafe_b64decode(
-                    page_token.encode()).decode().partition("|")
-                before = (float(finished), record_id)
-            except ValueError:
-                raise ServiceError.invalid("page_token is not one this server gave",
-                                           "INVALID_PAGE_TOKEN") from None
+        size = _page_size(page_size)
+        before = _read_token(page_token, _record_position) if page_token else None
         rows = self.storage.list_records(size + 1, before)
         token = ""
         if len(rows) > size:
             rows = rows[:size]
-            last = rows[-1]
-            token = base64.urlsafe_b64encode(f"{last[0]!r}|{last[1]}".encode()).decode()
+            token = _make_token(f"{rows[-1][0]!r}|{rows[-1][1]}")
         return [summary for _, _, summary in rows], token
 
     def prune_records(self) -> int:
