@@ -33,6 +33,7 @@ from clients.common import (
 from clients.render import event_line, render, seconds_left, sorted_hand, standings_table
 
 INTERRUPT = "\x03"
+REMINDERS = (10.0, 5.0, 2.0)  # seconds left at which the countdown speaks up
 
 
 class Lines:
@@ -88,11 +89,16 @@ class Session:
                                              or self.decision() != decision):
                     return False
                 waiter = asyncio.ensure_future(self.changed.wait())
-                done, _ = await asyncio.wait({getter, waiter},
+                reminder = self.next_reminder() if decision is not None else None
+                done, _ = await asyncio.wait({getter, waiter}, timeout=reminder,
                                              return_when=asyncio.FIRST_COMPLETED)
                 waiter.cancel()
                 if getter in done:
                     return getter.result()
+                if not done:  # the countdown: say how long is left, and ask again
+                    left = seconds_left(self.view)
+                    self.console.print(f"\n⏳ {left:.0f}s left", style="yellow")
+                    self.console.print(self.prompt(), end="", markup=False, highlight=False)
         finally:
             if not getter.done():
                 getter.cancel()
@@ -143,6 +149,14 @@ class Session:
             if error is None:
                 return "moved"
             self.console.print(f"✗ {error}", markup=False, highlight=False)
+
+    def next_reminder(self) -> float | None:
+        """Seconds until the next countdown mark (10, 5 and 2 seconds left), if any."""
+        left = seconds_left(self.view)
+        if left is None:
+            return None
+        marks = [left - mark for mark in REMINDERS if left - mark > 0.05]
+        return min(marks) if marks else None
 
     def prompt(self) -> str:
         v = self.view

@@ -225,3 +225,26 @@ def test_copas_play_carries_on_after_the_server_restarts(tmp_path: Path) -> None
     finally:
         server.kill()
         server.wait(10)
+
+
+def test_copas_play_counts_down_then_the_server_plays_for_you(tmp_path: Path) -> None:
+    port = free_port()
+    server = subprocess.Popen(
+        [sys.executable, "-m", "server.main", "--listen", f"127.0.0.1:{port}",
+         "--metrics-port", "0", "--trick-pause", "0", "--hand-pause", "0",
+         "--pass-timeout", "3", "--log-level", "warning", "--data-dir", str(tmp_path)],
+        cwd=ROOT, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        assert server.stdout is not None and "listening" in server.stdout.readline()
+        term = Terminal("play", "--server", f"127.0.0.1:{port}", "--name", "Slow")
+        term.read_until(r"Choose 3 cards to pass \[[0-9]s\]")
+        term.read_until(r"⏳ 2s left")
+        term.read_until(r"Slow ran out of time")
+        term.read_until(r"too late: the turn moved on")
+        term.type("\x03")
+        term.read_until(r"Leave the table for good\?")
+        term.type("y\n")
+        assert term.exit_code() == 0
+    finally:
+        server.kill()
+        server.wait(10)
