@@ -232,7 +232,7 @@ def test_copas_play_counts_down_then_the_server_plays_for_you(tmp_path: Path) ->
     server = subprocess.Popen(
         [sys.executable, "-m", "server.main", "--listen", f"127.0.0.1:{port}",
          "--metrics-port", "0", "--trick-pause", "0", "--hand-pause", "0",
-         "--pass-timeout", "3", "--log-level", "warning", "--data-dir", str(tmp_path)],
+         "--pass-timeout", "5", "--log-level", "warning", "--data-dir", str(tmp_path)],
         cwd=ROOT, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     try:
         assert server.stdout is not None and "listening" in server.stdout.readline()
