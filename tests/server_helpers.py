@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import socket
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import grpc
@@ -183,3 +183,19 @@ async def drive(stub: copas_pb2_grpc.CopasServiceStub, table_id: str, tokens: di
         replica.apply(action)
         answers.append(answer)
     return answers
+
+
+@contextlib.asynccontextmanager
+async def serving(**options: Any) -> AsyncIterator[tuple[Any, copas_pb2_grpc.CopasServiceStub]]:
+    """A server of its own for a test that needs other settings (in-memory store unless
+    ``data_dir`` is given), with a stub on a channel to it."""
+    from server.config import Config
+    from server.main import shutdown, start
+
+    running = await start(Config(**({"listen": "127.0.0.1:0", "metrics_port": 0,
+                                     "data_dir": "memory"} | options)))
+    try:
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{running.port}") as channel:
+            yield running, copas_pb2_grpc.CopasServiceStub(channel)
+    finally:
+        await shutdown(running, 0)

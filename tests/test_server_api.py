@@ -8,16 +8,14 @@ from typing import Any
 
 import grpc
 import pytest
-from copas.v1 import cards_pb2, copas_pb2, copas_pb2_grpc
+from copas.v1 import cards_pb2, copas_pb2
 from google.rpc import error_details_pb2
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 from grpc_status import rpc_status
 
 from engine import Game, Phase
-from server.config import Config
-from server.main import shutdown, start
-from tests.server_helpers import Watch, auth, card_pb, join_all, new_table
+from tests.server_helpers import Watch, auth, card_pb, join_all, new_table, serving
 from tests.test_server_game import rules_of
 
 
@@ -200,49 +198,36 @@ async def test_reconnect_gets_missed_events_or_a_gap(stub: Any, server: Any) -> 
     assert head.view.phase == copas_pb2.PHASE_PLAYING and len(head.view.received) == 3
     await again.close()
     # A stale sequence on a server that keeps little history: a snapshot that says so.
-    small = await start(Config(
-        listen="127.0.0.1:0", metrics_port=0, data_dir="memory", allow_seed=True, history=4))
-    try:
-        async with grpc.aio.insecure_channel(f"127.0.0.1:{small.port}") as channel:
-            small_stub = copas_pb2_grpc.CopasServiceStub(channel)
-            t2 = await new_table(small_stub, seed="5", bots=4)
-            late = Watch(small_stub, t2.table_id, after_sequence=1)
-            head = await late.wait_for(lambda m: True)
-            assert head.snapshot.has_gap and len(head.snapshot.missed_events) == 4
-            assert head.view.phase == copas_pb2.PHASE_GAME_OVER
-            await late.close()
-    finally:
-        await shutdown(small, 0)
+    async with serving(allow_seed=True, history=4) as (_, small_stub):
+        t2 = await new_table(small_stub, seed="5", bots=4)
+        late = Watch(small_stub, t2.table_id, after_sequence=1)
+        head = await late.wait_for(lambda m: True)
+        assert head.snapshot.has_gap and len(head.snapshot.missed_events) == 4
+        assert head.view.phase == copas_pb2.PHASE_GAME_OVER
+        await late.close()
 
 
 async def test_slow_watchers_get_a_snapshot_instead_of_the_backlog(stub: Any) -> None:
-    small = await start(Config(
-        listen="127.0.0.1:0", metrics_port=0, data_dir="memory", allow_seed=True,
-                               watcher_queue=8))
-    try:
-        async with grpc.aio.insecure_channel(f"127.0.0.1:{small.port}") as channel:
-            s = copas_pb2_grpc.CopasServiceStub(channel)
-            table = await new_table(s, seed="5", bots=3)
-            join = (await join_all(s, table.table_id, 1))[0]
-            call = s.WatchTable(copas_pb2.WatchTableRequest(table_id=table.table_id),
-                                metadata=auth(join.player_token))
-            head = await call.read()
-            assert head.event.WhichOneof("kind") == "snapshot"
-            # Without reading, let the table run far ahead: the player leaves, bots finish.
-            await s.LeaveTable(copas_pb2.LeaveTableRequest(table_id=table.table_id),
-                               metadata=auth(join.player_token))
-            watcher = next(iter(small.tables.get(table.table_id).watchers))
-            assert len(watcher.queue) <= 8
-            kinds = []
-            while True:
-                msg = await call.read()
-                kinds.append(msg.event.WhichOneof("kind"))
-                if msg.event.view.phase == copas_pb2.PHASE_GAME_OVER:
-                    break
-            assert "snapshot" in kinds and len(kinds) < 40
-            call.cancel()
-    finally:
-        await shutdown(small, 0)
+    async with serving(allow_seed=True, watcher_queue=8) as (small, s):
+        table = await new_table(s, seed="5", bots=3)
+        join = (await join_all(s, table.table_id, 1))[0]
+        call = s.WatchTable(copas_pb2.WatchTableRequest(table_id=table.table_id),
+                            metadata=auth(join.player_token))
+        head = await call.read()
+        assert head.event.WhichOneof("kind") == "snapshot"
+        # Without reading, let the table run far ahead: the player leaves, bots finish.
+        await s.LeaveTable(copas_pb2.LeaveTableRequest(table_id=table.table_id),
+                           metadata=auth(join.player_token))
+        watcher = next(iter(small.tables.get(table.table_id).watchers))
+        assert len(watcher.queue) <= 8
+        kinds = []
+        while True:
+            msg = await call.read()
+            kinds.append(msg.event.WhichOneof("kind"))
+            if msg.event.view.phase == copas_pb2.PHASE_GAME_OVER:
+                break
+        assert "snapshot" in kinds and len(kinds) < 40
+        call.cancel()
 
 
 async def test_list_tables_pages_newest_first(stub: Any) -> None:
@@ -259,19 +244,13 @@ async def test_list_tables_pages_newest_first(stub: Any) -> None:
 
 
 async def test_seeds_need_allow_seed_and_tables_have_limits() -> None:
-    running = await start(Config(
-        listen="127.0.0.1:0", metrics_port=0, data_dir="memory", max_tables=1))
-    try:
-        async with grpc.aio.insecure_channel(f"127.0.0.1:{running.port}") as channel:
-            s = copas_pb2_grpc.CopasServiceStub(channel)
-            await expect(s.CreateTable(copas_pb2.CreateTableRequest(seed="1")),
-                         grpc.StatusCode.PERMISSION_DENIED, "SEED_NOT_ALLOWED")
-            await s.CreateTable(copas_pb2.CreateTableRequest())
-            await expect(s.CreateTable(copas_pb2.CreateTableRequest()),
-                         grpc.StatusCode.RESOURCE_EXHAUSTED, "SERVER_FULL")
-            assert len(running.tables.tables) == 1
-    finally:
-        await shutdown(running, 0)
+    async with serving(max_tables=1) as (running, s):
+        await expect(s.CreateTable(copas_pb2.CreateTableRequest(seed="1")),
+                     grpc.StatusCode.PERMISSION_DENIED, "SEED_NOT_ALLOWED")
+        await s.CreateTable(copas_pb2.CreateTableRequest())
+        await expect(s.CreateTable(copas_pb2.CreateTableRequest()),
+                     grpc.StatusCode.RESOURCE_EXHAUSTED, "SERVER_FULL")
+        assert len(running.tables.tables) == 1
 
 
 async def test_health_reflection_and_metrics(server: Any, stub: Any) -> None:
@@ -302,21 +281,14 @@ async def test_health_reflection_and_metrics(server: Any, stub: Any) -> None:
 
 
 async def test_finished_tables_are_released_after_their_ttl() -> None:
-    running = await start(Config(
-        listen="127.0.0.1:0", metrics_port=0, data_dir="memory", allow_seed=True,
-                                 finished_table_ttl=0.05))
-    try:
-        async with grpc.aio.insecure_channel(f"127.0.0.1:{running.port}") as channel:
-            s = copas_pb2_grpc.CopasServiceStub(channel)
-            table = await new_table(s, seed="3", bots=4)
-            assert table.phase == copas_pb2.PHASE_GAME_OVER
-            watch = Watch(s, table.table_id)
-            await watch.wait_for(lambda m: True)
-            await asyncio.wait_for(watch.task, 5)  # the stream ends when the table goes
-            await expect(s.GetTable(copas_pb2.GetTableRequest(table_id=table.table_id)),
-                         grpc.StatusCode.NOT_FOUND)
-    finally:
-        await shutdown(running, 0)
+    async with serving(allow_seed=True, finished_table_ttl=0.05) as (_, s):
+        table = await new_table(s, seed="3", bots=4)
+        assert table.phase == copas_pb2.PHASE_GAME_OVER
+        watch = Watch(s, table.table_id)
+        await watch.wait_for(lambda m: True)
+        await asyncio.wait_for(watch.task, 5)  # the stream ends when the table goes
+        await expect(s.GetTable(copas_pb2.GetTableRequest(table_id=table.table_id)),
+                     grpc.StatusCode.NOT_FOUND)
 
 
 def test_replica_agrees_on_phase_names() -> None:
