@@ -5,6 +5,7 @@ what a seat may see with ``player_view`` / ``public_view``.
 """
 
 from engine.actions import (
+    Abandon,
     Action,
     CardPlayed,
     CardsExchanged,
@@ -49,6 +50,7 @@ __all__ = [
     "PRESETS",
     "QUEEN_SPADES",
     "TWO_CLUBS",
+    "Abandon",
     "Action",
     "Card",
     "CardPlayed",

@@ -46,6 +46,9 @@ class GameEndReason(StrEnum):
     HAND_LIMIT = "HAND_LIMIT"
     POINT_LIMIT = "POINT_LIMIT"
     LAST_PLAYER = "LAST_PLAYER"
+    # The table ended the game: no player who stayed is a person, or none has acted for too
+    # long (the server decides when; see docs/RULES.md). Scored like LAST_PLAYER.
+    ABANDONED = "ABANDONED"
 
 
 # ---------------------------------------------------------------- actions
@@ -70,7 +73,13 @@ class Leave(NamedTuple):
     seat: int
 
 
-Action = PassCards | PlayCard | ChooseMoon | Leave
+class Abandon(NamedTuple):
+    """The table ends the game at once (reason ABANDONED); ``seat`` is always -1."""
+
+    seat: int = -1
+
+
+Action = PassCards | PlayCard | ChooseMoon | Leave | Abandon
 
 
 def action_to_json(action: Action) -> dict[str, Any]:
@@ -81,6 +90,8 @@ def action_to_json(action: Action) -> dict[str, Any]:
         return {"type": "pass", "seat": action.seat, "cards": [str(c) for c in action.cards]}
     if isinstance(action, ChooseMoon):
         return {"type": "moon", "seat": action.seat, "choice": str(action.choice)}
+    if isinstance(action, Abandon):
+        return {"type": "abandon", "seat": -1}
     return {"type": "leave", "seat": action.seat}
 
 
@@ -95,6 +106,8 @@ def action_from_json(data: dict[str, Any]) -> Action:
             return ChooseMoon(seat, MoonChoice(data["choice"]))
         if kind == "leave":
             return Leave(seat)
+        if kind == "abandon":
+            return Abandon()
     except (KeyError, TypeError, ValueError) as exc:
         raise InvalidActionError(f"unreadable action {data!r}: {exc}") from None
     raise InvalidActionError(f"unknown action type {kind!r}", Reason.INVALID_ACTION)

@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from typing import Any, NamedTuple
 
 from engine.actions import (
+    Abandon,
     Action,
     CardPlayed,
     CardsExchanged,
@@ -227,6 +228,8 @@ class Game:
             return self.choose_moon(action.seat, action.choice, is_automatic=is_automatic)
         if isinstance(action, Leave):
             return self.leave(action.seat)
+        if isinstance(action, Abandon):
+            return self.abandon()
         raise InvalidActionError(f"not an action: {action!r}")
 
     def play(self, seat: int, card: int, *, is_automatic: bool = False) -> list[Event]:
@@ -311,6 +314,16 @@ class Game:
             self._end_game(GameEndReason.LAST_PLAYER, events)
         else:
             self._play_for_leavers(events)
+        return events
+
+    def abandon(self) -> list[Event]:
+        """The table ends the game now (reason ABANDONED): a hand in progress is not scored;
+        places as at the end of the last completed hand, leavers behind."""
+        if self.phase is Phase.GAME_OVER:
+            raise IllegalActionError("the game is over", Reason.WRONG_PHASE)
+        self.actions.append(Abandon())
+        events: list[Event] = []
+        self._end_game(GameEndReason.ABANDONED, events)
         return events
 
     # ------------------------------------------------------------ automatic choices

@@ -44,7 +44,8 @@ DIRECTION_TO_PB = {PassDirection.LEFT: copas_pb2.PASS_DIRECTION_LEFT,
                    PassDirection.HOLD: copas_pb2.PASS_DIRECTION_HOLD}
 END_REASON_TO_PB = {GameEndReason.HAND_LIMIT: copas_pb2.GAME_END_REASON_HAND_LIMIT,
                     GameEndReason.POINT_LIMIT: copas_pb2.GAME_END_REASON_POINT_LIMIT,
-                    GameEndReason.LAST_PLAYER: copas_pb2.GAME_END_REASON_LAST_PLAYER}
+                    GameEndReason.LAST_PLAYER: copas_pb2.GAME_END_REASON_LAST_PLAYER,
+                    GameEndReason.ABANDONED: copas_pb2.GAME_END_REASON_ABANDONED}
 
 _RULE_FIELDS = {  # proto field -> Rules attribute
     "players": "players", "max_hands": "max_hands", "point_limit": "point_limit",
@@ -64,6 +65,9 @@ def card_from_pb(message: cards_pb2.Card) -> Card:
             raise ServiceError.invalid("card has an unknown suit or rank", "INVALID_CARD")
         by_enum = CARDS[_SUIT_FROM_PB[message.suit] * 13 + message.rank - 2]
     if message.text:
+        if len(message.text) > 4:
+            raise ServiceError.invalid("card text is at most 4 characters (QS, 10H, 2C)",
+                                       "INVALID_CARD")
         try:
             by_text = Card.parse(message.text)
         except ValueError as exc:

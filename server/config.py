@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 from dataclasses import dataclass, field
 from typing import Any
@@ -13,27 +14,94 @@ class Config:
     listen: str = "localhost:50051"
     metrics_port: int = 9464  # 0 = no metrics endpoint
     metrics_host: str = "localhost"
-    max_tables: int = 10_000
-    max_players: int = 40_000  # human seats taken across the server
-    max_watchers_per_table: int = 64
+    # What clients can make the server hold.
+    max_tables: int = 10_000  # tables not finished
+    max_players: int = 40_000  # people seated in games not finished
+    max_bot_tables: int = 64  # tables of bots only, playing at once
+    max_watchers_per_table: int = 64  # spectators; players' streams have their own slots
+    max_streams_per_token: int = 4
     watcher_queue: int = 512  # messages a watcher may fall behind before it gets a snapshot
+    watcher_buffer_bytes: int = 256 * 1024  # bytes a watcher may fall behind
     history: int = 1024  # events per table kept for reconnecting watchers
     finished_table_ttl: float = 600.0  # seconds a finished table stays for late watchers
+    waiting_table_ttl: float = 600.0  # seconds a waiting table with nobody connected stays
+    abandon_after: float = 900.0  # seconds without a person's move before a game ends
+    bot_table_pace: float = 0.5  # seconds between moves at a table of bots only
+    max_point_limit: int = 1000
+    max_hands_limit: int = 100
+    # Quotas per client (0 = no limit).
+    peer_calls_per_second: float = 50.0
+    peer_calls_burst: float = 200.0
+    token_calls_per_second: float = 20.0
+    token_calls_burst: float = 60.0
+    tables_per_minute: float = 60.0
+    tables_burst: float = 30.0
+    joins_per_minute: float = 240.0
+    joins_burst: float = 60.0
+    max_streams_per_peer: int = 1024
     grace: float = 5.0  # seconds running RPCs get on SIGTERM
     allow_seed: bool = False
     # Defaults for tables that do not set their own (None = the rules' own defaults).
     rule_defaults: dict[str, float] = field(default_factory=dict)
     log_format: str = "auto"  # auto (console on a terminal, else JSON), json, console
     log_level: str = "info"
-    max_concurrent_streams: int = 20_000
+    max_concurrent_streams: int = 4096  # per HTTP/2 connection (a client's channels share one)
     max_pending_requests: int = 100_000
+    max_message_bytes: int = 64 * 1024  # the largest request accepted
     data_dir: str = "data"  # "memory" = nothing survives a restart
     keep_records: int = 0  # 0 = no limit
     keep_records_days: float = 0.0  # 0 = no limit
     retention_interval: float = 60.0
+    tls_cert: str = ""  # PEM files; with both, the server speaks TLS only
+    tls_key: str = ""
+    tls_client_ca: str = ""  # with it, clients must present a certificate it signed
 
 
 _TIMING = ("play_timeout", "pass_timeout", "moon_timeout", "trick_pause", "hand_pause")
+
+_HELP = {
+    "listen": "host:port for gRPC",
+    "metrics_port": "Prometheus metrics HTTP port, 0 to disable",
+    "metrics_host": "metrics HTTP address",
+    "max_tables": "tables not yet finished (RESOURCE_EXHAUSTED SERVER_FULL beyond)",
+    "max_players": "people seated in games not yet finished",
+    "max_bot_tables": "tables of bots only that play at once",
+    "max_watchers_per_table": "spectator streams per table (players have their own slots)",
+    "max_streams_per_token": "streams one player token may hold open",
+    "watcher_queue": "messages a watcher may fall behind before it gets a fresh snapshot",
+    "watcher_buffer_bytes": "bytes a watcher may fall behind before it gets a fresh snapshot",
+    "history": "events kept per table for reconnecting watchers",
+    "finished_table_ttl": "seconds a finished table is kept for late watchers",
+    "waiting_table_ttl": "seconds a table waiting for players stays with nobody connected",
+    "abandon_after": "seconds without a move by a person before a game ends (ABANDONED)",
+    "bot_table_pace": "seconds between moves at a table of bots only",
+    "max_point_limit": "largest point_limit a table may ask for",
+    "max_hands_limit": "largest max_hands a table may ask for",
+    "peer_calls_per_second": "calls per second from one address without a player token",
+    "peer_calls_burst": "calls at once from one address without a player token",
+    "token_calls_per_second": "calls per second with one player token",
+    "token_calls_burst": "calls at once with one player token",
+    "tables_per_minute": "tables one address may create per minute",
+    "tables_burst": "tables one address may create at once",
+    "joins_per_minute": "joins per minute from one address",
+    "joins_burst": "joins at once from one address",
+    "max_streams_per_peer": "open WatchTable streams per address",
+    "grace": "seconds running RPCs get to finish on SIGTERM",
+    "allow_seed": "accept CreateTable's explicit seed (tests, replays, fixed deals)",
+    "data_dir": "directory of the SQLite database (tables' logs, game records); 'memory' "
+                "keeps nothing across restarts",
+    "keep_records": "finished-game records to keep, newest first; 0 = all",
+    "keep_records_days": "days to keep finished-game records; 0 = forever",
+    "retention_interval": "seconds between retention sweeps",
+    "log_format": "auto (console on a terminal, JSON lines otherwise), json or console",
+    "log_level": "debug, info, warning or error",
+    "max_message_bytes": "the largest request message accepted",
+    "tls_cert": "PEM certificate chain: serve TLS only (with --tls-key)",
+    "tls_key": "PEM private key of --tls-cert",
+    "tls_client_ca": "PEM CA bundle: require client certificates signed by it (mutual TLS)",
+}
+_QUOTA_FIELDS = {"peer_calls_per_second", "token_calls_per_second", "tables_per_minute",
+                 "joins_per_minute", "max_streams_per_peer"}
 
 
 def _env(name: str, default: Any) -> Any:
@@ -44,63 +112,44 @@ def parse_args(argv: list[str] | None = None) -> Config:
     p = argparse.ArgumentParser(
         prog="copas-server",
         description="Copas (Hearts) authoritative game server. Every flag also reads the "
-                    "environment variable COPAS_<FLAG> (e.g. COPAS_LISTEN).")
-    p.add_argument("--listen", default=_env("listen", Config.listen),
-                   help="host:port for gRPC (default %(default)s)")
-    p.add_argument("--metrics-port", type=int, default=int(_env("metrics_port",
-                                                                Config.metrics_port)),
-                   help="Prometheus metrics HTTP port, 0 to disable (default %(default)s)")
-    p.add_argument("--metrics-host", default=_env("metrics_host", Config.metrics_host),
-                   help="metrics HTTP address (default %(default)s)")
-    p.add_argument("--max-tables", type=int, default=int(_env("max_tables", Config.max_tables)))
-    p.add_argument("--max-players", type=int,
-                   default=int(_env("max_players", Config.max_players)),
-                   help="human seats taken across the server")
-    p.add_argument("--max-watchers-per-table", type=int,
-                   default=int(_env("max_watchers_per_table", Config.max_watchers_per_table)))
-    p.add_argument("--watcher-queue", type=int,
-                   default=int(_env("watcher_queue", Config.watcher_queue)),
-                   help="messages a watcher may fall behind before it gets a fresh snapshot")
-    p.add_argument("--history", type=int, default=int(_env("history", Config.history)),
-                   help="events kept per table for reconnecting watchers")
-    p.add_argument("--finished-table-ttl", type=float,
-                   default=float(_env("finished_table_ttl", Config.finished_table_ttl)),
-                   help="seconds a finished table is kept for late watchers")
-    p.add_argument("--grace", type=float, default=float(_env("grace", Config.grace)),
-                   help="seconds running RPCs get to finish on SIGTERM")
-    p.add_argument("--allow-seed", action="store_true",
-                   default=_env("allow_seed", "") in ("1", "true", "yes"),
-                   help="accept CreateTable's explicit seed (tests, replays, fixed deals)")
+                    "environment variable COPAS_<FLAG> (e.g. COPAS_LISTEN). Quotas of 0 are "
+                    "no limit.")
+    for f in dataclasses.fields(Config):
+        if f.name not in _HELP:
+            continue
+        flag = "--" + f.name.replace("_", "-")
+        default = f.default
+        text = _HELP[f.name] + (" (0 = no limit)" if f.name in _QUOTA_FIELDS else "")
+        if isinstance(default, bool):
+            p.add_argument(flag, action="store_true",
+                           default=str(_env(f.name, "")).lower() in ("1", "true", "yes"),
+                           help=text)
+        elif f.name == "log_format":
+            p.add_argument(flag, choices=("auto", "json", "console"),
+                           default=_env(f.name, default), help=text + " (default %(default)s)")
+        else:
+            p.add_argument(flag, type=type(default), default=type(default)(_env(f.name, default)),
+                           help=text + " (default %(default)s)")
     for name in _TIMING:
-        flag = name.replace("_", "-")
-        p.add_argument(f"--{flag}", type=float, default=_env(name, None),
+        p.add_argument(f"--{name.replace('_', '-')}", type=float, default=_env(name, None),
                        help=f"default {name.replace('_', ' ')} in seconds for new tables")
-    p.add_argument("--data-dir", default=_env("data_dir", Config.data_dir),
-                   help="directory of the SQLite database (tables' logs, game records); "
-                        "'memory' keeps nothing across restarts (default %(default)s)")
-    p.add_argument("--keep-records", type=int,
-                   default=int(_env("keep_records", Config.keep_records)),
-                   help="finished-game records to keep, newest first; 0 = all")
-    p.add_argument("--keep-records-days", type=float,
-                   default=float(_env("keep_records_days", Config.keep_records_days)),
-                   help="days to keep finished-game records; 0 = forever")
-    p.add_argument("--retention-interval", type=float,
-                   default=float(_env("retention_interval", Config.retention_interval)),
-                   help="seconds between retention sweeps")
-    p.add_argument("--log-format", choices=("auto", "json", "console"),
-                   default=_env("log_format", "auto"))
-    p.add_argument("--log-level", default=_env("log_level", "info"))
+    p.add_argument("--unlimited-quotas", action="store_true",
+                   default=str(_env("unlimited_quotas", "")).lower() in ("1", "true", "yes"),
+                   help="no per-client quotas (load tests on a trusted network)")
     args = p.parse_args(argv)
+    values = {f.name: getattr(args, f.name) for f in dataclasses.fields(Config)
+              if f.name in _HELP}
+    if args.unlimited_quotas:
+        values.update({name: 0 for name in _QUOTA_FIELDS})
+    if bool(values["tls_cert"]) != bool(values["tls_key"]):
+        p.error("--tls-cert and --tls-key go together")
+    if values["tls_client_ca"] and not values["tls_cert"]:
+        p.error("--tls-client-ca needs --tls-cert and --tls-key")
     defaults = {name: float(getattr(args, name)) for name in _TIMING
                 if getattr(args, name) is not None}
-    return Config(listen=args.listen, metrics_port=args.metrics_port,
-                  metrics_host=args.metrics_host, max_tables=args.max_tables,
-                  max_players=args.max_players,
-                  max_watchers_per_table=args.max_watchers_per_table,
-                  watcher_queue=args.watcher_queue, history=args.history,
-                  finished_table_ttl=args.finished_table_ttl, grace=args.grace,
-                  allow_seed=args.allow_seed, rule_defaults=defaults,
-                  log_format=args.log_format, log_level=args.log_level,
-                  data_dir=args.data_dir, keep_records=args.keep_records,
-                  keep_records_days=args.keep_records_days,
-                  retention_interval=args.retention_interval)
+    return Config(rule_defaults=defaults, **values)
+
+
+def unlimited(config: Config) -> Config:
+    """The same configuration without per-client quotas."""
+    return dataclasses.replace(config, **{name: 0 for name in _QUOTA_FIELDS})

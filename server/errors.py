@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import grpc
-from google.protobuf import any_pb2
+from google.protobuf import any_pb2, duration_pb2
+from google.protobuf.message import Message
 from google.rpc import error_details_pb2, status_pb2
 from grpc_status import rpc_status
 
@@ -15,11 +16,13 @@ ERROR_DOMAIN = "copas.v1"
 class ServiceError(Exception):
     """An error with its gRPC status code, a machine-readable reason and a readable message."""
 
-    def __init__(self, code: grpc.StatusCode, reason: str, message: str) -> None:
+    def __init__(self, code: grpc.StatusCode, reason: str, message: str,
+                 details: tuple[Message, ...] = ()) -> None:
         super().__init__(message)
         self.code = code
         self.reason = reason
         self.message = message
+        self.details = details
 
     @classmethod
     def invalid(cls, message: str, reason: str = "INVALID_ARGUMENT") -> ServiceError:
@@ -49,12 +52,26 @@ class ServiceError(Exception):
     def unavailable(cls, message: str, reason: str = "SHUTTING_DOWN") -> ServiceError:
         return cls(grpc.StatusCode.UNAVAILABLE, reason, message)
 
+    @classmethod
+    def over_quota(cls, message: str, reason: str, subject: str, retry_after: float
+                   ) -> ServiceError:
+        """RESOURCE_EXHAUSTED with a QuotaFailure naming what ran out and a RetryInfo."""
+        delay = duration_pb2.Duration()
+        delay.FromNanoseconds(int(max(retry_after, 0.001) * 1e9))
+        return cls(grpc.StatusCode.RESOURCE_EXHAUSTED, reason, message, (
+            error_details_pb2.QuotaFailure(violations=[error_details_pb2.QuotaFailure.Violation(
+                subject=subject, description=message)]),
+            error_details_pb2.RetryInfo(retry_delay=delay)))
+
     def to_status(self) -> grpc.Status:
-        info = error_details_pb2.ErrorInfo(reason=self.reason, domain=ERROR_DOMAIN)
-        detail = any_pb2.Any()
-        detail.Pack(info)
+        packed = []
+        for detail in (error_details_pb2.ErrorInfo(reason=self.reason, domain=ERROR_DOMAIN),
+                       *self.details):
+            any_detail = any_pb2.Any()
+            any_detail.Pack(detail)
+            packed.append(any_detail)
         return rpc_status.to_status(status_pb2.Status(
-            code=self.code.value[0], message=self.message, details=[detail]))
+            code=self.code.value[0], message=self.message, details=packed))
 
 
 def from_engine(error: EngineError) -> ServiceError:

@@ -1,12 +1,21 @@
-"""copas-server: start the gRPC server with health, reflection, metrics and logs."""
+"""copas-server: start the gRPC server with health, reflection, metrics and logs.
+
+Exit codes: 0 after SIGTERM/SIGINT; 1 when it cannot listen; 2 when the data directory or
+the TLS files cannot be used (one line on stderr says why); 3 when the store failed while
+serving (fail-stop: health turns NOT_SERVING, every call and stream gets UNAVAILABLE, and
+the process exits so a supervisor restarts it from what the log holds).
+"""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import signal
 import sys
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
 import grpc
 import structlog
@@ -16,14 +25,24 @@ from grpc_reflection.v1alpha import reflection
 from prometheus_client import start_http_server
 from prometheus_client.core import GaugeMetricFamily
 
+from server import table_view
 from server.config import Config, parse_args
+from server.errors import ServiceError
+from server.gateway import GatewayInterceptor
 from server.observability import Metrics, configure_logging
-from server.service import CopasService, ObservabilityInterceptor
-from server.storage import open_storage
-from server.tables import TableManager
+from server.quotas import Quotas
+from server.recovery import recover
+from server.registry import TableManager
+from server.service import CopasService
+from server.storage import SqliteStorage, StorageFailed, StoreUnusable, open_storage
 
 log = structlog.get_logger("copas.server")
 SERVICE_NAME = copas_pb2.DESCRIPTOR.services_by_name["CopasService"].full_name
+EXIT_CANNOT_LISTEN, EXIT_BAD_SETUP, EXIT_STORAGE_FAILED = 1, 2, 3
+
+
+class SetupError(Exception):
+    """The server cannot start as configured; the message is one line saying why."""
 
 
 @dataclass
@@ -35,36 +54,66 @@ class RunningServer:
     metrics: Metrics
     metrics_port: int
     retention: asyncio.Task[None]
+    quotas: Quotas
+    metrics_http: Any = None
+    failed: asyncio.Event = field(default_factory=asyncio.Event)
+    failure: StorageFailed | None = None
 
 
-def _live_gauges(tables: TableManager) -> Iterable[GaugeMetricFamily]:
+def _live_gauges(tables: TableManager, quotas: Quotas) -> Iterable[GaugeMetricFamily]:
     by_phase = GaugeMetricFamily("copas_tables", "Tables by phase", labels=["phase"])
     counts: dict[str, int] = {name: 0 for name in copas_pb2.Phase.keys()[1:]}
     connected = watchers = 0
     for table in tables.live():
-        counts[copas_pb2.Phase.Name(table.phase)] += 1  # type: ignore[arg-type]
-        watchers += len(table.watchers)
-        connected += sum(1 for s in table.seats if s.connections > 0)
+        counts[copas_pb2.Phase.Name(table_view.phase_of(table))] += 1  # type: ignore[arg-type]
+        watchers += len(table.fanout)
+        connected += sum(1 for s in table.seats if table.is_connected(s.number))
     for phase, count in counts.items():
         by_phase.add_metric([phase.removeprefix("PHASE_").lower()], count)
     yield by_phase
-    seats = GaugeMetricFamily("copas_seats_connected", "Player seats with a stream open")
-    seats.add_metric([], connected)
-    yield seats
-    streams = GaugeMetricFamily("copas_watch_streams", "WatchTable streams open")
-    streams.add_metric([], watchers)
-    yield streams
+    for name, text, value in (
+            ("copas_seats_connected", "Player seats with a stream open", connected),
+            ("copas_watch_streams", "WatchTable streams open", watchers),
+            ("copas_players_seated", "People seated in games not finished", tables.seated),
+            ("copas_quota_clients", "Clients the quotas keep track of",
+             len(quotas.peer_calls) + len(quotas.token_calls))):
+        gauge = GaugeMetricFamily(name, text)
+        gauge.add_metric([], value)
+        yield gauge
+
+
+def _server_credentials(config: Config) -> grpc.ServerCredentials | None:
+    if not config.tls_cert:
+        return None
+    try:
+        cert = Path(config.tls_cert).read_bytes()
+        key = Path(config.tls_key).read_bytes()
+        client_ca = Path(config.tls_client_ca).read_bytes() if config.tls_client_ca else None
+    except OSError as exc:
+        raise SetupError(f"cannot read TLS file {exc.filename}: {exc.strerror}") from None
+    return grpc.ssl_server_credentials([(key, cert)], root_certificates=client_ca,
+                                       require_client_auth=client_ca is not None)
 
 
 async def start(config: Config) -> RunningServer:
-    """Start serving (returns once listening). Raises OSError when the port is taken.
-    Tables are recovered from the data directory before the first request is served."""
+    """Start serving (returns once listening). Tables are recovered from the data directory
+    before the first request is served.
+
+    :raises OSError: the port is taken or the address cannot be used.
+    :raises SetupError: the data directory or the TLS files cannot be used.
+    """
     metrics = Metrics()
+    quotas = Quotas(config)
+    credentials = _server_credentials(config)
+    tables_ref: list[TableManager] = []
+    gateway = GatewayInterceptor(metrics, quotas,
+                                 lambda token_hash: token_hash in tables_ref[0].tokens)
     server = grpc.aio.server(
-        interceptors=[ObservabilityInterceptor(metrics)],
+        interceptors=[gateway],
         options=[
             ("grpc.so_reuseport", 0),  # a second server on a taken port must fail, not share
             ("grpc.max_concurrent_streams", config.max_concurrent_streams),
+            ("grpc.max_receive_message_length", config.max_message_bytes),
             # grpc core refuses calls beyond 1000 (soft) / 3000 (hard) waiting to be picked
             # up: a reconnect storm after a restart must not be dropped, so size them.
             ("grpc.server.max_pending_requests", config.max_pending_requests),
@@ -75,20 +124,27 @@ async def start(config: Config) -> RunningServer:
         maximum_concurrent_rpcs=None,
     )
     try:  # bind first: a second server on the same port must not touch the data directory
-        port = server.add_insecure_port(config.listen)
+        port = (server.add_secure_port(config.listen, credentials) if credentials
+                else server.add_insecure_port(config.listen))
     except RuntimeError as exc:
         raise OSError(f"cannot listen on {config.listen}: {exc}") from None
     if port == 0:
         raise OSError(f"cannot listen on {config.listen}: address in use or unavailable")
-    storage = open_storage(config.data_dir)
+    try:
+        storage = open_storage(config.data_dir)
+    except StoreUnusable as exc:
+        await server.stop(None)
+        raise SetupError(str(exc)) from None
     tables = TableManager(config, metrics, storage)
-    metrics.add_gauges(lambda: _live_gauges(tables))
+    tables_ref.append(tables)
+    metrics.add_gauges(lambda: _live_gauges(tables, quotas))
     copas_pb2_grpc.add_CopasServiceServicer_to_server(CopasService(tables), server)
     health_servicer = health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     reflection.enable_server_reflection(
         (SERVICE_NAME, reflection.SERVICE_NAME, health.SERVICE_NAME), server)
     metrics_port = 0
+    http_server = None
     if config.metrics_port:
         try:
             http_server, _ = start_http_server(config.metrics_port, addr=config.metrics_host,
@@ -99,13 +155,41 @@ async def start(config: Config) -> RunningServer:
             await storage.close()
             raise OSError(f"cannot serve metrics on {config.metrics_host}:"
                           f"{config.metrics_port}: {exc}") from None
-    tables.recover()
+    if isinstance(storage, SqliteStorage) and (legacy := storage.legacy_tables()):
+        log.warning("legacy_tables_kept", count=legacy,
+                    detail="tables written by an older Copas are kept but not served")
+    recover(tables)
     await server.start()
     retention = asyncio.create_task(_retention(tables, config.retention_interval))
+    running = RunningServer(server, port, tables, health_servicer, metrics, metrics_port,
+                            retention, quotas, http_server)
+    loop = asyncio.get_running_loop()
+
+    def on_failure(failure: StorageFailed) -> None:
+        loop.call_soon(lambda: asyncio.ensure_future(fail_stop(running, failure)))
+
+    storage.on_failure = on_failure
     await health_servicer.set("", health_pb2.HealthCheckResponse.SERVING)
     await health_servicer.set(SERVICE_NAME, health_pb2.HealthCheckResponse.SERVING)
-    return RunningServer(server, port, tables, health_servicer, metrics, metrics_port,
-                         retention)
+    return running
+
+
+async def fail_stop(running: RunningServer, failure: StorageFailed) -> None:
+    """The store failed: stop believing memory. Health NOT_SERVING, no new work, every
+    stream ends with UNAVAILABLE; ``serve`` then exits non-zero."""
+    if running.failure is not None:
+        return
+    running.failure = failure
+    log.error("storage_failed", error=str(failure),
+              detail="not serving; restart the server to recover from the log")
+    running.tables.is_accepting = False
+    await running.health.enter_graceful_shutdown()
+    error = ServiceError.unavailable(
+        "the server's store failed; it is restarting from its log, retry shortly",
+        "STORAGE_FAILED")
+    for table in list(running.tables.tables.values()):
+        table.release(error)
+    running.failed.set()
 
 
 async def _retention(tables: TableManager, interval: float) -> None:
@@ -125,8 +209,13 @@ async def shutdown(running: RunningServer, grace: float) -> None:
     running.tables.close_all()
     await running.server.stop(grace)
     running.retention.cancel()
-    await running.tables.storage.sync()
+    if running.failure is None:
+        with contextlib.suppress(StorageFailed):
+            await running.tables.storage.sync()
     await running.tables.storage.close()
+    if running.metrics_http is not None:
+        running.metrics_http.shutdown()
+        running.metrics_http.server_close()
 
 
 async def serve(config: Config) -> int:
@@ -134,10 +223,14 @@ async def serve(config: Config) -> int:
         running = await start(config)
     except OSError as exc:
         print(f"copas-server: {exc}", file=sys.stderr)
-        return 1
+        return EXIT_CANNOT_LISTEN
+    except SetupError as exc:
+        print(f"copas-server: {exc}", file=sys.stderr)
+        return EXIT_BAD_SETUP
     host = config.listen.rsplit(":", 1)[0]
-    print(f"copas-server listening on {host}:{running.port} (gRPC, reflection and health on)",
-          flush=True)
+    scheme = "TLS" if config.tls_cert else "plaintext"
+    print(f"copas-server listening on {host}:{running.port} (gRPC over {scheme}, reflection "
+          "and health on)", flush=True)
     if running.metrics_port:
         print(f"metrics on http://{config.metrics_host}:{running.metrics_port}/metrics",
               flush=True)
@@ -147,7 +240,16 @@ async def serve(config: Config) -> int:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    await stop.wait()
+    stopping = asyncio.ensure_future(stop.wait())
+    failing = asyncio.ensure_future(running.failed.wait())
+    await asyncio.wait((stopping, failing), return_when=asyncio.FIRST_COMPLETED)
+    stopping.cancel()
+    failing.cancel()
+    if running.failure is not None:
+        await shutdown(running, 0)
+        print(f"copas-server: {running.failure}; stopped so a restart recovers from the log",
+              file=sys.stderr)
+        return EXIT_STORAGE_FAILED
     log.info("server_stopping", grace=config.grace)
     await shutdown(running, config.grace)
     log.info("server_stopped")

@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 import structlog
-from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
@@ -25,6 +25,14 @@ class Metrics:
             "copas_rpc_duration_seconds", "RPC latency by method and status code",
             ["method", "code"], registry=r,
             buckets=(.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10))
+        self.stream_lifetime = Histogram(
+            "copas_stream_duration_seconds", "How long server streams stayed open, by method "
+            "and the status they ended with", ["method", "code"], registry=r,
+            buckets=(.1, 1, 10, 60, 300, 900, 1800, 3600, 7200))
+        self.tables_quarantined = Gauge(
+            "copas_tables_quarantined",
+            "Tables whose log did not replay at start (kept, retried at the next start)",
+            registry=r)
         self.timeouts = Counter("copas_timeouts_total", "Turns that timed out, by phase",
                                 ["phase"], registry=r)
         self.leavers = Counter("copas_leavers_total", "Players who left a running game",
@@ -34,7 +42,7 @@ class Metrics:
         self.moons = Counter("copas_moons_total", "Moons shot", registry=r)
         self.tables_failed = Counter(
             "copas_tables_failed_total",
-            "Tables whose log could not be replayed at start (marked failed)", registry=r)
+            "Tables whose log could not be replayed at a start (quarantined)", registry=r)
         self.events = Counter("copas_table_events_total", "Table events published", registry=r)
         self.snapshots_for_slow = Counter(
             "copas_watcher_resyncs_total",

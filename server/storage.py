@@ -1,96 +1,210 @@
 """Durable storage: one event log per table, and the records of finished games.
 
-``Storage`` is the small interface the tables use; ``SqliteStorage`` (the default: one
-SQLite file in WAL mode, fsync on commit) and ``MemoryStorage`` (tests, benchmarks) implement
-it. Writes are queued synchronously by the table (so their order is the table's order) and
-committed by one writer in batches (group commit); ``sync`` resolves once everything queued
-before it is on disk, and only then does the server answer the RPC or show the change to
-watchers.
+``Storage`` is the small interface the tables use; ``SqliteStorage`` (the default: one SQLite
+file in WAL mode, fsync on commit) and the in-memory base class implement it. Writes are
+queued synchronously by the table code (so their order is the table's order) as typed
+operations and committed by one writer in batches (group commit); ``sync`` resolves once
+everything queued before it is on disk, and only then does the server answer the RPC or show
+the change to watchers.
+
+Fail-stop: when a commit fails, the store stops believing memory. ``sync`` raises
+``StorageFailed`` for that batch and for everything after it, ``failure`` is set and the
+``on_failure`` callback runs once; the server then stops serving and exits non-zero so a
+supervisor restarts it from what the log holds (see docs/DESIGN.md).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import fcntl
 import json
+import os
 import sqlite3
 import threading
-import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS tables (
-    table_id TEXT PRIMARY KEY,
-    created REAL NOT NULL,
-    meta TEXT NOT NULL,              -- name, preset, rules, seed, bots (JSON)
-    status TEXT NOT NULL DEFAULT 'open'   -- open | finished | failed
-);
-CREATE TABLE IF NOT EXISTS log (
-    table_id TEXT NOT NULL,
-    n INTEGER NOT NULL,              -- position in the table's log
-    entry TEXT NOT NULL,             -- JSON
-    PRIMARY KEY (table_id, n)
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS records (
-    record_id TEXT PRIMARY KEY,
-    finished REAL NOT NULL,
-    summary TEXT NOT NULL,           -- JSON: what ListGameRecords shows
-    record TEXT NOT NULL             -- JSON: the whole replayable record
-);
-CREATE INDEX IF NOT EXISTS records_by_time ON records (finished);
-"""
+SCHEMA_VERSION = 2
+APPLICATION = "copas"
+
+# Each migration takes the schema from version i to i + 1 (index 0: from nothing to 1).
+MIGRATIONS: tuple[str, ...] = (
+    # 1: the first layout (written before the schema had a version).
+    """
+    CREATE TABLE IF NOT EXISTS tables (
+        table_id TEXT PRIMARY KEY,
+        created REAL NOT NULL,
+        meta TEXT NOT NULL,
+        status TEXT NOT NULL DEFAULT 'open'
+    );
+    CREATE TABLE IF NOT EXISTS log (
+        table_id TEXT NOT NULL,
+        n INTEGER NOT NULL,
+        entry TEXT NOT NULL,
+        PRIMARY KEY (table_id, n)
+    ) WITHOUT ROWID;
+    CREATE TABLE IF NOT EXISTS records (
+        record_id TEXT PRIMARY KEY,
+        finished REAL NOT NULL,
+        summary TEXT NOT NULL,
+        record TEXT NOT NULL
+    );
+    CREATE INDEX IF NOT EXISTS records_by_time ON records (finished);
+    """,
+    # 2: typed log entries with sequences, the table's sequence high-water mark, finished
+    # tables kept until released, an identity row. Tables written by version 1 used another
+    # log format: they are kept, marked 'legacy', and not served.
+    """
+    ALTER TABLE tables ADD COLUMN seq INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE tables ADD COLUMN finished REAL;
+    UPDATE tables SET status = 'legacy' WHERE status IN ('open', 'failed');
+    DELETE FROM tables WHERE status = 'finished';
+    CREATE TABLE copas (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+    INSERT INTO copas VALUES ('application', 'copas'), ('state', 'stopped');
+    """,
+)
+_V1_TABLES = {"tables", "log", "records"}
+
+
+class StorageError(Exception):
+    """The store cannot be used (at start) or failed (a commit)."""
+
+
+class StoreUnusable(StorageError):
+    """The data directory cannot be used; the message is one line saying why."""
+
+
+class StorageFailed(StorageError):
+    """A commit failed: nothing in it (or after it) is durable; the server must stop."""
+
+
+# ---------------------------------------------------------------- what is written
+
+
+@dataclass(frozen=True, slots=True)
+class CreateTable:
+    table_id: str
+    created: float
+    meta: str  # JSON
+
+
+@dataclass(frozen=True, slots=True)
+class Append:
+    table_id: str
+    n: int
+    entry: str  # JSON, see server.log_entries
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteEntry:
+    table_id: str
+    n: int
+
+
+@dataclass(frozen=True, slots=True)
+class FinishTable:
+    table_id: str
+    finished: float
+    summary: str  # JSON: what ListGameRecords shows
+    record: str  # JSON: the whole replayable record
+
+
+@dataclass(frozen=True, slots=True)
+class ReleaseTable:
+    table_id: str
+
+
+Write = CreateTable | Append | DeleteEntry | FinishTable | ReleaseTable
 
 
 @dataclass
 class StoredTable:
+    """A table as the store holds it; ``entries`` are its log's (position, JSON) rows."""
+
     table_id: str
     created: float
     meta: dict[str, Any]
-    entries: list[dict[str, Any]]
-    error: str | None = None  # the log could not be read
+    entries: list[tuple[int, str]]
+    status: str  # open | finished
+    sequence: int  # the highest event sequence ever shown for it
+    finished: float | None = None
+    error: str | None = None  # the meta could not be read
+
+
+@dataclass
+class _Batch:
+    writes: list[Write] = field(default_factory=list)
+    sequences: dict[str, int] = field(default_factory=dict)
 
 
 class Storage:
     """In memory: nothing survives the process. The base of the durable stores."""
 
     def __init__(self) -> None:
-        self._pending: list[tuple[str, tuple[Any, ...]]] = []
+        self._batch = _Batch()
         self._counters: dict[str, int] = {}
         self._records: dict[str, tuple[float, dict[str, Any], dict[str, Any]]] = {}
         self.commits = 0
+        self.failure: StorageFailed | None = None
+        self.on_failure: Callable[[StorageFailed], None] | None = None
 
     # -- writes, queued in order by the (synchronous) table code
     def create_table(self, table_id: str, created: float, meta: dict[str, Any]) -> None:
         self._counters[table_id] = 0
-        self._queue("create", (table_id, created, json.dumps(meta)))
+        self._queue(CreateTable(table_id, created, json.dumps(meta)))
 
-    def append(self, table_id: str, entry: dict[str, Any]) -> None:
+    def append(self, table_id: str, entry: str) -> int:
+        """Queue one log entry; returns its position in the table's log."""
         n = self._counters.get(table_id, 0) + 1
         self._counters[table_id] = n
-        self._queue("append", (table_id, n, json.dumps(entry, separators=(",", ":"))))
+        self._queue(Append(table_id, n, entry))
+        return n
 
-    def finish_table(self, table_id: str, record_id: str, finished: float,
-                     summary: dict[str, Any], record: dict[str, Any]) -> None:
-        self._counters.pop(table_id, None)  # its log is dropped with this write
-        self._queue("finish", (table_id, record_id, finished, summary, record))
+    def delete_entry(self, table_id: str, n: int) -> None:
+        self._queue(DeleteEntry(table_id, n))
 
-    def mark_failed(self, table_id: str) -> None:
-        self._queue("failed", (table_id,))
+    def note_sequence(self, table_id: str, sequence: int) -> None:
+        """The table has shown events up to ``sequence`` (kept with the next commit)."""
+        self._batch.sequences[table_id] = sequence
 
-    def _queue(self, kind: str, args: tuple[Any, ...]) -> None:
-        if kind == "finish":  # in memory only the records are kept
-            _, record_id, finished, summary, record = args
-            self._records[record_id] = (finished, summary, record)
+    def finish_table(self, table_id: str, finished: float, summary: dict[str, Any],
+                     record: dict[str, Any]) -> None:
+        self._records[table_id] = (finished, summary, record)
+        self._queue(FinishTable(table_id, finished, json.dumps(summary), json.dumps(record)))
+
+    def release_table(self, table_id: str) -> None:
+        """The table is gone: its log and its row go (a finished game's record stays)."""
+        self._counters.pop(table_id, None)
+        self._queue(ReleaseTable(table_id))
+
+    def _queue(self, write: Write) -> None:
+        self._batch.writes.append(write)
+
+    @property
+    def has_pending(self) -> bool:
+        return bool(self._batch.writes or self._batch.sequences)
 
     async def sync(self) -> None:
-        """Return once everything queued so far is durable."""
+        """Return once everything queued so far is durable; StorageFailed if it never will."""
+        if self.failure is not None:
+            raise self.failure
+        self._batch = _Batch()
         self.commits += 1
 
+    def fail(self, error: BaseException) -> StorageFailed:
+        """Enter the failed state (once) and tell the owner."""
+        if self.failure is None:
+            self.failure = StorageFailed(f"the store failed: {type(error).__name__}: {error}")
+            if self.on_failure is not None:
+                self.on_failure(self.failure)
+        return self.failure
+
     # -- reads
-    def load_open_tables(self) -> list[StoredTable]:
+    def load_tables(self) -> list[StoredTable]:
         return []
 
     def get_record(self, record_id: str) -> dict[str, Any] | None:
@@ -119,31 +233,124 @@ class Storage:
 
 class SqliteStorage(Storage):
     """One SQLite database in WAL mode with synchronous=FULL; a single writer thread commits
-    whatever is queued in one transaction (group commit)."""
+    whatever is queued in one transaction (group commit). Open it with :meth:`open`."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, db: sqlite3.Connection, path: Path, lock_fd: int) -> None:
         super().__init__()
-        path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
-        self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=FULL")
-        self._db.executescript(SCHEMA)
+        self._db = db
+        self._lock_fd = lock_fd
         self._lock = threading.Lock()
         self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="copas-db")
         self._batch_done: asyncio.Future[None] | None = None
         self._flushing: asyncio.Task[None] | None = None
-        for (table_id, n) in self._db.execute("SELECT table_id, max(n) FROM log GROUP BY table_id"):
+        for (table_id, n) in db.execute("SELECT table_id, max(n) FROM log GROUP BY table_id"):
             self._counters[table_id] = n
 
-    def _queue(self, kind: str, args: tuple[Any, ...]) -> None:
-        if kind == "finish":
-            table_id, record_id, finished, summary, record = args
-            args = (table_id, record_id, finished, json.dumps(summary), json.dumps(record))
-        self._pending.append((kind, args))
+    @classmethod
+    def open(cls, path: Path) -> SqliteStorage:
+        """Open (or create) the database at ``path``, migrating it to this schema version.
 
+        :raises StoreUnusable: the directory cannot be written; the file is not a SQLite
+            database, is damaged, belongs to another program or to a newer Copas; or the
+            last run's write-ahead log is missing or sits beside an empty database.
+        """
+        wal = path.with_name(path.name + "-wal")
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            lock_fd = os.open(path.with_name(path.name + ".lock"), os.O_RDWR | os.O_CREAT, 0o600)
+        except OSError as exc:
+            raise StoreUnusable(f"cannot use data directory {path.parent}: {exc.strerror}"
+                                ) from None
+        try:
+            fcntl.flock(lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(lock_fd)
+            raise StoreUnusable(f"another server is using {path.parent}") from None
+        try:
+            return cls._open_locked(path, wal, lock_fd)
+        except BaseException:
+            os.close(lock_fd)
+            raise
+
+    @classmethod
+    def _open_locked(cls, path: Path, wal: Path, lock_fd: int) -> SqliteStorage:
+        try:
+            db_size = path.stat().st_size if path.exists() else 0
+            wal_size = wal.stat().st_size if wal.exists() else -1
+        except OSError as exc:
+            raise StoreUnusable(f"cannot use data directory {path.parent}: {exc.strerror}"
+                                ) from None
+        if db_size == 0 and wal_size > 0:
+            raise StoreUnusable(
+                f"{path} is empty or missing but its write-ahead log {wal.name} holds "
+                f"{wal_size} bytes: the database was damaged; restore it from a backup (the "
+                "server will not start on it, to lose nothing silently)")
+        try:
+            db = sqlite3.connect(path, check_same_thread=False, isolation_level=None,
+                                 timeout=5.0)
+        except sqlite3.Error as exc:
+            raise StoreUnusable(f"cannot open {path}: {exc}") from None
+        try:
+            cls._prepare(db, path, had_wal=wal_size >= 0)
+        except StoreUnusable:
+            db.close()
+            raise
+        except sqlite3.Error as exc:
+            db.close()
+            raise StoreUnusable(f"cannot use {path}: {exc}") from None
+        return cls(db, path, lock_fd)
+
+    @staticmethod
+    def _prepare(db: sqlite3.Connection, path: Path, had_wal: bool) -> None:
+        names = {name for (name,) in db.execute(
+            "SELECT name FROM sqlite_master WHERE type='table'")}
+        version = db.execute("PRAGMA user_version").fetchone()[0]
+        if version > SCHEMA_VERSION:
+            raise StoreUnusable(f"{path} has schema version {version}; this server knows up "
+                                f"to {SCHEMA_VERSION}: run a newer Copas")
+        if version == 0 and names and not names <= _V1_TABLES:
+            raise StoreUnusable(f"{path} is not a Copas database (it holds tables "
+                                f"{', '.join(sorted(names))})")
+        if version >= 2:
+            marker = dict(db.execute("SELECT key, value FROM copas").fetchall()) \
+                if "copas" in names else {}
+            if marker.get("application") != APPLICATION:
+                raise StoreUnusable(f"{path} is not a Copas database")
+            if marker.get("state") == "running" and not had_wal:
+                raise StoreUnusable(
+                    f"the last run on {path} did not stop cleanly and its write-ahead log "
+                    f"{path.name}-wal is missing: recent commits may be lost; restore the "
+                    "file from a backup")
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=FULL")
+        if version == 0 and not names:
+            version = 1  # a new database: version 1's tables, then the migrations
+            db.executescript(MIGRATIONS[0])
+        elif version == 0:
+            version = 1  # written before the schema had a version: it is version 1
+        for step in range(version, SCHEMA_VERSION):
+            db.execute("BEGIN")
+            for statement in MIGRATIONS[step].split(";"):
+                if statement.strip():
+                    db.execute(statement)
+            db.execute(f"PRAGMA user_version = {step + 1}")
+            db.execute("COMMIT")
+        # A write at start: a store we cannot write to stops the start, not the first move.
+        # The marker goes to the main file at once, so a lost WAL is noticed next time.
+        db.execute("UPDATE copas SET value = 'running' WHERE key = 'state'")
+        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+    def legacy_tables(self) -> int:
+        with self._lock:
+            return int(self._db.execute(
+                "SELECT count(*) FROM tables WHERE status = 'legacy'").fetchone()[0])
+
+    # -- group commit
     async def sync(self) -> None:
-        if not self._pending and self._flushing is None:
+        if self.failure is not None:
+            raise self.failure
+        if not self.has_pending and self._flushing is None:
             return
         loop = asyncio.get_running_loop()
         if self._batch_done is None:
@@ -158,72 +365,90 @@ class SqliteStorage(Storage):
         that queued before it started."""
         loop = asyncio.get_running_loop()
         try:
-            while self._pending:
-                batch, self._pending = self._pending, []
+            while self.has_pending and self.failure is None:
+                batch, self._batch = self._batch, _Batch()
                 done, self._batch_done = self._batch_done, None
                 try:
                     await loop.run_in_executor(self._writer, self._commit, batch)
-                except Exception as exc:  # the disk failed: nothing in the batch is durable
-                    if done is not None and not done.done():
-                        done.set_exception(exc)
-                    raise
+                except Exception as exc:  # the disk said no: nothing in the batch is durable
+                    failure = self.fail(exc)
+                    for waiter in (done, self._batch_done):
+                        if waiter is not None and not waiter.done():
+                            waiter.set_exception(failure)
+                            waiter.exception()  # retrieved: every caller re-raises its own
+                    return
                 self.commits += 1
                 if done is not None and not done.done():
                     done.set_result(None)
         finally:
             self._flushing = None
-            if self._batch_done is not None and not self._pending:
+            if self._batch_done is not None and not self.has_pending:
                 pending, self._batch_done = self._batch_done, None
                 if not pending.done():
-                    pending.set_result(None)
+                    if self.failure is not None:
+                        pending.set_exception(self.failure)
+                        pending.exception()
+                    else:
+                        pending.set_result(None)
 
-    def _commit(self, batch: list[tuple[str, tuple[Any, ...]]]) -> None:
+    def _commit(self, batch: _Batch) -> None:
         with self._lock:
             db = self._db
             db.execute("BEGIN")
             try:
-                for kind, args in batch:
-                    if kind == "append":
-                        db.execute("INSERT INTO log (table_id, n, entry) VALUES (?, ?, ?)", args)
-                    elif kind == "create":
-                        db.execute("INSERT INTO tables (table_id, created, meta) VALUES (?, ?, ?)",
-                                   args)
-                    elif kind == "finish":
-                        table_id, record_id, finished, summary, record = args
-                        db.execute("INSERT OR REPLACE INTO records VALUES (?, ?, ?, ?)",
-                                   (record_id, finished, summary, record))
-                        db.execute("UPDATE tables SET status='finished' WHERE table_id=?",
-                                   (table_id,))
-                        db.execute("DELETE FROM log WHERE table_id=?", (table_id,))
-                    elif kind == "failed":
-                        db.execute("UPDATE tables SET status='failed' WHERE table_id=?", args)
+                for write in batch.writes:
+                    match write:
+                        case Append():
+                            db.execute("INSERT INTO log (table_id, n, entry) VALUES (?, ?, ?)",
+                                       (write.table_id, write.n, write.entry))
+                        case CreateTable():
+                            db.execute("INSERT INTO tables (table_id, created, meta) "
+                                       "VALUES (?, ?, ?)",
+                                       (write.table_id, write.created, write.meta))
+                        case DeleteEntry():
+                            db.execute("DELETE FROM log WHERE table_id = ? AND n = ?",
+                                       (write.table_id, write.n))
+                        case FinishTable():
+                            db.execute("INSERT OR REPLACE INTO records VALUES (?, ?, ?, ?)",
+                                       (write.table_id, write.finished, write.summary,
+                                        write.record))
+                            db.execute("UPDATE tables SET status = 'finished', finished = ? "
+                                       "WHERE table_id = ?", (write.finished, write.table_id))
+                        case ReleaseTable():
+                            db.execute("DELETE FROM log WHERE table_id = ?", (write.table_id,))
+                            db.execute("DELETE FROM tables WHERE table_id = ?",
+                                       (write.table_id,))
+                db.executemany("UPDATE tables SET seq = ? WHERE table_id = ? AND seq < ?",
+                               [(seq, tid, seq) for tid, seq in batch.sequences.items()])
                 db.execute("COMMIT")
             except BaseException:
-                db.execute("ROLLBACK")
+                if db.in_transaction:  # a failed COMMIT may already have rolled back
+                    with contextlib.suppress(sqlite3.Error):  # the first error is the one
+                        db.execute("ROLLBACK")
                 raise
 
-    def load_open_tables(self) -> list[StoredTable]:
+    # -- reads
+    def load_tables(self) -> list[StoredTable]:
         out = []
         with self._lock:
             rows = self._db.execute(
-                "SELECT table_id, created, meta FROM tables WHERE status='open' "
-                "ORDER BY created").fetchall()
-            for table_id, created, meta in rows:
-                entries: list[dict[str, Any]] = []
+                "SELECT table_id, created, meta, status, seq, finished FROM tables "
+                "WHERE status IN ('open', 'finished') ORDER BY created").fetchall()
+            for table_id, created, meta, status, seq, finished in rows:
+                entries = [(n, entry) for (n, entry) in self._db.execute(
+                    "SELECT n, entry FROM log WHERE table_id = ? ORDER BY n", (table_id,))]
                 error = None
                 try:
                     meta_data = json.loads(meta)
-                    for (entry,) in self._db.execute(
-                            "SELECT entry FROM log WHERE table_id=? ORDER BY n", (table_id,)):
-                        entries.append(json.loads(entry))
-                except (ValueError, TypeError) as exc:
-                    meta_data, error = {}, f"unreadable log: {exc}"
-                out.append(StoredTable(table_id, created, meta_data, entries, error))
+                except ValueError as exc:
+                    meta_data, error = {}, f"unreadable table meta: {exc}"
+                out.append(StoredTable(table_id, created, meta_data, entries, status, seq,
+                                       finished, error))
         return out
 
     def get_record(self, record_id: str) -> dict[str, Any] | None:
         with self._lock:
-            row = self._db.execute("SELECT record FROM records WHERE record_id=?",
+            row = self._db.execute("SELECT record FROM records WHERE record_id = ?",
                                    (record_id,)).fetchone()
         return json.loads(row[0]) if row else None
 
@@ -246,33 +471,46 @@ class SqliteStorage(Storage):
         with self._lock:
             removed = 0
             self._db.execute("BEGIN")
-            if max_age:
-                removed += self._db.execute("DELETE FROM records WHERE finished < ?",
-                                            (now - max_age,)).rowcount
-            if keep:
-                removed += self._db.execute(
-                    "DELETE FROM records WHERE record_id NOT IN (SELECT record_id FROM records "
-                    "ORDER BY finished DESC, record_id ASC LIMIT ?)", (keep,)).rowcount
-            self._db.execute("COMMIT")
+            try:
+                if max_age:
+                    removed += self._db.execute("DELETE FROM records WHERE finished < ?",
+                                                (now - max_age,)).rowcount
+                if keep:
+                    removed += self._db.execute(
+                        "DELETE FROM records WHERE record_id NOT IN (SELECT record_id FROM "
+                        "records ORDER BY finished DESC, record_id ASC LIMIT ?)",
+                        (keep,)).rowcount
+                self._db.execute("COMMIT")
+            except BaseException:
+                if self._db.in_transaction:
+                    self._db.execute("ROLLBACK")
+                raise
         return removed
 
     async def close(self) -> None:
+        """Commit what is queued, mark a clean stop and close (the WAL is folded in)."""
         if self._flushing is not None:
-            await self._flushing
+            await asyncio.shield(self._flushing)
+        if self.failure is None and self.has_pending:
+            with contextlib.suppress(StorageFailed):
+                await self.sync()
         self._writer.shutdown(wait=True)
         with self._lock:
+            if self.failure is None:
+                try:
+                    self._db.execute("UPDATE copas SET value = 'stopped' WHERE key = 'state'")
+                    self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                except sqlite3.Error:
+                    pass  # next start sees 'running' with its WAL and recovers as after a crash
             self._db.close()
+        os.close(self._lock_fd)
 
 
 def open_storage(data_dir: str) -> Storage:
-    """``memory`` for no durability; otherwise a directory holding ``copas.db``."""
+    """``memory`` for no durability; otherwise a directory holding ``copas.db``.
+
+    :raises StoreUnusable: see :meth:`SqliteStorage.open`.
+    """
     if data_dir == "memory":
         return Storage()
-    return SqliteStorage(Path(data_dir) / "copas.db")
-
-
-def now() -> float:
-    return time.time()
-
-
-Clock = Callable[[], float]
+    return SqliteStorage.open(Path(data_dir) / "copas.db")

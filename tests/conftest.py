@@ -85,13 +85,12 @@ def online() -> Rules:
 @pytest.fixture
 async def server(tmp_path: Any) -> Any:
     """A real server on loopback (in this event loop), seeds allowed, metrics on a free port."""
-    from server.config import Config
     from server.main import shutdown, start
-    from tests.server_helpers import free_port
+    from tests.server_helpers import config_for_tests, free_port
 
-    running = await start(Config(listen="127.0.0.1:0", metrics_port=free_port(),
-                                 metrics_host="127.0.0.1", allow_seed=True,
-                                 finished_table_ttl=30.0, data_dir=str(tmp_path / "data")))
+    running = await start(config_for_tests(metrics_port=free_port(), metrics_host="127.0.0.1",
+                                      allow_seed=True, finished_table_ttl=30.0,
+                                      data_dir=str(tmp_path / "data")))
     yield running
     await shutdown(running, 0)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import socket
 from collections.abc import AsyncIterator, Callable
 from typing import Any
@@ -100,6 +101,16 @@ async def new_table(stub: copas_pb2_grpc.CopasServiceStub, *, preset: str = "onl
     return (await stub.CreateTable(request)).table
 
 
+async def finished_bot_table(stub: copas_pb2_grpc.CopasServiceStub, **options: Any
+                             ) -> copas_pb2.TableSummary:
+    """A table of four bots, once its game is over (bots move in steps of their own)."""
+    table = await new_table(stub, bots=4, **options)
+    watch = Watch(stub, table.table_id)
+    await watch.wait_for(lambda m: m.view.phase == copas_pb2.PHASE_GAME_OVER, timeout=30)
+    await watch.close()
+    return (await stub.GetTable(copas_pb2.GetTableRequest(table_id=table.table_id))).table
+
+
 async def join_all(stub: copas_pb2_grpc.CopasServiceStub, table_id: str, count: int
                    ) -> list[copas_pb2.JoinTableResponse]:
     return [await stub.JoinTable(copas_pb2.JoinTableRequest(table_id=table_id,
@@ -185,15 +196,23 @@ async def drive(stub: copas_pb2_grpc.CopasServiceStub, table_id: str, tokens: di
     return answers
 
 
+def config_for_tests(**options: Any) -> Any:
+    """A configuration for tests: loopback, any free port, no metrics, the in-memory store,
+    no per-client quotas (a test of quotas sets its own) and bot-only tables at full speed."""
+    from server.config import Config, unlimited
+
+    base = unlimited(Config(listen="127.0.0.1:0", metrics_port=0, data_dir="memory",
+                            bot_table_pace=0.0005))
+    return dataclasses.replace(base, **options)
+
+
 @contextlib.asynccontextmanager
 async def serving(**options: Any) -> AsyncIterator[tuple[Any, copas_pb2_grpc.CopasServiceStub]]:
-    """A server of its own for a test that needs other settings (in-memory store unless
-    ``data_dir`` is given), with a stub on a channel to it."""
-    from server.config import Config
+    """A server of its own for a test that needs other settings (see ``config_for_tests``), with
+    a stub on a channel to it."""
     from server.main import shutdown, start
 
-    running = await start(Config(**({"listen": "127.0.0.1:0", "metrics_port": 0,
-                                     "data_dir": "memory"} | options)))
+    running = await start(config_for_tests(**options))
     try:
         async with grpc.aio.insecure_channel(f"127.0.0.1:{running.port}") as channel:
             yield running, copas_pb2_grpc.CopasServiceStub(channel)

@@ -19,13 +19,14 @@ import pytest
 from copas.v1 import copas_pb2, copas_pb2_grpc
 
 from engine import Game, Phase, action_to_json, replay, result_of
-from server.config import Config
 from server.main import shutdown, start
 from tests.server_helpers import (
     Watch,
     auth,
     card_pb,
+    config_for_tests,
     drive,
+    finished_bot_table,
     free_port,
     join_all,
     new_table,
@@ -46,7 +47,8 @@ class ServerProcess:
             [sys.executable, "-m", "server.main", "--listen", f"127.0.0.1:{port}",
              "--metrics-port", "0", "--allow-seed", "--data-dir", str(data_dir),
              "--trick-pause", "0", "--hand-pause", "0", "--play-timeout", "0",
-             "--pass-timeout", "0", "--moon-timeout", "0", "--log-format", "json"],
+             "--pass-timeout", "0", "--moon-timeout", "0", "--log-format", "json",
+             "--unlimited-quotas", "--bot-table-pace", "0.001"],
             cwd=ROOT, stdout=subprocess.PIPE, stderr=self.log_file, text=True,
             env={**os.environ, "PYTHONUNBUFFERED": "1"})
         assert self.proc.stdout is not None
@@ -151,7 +153,7 @@ async def test_kill_9_mid_trick_mid_pass_and_in_a_pause_loses_nothing(tmp_path: 
 
 
 async def test_reconnect_storm_after_a_restart(tmp_path: Path) -> None:
-    config = Config(listen="127.0.0.1:0", metrics_port=0, data_dir=str(tmp_path))
+    config = config_for_tests(data_dir=str(tmp_path))
     running = await start(config)
     tokens: list[tuple[str, str]] = []
     async with grpc.aio.insecure_channel(f"127.0.0.1:{running.port}") as channel:
@@ -166,8 +168,8 @@ async def test_reconnect_storm_after_a_restart(tmp_path: Path) -> None:
             await asyncio.gather(*(one_table() for _ in range(100)))
     port = running.port
     await shutdown(running, 0)
-    running = await start(Config(listen=f"127.0.0.1:{port}", metrics_port=0,
-                                 data_dir=str(tmp_path)))
+    running = await start(config_for_tests(listen=f"127.0.0.1:{port}",
+                                      data_dir=str(tmp_path)))
     try:
         assert len(running.tables.tables) == 1000
         channels = [grpc.aio.insecure_channel(f"127.0.0.1:{port}") for _ in range(100)]
@@ -191,7 +193,7 @@ async def test_reconnect_storm_after_a_restart(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("players", [3, 4, 5])
 async def test_records_of_finished_games_replay(tmp_path: Path, players: int) -> None:
-    running = await start(Config(listen="127.0.0.1:0", metrics_port=0, allow_seed=True,
+    running = await start(config_for_tests(allow_seed=True,
                                  data_dir=str(tmp_path)))
     try:
         async with grpc.aio.insecure_channel(f"127.0.0.1:{running.port}") as channel:
@@ -220,11 +222,11 @@ async def test_records_of_finished_games_replay(tmp_path: Path, players: int) ->
 
 
 async def test_copas_replay_checks_a_record(tmp_path: Path) -> None:
-    running = await start(Config(listen="127.0.0.1:0", metrics_port=0, data_dir=str(tmp_path)))
+    running = await start(config_for_tests(data_dir=str(tmp_path)))
     try:
         async with grpc.aio.insecure_channel(f"127.0.0.1:{running.port}") as channel:
             stub = copas_pb2_grpc.CopasServiceStub(channel)
-            table = await new_table(stub, seed=None, bots=4)
+            table = await finished_bot_table(stub, seed=None)
             cmd = [sys.executable, "-m", "tools.cli", "replay", table.table_id, "--server",
                    f"127.0.0.1:{running.port}"]
             done = await asyncio.to_thread(subprocess.run, cmd, cwd=ROOT, capture_output=True,
@@ -246,13 +248,13 @@ async def test_copas_replay_checks_a_record(tmp_path: Path) -> None:
 
 async def test_records_list_newest_first_and_retention_removes_only_old_ones(
         tmp_path: Path) -> None:
-    config = Config(listen="127.0.0.1:0", metrics_port=0, data_dir=str(tmp_path),
+    config = config_for_tests(data_dir=str(tmp_path),
                     keep_records=2, retention_interval=3600)
     running = await start(config)
     try:
         async with grpc.aio.insecure_channel(f"127.0.0.1:{running.port}") as channel:
             stub = copas_pb2_grpc.CopasServiceStub(channel)
-            finished = [(await new_table(stub, seed=None, bots=4)).table_id for _ in range(4)]
+            finished = [(await finished_bot_table(stub, seed=None)).table_id for _ in range(4)]
             waiting = (await new_table(stub, seed=None)).table_id
             page = await stub.ListGameRecords(copas_pb2.ListGameRecordsRequest(page_size=3))
             assert [r.record_id for r in page.records] == finished[::-1][:3]
@@ -272,8 +274,8 @@ async def test_records_list_newest_first_and_retention_removes_only_old_ones(
         await shutdown(running, 0)
 
 
-async def test_a_corrupt_log_fails_one_table_and_the_others_recover(tmp_path: Path) -> None:
-    running = await start(Config(listen="127.0.0.1:0", metrics_port=0, data_dir=str(tmp_path)))
+async def test_a_log_that_does_not_replay_is_quarantined_and_retried(tmp_path: Path) -> None:
+    running = await start(config_for_tests(data_dir=str(tmp_path)))
     async with grpc.aio.insecure_channel(f"127.0.0.1:{running.port}") as channel:
         stub = copas_pb2_grpc.CopasServiceStub(channel)
         ids = []
@@ -283,43 +285,60 @@ async def test_a_corrupt_log_fails_one_table_and_the_others_recover(tmp_path: Pa
             ids.append(table.table_id)
     await shutdown(running, 0)
     db = sqlite3.connect(tmp_path / "copas.db")
+    good = db.execute("SELECT entry FROM log WHERE table_id=? AND n=2", (ids[1],)).fetchone()[0]
     db.execute("UPDATE log SET entry='{not json' WHERE table_id=? AND n=2", (ids[1],))
     db.commit()
     db.close()
     from structlog.testing import capture_logs
 
     with capture_logs() as logs:
-        running = await start(Config(listen="127.0.0.1:0", metrics_port=0,
-                                     data_dir=str(tmp_path)))
+        running = await start(config_for_tests(data_dir=str(tmp_path)))
     try:
         assert set(running.tables.tables) == {ids[0], ids[2]}
-        assert running.metrics.tables_failed._value.get() == 1  # type: ignore[attr-defined]
-        failure = next(e for e in logs if e["event"] == "table_recovery_failed")
+        assert running.metrics.tables_quarantined._value.get() == 1  # type: ignore[attr-defined]
+        failure = next(e for e in logs if e["event"] == "table_quarantined")
         assert failure["table_id"] == ids[1] and failure["log_level"] == "error"
+        assert not [e for e in logs if e["event"] in ("player_joined", "game_started")], \
+            "replay must not log old events again"
         for table_id in (ids[0], ids[2]):
             seats = running.tables.tables[table_id].seats
             assert [s.is_taken for s in seats] == [True, True, False, False]
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{running.port}") as channel:
+            stub = copas_pb2_grpc.CopasServiceStub(channel)
+            with pytest.raises(grpc.aio.AioRpcError) as err:
+                await stub.GetTable(copas_pb2.GetTableRequest(table_id=ids[1]))
+            assert err.value.code() == grpc.StatusCode.UNAVAILABLE
     finally:
         await shutdown(running, 0)
-    status = sqlite3.connect(tmp_path / "copas.db").execute(
-        "SELECT status FROM tables WHERE table_id=?", (ids[1],)).fetchone()
-    assert status == ("failed",)
+    # The log was kept as it was: once repaired, the next start serves the table again.
+    db = sqlite3.connect(tmp_path / "copas.db")
+    assert db.execute("SELECT count(*) FROM log WHERE table_id=?", (ids[1],)).fetchone() == (2,)
+    db.execute("UPDATE log SET entry=? WHERE table_id=? AND n=2", (good, ids[1]))
+    db.commit()
+    db.close()
+    running = await start(config_for_tests(data_dir=str(tmp_path)))
+    try:
+        assert set(running.tables.tables) == set(ids)
+        assert [s.is_taken for s in running.tables.tables[ids[1]].seats] == [True, True,
+                                                                              False, False]
+    finally:
+        await shutdown(running, 0)
 
 
 def test_retention_by_age_removes_only_older_records(tmp_path: Path) -> None:
     from server.storage import SqliteStorage
 
     async def scenario() -> list[str]:
-        store = SqliteStorage(tmp_path / "copas.db")
+        store = SqliteStorage.open(tmp_path / "copas.db")
         for i, finished in enumerate((100.0, 200.0, 300.0)):
             store.create_table(f"t{i}", finished - 10, {})
-            store.finish_table(f"t{i}", f"t{i}", finished, {"n": i}, {"n": i})
+            store.finish_table(f"t{i}", finished, {"n": i}, {"n": i})
         store.create_table("open", 50.0, {})
-        store.append("open", {"k": "join"})
+        store.append("open", "{}")
         await store.sync()
         assert store.prune_records(keep=0, max_age=150.0, now=360.0) == 2
         left = [rid for _, rid, _ in store.list_records(10, None)]
-        assert [t.table_id for t in store.load_open_tables()] == ["open"]
+        assert [t.table_id for t in store.load_tables() if t.status == "open"] == ["open"]
         await store.close()
         return left
 

@@ -8,14 +8,22 @@ from typing import Any
 
 import grpc
 import pytest
-from copas.v1 import cards_pb2, copas_pb2
+from copas.v1 import cards_pb2, copas_pb2, copas_pb2_grpc
 from google.rpc import error_details_pb2
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 from grpc_status import rpc_status
 
 from engine import Game, Phase
-from tests.server_helpers import Watch, auth, card_pb, join_all, new_table, serving
+from tests.server_helpers import (
+    Watch,
+    auth,
+    card_pb,
+    finished_bot_table,
+    join_all,
+    new_table,
+    serving,
+)
 from tests.test_server_game import rules_of
 
 
@@ -199,7 +207,7 @@ async def test_reconnect_gets_missed_events_or_a_gap(stub: Any, server: Any) -> 
     await again.close()
     # A stale sequence on a server that keeps little history: a snapshot that says so.
     async with serving(allow_seed=True, history=4) as (_, small_stub):
-        t2 = await new_table(small_stub, seed="5", bots=4)
+        t2 = await finished_bot_table(small_stub, seed="5")
         late = Watch(small_stub, t2.table_id, after_sequence=1)
         head = await late.wait_for(lambda m: True)
         assert head.snapshot.has_gap and len(head.snapshot.missed_events) == 4
@@ -208,26 +216,31 @@ async def test_reconnect_gets_missed_events_or_a_gap(stub: Any, server: Any) -> 
 
 
 async def test_slow_watchers_get_a_snapshot_instead_of_the_backlog(stub: Any) -> None:
-    async with serving(allow_seed=True, watcher_queue=8) as (small, s):
-        table = await new_table(s, seed="5", bots=3)
-        join = (await join_all(s, table.table_id, 1))[0]
-        call = s.WatchTable(copas_pb2.WatchTableRequest(table_id=table.table_id),
-                            metadata=auth(join.player_token))
+    async with serving(allow_seed=True, watcher_queue=8, bot_table_pace=0.002) as (small, s):
+        table = await new_table(s, seed="5", bots=4)
+        # A client that does not read: a small HTTP/2 window, so its stream backs up.
+        reader = grpc.aio.insecure_channel(
+            f"127.0.0.1:{small.port}",
+            options=[("grpc.http2.lookahead_bytes", 1024), ("grpc.http2.bdp_probe", 0)])
+        call = copas_pb2_grpc.CopasServiceStub(reader).WatchTable(
+            copas_pb2.WatchTableRequest(table_id=table.table_id))
         head = await call.read()
         assert head.event.WhichOneof("kind") == "snapshot"
-        # Without reading, let the table run far ahead: the player leaves, bots finish.
-        await s.LeaveTable(copas_pb2.LeaveTableRequest(table_id=table.table_id),
-                           metadata=auth(join.player_token))
-        watcher = next(iter(small.tables.get(table.table_id).watchers))
-        assert len(watcher.queue) <= 8
+        # Without reading, let the bots play far ahead.
+        live = small.tables.get(table.table_id)
+        watcher = next(iter(live.fanout.watchers))
+        while not live.is_finished:
+            await asyncio.sleep(0.01)
+            assert len(watcher.queue) <= 8
         kinds = []
         while True:
             msg = await call.read()
             kinds.append(msg.event.WhichOneof("kind"))
             if msg.event.view.phase == copas_pb2.PHASE_GAME_OVER:
                 break
-        assert "snapshot" in kinds and len(kinds) < 40
+        assert "snapshot" in kinds and len(kinds) < 60
         call.cancel()
+        await reader.close()
 
 
 async def test_list_tables_pages_newest_first(stub: Any) -> None:
@@ -266,7 +279,7 @@ async def test_health_reflection_and_metrics(server: Any, stub: Any) -> None:
         await call.done_writing()
         names = {s.name for s in listed.list_services_response.service}
         assert "copas.v1.CopasService" in names and "grpc.health.v1.Health" in names
-    table = await new_table(stub, seed="3", bots=4)
+    table = await finished_bot_table(stub, seed="3")
     assert table.phase == copas_pb2.PHASE_GAME_OVER
     url = f"http://127.0.0.1:{server.metrics_port}/metrics"
     body = await asyncio.to_thread(lambda: urllib.request.urlopen(url, timeout=5).read().decode())
@@ -282,7 +295,7 @@ async def test_health_reflection_and_metrics(server: Any, stub: Any) -> None:
 
 async def test_finished_tables_are_released_after_their_ttl() -> None:
     async with serving(allow_seed=True, finished_table_ttl=0.05) as (_, s):
-        table = await new_table(s, seed="3", bots=4)
+        table = await finished_bot_table(s, seed="3")
         assert table.phase == copas_pb2.PHASE_GAME_OVER
         watch = Watch(s, table.table_id)
         await watch.wait_for(lambda m: True)

@@ -1,0 +1,175 @@
+"""Fan-out: a table's WatchTable streams, and the events waiting to be shown to them.
+
+A stream belongs to the token that opened it (or to nobody: a spectator). When that token
+stops being valid its streams are closed with a status saying why, so no later occupant of
+the seat can ever reach them. Each stream's queue is bounded in messages and in bytes; a
+stream that falls behind loses its backlog and gets a fresh snapshot instead.
+
+Events reach the streams only once they are durable: a step's events wait in the outbox
+until the store has committed them (``deliver``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from collections.abc import Callable, Iterable
+
+from copas.v1 import copas_pb2
+
+from server.errors import ServiceError
+
+Views = dict[int | None, copas_pb2.TableView]  # seat (None: spectator) -> its view
+
+
+class Watcher:
+    """One WatchTable stream: a bounded queue; falling behind turns the backlog into a
+    fresh snapshot."""
+
+    __slots__ = ("close_error", "is_closed", "max_bytes", "max_messages", "needs_snapshot",
+                 "queue", "queued_bytes", "seat", "seen", "token_hash", "wakeup")
+
+    def __init__(self, seat: int | None, token_hash: str | None, max_messages: int,
+                 max_bytes: int) -> None:
+        self.seat = seat
+        self.token_hash = token_hash
+        self.max_messages = max_messages
+        self.max_bytes = max_bytes
+        self.queue: deque[tuple[copas_pb2.TableEvent, int]] = deque()
+        self.queued_bytes = 0
+        self.wakeup = asyncio.Event()
+        self.needs_snapshot = False
+        self.is_closed = False
+        self.close_error: ServiceError | None = None
+        self.seen = 0  # the sequence of its last snapshot: older messages are not sent
+
+    @property
+    def is_player(self) -> bool:
+        return self.token_hash is not None
+
+    def push(self, message: copas_pb2.TableEvent, size: int) -> bool:
+        """Queue a message; False when the watcher fell behind (backlog dropped)."""
+        if self.needs_snapshot or message.sequence <= self.seen or self.is_closed:
+            return True
+        if len(self.queue) >= self.max_messages or self.queued_bytes + size > self.max_bytes:
+            self.clear()
+            self.needs_snapshot = True
+            self.wakeup.set()
+            return False
+        self.queue.append((message, size))
+        self.queued_bytes += size
+        self.wakeup.set()
+        return True
+
+    def pop(self) -> copas_pb2.TableEvent:
+        message, size = self.queue.popleft()
+        self.queued_bytes -= size
+        return message
+
+    def clear(self) -> None:
+        self.queue.clear()
+        self.queued_bytes = 0
+
+    def close(self, error: ServiceError | None = None) -> None:
+        """End the stream: normally (None) or with ``error`` as its status."""
+        self.is_closed = True
+        self.close_error = error
+        self.clear()
+        self.wakeup.set()
+
+
+class Fanout:
+    """The streams of one table and its events waiting for the disk."""
+
+    def __init__(self) -> None:
+        self.watchers: set[Watcher] = set()
+        self._spectators = 0
+        self._by_token: dict[str, int] = {}
+        # Sequenced but not yet durable: (events, views after them) per step.
+        self.outbox: list[tuple[list[copas_pb2.TableEvent], Views]] = []
+
+    def __len__(self) -> int:
+        return len(self.watchers)
+
+    def spectators(self) -> int:
+        return self._spectators
+
+    def streams_of(self, token_hash: str) -> int:
+        return self._by_token.get(token_hash, 0)
+
+    def add(self, watcher: Watcher) -> None:
+        self.watchers.add(watcher)
+        if watcher.token_hash is None:
+            self._spectators += 1
+        else:
+            self._by_token[watcher.token_hash] = self._by_token.get(watcher.token_hash, 0) + 1
+
+    def remove(self, watcher: Watcher) -> bool:
+        """Forget a stream; False when it was already gone (closed by the table)."""
+        if watcher not in self.watchers:
+            return False
+        self.watchers.discard(watcher)
+        if watcher.token_hash is None:
+            self._spectators -= 1
+        else:
+            left = self._by_token[watcher.token_hash] - 1
+            if left:
+                self._by_token[watcher.token_hash] = left
+            else:
+                del self._by_token[watcher.token_hash]
+        return True
+
+    def close_token(self, token_hash: str, error: ServiceError) -> int:
+        """Close (and forget) every stream of a token that is no longer valid."""
+        doomed = [w for w in self.watchers if w.token_hash == token_hash]
+        for watcher in doomed:
+            self.remove(watcher)
+            watcher.close(error)
+        return len(doomed)
+
+    def close_all(self, error: ServiceError | None = None) -> None:
+        for watcher in list(self.watchers):
+            self.remove(watcher)
+            watcher.close(error)
+        self.outbox.clear()
+
+    def seats_watching(self) -> set[int | None]:
+        """The views a new step needs: one per watched seat (None: the spectators')."""
+        return {w.seat for w in self.watchers if not w.needs_snapshot}
+
+    def stage(self, events: list[copas_pb2.TableEvent], views: Views) -> None:
+        self.outbox.append((events, views))
+
+    def deliver(self, upto: int, on_resync: Callable[[], None]) -> None:
+        """Send the staged events up to sequence ``upto`` (now durable) to the streams; each
+        (event, seat) message is built once and shared by the streams of that seat."""
+        count = 0
+        while count < len(self.outbox) and self.outbox[count][0][-1].sequence <= upto:
+            count += 1
+        if not count:
+            return
+        ready, self.outbox = self.outbox[:count], self.outbox[count:]
+        if not self.watchers:
+            return
+        for events, views in ready:
+            built: dict[int | None, list[tuple[copas_pb2.TableEvent, int]]] = {}
+            for watcher in list(self.watchers):
+                view = views.get(watcher.seat)
+                if view is None or watcher.needs_snapshot:
+                    continue
+                messages = built.get(watcher.seat)
+                if messages is None:
+                    messages = built[watcher.seat] = list(_with_view(events, view))
+                for message, size in messages:
+                    if not watcher.push(message, size):
+                        on_resync()
+                        break
+
+
+def _with_view(events: Iterable[copas_pb2.TableEvent], view: copas_pb2.TableView
+               ) -> Iterable[tuple[copas_pb2.TableEvent, int]]:
+    for event in events:
+        message = copas_pb2.TableEvent()
+        message.CopyFrom(event)
+        message.view.CopyFrom(view)
+        yield message, message.ByteSize()

@@ -1,0 +1,218 @@
+"""The gateway every copas.v1 call passes first (a grpc.aio server interceptor).
+
+For each call it: reads the caller (peer address, player token from ``authorization:
+Bearer``) into a context variable, so servicer methods never parse metadata; applies the
+per-client quotas before the request is even decoded; decodes the request itself (bytes
+that are not the method's message get INVALID_ARGUMENT, not UNKNOWN); turns a
+``ServiceError`` into its status with details; and writes one log line and one latency
+sample per call (streams: their lifetime, in a metric of their own).
+"""
+
+from __future__ import annotations
+
+import contextvars
+import hashlib
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+import grpc
+import structlog
+from google.protobuf.message import DecodeError
+
+from server.errors import ServiceError
+from server.observability import Metrics
+from server.quotas import Quotas
+from server.storage import StorageFailed
+
+log = structlog.get_logger("copas.rpc")
+
+
+@dataclass(frozen=True, slots=True)
+class Caller:
+    method: str
+    peer: str  # the client's address without its port
+    token_hash: str | None  # SHA-256 of the bearer token, when one was sent
+
+
+CALLER: contextvars.ContextVar[Caller] = contextvars.ContextVar("copas_caller")
+
+
+def caller() -> Caller:
+    return CALLER.get()
+
+
+def peer_address(peer: str) -> str:
+    """'ipv4:1.2.3.4:5678' -> '1.2.3.4'; 'ipv6:[::1]:5678' -> '::1'."""
+    kind, _, rest = peer.partition(":")
+    if kind == "ipv6" and rest.startswith("["):
+        return rest[1:rest.find("]")]
+    if kind == "ipv4":
+        return rest.rsplit(":", 1)[0]
+    return peer or "unknown"
+
+
+def bearer_token_hash(context: grpc.aio.ServicerContext[Any, Any]) -> str | None:
+    for key, value in context.invocation_metadata() or ():
+        if key == "authorization":
+            text = value.decode(errors="replace") if isinstance(value, bytes) else value
+            scheme, _, token = text.partition(" ")
+            token = token.strip()
+            if scheme.lower() != "bearer" or not token or len(token) > 256:
+                raise ServiceError.unauthenticated(
+                    "authorization metadata must be 'Bearer <token>'")
+            return hashlib.sha256(token.encode()).hexdigest()
+    return None
+
+
+def _unavailable_for(error: StorageFailed) -> ServiceError:
+    return ServiceError.unavailable(
+        "the server's store failed; it is restarting from its log, retry shortly",
+        "STORAGE_FAILED")
+
+
+class GatewayInterceptor(grpc.aio.ServerInterceptor):
+    """Caller context, quotas, decoding, errors, one log line and metrics per call."""
+
+    def __init__(self, metrics: Metrics, quotas: Quotas,
+                 is_valid_token: Callable[[str], bool]) -> None:
+        self.metrics = metrics
+        self.quotas = quotas
+        self.is_valid_token = is_valid_token
+        self._handlers: dict[str, grpc.RpcMethodHandler] = {}
+
+    async def intercept_service(
+            self, continuation: Callable[[grpc.HandlerCallDetails],
+                                         Awaitable[grpc.RpcMethodHandler]],
+            details: grpc.HandlerCallDetails) -> grpc.RpcMethodHandler:
+        path: str = details.method  # type: ignore[attr-defined]
+        wrapped = self._handlers.get(path)
+        if wrapped is not None:
+            return wrapped
+        handler = await continuation(details)
+        if handler is None or not path.startswith("/copas.v1."):
+            return handler
+        wrapped = self._wrap(path.rsplit("/", 1)[-1], handler)
+        self._handlers[path] = wrapped
+        return wrapped
+
+    def _enter(self, method: str, context: grpc.aio.ServicerContext[Any, Any]) -> Caller:
+        structlog.contextvars.clear_contextvars()
+        structlog.contextvars.bind_contextvars(rpc=method)
+        peer = peer_address(context.peer())
+        token_hash = bearer_token_hash(context)
+        valid = token_hash if token_hash is not None and self.is_valid_token(token_hash) \
+            else None
+        self.quotas.admit(method, peer, valid)
+        found = Caller(method, peer, token_hash)
+        CALLER.set(found)
+        return found
+
+    def _finish(self, method: str, start: float, code: str, error: ServiceError | None,
+                stream_messages: int | None = None) -> None:
+        elapsed = time.perf_counter() - start
+        fields: dict[str, Any] = {"code": code, "duration_ms": round(elapsed * 1000, 3)}
+        if stream_messages is None:
+            self.metrics.rpc_latency.labels(method, code).observe(elapsed)
+        else:
+            self.metrics.stream_lifetime.labels(method, code).observe(elapsed)
+            fields["messages"] = stream_messages
+        if error is not None:
+            fields["reason"] = error.reason
+            fields["error"] = error.message
+        log.info("rpc", **fields)
+
+    def _wrap(self, method: str, handler: grpc.RpcMethodHandler) -> grpc.RpcMethodHandler:
+        decode = handler.request_deserializer
+        finish = self._finish
+        enter = self._enter
+
+        def parse(raw: bytes) -> Any:
+            try:
+                return decode(raw) if decode is not None else raw
+            except (DecodeError, ValueError, TypeError):
+                raise ServiceError.invalid(f"the request is not a valid {method} request "
+                                           "message", "MALFORMED_REQUEST") from None
+
+        if handler.unary_unary is not None:
+            inner_unary = handler.unary_unary
+
+            async def unary(raw: bytes, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
+                start = time.perf_counter()
+                try:
+                    enter(method, context)
+                    response = await inner_unary(parse(raw), context)
+                except ServiceError as error:
+                    finish(method, start, error.code.name, error)
+                    await context.abort_with_status(error.to_status())
+                    raise  # abort_with_status raises; this is never reached
+                except StorageFailed as failure:
+                    error = _unavailable_for(failure)
+                    finish(method, start, error.code.name, error)
+                    await context.abort_with_status(error.to_status())
+                    raise
+                except Exception:
+                    code = _code_name(context, "")
+                    if code:  # the call was aborted or cancelled already
+                        finish(method, start, code, None)
+                        raise
+                    log.exception("rpc_failed")
+                    finish(method, start, "INTERNAL", None)
+                    await context.abort(grpc.StatusCode.INTERNAL, "internal error")
+                    raise
+                finish(method, start, "OK", None)
+                return response
+
+            return grpc.unary_unary_rpc_method_handler(
+                unary, request_deserializer=None,
+                response_serializer=handler.response_serializer)
+
+        if handler.unary_stream is not None:
+            inner_stream = handler.unary_stream
+            quotas = self.quotas
+
+            async def stream(raw: bytes, context: grpc.aio.ServicerContext[Any, Any]
+                             ) -> AsyncIterator[Any]:
+                start = time.perf_counter()
+                sent = 0
+                opened = ""
+                try:
+                    found = enter(method, context)
+                    request = parse(raw)
+                    quotas.open_stream(found.peer)
+                    opened = found.peer
+                    async for message in inner_stream(request, context):
+                        sent += 1
+                        yield message
+                except ServiceError as error:
+                    finish(method, start, error.code.name, error, sent)
+                    await context.abort_with_status(error.to_status())
+                    raise
+                except StorageFailed as failure:
+                    error = _unavailable_for(failure)
+                    finish(method, start, error.code.name, error, sent)
+                    await context.abort_with_status(error.to_status())
+                    raise
+                except BaseException:
+                    finish(method, start, _code_name(context, "CANCELLED"), None, sent)
+                    raise
+                finally:
+                    if opened:
+                        quotas.close_stream(opened)
+                finish(method, start, "OK", None, sent)
+
+            return grpc.unary_stream_rpc_method_handler(
+                stream, request_deserializer=None,
+                response_serializer=handler.response_serializer)
+        return handler
+
+
+def _code_name(context: grpc.aio.ServicerContext[Any, Any], default: str) -> str:
+    try:
+        code = context.code()
+    except Exception:
+        return default
+    if isinstance(code, grpc.StatusCode):
+        return code.name
+    return default

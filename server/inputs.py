@@ -1,0 +1,54 @@
+"""Limits on what a request may carry, checked before anything else reads it.
+
+Every string field has a length cap; names are NFC-normalised and may not hold control,
+format (bidi overrides, zero-width) or unassigned characters; error messages and logs quote
+at most a short prefix of what a client sent.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+
+from server.errors import ServiceError
+
+ID_MAX = 64  # table_id, record_id, request_id
+PRESET_MAX = 16
+PAGE_TOKEN_MAX = 128
+SEED_MAX = 64
+TABLE_NAME_MAX = 64
+PLAYER_NAME_MAX = 32
+QUOTE_MAX = 24
+_FORBIDDEN = {"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"}
+
+
+def quote(value: str) -> str:
+    """A client's string for a message or a log: at most a short prefix, escaped."""
+    if len(value) <= QUOTE_MAX:
+        return repr(value)
+    return repr(value[:QUOTE_MAX]) + f"… ({len(value)} characters)"
+
+
+def check_length(field: str, value: str, limit: int, reason: str = "INVALID_ARGUMENT") -> str:
+    if len(value) > limit:
+        raise ServiceError.invalid(f"{field} is at most {limit} characters, got {len(value)}",
+                                   reason)
+    return value
+
+
+def display_name(value: str, limit: int, *, required: bool) -> str:
+    """A name people will see: trimmed, NFC, printable, 1..limit characters (or empty when
+    not ``required``)."""
+    check_length("display_name", value, limit * 4, "INVALID_NAME")
+    name = unicodedata.normalize("NFC", value).strip()
+    if not name and required:
+        raise ServiceError.invalid(f"display_name must be 1..{limit} characters",
+                                   "INVALID_NAME")
+    if len(name) > limit:
+        raise ServiceError.invalid(f"display_name is at most {limit} characters",
+                                   "INVALID_NAME")
+    bad = next((c for c in name if unicodedata.category(c) in _FORBIDDEN), None)
+    if bad is not None:
+        raise ServiceError.invalid(
+            f"display_name may not contain control or formatting characters (U+{ord(bad):04X})",
+            "INVALID_NAME")
+    return name

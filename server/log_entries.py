@@ -1,0 +1,125 @@
+"""What a table writes to its durable log: one frozen dataclass per kind of entry.
+
+Recovery replays these through the table's state machine, so a table after a restart is the
+table before it. Each entry carries ``seq``, the table's event sequence just before the entry
+was applied, so events that were never logged (connections) leave the numbering intact.
+
+A table's log grows with its game's moves: joins (at most one live row per seat: a seat
+given up before the game starts deletes its join row), actions (players', bots' and
+timers'), and the pause and deadline times each step computed. Connections are not logged.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from engine import Action, action_from_json, action_to_json
+
+
+@dataclass(frozen=True, slots=True)
+class Joined:
+    """A person took ``seat``. Only the token's SHA-256 is kept; ``sealed_token`` is the
+    token encrypted under a key derived from the JoinTable request_id (empty without one),
+    so a retry that presents the same request_id gets the same token, after a restart too."""
+
+    seq: int
+    seat: int
+    name: str
+    token_hash: str
+    request_key: str = ""
+    fingerprint: str = ""
+    sealed_token: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Acted:
+    """An action applied to the game. ``by`` is ``player`` (with its request_id and the
+    fingerprint of the request), ``bot``, or ``idle`` (the table ended a game nobody played)."""
+
+    seq: int
+    action: Action
+    by: str
+    request_id: str = ""
+    fingerprint: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class TimedOut:
+    """Time ran out: the automatic choice of each seat that still had to act, in order."""
+
+    seq: int
+    actions: tuple[Action, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class PauseStarted:
+    seq: int
+    until: float
+
+
+@dataclass(frozen=True, slots=True)
+class PauseEnded:
+    seq: int
+
+
+@dataclass(frozen=True, slots=True)
+class DeadlineSet:
+    seq: int
+    at: float
+
+
+Entry = Joined | Acted | TimedOut | PauseStarted | PauseEnded | DeadlineSet
+
+
+def dumps(entry: Entry) -> str:
+    """One entry as compact JSON (the ``k`` field names its kind)."""
+    data: dict[str, Any]
+    match entry:
+        case Joined():
+            data = {"k": "join", "seq": entry.seq, "seat": entry.seat, "name": entry.name,
+                    "token": entry.token_hash}
+            if entry.request_key:
+                data |= {"rk": entry.request_key, "fp": entry.fingerprint,
+                         "sealed": entry.sealed_token}
+        case Acted():
+            data = {"k": "act", "seq": entry.seq, "a": action_to_json(entry.action),
+                    "by": entry.by}
+            if entry.request_id:
+                data |= {"rid": entry.request_id, "fp": entry.fingerprint}
+        case TimedOut():
+            data = {"k": "timeout", "seq": entry.seq,
+                    "a": [action_to_json(a) for a in entry.actions]}
+        case PauseStarted():
+            data = {"k": "pause", "seq": entry.seq, "until": entry.until}
+        case PauseEnded():
+            data = {"k": "resume", "seq": entry.seq}
+        case DeadlineSet():
+            data = {"k": "deadline", "seq": entry.seq, "at": entry.at}
+    return json.dumps(data, separators=(",", ":"), ensure_ascii=False)
+
+
+def loads(text: str) -> Entry:
+    """Read one entry back; ValueError when it is not one this server writes."""
+    try:
+        data = json.loads(text)
+        kind, seq = data["k"], int(data["seq"])
+        if kind == "join":
+            return Joined(seq, int(data["seat"]), str(data["name"]), str(data["token"]),
+                          str(data.get("rk", "")), str(data.get("fp", "")),
+                          str(data.get("sealed", "")))
+        if kind == "act":
+            return Acted(seq, action_from_json(data["a"]), str(data["by"]),
+                         str(data.get("rid", "")), str(data.get("fp", "")))
+        if kind == "timeout":
+            return TimedOut(seq, tuple(action_from_json(a) for a in data["a"]))
+        if kind == "pause":
+            return PauseStarted(seq, float(data["until"]))
+        if kind == "resume":
+            return PauseEnded(seq)
+        if kind == "deadline":
+            return DeadlineSet(seq, float(data["at"]))
+    except (KeyError, TypeError, AttributeError) as exc:
+        raise ValueError(f"unreadable log entry: {exc!r}") from None
+    raise ValueError(f"unknown log entry kind {kind!r}")
