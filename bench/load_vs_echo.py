@@ -47,7 +47,7 @@ def compare(tables: int, duration: float, processes: int) -> None:
     with tempfile.TemporaryDirectory() as data_dir:
         server = serve([sys.executable, "-m", "server.main", "--listen", f"127.0.0.1:{port}",
                         "--metrics-port", "0", "--data-dir", data_dir, "--log-level",
-                        "warning"])
+                        "warning", "--unlimited-quotas"])
         try:
             ours = run([sys.executable, "-m", "clients.cli", "loadtest", "--server",
                         f"127.0.0.1:{port}", "--tables", str(tables), "--duration",

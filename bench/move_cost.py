@@ -20,7 +20,7 @@ import grpc
 from copas.v1 import cards_pb2, copas_pb2, copas_pb2_grpc
 
 from engine import Game, Rules
-from server.config import Config
+from server.config import Config, unlimited
 from server.main import shutdown, start
 from server.observability import configure_logging
 
@@ -79,13 +79,13 @@ async def echo_moves(moves: int) -> float:
 
 
 async def copas_moves(moves: int, data_dir: str) -> float:
-    running = await start(Config(listen="127.0.0.1:0", metrics_port=0, allow_seed=True,
-                                 data_dir=data_dir))
+    running = await start(unlimited(Config(listen="127.0.0.1:0", metrics_port=0,
+                                           allow_seed=True, data_dir=data_dir)))
     channels = [grpc.aio.insecure_channel(f"127.0.0.1:{running.port}") for _ in range(4)]
     stubs = [copas_pb2_grpc.CopasServiceStub(c) for c in channels]
     zero = {"trick_pause_seconds": 0.0, "hand_pause_seconds": 0.0, "play_timeout_seconds": 0.0,
             "pass_timeout_seconds": 0.0, "moon_timeout_seconds": 0.0, "max_hands": 0,
-            "point_limit": 10**6}
+            "point_limit": 1000}
     timed = 0.0
     done = 0
     game_number = 0
@@ -94,7 +94,7 @@ async def copas_moves(moves: int, data_dir: str) -> float:
         seed = str(game_number)
         table = (await stubs[0].CreateTable(copas_pb2.CreateTableRequest(
             seed=seed, rules=copas_pb2.RulesOverrides(**zero)))).table
-        rules = Rules(max_hands=0, point_limit=10**6, trick_pause=0, hand_pause=0,
+        rules = Rules(max_hands=0, point_limit=1000, trick_pause=0, hand_pause=0,
                       play_timeout=0, pass_timeout=0, moon_timeout=0)
         replica = Game(rules, seed)
         tokens = []

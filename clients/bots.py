@@ -18,9 +18,10 @@ import grpc
 from copas.v1 import cards_pb2, copas_pb2, copas_pb2_grpc
 
 from clients.common import (
-    DEFAULT_SERVER,
     Player,
+    add_server_arguments,
     channel,
+    connection,
     error_reason,
     is_over,
     join,
@@ -122,7 +123,7 @@ def decision_key(view: copas_pb2.TableView) -> tuple[int, ...]:
 
 
 async def bots_main(args: argparse.Namespace) -> int:
-    async with channel(args.server) as ch:
+    async with channel(connection(args)) as ch:
         stub = copas_pb2_grpc.CopasServiceStub(ch)
         table_id = args.table
         if args.create:
@@ -138,7 +139,7 @@ async def bots_main(args: argparse.Namespace) -> int:
         players = []
         for i in range(args.seats):
             # Each bot gets its own channel, like a separate device.
-            bot_stub = copas_pb2_grpc.CopasServiceStub(channel(args.server))
+            bot_stub = copas_pb2_grpc.CopasServiceStub(channel(connection(args)))
             players.append(await join(bot_stub, table_id, f"{args.policy}-bot-{i + 1}"))
         print(f"{len(players)} {args.policy} bots joined table {table_id} "
               f"(seats {', '.join(str(p.seat) for p in players)})", flush=True)
@@ -157,7 +158,7 @@ def print_standings(view: copas_pb2.TableView) -> None:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--server", default=DEFAULT_SERVER)
+    add_server_arguments(parser)
     parser.add_argument("--table", help="join this table")
     parser.add_argument("--create", action="store_true",
                         help="create a table (no pauses or time limits) and fill it")

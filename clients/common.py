@@ -3,10 +3,12 @@ table stream that reconnects by itself. Imports only grpc and the generated copa
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import uuid
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import grpc
 from copas.v1 import cards_pb2, copas_pb2, copas_pb2_grpc
@@ -79,9 +81,10 @@ class Player:
             try:
                 return await getattr(self.stub, method)(request, metadata=self.metadata)
             except grpc.aio.AioRpcError as error:
-                if error.code() not in RETRYABLE or attempt == 7:
+                asked = retry_delay(error)  # over a quota: wait as the server says
+                if (error.code() not in RETRYABLE and asked is None) or attempt == 7:
                     raise
-                await asyncio.sleep(delay)
+                await asyncio.sleep(asked if asked is not None else delay)
                 delay = min(delay * 2, 3.0)
         raise AssertionError("unreachable")
 
@@ -102,8 +105,53 @@ class Player:
             table_id=self.table_id))
 
 
-def channel(server: str) -> grpc.aio.Channel:
-    return grpc.aio.insecure_channel(server, options=[("grpc.enable_retries", 1)])
+@dataclass(frozen=True)
+class Connection:
+    """Where the server is and how to reach it: plaintext, or TLS (``ca``: a PEM file of the
+    certificate authority to trust; empty: the system's)."""
+
+    server: str = DEFAULT_SERVER
+    tls: bool = False
+    ca: str = ""
+
+
+def add_server_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--server", default=DEFAULT_SERVER, help="host:port of the server")
+    parser.add_argument("--tls", action="store_true", help="connect with TLS")
+    parser.add_argument("--ca", default="", help="PEM file of the CA to trust (implies --tls)")
+
+
+def connection(args: argparse.Namespace) -> Connection:
+    return Connection(args.server, bool(args.tls or args.ca), args.ca)
+
+
+def channel(target: Connection | str) -> grpc.aio.Channel:
+    """A channel of its own (its own connection, like a separate device)."""
+    where = target if isinstance(target, Connection) else Connection(target)
+    options = [("grpc.enable_retries", 1), ("grpc.use_local_subchannel_pool", 1)]
+    if not where.tls:
+        return grpc.aio.insecure_channel(where.server, options=options)
+    root = Path(where.ca).read_bytes() if where.ca else None
+    return grpc.aio.secure_channel(where.server, grpc.ssl_channel_credentials(root),
+                                   options=options)
+
+
+def retry_delay(error: grpc.aio.AioRpcError) -> float | None:
+    """How long a RESOURCE_EXHAUSTED answer asks to wait (its RetryInfo), else None."""
+    if error.code() != grpc.StatusCode.RESOURCE_EXHAUSTED:
+        return None
+    try:
+        from google.rpc import error_details_pb2
+        from grpc_status import rpc_status
+
+        status = rpc_status.from_call(error)  # type: ignore[arg-type]
+        for detail in status.details if status is not None else ():
+            info = error_details_pb2.RetryInfo()
+            if detail.Unpack(info):
+                return float(info.retry_delay.ToTimedelta().total_seconds())
+    except (ImportError, ValueError):
+        pass
+    return None
 
 
 async def join(stub: copas_pb2_grpc.CopasServiceStub, table_id: str, name: str) -> Player:

@@ -28,7 +28,16 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from clients.bots import POLICIES, decision_key, take_turn
-from clients.common import DEFAULT_SERVER, Player, is_over, must_act, zero_timing
+from clients.common import (
+    Connection,
+    Player,
+    add_server_arguments,
+    channel,
+    connection,
+    is_over,
+    must_act,
+    zero_timing,
+)
 
 
 @dataclass
@@ -53,7 +62,7 @@ class Results:
 
 @dataclass
 class Plan:
-    server: str
+    server: Connection
     tables: int
     players: int
     preset: str
@@ -108,7 +117,7 @@ async def play_seat(player: Player, channel_stub: copas_pb2_grpc.CopasServiceStu
 async def run_table_slot(plan: Plan, slot: int, results: Results, counters: Counters,
                          budget: list[int]) -> None:
     """Keep one table busy: play a game, then another, until the plan says stop."""
-    channels = [grpc.aio.insecure_channel(plan.server) for _ in range(plan.players)]
+    channels = [channel(plan.server) for _ in range(plan.players)]
     stubs = [copas_pb2_grpc.CopasServiceStub(c) for c in channels]
     game = 0
     try:
@@ -239,7 +248,7 @@ async def loadtest_main(args: argparse.Namespace) -> int:
         games = 0
         if args.games:
             games = args.games // processes + (p < args.games % processes)
-        plans.append(Plan(args.server, tables, args.players, args.preset, args.policy,
+        plans.append(Plan(connection(args), tables, args.players, args.preset, args.policy,
                           deadline, games))
     pid = server_pid(args.server)
     peak = rss_mb(pid) if pid else None
@@ -306,7 +315,7 @@ def print_report(report: dict[str, Any]) -> None:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--server", default=DEFAULT_SERVER)
+    add_server_arguments(parser)
     parser.add_argument("--tables", type=int, default=10, help="tables kept busy at once")
     parser.add_argument("--duration", type=float, default=0.0,
                         help="seconds to run (default 10 when --games is not given)")

@@ -19,10 +19,11 @@ from copas.v1 import cards_pb2, copas_pb2, copas_pb2_grpc
 from rich.console import Console
 
 from clients.common import (
-    DEFAULT_SERVER,
     Player,
+    add_server_arguments,
     card_key,
     channel,
+    connection,
     error_reason,
     is_over,
     join,
@@ -225,7 +226,7 @@ class Session:
 async def play_main(args: argparse.Namespace) -> int:
     console = Console(highlight=False)
     lines = Lines()
-    async with channel(args.server) as ch:
+    async with channel(connection(args)) as ch:
         stub = copas_pb2_grpc.CopasServiceStub(ch)
         table_id = args.table
         try:
@@ -243,7 +244,7 @@ async def play_main(args: argparse.Namespace) -> int:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--server", default=DEFAULT_SERVER)
+    add_server_arguments(parser)
     parser.add_argument("--table", help="join this table instead of creating one with bots")
     parser.add_argument("--name", default="You")
     parser.add_argument("--preset", default="online", help="preset of a created table")

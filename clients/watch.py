@@ -9,7 +9,7 @@ from copas.v1 import copas_pb2, copas_pb2_grpc
 from rich.console import Console
 from rich.table import Table
 
-from clients.common import DEFAULT_SERVER, channel, is_over, watch
+from clients.common import add_server_arguments, channel, connection, is_over, watch
 from clients.render import PHASE_TEXT, event_line, render
 
 REDRAW_ON = {"snapshot", "trick_won", "hand_scored", "game_over", "cards_exchanged"}
@@ -38,7 +38,7 @@ async def list_tables(stub: copas_pb2_grpc.CopasServiceStub, console: Console,
 
 async def watch_main(args: argparse.Namespace) -> int:
     console = Console(highlight=False)
-    async with channel(args.server) as ch:
+    async with channel(connection(args)) as ch:
         stub = copas_pb2_grpc.CopasServiceStub(ch)
         try:
             if not args.table:
@@ -60,6 +60,6 @@ async def watch_main(args: argparse.Namespace) -> int:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--server", default=DEFAULT_SERVER)
+    add_server_arguments(parser)
     parser.add_argument("--table", help="follow this table; without it, list the tables")
     parser.add_argument("--limit", type=int, default=50, help="tables to list")

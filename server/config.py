@@ -39,13 +39,14 @@ class Config:
     joins_per_minute: float = 240.0
     joins_burst: float = 60.0
     max_streams_per_peer: int = 1024
+    quota_penalty: float = 1.0  # seconds before a call over a quota is answered
     grace: float = 5.0  # seconds running RPCs get on SIGTERM
     allow_seed: bool = False
     # Defaults for tables that do not set their own (None = the rules' own defaults).
     rule_defaults: dict[str, float] = field(default_factory=dict)
     log_format: str = "auto"  # auto (console on a terminal, else JSON), json, console
     log_level: str = "info"
-    max_concurrent_streams: int = 4096  # per HTTP/2 connection (a client's channels share one)
+    max_concurrent_streams: int = 256  # calls at once on one HTTP/2 connection
     max_pending_requests: int = 100_000
     max_message_bytes: int = 64 * 1024  # the largest request accepted
     data_dir: str = "data"  # "memory" = nothing survives a restart
@@ -86,6 +87,8 @@ _HELP = {
     "joins_per_minute": "joins per minute from one address",
     "joins_burst": "joins at once from one address",
     "max_streams_per_peer": "open WatchTable streams per address",
+    "quota_penalty": "seconds before a call over a quota is answered (slows floods down)",
+    "max_concurrent_streams": "calls at once on one connection (HTTP/2 streams)",
     "grace": "seconds running RPCs get to finish on SIGTERM",
     "allow_seed": "accept CreateTable's explicit seed (tests, replays, fixed deals)",
     "data_dir": "directory of the SQLite database (tables' logs, game records); 'memory' "

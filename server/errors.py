@@ -17,12 +17,13 @@ class ServiceError(Exception):
     """An error with its gRPC status code, a machine-readable reason and a readable message."""
 
     def __init__(self, code: grpc.StatusCode, reason: str, message: str,
-                 details: tuple[Message, ...] = ()) -> None:
+                 details: tuple[Message, ...] = (), penalty: float = 0.0) -> None:
         super().__init__(message)
         self.code = code
         self.reason = reason
         self.message = message
         self.details = details
+        self.penalty = penalty  # seconds to wait before answering (over a quota)
 
     @classmethod
     def invalid(cls, message: str, reason: str = "INVALID_ARGUMENT") -> ServiceError:
@@ -37,8 +38,8 @@ class ServiceError(Exception):
         return cls(grpc.StatusCode.NOT_FOUND, reason, message)
 
     @classmethod
-    def unauthenticated(cls, message: str) -> ServiceError:
-        return cls(grpc.StatusCode.UNAUTHENTICATED, "BAD_TOKEN", message)
+    def unauthenticated(cls, message: str, reason: str = "BAD_TOKEN") -> ServiceError:
+        return cls(grpc.StatusCode.UNAUTHENTICATED, reason, message)
 
     @classmethod
     def denied(cls, message: str, reason: str = "WRONG_TABLE") -> ServiceError:
@@ -53,15 +54,16 @@ class ServiceError(Exception):
         return cls(grpc.StatusCode.UNAVAILABLE, reason, message)
 
     @classmethod
-    def over_quota(cls, message: str, reason: str, subject: str, retry_after: float
-                   ) -> ServiceError:
-        """RESOURCE_EXHAUSTED with a QuotaFailure naming what ran out and a RetryInfo."""
+    def over_quota(cls, message: str, reason: str, subject: str, retry_after: float,
+                   penalty: float = 0.0) -> ServiceError:
+        """RESOURCE_EXHAUSTED with a QuotaFailure naming what ran out and a RetryInfo; the
+        answer comes after ``penalty`` seconds (the retry delay counts from then)."""
         delay = duration_pb2.Duration()
         delay.FromNanoseconds(int(max(retry_after, 0.001) * 1e9))
         return cls(grpc.StatusCode.RESOURCE_EXHAUSTED, reason, message, (
             error_details_pb2.QuotaFailure(violations=[error_details_pb2.QuotaFailure.Violation(
                 subject=subject, description=message)]),
-            error_details_pb2.RetryInfo(retry_delay=delay)))
+            error_details_pb2.RetryInfo(retry_delay=delay)), penalty)
 
     def to_status(self) -> grpc.Status:
         packed = []

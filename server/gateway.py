@@ -10,6 +10,7 @@ sample per call (streams: their lifetime, in a metric of their own).
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 import hashlib
 import time
@@ -111,6 +112,9 @@ class GatewayInterceptor(grpc.aio.ServerInterceptor):
 
     def _finish(self, method: str, start: float, code: str, error: ServiceError | None,
                 stream_messages: int | None = None) -> None:
+        if error is not None and error.penalty:  # over a quota: counted, not logged
+            self.metrics.quota_refusals.labels(error.reason).inc()
+            return
         elapsed = time.perf_counter() - start
         fields: dict[str, Any] = {"code": code, "duration_ms": round(elapsed * 1000, 3)}
         if stream_messages is None:
@@ -145,6 +149,8 @@ class GatewayInterceptor(grpc.aio.ServerInterceptor):
                     response = await inner_unary(parse(raw), context)
                 except ServiceError as error:
                     finish(method, start, error.code.name, error)
+                    if error.penalty:
+                        await asyncio.sleep(error.penalty)
                     await context.abort_with_status(error.to_status())
                     raise  # abort_with_status raises; this is never reached
                 except StorageFailed as failure:
@@ -187,6 +193,8 @@ class GatewayInterceptor(grpc.aio.ServerInterceptor):
                         yield message
                 except ServiceError as error:
                     finish(method, start, error.code.name, error, sent)
+                    if error.penalty:
+                        await asyncio.sleep(error.penalty)
                     await context.abort_with_status(error.to_status())
                     raise
                 except StorageFailed as failure:

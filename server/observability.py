@@ -33,6 +33,9 @@ class Metrics:
             "copas_tables_quarantined",
             "Tables whose log did not replay at start (kept, retried at the next start)",
             registry=r)
+        self.quota_refusals = Counter(
+            "copas_quota_refusals_total", "Calls refused for a per-client quota, by reason",
+            ["reason"], registry=r)
         self.timeouts = Counter("copas_timeouts_total", "Turns that timed out, by phase",
                                 ["phase"], registry=r)
         self.leavers = Counter("copas_leavers_total", "Players who left a running game",

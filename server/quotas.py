@@ -3,8 +3,11 @@
 A client is its peer address (the IP, without the port) and, for a call that carries a
 valid player token, that token. Beyond a quota the call is refused with RESOURCE_EXHAUSTED,
 a ``google.rpc.QuotaFailure`` naming the quota and a ``google.rpc.RetryInfo`` saying when to
-retry; it costs the server a dictionary lookup and nothing else. Every limiter keeps at most
-``MAX_KEYS`` clients (the least recently seen are forgotten), so the quotas are bounded too.
+retry, and that answer comes only after ``--quota-penalty`` seconds: a gRPC call costs the
+server about the same whether it is served or refused, so a flooding client is slowed down
+(at most ``--max-concurrent-streams`` calls wait per connection) instead of answered fast.
+Every limiter keeps at most ``MAX_KEYS`` clients (the least recently seen are forgotten), so
+the quotas are bounded too.
 """
 
 from __future__ import annotations
@@ -58,6 +61,7 @@ class Quotas:
         self.creates = RateLimiter(config.tables_per_minute / 60, config.tables_burst)
         self.joins = RateLimiter(config.joins_per_minute / 60, config.joins_burst)
         self.max_streams_per_peer = config.max_streams_per_peer
+        self.penalty = config.quota_penalty
         self._streams: dict[str, int] = {}
 
     def admit(self, method: str, peer: str, token_hash: str | None) -> None:
@@ -70,26 +74,26 @@ class Quotas:
                 raise ServiceError.over_quota(
                     f"too many calls with this player token (at most "
                     f"{self.token_calls.rate:g} per second)", "RATE_LIMITED", "player token",
-                    wait)
+                    wait, self.penalty)
             return
         wait = self.peer_calls.take(peer, now)
         if wait:
             raise ServiceError.over_quota(
                 f"too many calls from {peer} (at most {self.peer_calls.rate:g} per second)",
-                "RATE_LIMITED", f"peer {peer}", wait)
+                "RATE_LIMITED", f"peer {peer}", wait, self.penalty)
         if method == "CreateTable":
             wait = self.creates.take(peer, now)
             if wait:
                 raise ServiceError.over_quota(
                     f"too many tables created from {peer} (at most "
                     f"{self.creates.rate * 60:g} per minute)", "TOO_MANY_TABLES",
-                    f"peer {peer}", wait)
+                    f"peer {peer}", wait, self.penalty)
         elif method == "JoinTable":
             wait = self.joins.take(peer, now)
             if wait:
                 raise ServiceError.over_quota(
                     f"too many joins from {peer} (at most {self.joins.rate * 60:g} per "
-                    "minute)", "TOO_MANY_JOINS", f"peer {peer}", wait)
+                    "minute)", "TOO_MANY_JOINS", f"peer {peer}", wait, self.penalty)
 
     def open_stream(self, peer: str) -> None:
         """Count an open stream of ``peer``; RESOURCE_EXHAUSTED beyond the quota."""
@@ -97,7 +101,7 @@ class Quotas:
         if self.max_streams_per_peer and count >= self.max_streams_per_peer:
             raise ServiceError.over_quota(
                 f"too many open streams from {peer} (at most {self.max_streams_per_peer})",
-                "TOO_MANY_STREAMS", f"peer {peer}", 1.0)
+                "TOO_MANY_STREAMS", f"peer {peer}", 1.0, self.penalty)
         self._streams[peer] = count + 1
 
     def close_stream(self, peer: str) -> None:

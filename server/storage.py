@@ -496,12 +496,11 @@ class SqliteStorage(Storage):
                 await self.sync()
         self._writer.shutdown(wait=True)
         with self._lock:
-            if self.failure is None:
-                try:
-                    self._db.execute("UPDATE copas SET value = 'stopped' WHERE key = 'state'")
-                    self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-                except sqlite3.Error:
-                    pass  # next start sees 'running' with its WAL and recovers as after a crash
+            # A clean stop folds the WAL into the file (closing deletes it), so say so first;
+            # when even that fails the WAL stays and the next start recovers as after a crash.
+            with contextlib.suppress(sqlite3.Error):
+                self._db.execute("UPDATE copas SET value = 'stopped' WHERE key = 'state'")
+                self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             self._db.close()
         os.close(self._lock_fd)
 

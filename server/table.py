@@ -457,7 +457,12 @@ class Table:
             0.0 if self.has_people else self.config.bot_table_pace,
             self._timer_step(self._bot_moves))
 
+    @property
+    def is_bot_step_pending(self) -> bool:
+        return self._bot_timer is not None
+
     def _bot_moves(self) -> None:
+        self._bot_timer = None
         game = self.game
         if game is None or game.is_over or self.paused_until is not None:
             return

@@ -29,7 +29,8 @@ def server_address(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     proc = subprocess.Popen(
         [sys.executable, "-m", "server.main", "--listen", f"127.0.0.1:{port}",
          "--metrics-port", "0", "--trick-pause", "0", "--hand-pause", "0",
-         "--log-level", "warning", "--data-dir", str(tmp_path_factory.mktemp("data"))],
+         "--log-level", "warning", "--data-dir", str(tmp_path_factory.mktemp("data")),
+         "--unlimited-quotas"],
         cwd=ROOT, env=ENV, stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL, text=True)
     assert proc.stdout is not None

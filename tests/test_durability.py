@@ -172,7 +172,9 @@ async def test_reconnect_storm_after_a_restart(tmp_path: Path) -> None:
                                       data_dir=str(tmp_path)))
     try:
         assert len(running.tables.tables) == 1000
-        channels = [grpc.aio.insecure_channel(f"127.0.0.1:{port}") for _ in range(100)]
+        channels = [grpc.aio.insecure_channel(f"127.0.0.1:{port}",  # a connection each
+                                              options=[("grpc.use_local_subchannel_pool", 1)])
+                    for _ in range(100)]
         stubs = [copas_pb2_grpc.CopasServiceStub(c) for c in channels]
         calls = [stubs[i % 100].WatchTable(copas_pb2.WatchTableRequest(table_id=table_id),
                                            metadata=auth(token))

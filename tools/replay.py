@@ -15,12 +15,13 @@ from typing import Any
 import grpc
 from copas.v1 import copas_pb2, copas_pb2_grpc
 
+from clients.common import Connection, add_server_arguments, channel, connection
 from engine import RecordError, replay, result_of
 
 
-async def fetch(server: str, record_id: str) -> dict[str, Any]:
-    async with grpc.aio.insecure_channel(server) as channel:
-        stub = copas_pb2_grpc.CopasServiceStub(channel)
+async def fetch(server: Connection, record_id: str) -> dict[str, Any]:
+    async with channel(server) as ch:
+        stub = copas_pb2_grpc.CopasServiceStub(ch)
         answer = await stub.GetGameRecord(copas_pb2.GetGameRecordRequest(record_id=record_id))
     data: dict[str, Any] = json.loads(answer.record.record_json)
     return data
@@ -51,7 +52,7 @@ async def replay_main(args: argparse.Namespace) -> int:
         if path.exists():
             data = json.loads(path.read_text())
         else:
-            data = await fetch(args.server, args.record)
+            data = await fetch(connection(args), args.record)
     except grpc.aio.AioRpcError as error:
         print(f"copas replay: {error.code().name}: {error.details()}")
         return 1
@@ -68,4 +69,4 @@ async def replay_main(args: argparse.Namespace) -> int:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("record", help="a record id on the server, or a JSON file")
-    parser.add_argument("--server", default="localhost:50051")
+    add_server_arguments(parser)
