@@ -17,7 +17,7 @@ help: ## list the targets
 
 setup: $(STAMP) $(PROTO_STAMP) ## create .venv/, install the project with its test extras, generate protos
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml setup.py
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --upgrade pip
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[test]'
@@ -57,4 +57,4 @@ bench-load: setup ## load test vs a bare gRPC echo swarm at 100 and 1000 tables 
 
 clean: ## remove the virtual environment, generated code and caches
 	rm -rf $(VENV) $(PROTO_DIR)/copas/v1/*_pb2*.py* $(PROTO_STAMP) .pytest_cache .mypy_cache \
-		.ruff_cache .hypothesis *.egg-info  # data/ (the tables and records) is kept
+		.ruff_cache .hypothesis *.egg-info build engine/*.so ai/*.so  # data/ is kept
