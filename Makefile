@@ -10,7 +10,7 @@ PROTOS := $(wildcard $(PROTO_DIR)/copas/v1/*.proto)
 PROTO_STAMP := $(PROTO_DIR)/copas/v1/.generated
 
 .DEFAULT_GOAL := help
-.PHONY: help setup proto run play demo test lint bench bench-load clean
+.PHONY: help setup proto run play demo test lint bench bench-bots bench-load clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-11s %s\n", $$1, $$2}'
@@ -42,15 +42,18 @@ demo: setup ## a demo game between engine bots in the terminal (no server)
 test: setup lint ## run lint and the whole test suite
 	$(BIN)/python -m pytest -q
 
-lint: setup ## ruff, mypy --strict on the engine, buf lint on the protos
+lint: setup ## ruff, mypy --strict on the engine and ai/, buf lint on the protos
 	$(BIN)/ruff check .
-	$(BIN)/mypy --strict engine/
+	$(BIN)/mypy --strict engine/ ai/
 	cd $(PROTO_DIR) && ../$(BIN)/buf lint
 
 bench: setup ## benchmarks: engine vs OpenSpiel; a move vs a bare gRPC echo; durable vs in-memory
 	$(BIN)/python bench/engine_vs_openspiel.py
 	$(BIN)/python bench/move_cost.py
 	$(BIN)/python bench/durability.py
+
+bench-bots: setup ## bot strength: mc vs duck, random, greedy on duplicate deals; decision time (minutes)
+	$(BIN)/python bench/bots_strength.py
 
 bench-load: setup ## load test vs a bare gRPC echo swarm at 100 and 1000 tables (minutes)
 	$(BIN)/python bench/load_vs_echo.py --tables 100 1000 --duration 30

@@ -13,6 +13,7 @@ from types import ModuleType
 
 import pytest
 
+import ai.playout
 import engine.game
 from engine import MoonRule, Rules, dumps
 from tests.conftest import ROOT, random_action
@@ -30,10 +31,11 @@ def pure_game_module() -> ModuleType:
 
 @pytest.mark.skipif(IS_PURE_RUN, reason="this run imports the pure modules on purpose")
 def test_the_installed_engine_is_compiled() -> None:
-    """`pip install -e .` builds engine/game.py with mypyc; a silent fallback to pure Python
-    (no C compiler) would show here rather than as a slow benchmark."""
-    assert engine.game.__file__ is not None
-    assert not engine.game.__file__.endswith(".py"), engine.game.__file__
+    """`pip install -e .` builds engine/game.py and ai/playout.py with mypyc; a silent
+    fallback to pure Python (no C compiler) would show here, not as a slow benchmark."""
+    for module in (engine.game, ai.playout):
+        assert module.__file__ is not None
+        assert not module.__file__.endswith(".py"), module.__file__
 
 
 @pytest.mark.parametrize("players", [3, 4, 5])
@@ -58,7 +60,7 @@ def test_pure_and_compiled_games_agree_move_for_move(players: int) -> None:
 @pytest.mark.skipif(IS_PURE_RUN, reason="already the pure run")
 def test_the_rule_tests_pass_on_the_pure_engine() -> None:
     files = ["test_cards.py", "test_deal_and_passing.py", "test_rules.py", "test_scoring.py",
-             "test_tricks.py", "test_views_and_records.py"]
+             "test_tricks.py", "test_views_and_records.py", "test_ai.py"]
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
          *(f"tests/{f}" for f in files), "tests/test_pure_engine.py"],
@@ -66,3 +68,17 @@ def test_the_rule_tests_pass_on_the_pure_engine() -> None:
         timeout=300)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
     assert " passed" in done.stdout
+
+
+def test_the_deal_is_the_standard_librarys_shuffle() -> None:
+    """The engine inlines random.shuffle: the same permutation and the same generator state."""
+    from engine.cards import CARDS
+
+    for seed in range(300):
+        ours, theirs = random.Random(seed), random.Random(seed)
+        deck, expected = list(CARDS), list(CARDS)
+        for _ in range(3):
+            engine.game._shuffle(deck, ours)
+            theirs.shuffle(expected)
+            assert deck == expected
+        assert ours.getstate() == theirs.getstate()
