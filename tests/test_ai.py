@@ -221,3 +221,12 @@ async def test_the_pool_decides_off_the_loop_and_shuts_down() -> None:
 def test_an_information_set_is_a_value() -> None:
     info = info_from_game(Game(Rules(), 1), 0)
     assert isinstance(info, InfoSet) and hash(info) == hash(info_from_game(Game(Rules(), 1), 0))
+
+
+def test_a_time_capped_decision_is_still_legal() -> None:
+    game = Game(Rules(max_hands=1), 9)
+    while not game.is_over:
+        seat = game.to_act()[0]
+        action = decide(info_from_game(game, seat), "mc", 3, Budget(playouts=10**6, seconds=0.001))
+        check_legal(game, seat, action)
+        game.apply(action)
