@@ -230,3 +230,48 @@ def test_a_time_capped_decision_is_still_legal() -> None:
         action = decide(info_from_game(game, seat), "mc", 3, Budget(playouts=10**6, seconds=0.001))
         check_legal(game, seat, action)
         game.apply(action)
+
+
+def test_greedy_is_the_clients_greedy() -> None:
+    """ai's greedy decides what clients/bots.py choose_greedy decides from the seat's view."""
+    from copas.v1 import cards_pb2, copas_pb2
+
+    from clients.bots import choose_greedy
+
+    suits = [cards_pb2.SUIT_CLUBS, cards_pb2.SUIT_DIAMONDS, cards_pb2.SUIT_SPADES,
+             cards_pb2.SUIT_HEARTS]
+
+    def pb(c: int) -> cards_pb2.Card:
+        return cards_pb2.Card(suit=suits[c // 13], rank=c % 13 + 2, text=str(c))
+
+    compared = 0
+    for seed in range(6):
+        game = Game(Rules(players=3 + seed % 3, max_hands=2), seed)
+        while not game.is_over:
+            seat = game.to_act()[0]
+            view = copas_pb2.TableView(
+                phase=copas_pb2.PHASE_PASSING if game.phase is Phase.PASSING
+                else copas_pb2.PHASE_PLAYING,
+                legal_cards=[pb(c) for c in game.legal_cards(seat)],
+                players=[copas_pb2.PlayerState(seat=s) for s in range(game.players)])
+            view.trick.cards.extend(copas_pb2.TrickCard(seat=s, card=pb(c))
+                                    for s, c in zip(game.trick_seats, game.trick_cards))
+            theirs = {c.suit * 100 + c.rank for c in choose_greedy(view, random.Random(0))}
+            action = decide(info_from_game(game, seat), "greedy", seed)
+            chosen = action.cards if isinstance(action, PassCards) else (action.card,)  # type: ignore[union-attr]
+            assert {suits[c // 13] * 100 + c % 13 + 2 for c in chosen} == theirs
+            compared += 1
+            game.apply(action)
+    assert compared > 200
+
+
+@pytest.mark.parametrize(("hand", "expected"), [
+    ("2C 3C QS KS AS 2H 3D 4D 5D 6D 7D 8D 9D", "QS KS AS"),  # A♠ K♠ Q♠ first
+    ("2C 3C 4S KS 9H 2H 3D 4D 5D 6D 7D KD AC", "KS 9H AC"),  # 9♥ counts as an ace
+    ("2C 3C 4S 5S 8H 2H 3D 4D 5D 6D 7D KD QC", "8H KD QC"),  # 8♥ as a king
+    ("2C 3C 4S 5S 7H 2H 3D 4D 5D 6D 7D KD QC", "7H KD QC"),  # 7♥ as a queen, ties to ♥
+])
+def test_the_duck_pass(hand: str, expected: str) -> None:
+    from ai.playout import duck_pass
+
+    assert duck_pass(mask_of(cards(hand))) == mask_of(cards(expected))
