@@ -5,8 +5,9 @@
 the opponents in the other three, so every bot sees the same cards. A deal's figure is the
 tested bot's mean points per hand over its four seats; the interval is 1.96 standard errors
 over deals. Prints a table and machine-readable lines such as
-``mc_vs_duck_points_per_hand=4.52 ci95=0.12``, then the strong bot's median and p99
-decision time (one core, ``--playouts`` deals per decision).
+``strong_vs_duck_points_per_hand=4.52 ci95=0.12`` (strong: ``--strong``, mc by default), then
+the strong bot's median and p99 decision time (one core, ``--playouts`` deals per decision):
+over every decision, and over those with a choice (passes, plays from two legal cards up).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import sys
 import time
 
 from ai import Budget, decide, info_from_game
-from engine import Game, MoonRule, Rules
+from engine import Game, MoonRule, Phase, Rules
 
 RULES = Rules(players=4, max_hands=4, point_limit=10**9, moon=MoonRule.OTHERS_PLUS_26)
 
@@ -38,7 +39,10 @@ def play_deal(seed: int, tested: str, opponent: str, hands: int, budget: Budget,
             start = time.perf_counter()
             action = decide(info, policies[acting], seed * 1000 + decisions, budget)
             if timings is not None and acting == seat:
-                timings.append(time.perf_counter() - start)
+                # Negative: a forced move (one legal card), for the "with a choice" figure.
+                forced = game.phase is Phase.PLAYING and len(game.legal_cards(acting)) == 1
+                spent = time.perf_counter() - start
+                timings.append(-spent if forced else spent)
             decisions += 1
             game.apply(action)
         total += game.totals[seat]
@@ -88,12 +92,19 @@ def main() -> int:
     print(f"{'bot':<8} {'opponents':<10} {'deals':>6} {'points/hand':>12} {'ci95':>6}")
     for tested, opponent, deals, mean, ci in rows:
         print(f"{tested:<8} 3 {opponent:<8} {deals:>6} {mean:>12.2f} {ci:>6.2f}")
+    print(f"strong_policy={args.strong}")
     for tested, opponent, _, mean, ci in rows:
-        name = "duck_self_play" if tested == opponent else f"{tested}_vs_{opponent}"
+        name = "duck_self_play" if tested == opponent else \
+            f"{'strong' if tested == args.strong else tested}_vs_{opponent}"
         print(f"{name}_points_per_hand={mean:.2f} ci95={ci:.2f}")
-    print(f"{args.strong}_decision_ms_median={percentile(timings, 0.5) * 1000:.1f} "
-          f"p99={percentile(timings, 0.99) * 1000:.1f} decisions={len(timings)} "
+    every = [abs(t) for t in timings]
+    chosen = [t for t in timings if t >= 0]
+    print(f"strong_decision_ms_median={percentile(every, 0.5) * 1000:.1f} "
+          f"p99={percentile(every, 0.99) * 1000:.1f} decisions={len(every)} "
           f"playouts={args.playouts}")
+    print(f"strong_choice_decision_ms_median={percentile(chosen, 0.5) * 1000:.1f} "
+          f"p99={percentile(chosen, 0.99) * 1000:.1f} decisions={len(chosen)} "
+          "(passes and plays with more than one legal card)")
     return 0
 
 
