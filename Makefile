@@ -10,14 +10,14 @@ PROTOS := $(wildcard $(PROTO_DIR)/copas/v1/*.proto)
 PROTO_STAMP := $(PROTO_DIR)/copas/v1/.generated
 
 .DEFAULT_GOAL := help
-.PHONY: help setup proto run play demo test lint bench bench-load clean
+.PHONY: help setup proto run play demo test lint bench bench-bots bench-load clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-11s %s\n", $$1, $$2}'
 
 setup: $(STAMP) $(PROTO_STAMP) ## create .venv/, install the project with its test extras, generate protos
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml setup.py engine/game.py ai/playout.py  # the compiled modules
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --upgrade pip
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[test]'
@@ -42,9 +42,9 @@ demo: setup ## a demo game between engine bots in the terminal (no server)
 test: setup lint ## run lint and the whole test suite
 	$(BIN)/python -m pytest -q
 
-lint: setup ## ruff, mypy --strict on the engine, buf lint on the protos
+lint: setup ## ruff, mypy --strict on the engine and ai/, buf lint on the protos
 	$(BIN)/ruff check .
-	$(BIN)/mypy --strict engine/
+	$(BIN)/mypy --strict engine/ ai/
 	cd $(PROTO_DIR) && ../$(BIN)/buf lint
 
 bench: setup ## benchmarks: engine vs OpenSpiel; a move vs a bare gRPC echo; durable vs in-memory
@@ -52,9 +52,12 @@ bench: setup ## benchmarks: engine vs OpenSpiel; a move vs a bare gRPC echo; dur
 	$(BIN)/python bench/move_cost.py
 	$(BIN)/python bench/durability.py
 
+bench-bots: setup ## bot strength: mc vs duck, random, greedy on duplicate deals; decision time (minutes)
+	$(BIN)/python bench/bots_strength.py
+
 bench-load: setup ## load test vs a bare gRPC echo swarm at 100 and 1000 tables (minutes)
 	$(BIN)/python bench/load_vs_echo.py --tables 100 1000 --duration 30
 
 clean: ## remove the virtual environment, generated code and caches
 	rm -rf $(VENV) $(PROTO_DIR)/copas/v1/*_pb2*.py* $(PROTO_STAMP) .pytest_cache .mypy_cache \
-		.ruff_cache .hypothesis *.egg-info  # data/ (the tables and records) is kept
+		.ruff_cache .hypothesis *.egg-info build engine/*.so ai/*.so  # data/ is kept

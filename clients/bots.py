@@ -5,6 +5,11 @@ Policies:
 - ``greedy``: ducks points: follows under the winning card when it can, otherwise plays its
   highest card of the suit; when void, sheds Q♠, then its highest heart, then its highest card;
   leads its lowest card; passes Q♠ A♠ K♠ and its highest hearts and cards.
+- ``duck``, ``mc`` (the strong one) and any other policy registered with
+  ``register_policy`` by a program that has them (``copas`` registers the engine's bots).
+
+A policy is an object that observes every event of its seat's stream and chooses from the
+view (``Policy``); ``random`` and ``greedy`` are plain functions of the view.
 """
 
 from __future__ import annotations
@@ -71,50 +76,96 @@ def choose_greedy(view: copas_pb2.TableView, rng: random.Random) -> list[cards_p
     return [max(legal, key=lambda c: (_points(c), c.rank))]
 
 
-Policy = Callable[[copas_pb2.TableView, random.Random], list[cards_pb2.Card]]
-POLICIES: dict[str, Policy] = {"random": choose_random, "greedy": choose_greedy}
+Choose = Callable[[copas_pb2.TableView, random.Random], list[cards_pb2.Card]]
+
+
+class Policy:
+    """One seat's bot: sees every event of the seat's stream (``observe``), then chooses
+    from the view when the seat must act. The base class plays ``choose_view``."""
+
+    def __init__(self, choose_view: Choose, seed: int | None = None) -> None:
+        self.choose_view = choose_view
+        self.rng = random.Random(seed)
+
+    def observe(self, event: copas_pb2.TableEvent) -> None:
+        """Every event of the stream, in order (snapshots included)."""
+
+    async def choose(self, view: copas_pb2.TableView) -> list[cards_pb2.Card]:
+        """Three cards while passing, else one card; only from ``view.legal_cards``."""
+        return self.choose_view(view, self.rng)
+
+    async def choose_moon(self, view: copas_pb2.TableView) -> int:
+        """The shooter's choice (a copas.v1 MoonChoice)."""
+        return copas_pb2.MOON_CHOICE_ADD_TO_OTHERS
+
+    def close(self) -> None:
+        """The seat's game is over (or the bot stops)."""
+
+
+PolicyFactory = Callable[[int | None], Policy]
+# name -> factory of a seat's policy, given the seat's seed.
+POLICIES: dict[str, PolicyFactory] = {
+    "random": lambda seed: Policy(choose_random, seed),
+    "greedy": lambda seed: Policy(choose_greedy, seed),
+}
+
+
+# Module-level functions that register policies, run again in every process that
+# ``copas loadtest`` starts (a spawned process has only the policies above).
+POLICY_SETUP: list[Callable[[], None]] = []
+
+
+def register_policy(name: str, factory: PolicyFactory,
+                    setup: Callable[[], None] | None = None) -> None:
+    """Make a policy available to ``copas bot`` and ``copas loadtest`` (``--policy NAME``);
+    ``setup`` is the module-level function that registers it (for other processes)."""
+    POLICIES[name] = factory
+    if setup is not None and setup not in POLICY_SETUP:
+        POLICY_SETUP.append(setup)
 
 
 async def run_bot(player: Player, policy: str = "greedy", seed: int | None = None,
                   on_event: Callable[[copas_pb2.TableEvent], None] | None = None
                   ) -> copas_pb2.TableView:
     """Play one seat until the game is over; return the last view."""
-    choose = POLICIES[policy]
-    rng = random.Random(seed)
+    bot = POLICIES[policy](seed)
     acted: set[tuple[int, ...]] = set()
     view = copas_pb2.TableView()
-    async for event in watch(player.stub, player.table_id, player.token):
-        view = event.view
-        if on_event:
-            on_event(event)
-        if is_over(view):
-            break
-        # Act once per decision: the stream may still hold older views of the same one.
-        key = decision_key(view)
-        if not must_act(view) or key in acted:
-            continue
-        acted.add(key)
-        try:
-            await take_turn(player, view, choose, rng)
-        except grpc.aio.AioRpcError as error:
-            # A stale view (the turn moved on, a pause began): the next view decides.
-            if error.code() != grpc.StatusCode.FAILED_PRECONDITION:
-                raise
-            if error_reason(error) not in {"NOT_YOUR_TURN", "TABLE_PAUSED", "WRONG_PHASE",
-                                           "ALREADY_PASSED", "NOT_THE_SHOOTER"}:
-                raise
+    try:
+        async for event in watch(player.stub, player.table_id, player.token):
+            view = event.view
+            bot.observe(event)
+            if on_event:
+                on_event(event)
+            if is_over(view):
+                break
+            # Act once per decision: the stream may still hold older views of the same one.
+            key = decision_key(view)
+            if not must_act(view) or key in acted:
+                continue
+            acted.add(key)
+            try:
+                await take_turn(player, view, bot)
+            except grpc.aio.AioRpcError as error:
+                # A stale view (the turn moved on, a pause began): the next view decides.
+                if error.code() != grpc.StatusCode.FAILED_PRECONDITION:
+                    raise
+                if error_reason(error) not in {"NOT_YOUR_TURN", "TABLE_PAUSED", "WRONG_PHASE",
+                                               "ALREADY_PASSED", "NOT_THE_SHOOTER"}:
+                    raise
+    finally:
+        bot.close()
     return view
 
 
-async def take_turn(player: Player, view: copas_pb2.TableView, choose: Policy,
-                    rng: random.Random) -> None:
+async def take_turn(player: Player, view: copas_pb2.TableView, bot: Policy) -> None:
     """Make the seat's move for this view: a moon choice, a pass or a card."""
     if view.phase == copas_pb2.PHASE_MOON_CHOICE:
-        await player.choose_moon(copas_pb2.MOON_CHOICE_ADD_TO_OTHERS)
+        await player.choose_moon(await bot.choose_moon(view))
     elif view.phase == copas_pb2.PHASE_PASSING:
-        await player.pass_cards(choose(view, rng))
+        await player.pass_cards(await bot.choose(view))
     else:
-        await player.play(choose(view, rng)[0])
+        await player.play((await bot.choose(view))[0])
 
 
 def decision_key(view: copas_pb2.TableView) -> tuple[int, ...]:
@@ -165,7 +216,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seats", type=int, default=4, help="bot players to join")
     parser.add_argument("--players", type=int, default=4, help="players at a created table")
     parser.add_argument("--preset", default="online")
-    parser.add_argument("--policy", choices=sorted(POLICIES), default="greedy")
+    parser.add_argument("--policy", choices=sorted(POLICIES), default="greedy",
+                        help="how the bots play (mc: the strong one)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the bots' random choices")
 
 

@@ -14,9 +14,9 @@ import asyncio
 import json
 import multiprocessing
 import os
-import random
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,7 +27,7 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from clients.bots import POLICIES, decision_key, take_turn
+from clients.bots import POLICIES, POLICY_SETUP, decision_key, take_turn
 from clients.common import (
     Connection,
     Player,
@@ -69,6 +69,8 @@ class Plan:
     policy: str
     deadline: float  # wall time to stop; 0 = none
     games: int  # games to start in this process; 0 = no limit
+    # Module-level functions run first in each process (they register policies).
+    setup: tuple[Callable[[], None], ...] = ()
 
 
 class Counters:
@@ -81,14 +83,14 @@ class Counters:
 
 async def play_seat(player: Player, channel_stub: copas_pb2_grpc.CopasServiceStub,
                     results: Results, counters: Counters, seed: int, policy: str) -> None:
-    choose = POLICIES[policy]
-    rng = random.Random(seed)
+    bot = POLICIES[policy](seed)
     acted: set[tuple[int, ...]] = set()
     call = channel_stub.WatchTable(copas_pb2.WatchTableRequest(table_id=player.table_id),
                                    metadata=player.metadata)
     try:
         async for response in call:
             event = response.event
+            bot.observe(event)
             if event.WhichOneof("kind") == "card_played" and event.card_played.seat != player.seat:
                 results.view_latency.append(time.time() - event.time.ToNanoseconds() / 1e9)
             view = event.view
@@ -101,7 +103,7 @@ async def play_seat(player: Player, channel_stub: copas_pb2_grpc.CopasServiceStu
             is_play = view.phase == copas_pb2.PHASE_PLAYING
             start = time.perf_counter()
             try:
-                await take_turn(player, view, choose, rng)
+                await take_turn(player, view, bot)
             except grpc.aio.AioRpcError as error:
                 results.errors[error.code().name] += 1
                 continue
@@ -111,6 +113,7 @@ async def play_seat(player: Player, channel_stub: copas_pb2_grpc.CopasServiceStu
                 with counters.moves.get_lock():
                     counters.moves.value += 1
     finally:
+        bot.close()
         call.cancel()
 
 
@@ -179,6 +182,8 @@ async def run_swarm(plan: Plan, counters: Counters) -> Results:
 
 
 def _child(plan: Plan, counters: Counters, out: Any) -> None:
+    for setup in plan.setup:
+        setup()
     out.put(asyncio.run(run_swarm(plan, counters)))
 
 
@@ -249,7 +254,7 @@ async def loadtest_main(args: argparse.Namespace) -> int:
         if args.games:
             games = args.games // processes + (p < args.games % processes)
         plans.append(Plan(connection(args), tables, args.players, args.preset, args.policy,
-                          deadline, games))
+                          deadline, games, tuple(POLICY_SETUP)))
     pid = server_pid(args.server)
     peak = rss_mb(pid) if pid else None
     start = time.perf_counter()
@@ -322,7 +327,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--games", type=int, default=0, help="games to play, then stop")
     parser.add_argument("--players", type=int, default=4, choices=(3, 4, 5))
     parser.add_argument("--preset", default="online")
-    parser.add_argument("--policy", choices=sorted(POLICIES), default="greedy")
+    parser.add_argument("--policy", choices=sorted(POLICIES), default="greedy",
+                        help="how the bots play (greedy is the cheapest)")
     parser.add_argument("--processes", type=int, default=1,
                         help="spread the swarm over this many processes")
     parser.add_argument("--json", action="store_true", help="one JSON object on stdout")

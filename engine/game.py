@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Iterable
-from typing import Any, NamedTuple
+from typing import Any, Final, NamedTuple
 
 from engine.actions import (
     Abandon,
@@ -36,6 +36,7 @@ from engine.actions import (
     TrickWon,
 )
 from engine.cards import (
+    _BLOCKS,
     ACE_SPADES,
     CARD_POINTS,
     CARDS,
@@ -79,6 +80,71 @@ _PASS_PRIORITY: tuple[int, ...] = (
 )
 # Builds events and log entries without the NamedTuple constructor's Python-level call.
 _new: Any = tuple.__new__
+
+# Hot-path constants. ``Final`` lets mypyc keep them in C statics (see docs/DESIGN.md,
+# "Engine speed"); read as plain module globals they cost the same as before.
+_PASSING: Final = Phase.PASSING
+_PLAYING: Final = Phase.PLAYING
+_MOON_CHOICE: Final = Phase.MOON_CHOICE
+_HOLD: Final = PassDirection.HOLD
+_CARDS: Final[tuple[Card, ...]] = CARDS
+_SUIT_MASKS: Final[tuple[int, ...]] = SUIT_MASKS
+_CARD_POINTS: Final[tuple[int, ...]] = CARD_POINTS
+_HEARTS: Final = HEARTS_MASK
+_NOT_POINTS: Final = ~POINTS_MASK
+_QUEEN: Final = int(QUEEN_SPADES)
+# engine.cards' tables of the cards of every 13-bit pattern, for a compiled cards_of.
+_CLUBS: Final = _BLOCKS[0]
+_DIAMONDS: Final = _BLOCKS[1]
+_SPADES: Final = _BLOCKS[2]
+_HEARTS_BLOCK: Final = _BLOCKS[3]
+
+
+# Actions and events are immutable values, so the few that one card makes are made once:
+# PlayCard by seat * 52 + card, CardPlayed by (seat * 52 + card) * 2 + is_automatic.
+_PLAY_ACTIONS: Final[tuple[PlayCard, ...]] = tuple(
+    _new(PlayCard, (seat, c)) for seat in range(5) for c in CARDS)
+_CARDS_PLAYED: Final[tuple[CardPlayed, ...]] = tuple(
+    _new(CardPlayed, (seat, c, is_automatic))
+    for seat in range(5) for c in CARDS for is_automatic in (False, True))
+
+
+def _cards_of(mask: int) -> tuple[Card, ...]:
+    """engine.cards.cards_of, compiled; a one-suit mask costs no concatenation."""
+    low = mask & 0x3FFFFFF  # clubs and diamonds
+    high = mask >> 26
+    if not high:
+        if not low >> 13:
+            return _CLUBS[low]
+        if not low & 0x1FFF:
+            return _DIAMONDS[low >> 13]
+        return _CLUBS[low & 0x1FFF] + _DIAMONDS[low >> 13]
+    if not low:
+        if not high >> 13:
+            return _SPADES[high]
+        if not high & 0x1FFF:
+            return _HEARTS_BLOCK[high >> 13]
+    return (_CLUBS[low & 0x1FFF] + _DIAMONDS[low >> 13]
+            + _SPADES[high & 0x1FFF] + _HEARTS_BLOCK[high >> 13])
+
+
+def legal_play_mask(hand: int, led_suit: int, trick_number: int, hearts_broken: bool,
+                    opening_card: int, no_points_first: bool) -> int:
+    """The cards of ``hand`` that may be played: the one rule of play that
+    ``Game.legal_mask`` applies (``led_suit`` -1 when leading). Public so that a bot's
+    playouts use the same rule."""
+    if led_suit >= 0:
+        legal = hand & _SUIT_MASKS[led_suit]
+        if not legal:
+            legal = hand
+            if trick_number == 0 and no_points_first:
+                legal = (hand & _NOT_POINTS) or hand
+        return legal
+    if trick_number == 0:
+        return 1 << opening_card
+    if not hearts_broken:
+        return (hand & ~_HEARTS) or hand
+    return hand
 
 
 def pass_direction_for(players: int, hand_number: int) -> PassDirection:
@@ -137,7 +203,7 @@ class Game:
         self.left: list[LeaverRecord] = []
         self.hands_played: list[HandResult] = []
         self.actions: list[Action] = []
-        self.phase = Phase.PASSING
+        self.phase = _PASSING
         self.end_reason: GameEndReason | None = None
         self.standings: tuple[Standing, ...] = ()
         self.hand_number = -1
@@ -148,9 +214,15 @@ class Game:
         self.passes: list[int | None] = [None] * n
         self.received: list[int] = [0] * n
         self.taken = [0] * n
-        self.trick_cards: list[int] = []
+        self.trick_cards: list[int] = []  # the trick in progress (Card values), in play order
         self.trick_seats: list[int] = []
         self.last_trick: TrickWon | None = None
+        self.tricks: list[TrickWon] = []  # the tricks won so far this hand, in order
+        # The trick in progress, kept up to date card by card.
+        self._led_suit = -1
+        self._best = -1
+        self._winner = -1
+        self._trick_points = 0
         self.trick_number = 0
         self.hearts_broken = False
         self.turn = -1
@@ -167,11 +239,11 @@ class Game:
 
     def to_act(self) -> tuple[int, ...]:
         """The seats that may act now (several while passing)."""
-        if self.phase is Phase.PLAYING:
+        if self.phase is _PLAYING:
             return (self.turn,)
-        if self.phase is Phase.PASSING:
+        if self.phase is _PASSING:
             return tuple(s for s, p in enumerate(self.passes) if p is None)
-        if self.phase is Phase.MOON_CHOICE:
+        if self.phase is _MOON_CHOICE:
             assert self.moon_shooter is not None
             return (self.moon_shooter,)
         return ()
@@ -179,40 +251,26 @@ class Game:
     def legal_mask(self, seat: int) -> int:
         """Bitmask of the cards ``seat`` may use now: to play when it is their turn, to
         choose a pass from while passing (any three distinct ones); else 0."""
-        if self.phase is Phase.PLAYING:
+        if self.phase is _PLAYING:
             if seat != self.turn:
                 return 0
-            if self._turn_legal >= 0:
-                return self._turn_legal
-            hand = self.hands[seat]
-            trick = self.trick_cards
-            if trick:
-                legal = hand & SUIT_MASKS[SUIT_OF[trick[0]]]
-                if not legal:
-                    legal = hand
-                    if self.trick_number == 0 and self._no_points_first:
-                        legal = (hand & ~POINTS_MASK) or hand
-            elif self.trick_number == 0:
-                legal = 1 << self.opening_card
-            elif not self.hearts_broken:
-                legal = (hand & ~HEARTS_MASK) or hand
-            else:
-                legal = hand
-            self._turn_legal = legal
+            legal = self._turn_legal
+            if legal < 0:
+                legal = self._turn_legal = legal_play_mask(
+                    self.hands[seat], self._led_suit, self.trick_number, self.hearts_broken,
+                    self.opening_card, self._no_points_first)
             return legal
-        if self.phase is Phase.PASSING and 0 <= seat < self.players \
+        if self.phase is _PASSING and 0 <= seat < self.players \
                 and self.passes[seat] is None:
             return self.hands[seat]
         return 0
 
     def legal_cards(self, seat: int) -> tuple[Card, ...]:
         """The cards ``seat`` may use now, in order (see ``legal_mask``)."""
-        if seat == self.turn and self._turn_legal >= 0:
-            return cards_of(self._turn_legal)
-        return cards_of(self.legal_mask(seat))
+        return _cards_of(self.legal_mask(seat))
 
     def hand(self, seat: int) -> tuple[Card, ...]:
-        return cards_of(self.hands[seat])
+        return _cards_of(self.hands[seat])
 
     # ------------------------------------------------------------ actions
 
@@ -220,33 +278,47 @@ class Game:
         """Apply one action; return the events it caused (automatic play for seats that
         have left included). Raises InvalidActionError or IllegalActionError, changing
         nothing."""
+        # The fields are checked here, in the order the shortcuts check them, so that a
+        # compiled engine (typed parameters) refuses malformed values with the same errors.
+        fields: Any = action
         if isinstance(action, PlayCard):
-            return self.play(action.seat, action.card, is_automatic=is_automatic)
+            self._check_seat(fields.seat)
+            return self.play(fields.seat, _as_card(fields.card), is_automatic=is_automatic)
         if isinstance(action, PassCards):
-            return self.pass_cards(action.seat, action.cards, is_automatic=is_automatic)
+            self._check_seat(fields.seat)
+            return self.pass_cards(fields.seat, fields.cards, is_automatic=is_automatic)
         if isinstance(action, ChooseMoon):
-            return self.choose_moon(action.seat, action.choice, is_automatic=is_automatic)
+            self._check_seat(fields.seat)
+            return self.choose_moon(fields.seat, _as_moon_choice(fields.choice),
+                                    is_automatic=is_automatic)
         if isinstance(action, Leave):
-            return self.leave(action.seat)
+            self._check_seat(fields.seat)
+            return self.leave(fields.seat)
         if isinstance(action, Abandon):
             return self.abandon()
         raise InvalidActionError(f"not an action: {action!r}")
 
-    def play(self, seat: int, card: int, *, is_automatic: bool = False) -> list[Event]:
-        if (type(card) is not Card or type(seat) is not int or seat != self.turn
-                or self.phase is not Phase.PLAYING):
-            card = self._check_play(seat, card)
+    def play(self, seat: int, card: object, *, is_automatic: bool = False) -> list[Event]:
+        """Play ``card`` (a Card, its index or its text) for ``seat``."""
+        if (type(card) is Card and type(seat) is int and seat == self.turn
+                and self.phase is _PLAYING):
+            played: Card = card
+        else:
+            played = self._check_play(seat, card)
+        card_index: int = played
         legal = self._turn_legal
         if legal < 0:
             legal = self.legal_mask(seat)
-        if not legal >> card & 1:
-            if not self.hands[seat] >> card & 1:
-                raise IllegalActionError(f"{card} is not in your hand", Reason.CARD_NOT_IN_HAND)
-            raise self._why_illegal(seat, card)
-        self.actions.append(_new(PlayCard, (seat, card)))
-        events: list[Event] = [_new(CardPlayed, (seat, card, is_automatic))]
-        self._play(seat, card, events)
-        if self.phase is not Phase.PLAYING or self.has_left[self.turn]:
+        if not legal >> card_index & 1:
+            if not self.hands[seat] >> card_index & 1:
+                raise IllegalActionError(f"{played} is not in your hand",
+                                         Reason.CARD_NOT_IN_HAND)
+            raise self._why_illegal(seat, played)
+        index = seat * 52 + card_index
+        self.actions.append(_PLAY_ACTIONS[index])
+        events: list[Event] = [_CARDS_PLAYED[index * 2 + is_automatic]]
+        self._play(seat, played, events)
+        if self.phase is not _PLAYING or self.has_left[self.turn]:
             self._play_for_leavers(events)
         return events
 
@@ -260,7 +332,7 @@ class Game:
         if len(chosen) != 3 or mask.bit_count() != 3:
             raise InvalidActionError("a pass is exactly three different cards",
                                      Reason.PASS_NEEDS_THREE_CARDS)
-        if self.phase is not Phase.PASSING:
+        if self.phase is not _PASSING:
             raise IllegalActionError(f"cannot pass cards during {self.phase}"
                                      + (" (no passing this hand)"
                                         if self.pass_direction is PassDirection.HOLD else ""),
@@ -273,7 +345,7 @@ class Game:
             raise IllegalActionError(
                 f"{' '.join(map(str, cards_of(missing)))} not in your hand",
                 Reason.CARD_NOT_IN_HAND)
-        self.actions.append(PassCards(seat, chosen))
+        self.actions.append(_new(PassCards, (seat, chosen)))
         events: list[Event] = []
         self._pass(seat, mask, is_automatic, events)
         self._play_for_leavers(events)
@@ -282,12 +354,8 @@ class Game:
     def choose_moon(self, seat: int, choice: MoonChoice | str, *,
                     is_automatic: bool = False) -> list[Event]:
         self._check_seat(seat)
-        try:
-            choice = MoonChoice(choice)
-        except ValueError:
-            raise InvalidActionError(
-                f"moon choice must be one of {', '.join(MoonChoice)}") from None
-        if self.phase is not Phase.MOON_CHOICE:
+        choice = _as_moon_choice(choice)
+        if self.phase is not _MOON_CHOICE:
             raise IllegalActionError(f"no moon choice is pending ({self.phase})",
                                      Reason.WRONG_PHASE)
         if seat != self.moon_shooter:
@@ -330,11 +398,11 @@ class Game:
 
     def auto_action(self, seat: int) -> Action:
         """What RULES.md plays for ``seat`` on a timeout (or after leaving)."""
-        if self.phase is Phase.PASSING and self.passes[seat] is None:
+        if self.phase is _PASSING and self.passes[seat] is None:
             return PassCards(seat, auto_pass(self.hands[seat]))
-        if self.phase is Phase.PLAYING and seat == self.turn:
+        if self.phase is _PLAYING and seat == self.turn:
             return PlayCard(seat, auto_play(self.legal_mask(seat)))
-        if self.phase is Phase.MOON_CHOICE and seat == self.moon_shooter:
+        if self.phase is _MOON_CHOICE and seat == self.moon_shooter:
             return ChooseMoon(seat, self.auto_moon_choice())
         raise IllegalActionError(f"seat {seat} has nothing to do now", Reason.NOT_YOUR_TURN)
 
@@ -353,18 +421,18 @@ class Game:
 
     # ------------------------------------------------------------ internals
 
-    def _check_play(self, seat: int, card: object) -> Card:
+    def _check_play(self, seat: object, card: object) -> Card:
         """The slow path of ``play``: raise the error that fits, or return the card."""
         self._check_seat(seat)
         card = _as_card(card)
-        if self.phase is not Phase.PLAYING:
+        if self.phase is not _PLAYING:
             raise IllegalActionError(f"cannot play a card during {self.phase}", Reason.WRONG_PHASE)
         if seat != self.turn:
             raise IllegalActionError(f"it is seat {self.turn}'s turn, not seat {seat}'s",
                                      Reason.NOT_YOUR_TURN)
         return card
 
-    def _check_seat(self, seat: int) -> None:
+    def _check_seat(self, seat: object) -> None:
         if type(seat) is not int or not 0 <= seat < self.players:
             raise InvalidActionError(f"seat must be 0..{self.players - 1}, got {seat!r}",
                                      Reason.INVALID_SEAT)
@@ -387,14 +455,12 @@ class Game:
         n = self.players
         self.hand_number += 1
         deck = list(DECKS[n])
-        self._rng.shuffle(deck)
+        _shuffle(deck, self._rng)
         k = self.hand_size
-        hands = []
-        for i in range(n):
-            mask = 0
-            for c in deck[i * k:(i + 1) * k]:
-                mask |= 1 << c
-            hands.append(mask)
+        hands = [0] * n
+        for i in range(n * k):
+            c: int = deck[i]
+            hands[i // k] |= 1 << c
         self.hands = hands
         self.dealt = list(hands)
         self.passes = [None] * n
@@ -403,25 +469,27 @@ class Game:
         self.trick_cards = []
         self.trick_seats = []
         self.last_trick = None
+        self.tricks = []
+        self._led_suit = -1
         self.trick_number = 0
         self.hearts_broken = False
         self.moon_shooter = None
         self.pass_direction = pass_direction_for(n, self.hand_number)
-        events.append(HandStarted(self.hand_number, self.pass_direction))
-        if self.pass_direction is PassDirection.HOLD:
+        events.append(_new(HandStarted, (self.hand_number, self.pass_direction)))
+        if self.pass_direction is _HOLD:
             self._begin_play()
         else:
-            self.phase = Phase.PASSING
+            self.phase = _PASSING
 
     def _begin_play(self) -> None:
-        self.phase = Phase.PLAYING
+        self.phase = _PLAYING
         self._turn_legal = -1
         bit = 1 << self.opening_card
         self.turn = next(s for s in range(self.players) if self.hands[s] & bit)
 
     def _pass(self, seat: int, mask: int, is_automatic: bool, events: list[Event]) -> None:
         self.passes[seat] = mask
-        events.append(PassChosen(seat, is_automatic))
+        events.append(_new(PassChosen, (seat, is_automatic)))
         if any(p is None for p in self.passes):
             return
         n, offset = self.players, self.pass_direction.offset
@@ -433,36 +501,45 @@ class Game:
             assert chosen is not None
             self.hands[target] |= chosen
             self.received[target] = chosen
-        events.append(CardsExchanged(self.hand_number, self.pass_direction))
+        events.append(_new(CardsExchanged, (self.hand_number, self.pass_direction)))
         self._begin_play()
 
-    def _play(self, seat: int, card: int, events: list[Event]) -> None:
-        self.hands[seat] ^= 1 << card
+    def _play(self, seat: int, card: Card, events: list[Event]) -> None:
+        c: int = card
+        hand: int = self.hands[seat]
+        self.hands[seat] = hand ^ 1 << c
         trick = self.trick_cards
         trick.append(card)
         self.trick_seats.append(seat)
-        if card >= 39 or (card == QUEEN_SPADES and self._queen_breaks):
+        if c >= 39 or (c == _QUEEN and self._queen_breaks):
             self.hearts_broken = True
         self._turn_legal = -1
+        suit = c // 13
+        if len(trick) == 1:
+            self._led_suit = suit
+            self._best = c
+            self._winner = seat
+            self._trick_points = _CARD_POINTS[c]
+        else:
+            self._trick_points += _CARD_POINTS[c]
+            if suit == self._led_suit and c > self._best:
+                self._best = c
+                self._winner = seat
         if len(trick) < self.players:
             seat += 1
             self.turn = seat if seat < self.players else 0
             return
-        led = SUIT_OF[trick[0]]
-        best = -1
-        winner = -1
-        points = 0
-        for c, s in zip(trick, self.trick_seats):
-            points += CARD_POINTS[c]
-            if c > best and SUIT_OF[c] == led:
-                best, winner = c, s
+        winner = self._winner
+        points = self._trick_points
         self.taken[winner] += points
-        won = _new(TrickWon, (self.trick_number, winner, self.trick_seats[0],
-                              tuple([CARDS[c] for c in trick]), points))
+        won = _new(TrickWon, (self.trick_number, winner, self.trick_seats[0], tuple(trick),
+                              points))
         events.append(won)
         self.last_trick = won
+        self.tricks.append(won)
         self.trick_cards = []
         self.trick_seats = []
+        self._led_suit = -1
         self.trick_number += 1
         self.turn = winner
         if self.trick_number == self.hand_size:
@@ -481,7 +558,7 @@ class Game:
         else:
             events.append(MoonShot(shooter, self.hand_number, True))
             self.moon_shooter = shooter
-            self.phase = Phase.MOON_CHOICE
+            self.phase = _MOON_CHOICE
             self.turn = -1
 
     def _moon_points(self, shooter: int, choice: MoonChoice) -> tuple[int, ...]:
@@ -500,10 +577,11 @@ class Game:
         for s, p in enumerate(points):
             self.totals[s] += p
         totals = tuple(self.totals)
-        self.hands_played.append(HandResult(self.hand_number, self.pass_direction,
-                                            tuple(self.taken), points, totals, shooter, choice))
-        events.append(HandScored(self.hand_number, tuple(self.taken), points, totals,
-                                 shooter, choice))
+        taken = tuple(self.taken)
+        self.hands_played.append(_new(HandResult, (self.hand_number, self.pass_direction,
+                                                   taken, points, totals, shooter, choice)))
+        events.append(_new(HandScored, (self.hand_number, taken, points, totals, shooter,
+                                        choice)))
         if max(totals) >= self.rules.point_limit:
             self._end_game(GameEndReason.POINT_LIMIT, events)
         elif self.rules.max_hands and len(self.hands_played) >= self.rules.max_hands:
@@ -522,16 +600,16 @@ class Game:
         """Leavers are played for at once, with the timeout rules."""
         while True:
             phase = self.phase
-            if phase is Phase.PLAYING and self.has_left[self.turn]:
+            if phase is _PLAYING and self.has_left[self.turn]:
                 card = auto_play(self.legal_mask(self.turn))
-                events.append(_new(CardPlayed, (self.turn, card, True)))
+                events.append(_CARDS_PLAYED[(self.turn * 52 + card) * 2 + 1])
                 self._play(self.turn, card, events)
-            elif phase is Phase.PASSING and any(
+            elif phase is _PASSING and any(
                     self.has_left[s] and self.passes[s] is None for s in range(self.players)):
                 seat = next(s for s in range(self.players)
                             if self.has_left[s] and self.passes[s] is None)
                 self._pass(seat, _mask(auto_pass(self.hands[seat])), True, events)
-            elif (phase is Phase.MOON_CHOICE and self.moon_shooter is not None
+            elif (phase is _MOON_CHOICE and self.moon_shooter is not None
                   and self.has_left[self.moon_shooter]):
                 self._choose_moon(self.moon_shooter, self.auto_moon_choice(), True, events)
             else:
@@ -549,6 +627,28 @@ def auto_play(legal: int) -> Card:
     """Play-timeout choice: the lowest legal card, preferring cards without points
     (rank ties ♣, ♦, ♠, ♥)."""
     return lowest_by_rank((legal & ~POINTS_MASK) or legal)
+
+
+def _shuffle(deck: list[Card], rng: random.Random) -> None:
+    """``rng.shuffle(deck)``, the same permutation from the same state, with the
+    standard library's ``_randbelow`` inlined (the deal was a fifth of a random hand)."""
+    getrandbits = rng.getrandbits
+    for i in range(len(deck) - 1, 0, -1):
+        n = i + 1
+        k = n.bit_length()
+        j = getrandbits(k)
+        while j >= n:
+            j = getrandbits(k)
+        deck[i], deck[j] = deck[j], deck[i]
+
+
+def _as_moon_choice(value: object) -> MoonChoice:
+    loose: Any = value  # any value: a bad one raises ValueError, as MoonChoice does
+    try:
+        return MoonChoice(loose)
+    except ValueError:
+        raise InvalidActionError(
+            f"moon choice must be one of {', '.join(MoonChoice)}") from None
 
 
 def _mask(cards: Iterable[int]) -> int:

@@ -1,4 +1,5 @@
-"""The dependency direction: clients -> protos <- server -> engine -> stdlib."""
+"""The dependency direction: clients -> protos <- server -> engine -> stdlib, and
+ai -> engine -> stdlib."""
 
 import ast
 import sys
@@ -27,9 +28,16 @@ def test_engine_imports_only_the_standard_library_and_itself() -> None:
     assert not roots & {"asyncio", "time", "socket", "threading", "logging", "os"}
 
 
+def test_ai_imports_only_the_engine_the_standard_library_and_itself() -> None:
+    roots = imported_roots("ai")
+    outside = {r for r in roots if r not in {"ai", "engine"} and r not in sys.stdlib_module_names}
+    assert not outside, f"ai imports {outside}"
+    assert not roots & {"server", "clients", "tools", "copas", "grpc"}
+
+
 @pytest.mark.parametrize("package", ["clients"])
 def test_clients_import_neither_engine_nor_server(package: str) -> None:
-    assert not imported_roots(package) & {"engine", "server"}
+    assert not imported_roots(package) & {"engine", "server", "ai"}
 
 
 def test_server_never_imports_clients() -> None:

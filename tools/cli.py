@@ -1,5 +1,6 @@
 """`copas`: the clients (play, bot, loadtest, watch) and `replay`, which checks a finished
-game with the engine (so it lives outside `clients/`, which never imports the engine)."""
+game with the engine (so it lives outside `clients/`, which never imports the engine). It
+also gives `copas bot` and `copas loadtest` the engine's bots (`--policy duck` or `mc`)."""
 
 from __future__ import annotations
 
@@ -8,11 +9,12 @@ import asyncio
 import sys
 
 from clients import cli as clients_cli
-from tools import replay
+from tools import policies, replay
 
 
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
+    policies.register()
     if args[:1] != ["replay"]:
         return clients_cli.main(args)
     parser = argparse.ArgumentParser(prog="copas replay", description=replay.__doc__,
