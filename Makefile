@@ -47,10 +47,11 @@ lint: setup ## ruff, mypy --strict on the engine and ai/, buf lint on the protos
 	$(BIN)/mypy --strict engine/ ai/
 	cd $(PROTO_DIR) && ../$(BIN)/buf lint
 
-bench: setup ## benchmarks: engine vs OpenSpiel; a move vs a bare gRPC echo; durable vs in-memory
+bench: setup ## benchmarks: engine vs OpenSpiel; a move vs a bare gRPC echo; durable vs in-memory; a flood
 	$(BIN)/python bench/engine_vs_openspiel.py
 	$(BIN)/python bench/move_cost.py
 	$(BIN)/python bench/durability.py
+	$(BIN)/python bench/flood.py
 
 bench-bots: setup ## bot strength: mc vs duck, random, greedy on duplicate deals; decision time (minutes)
 	$(BIN)/python bench/bots_strength.py

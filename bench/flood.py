@@ -2,9 +2,10 @@
 
 Starts the server (its defaults: SQLite in a temporary directory, quotas on) and, in the same
 run, alternates a quiet phase and a flood phase. In both, a victim table of four players plays
-``--moves`` cards and each PlayCard's latency is timed. In the flood phase another process,
-with one connection, sends bad calls as fast as the server answers them (64 in flight:
-illegal PlayCards with its own valid token, and calls with a forged token).
+``--moves`` cards, a move every 25 ms, and each PlayCard's latency is timed. In the flood
+phase another process, with one connection, sends bad calls as fast as the server answers
+them (64 in flight: illegal PlayCards with its own valid token, and calls with a forged
+token).
 
 Prints the victim's p50/p99 in both phases, the flooder's calls per second, and
 ``flood_p99_ratio=<victim p99 while flooded ÷ victim p99 in quiet>`` (medians over rounds).
@@ -64,9 +65,11 @@ async def victim(stub: copas_pb2_grpc.CopasServiceStub, table_id: str,
                  tokens: list[tuple[tuple[str, str], ...]], replica: Game, moves: int
                  ) -> list[float]:
     """The four players play on, following the game with the engine replica (the table's
-    seed is known); the latency of each PlayCard, in seconds."""
+    seed is known), a move every 25 ms (each player well within its quota); the latency
+    of each PlayCard, in seconds."""
     latencies: list[float] = []
     while len(latencies) < moves and not replica.is_over:
+        await asyncio.sleep(0.025)
         seat = replica.to_act()[0]
         action = replica.auto_action(seat)
         if replica.phase.value == "PLAYING":

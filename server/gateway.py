@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import hashlib
+import random
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
@@ -150,7 +151,7 @@ class GatewayInterceptor(grpc.aio.ServerInterceptor):
                 except ServiceError as error:
                     finish(method, start, error.code.name, error)
                     if error.penalty:
-                        await asyncio.sleep(error.penalty)
+                        await asyncio.sleep(error.penalty * _spread())
                     await context.abort_with_status(error.to_status())
                     raise  # abort_with_status raises; this is never reached
                 except StorageFailed as failure:
@@ -194,7 +195,7 @@ class GatewayInterceptor(grpc.aio.ServerInterceptor):
                 except ServiceError as error:
                     finish(method, start, error.code.name, error, sent)
                     if error.penalty:
-                        await asyncio.sleep(error.penalty)
+                        await asyncio.sleep(error.penalty * _spread())
                     await context.abort_with_status(error.to_status())
                     raise
                 except StorageFailed as failure:
@@ -214,6 +215,12 @@ class GatewayInterceptor(grpc.aio.ServerInterceptor):
                 stream, request_deserializer=None,
                 response_serializer=handler.response_serializer)
         return handler
+
+
+def _spread() -> float:
+    """0.5..1.5: penalties end at different moments, so a flood's refused calls are
+    answered a few at a time instead of all at once."""
+    return 0.5 + random.random()
 
 
 def _code_name(context: grpc.aio.ServicerContext[Any, Any], default: str) -> str:
