@@ -28,6 +28,7 @@ from clients.common import (
     channel,
     connection,
     error_reason,
+    is_game_over,
     is_over,
     join,
     must_act,
@@ -137,8 +138,10 @@ async def run_bot(player: Player, policy: str = "greedy", seed: int | None = Non
             bot.observe(event)
             if on_event:
                 on_event(event)
-            if is_over(view):
+            if is_game_over(event):
                 break
+            if is_over(view):
+                continue  # the game's last events are on their way: wait for game_over
             # Act once per decision: the stream may still hold older views of the same one.
             key = decision_key(view)
             if not must_act(view) or key in acted:

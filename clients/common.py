@@ -23,12 +23,14 @@ RETRYABLE = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED}
 _RANKS = {"2": 2, "3": 3, "4": 4, "5": 5, "6": 6, "7": 7, "8": 8, "9": 9, "10": 10, "T": 10,
           "J": 11, "Q": 12, "K": 13, "A": 14}
 _SUITS = {"C": cards_pb2.SUIT_CLUBS, "D": cards_pb2.SUIT_DIAMONDS, "S": cards_pb2.SUIT_SPADES,
-          "H": cards_pb2.SUIT_HEARTS}
+          "H": cards_pb2.SUIT_HEARTS, "♣": cards_pb2.SUIT_CLUBS, "♦": cards_pb2.SUIT_DIAMONDS,
+          "♠": cards_pb2.SUIT_SPADES, "♥": cards_pb2.SUIT_HEARTS, "♧": cards_pb2.SUIT_CLUBS,
+          "♢": cards_pb2.SUIT_DIAMONDS, "♤": cards_pb2.SUIT_SPADES, "♡": cards_pb2.SUIT_HEARTS}
 
 
 def parse_card(text: str) -> cards_pb2.Card | None:
-    """'qs', '10h', 'Th' -> a Card; None when it is not a card."""
-    t = text.strip().upper()
+    """'qs', '10h', 'Th', 'A♠' -> a Card; None when it is not a card."""
+    t = text.strip().upper().replace("\ufe0f", "")  # emoji presentation of ♠ ♥ ♦ ♣
     if len(t) < 2 or t[:-1] not in _RANKS or t[-1] not in _SUITS:
         return None
     return cards_pb2.Card(suit=_SUITS[t[-1]], rank=_RANKS[t[:-1]])  # type: ignore[arg-type]
@@ -196,6 +198,21 @@ async def watch(stub: copas_pb2_grpc.CopasServiceStub, table_id: str,
 
 def must_act(view: copas_pb2.TableView) -> bool:
     return view.HasField("seat") and view.seat in view.to_act and not view.HasField("paused_until")
+
+
+def is_game_over(event: copas_pb2.TableEvent) -> bool:
+    """The event that ends a game (its standings are in it; nothing follows it), or a
+    snapshot of a game already over (a client that came late or came back)."""
+    kind = event.WhichOneof("kind")
+    return kind == "game_over" or (kind == "snapshot" and is_over(event.view))
+
+
+def pass_target(view: copas_pb2.TableView, seat: int) -> int | None:
+    """The seat ``seat`` passes to this hand (None: no passing)."""
+    n = len(view.players)
+    offset = {copas_pb2.PASS_DIRECTION_LEFT: 1, copas_pb2.PASS_DIRECTION_RIGHT: -1,
+              copas_pb2.PASS_DIRECTION_ACROSS: 2}.get(view.pass_direction)
+    return None if offset is None or not n else (seat + offset) % n
 
 
 def is_over(view: copas_pb2.TableView) -> bool:

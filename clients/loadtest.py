@@ -34,6 +34,7 @@ from clients.common import (
     add_server_arguments,
     channel,
     connection,
+    is_game_over,
     is_over,
     must_act,
     zero_timing,
@@ -94,8 +95,10 @@ async def play_seat(player: Player, channel_stub: copas_pb2_grpc.CopasServiceStu
             if event.WhichOneof("kind") == "card_played" and event.card_played.seat != player.seat:
                 results.view_latency.append(time.time() - event.time.ToNanoseconds() / 1e9)
             view = event.view
-            if is_over(view):
+            if is_game_over(event):
                 return
+            if is_over(view):
+                continue
             key = decision_key(view)
             if not must_act(view) or key in acted:
                 continue

@@ -25,13 +25,15 @@ from clients.common import (
     channel,
     connection,
     error_reason,
-    is_over,
+    is_game_over,
     join,
     must_act,
     parse_card,
+    pass_target,
+    pretty,
     watch,
 )
-from clients.render import event_line, render, seconds_left, sorted_hand, standings_table
+from clients.render import event_line, name_of, render, seconds_left, sorted_hand
 
 INTERRUPT = "\x03"
 REMINDERS = (10.0, 5.0, 2.0)  # seconds left at which the countdown speaks up
@@ -71,7 +73,7 @@ class Session:
                 self.console.print(line)
             self.view = event.view
             self.changed.set()
-            if is_over(self.view):
+            if is_game_over(event):
                 break
         self.done = True
         self.changed.set()
@@ -127,8 +129,6 @@ class Session:
         finally:
             follower.cancel()
         self.console.print(render(self.view, f"table {self.player.table_id}"))
-        if self.view.standings:
-            self.console.print(standings_table(self.view))
         return 0
 
     async def ask(self, decision: tuple[int, ...]) -> str:
@@ -161,11 +161,13 @@ class Session:
 
     def prompt(self) -> str:
         v = self.view
-        legal = " ".join(c.text for c in sorted(v.legal_cards, key=card_key))
+        legal = " ".join(pretty(c) for c in sorted(v.legal_cards, key=card_key))
         left = seconds_left(v)
         clock = f" [{left:.0f}s]" if left is not None else ""
         if v.phase == copas_pb2.PHASE_PASSING:
-            return f"\nChoose 3 cards to pass{clock} (e.g. QS AS 3H, or 1 2 3): "
+            target = pass_target(v, v.seat)
+            to = f" to {name_of(v, target)}" if target is not None else ""
+            return f"\nChoose 3 cards to pass{to}{clock} (e.g. QS A♠ 3H, or 1 2 3): "
         if v.phase == copas_pb2.PHASE_MOON_CHOICE:
             return f"\nYou shot the moon!{clock} (a) add 26 to the others, (s) subtract 26: "
         return f"\nYour turn{clock} — legal: {legal}. Card (text or number): "
@@ -214,7 +216,7 @@ class Session:
 
     async def confirm_leave(self) -> bool:
         self.console.print("\nLeave the table for good? Bots play your seat and you are "
-                           "ranked last. [y/N] ", end="")
+                           "ranked last. [y/N] ", end="", markup=False, highlight=False)
         line = await self.next_line(None)
         if isinstance(line, str) and line.strip().lower().startswith("y"):
             await self.player.leave()

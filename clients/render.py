@@ -10,7 +10,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from clients.common import DIRECTION_TEXT, card_key, pretty
+from clients.common import DIRECTION_TEXT, card_key, pass_target, pretty
 
 PHASE_TEXT = {copas_pb2.PHASE_WAITING_FOR_PLAYERS: "waiting for players",
               copas_pb2.PHASE_PASSING: "passing", copas_pb2.PHASE_PLAYING: "playing",
@@ -62,7 +62,7 @@ def render(view: copas_pb2.TableView, title: str = "") -> RenderableType:
     header.append(f"{PHASE_TEXT.get(view.phase, '?')}")
     if view.hand_number >= 0:
         header.append(f" · hand {view.hand_number + 1}"
-                      f" · pass {DIRECTION_TEXT.get(view.pass_direction, '?')}"
+                      f" · {pass_text(view, view.pass_direction)}"
                       f" · hearts {'broken' if view.hearts_broken else 'not broken'}")
     players = Table(show_edge=False, box=None, padding=(0, 2))
     for col in ("seat", "player", "cards", "hand", "total", ""):
@@ -125,21 +125,40 @@ def hand_summary(event: copas_pb2.HandScored, view: copas_pb2.TableView) -> Text
     return text
 
 
+def played_for(view: copas_pb2.TableView, seat: int, is_automatic: bool) -> str:
+    """Why the server played a card: a bot's own move is not marked."""
+    player = next((p for p in view.players if p.seat == seat), None)
+    if not is_automatic or (player is not None and player.is_bot):
+        return ""
+    if player is not None and player.has_left:
+        return " (played for a player who left)"
+    return " (out of time: played for them)"
+
+
+def pass_text(view: copas_pb2.TableView, direction: int) -> str:
+    """'pass left, to Ana' for a player; 'pass left' for a spectator; 'no passing'."""
+    if direction == copas_pb2.PASS_DIRECTION_HOLD:
+        return "no passing"
+    text = f"pass {DIRECTION_TEXT.get(direction, '?')}"
+    target = pass_target(view, view.seat) if view.HasField("seat") else None
+    return text + (f", to {name_of(view, target)}" if target is not None else "")
+
+
 def event_line(event: copas_pb2.TableEvent) -> Text | None:
     """One line for the events worth a line of their own."""
     view = event.view
     kind = event.WhichOneof("kind")
     if kind == "card_played":
         e = event.card_played
-        auto = " (auto)" if e.is_automatic else ""
-        return Text(f"  {name_of(view, e.seat)} plays {pretty(e.card)}{auto}")
+        return Text(f"  {name_of(view, e.seat)} plays {pretty(e.card)}"
+                    f"{played_for(view, e.seat, e.is_automatic)}")
     if kind == "trick_won":
         t = event.trick_won
         return Text(f"  → {name_of(view, t.winner)} takes the trick"
                     + (f" (+{t.points})" if t.points else ""))
     if kind == "hand_started":
-        return Text(f"— hand {event.hand_started.hand_number + 1}: pass "
-                    f"{DIRECTION_TEXT.get(event.hand_started.pass_direction, '?')}", style="bold")
+        return Text(f"— hand {event.hand_started.hand_number + 1}: "
+                    f"{pass_text(view, event.hand_started.pass_direction)}", style="bold")
     if kind == "hand_scored":
         return hand_summary(event.hand_scored, view)
     if kind == "turn_timed_out":

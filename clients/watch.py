@@ -9,7 +9,7 @@ from copas.v1 import copas_pb2, copas_pb2_grpc
 from rich.console import Console
 from rich.table import Table
 
-from clients.common import add_server_arguments, channel, connection, is_over, watch
+from clients.common import add_server_arguments, channel, connection, is_game_over, watch
 from clients.render import PHASE_TEXT, event_line, render
 
 REDRAW_ON = {"snapshot", "trick_won", "hand_scored", "game_over", "cards_exchanged"}
@@ -22,8 +22,8 @@ async def list_tables(stub: copas_pb2_grpc.CopasServiceStub, console: Console,
         table.add_column(col)
     token, shown = "", 0
     while shown < limit:
-        page = await stub.ListTables(copas_pb2.ListTablesRequest(page_size=min(100, limit),
-                                                                 page_token=token))
+        page = await stub.ListTables(copas_pb2.ListTablesRequest(
+            page_size=min(100, limit), page_token=token, include_finished=True))
         for t in page.tables:
             seats = ", ".join((s.display_name or "·") + ("*" if s.is_bot else "")
                               for s in t.seats)
@@ -51,7 +51,7 @@ async def watch_main(args: argparse.Namespace) -> int:
                     console.print(line)
                 if kind in REDRAW_ON:
                     console.print(render(event.view, f"table {args.table} (spectator)"))
-                if is_over(event.view):
+                if is_game_over(event):
                     break
         except grpc.aio.AioRpcError as error:
             console.print(f"copas watch: {error.code().name}: {error.details()}")

@@ -1,8 +1,14 @@
-"""Service errors and the one mapping from domain errors to gRPC status codes."""
+"""Service errors and the one mapping from domain errors to gRPC status codes.
+
+Every reason is a value of the contract's ``copas.v1.ErrorReason`` enum: a ``ServiceError``
+with any other reason cannot be made (``ValueError``), so the server never sends a reason
+the contract does not document.
+"""
 
 from __future__ import annotations
 
 import grpc
+from copas.v1 import errors_pb2
 from google.protobuf import any_pb2, duration_pb2
 from google.protobuf.message import Message
 from google.rpc import error_details_pb2, status_pb2
@@ -10,14 +16,18 @@ from grpc_status import rpc_status
 
 from engine import EngineError, IllegalActionError, InvalidActionError, RecordError, RulesError
 
-ERROR_DOMAIN = "copas.v1"
+ERROR_DOMAIN = "copas.v1.CopasService"
+REASONS = frozenset(errors_pb2.ErrorReason.keys()) - {"ERROR_REASON_UNSPECIFIED"}
 
 
 class ServiceError(Exception):
-    """An error with its gRPC status code, a machine-readable reason and a readable message."""
+    """An error with its gRPC status code, a reason from ``copas.v1.ErrorReason`` and a
+    readable message."""
 
     def __init__(self, code: grpc.StatusCode, reason: str, message: str,
                  details: tuple[Message, ...] = (), penalty: float = 0.0) -> None:
+        if reason not in REASONS:
+            raise ValueError(f"{reason!r} is not a copas.v1.ErrorReason")
         super().__init__(message)
         self.code = code
         self.reason = reason
@@ -26,7 +36,7 @@ class ServiceError(Exception):
         self.penalty = penalty  # seconds to wait before answering (over a quota)
 
     @classmethod
-    def invalid(cls, message: str, reason: str = "INVALID_ARGUMENT") -> ServiceError:
+    def invalid(cls, message: str, reason: str) -> ServiceError:
         return cls(grpc.StatusCode.INVALID_ARGUMENT, reason, message)
 
     @classmethod
@@ -79,8 +89,8 @@ class ServiceError(Exception):
 def from_engine(error: EngineError) -> ServiceError:
     """Malformed -> INVALID_ARGUMENT; illegal now -> FAILED_PRECONDITION."""
     reason = str(error.reason)
-    if isinstance(error, (InvalidActionError, RulesError, RecordError)):
-        return ServiceError.invalid(error.message, reason)
     if isinstance(error, IllegalActionError):
         return ServiceError.precondition(error.message, reason)
+    if isinstance(error, (InvalidActionError, RulesError, RecordError)):
+        return ServiceError.invalid(error.message, reason)
     return ServiceError.invalid(error.message, reason)

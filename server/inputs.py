@@ -28,7 +28,7 @@ def quote(value: str) -> str:
     return repr(value[:QUOTE_MAX]) + f"… ({len(value)} characters)"
 
 
-def check_length(field: str, value: str, limit: int, reason: str = "INVALID_ARGUMENT") -> str:
+def check_length(field: str, value: str, limit: int, reason: str = "FIELD_TOO_LONG") -> str:
     if len(value) > limit:
         raise ServiceError.invalid(f"{field} is at most {limit} characters, got {len(value)}",
                                    reason)

@@ -21,11 +21,10 @@ import grpc
 import structlog
 from copas.v1 import copas_pb2, copas_pb2_grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
-from grpc_reflection.v1alpha import reflection
 from prometheus_client import start_http_server
 from prometheus_client.core import GaugeMetricFamily
 
-from server import table_view
+from server import reflection, table_view
 from server.config import Config, parse_args
 from server.errors import ServiceError
 from server.gateway import GatewayInterceptor
@@ -141,8 +140,7 @@ async def start(config: Config) -> RunningServer:
     copas_pb2_grpc.add_CopasServiceServicer_to_server(CopasService(tables), server)
     health_servicer = health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
-    reflection.enable_server_reflection(
-        (SERVICE_NAME, reflection.SERVICE_NAME, health.SERVICE_NAME), server)
+    reflection.enable(server, (SERVICE_NAME, health.SERVICE_NAME))
     metrics_port = 0
     http_server = None
     if config.metrics_port:

@@ -8,7 +8,15 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 import structlog
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    GCCollector,
+    Histogram,
+    PlatformCollector,
+    ProcessCollector,
+)
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
@@ -19,6 +27,10 @@ class Metrics:
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
         r = self.registry
+        # The standard process_*, python_info and python_gc_* metrics.
+        ProcessCollector(registry=r)
+        PlatformCollector(registry=r)
+        GCCollector(registry=r)
         self.actions = Counter("copas_actions_total", "Player actions by kind and result",
                                ["kind", "result"], registry=r)
         self.rpc_latency = Histogram(

@@ -29,19 +29,21 @@ from server.clock import LoopScheduler, Scheduler
 from server.config import Config
 from server.errors import ServiceError, from_engine
 from server.idempotency import Remembered, check_reuse, request_key
+from server.lobby import Lobby, LobbyFilter
 from server.observability import Metrics
 from server.storage import Storage, StorageFailed
-from server.table import Table
+from server.table import JOIN_SCOPE, Table
 
 log = structlog.get_logger("copas.registry")
 
 CREATE_MEMORY = 10_000  # CreateTable request_ids remembered
+ANY_TABLE = LobbyFilter()
 
 
 def _page_size(requested: int) -> int:
     """A page size from a request: 0 means 20, at most 100."""
     if requested < 0:
-        raise ServiceError.invalid("page_size must not be negative")
+        raise ServiceError.invalid("page_size must not be negative", "INVALID_PAGE_SIZE")
     return min(requested or 20, 100)
 
 
@@ -87,6 +89,8 @@ class TableManager:
         self._release_handles: dict[str, Any] = {}
         self._undelivered: dict[Table, int] = {}
         self._delivery: asyncio.Task[None] | None = None
+        self.join_index: dict[str, str] = {}  # JoinTable request key -> table_id
+        self.lobby = Lobby(config.watcher_queue)
 
     @staticmethod
     def hash_token(token: str) -> str:
@@ -119,6 +123,12 @@ class TableManager:
 
     def players_seated(self) -> int:
         return self.seated
+
+    def index_join(self, key: str, table_id: str) -> None:
+        self.join_index[key] = table_id
+
+    def forget_join(self, key: str) -> None:
+        self.join_index.pop(key, None)
 
     # ------------------------------------------------------------ tables
 
@@ -166,10 +176,11 @@ class TableManager:
                       bot_seats=bot_seats, order=next(self._order),
                       created=self.scheduler.now(), request_key=key, fingerprint=fingerprint)
         self._adopt(table)
+        self.lobby.table_changed(table)
         if key:
             self._remember_create(key, fingerprint, table_id)
         self.storage.create_table(table_id, table.created, table.meta())
-        table.log.info("table_created", preset=preset, players=rules.players, bots=bot_seats)
+        table.log.debug("table_created", preset=preset, players=rules.players, bots=bot_seats)
         if is_bot_table:
             table.start()
             table._end_step()
@@ -205,13 +216,16 @@ class TableManager:
             raise ServiceError.not_found(f"no table {inputs.quote(table_id)}")
         return table
 
-    def page(self, page_size: int, page_token: str) -> tuple[list[Table], str]:
+    def page(self, page_size: int, page_token: str, lobby_filter: LobbyFilter = ANY_TABLE
+             ) -> tuple[list[Table], str]:
         size = _page_size(page_size)
         before = _read_page_token(page_token, int) if page_token else None
         page: list[Table] = []
         more = False
         for table in reversed(self.tables.values()):  # newest first
             if before is not None and table.order >= before:
+                continue
+            if not lobby_filter.matches(table):
                 continue
             if len(page) == size:
                 more = True
@@ -220,11 +234,30 @@ class TableManager:
         return page, _make_page_token(str(page[-1].order)) if more else ""
 
     def join(self, table_id: str, name: str, seat: int | None, request_id: str = "",
-             fingerprint: str = "") -> tuple[Table, int, str]:
+             fingerprint: str = "", *, preset: str = "", players: int | None = None
+             ) -> tuple[Table, int, str]:
+        """Seat a person at ``table_id``, or (quick match, ``preset`` instead) at the oldest
+        waiting table of that kind with a free seat, or at a new one."""
         name = inputs.display_name(name, inputs.PLAYER_NAME_MAX, required=True)
-        table = self.get(table_id)
+        if request_id:
+            known = self.join_index.get(request_key(JOIN_SCOPE, request_id))
+            if known is not None and known in self.tables:  # a retry: the same table
+                table = self.tables[known]
+                seat_number, token = table.join(name, seat, request_id, fingerprint)
+                return table, seat_number, token
+        table = self.get(table_id) if table_id or not preset else self._open_table(preset, players)
         seat_number, token = table.join(name, seat, request_id, fingerprint)
         return table, seat_number, token
+
+    def _open_table(self, preset: str, players: int | None) -> Table:
+        """Quick match: the oldest waiting table of this kind with a free seat, or a new one."""
+        inputs.check_length("preset", preset, inputs.PRESET_MAX, "INVALID_RULES")
+        wanted = LobbyFilter(only_joinable=True, preset=preset, players=players or 4)
+        for table in self.tables.values():  # oldest first
+            if table.has_people and wanted.matches(table):
+                return table
+        overrides = {"players": players} if players is not None else {}
+        return self.create(preset=preset, overrides=overrides, bot_seats=0, name="", seed=None)
 
     def authenticate(self, token_hash: str | None, table_id: str) -> tuple[Table, int]:
         """The table and seat a token belongs to."""
@@ -292,13 +325,18 @@ class TableManager:
                 seat.holds_slot = False
                 self.give_slot()
         table.release(error)
+        self.lobby.table_changed(table)
+        for seat in table.seats:
+            if seat.join_key:
+                self.forget_join(seat.join_key)
         if table.request_key:
             self._create_requests.pop(table.request_key, None)
         self.storage.release_table(table.id)
         self._kick()
-        table.log.info("table_released")
+        table.log.debug("table_released")
 
     def close_all(self) -> None:
+        self.lobby.close_all()
         for handle in self._release_handles.values():
             handle.cancel()
         for table in self.tables.values():
@@ -311,17 +349,20 @@ class TableManager:
         the server did by itself (bots, timers) without waiting for a request."""
         self.storage.note_sequence(table.id, table.sequence)
         self._undelivered[table] = table.sequence
+        self.lobby.table_changed(table)
         self._kick()
 
     def _kick(self) -> None:
-        if self._delivery is None and (self._undelivered or self.storage.has_pending):
+        if self._delivery is None and (self._undelivered or self.storage.has_pending
+                                       or self.lobby.has_staged):
             with contextlib.suppress(RuntimeError):  # no loop: the next sync commits it
                 self._delivery = asyncio.get_running_loop().create_task(self._deliver_loop())
 
     async def _deliver_loop(self) -> None:
         try:
-            while self._undelivered or self.storage.has_pending:
+            while self._undelivered or self.storage.has_pending or self.lobby.has_staged:
                 marks, self._undelivered = self._undelivered, {}
+                staged = self.lobby.take_staged()
                 try:
                     await self.storage.sync()
                 except StorageFailed:
@@ -329,6 +370,7 @@ class TableManager:
                 for table, upto in marks.items():
                     if not table.is_released:
                         table.fanout.deliver(upto, self.metrics.snapshots_for_slow.inc)
+                self.lobby.deliver(staged)
         finally:
             self._delivery = None
 

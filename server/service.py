@@ -16,6 +16,7 @@ from server import codec, inputs
 from server.errors import ServiceError
 from server.gateway import caller
 from server.idempotency import JOIN_REQUEST_ID_MIN, fingerprint
+from server.lobby import LobbyFilter, LobbyWatcher
 from server.registry import TableManager
 
 Context = grpc.aio.ServicerContext[Any, Any]
@@ -60,10 +61,29 @@ class CopasService(copas_pb2_grpc.CopasServiceServicer):
 
     async def ListTables(self, request: copas_pb2.ListTablesRequest, context: Context
                          ) -> copas_pb2.ListTablesResponse:
-        page, token = self.tables.page(request.page_size, request.page_token)
+        page, token = self.tables.page(request.page_size, request.page_token,
+                                       LobbyFilter.of(request))
         await self.tables.storage.sync()  # show only what is durable
         return copas_pb2.ListTablesResponse(tables=[t.summary() for t in page],
                                             next_page_token=token)
+
+    async def WatchLobby(self, request: copas_pb2.WatchLobbyRequest, context: Context
+                         ) -> AsyncIterator[copas_pb2.WatchLobbyResponse]:
+        lobby = self.tables.lobby
+        watcher = LobbyWatcher(LobbyFilter.of(request))
+        lobby.watchers.add(watcher)
+        try:
+            while not watcher.is_closed:
+                if watcher.needs_snapshot:
+                    await self.tables.storage.sync()  # show only what is durable
+                    yield lobby.snapshot(watcher, list(self.tables.live()))
+                while watcher.queue and not watcher.is_closed:
+                    yield watcher.queue.popleft()
+                if not watcher.needs_snapshot:
+                    await watcher.wakeup.wait()
+                    watcher.wakeup.clear()
+        finally:
+            lobby.remove(watcher)
 
     async def GetTable(self, request: copas_pb2.GetTableRequest, context: Context
                        ) -> copas_pb2.GetTableResponse:
@@ -75,9 +95,14 @@ class CopasService(copas_pb2_grpc.CopasServiceServicer):
                         ) -> copas_pb2.JoinTableResponse:
         table_id = _table_id(request)
         request_id = _request_id(request, JOIN_REQUEST_ID_MIN)
+        if not table_id and not request.preset:
+            raise ServiceError.invalid("table_id (or preset, for a quick match) is required",
+                                       "MISSING_TABLE_ID")
         table, seat, token = self.tables.join(
             table_id, request.display_name, request.seat if request.HasField("seat") else None,
-            request_id, fingerprint("JoinTable", request) if request_id else "")
+            request_id, fingerprint("JoinTable", request) if request_id else "",
+            preset=request.preset,
+            players=request.players if request.HasField("players") else None)
         structlog.contextvars.bind_contextvars(seat=seat)
         await self.tables.storage.sync()  # the seat is durable before the token is given
         return copas_pb2.JoinTableResponse(seat=seat, player_token=token, table=table.summary())
@@ -126,7 +151,8 @@ class CopasService(copas_pb2_grpc.CopasServiceServicer):
                          ) -> AsyncIterator[copas_pb2.WatchTableResponse]:
         table_id = _table_id(request)
         if request.after_sequence < 0:
-            raise ServiceError.invalid("after_sequence must not be negative")
+            raise ServiceError.invalid("after_sequence must not be negative",
+                                       "INVALID_SEQUENCE")
         token_hash = caller().token_hash
         table, seat = self.tables.seat_for_watch(token_hash, table_id)
         if seat is not None:
@@ -151,6 +177,12 @@ class CopasService(copas_pb2_grpc.CopasServiceServicer):
                     yield copas_pb2.WatchTableResponse(event=watcher.pop())
         finally:
             table.remove_watcher(watcher)
+
+    async def GetView(self, request: copas_pb2.GetViewRequest, context: Context
+                      ) -> copas_pb2.GetViewResponse:
+        table, seat = self.tables.seat_for_watch(caller().token_hash, _table_id(request))
+        await self.tables.storage.sync()  # show only what is durable
+        return copas_pb2.GetViewResponse(view=table.view(seat), sequence=table.sequence)
 
     async def GetGameRecord(self, request: copas_pb2.GetGameRecordRequest, context: Context
                             ) -> copas_pb2.GetGameRecordResponse:

@@ -61,6 +61,7 @@ if TYPE_CHECKING:
 log = structlog.get_logger("copas.table")
 
 REQUEST_MEMORY = 256  # successful request_ids remembered per seat
+JOIN_SCOPE = "join"  # JoinTable request ids are global: a quick match does not know its table
 
 
 class Seat:
@@ -145,6 +146,9 @@ class Table:
     def is_waiting(self) -> bool:
         return self.game is None
 
+    def has_free_seat(self) -> bool:
+        return any(not s.is_taken for s in self.seats)
+
     def is_connected(self, seat: int) -> bool:
         token_hash = self.seats[seat].token_hash
         return bool(token_hash) and self.fanout.streams_of(token_hash) > 0
@@ -188,10 +192,14 @@ class Table:
         self.history.append(message)
         self._step.append(message)
 
-    def _emit_engine(self, events: list[ev.Event]) -> None:
+    def _emit_engine(self, events: list[ev.Event], phase_before: Phase | None = None) -> None:
+        """Sequence the engine's events; ``phase_before`` is where a leave happened."""
         n = len(self.seats)
         for event in events:
-            self._emit(**codec.event_to_pb(event, n))
+            kind = codec.event_to_pb(event, n)
+            if phase_before is not None and "player_left" in kind:
+                kind["player_left"].phase = codec.PHASE_TO_PB[phase_before]
+            self._emit(**kind)
         self._step_engine.extend(events)
 
     def _end_step(self) -> None:
@@ -199,16 +207,19 @@ class Table:
         the store commits them first. Replay only forgets them."""
         events, self._step = self._step, []
         engine_events, self._step_engine = self._step_engine, []
-        if self.is_replaying or not events:
+        if not events:
+            return
+        events[-1].is_last_in_action = True
+        if self.is_replaying:
             return
         for event in engine_events:
             self.log.debug("game_event", kind=type(event).__name__, **_public_fields(event))
             if isinstance(event, MoonShot):
                 self.metrics.moons.inc()
             elif isinstance(event, GameOver):
-                self.metrics.games_finished.labels(event.reason.value).inc()
+                self.metrics.games_finished.labels(event.reason.value.lower()).inc()
             elif isinstance(event, PlayerLeft):
-                self.log.info("player_left", seat=event.seat)
+                self.log.debug("player_left", seat=event.seat)
         self.metrics.events.inc(len(events))
         seats = self.fanout.seats_watching()
         if seats:
@@ -238,12 +249,12 @@ class Table:
              fingerprint: str = "") -> tuple[int, str]:
         """Seat a person; returns (seat, token). A retry with the same request_id gets the
         same seat and token."""
-        key = request_key(self.id, request_id) if request_id else ""
+        key = request_key(JOIN_SCOPE, request_id) if request_id else ""
         if key:
             known = self.join_requests.get(key)
             if known is not None:
                 check_reuse(known[0], fingerprint)
-                return int(known[0].answer), unseal(known[1], self.id, request_id)
+                return int(known[0].answer), unseal(known[1], JOIN_SCOPE, request_id)
         if self.game is not None:
             raise ServiceError.exhausted("the game has started", "TABLE_FULL")
         if seat_number is not None:
@@ -261,7 +272,7 @@ class Table:
         self.manager.check_writable()
         self.manager.check_room_for_player()
         token = secrets.token_urlsafe(24)
-        sealed = seal(token, self.id, request_id) if key else ""
+        sealed = seal(token, JOIN_SCOPE, request_id) if key else ""
         try:
             self._seat_person(Joined(self.sequence, seat.number, name,
                                      self.manager.hash_token(token), key, fingerprint, sealed))
@@ -282,10 +293,11 @@ class Table:
             seat.join_key = entry.request_key
             self.join_requests[entry.request_key] = (
                 Remembered(entry.fingerprint, entry.seat), entry.sealed_token)
+            self.manager.index_join(entry.request_key, self.id)
         self.manager.register_token(entry.token_hash, self.id, entry.seat)
         self._emit(player_joined=copas_pb2.PlayerJoined(seat=entry.seat, display_name=entry.name))
         if not self.is_replaying:
-            self.log.info("player_joined", seat=entry.seat)
+            self.log.debug("player_joined", seat=entry.seat)
         if all(s.is_taken for s in self.seats):
             self.start()
 
@@ -298,10 +310,12 @@ class Table:
         self.fanout.close_token(seat.token_hash, ServiceError.unauthenticated(
             "you left this table: your player token is no longer valid", "TOKEN_REVOKED"))
         self.join_requests.pop(seat.join_key, None)
+        self.manager.forget_join(seat.join_key)
         if seat.holds_slot:
             self.manager.give_slot()
         self.seats[seat_number] = Seat(seat_number)
-        self._emit(player_left=copas_pb2.PlayerLeft(seat=seat_number, hand_number=-1))
+        self._emit(player_left=copas_pb2.PlayerLeft(
+            seat=seat_number, hand_number=-1, phase=copas_pb2.PHASE_WAITING_FOR_PLAYERS))
         self._arm_watchdog()
         return self.sequence
 
@@ -388,6 +402,7 @@ class Table:
                                                 "TABLE_PAUSED")
         self.manager.check_writable()
         seq = self.sequence
+        phase_before = game.phase
         try:
             events = game.apply(action)
         except EngineError as error:
@@ -398,7 +413,7 @@ class Table:
             if not self.is_replaying:
                 self.metrics.leavers.inc()
             self._free_slot(seat)
-        self._emit_engine(events)
+        self._emit_engine(events, phase_before)
         self._advance(events)
         return seq + 1
 
@@ -413,7 +428,7 @@ class Table:
         self._cancel_watchdog()
         self.last_person_action = self.scheduler.now()
         if not self.is_replaying:
-            self.log.info("game_started")
+            self.log.debug("game_started")
         self._emit(game_started=copas_pb2.GameStarted())
         events = list(self.game.started_events)
         self._emit_engine(events)

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from copas.v1 import copas_pb2
+from google.protobuf.duration_pb2 import Duration
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from engine import private_view, public_view
@@ -20,6 +21,13 @@ def timestamp(seconds: float) -> Timestamp:
     ts = Timestamp()
     ts.FromNanoseconds(int(seconds * 1e9))
     return ts
+
+
+def duration(seconds: float) -> Duration:
+    """A time left, never negative."""
+    left = Duration()
+    left.FromNanoseconds(int(max(0.0, seconds) * 1e9))
+    return left
 
 
 def phase_of(table: Table) -> int:
@@ -64,12 +72,15 @@ def public(table: Table) -> copas_pb2.TableView:
     if v.last_trick is not None:
         message.last_trick.CopyFrom(codec.won_trick_to_pb(v.last_trick, n))
         message.last_trick_winner = v.last_trick.winner
+    now = table.scheduler.now()
     if table.paused_until is None:
         message.to_act.extend(v.to_act)
         if table.deadline is not None:
             message.deadline.CopyFrom(timestamp(table.deadline))
+            message.time_left.CopyFrom(duration(table.deadline - now))
     else:
         message.paused_until.CopyFrom(timestamp(table.paused_until))
+        message.pause_left.CopyFrom(duration(table.paused_until - now))
     message.players.extend(copas_pb2.PlayerState(
         seat=s.number, display_name=s.name, is_bot=s.is_bot,
         is_connected=table.is_connected(s.number), has_left=v.has_left[s.number],

@@ -121,9 +121,7 @@ def test_copas_play_a_whole_game_through_a_terminal(server_address: str) -> None
                 "your hand:", 1)[-1].split("\n", 1)[0])
             if not tried_illegal and len(hand) > len(legal):
                 # A card from the hand that is not legal now: the server's reason is shown.
-                legal_symbols = {c[:-1] + {"C": "♣", "D": "♦", "S": "♠", "H": "♥"}[c[-1]]
-                                 for c in legal}
-                index = next(i for i, c in hand if c not in legal_symbols)
+                index = next(i for i, c in hand if c not in legal)  # both shown as A♠
                 term.type(f"{index}\n")
                 term.read_until(r"✗ (MUST_FOLLOW_SUIT|HEARTS_NOT_BROKEN|"
                                 r"NO_POINTS_ON_FIRST_TRICK|MUST_LEAD_OPENING_CARD): ")
@@ -135,6 +133,13 @@ def test_copas_play_a_whole_game_through_a_terminal(server_address: str) -> None
     term.read_until(r"1\s+\S+")
     assert term.exit_code() == 0
     assert tried_bad_input and tried_illegal
+    # The end, each once: the last card and its trick, the hand's score, the standings.
+    assert "(auto)" not in term.screen and "Bot 2 plays" in term.screen
+    assert "out of time" not in term.screen  # bots' own moves are not marked
+    assert term.screen.count("final standings") == 1
+    assert term.screen.count("hand 1 scored") == 1
+    last_trick = term.screen.rsplit("hand 1 scored", 1)[0].rsplit("\n", 3)
+    assert "takes the trick" in "".join(last_trick)
 
 
 def test_ctrl_c_leaves_after_confirmation(server_address: str) -> None:
@@ -238,12 +243,12 @@ def test_copas_play_counts_down_then_the_server_plays_for_you(tmp_path: Path) ->
     try:
         assert server.stdout is not None and "listening" in server.stdout.readline()
         term = Terminal("play", "--server", f"127.0.0.1:{port}", "--name", "Slow")
-        term.read_until(r"Choose 3 cards to pass \[[0-9]s\]")
+        term.read_until(r"Choose 3 cards to pass to [^[]*\[[0-9]s\]")
         term.read_until(r"⏳ 2s left")
         term.read_until(r"Slow ran out of time")
         term.read_until(r"too late: the turn moved on")
         term.type("\x03")
-        term.read_until(r"Leave the table for good\?")
+        term.read_until(r"Leave the table for good\?[^\n]*\[y\/N\]")
         term.type("y\n")
         assert term.exit_code() == 0
     finally:

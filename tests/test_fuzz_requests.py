@@ -134,11 +134,14 @@ def overrides() -> st.SearchStrategy[copas_pb2.RulesOverrides]:
 def requests(world_ids: list[str]) -> st.SearchStrategy[tuple[str, Any]]:
     table_ids = ids(world_ids)
 
-    def with_optional_seat(table_id: str, name: str, seat: int | None, rid: str) -> Any:
+    def with_optional_seat(table_id: str, name: str, seat: int | None, rid: str,
+                           preset: str, players: int | None) -> Any:
         message = copas_pb2.JoinTableRequest(table_id=table_id, display_name=name,
-                                             request_id=rid)
+                                             request_id=rid, preset=preset)
         if seat is not None:
             message.seat = seat
+        if players is not None:
+            message.players = players
         return message
 
     def create(preset: str, rules: Any, bots: int, name: str, seed: str | None,
@@ -158,7 +161,13 @@ def requests(world_ids: list[str]) -> st.SearchStrategy[tuple[str, Any]]:
         st.tuples(st.just("GetTable"), st.builds(copas_pb2.GetTableRequest,
                                                  table_id=table_ids)),
         st.tuples(st.just("JoinTable"), st.builds(
-            with_optional_seat, table_ids, names, st.one_of(st.none(), small), any_text)),
+            with_optional_seat, table_ids, names, st.one_of(st.none(), small), any_text,
+            st.one_of(st.just(""), st.sampled_from(["quick", "online", "zz"]), any_text),
+            st.one_of(st.none(), small))),
+        st.tuples(st.just("WatchLobby"), st.builds(
+            copas_pb2.WatchLobbyRequest, only_joinable=st.booleans(), preset=any_text,
+            players=small, include_finished=st.booleans())),
+        st.tuples(st.just("GetView"), st.builds(copas_pb2.GetViewRequest, table_id=table_ids)),
         st.tuples(st.just("PassCards"), st.builds(
             copas_pb2.PassCardsRequest, table_id=table_ids,
             cards=st.one_of(st.lists(real_card, min_size=3, max_size=3),
@@ -208,8 +217,8 @@ def send(world: dict[str, Any], method: str, request: Any, authorization: str | 
             else:
                 channel.unary_unary(f"/copas.v1.CopasService/{name}")(
                     body, metadata=metadata, timeout=5)
-        elif method == "WatchTable":
-            call = stub.WatchTable(request, metadata=metadata, timeout=5)
+        elif method in ("WatchTable", "WatchLobby"):
+            call = getattr(stub, method)(request, metadata=metadata, timeout=5)
             next(call)
             call.cancel()
         else:

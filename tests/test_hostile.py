@@ -611,7 +611,7 @@ async def test_after_a_restart_finished_games_and_first_answers_are_kept(tmp_pat
         assert [e["event"] for e in logs] == ["tables_recovered"]
         body = running.metrics.registry.get_sample_value
         assert body("copas_leavers_total") == 0.0
-        assert body("copas_games_finished_total", {"reason": "LAST_PLAYER"}) is None
+        assert body("copas_games_finished_total", {"reason": "last_player"}) is None
         async with grpc.aio.insecure_channel(f"127.0.0.1:{running.port}") as channel:
             stub = copas_pb2_grpc.CopasServiceStub(channel)
             again = (await stub.GetTable(copas_pb2.GetTableRequest(table_id=table.table_id)))

@@ -33,7 +33,7 @@ def error_reason(error: grpc.aio.AioRpcError) -> str:
     for detail in status.details:
         info = error_details_pb2.ErrorInfo()
         if detail.Unpack(info):
-            assert info.domain == "copas.v1"
+            assert info.domain == "copas.v1.CopasService"
             return info.reason
     raise AssertionError("no ErrorInfo detail")
 
