@@ -30,8 +30,9 @@ async def serve(port: int) -> None:
     groups: dict[bytes, list[asyncio.Queue[bytes]]] = defaultdict(list)
 
     async def say(request: bytes, context: Any) -> bytes:
-        group = request[:8]
-        stamped = request + struct.pack("d", time.time())  # the moment the move is accepted
+        group, size = request[:8], struct.unpack("i", request[8:12])[0]
+        # One message per player, of the size asked, stamped with the moment of the move.
+        stamped = group + b"x" * max(0, size - 16) + struct.pack("d", time.time())
         for queue in groups[group]:
             queue.put_nowait(stamped)
         return b""
@@ -59,15 +60,17 @@ async def serve(port: int) -> None:
     await server.wait_for_termination()
 
 
-async def group(server: str, index: int, players: int, deadline: float,
+async def group(server: str, index: int, players: int, deadline: float, size: int,
                 out: dict[str, list[float]]) -> None:
-    channels = [grpc.aio.insecure_channel(server) for _ in range(players)]
+    # A connection per player, like the load test's (channels would share one otherwise).
+    channels = [grpc.aio.insecure_channel(server, options=[("grpc.use_local_subchannel_pool", 1)])
+                for _ in range(players)]
     name = struct.pack("q", index)
     streams = [c.unary_stream(f"/{SERVICE}/Listen")(name) for c in channels]
     says = [c.unary_unary(f"/{SERVICE}/Say") for c in channels]
     for s in streams:
         await s.read()  # ready
-    payload = name + b"x" * 400
+    payload = name + struct.pack("i", size) + b"x" * 28  # about a PlayCard request
     move = 0
     while time.time() < deadline:
         player = move % players
@@ -85,15 +88,16 @@ async def group(server: str, index: int, players: int, deadline: float,
         await c.close()
 
 
-async def swarm_part(server: str, tables: range, players: int, deadline: float
+async def swarm_part(server: str, tables: range, players: int, deadline: float, size: int
                      ) -> dict[str, list[float]]:
     out: dict[str, list[float]] = {"play": [], "view": []}
-    await asyncio.gather(*(group(server, i, players, deadline, out) for i in tables))
+    await asyncio.gather(*(group(server, i, players, deadline, size, out) for i in tables))
     return out
 
 
-def _child(server: str, tables: range, players: int, deadline: float, queue: Any) -> None:
-    queue.put(asyncio.run(swarm_part(server, tables, players, deadline)))
+def _child(server: str, tables: range, players: int, deadline: float, size: int,
+           queue: Any) -> None:
+    queue.put(asyncio.run(swarm_part(server, tables, players, deadline, size)))
 
 
 def pct(values: list[float], q: float) -> float:
@@ -109,7 +113,8 @@ def swarm(args: argparse.Namespace) -> int:
     queue = ctx.Queue()
     parts = [range(p, args.tables, args.processes) for p in range(args.processes)]
     children = [ctx.Process(target=_child, args=(args.server, part, args.players, deadline,
-                                                   queue)) for part in parts]
+                                                   args.message_bytes, queue))
+                for part in parts]
     for c in children:
         c.start()
     merged: dict[str, list[float]] = {"play": [], "view": []}
@@ -141,6 +146,8 @@ def main() -> int:
     w.add_argument("--duration", type=float, default=20)
     w.add_argument("--processes", type=int, default=1)
     w.add_argument("--json", action="store_true")
+    w.add_argument("--message-bytes", type=int, default=400,
+                   help="size of each stream message (the view a player gets)")
     args = parser.parse_args()
     if args.command == "serve":
         asyncio.run(serve(args.port))

@@ -243,6 +243,15 @@ def rss_mb(pid: int, field_name: str = "VmRSS") -> float | None:
     return None
 
 
+def cpu_seconds(pid: int) -> float | None:
+    """CPU time (user + system, every thread) a local process has used so far."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 async def loadtest_main(args: argparse.Namespace) -> int:
     if not args.duration and not args.games:
         args.duration = 10.0
@@ -260,6 +269,7 @@ async def loadtest_main(args: argparse.Namespace) -> int:
                           deadline, games, tuple(POLICY_SETUP)))
     pid = server_pid(args.server)
     peak = rss_mb(pid) if pid else None
+    cpu_before = cpu_seconds(pid) if pid else None
     start = time.perf_counter()
     queue = ctx.Queue()
     children = [ctx.Process(target=_child, args=(plan, counters, queue)) for plan in plans[1:]]
@@ -287,6 +297,10 @@ async def loadtest_main(args: argparse.Namespace) -> int:
         for child in children:
             child.join()
     elapsed = time.perf_counter() - start
+    cpu_after = cpu_seconds(pid) if pid else None
+    cpu_per_move = None
+    if cpu_before is not None and cpu_after is not None and results.moves:
+        cpu_per_move = round((cpu_after - cpu_before) * 1000 / results.moves, 4)
     report = {
         "server": args.server, "tables": args.tables, "players": args.players,
         "preset": args.preset, "processes": processes, "duration_s": round(elapsed, 3),
@@ -297,6 +311,7 @@ async def loadtest_main(args: argparse.Namespace) -> int:
         "move_to_view_latency_ms": percentiles(results.view_latency),
         "errors": dict(results.errors),
         "server_peak_rss_mb": round(peak, 1) if peak else None,
+        "server_cpu_ms_per_move": cpu_per_move,
     }
     if args.json:
         print(json.dumps(report))
@@ -312,7 +327,7 @@ def print_report(report: dict[str, Any]) -> None:
     table.add_column("measure")
     table.add_column("value", justify="right")
     for key in ("duration_s", "games_started", "games_finished", "games_unfinished", "moves",
-                "moves_per_s", "server_peak_rss_mb"):
+                "moves_per_s", "server_peak_rss_mb", "server_cpu_ms_per_move"):
         table.add_row(key, str(report[key]))
     for key in ("play_card_latency_ms", "move_to_view_latency_ms"):
         p = report[key]

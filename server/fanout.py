@@ -6,25 +6,27 @@ the seat can ever reach them. Each stream's queue is bounded in messages and in 
 stream that falls behind loses its backlog and gets a fresh snapshot instead.
 
 Events reach the streams only once they are durable: a step's events wait in the outbox
-until the store has committed them (``deliver``).
+until the store has committed them (``deliver``). They travel pre-serialized: each event is
+serialized once, each watched seat's view once per step, and a stream's message is their
+concatenation (protobuf fields concatenate), shared by every stream of that seat.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import Callable, Iterable
-
-from copas.v1 import copas_pb2
+from collections.abc import Callable
 
 from server.errors import ServiceError
+from server.table_view import varint
 
-Views = dict[int | None, copas_pb2.TableView]  # seat (None: spectator) -> its view
+Views = dict[int | None, bytes]  # seat (None: spectator) -> its view, serialized
+Staged = list[tuple[int, bytes]]  # (sequence, TableEvent without its view, serialized)
 
 
 class Watcher:
-    """One WatchTable stream: a bounded queue; falling behind turns the backlog into a
-    fresh snapshot."""
+    """One WatchTable stream: a bounded queue of serialized WatchTableResponse messages;
+    falling behind turns the backlog into a fresh snapshot."""
 
     __slots__ = ("close_error", "is_closed", "max_bytes", "max_messages", "needs_snapshot",
                  "queue", "queued_bytes", "seat", "seen", "token_hash", "wakeup")
@@ -35,7 +37,7 @@ class Watcher:
         self.token_hash = token_hash
         self.max_messages = max_messages
         self.max_bytes = max_bytes
-        self.queue: deque[tuple[copas_pb2.TableEvent, int]] = deque()
+        self.queue: deque[bytes] = deque()
         self.queued_bytes = 0
         self.wakeup = asyncio.Event()
         self.needs_snapshot = False
@@ -47,23 +49,24 @@ class Watcher:
     def is_player(self) -> bool:
         return self.token_hash is not None
 
-    def push(self, message: copas_pb2.TableEvent, size: int) -> bool:
+    def push(self, sequence: int, message: bytes) -> bool:
         """Queue a message; False when the watcher fell behind (backlog dropped)."""
-        if self.needs_snapshot or message.sequence <= self.seen or self.is_closed:
+        if self.needs_snapshot or sequence <= self.seen or self.is_closed:
             return True
+        size = len(message)
         if len(self.queue) >= self.max_messages or self.queued_bytes + size > self.max_bytes:
             self.clear()
             self.needs_snapshot = True
             self.wakeup.set()
             return False
-        self.queue.append((message, size))
+        self.queue.append(message)
         self.queued_bytes += size
         self.wakeup.set()
         return True
 
-    def pop(self) -> copas_pb2.TableEvent:
-        message, size = self.queue.popleft()
-        self.queued_bytes -= size
+    def pop(self) -> bytes:
+        message = self.queue.popleft()
+        self.queued_bytes -= len(message)
         return message
 
     def clear(self) -> None:
@@ -86,7 +89,7 @@ class Fanout:
         self._spectators = 0
         self._by_token: dict[str, int] = {}
         # Sequenced but not yet durable: (events, views after them) per step.
-        self.outbox: list[tuple[list[copas_pb2.TableEvent], Views]] = []
+        self.outbox: list[tuple[Staged, Views]] = []
 
     def __len__(self) -> int:
         return len(self.watchers)
@@ -137,14 +140,13 @@ class Fanout:
         """The views a new step needs: one per watched seat (None: the spectators')."""
         return {w.seat for w in self.watchers if not w.needs_snapshot}
 
-    def stage(self, events: list[copas_pb2.TableEvent], views: Views) -> None:
+    def stage(self, events: Staged, views: Views) -> None:
         self.outbox.append((events, views))
 
     def deliver(self, upto: int, on_resync: Callable[[], None]) -> None:
-        """Send the staged events up to sequence ``upto`` (now durable) to the streams; each
-        (event, seat) message is built once and shared by the streams of that seat."""
+        """Send the staged events up to sequence ``upto`` (now durable) to the streams."""
         count = 0
-        while count < len(self.outbox) and self.outbox[count][0][-1].sequence <= upto:
+        while count < len(self.outbox) and self.outbox[count][0][-1][0] <= upto:
             count += 1
         if not count:
             return
@@ -152,24 +154,28 @@ class Fanout:
         if not self.watchers:
             return
         for events, views in ready:
-            built: dict[int | None, list[tuple[copas_pb2.TableEvent, int]]] = {}
+            built: dict[int | None, list[bytes]] = {}
             for watcher in list(self.watchers):
-                view = views.get(watcher.seat)
-                if view is None or watcher.needs_snapshot:
+                if watcher.needs_snapshot:
                     continue
                 messages = built.get(watcher.seat)
                 if messages is None:
-                    messages = built[watcher.seat] = list(_with_view(events, view))
-                for message, size in messages:
-                    if not watcher.push(message, size):
+                    view = views.get(watcher.seat)
+                    if view is None:
+                        continue
+                    messages = built[watcher.seat] = [response(event, view)
+                                                      for _, event in events]
+                for (sequence, _), message in zip(events, messages, strict=True):
+                    if not watcher.push(sequence, message):
                         on_resync()
                         break
 
 
-def _with_view(events: Iterable[copas_pb2.TableEvent], view: copas_pb2.TableView
-               ) -> Iterable[tuple[copas_pb2.TableEvent, int]]:
-    for event in events:
-        message = copas_pb2.TableEvent()
-        message.CopyFrom(event)
-        message.view.CopyFrom(view)
-        yield message, message.ByteSize()
+_VIEW_TAG = varint(3 << 3 | 2)  # TableEvent.view
+_EVENT_TAG = varint(1 << 3 | 2)  # WatchTableResponse.event
+
+
+def response(event: bytes, view: bytes) -> bytes:
+    """A serialized WatchTableResponse: the event with its view, by concatenation."""
+    full = event + _VIEW_TAG + varint(len(view)) + view
+    return _EVENT_TAG + varint(len(full)) + full

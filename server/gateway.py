@@ -211,9 +211,17 @@ class GatewayInterceptor(grpc.aio.ServerInterceptor):
                         quotas.close_stream(opened)
                 finish(method, start, "OK", None, sent)
 
+            serialize = handler.response_serializer
+
+            def serialize_or_pass(message: Any) -> bytes:
+                """Streams may send messages serialized ahead (WatchTable's fan-out)."""
+                if isinstance(message, bytes):
+                    return message
+                data: bytes = serialize(message) if serialize is not None else message
+                return data
+
             return grpc.unary_stream_rpc_method_handler(
-                stream, request_deserializer=None,
-                response_serializer=handler.response_serializer)
+                stream, request_deserializer=None, response_serializer=serialize_or_pass)
         return handler
 
 

@@ -148,7 +148,7 @@ class CopasService(copas_pb2_grpc.CopasServiceServicer):
         return copas_pb2.LeaveTableResponse(sequence=sequence)
 
     async def WatchTable(self, request: copas_pb2.WatchTableRequest, context: Context
-                         ) -> AsyncIterator[copas_pb2.WatchTableResponse]:
+                         ) -> AsyncIterator[copas_pb2.WatchTableResponse | bytes]:
         table_id = _table_id(request)
         if request.after_sequence < 0:
             raise ServiceError.invalid("after_sequence must not be negative",
@@ -174,7 +174,7 @@ class CopasService(copas_pb2_grpc.CopasServiceServicer):
                 if watcher.needs_snapshot:
                     yield copas_pb2.WatchTableResponse(event=table.snapshot(watcher, 0))
                 while watcher.queue and not watcher.is_closed:
-                    yield copas_pb2.WatchTableResponse(event=watcher.pop())
+                    yield watcher.pop()  # a serialized WatchTableResponse
         finally:
             table.remove_watcher(watcher)
 

@@ -15,6 +15,7 @@ set, which schedules nothing, logs nothing, counts nothing and sends nothing.
 
 from __future__ import annotations
 
+import logging
 import secrets
 from collections import OrderedDict, deque
 from collections.abc import Callable
@@ -100,6 +101,7 @@ class Table:
         self.preset = preset
         self.rules = rules
         self.rules_pb = codec.rules_to_pb(rules)
+        self.view_cache = table_view.ViewCache(self.rules_pb)
         self.seed = seed
         self.order = order
         self.created = created
@@ -160,7 +162,7 @@ class Table:
         return table_view.summary(self)
 
     def view(self, seat: int | None) -> copas_pb2.TableView:
-        return table_view.for_seat(self, table_view.public(self), seat)
+        return table_view.for_seat(self, seat)
 
     def snapshot(self, watcher: Watcher, after_sequence: int) -> copas_pb2.TableEvent:
         """A snapshot for ``watcher``: the current view plus the events it missed."""
@@ -212,8 +214,10 @@ class Table:
         events[-1].is_last_in_action = True
         if self.is_replaying:
             return
+        is_debug = self.log.is_enabled_for(logging.DEBUG)
         for event in engine_events:
-            self.log.debug("game_event", kind=type(event).__name__, **_public_fields(event))
+            if is_debug:
+                self.log.debug("game_event", kind=type(event).__name__, **_public_fields(event))
             if isinstance(event, MoonShot):
                 self.metrics.moons.inc()
             elif isinstance(event, GameOver):
@@ -222,10 +226,11 @@ class Table:
                 self.log.debug("player_left", seat=event.seat)
         self.metrics.events.inc(len(events))
         seats = self.fanout.seats_watching()
-        if seats:
-            shared = table_view.public(self)
-            self.fanout.stage(events, {seat: table_view.for_seat(self, shared, seat)
-                                       for seat in seats})
+        if seats:  # nobody watching: no views to build
+            shared = table_view.public_bytes(self)
+            self.fanout.stage([(e.sequence, e.SerializeToString()) for e in events],
+                              {seat: table_view.view_bytes(self, shared, seat)
+                               for seat in seats})
         self.manager.table_changed(self)
 
     def _timer_step(self, step: Callable[[], None]) -> Callable[[], None]:

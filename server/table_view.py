@@ -10,7 +10,7 @@ from copas.v1 import copas_pb2
 from google.protobuf.duration_pb2 import Duration
 from google.protobuf.timestamp_pb2 import Timestamp
 
-from engine import private_view, public_view
+from engine import PassDirection, Phase, private_view, public_view
 from server import codec
 
 if TYPE_CHECKING:
@@ -94,22 +94,163 @@ def public(table: Table) -> copas_pb2.TableView:
     return message
 
 
-def for_seat(table: Table, shared: copas_pb2.TableView, seat: int | None
-             ) -> copas_pb2.TableView:
-    """The public view plus what only ``seat`` may see (a copy; ``shared`` is untouched)."""
-    if seat is None:
-        return shared
-    message = copas_pb2.TableView()
-    message.CopyFrom(shared)
-    message.seat = seat
-    if table.game is None:
-        return message
-    mine = private_view(table.game, seat)
-    card_pb = codec.CARD_PB
-    message.hand.extend(card_pb[c] for c in mine.hand)
-    message.pass_choice.extend(card_pb[c] for c in mine.pass_choice)
-    message.received.extend(card_pb[c] for c in mine.received)
+_VARINTS: tuple[bytes, ...] = ()
+
+
+def varint(value: int) -> bytes:
+    """A protobuf base-128 varint (value >= 0)."""
+    if value < 16384 and _VARINTS:
+        return _VARINTS[value]
+    out = bytearray()
+    while value > 0x7F:
+        out.append(value & 0x7F | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+_VARINTS = tuple(varint(v) for v in range(16384))
+
+
+def field(number: int, body: bytes) -> bytes:
+    """A length-delimited field: its tag, its length, its bytes."""
+    return varint(number << 3 | 2) + varint(len(body)) + body
+
+
+# Encoded ahead: a TrickCard for each (seat, card).
+_TRICK_CARDS = tuple(tuple(field(2, copas_pb2.TrickCard(seat=seat, card=card).SerializeToString())
+                           for card in codec.CARD_PB) for seat in range(5))
+
+
+def _trick_bytes(number: int, leader: int, seats: list[int] | tuple[int, ...],
+                 cards: list[int] | tuple[int, ...]) -> bytes:
+    body = varint(1 << 3) + varint(leader)  # Trick.leader, present even when 0
+    return field(number, body + b"".join(_TRICK_CARDS[s][c] for s, c in zip(seats, cards)))
+
+
+class ViewCache:
+    """What the public view reuses from step to step: the rules, each player's state and the
+    last trick, re-encoded only when they change."""
+
+    __slots__ = ("last_trick", "players", "private", "rules")
+
+    def __init__(self, rules: copas_pb2.Rules) -> None:
+        self.rules = field(4, rules.SerializeToString())
+        self.players: dict[int, tuple[tuple[object, ...], bytes]] = {}
+        self.private: dict[int, tuple[tuple[object, ...], bytes]] = {}
+        self.last_trick: tuple[object, bytes] = (None, b"")
+
+
+def public_bytes(table: Table) -> bytes:
+    """The public view as wire bytes, as ``public`` builds it (a test checks they agree),
+    from the parts that changed: built once per step."""
+    game = table.game
+    if game is None:
+        return public(table).SerializeToString()
+    cache = table.view_cache
+    head = copas_pb2.TableView(table_id=table.id, phase=codec.PHASE_TO_PB[game.phase],
+                               hand_number=game.hand_number,
+                               pass_direction=codec.DIRECTION_TO_PB[game.pass_direction],
+                               hearts_broken=game.hearts_broken,
+                               trick_number=game.trick_number)
+    now = table.scheduler.now()
     if table.paused_until is None:
-        message.legal_cards.extend(card_pb[c] for c in mine.legal_cards)
-        message.moon_choices.extend(codec.MOON_CHOICE_TO_PB[c] for c in mine.moon_choices)
-    return message
+        head.to_act.extend(game.to_act())
+        if table.deadline is not None:
+            head.deadline.CopyFrom(timestamp(table.deadline))
+            head.time_left.CopyFrom(duration(table.deadline - now))
+    else:
+        head.paused_until.CopyFrom(timestamp(table.paused_until))
+        head.pause_left.CopyFrom(duration(table.paused_until - now))
+    if game.moon_shooter is not None:
+        head.moon_shooter = game.moon_shooter
+    if game.standings:
+        head.standings.extend(codec.standing_to_pb(r) for r in game.standings)
+    if game.end_reason is not None:
+        head.end_reason = codec.END_REASON_TO_PB[game.end_reason]
+    parts = [head.SerializeToString(), cache.rules]
+    if game.trick_cards:
+        parts.append(_trick_bytes(9, game.trick_seats[0], game.trick_seats, game.trick_cards))
+    won = game.last_trick
+    if won is not None:
+        if cache.last_trick[0] is not won:
+            n = len(table.seats)
+            seats = [(won.leader + i) % n for i in range(len(won.cards))]
+            cache.last_trick = (won, _trick_bytes(10, won.leader, seats, won.cards)
+                                + varint(11 << 3) + varint(won.winner))
+        parts.append(cache.last_trick[1])
+    hands, taken, totals, left, passes = (game.hands, game.taken, game.totals, game.has_left,
+                                          game.passes)
+    for s in table.seats:
+        n = s.number
+        key = (s.name, s.is_bot, table.is_connected(n), left[n], hands[n].bit_count(),
+               taken[n], totals[n], passes[n] is not None)
+        known = cache.players.get(n)
+        if known is None or known[0] != key:
+            state = copas_pb2.PlayerState(
+                seat=n, display_name=s.name, is_bot=s.is_bot, is_connected=key[2],
+                has_left=key[3], card_count=key[4], hand_points=key[5], total=key[6],
+                has_passed=key[7])
+            known = cache.players[n] = (key, field(15, state.SerializeToString()))
+        parts.append(known[1])
+    return b"".join(parts)
+
+
+# The private fields of a TableView, encoded ahead: field number -> bytes per card index.
+# (A TableView's wire form is the public part's bytes followed by these: repeated fields
+# concatenate, and the public part never sets them.)
+_HAND, _PASS_CHOICE, _RECEIVED, _LEGAL = 30, 31, 32, 33
+
+
+def _encoded_cards(field: int) -> tuple[bytes, ...]:
+    out = []
+    for card in codec.CARD_PB:
+        body = card.SerializeToString()
+        out.append(varint(field << 3 | 2) + varint(len(body)) + body)
+    return tuple(out)
+
+
+_CARD_FIELDS = {field: _encoded_cards(field) for field in (_HAND, _PASS_CHOICE, _RECEIVED,
+                                                           _LEGAL)}
+_MOON_CHOICES = {choice: varint(34 << 3 | 0) + varint(pb)
+                 for choice, pb in codec.MOON_CHOICE_TO_PB.items()}
+
+
+def private_part(table: Table, seat: int) -> bytes:
+    """What only ``seat`` may see (``engine.private_view``), as TableView wire bytes with the
+    seat number; it changes only when that seat's cards or turn do, so it is kept between
+    steps (the key reads the same state ``private_view`` does)."""
+    game = table.game
+    if game is None:
+        return varint(2 << 3) + varint(seat)
+    is_paused = table.paused_until is not None
+    chosen = game.passes[seat] if game.pass_direction is not PassDirection.HOLD else None
+    legal = 0 if is_paused else game.legal_mask(seat)
+    is_shooter = not is_paused and game.phase is Phase.MOON_CHOICE and seat == game.moon_shooter
+    key = (game.hands[seat], chosen, game.received[seat], legal, is_shooter)
+    known = table.view_cache.private.get(seat)
+    if known is not None and known[0] == key:
+        return known[1]
+    mine = private_view(game, seat)  # the one place a seat's private cards are read
+    hand, passing = _CARD_FIELDS[_HAND], _CARD_FIELDS[_PASS_CHOICE]
+    received, legal_cards = _CARD_FIELDS[_RECEIVED], _CARD_FIELDS[_LEGAL]
+    parts = [varint(2 << 3) + varint(seat)]
+    parts += [hand[c] for c in mine.hand]
+    parts += [passing[c] for c in mine.pass_choice]
+    parts += [received[c] for c in mine.received]
+    if not is_paused:
+        parts += [legal_cards[c] for c in mine.legal_cards]
+        parts += [_MOON_CHOICES[c] for c in mine.moon_choices]
+    data = b"".join(parts)
+    table.view_cache.private[seat] = (key, data)
+    return data
+
+
+def view_bytes(table: Table, shared: bytes, seat: int | None) -> bytes:
+    """A watcher's view as wire bytes: the shared public part, plus the seat's own."""
+    return shared if seat is None else shared + private_part(table, seat)
+
+
+def for_seat(table: Table, seat: int | None) -> copas_pb2.TableView:
+    """A watcher's view as a message (snapshots, GetView): the same bytes, parsed."""
+    return copas_pb2.TableView.FromString(view_bytes(table, public_bytes(table), seat))

@@ -434,7 +434,7 @@ async def test_quotas_per_token_and_per_peer_say_when_to_retry() -> None:
                 last = error
         assert codes == [grpc.StatusCode.FAILED_PRECONDITION] * 5 + [
             grpc.StatusCode.RESOURCE_EXHAUSTED]
-        assert time.perf_counter() - began >= 0.2  # over a quota, the answer is slowed
+        assert time.perf_counter() - began >= 0.1  # over a quota, the answer is slowed (0.5-1.5x)
         found = details(last)
         assert found["ErrorInfo"].reason == "RATE_LIMITED"
         assert found["QuotaFailure"].violations[0].subject == "player token"
@@ -465,9 +465,8 @@ def test_a_watcher_queue_is_bounded_in_bytes() -> None:
     from server.fanout import Watcher
 
     watcher = Watcher(None, None, max_messages=1000, max_bytes=4096)
-    message = copas_pb2.TableEvent(sequence=1)
-    assert watcher.push(message, 3000)
-    fell_behind = not watcher.push(copas_pb2.TableEvent(sequence=2), 3000)
+    assert watcher.push(1, b"x" * 3000)
+    fell_behind = not watcher.push(2, b"y" * 3000)
     assert fell_behind and watcher.needs_snapshot
     assert watcher.queued_bytes == 0 and not watcher.queue
 
