@@ -72,6 +72,7 @@ class Plan:
     games: int  # games to start in this process; 0 = no limit
     # Module-level functions run first in each process (they register policies).
     setup: tuple[Callable[[], None], ...] = ()
+    move_interval: float = 0.0  # seconds a bot waits before each move (0: at once)
 
 
 class Counters:
@@ -83,7 +84,8 @@ class Counters:
 
 
 async def play_seat(player: Player, channel_stub: copas_pb2_grpc.CopasServiceStub,
-                    results: Results, counters: Counters, seed: int, policy: str) -> None:
+                    results: Results, counters: Counters, seed: int, policy: str,
+                    move_interval: float = 0.0) -> None:
     bot = POLICIES[policy](seed)
     acted: set[tuple[int, ...]] = set()
     call = channel_stub.WatchTable(copas_pb2.WatchTableRequest(table_id=player.table_id),
@@ -103,6 +105,8 @@ async def play_seat(player: Player, channel_stub: copas_pb2_grpc.CopasServiceStu
             if not must_act(view) or key in acted:
                 continue
             acted.add(key)
+            if move_interval:  # a human pace: the table moves once per interval
+                await asyncio.sleep(move_interval)
             is_play = view.phase == copas_pb2.PHASE_PLAYING
             start = time.perf_counter()
             try:
@@ -142,7 +146,7 @@ async def run_table_slot(plan: Plan, slot: int, results: Results, counters: Coun
                 players = []
                 for s, stub in enumerate(stubs):
                     answer = await stub.JoinTable(copas_pb2.JoinTableRequest(
-                        table_id=table.table_id, display_name=f"bot{s}"))
+                        table_id=table.table_id, display_name=f"load-{s}"))
                     players.append(Player(stub, table.table_id, answer.seat, answer.player_token))
             except grpc.aio.AioRpcError as error:
                 results.errors[error.code().name] += 1
@@ -151,7 +155,8 @@ async def run_table_slot(plan: Plan, slot: int, results: Results, counters: Coun
             results.games_started += 1
             seats = [asyncio.create_task(play_seat(p, stubs[i], results, counters,
                                                    seed=slot * 1000 + game * 10 + i,
-                                                   policy=plan.policy))
+                                                   policy=plan.policy,
+                                                   move_interval=plan.move_interval))
                      for i, p in enumerate(players)]
             game += 1
             timeout = max(0.0, plan.deadline - time.time()) if plan.deadline else None
@@ -266,7 +271,7 @@ async def loadtest_main(args: argparse.Namespace) -> int:
         if args.games:
             games = args.games // processes + (p < args.games % processes)
         plans.append(Plan(connection(args), tables, args.players, args.preset, args.policy,
-                          deadline, games, tuple(POLICY_SETUP)))
+                          deadline, games, tuple(POLICY_SETUP), args.move_interval))
     pid = server_pid(args.server)
     peak = rss_mb(pid) if pid else None
     cpu_before = cpu_seconds(pid) if pid else None
@@ -351,3 +356,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="spread the swarm over this many processes")
     parser.add_argument("--json", action="store_true", help="one JSON object on stdout")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    parser.add_argument("--move-interval", type=float, default=0.0,
+                        help="seconds each bot waits before a move: a table moves about once "
+                             "per interval (a human pace; 0 = at once)")

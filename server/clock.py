@@ -4,6 +4,7 @@ callbacks after a delay. The server uses the event loop; tests drive a manual cl
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import heapq
 import itertools
 import time
@@ -31,7 +32,10 @@ class LoopScheduler:
         return time.time()
 
     def call_later(self, delay: float, callback: Callable[[], None]) -> Handle:
-        return asyncio.get_running_loop().call_later(max(0.0, delay), callback)
+        # An empty context: a timer is not part of the request that armed it (its logs
+        # must not carry that request's fields).
+        return asyncio.get_running_loop().call_later(max(0.0, delay), callback,
+                                                     context=contextvars.Context())
 
 
 class _ManualHandle:

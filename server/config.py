@@ -21,12 +21,13 @@ class Config:
     max_watchers_per_table: int = 64  # spectators; players' streams have their own slots
     max_streams_per_token: int = 4
     watcher_queue: int = 512  # messages a watcher may fall behind before it gets a snapshot
-    watcher_buffer_bytes: int = 256 * 1024  # bytes a watcher may fall behind
+    watcher_buffer_bytes: int = 64 * 1024  # bytes a watcher may fall behind
     history: int = 1024  # events per table kept for reconnecting watchers
     finished_table_ttl: float = 600.0  # seconds a finished table stays for late watchers
     waiting_table_ttl: float = 600.0  # seconds a waiting table with nobody connected stays
     abandon_after: float = 900.0  # seconds without a person's move before a game ends
     bot_table_pace: float = 0.5  # seconds between moves at a table of bots only
+    min_timeout: float = 1.0  # the shortest turn time limit a table may ask for (0 = none)
     max_point_limit: int = 1000
     max_hands_limit: int = 100
     # Quotas per client (0 = no limit).
@@ -76,6 +77,8 @@ _HELP = {
     "waiting_table_ttl": "seconds a table waiting for players stays with nobody connected",
     "abandon_after": "seconds without a move by a person before a game ends (ABANDONED)",
     "bot_table_pace": "seconds between moves at a table of bots only",
+    "min_timeout": "shortest play, pass or moon time limit a table may ask for (a limit of 0, "
+                   "none, is always allowed)",
     "max_point_limit": "largest point_limit a table may ask for",
     "max_hands_limit": "largest max_hands a table may ask for",
     "peer_calls_per_second": "calls per second from one address without a player token",

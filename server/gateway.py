@@ -13,6 +13,8 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import hashlib
+import inspect
+import ipaddress
 import random
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -46,10 +48,19 @@ def caller() -> Caller:
 
 
 def peer_address(peer: str) -> str:
-    """'ipv4:1.2.3.4:5678' -> '1.2.3.4'; 'ipv6:[::1]:5678' -> '::1'."""
+    """Who a client is for the quotas: 'ipv4:1.2.3.4:5678' -> '1.2.3.4'; an IPv6 client by
+    its /64 network (one host may hold all of its addresses): 'ipv6:[2001:db8::1]:5678' ->
+    '2001:db8::/64'; loopback as it is."""
     kind, _, rest = peer.partition(":")
     if kind == "ipv6" and rest.startswith("["):
-        return rest[1:rest.find("]")]
+        address = rest[1:rest.find("]")]
+        try:
+            ip = ipaddress.IPv6Address(address.split("%", 1)[0])
+        except ValueError:
+            return address
+        if ip.is_loopback or ip.ipv4_mapped is not None:
+            return str(ip.ipv4_mapped or ip)
+        return str(ipaddress.IPv6Network((ip, 64), strict=False))
     if kind == "ipv4":
         return rest.rsplit(":", 1)[0]
     return peer or "unknown"
@@ -93,17 +104,83 @@ class GatewayInterceptor(grpc.aio.ServerInterceptor):
         if wrapped is not None:
             return wrapped
         handler = await continuation(details)
-        if handler is None or not path.startswith("/copas.v1."):
+        if handler is None:
             return handler
-        wrapped = self._wrap(path.rsplit("/", 1)[-1], handler)
+        if path.startswith("/copas.v1."):
+            wrapped = self._wrap(path.rsplit("/", 1)[-1], handler)
+        else:  # health, reflection: counted in the same quotas, nothing else
+            wrapped = self._wrap_other(handler)
         self._handlers[path] = wrapped
         return wrapped
+
+    def _wrap_other(self, handler: grpc.RpcMethodHandler) -> grpc.RpcMethodHandler:
+        """Quotas for the standard services: calls per address, streams per address."""
+        quotas = self.quotas
+
+        async def refuse(error: ServiceError, context: grpc.aio.ServicerContext[Any, Any]
+                         ) -> None:
+            self.metrics.quota_refusals.labels(error.reason).inc()
+            await asyncio.sleep(error.penalty * _spread())
+            await context.abort_with_status(error.to_status())
+
+        if handler.unary_unary is not None:
+            inner_unary = handler.unary_unary
+
+            async def unary(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
+                try:
+                    quotas.admit("", peer_address(context.peer()), None)
+                except ServiceError as error:
+                    await refuse(error, context)
+                return await inner_unary(request, context)
+
+            return grpc.unary_unary_rpc_method_handler(
+                unary, request_deserializer=handler.request_deserializer,
+                response_serializer=handler.response_serializer)
+        streaming = handler.unary_stream or handler.stream_stream
+        if streaming is None:
+            return handler
+        is_unary_request = handler.unary_stream is not None
+
+        async def admit(context: grpc.aio.ServicerContext[Any, Any]) -> str:
+            peer = peer_address(context.peer())
+            try:
+                quotas.admit("", peer, None)
+                quotas.open_stream(peer)
+            except ServiceError as error:
+                await refuse(error, context)
+            return peer
+
+        async def generated(request: Any, context: grpc.aio.ServicerContext[Any, Any]
+                            ) -> AsyncIterator[Any]:
+            peer = await admit(context)
+            try:
+                async for message in streaming(request, context):
+                    yield message
+            finally:
+                quotas.close_stream(peer)
+
+        async def written(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
+            peer = await admit(context)  # a handler that writes with context.write()
+            try:
+                return await streaming(request, context)
+            finally:
+                quotas.close_stream(peer)
+
+        make = (grpc.unary_stream_rpc_method_handler if is_unary_request
+                else grpc.stream_stream_rpc_method_handler)
+        return make(generated if inspect.isasyncgenfunction(streaming) else written,
+                    request_deserializer=handler.request_deserializer,
+                    response_serializer=handler.response_serializer)
 
     def _enter(self, method: str, context: grpc.aio.ServicerContext[Any, Any]) -> Caller:
         structlog.contextvars.clear_contextvars()
         structlog.contextvars.bind_contextvars(rpc=method)
         peer = peer_address(context.peer())
-        token_hash = bearer_token_hash(context)
+        try:
+            token_hash = bearer_token_hash(context)
+        except ServiceError:
+            self.quotas.admit(method, peer, None)  # a broken header still counts
+            raise
         valid = token_hash if token_hash is not None and self.is_valid_token(token_hash) \
             else None
         self.quotas.admit(method, peer, valid)
@@ -124,8 +201,7 @@ class GatewayInterceptor(grpc.aio.ServerInterceptor):
             self.metrics.stream_lifetime.labels(method, code).observe(elapsed)
             fields["messages"] = stream_messages
         if error is not None:
-            fields["reason"] = error.reason
-            fields["error"] = error.message
+            fields["reason"] = error.reason  # not the message: it may name the caller's cards
         log.info("rpc", **fields)
 
     def _wrap(self, method: str, handler: grpc.RpcMethodHandler) -> grpc.RpcMethodHandler:
@@ -173,7 +249,7 @@ class GatewayInterceptor(grpc.aio.ServerInterceptor):
 
             return grpc.unary_unary_rpc_method_handler(
                 unary, request_deserializer=None,
-                response_serializer=handler.response_serializer)
+                response_serializer=_or_bytes(handler.response_serializer))
 
         if handler.unary_stream is not None:
             inner_stream = handler.unary_stream
@@ -211,18 +287,21 @@ class GatewayInterceptor(grpc.aio.ServerInterceptor):
                         quotas.close_stream(opened)
                 finish(method, start, "OK", None, sent)
 
-            serialize = handler.response_serializer
-
-            def serialize_or_pass(message: Any) -> bytes:
-                """Streams may send messages serialized ahead (WatchTable's fan-out)."""
-                if isinstance(message, bytes):
-                    return message
-                data: bytes = serialize(message) if serialize is not None else message
-                return data
-
             return grpc.unary_stream_rpc_method_handler(
-                stream, request_deserializer=None, response_serializer=serialize_or_pass)
+                stream, request_deserializer=None,
+                response_serializer=_or_bytes(handler.response_serializer))
         return handler
+
+
+def _or_bytes(serialize: Callable[[Any], bytes] | None) -> Callable[[Any], bytes]:
+    """A response serializer that passes on what was serialized ahead (WatchTable's
+    fan-out, stored game records)."""
+    def serialize_or_pass(message: Any) -> bytes:
+        if isinstance(message, bytes):
+            return message
+        data: bytes = serialize(message) if serialize is not None else message
+        return data
+    return serialize_or_pass
 
 
 def _spread() -> float:

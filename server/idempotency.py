@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,13 +33,11 @@ class Remembered:
     answer: Any
 
 
-def fingerprint(method: str, request: Any) -> str:
-    """A digest of the method and the request's content, request_id aside."""
-    copy = type(request)()
-    copy.CopyFrom(request)
-    copy.ClearField("request_id")
-    body = copy.SerializeToString(deterministic=True)
-    return hashlib.sha256(method.encode() + b"\0" + body).hexdigest()[:32]
+def fingerprint(method: str, *content: Any) -> str:
+    """A digest of the method and what the request means (not how it was spelled: a card
+    as text or as enums, a table given or implied by the token), request_id aside."""
+    body = json.dumps([method, *content], sort_keys=True, default=str)
+    return hashlib.sha256(body.encode()).hexdigest()[:32]
 
 
 def check_reuse(remembered: Remembered | None, digest: str) -> Remembered | None:

@@ -7,6 +7,7 @@ at most a short prefix of what a client sent.
 
 from __future__ import annotations
 
+import re
 import unicodedata
 
 from server.errors import ServiceError
@@ -19,6 +20,10 @@ TABLE_NAME_MAX = 64
 PLAYER_NAME_MAX = 32
 QUOTE_MAX = 24
 _FORBIDDEN = {"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"}
+# Letters that show nothing (Hangul fillers, the braille blank).
+_BLANK = {"\u115f", "\u1160", "\u3164", "\uffa0", "\u2800"}
+_MARKS = {"Mn", "Me", "Mc"}
+_BOT_NAME = re.compile(r"bot\s*\d+", re.IGNORECASE)
 
 
 def quote(value: str) -> str:
@@ -46,9 +51,21 @@ def display_name(value: str, limit: int, *, required: bool) -> str:
     if len(name) > limit:
         raise ServiceError.invalid(f"display_name is at most {limit} characters",
                                    "INVALID_NAME")
-    bad = next((c for c in name if unicodedata.category(c) in _FORBIDDEN), None)
+    bad = next((c for c in name if unicodedata.category(c) in _FORBIDDEN or c in _BLANK),
+               None)
     if bad is not None:
         raise ServiceError.invalid(
-            f"display_name may not contain control or formatting characters (U+{ord(bad):04X})",
-            "INVALID_NAME")
+            f"display_name may not contain control, formatting or blank characters "
+            f"(U+{ord(bad):04X})", "INVALID_NAME")
+    marks = 0
+    for c in name:
+        marks = marks + 1 if unicodedata.category(c) in _MARKS else 0
+        if marks > 3:
+            raise ServiceError.invalid("display_name stacks too many accents on one letter",
+                                       "INVALID_NAME")
+    if name and (not any(not c.isspace() and unicodedata.category(c) not in _MARKS
+                         for c in name)):
+        raise ServiceError.invalid("display_name must show something", "INVALID_NAME")
+    if required and _BOT_NAME.fullmatch(name):
+        raise ServiceError.invalid("names like 'Bot 2' are the server's bots'", "INVALID_NAME")
     return name

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
+import ssl
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -90,6 +91,17 @@ def _server_credentials(config: Config) -> grpc.ServerCredentials | None:
         client_ca = Path(config.tls_client_ca).read_bytes() if config.tls_client_ca else None
     except OSError as exc:
         raise SetupError(f"cannot read TLS file {exc.filename}: {exc.strerror}") from None
+    check = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)  # what gRPC would only say at bind time
+    try:
+        check.load_cert_chain(config.tls_cert, config.tls_key)
+    except (ssl.SSLError, OSError) as exc:
+        raise SetupError(f"--tls-cert and --tls-key are not a usable certificate and key: "
+                         f"{exc}") from None
+    if client_ca is not None:
+        try:
+            check.load_verify_locations(cadata=client_ca.decode("ascii", "replace"))
+        except (ssl.SSLError, ValueError) as exc:
+            raise SetupError(f"--tls-client-ca is not a usable CA bundle: {exc}") from None
     return grpc.ssl_server_credentials([(key, cert)], root_certificates=client_ca,
                                        require_client_auth=client_ca is not None)
 

@@ -74,21 +74,48 @@ class Metrics:
         self.registry.register(_Live())
 
 
-def configure_logging(fmt: str = "auto", level: str = "info", file: Any = None) -> None:
+class TolerantFile:
+    """Where log lines go; a line that cannot be written (a closed pipe, a full disk) is
+    dropped and counted, never raised into the request or table step that logged it."""
+
+    def __init__(self, file: Any) -> None:
+        self.file = file
+        self.dropped = 0
+
+    def write(self, text: str) -> int:
+        try:
+            return int(self.file.write(text))
+        except (OSError, ValueError):
+            self.dropped += 1
+            return 0
+
+    def flush(self) -> None:
+        try:
+            self.file.flush()
+        except (OSError, ValueError):
+            self.dropped += 1
+
+
+def configure_logging(fmt: str = "auto", level: str = "info", file: Any = None,
+                      cache: bool = True) -> None:
     """JSON lines when not on a terminal (or asked), console otherwise; context from
     contextvars (table_id, seat, rpc, request_id)."""
     use_json = fmt == "json" or (fmt == "auto" and not sys.stderr.isatty())
+    # Tracebacks as plain text (never with local variables, which may hold a token).
     renderer: Any = (structlog.processors.JSONRenderer() if use_json
-                     else structlog.dev.ConsoleRenderer(colors=False))
+                     else structlog.dev.ConsoleRenderer(
+                         colors=False, exception_formatter=structlog.dev.plain_traceback))
+    processors: list[Any] = [
+        structlog.contextvars.merge_contextvars,
+        structlog.processors.add_log_level,
+        structlog.processors.TimeStamper(fmt="iso", utc=True),
+    ]
+    if use_json:
+        processors.append(structlog.processors.format_exc_info)
     structlog.configure(
-        processors=[
-            structlog.contextvars.merge_contextvars,
-            structlog.processors.add_log_level,
-            structlog.processors.TimeStamper(fmt="iso", utc=True),
-            renderer,
-        ],
+        processors=[*processors, renderer],
         wrapper_class=structlog.make_filtering_bound_logger(
             logging.getLevelNamesMapping().get(level.upper(), logging.INFO)),
-        logger_factory=structlog.PrintLoggerFactory(file=file or sys.stderr),
-        cache_logger_on_first_use=True,
+        logger_factory=structlog.PrintLoggerFactory(file=TolerantFile(file or sys.stderr)),
+        cache_logger_on_first_use=cache,
     )

@@ -75,12 +75,13 @@ class Quotas:
                     f"too many calls with this player token (at most "
                     f"{self.token_calls.rate:g} per second)", "RATE_LIMITED", "player token",
                     wait, self.penalty)
-            return
-        wait = self.peer_calls.take(peer, now)
-        if wait:
-            raise ServiceError.over_quota(
-                f"too many calls from {peer} (at most {self.peer_calls.rate:g} per second)",
-                "RATE_LIMITED", f"peer {peer}", wait, self.penalty)
+        else:
+            wait = self.peer_calls.take(peer, now)
+            if wait:
+                raise ServiceError.over_quota(
+                    f"too many calls from {peer} (at most {self.peer_calls.rate:g} per second)",
+                    "RATE_LIMITED", f"peer {peer}", wait, self.penalty)
+        # Tables and seats are counted per address, token or not (each join makes a token).
         if method == "CreateTable":
             wait = self.creates.take(peer, now)
             if wait:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import contextvars
 import hashlib
 import itertools
 import secrets
@@ -90,6 +91,10 @@ class TableManager:
         self._undelivered: dict[Table, int] = {}
         self._delivery: asyncio.Task[None] | None = None
         self.join_index: dict[str, str] = {}  # JoinTable request key -> table_id
+        # Seats given up before their game: the token's LeaveTable answer (request id,
+        # sequence), and the JoinTable keys that took them; both bounded.
+        self.revoked: OrderedDict[str, tuple[str, int]] = OrderedDict()
+        self.spent_joins: OrderedDict[str, None] = OrderedDict()
         self.lobby = Lobby(config.watcher_queue)
 
     @staticmethod
@@ -127,6 +132,20 @@ class TableManager:
     def index_join(self, key: str, table_id: str) -> None:
         self.join_index[key] = table_id
 
+    def seat_given_up(self, token_hash: str, join_key: str, request_id: str,
+                      sequence: int) -> None:
+        """Remember a given-up seat's LeaveTable answer and spent JoinTable request."""
+        self.revoked[token_hash] = (request_id, sequence)
+        if join_key:
+            self.spent_joins[join_key] = None
+        for memory in (self.revoked, self.spent_joins):
+            while len(memory) > CREATE_MEMORY:
+                memory.popitem(last=False)
+
+    def first_answer_of_revoked(self, token_hash: str, request_id: str) -> int | None:
+        known = self.revoked.get(token_hash)
+        return known[1] if known is not None and known[0] == request_id else None
+
     def forget_join(self, key: str) -> None:
         self.join_index.pop(key, None)
 
@@ -155,6 +174,12 @@ class TableManager:
             raise ServiceError.invalid(
                 f"point_limit is at most {self.config.max_point_limit} on this server",
                 "INVALID_RULES")
+        for name in ("play_timeout", "pass_timeout", "moon_timeout"):
+            value = getattr(rules, name)
+            if 0 < value < self.config.min_timeout:
+                raise ServiceError.invalid(
+                    f"{name}_seconds is 0 (no limit) or at least {self.config.min_timeout:g} on "
+                    "this server", "INVALID_RULES")
         if rules.max_hands > self.config.max_hands_limit:
             raise ServiceError.invalid(
                 f"max_hands is at most {self.config.max_hands_limit} on this server",
@@ -240,6 +265,10 @@ class TableManager:
         waiting table of that kind with a free seat, or at a new one."""
         name = inputs.display_name(name, inputs.PLAYER_NAME_MAX, required=True)
         if request_id:
+            if request_key(JOIN_SCOPE, request_id) in self.spent_joins:
+                raise ServiceError.precondition(
+                    "the seat this request_id took was given up: join again with a new "
+                    "request_id", "JOIN_GIVEN_UP")
             known = self.join_index.get(request_key(JOIN_SCOPE, request_id))
             if known is not None and known in self.tables:  # a retry: the same table
                 table = self.tables[known]
@@ -266,6 +295,10 @@ class TableManager:
                 "missing player token: send metadata 'authorization: Bearer <token>'")
         entry = self.tokens.get(token_hash)
         if entry is None:
+            if token_hash in self.revoked:
+                raise ServiceError.unauthenticated(
+                    "you gave up this seat: your player token is no longer valid",
+                    "TOKEN_REVOKED")
             raise ServiceError.unauthenticated("unknown player token")
         if table_id and entry[0] != table_id:
             self.get(table_id)  # NOT_FOUND for an unknown table
@@ -356,7 +389,8 @@ class TableManager:
         if self._delivery is None and (self._undelivered or self.storage.has_pending
                                        or self.lobby.has_staged):
             with contextlib.suppress(RuntimeError):  # no loop: the next sync commits it
-                self._delivery = asyncio.get_running_loop().create_task(self._deliver_loop())
+                self._delivery = asyncio.get_running_loop().create_task(
+                    self._deliver_loop(), context=contextvars.Context())
 
     async def _deliver_loop(self) -> None:
         try:
@@ -376,7 +410,7 @@ class TableManager:
 
     # ------------------------------------------------------------ records
 
-    def record(self, record_id: str) -> dict[str, Any]:
+    def record(self, record_id: str) -> bytes:
         if not record_id:
             raise ServiceError.invalid("record_id is required", "MISSING_RECORD_ID")
         inputs.check_length("record_id", record_id, inputs.ID_MAX)

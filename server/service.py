@@ -18,11 +18,19 @@ from server.gateway import caller
 from server.idempotency import JOIN_REQUEST_ID_MIN, fingerprint
 from server.lobby import LobbyFilter, LobbyWatcher
 from server.registry import TableManager
+from server.table_view import varint
 
 Context = grpc.aio.ServicerContext[Any, Any]
+_RECORD_TAG = b"\x0a"  # GetGameRecordResponse.record, length-delimited
 
 
-def _request_id(request: Any, minimum: int = 0) -> str:
+def record_response(record: bytes) -> bytes:
+    """A serialized GetGameRecordResponse around a stored, serialized GameRecord."""
+    return _RECORD_TAG + varint(len(record)) + record
+
+
+def _request_id(request: Any, minimum: int = 0, *, is_secret: bool = False) -> str:
+    """The request's id; logged unless it is a secret (JoinTable's unlocks the token)."""
     request_id: str = request.request_id
     inputs.check_length("request_id", request_id, inputs.ID_MAX, "INVALID_REQUEST_ID")
     if request_id:
@@ -30,7 +38,8 @@ def _request_id(request: Any, minimum: int = 0) -> str:
             raise ServiceError.invalid(
                 f"request_id must be at least {minimum} characters here: it must be "
                 "unguessable (use a random UUID)", "INVALID_REQUEST_ID")
-        structlog.contextvars.bind_contextvars(request_id=request_id)
+        if not is_secret:
+            structlog.contextvars.bind_contextvars(request_id=request_id)
     return request_id
 
 
@@ -50,11 +59,13 @@ class CopasService(copas_pb2_grpc.CopasServiceServicer):
         inputs.check_length("seed", request.seed, inputs.SEED_MAX)
         request_id = _request_id(request)
         name = inputs.display_name(request.display_name, inputs.TABLE_NAME_MAX, required=False)
+        overrides = codec.rules_overrides(request.rules)
+        seed = request.seed if request.HasField("seed") else None
         table = self.tables.create(
-            preset=request.preset, overrides=codec.rules_overrides(request.rules),
-            bot_seats=request.bot_seats, name=name,
-            seed=request.seed if request.HasField("seed") else None, request_id=request_id,
-            fingerprint=fingerprint("CreateTable", request) if request_id else "")
+            preset=request.preset, overrides=overrides, bot_seats=request.bot_seats, name=name,
+            seed=seed, request_id=request_id,
+            fingerprint=fingerprint("CreateTable", request.preset or "online", overrides,
+                                    request.bot_seats, name, seed) if request_id else "")
         structlog.contextvars.bind_contextvars(table_id=table.id)
         await self.tables.storage.sync()
         return copas_pb2.CreateTableResponse(table=table.summary())
@@ -94,27 +105,40 @@ class CopasService(copas_pb2_grpc.CopasServiceServicer):
     async def JoinTable(self, request: copas_pb2.JoinTableRequest, context: Context
                         ) -> copas_pb2.JoinTableResponse:
         table_id = _table_id(request)
-        request_id = _request_id(request, JOIN_REQUEST_ID_MIN)
+        request_id = _request_id(request, JOIN_REQUEST_ID_MIN, is_secret=True)
         if not table_id and not request.preset:
             raise ServiceError.invalid("table_id (or preset, for a quick match) is required",
                                        "MISSING_TABLE_ID")
+        seat_asked = request.seat if request.HasField("seat") else None
+        players = request.players if request.HasField("players") else None
         table, seat, token = self.tables.join(
-            table_id, request.display_name, request.seat if request.HasField("seat") else None,
-            request_id, fingerprint("JoinTable", request) if request_id else "",
-            preset=request.preset,
-            players=request.players if request.HasField("players") else None)
+            table_id, request.display_name, seat_asked, request_id,
+            fingerprint("JoinTable", table_id, request.preset, players,
+                        inputs.display_name(request.display_name, inputs.PLAYER_NAME_MAX,
+                                            required=True), seat_asked)
+            if request_id else "", preset=request.preset, players=players)
         structlog.contextvars.bind_contextvars(seat=seat)
         await self.tables.storage.sync()  # the seat is durable before the token is given
         return copas_pb2.JoinTableResponse(seat=seat, player_token=token, table=table.summary())
 
-    async def _act(self, request: Any, method: str, make: Callable[[int], Any]) -> int:
-        """Authenticate, apply, and answer once the action is durable."""
+    async def _act(self, request: Any, method: str, make: Callable[[int], Any],
+                   content: Any = None) -> int:
+        """Authenticate, apply, and answer once the action is durable. ``content`` is what
+        the request means, for its request_id's fingerprint."""
         table_id = _table_id(request)
         request_id = _request_id(request)
-        table, seat = self.tables.authenticate(caller().token_hash, table_id)
+        token_hash = caller().token_hash
+        try:
+            table, seat = self.tables.authenticate(token_hash, table_id)
+        except ServiceError:
+            if method == "LeaveTable" and request_id and token_hash is not None:
+                first = self.tables.first_answer_of_revoked(token_hash, request_id)
+                if first is not None:  # a retried LeaveTable that gave the seat up
+                    return first
+            raise
         structlog.contextvars.bind_contextvars(seat=seat)
         sequence = table.act(seat, make(seat), request_id,
-                             fingerprint(method, request) if request_id else "")
+                             fingerprint(method, table.id, content) if request_id else "")
         await self.tables.storage.sync()
         return sequence
 
@@ -124,13 +148,15 @@ class CopasService(copas_pb2_grpc.CopasServiceServicer):
             raise ServiceError.invalid("a pass is exactly three different cards",
                                        "PASS_NEEDS_THREE_CARDS")
         cards = tuple(codec.card_from_pb(c) for c in request.cards)
-        sequence = await self._act(request, "PassCards", lambda seat: PassCards(seat, cards))
+        sequence = await self._act(request, "PassCards", lambda seat: PassCards(seat, cards),
+                                   sorted(int(c) for c in cards))
         return copas_pb2.PassCardsResponse(sequence=sequence)
 
     async def PlayCard(self, request: copas_pb2.PlayCardRequest, context: Context
                        ) -> copas_pb2.PlayCardResponse:
         card = codec.card_from_pb(request.card)
-        sequence = await self._act(request, "PlayCard", lambda seat: PlayCard(seat, card))
+        sequence = await self._act(request, "PlayCard", lambda seat: PlayCard(seat, card),
+                                   int(card))
         return copas_pb2.PlayCardResponse(sequence=sequence)
 
     async def ChooseMoon(self, request: copas_pb2.ChooseMoonRequest, context: Context
@@ -139,7 +165,8 @@ class CopasService(copas_pb2_grpc.CopasServiceServicer):
         if choice is None:
             raise ServiceError.invalid("choice must be MOON_CHOICE_SUBTRACT_FROM_SELF or "
                                        "MOON_CHOICE_ADD_TO_OTHERS", "INVALID_MOON_CHOICE")
-        sequence = await self._act(request, "ChooseMoon", lambda seat: ChooseMoon(seat, choice))
+        sequence = await self._act(request, "ChooseMoon", lambda seat: ChooseMoon(seat, choice),
+                                   str(choice))
         return copas_pb2.ChooseMoonResponse(sequence=sequence)
 
     async def LeaveTable(self, request: copas_pb2.LeaveTableRequest, context: Context
@@ -160,8 +187,9 @@ class CopasService(copas_pb2_grpc.CopasServiceServicer):
         watcher = table.add_watcher(seat, token_hash if seat is not None else None)
         try:
             await self.tables.storage.sync()  # show only what is durable
-            yield copas_pb2.WatchTableResponse(
-                event=table.snapshot(watcher, request.after_sequence))
+            if not watcher.is_closed:  # the token may have been revoked meanwhile
+                yield copas_pb2.WatchTableResponse(
+                    event=table.snapshot(watcher, request.after_sequence))
             while True:
                 if watcher.is_closed:
                     if watcher.close_error is not None:
@@ -185,9 +213,9 @@ class CopasService(copas_pb2_grpc.CopasServiceServicer):
         return copas_pb2.GetViewResponse(view=table.view(seat), sequence=table.sequence)
 
     async def GetGameRecord(self, request: copas_pb2.GetGameRecordRequest, context: Context
-                            ) -> copas_pb2.GetGameRecordResponse:
-        data = await asyncio.to_thread(self.tables.record, request.record_id)
-        return copas_pb2.GetGameRecordResponse(record=codec.record_to_pb(data, with_json=True))
+                            ) -> copas_pb2.GetGameRecordResponse | bytes:
+        record = await asyncio.to_thread(self.tables.record, request.record_id)
+        return record_response(record)
 
     async def ListGameRecords(self, request: copas_pb2.ListGameRecordsRequest,
                               context: Context) -> copas_pb2.ListGameRecordsResponse:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import fcntl
 import json
 import os
@@ -28,7 +29,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
+MEMORY_RECORDS = 10_000  # records the in-memory store keeps (the oldest go)
 APPLICATION = "copas"
 
 # Each migration takes the schema from version i to i + 1 (index 0: from nothing to 1).
@@ -65,6 +67,10 @@ MIGRATIONS: tuple[str, ...] = (
     DELETE FROM tables WHERE status = 'finished';
     CREATE TABLE copas (key TEXT PRIMARY KEY, value TEXT NOT NULL);
     INSERT INTO copas VALUES ('application', 'copas'), ('state', 'stopped');
+    """,
+    # 3: each record also kept as a serialized copas.v1.GameRecord, served as it is.
+    """
+    ALTER TABLE records ADD COLUMN record_pb BLOB;
     """,
 )
 _V1_TABLES = {"tables", "log", "records"}
@@ -107,10 +113,12 @@ class DeleteEntry:
 
 @dataclass(frozen=True, slots=True)
 class FinishTable:
+    """A game's record; serialized by the writer (JSON, and the GameRecord message)."""
+
     table_id: str
     finished: float
-    summary: str  # JSON: what ListGameRecords shows
-    record: str  # JSON: the whole replayable record
+    summary: dict[str, Any]  # what ListGameRecords shows
+    record: dict[str, Any]  # the whole replayable record
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,7 +155,7 @@ class Storage:
     def __init__(self) -> None:
         self._batch = _Batch()
         self._counters: dict[str, int] = {}
-        self._records: dict[str, tuple[float, dict[str, Any], dict[str, Any]]] = {}
+        self._records: dict[str, tuple[float, dict[str, Any], bytes]] = {}
         self.commits = 0
         self.failure: StorageFailed | None = None
         self.on_failure: Callable[[StorageFailed], None] | None = None
@@ -173,8 +181,7 @@ class Storage:
 
     def finish_table(self, table_id: str, finished: float, summary: dict[str, Any],
                      record: dict[str, Any]) -> None:
-        self._records[table_id] = (finished, summary, record)
-        self._queue(FinishTable(table_id, finished, json.dumps(summary), json.dumps(record)))
+        self._queue(FinishTable(table_id, finished, summary, record))
 
     def release_table(self, table_id: str) -> None:
         """The table is gone: its log and its row go (a finished game's record stays)."""
@@ -182,6 +189,11 @@ class Storage:
         self._queue(ReleaseTable(table_id))
 
     def _queue(self, write: Write) -> None:
+        if isinstance(write, FinishTable):  # in memory, only the records are kept
+            self._records[write.table_id] = (write.finished, write.summary,
+                                             record_message(write.record))
+            while len(self._records) > MEMORY_RECORDS:
+                del self._records[min(self._records, key=lambda r: self._records[r][0])]
         self._batch.writes.append(write)
 
     @property
@@ -207,7 +219,8 @@ class Storage:
     def load_tables(self) -> list[StoredTable]:
         return []
 
-    def get_record(self, record_id: str) -> dict[str, Any] | None:
+    def get_record(self, record_id: str) -> bytes | None:
+        """A finished game as a serialized copas.v1.GameRecord (with its JSON)."""
         found = self._records.get(record_id)
         return found[2] if found else None
 
@@ -341,6 +354,9 @@ class SqliteStorage(Storage):
         db.execute("UPDATE copas SET value = 'running' WHERE key = 'state'")
         db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
+    def _queue(self, write: Write) -> None:
+        self._batch.writes.append(write)  # records live on disk, not in memory
+
     def legacy_tables(self) -> int:
         with self._lock:
             return int(self._db.execute(
@@ -357,7 +373,8 @@ class SqliteStorage(Storage):
             self._batch_done = loop.create_future()
         waiter = self._batch_done
         if self._flushing is None:
-            self._flushing = asyncio.create_task(self._flush_loop())
+            self._flushing = asyncio.create_task(self._flush_loop(),
+                                                 context=contextvars.Context())
         await asyncio.shield(waiter)
 
     async def _flush_loop(self) -> None:
@@ -409,9 +426,11 @@ class SqliteStorage(Storage):
                             db.execute("DELETE FROM log WHERE table_id = ? AND n = ?",
                                        (write.table_id, write.n))
                         case FinishTable():
-                            db.execute("INSERT OR REPLACE INTO records VALUES (?, ?, ?, ?)",
-                                       (write.table_id, write.finished, write.summary,
-                                        write.record))
+                            db.execute(
+                                "INSERT OR REPLACE INTO records (record_id, finished, summary, "
+                                "record, record_pb) VALUES (?, ?, ?, ?, ?)",
+                                (write.table_id, write.finished, json.dumps(write.summary),
+                                 json.dumps(write.record), record_message(write.record)))
                             db.execute("UPDATE tables SET status = 'finished', finished = ? "
                                        "WHERE table_id = ?", (write.finished, write.table_id))
                         case ReleaseTable():
@@ -446,11 +465,13 @@ class SqliteStorage(Storage):
                                        finished, error))
         return out
 
-    def get_record(self, record_id: str) -> dict[str, Any] | None:
+    def get_record(self, record_id: str) -> bytes | None:
         with self._lock:
-            row = self._db.execute("SELECT record FROM records WHERE record_id = ?",
+            row = self._db.execute("SELECT record_pb, record FROM records WHERE record_id = ?",
                                    (record_id,)).fetchone()
-        return json.loads(row[0]) if row else None
+        if row is None:
+            return None
+        return bytes(row[0]) if row[0] is not None else record_message(json.loads(row[1]))
 
     def list_records(self, limit: int, before: tuple[float, str] | None
                      ) -> list[tuple[float, str, dict[str, Any]]]:
@@ -503,6 +524,13 @@ class SqliteStorage(Storage):
                 self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             self._db.close()
         os.close(self._lock_fd)
+
+
+def record_message(record: dict[str, Any]) -> bytes:
+    """A record as the serialized copas.v1.GameRecord GetGameRecord answers with."""
+    from server.codec import record_to_pb
+
+    return record_to_pb(record, with_json=True).SerializeToString()
 
 
 def open_storage(data_dir: str) -> Storage:

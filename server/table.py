@@ -306,7 +306,7 @@ class Table:
         if all(s.is_taken for s in self.seats):
             self.start()
 
-    def _give_up_seat(self, seat_number: int) -> int:
+    def _give_up_seat(self, seat_number: int, request_id: str = "") -> int:
         """A person leaves before the game starts: the seat is free again, their token and
         its streams end, and their join leaves the log."""
         seat = self.seats[seat_number]
@@ -321,6 +321,7 @@ class Table:
         self.seats[seat_number] = Seat(seat_number)
         self._emit(player_left=copas_pb2.PlayerLeft(
             seat=seat_number, hand_number=-1, phase=copas_pb2.PHASE_WAITING_FOR_PLAYERS))
+        self.manager.seat_given_up(seat.token_hash, seat.join_key, request_id, self.sequence)
         self._arm_watchdog()
         return self.sequence
 
@@ -394,7 +395,7 @@ class Table:
         if game is None:
             if isinstance(action, Leave):
                 self.manager.check_writable()
-                return self._give_up_seat(seat)
+                return self._give_up_seat(seat, request_id)
             raise ServiceError.precondition("the game has not started: seats are still free",
                                             "GAME_NOT_STARTED")
         is_leave = isinstance(action, Leave)

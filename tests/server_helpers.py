@@ -202,7 +202,7 @@ def config_for_tests(**options: Any) -> Any:
     from server.config import Config, unlimited
 
     base = unlimited(Config(listen="127.0.0.1:0", metrics_port=0, data_dir="memory",
-                            bot_table_pace=0.0005, quota_penalty=0.0))
+                            bot_table_pace=0.0005, quota_penalty=0.0, min_timeout=0.01))
     return dataclasses.replace(base, **options)
 
 

@@ -18,7 +18,7 @@ import grpc
 import pytest
 from copas.v1 import copas_pb2, copas_pb2_grpc
 
-from engine import Game, Phase, action_to_json, replay, result_of
+from engine import Game, Phase, Rules, action_to_json, replay, result_of, to_record
 from server.main import shutdown, start
 from tests.server_helpers import (
     Watch,
@@ -327,6 +327,18 @@ async def test_a_log_that_does_not_replay_is_quarantined_and_retried(tmp_path: P
         await shutdown(running, 0)
 
 
+def finished_record(record_id: str, finished: float) -> dict[str, Any]:
+    """A record as a finished table writes it (a game of bots)."""
+    game = Game(Rules.preset("quick"), record_id)
+    while not game.is_over:
+        game.apply(game.auto_action(game.to_act()[0]))
+    return to_record(game) | {
+        "record_id": record_id, "table_id": record_id, "display_name": record_id,
+        "preset": "quick", "created": finished - 10, "finished": finished, "seed": record_id,
+        "seats": [{"seat": s, "name": f"P{s}", "is_bot": True} for s in range(4)],
+        "result": result_of(game)}
+
+
 def test_retention_by_age_removes_only_older_records(tmp_path: Path) -> None:
     from server.storage import SqliteStorage
 
@@ -334,7 +346,7 @@ def test_retention_by_age_removes_only_older_records(tmp_path: Path) -> None:
         store = SqliteStorage.open(tmp_path / "copas.db")
         for i, finished in enumerate((100.0, 200.0, 300.0)):
             store.create_table(f"t{i}", finished - 10, {})
-            store.finish_table(f"t{i}", finished, {"n": i}, {"n": i})
+            store.finish_table(f"t{i}", finished, {"n": i}, finished_record(f"t{i}", finished))
         store.create_table("open", 50.0, {})
         store.append("open", "{}")
         await store.sync()

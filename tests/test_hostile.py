@@ -747,3 +747,191 @@ async def test_tls_and_mutual_tls(tmp_path: Path) -> None:
         await known.close()
     finally:
         await shutdown(running, 0)
+
+
+# ---------------------------------------------------------------- the second review
+
+
+async def test_a_stream_revoked_while_it_opens_never_shows_the_next_occupants_hand() -> None:
+    async with serving(allow_seed=True) as (_, stub):
+        for attempt in range(5):
+            table = await new_table(stub, seed=str(attempt), bots=1)
+            await stub.JoinTable(copas_pb2.JoinTableRequest(table_id=table.table_id,
+                                                            display_name="filler", seat=1))
+            attacker = await stub.JoinTable(copas_pb2.JoinTableRequest(
+                table_id=table.table_id, display_name="attacker", seat=0))
+            # Back to back: watch, give the seat up, someone takes it, the game starts.
+            stale = Watch(stub, table.table_id, attacker.player_token)
+            leave = asyncio.ensure_future(stub.LeaveTable(copas_pb2.LeaveTableRequest(
+                table_id=table.table_id), metadata=auth(attacker.player_token)))
+            victim = asyncio.ensure_future(stub.JoinTable(copas_pb2.JoinTableRequest(
+                table_id=table.table_id, display_name="victim", seat=0)))
+            last = asyncio.ensure_future(stub.JoinTable(copas_pb2.JoinTableRequest(
+                table_id=table.table_id, display_name="last", seat=2)))
+            await asyncio.gather(leave, victim, last, return_exceptions=True)
+            await asyncio.wait_for(stale.task, 5)
+            assert all(not m.view.hand for m in stale.messages), "a stale stream saw a hand"
+
+
+async def test_secrets_and_request_context_stay_out_of_logs() -> None:
+    from structlog.testing import capture_logs
+
+    async with serving(allow_seed=True) as (_, stub):
+        with capture_logs(processors=[structlog_merge()]) as logs:
+            table = await new_table(stub, seed="3", bots=3, pass_timeout_seconds=0.05)
+            rid = "0f8fad5b-d9cb-469f-a165-secret-id-1"
+            await stub.JoinTable(copas_pb2.JoinTableRequest(
+                table_id=table.table_id, display_name="Ana", request_id=rid))
+            watch = Watch(stub, table.table_id)
+            await watch.wait_for(lambda m: m.WhichOneof("kind") == "turn_timed_out")
+            await watch.close()
+        assert rid not in repr(logs), "a JoinTable request_id (it unlocks the token) was logged"
+        timed = [e for e in logs if e["event"] == "turn_timed_out"]
+        assert timed and all("rpc" not in e and "request_id" not in e for e in timed)
+
+
+def structlog_merge() -> Any:
+    import structlog
+
+    return structlog.contextvars.merge_contextvars
+
+
+async def test_a_player_token_does_not_lift_the_table_and_join_quotas() -> None:
+    async with serving(allow_seed=True, tables_per_minute=60, tables_burst=3,
+                       quota_penalty=0.01) as (_, stub):
+        table = await new_table(stub)
+        token = (await join_all(stub, table.table_id, 1))[0].player_token
+        await new_table(stub)
+        await new_table(stub)
+        await refused(stub.CreateTable(copas_pb2.CreateTableRequest(), metadata=auth(token)),
+                      grpc.StatusCode.RESOURCE_EXHAUSTED, "TOO_MANY_TABLES")
+
+
+async def test_finished_games_are_not_kept_in_memory(tmp_path: Path) -> None:
+    running = await start(config_for_tests(allow_seed=True, data_dir=str(tmp_path)))
+    try:
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{running.port}") as channel:
+            stub = copas_pb2_grpc.CopasServiceStub(channel)
+            for seed in ("1", "2"):
+                table = await new_table(stub, seed=seed, bots=4)
+                watch = Watch(stub, table.table_id)
+                await watch.wait_for(lambda m: m.WhichOneof("kind") == "game_over")
+                await watch.close()
+                record = await stub.GetGameRecord(copas_pb2.GetGameRecordRequest(
+                    record_id=table.table_id))
+                assert record.record.record_json and record.record.standings
+        assert not running.tables.storage._records  # on disk only
+    finally:
+        await shutdown(running, 0)
+
+
+async def test_turn_limits_have_a_floor() -> None:
+    async with serving(allow_seed=True, min_timeout=1.0) as (_, stub):
+        for field in ("play_timeout_seconds", "pass_timeout_seconds", "moon_timeout_seconds"):
+            await refused(stub.CreateTable(copas_pb2.CreateTableRequest(
+                bot_seats=3, rules=copas_pb2.RulesOverrides(**{field: 1e-9}))),
+                grpc.StatusCode.INVALID_ARGUMENT, "INVALID_RULES")
+        await stub.CreateTable(copas_pb2.CreateTableRequest(
+            bot_seats=3, rules=copas_pb2.RulesOverrides(play_timeout_seconds=0)))
+
+
+async def test_a_malformed_authorization_header_still_counts_and_health_has_quotas() -> None:
+    async with serving(peer_calls_per_second=5, peer_calls_burst=5, quota_penalty=0.01
+                       ) as (_, stub):
+        codes = []
+        for _ in range(8):
+            try:
+                await stub.ListTables(copas_pb2.ListTablesRequest(),
+                                      metadata=(("authorization", "Basic x"),))
+            except grpc.aio.AioRpcError as error:
+                codes.append(error.code())
+        assert grpc.StatusCode.RESOURCE_EXHAUSTED in codes
+    async with serving(max_streams_per_peer=2) as (running, stub), \
+            grpc.aio.insecure_channel(f"127.0.0.1:{running.port}") as channel:
+        health = health_pb2_grpc.HealthStub(channel)
+        streams = [health.Watch(health_pb2.HealthCheckRequest()) for _ in range(2)]
+        for s in streams:
+            await s.read()
+        third = health.Watch(health_pb2.HealthCheckRequest())
+        with pytest.raises(grpc.aio.AioRpcError) as err:
+            await third.read()
+        assert err.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+        for s in streams:
+            s.cancel()
+
+
+async def test_a_broken_log_sink_breaks_no_request() -> None:
+    import structlog
+
+    from server.observability import configure_logging
+
+    broken = open(os.devnull, "w")  # noqa: SIM115 (closed at once: every write fails)
+    broken.close()
+    configure_logging("json", "info", file=broken, cache=False)
+    try:
+        async with serving(allow_seed=True) as (_, stub):
+            table = await new_table(stub, seed="1", bots=3)
+            join = (await join_all(stub, table.table_id, 1))[0]
+            view = await stub.GetView(copas_pb2.GetViewRequest(table_id=table.table_id),
+                                      metadata=auth(join.player_token))
+            assert view.view.phase == copas_pb2.PHASE_PASSING  # the game started
+    finally:
+        structlog.reset_defaults()
+
+
+async def test_retries_after_giving_a_seat_up_and_spelling_a_card_otherwise() -> None:
+    async with serving(allow_seed=True) as (_, stub):
+        table = await new_table(stub, seed="42")
+        rid = "1b4e28ba-2fa1-11d2-883f-0016d3cca427"
+        join = copas_pb2.JoinTableRequest(table_id=table.table_id, display_name="Ana",
+                                          request_id=rid)
+        first = await stub.JoinTable(join)
+        leave = copas_pb2.LeaveTableRequest(table_id=table.table_id, request_id="bye")
+        answer = await stub.LeaveTable(leave, metadata=auth(first.player_token))
+        again = await stub.LeaveTable(leave, metadata=auth(first.player_token))
+        assert again.sequence == answer.sequence  # the first answer, token revoked or not
+        await refused(stub.JoinTable(join), grpc.StatusCode.FAILED_PRECONDITION,
+                      "JOIN_GIVEN_UP")
+        await refused(stub.GetView(copas_pb2.GetViewRequest(table_id=table.table_id),
+                                   metadata=auth(first.player_token)),
+                      grpc.StatusCode.UNAUTHENTICATED, "TOKEN_REVOKED")
+        joins = await join_all(stub, table.table_id, 4)
+        seat0 = next(j for j in joins if j.seat == 0)
+        hand = Game(rules_of(table), "42").hand(0)
+        as_text = copas_pb2.PassCardsRequest(table_id=table.table_id, request_id="p",
+                                             cards=[card_pb(c) for c in hand[:3]])
+        as_enums = copas_pb2.PassCardsRequest(request_id="p", cards=[
+            cards_pb2.Card(suit=c.suit + 1, rank=c.rank + 2) for c in hand[:3]])  # type: ignore[arg-type]
+        one = await stub.PassCards(as_text, metadata=auth(seat0.player_token))
+        two = await stub.PassCards(as_enums, metadata=auth(seat0.player_token))
+        assert one.sequence == two.sequence  # the same request, spelled otherwise
+
+
+async def test_bad_tls_files_and_invisible_names_are_refused(tmp_path: Path) -> None:
+    import trustme
+
+    ca = trustme.CA()
+    cert = ca.issue_cert("localhost")
+    other = ca.issue_cert("elsewhere")
+    cert.cert_chain_pems[0].write_to_path(str(tmp_path / "cert.pem"))
+    other.private_key_pem.write_to_path(str(tmp_path / "other.key"))
+    (tmp_path / "junk.pem").write_text("not a certificate\n")
+    for key in ("other.key", "junk.pem"):
+        with pytest.raises(SetupError, match="tls"):
+            await start(config_for_tests(tls_cert=str(tmp_path / "cert.pem"),
+                                         tls_key=str(tmp_path / key)))
+    async with serving() as (_, stub):
+        table = await new_table(stub, seed=None)
+        for name in ("\u3164", "Bot 4", "bot2", "a" + "\u0301" * 6):
+            await refused(stub.JoinTable(copas_pb2.JoinTableRequest(
+                table_id=table.table_id, display_name=name)), grpc.StatusCode.INVALID_ARGUMENT,
+                "INVALID_NAME")
+
+
+def test_a_client_is_its_address_and_an_ipv6_client_its_network() -> None:
+    from server.gateway import peer_address
+
+    assert peer_address("ipv4:203.0.113.7:5678") == "203.0.113.7"
+    assert peer_address("ipv6:[2001:db8:1:2:aaaa::1]:5678") == \
+        peer_address("ipv6:[2001:db8:1:2:bbbb::9]:1") == "2001:db8:1:2::/64"
+    assert peer_address("ipv6:[::ffff:203.0.113.7]:5") == "203.0.113.7"

@@ -1,0 +1,81 @@
+"""Many tables at a human pace: T tables of four connected players, each table making about
+one move every ``--move-interval`` seconds (`copas loadtest --move-interval`), against the
+Copas server with its defaults (SQLite, fsync per group commit).
+
+Prints the p50/p99 move-to-view latency (a card played to the other players seeing it), the
+moves per second, the server's CPU per move and share of one core, and its memory per table
+(peak resident memory over the tables, after the memory of the idle server).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+ENV = {**os.environ, "PYTHONUNBUFFERED": "1"}
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--tables", type=int, default=2500)
+    parser.add_argument("--move-interval", type=float, default=2.0)
+    parser.add_argument("--duration", type=float, default=60.0)
+    parser.add_argument("--processes", type=int, default=4)
+    args = parser.parse_args()
+    port = free_port()
+    with tempfile.TemporaryDirectory() as data_dir:
+        server = subprocess.Popen(
+            [sys.executable, "-m", "server.main", "--listen", f"127.0.0.1:{port}",
+             "--metrics-port", "0", "--data-dir", data_dir, "--unlimited-quotas",
+             "--max-streams-per-peer", "0"],
+            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=ENV)
+        try:
+            assert server.stdout is not None and "listening" in server.stdout.readline()
+            time.sleep(1.0)
+            idle = rss_mb(server.pid)
+            done = subprocess.run(
+                [sys.executable, "-m", "clients.cli", "loadtest", "--server",
+                 f"127.0.0.1:{port}", "--tables", str(args.tables), "--duration",
+                 str(args.duration), "--processes", str(args.processes), "--move-interval",
+                 str(args.move_interval), "--json"],
+                cwd=ROOT, capture_output=True, text=True, check=True, env=ENV)
+            report = json.loads(done.stdout.strip().splitlines()[-1])
+        finally:
+            server.terminate()
+            server.wait(60)
+    view = report["move_to_view_latency_ms"]
+    cpu = report["server_cpu_ms_per_move"] or 0.0
+    per_table = ((report["server_peak_rss_mb"] or idle) - idle) * 1024 / args.tables
+    print(f"{args.tables} tables, a move per table every {args.move_interval} s: "
+          f"{report['moves_per_s']} moves/s, errors {report['errors'] or 0}")
+    print(f"human_pace_view_p50_ms={view['p50']}")
+    print(f"human_pace_view_p99_ms={view['p99']}")
+    print(f"human_pace_server_core_share={cpu * report['moves_per_s'] / 1000:.2f}")
+    print(f"human_pace_kb_per_table={per_table:.1f}")
+
+
+if __name__ == "__main__":
+    main()
