@@ -13,10 +13,10 @@ TS_DIR := clients/ts
 NPM_STAMP := $(TS_DIR)/node_modules/.copas-installed
 TS_STAMP := $(TS_DIR)/dist/.built
 ALL_PROTOS := $(shell find $(PROTO_DIR) -name '*.proto')
-TS_SOURCES := $(wildcard $(TS_DIR)/src/*.ts) $(TS_DIR)/tsconfig.json
+TS_SOURCES := $(wildcard $(TS_DIR)/src/*.ts $(TS_DIR)/src/web/*.ts $(TS_DIR)/tsconfig*.json)
 
 .DEFAULT_GOAL := help
-.PHONY: help setup proto ts run play demo test lint bench bench-bots bench-load clean
+.PHONY: help setup proto ts web run play demo test lint bench bench-bots bench-load clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-11s %s\n", $$1, $$2}'
@@ -29,11 +29,13 @@ $(STAMP): pyproject.toml setup.py engine/game.py ai/playout.py  # the compiled m
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[test]'
 	@touch $@
 
-proto: $(PROTO_STAMP) ## generate the Python code for protos/ (never edited by hand)
+proto: $(PROTO_STAMP) ## generate the Python code for protos/ (messages, gRPC, Connect for the page)
 
 $(PROTO_STAMP): $(PROTOS) $(STAMP)
 	$(BIN)/python -m grpc_tools.protoc -I$(PROTO_DIR) --python_out=$(PROTO_DIR) \
-		--grpc_python_out=$(PROTO_DIR) --pyi_out=$(PROTO_DIR) $(PROTOS)
+		--grpc_python_out=$(PROTO_DIR) --pyi_out=$(PROTO_DIR) \
+		--plugin=protoc-gen-connectrpc=$(BIN)/protoc-gen-connectrpc \
+		--connectrpc_out=$(PROTO_DIR) --connectrpc_opt=protobuf=google $(PROTOS)
 	@touch $@
 
 ts: $(TS_STAMP) ## TypeScript: npm ci in clients/ts, generate from protos/ (buf.gen.yaml), compile
@@ -47,7 +49,10 @@ $(TS_STAMP): $(NPM_STAMP) $(STAMP) $(PROTO_DIR)/buf.gen.yaml $(ALL_PROTOS) $(TS_
 	cd $(TS_DIR) && npm run --silent build
 	@touch $@
 
-run: setup ## start the server on localhost:50051 (metrics on localhost:9464)
+web: ts ## rebuild the page's server/web/app.js (committed) from clients/ts and protos/
+	cd $(TS_DIR) && npm run --silent build:web
+
+run: setup ## start the server on localhost:50051, the web page on http://localhost:8080
 	$(BIN)/copas-server
 
 play: setup ## play against three bots on the local server (start it first with make run)
@@ -77,6 +82,7 @@ bench-load: setup ## load test vs a bare gRPC echo swarm at 100 and 1000 tables 
 	$(BIN)/python bench/load_vs_echo.py --tables 100 1000 --duration 30
 
 clean: ## remove the virtual environment, generated code and caches
-	rm -rf $(VENV) $(PROTO_DIR)/copas/v1/*_pb2*.py* $(PROTO_STAMP) .pytest_cache .mypy_cache \
-		.ruff_cache .hypothesis *.egg-info build engine/*.so ai/*.so  # data/ is kept
+	rm -rf $(VENV) $(PROTO_DIR)/copas/v1/*_pb2*.py* $(PROTO_DIR)/copas/v1/*_connect.py \
+		$(PROTO_STAMP) .pytest_cache .mypy_cache .ruff_cache .hypothesis *.egg-info build \
+		engine/*.so ai/*.so  # data/ is kept
 	rm -rf $(TS_DIR)/node_modules $(TS_DIR)/dist $(TS_DIR)/src/gen
