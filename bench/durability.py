@@ -29,8 +29,8 @@ def load(data_dir: str, tables: int, duration: float, processes: int) -> dict[st
     port = free_port()
     server = subprocess.Popen(
         [sys.executable, "-m", "server.main", "--listen", f"127.0.0.1:{port}",
-         "--metrics-port", "0", "--data-dir", data_dir, "--log-level", "warning",
-         "--unlimited-quotas"],
+         "--metrics-port", "0", "--web-port", "0", "--data-dir", data_dir,
+         "--log-level", "warning", "--unlimited-quotas"],
         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
         env={**os.environ, "PYTHONUNBUFFERED": "1"})
     try:

@@ -167,7 +167,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as data_dir:
         server = subprocess.Popen(
             [sys.executable, "-m", "server.main", "--listen", address, "--metrics-port", "0",
-             "--data-dir", data_dir, "--log-level", "warning", "--allow-seed"],
+             "--web-port", "0", "--data-dir", data_dir, "--log-level", "warning", "--allow-seed"],
             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
             env={**os.environ, "PYTHONUNBUFFERED": "1"})
         try:

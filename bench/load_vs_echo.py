@@ -46,7 +46,8 @@ def compare(tables: int, duration: float, processes: int) -> None:
     port = free_port()
     with tempfile.TemporaryDirectory() as data_dir:
         server = serve([sys.executable, "-m", "server.main", "--listen", f"127.0.0.1:{port}",
-                        "--metrics-port", "0", "--data-dir", data_dir, "--log-level",
+                        "--metrics-port", "0", "--web-port", "0", "--data-dir", data_dir,
+                        "--log-level",
                         "warning", "--unlimited-quotas"])
         try:
             ours = run([sys.executable, "-m", "clients.cli", "loadtest", "--server",

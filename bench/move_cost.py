@@ -79,7 +79,7 @@ async def echo_moves(moves: int) -> float:
 
 
 async def copas_moves(moves: int, data_dir: str) -> float:
-    running = await start(unlimited(Config(listen="127.0.0.1:0", metrics_port=0,
+    running = await start(unlimited(Config(listen="127.0.0.1:0", metrics_port=0, web_port=0,
                                            allow_seed=True, data_dir=data_dir)))
     channels = [grpc.aio.insecure_channel(f"127.0.0.1:{running.port}") for _ in range(4)]
     stubs = [copas_pb2_grpc.CopasServiceStub(c) for c in channels]

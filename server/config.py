@@ -14,6 +14,9 @@ class Config:
     listen: str = "localhost:50051"
     metrics_port: int = 9464  # 0 = no metrics endpoint
     metrics_host: str = "localhost"
+    web_port: int = 8080  # the web page and the contract over Connect; 0 = off
+    web_host: str = "localhost"
+    web_max_connections: int = 1024  # browser connections at once (HTTP 503 beyond)
     # What clients can make the server hold.
     max_tables: int = 10_000  # tables not finished
     max_players: int = 40_000  # people seated in games not finished
@@ -65,6 +68,9 @@ _HELP = {
     "listen": "host:port for gRPC",
     "metrics_port": "Prometheus metrics HTTP port, 0 to disable",
     "metrics_host": "metrics HTTP address",
+    "web_port": "HTTP port of the web page (and the contract over Connect for it), 0 to disable",
+    "web_host": "web page address",
+    "web_max_connections": "browser connections at once (HTTP 503 beyond)",
     "max_tables": "tables not yet finished (RESOURCE_EXHAUSTED SERVER_FULL beyond)",
     "max_players": "people seated in games not yet finished",
     "max_bot_tables": "tables of bots only that play at once",

@@ -6,6 +6,10 @@ per-client quotas before the request is even decoded; decodes the request itself
 that are not the method's message get INVALID_ARGUMENT, not UNKNOWN); turns a
 ``ServiceError`` into its status with details; and writes one log line and one latency
 sample per call (streams: their lifetime, in a metric of their own).
+
+A call relayed by the server's own web bridge (``server.web``) names the browser's address in
+``x-forwarded-for``; the gateway believes it only from a loopback peer that also presents the
+process's forwarding key, so quotas apply per browser and no other client can pick an address.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import hashlib
+import hmac
 import inspect
 import ipaddress
 import random
@@ -66,6 +71,35 @@ def peer_address(peer: str) -> str:
     return peer or "unknown"
 
 
+FORWARDED_FOR = "x-forwarded-for"
+FORWARDING_KEY = "x-copas-forwarding-key"
+
+
+def forwarded_peer(context: grpc.aio.ServicerContext[Any, Any], peer: str,
+                   key: str | None) -> str:
+    """The address a trusted relay (loopback peer, the right key) forwards for; else ``peer``."""
+    if key is None or not _is_loopback(peer):
+        return peer
+    found: dict[str, str] = {}
+    for name, value in context.invocation_metadata() or ():
+        if name in (FORWARDED_FOR, FORWARDING_KEY) and isinstance(value, str):
+            found[name] = value
+    presented = found.get(FORWARDING_KEY, "")
+    if not hmac.compare_digest(presented.encode(), key.encode()):
+        return peer
+    try:
+        return str(ipaddress.ip_address(found.get(FORWARDED_FOR, "").strip()))
+    except ValueError:
+        return peer
+
+
+def _is_loopback(address: str) -> bool:
+    try:
+        return ipaddress.ip_address(address).is_loopback
+    except ValueError:
+        return False
+
+
 def bearer_token_hash(context: grpc.aio.ServicerContext[Any, Any]) -> str | None:
     for key, value in context.invocation_metadata() or ():
         if key == "authorization":
@@ -89,10 +123,12 @@ class GatewayInterceptor(grpc.aio.ServerInterceptor):
     """Caller context, quotas, decoding, errors, one log line and metrics per call."""
 
     def __init__(self, metrics: Metrics, quotas: Quotas,
-                 is_valid_token: Callable[[str], bool]) -> None:
+                 is_valid_token: Callable[[str], bool], forwarding_key: str | None = None
+                 ) -> None:
         self.metrics = metrics
         self.quotas = quotas
         self.is_valid_token = is_valid_token
+        self.forwarding_key = forwarding_key  # the web bridge's; None: trust no relay
         self._handlers: dict[str, grpc.RpcMethodHandler] = {}
 
     async def intercept_service(
@@ -175,7 +211,7 @@ class GatewayInterceptor(grpc.aio.ServerInterceptor):
     def _enter(self, method: str, context: grpc.aio.ServicerContext[Any, Any]) -> Caller:
         structlog.contextvars.clear_contextvars()
         structlog.contextvars.bind_contextvars(rpc=method)
-        peer = peer_address(context.peer())
+        peer = forwarded_peer(context, peer_address(context.peer()), self.forwarding_key)
         try:
             token_hash = bearer_token_hash(context)
         except ServiceError:

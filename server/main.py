@@ -1,4 +1,5 @@
-"""copas-server: start the gRPC server with health, reflection, metrics and logs.
+"""copas-server: start the gRPC server with health, reflection, metrics and logs, and the web
+page (``server.web``) beside it.
 
 Exit codes: 0 after SIGTERM/SIGINT; 1 when it cannot listen; 2 when the data directory or
 the TLS files cannot be used (one line on stderr says why); 3 when the store failed while
@@ -10,9 +11,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import secrets
 import signal
 import ssl
 import sys
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,7 +28,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from prometheus_client import start_http_server
 from prometheus_client.core import GaugeMetricFamily
 
-from server import reflection, table_view
+from server import reflection, table_view, web
 from server.config import Config, parse_args
 from server.errors import ServiceError
 from server.gateway import GatewayInterceptor
@@ -56,6 +59,7 @@ class RunningServer:
     retention: asyncio.Task[None]
     quotas: Quotas
     metrics_http: Any = None
+    page: web.WebServer | None = None  # the web page, when --web-port is set
     failed: asyncio.Event = field(default_factory=asyncio.Event)
     failure: StorageFailed | None = None
 
@@ -110,15 +114,17 @@ async def start(config: Config) -> RunningServer:
     """Start serving (returns once listening). Tables are recovered from the data directory
     before the first request is served.
 
-    :raises OSError: the port is taken or the address cannot be used.
+    :raises OSError: a port is taken or an address cannot be used.
     :raises SetupError: the data directory or the TLS files cannot be used.
     """
     metrics = Metrics()
     quotas = Quotas(config)
     credentials = _server_credentials(config)
     tables_ref: list[TableManager] = []
+    forwarding_key = secrets.token_urlsafe(32)  # the web bridge's, believed by the gateway
     gateway = GatewayInterceptor(metrics, quotas,
-                                 lambda token_hash: token_hash in tables_ref[0].tokens)
+                                 lambda token_hash: token_hash in tables_ref[0].tokens,
+                                 forwarding_key if config.web_port else None)
     server = grpc.aio.server(
         interceptors=[gateway],
         options=[
@@ -141,10 +147,24 @@ async def start(config: Config) -> RunningServer:
         raise OSError(f"cannot listen on {config.listen}: {exc}") from None
     if port == 0:
         raise OSError(f"cannot listen on {config.listen}: address in use or unavailable")
+    page = None
+    if config.web_port:  # the web bridge relays to a plaintext loopback port of its own
+        relay_port = server.add_insecure_port("127.0.0.1:0")
+        if relay_port == 0:
+            await server.stop(None)
+            raise OSError("cannot open a loopback port for the web page")
+        try:
+            page = web.prepare(config.web_host, config.web_port, f"127.0.0.1:{relay_port}",
+                               config.max_concurrent_streams)
+        except OSError:
+            await server.stop(None)
+            raise
     try:
         storage = open_storage(config.data_dir)
     except StoreUnusable as exc:
         await server.stop(None)
+        if page is not None:
+            page.close_sockets()
         raise SetupError(str(exc)) from None
     tables = TableManager(config, metrics, storage)
     tables_ref.append(tables)
@@ -163,6 +183,8 @@ async def start(config: Config) -> RunningServer:
         except OSError as exc:
             await server.stop(None)
             await storage.close()
+            if page is not None:
+                page.close_sockets()
             raise OSError(f"cannot serve metrics on {config.metrics_host}:"
                           f"{config.metrics_port}: {exc}") from None
     if isinstance(storage, SqliteStorage) and (legacy := storage.legacy_tables()):
@@ -170,9 +192,14 @@ async def start(config: Config) -> RunningServer:
                     detail="tables written by an older Copas are kept but not served")
     recover(tables)
     await server.start()
+    if page is not None:
+        web.start(page, forwarding_key, max_message_bytes=config.max_message_bytes,
+                  grace=config.grace, max_connections=config.web_max_connections,
+                  tls_cert=config.tls_cert, tls_key=config.tls_key,
+                  tls_client_ca=config.tls_client_ca)
     retention = asyncio.create_task(_retention(tables, config.retention_interval))
     running = RunningServer(server, port, tables, health_servicer, metrics, metrics_port,
-                            retention, quotas, http_server)
+                            retention, quotas, http_server, page)
     loop = asyncio.get_running_loop()
 
     def on_failure(failure: StorageFailed) -> None:
@@ -215,9 +242,14 @@ async def _retention(tables: TableManager, interval: float) -> None:
 async def shutdown(running: RunningServer, grace: float) -> None:
     """Health NOT_SERVING, refuse new tables, let running RPCs finish within ``grace``."""
     running.tables.is_accepting = False
+    if running.page is not None:
+        running.page.begin_stop()
     await running.health.enter_graceful_shutdown()
     running.tables.close_all()
-    await running.server.stop(grace)
+    began = time.monotonic()
+    if running.page is not None:  # the browsers' calls first: they are relayed to gRPC
+        await running.page.stop(grace)
+    await running.server.stop(max(0.0, grace - (time.monotonic() - began)))
     running.retention.cancel()
     if running.failure is None:
         with contextlib.suppress(StorageFailed):
@@ -244,6 +276,9 @@ async def serve(config: Config) -> int:
     if running.metrics_port:
         print(f"metrics on http://{config.metrics_host}:{running.metrics_port}/metrics",
               flush=True)
+    if running.page is not None:
+        scheme = "https" if config.tls_cert else "http"
+        print(f"web page on {scheme}://{config.web_host}:{running.page.port}/", flush=True)
     log.info("server_started", listen=config.listen, port=running.port,
              metrics_port=running.metrics_port, rules_defaults=config.rule_defaults)
     stop = asyncio.Event()

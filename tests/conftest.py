@@ -30,6 +30,10 @@ class PureSourceFinder(importlib.abc.MetaPathFinder):
         return importlib.util.spec_from_file_location(fullname, source)
 
 
+# Servers the tests start as processes serve no web page unless a test asks (--web-port):
+# none of them may take the default port 8080 from a running `make run`, or from another.
+os.environ["COPAS_WEB_PORT"] = "0"
+
 if os.environ.get("COPAS_PURE_ENGINE") == "1":  # run the tests on the pure-Python modules
     sys.meta_path.insert(0, PureSourceFinder())
 

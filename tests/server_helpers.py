@@ -197,11 +197,12 @@ async def drive(stub: copas_pb2_grpc.CopasServiceStub, table_id: str, tokens: di
 
 
 def config_for_tests(**options: Any) -> Any:
-    """A configuration for tests: loopback, any free port, no metrics, the in-memory store,
-    no per-client quotas (a test of quotas sets its own) and bot-only tables at full speed."""
+    """A configuration for tests: loopback, any free port, no metrics, no web page, the
+    in-memory store, no per-client quotas (a test of quotas sets its own) and bot-only tables
+    at full speed."""
     from server.config import Config, unlimited
 
-    base = unlimited(Config(listen="127.0.0.1:0", metrics_port=0, data_dir="memory",
+    base = unlimited(Config(listen="127.0.0.1:0", metrics_port=0, web_port=0, data_dir="memory",
                             bot_table_pace=0.0005, quota_penalty=0.0, min_timeout=0.01))
     return dataclasses.replace(base, **options)
 

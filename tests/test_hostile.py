@@ -434,7 +434,7 @@ async def test_quotas_per_token_and_per_peer_say_when_to_retry() -> None:
                 last = error
         assert codes == [grpc.StatusCode.FAILED_PRECONDITION] * 5 + [
             grpc.StatusCode.RESOURCE_EXHAUSTED]
-        assert time.perf_counter() - began >= 0.1  # over a quota, the answer is slowed (0.5-1.5x)
+        assert time.perf_counter() - began >= 0.1  # over a quota, slowed (0.5..1.5 x penalty)
         found = details(last)
         assert found["ErrorInfo"].reason == "RATE_LIMITED"
         assert found["QuotaFailure"].violations[0].subject == "player token"

@@ -34,7 +34,7 @@ def test_help_lists_the_configuration() -> None:
                          capture_output=True, text=True, check=True).stdout
     for flag in ("--listen", "--metrics-port", "--max-tables", "--max-players",
                  "--max-watchers-per-table", "--play-timeout", "--trick-pause",
-                 "--allow-seed", "COPAS_"):
+                 "--allow-seed", "--web-port", "COPAS_"):
         assert flag in out
 
 

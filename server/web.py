@@ -1,0 +1,313 @@
+"""The browser's way in, on ``--web-port``: the page (``server/web/``) and the copas.v1 contract
+over the Connect protocol (connectrpc's ASGI application, served by uvicorn on the server's
+own event loop).
+
+Each call is relayed to the server's own gRPC service on a loopback port, so quotas, errors,
+idempotency and authentication stay in one implementation, the gRPC one: the ``authorization``
+header goes along, the browser's address travels as ``x-forwarded-for`` with the process's
+forwarding key (``server.gateway`` believes it only then), and a gRPC error comes back as the
+same Connect error: its code, its message and its google.rpc details byte for byte.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import errno
+import re
+import socket
+import ssl
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import grpc
+import structlog
+import uvicorn
+from connectrpc.code import Code
+from connectrpc.errors import ConnectError, ErrorDetail
+from connectrpc.request import RequestContext
+from copas.v1 import copas_pb2, copas_pb2_grpc
+from copas.v1.copas_connect import CopasServiceASGIApplication
+from google.rpc import status_pb2
+from protobuf.wkt import Any as ConnectAny
+
+from server.gateway import FORWARDED_FOR, FORWARDING_KEY
+
+log = structlog.get_logger("copas.web")
+SERVICE = copas_pb2.DESCRIPTOR.services_by_name["CopasService"]
+PAGE_DIR = Path(__file__).resolve().parent / "web"
+_STATUS_DETAILS = "grpc-status-details-bin"
+# gRPC's status codes by name, as Connect spells them (Connect has "canceled").
+_CODES = {code: Code.CANCELED if code is grpc.StatusCode.CANCELLED else Code[code.name]
+          for code in grpc.StatusCode if code is not grpc.StatusCode.OK}
+_PAGE_FILES = {"/": ("index.html", "text/html; charset=utf-8"),
+               "/app.js": ("app.js", "text/javascript; charset=utf-8"),
+               "/style.css": ("style.css", "text/css; charset=utf-8")}
+_PAGE_HEADERS = [
+    (b"cache-control", b"no-cache"),
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"no-referrer"),
+    (b"content-security-policy",
+     b"default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "
+     b"img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"),
+]
+_METHOD_NAME = (re.compile("([^_])([A-Z][a-z]+)"), re.compile("([a-z])([A-Z])"))
+
+
+def method_attribute(rpc: str) -> str:
+    """The attribute the generated Connect application calls for an RPC ('CreateTable' ->
+    'create_table'), as protoc-gen-connectrpc names it."""
+    words, humps = _METHOD_NAME
+    return humps.sub(r"\1_\2", words.sub(r"\1_\2", rpc)).lower()
+
+
+def connect_error(error: grpc.aio.AioRpcError) -> ConnectError:
+    """The same error in Connect's terms: code, message and the google.rpc.Status details."""
+    message = error.details() or ""
+    details: list[ErrorDetail] = []
+    for key, value in error.trailing_metadata() or ():
+        if key == _STATUS_DETAILS and isinstance(value, bytes):
+            status = status_pb2.Status.FromString(value)
+            message = status.message or message
+            details = [ErrorDetail(ConnectAny(type_url=d.type_url, value=d.value))
+                       for d in status.details]
+    return ConnectError(_CODES.get(error.code(), Code.UNKNOWN), message, details)
+
+
+def _copy_metadata(metadata: Any, headers: Any) -> None:
+    """Application metadata of a gRPC answer into Connect headers or trailers."""
+    for key, value in metadata or ():
+        if key.startswith("grpc-") or key == "content-type":
+            continue
+        headers.add(key, base64.b64encode(value).decode() if isinstance(value, bytes) else value)
+
+
+class _Connections:
+    """Channels to the gRPC service. The server takes at most ``per_connection`` calls at once
+    on one connection, so a call holds a slot and a full connection gets a sibling; they stay
+    open until the web server stops (their number is bounded by the calls at once)."""
+
+    def __init__(self, target: str, per_connection: int) -> None:
+        self.target = target
+        self.per_connection = max(1, per_connection)
+        self.stubs: list[copas_pb2_grpc.CopasServiceStub] = []
+        self.channels: list[grpc.aio.Channel] = []
+        self.calls: list[int] = []
+
+    @contextlib.contextmanager
+    def slot(self) -> Iterator[copas_pb2_grpc.CopasServiceStub]:
+        index = next((i for i, n in enumerate(self.calls) if n < self.per_connection), None)
+        if index is None:
+            channel = grpc.aio.insecure_channel(self.target, options=[
+                ("grpc.use_local_subchannel_pool", 1)])  # a connection of its own
+            self.channels.append(channel)
+            self.stubs.append(copas_pb2_grpc.CopasServiceStub(channel))
+            self.calls.append(0)
+            index = len(self.calls) - 1
+        self.calls[index] += 1
+        try:
+            yield self.stubs[index]
+        finally:
+            self.calls[index] -= 1
+
+    async def close(self) -> None:
+        for channel in self.channels:
+            await channel.close()
+
+
+class Relay:
+    """Every CopasService RPC as the Connect application calls it, relayed to gRPC. Built from
+    the service descriptor, so an RPC added to the contract is relayed once regenerated."""
+
+    def __init__(self, connections: _Connections, forwarding_key: str) -> None:
+        self.connections = connections
+        self.forwarding_key = forwarding_key
+        for rpc in SERVICE.methods:
+            relay = self._stream if rpc.server_streaming else self._unary
+            setattr(self, method_attribute(rpc.name), _bind(relay, rpc.name))
+
+    def _metadata(self, ctx: RequestContext[Any, Any]) -> tuple[tuple[str, str], ...]:
+        metadata = [(FORWARDING_KEY, self.forwarding_key)]
+        client = ctx.client_address
+        if client:
+            metadata.append((FORWARDED_FOR, client.rsplit(":", 1)[0].strip("[]")))
+        authorization = ctx.request_headers.get("authorization")
+        if authorization is not None:
+            metadata.append(("authorization", authorization))
+        return tuple(metadata)
+
+    @staticmethod
+    def _timeout(ctx: RequestContext[Any, Any]) -> float | None:
+        left = ctx.timeout_ms
+        return None if left is None else max(left, 0.0) / 1000
+
+    async def _unary(self, rpc: str, request: Any, ctx: RequestContext[Any, Any]) -> Any:
+        with self.connections.slot() as stub:
+            call = getattr(stub, rpc)(request, metadata=self._metadata(ctx),
+                                      timeout=self._timeout(ctx))
+            try:
+                response = await call
+            except grpc.aio.AioRpcError as error:
+                raise connect_error(error) from None
+            except asyncio.CancelledError:
+                call.cancel()  # the browser went away
+                raise
+            except Exception:
+                log.exception("web_relay_failed", rpc=rpc)
+                raise ConnectError(Code.INTERNAL, "internal error") from None
+            _copy_metadata(await call.initial_metadata(), ctx.response_headers)
+            _copy_metadata(await call.trailing_metadata(), ctx.response_trailers)
+            return response
+
+    async def _stream(self, rpc: str, request: Any, ctx: RequestContext[Any, Any]
+                      ) -> AsyncIterator[Any]:
+        with self.connections.slot() as stub:
+            call = getattr(stub, rpc)(request, metadata=self._metadata(ctx),
+                                      timeout=self._timeout(ctx))
+            try:
+                _copy_metadata(await call.initial_metadata(), ctx.response_headers)
+                async for response in call:
+                    yield response
+                _copy_metadata(await call.trailing_metadata(), ctx.response_trailers)
+            except grpc.aio.AioRpcError as error:
+                raise connect_error(error) from None
+            except Exception:
+                log.exception("web_relay_failed", rpc=rpc)
+                raise ConnectError(Code.INTERNAL, "internal error") from None
+            finally:
+                call.cancel()  # the browser went away, or the stream ended: either way
+
+
+def _bind(relay: Callable[..., Any], rpc: str) -> Callable[[Any, RequestContext[Any, Any]], Any]:
+    def call(request: Any, ctx: RequestContext[Any, Any]) -> Any:
+        return relay(rpc, request, ctx)
+    call.__name__ = method_attribute(rpc)
+    return call
+
+
+class WebApp:
+    """The ASGI application: the contract under ``/copas.v1.CopasService/``, the page at /."""
+
+    def __init__(self, rpc: Callable[..., Awaitable[None]]) -> None:
+        self.rpc = rpc
+        self.rpc_prefix = f"/{SERVICE.full_name}/"
+        self.files = {path: ((PAGE_DIR / name).read_bytes(), kind)
+                      for path, (name, kind) in _PAGE_FILES.items()}
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return
+        if scope["path"].startswith(self.rpc_prefix):
+            await self.rpc(scope, receive, send)
+            return
+        found = self.files.get(scope["path"])
+        if scope["method"] not in ("GET", "HEAD"):
+            status, body, kind = 405, b"method not allowed\n", "text/plain; charset=utf-8"
+        elif found is None:
+            status, body, kind = 404, b"not found\n", "text/plain; charset=utf-8"
+        else:
+            status, (body, kind) = 200, found
+        headers = [(b"content-type", kind.encode()), (b"content-length", str(len(body)).encode()),
+                   *_PAGE_HEADERS]
+        await send({"type": "http.response.start", "status": status, "headers": headers})
+        await send({"type": "http.response.body",
+                    "body": b"" if scope["method"] == "HEAD" else body})
+
+
+class _Uvicorn(uvicorn.Server):
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield  # copas-server handles SIGTERM and SIGINT itself
+
+
+def bind(host: str, port: int) -> list[socket.socket]:
+    """Listening sockets for every address of ``host`` (both of 'localhost').
+
+    :raises OSError: the port is taken, or no address of ``host`` can be used.
+    """
+    sockets: list[socket.socket] = []
+    try:
+        for family, kind, proto, _, address in socket.getaddrinfo(
+                host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE):
+            sock = socket.socket(family, kind, proto)
+            try:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                if family == socket.AF_INET6:
+                    sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+                sock.bind(address)
+                sock.listen(1024)
+            except OSError as exc:
+                sock.close()
+                if exc.errno in (errno.EADDRNOTAVAIL, errno.EAFNOSUPPORT) and sockets:
+                    continue  # e.g. no IPv6 here: the other address serves
+                raise
+            sock.setblocking(False)
+            sockets.append(sock)
+    except OSError as exc:
+        for sock in sockets:
+            sock.close()
+        raise OSError(f"cannot serve the web page on {host}:{port}: {exc.strerror or exc}"
+                      ) from None
+    return sockets
+
+
+@dataclass
+class WebServer:
+    """The page and the Connect endpoint, serving on sockets bound at start."""
+
+    sockets: list[socket.socket]
+    connections: _Connections
+    server: _Uvicorn | None = None
+    task: asyncio.Task[None] | None = None
+    port: int = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.port = self.sockets[0].getsockname()[1]
+
+    def serve(self, app: WebApp, *, grace: float, max_connections: int, tls_cert: str = "",
+              tls_key: str = "", tls_client_ca: str = "") -> None:
+        config = uvicorn.Config(
+            app, lifespan="off", access_log=False, log_config=None, proxy_headers=False,
+            server_header=False, ws="none", limit_concurrency=max_connections,
+            timeout_graceful_shutdown=grace, ssl_certfile=tls_cert or None,
+            ssl_keyfile=tls_key or None, ssl_ca_certs=tls_client_ca or None,
+            ssl_cert_reqs=ssl.CERT_REQUIRED if tls_client_ca else ssl.CERT_NONE)
+        self.server = _Uvicorn(config)
+        self.task = asyncio.create_task(self.server.serve(sockets=self.sockets))
+
+    def begin_stop(self) -> None:
+        """No new connections; open ones end as their calls do."""
+        if self.server is not None:
+            self.server.should_exit = True
+
+    async def stop(self, grace: float) -> None:
+        """Stop; calls still running after ``grace`` seconds are cancelled."""
+        if self.server is not None:  # a moment at least, for idle connections to close
+            self.server.config.timeout_graceful_shutdown = max(grace, 0.2)
+        self.begin_stop()
+        if self.task is not None:
+            with contextlib.suppress(asyncio.CancelledError, SystemExit):
+                await self.task
+        self.close_sockets()
+        await self.connections.close()
+
+    def close_sockets(self) -> None:
+        for sock in self.sockets:
+            sock.close()
+
+
+def prepare(host: str, port: int, grpc_target: str, per_connection: int) -> WebServer:
+    """Bind the web port (fails at once when it is taken); serving starts with ``start``."""
+    return WebServer(bind(host, port), _Connections(grpc_target, per_connection))
+
+
+def start(web: WebServer, forwarding_key: str, *, max_message_bytes: int, grace: float,
+          max_connections: int, tls_cert: str = "", tls_key: str = "",
+          tls_client_ca: str = "") -> None:
+    relay = Relay(web.connections, forwarding_key)
+    rpc = CopasServiceASGIApplication(relay, read_max_bytes=max_message_bytes)
+    web.serve(WebApp(rpc), grace=grace, max_connections=max_connections, tls_cert=tls_cert,
+              tls_key=tls_key, tls_client_ca=tls_client_ca)

@@ -1,0 +1,206 @@
+"""The web port: the page's files, and the copas.v1 contract over Connect relayed to the gRPC
+service, with the same answers and errors (google.rpc details byte for byte), the browser's
+token, and quotas per browser address. Driven by connectrpc's own Python client."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import http.client
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import grpc
+import pytest
+from connectrpc.code import Code
+from connectrpc.errors import ConnectError
+from copas.v1 import cards_pb2, copas_connect, copas_pb2
+from google.rpc import error_details_pb2
+from grpc_status import rpc_status
+
+from server import web
+from server.errors import ERROR_DOMAIN
+from tests.server_helpers import auth, free_port, serving
+
+ROOT = Path(__file__).resolve().parent.parent
+SERVICE = copas_pb2.DESCRIPTOR.services_by_name["CopasService"]
+
+
+@contextlib.asynccontextmanager
+async def web_server(**options: Any) -> AsyncIterator[tuple[Any, Any, Any]]:
+    """A server with its web port on loopback, a gRPC stub and a Connect client of the page's."""
+    port = free_port()
+    async with (serving(web_port=port, web_host="127.0.0.1", **options) as (running, stub),
+                copas_connect.CopasServiceClient(f"http://127.0.0.1:{port}") as client):
+        yield running, stub, client
+
+
+def refused_details(error: ConnectError) -> dict[str, bytes]:
+    return {d.type_name: d.message_bytes for d in error.details}
+
+
+def test_every_rpc_of_the_contract_is_relayed() -> None:
+    relay = web.Relay(web._Connections("127.0.0.1:1", 1), "key")
+    for rpc in SERVICE.methods:
+        name = web.method_attribute(rpc.name)
+        assert hasattr(copas_connect.CopasService, name), rpc.name  # as the plugin names it
+        assert callable(getattr(relay, name, None)), rpc.name
+
+
+async def test_a_player_through_the_web_port_gets_the_grpc_answers_and_errors() -> None:
+    async with web_server() as (running, stub, client):
+        table = (await client.create_table(copas_pb2.CreateTableRequest(
+            bot_seats=3, display_name="web"))).table
+        joined = await client.join_table(copas_pb2.JoinTableRequest(
+            table_id=table.table_id, display_name="Ana"))
+        headers = {"authorization": f"Bearer {joined.player_token}"}
+        stream = client.watch_table(copas_pb2.WatchTableRequest(table_id=table.table_id),
+                                    headers=headers)
+        async with contextlib.aclosing(stream):
+            first = await anext(stream)
+            view = first.event.view
+            assert first.event.WhichOneof("kind") == "snapshot" and view.seat == joined.seat
+            assert len(view.hand) == 13  # the token went along: this is the player's view
+            request = copas_pb2.PlayCardRequest(table_id=table.table_id,  # while passing
+                                                card=cards_pb2.Card(text="2C"))
+            with pytest.raises(ConnectError) as caught:
+                await client.play_card(request, headers=headers)
+            with pytest.raises(grpc.aio.AioRpcError) as direct:
+                await stub.PlayCard(request, metadata=auth(joined.player_token))
+        error = caught.value
+        assert error.code is Code.FAILED_PRECONDITION
+        assert error.message == direct.value.details()
+        status = rpc_status.from_call(direct.value)  # type: ignore[arg-type]
+        assert status is not None
+        assert refused_details(error) == {
+            d.type_url.removeprefix("type.googleapis.com/"): d.value for d in status.details}
+        info = error_details_pb2.ErrorInfo.FromString(
+            refused_details(error)["google.rpc.ErrorInfo"])
+        assert (info.reason, info.domain) == ("WRONG_PHASE", ERROR_DOMAIN)
+        # The browser went away: its relayed stream is gone too.
+        live = running.tables.tables[table.table_id]
+        for _ in range(500):
+            if not len(live.fanout):
+                break
+            await asyncio.sleep(0.01)
+        assert not len(live.fanout)
+
+        with pytest.raises(ConnectError) as caught:
+            await client.play_card(request)
+        assert caught.value.code is Code.UNAUTHENTICATED
+        with pytest.raises(ConnectError) as caught:
+            await client.get_table(copas_pb2.GetTableRequest(table_id="t_nothing"))
+        assert caught.value.code is Code.NOT_FOUND
+        assert "google.rpc.ErrorInfo" in refused_details(caught.value)
+
+
+def post_json(port: int, method: str, body: dict[str, Any], source: str
+              ) -> tuple[int, dict[str, Any]]:
+    """One Connect unary call in JSON from the address ``source`` (127.0.0.0/8)."""
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10,
+                                            source_address=(source, 0))
+    try:
+        connection.request("POST", f"/copas.v1.CopasService/{method}", json.dumps(body),
+                           {"content-type": "application/json"})
+        answer = connection.getresponse()
+        return answer.status, json.loads(answer.read() or b"{}")
+    finally:
+        connection.close()
+
+
+async def test_quotas_count_each_browser_address_and_say_when_to_retry() -> None:
+    async with web_server(peer_calls_per_second=1, peer_calls_burst=3,
+                          quota_penalty=0.01) as (running, stub, _):
+        port = running.page.port
+        statuses = [await asyncio.to_thread(post_json, port, "ListTables", {}, "127.0.0.2")
+                    for _ in range(4)]
+        assert [s for s, _ in statuses] == [200, 200, 200, 429]
+        error = statuses[-1][1]
+        assert error["code"] == "resource_exhausted"
+        types = {d["type"] for d in error["details"]}
+        assert types == {"google.rpc.ErrorInfo", "google.rpc.QuotaFailure",
+                         "google.rpc.RetryInfo"}
+        # Another browser through the same relay, and a gRPC client on this machine, are still
+        # served: the quota counted the first browser's address, not the relay's.
+        assert (await asyncio.to_thread(post_json, port, "ListTables", {}, "127.0.0.3"))[0] == 200
+        await stub.ListTables(copas_pb2.ListTablesRequest())
+
+
+async def test_the_page_is_served_with_a_strict_policy() -> None:
+    async with web_server() as (running, _, _client):
+        port = running.page.port
+
+        def get(method: str, path: str) -> tuple[int, dict[str, str], bytes]:
+            connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+            try:
+                connection.request(method, path)
+                answer = connection.getresponse()
+                return answer.status, dict(answer.getheaders()), answer.read()
+            finally:
+                connection.close()
+
+        status, headers, body = await asyncio.to_thread(get, "GET", "/")
+        assert status == 200 and headers["content-type"].startswith("text/html")
+        assert b'src="/app.js"' in body
+        assert "script-src 'self'" in headers["content-security-policy"]
+        assert headers["x-content-type-options"] == "nosniff"
+        status, headers, _ = await asyncio.to_thread(get, "GET", "/app.js")
+        assert status == 200 and headers["content-type"].startswith("text/javascript")
+        assert (await asyncio.to_thread(get, "GET", "/etc/passwd"))[0] == 404
+        assert (await asyncio.to_thread(get, "DELETE", "/"))[0] == 405
+
+
+async def test_a_taken_web_port_fails_at_start() -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        began = time.perf_counter()
+        with pytest.raises(OSError, match=f"cannot serve the web page on 127.0.0.1:{port}"):
+            async with serving(web_port=port, web_host="127.0.0.1"):
+                pass
+        assert time.perf_counter() - began < 5
+
+
+async def test_the_server_process_serves_the_page_and_stops_its_streams_on_sigterm(
+        tmp_path: Path) -> None:
+    grpc_port, web_port = free_port(), free_port()
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", "COPAS_WEB_PORT": str(web_port),
+           "COPAS_WEB_HOST": "127.0.0.1"}  # like every flag, from the environment
+    command = [sys.executable, "-m", "server.main", "--listen", f"127.0.0.1:{grpc_port}",
+               "--metrics-port", "0", "--grace", "2", "--data-dir", str(tmp_path / "data")]
+    proc = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, text=True)
+    try:
+        assert proc.stdout is not None
+        assert "listening on" in await asyncio.to_thread(proc.stdout.readline)
+        assert f"web page on http://127.0.0.1:{web_port}/" in await asyncio.to_thread(
+            proc.stdout.readline)
+        second = await asyncio.to_thread(
+            subprocess.run, [*command[:4], f"127.0.0.1:{free_port()}", *command[5:-1],
+                             str(tmp_path / "second")],
+            cwd=ROOT, env=env, capture_output=True, text=True, timeout=30)
+        assert second.returncode == 1
+        assert f"cannot serve the web page on 127.0.0.1:{web_port}" in second.stderr
+        assert not (tmp_path / "second").exists()  # refused before touching its data
+        async with copas_connect.CopasServiceClient(f"http://127.0.0.1:{web_port}") as client:
+            table = (await client.create_table(copas_pb2.CreateTableRequest())).table
+            stream = client.watch_table(copas_pb2.WatchTableRequest(table_id=table.table_id))
+            async with contextlib.aclosing(stream):
+                assert (await anext(stream)).event.WhichOneof("kind") == "snapshot"
+                proc.send_signal(signal.SIGTERM)
+                with pytest.raises((StopAsyncIteration, ConnectError)):
+                    await asyncio.wait_for(anext(stream), 10)  # closed, not left hanging
+        assert await asyncio.to_thread(proc.wait, 15) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
