@@ -44,6 +44,7 @@ class Config:
     joins_burst: float = 60.0
     max_streams_per_peer: int = 1024
     quota_penalty: float = 1.0  # seconds before a call over a quota is answered
+    trusted_proxies: str = ""  # addresses/networks whose x-forwarded-for names the client
     grace: float = 5.0  # seconds running RPCs get on SIGTERM
     allow_seed: bool = False
     # Defaults for tables that do not set their own (None = the rules' own defaults).
@@ -97,6 +98,8 @@ _HELP = {
     "joins_burst": "joins at once from one address",
     "max_streams_per_peer": "open WatchTable streams per address",
     "quota_penalty": "seconds before a call over a quota is answered (slows floods down)",
+    "trusted_proxies": "comma-separated addresses or networks (CIDR) of proxies in front "
+                       "whose x-forwarded-for names the client, for the quotas",
     "max_concurrent_streams": "calls at once on one connection (HTTP/2 streams)",
     "grace": "seconds running RPCs get to finish on SIGTERM",
     "allow_seed": "accept CreateTable's explicit seed (tests, replays, fixed deals)",

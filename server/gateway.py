@@ -52,45 +52,82 @@ def caller() -> Caller:
     return CALLER.get()
 
 
-def peer_address(peer: str) -> str:
-    """Who a client is for the quotas: 'ipv4:1.2.3.4:5678' -> '1.2.3.4'; an IPv6 client by
-    its /64 network (one host may hold all of its addresses): 'ipv6:[2001:db8::1]:5678' ->
-    '2001:db8::/64'; loopback as it is."""
+def raw_address(peer: str) -> str:
+    """'ipv4:1.2.3.4:5678' -> '1.2.3.4'; 'ipv6:[2001:db8::1]:5678' -> '2001:db8::1'."""
     kind, _, rest = peer.partition(":")
     if kind == "ipv6" and rest.startswith("["):
-        address = rest[1:rest.find("]")]
-        try:
-            ip = ipaddress.IPv6Address(address.split("%", 1)[0])
-        except ValueError:
-            return address
-        if ip.is_loopback or ip.ipv4_mapped is not None:
-            return str(ip.ipv4_mapped or ip)
-        return str(ipaddress.IPv6Network((ip, 64), strict=False))
+        return rest[1:rest.find("]")].split("%", 1)[0]
     if kind == "ipv4":
         return rest.rsplit(":", 1)[0]
     return peer or "unknown"
 
 
+def client_key(address: str) -> str:
+    """Who a client is for the quotas: its IPv4 address, or its IPv6 /64 network (one host
+    may hold all of its addresses); loopback and IPv4-mapped addresses as IPv4."""
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        return address
+    if isinstance(ip, ipaddress.IPv6Address):
+        if ip.ipv4_mapped is not None:
+            return str(ip.ipv4_mapped)
+        if not ip.is_loopback:
+            return str(ipaddress.IPv6Network((ip, 64), strict=False))
+    return str(ip)
+
+
+def peer_address(peer: str) -> str:
+    """The quota key of a gRPC peer string (see ``client_key``)."""
+    return client_key(raw_address(peer))
+
+
 FORWARDED_FOR = "x-forwarded-for"
 FORWARDING_KEY = "x-copas-forwarding-key"
+Networks = tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]
 
 
-def forwarded_peer(context: grpc.aio.ServicerContext[Any, Any], peer: str,
-                   key: str | None) -> str:
-    """The address a trusted relay (loopback peer, the right key) forwards for; else ``peer``."""
-    if key is None or not _is_loopback(peer):
-        return peer
+def trusted_networks(text: str) -> Networks:
+    """``--trusted-proxies``: comma-separated addresses or networks (CIDR)."""
+    return tuple(ipaddress.ip_network(part.strip(), strict=False)
+                 for part in text.split(",") if part.strip())
+
+
+def _is_in(address: str, networks: Networks) -> bool:
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        return False
+    return any(ip in network for network in networks)
+
+
+def forwarded_peer(context: grpc.aio.ServicerContext[Any, Any], key: str | None,
+                   proxies: Networks = ()) -> str:
+    """The quota key of the client a call comes from. A relay is believed about whom it
+    forwards for (``x-forwarded-for``) when it is the web bridge (a loopback peer presenting
+    ``key``) or a proxy in ``proxies`` (``--trusted-proxies``); otherwise the peer counts."""
+    peer = raw_address(context.peer())
+    is_bridge = key is not None and _is_loopback(peer)
+    if not is_bridge and not _is_in(peer, proxies):
+        return client_key(peer)
     found: dict[str, str] = {}
     for name, value in context.invocation_metadata() or ():
         if name in (FORWARDED_FOR, FORWARDING_KEY) and isinstance(value, str):
             found[name] = value
-    presented = found.get(FORWARDING_KEY, "")
-    if not hmac.compare_digest(presented.encode(), key.encode()):
-        return peer
-    try:
-        return str(ipaddress.ip_address(found.get(FORWARDED_FOR, "").strip()))
-    except ValueError:
-        return peer
+    if is_bridge and not _is_in(peer, proxies):
+        presented = found.get(FORWARDING_KEY, "")
+        if not hmac.compare_digest(presented.encode(), (key or "").encode()):
+            return client_key(peer)
+    # The nearest address that is not itself a trusted proxy (later entries were added by
+    # nearer proxies; earlier ones a client could write itself).
+    for hop in reversed([h.strip() for h in found.get(FORWARDED_FOR, "").split(",")]):
+        try:
+            ipaddress.ip_address(hop)
+        except ValueError:
+            return client_key(peer)
+        if not _is_in(hop, proxies):
+            return client_key(hop)
+    return client_key(peer)
 
 
 def _is_loopback(address: str) -> bool:
@@ -123,12 +160,13 @@ class GatewayInterceptor(grpc.aio.ServerInterceptor):
     """Caller context, quotas, decoding, errors, one log line and metrics per call."""
 
     def __init__(self, metrics: Metrics, quotas: Quotas,
-                 is_valid_token: Callable[[str], bool], forwarding_key: str | None = None
-                 ) -> None:
+                 is_valid_token: Callable[[str], bool], forwarding_key: str | None = None,
+                 proxies: Networks = ()) -> None:
         self.metrics = metrics
         self.quotas = quotas
         self.is_valid_token = is_valid_token
         self.forwarding_key = forwarding_key  # the web bridge's; None: trust no relay
+        self.proxies = proxies  # --trusted-proxies
         self._handlers: dict[str, grpc.RpcMethodHandler] = {}
 
     async def intercept_service(
@@ -164,7 +202,8 @@ class GatewayInterceptor(grpc.aio.ServerInterceptor):
 
             async def unary(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
                 try:
-                    quotas.admit("", peer_address(context.peer()), None)
+                    quotas.admit("", forwarded_peer(context, self.forwarding_key,
+                                                    self.proxies), None)
                 except ServiceError as error:
                     await refuse(error, context)
                 return await inner_unary(request, context)
@@ -178,7 +217,7 @@ class GatewayInterceptor(grpc.aio.ServerInterceptor):
         is_unary_request = handler.unary_stream is not None
 
         async def admit(context: grpc.aio.ServicerContext[Any, Any]) -> str:
-            peer = peer_address(context.peer())
+            peer = forwarded_peer(context, self.forwarding_key, self.proxies)
             try:
                 quotas.admit("", peer, None)
                 quotas.open_stream(peer)
@@ -211,7 +250,7 @@ class GatewayInterceptor(grpc.aio.ServerInterceptor):
     def _enter(self, method: str, context: grpc.aio.ServicerContext[Any, Any]) -> Caller:
         structlog.contextvars.clear_contextvars()
         structlog.contextvars.bind_contextvars(rpc=method)
-        peer = forwarded_peer(context, peer_address(context.peer()), self.forwarding_key)
+        peer = forwarded_peer(context, self.forwarding_key, self.proxies)
         try:
             token_hash = bearer_token_hash(context)
         except ServiceError:

@@ -31,7 +31,7 @@ from prometheus_client.core import GaugeMetricFamily
 from server import reflection, table_view, web
 from server.config import Config, parse_args
 from server.errors import ServiceError
-from server.gateway import GatewayInterceptor
+from server.gateway import GatewayInterceptor, trusted_networks
 from server.observability import Metrics, configure_logging
 from server.quotas import Quotas
 from server.recovery import recover
@@ -122,9 +122,13 @@ async def start(config: Config) -> RunningServer:
     credentials = _server_credentials(config)
     tables_ref: list[TableManager] = []
     forwarding_key = secrets.token_urlsafe(32)  # the web bridge's, believed by the gateway
+    try:
+        proxies = trusted_networks(config.trusted_proxies)
+    except ValueError as exc:
+        raise SetupError(f"--trusted-proxies: {exc}") from None
     gateway = GatewayInterceptor(metrics, quotas,
                                  lambda token_hash: token_hash in tables_ref[0].tokens,
-                                 forwarding_key if config.web_port else None)
+                                 forwarding_key if config.web_port else None, proxies)
     server = grpc.aio.server(
         interceptors=[gateway],
         options=[

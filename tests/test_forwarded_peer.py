@@ -1,4 +1,6 @@
-"""The gateway believes a relay's x-forwarded-for only from a loopback peer with the key."""
+"""Who a client is, for the quotas: its own address, unless a relay the server trusts says
+whom it forwards for (`x-forwarded-for`): the web bridge (a loopback peer presenting the
+bridge's key) or a proxy named by --trusted-proxies."""
 
 from __future__ import annotations
 
@@ -6,35 +8,56 @@ from typing import Any
 
 import pytest
 
-from server.gateway import FORWARDED_FOR, FORWARDING_KEY, forwarded_peer
+from server.gateway import FORWARDED_FOR, FORWARDING_KEY, forwarded_peer, trusted_networks
 
 KEY = "k" * 43
+PROXIES = trusted_networks("10.0.0.0/8, 2001:db8:ffff::1")
 
 
-class Metadata:
+class Call:
     """Just what ``forwarded_peer`` reads of a servicer context."""
 
-    def __init__(self, *pairs: tuple[str, str]) -> None:
+    def __init__(self, peer: str, *pairs: tuple[str, str]) -> None:
+        self._peer = peer
         self.pairs = pairs
+
+    def peer(self) -> str:
+        return f"ipv6:[{self._peer}]:5000" if ":" in self._peer else f"ipv4:{self._peer}:5000"
 
     def invocation_metadata(self) -> tuple[tuple[str, str], ...]:
         return self.pairs
 
 
-def relayed(address: str, key: str = KEY) -> Any:
-    return Metadata((FORWARDED_FOR, address), (FORWARDING_KEY, key), ("authorization", "x"))
+def relayed(peer: str, address: str, key: str = KEY) -> Call:
+    return Call(peer, (FORWARDED_FOR, address), (FORWARDING_KEY, key), ("authorization", "x"))
 
 
-@pytest.mark.parametrize(("peer", "context", "key", "expected"), [
-    ("127.0.0.1", relayed("203.0.113.9"), KEY, "203.0.113.9"),
-    ("::1", relayed("2001:db8:0:0::1"), KEY, "2001:db8::1"),  # normalised
-    ("127.0.0.1", relayed("203.0.113.9"), None, "127.0.0.1"),  # no relay configured
-    ("127.0.0.1", relayed("203.0.113.9", "wrong"), KEY, "127.0.0.1"),
-    ("127.0.0.1", Metadata((FORWARDED_FOR, "203.0.113.9")), KEY, "127.0.0.1"),  # no key
-    ("198.51.100.7", relayed("203.0.113.9"), KEY, "198.51.100.7"),  # not loopback
-    ("127.0.0.1", relayed("203.0.113.9, 10.0.0.1"), KEY, "127.0.0.1"),  # one address only
-    ("127.0.0.1", relayed("not an address"), KEY, "127.0.0.1"),
+@pytest.mark.parametrize(("call", "key", "expected"), [
+    (relayed("127.0.0.1", "203.0.113.9"), KEY, "203.0.113.9"),
+    (relayed("::1", "2001:db8:0:0::1"), KEY, "2001:db8::/64"),  # an IPv6 client by its /64
+    (relayed("127.0.0.1", "203.0.113.9"), None, "127.0.0.1"),  # no bridge configured
+    (relayed("127.0.0.1", "203.0.113.9", "wrong"), KEY, "127.0.0.1"),
+    (Call("127.0.0.1", (FORWARDED_FOR, "203.0.113.9")), KEY, "127.0.0.1"),  # no key
+    (relayed("198.51.100.7", "203.0.113.9"), KEY, "198.51.100.7"),  # not loopback
+    (relayed("127.0.0.1", "not an address"), KEY, "127.0.0.1"),
+    (Call("198.51.100.7"), None, "198.51.100.7"),
+    (Call("2001:db8:1:2::7"), None, "2001:db8:1:2::/64"),
 ])
 def test_only_the_bridge_on_loopback_may_name_the_clients_address(
-        peer: str, context: Any, key: str | None, expected: str) -> None:
-    assert forwarded_peer(context, peer, key) == expected
+        call: Any, key: str | None, expected: str) -> None:
+    assert forwarded_peer(call, key) == expected
+
+
+@pytest.mark.parametrize(("call", "expected"), [
+    # A trusted proxy's word counts; the nearest untrusted hop is the client (what a client
+    # wrote itself further left is ignored).
+    (Call("10.1.2.3", (FORWARDED_FOR, "198.51.100.7")), "198.51.100.7"),
+    (Call("10.1.2.3", (FORWARDED_FOR, "6.6.6.6, 198.51.100.7, 10.9.9.9")), "198.51.100.7"),
+    (Call("2001:db8:ffff::1", (FORWARDED_FOR, "203.0.113.9")), "203.0.113.9"),
+    # An untrusted peer's header is ignored.
+    (Call("198.51.100.7", (FORWARDED_FOR, "203.0.113.9")), "198.51.100.7"),
+    # A trusted proxy without the header counts as itself.
+    (Call("10.1.2.3"), "10.1.2.3"),
+])
+def test_trusted_proxies_name_the_client(call: Any, expected: str) -> None:
+    assert forwarded_peer(call, None, PROXIES) == expected
