@@ -16,7 +16,7 @@ ALL_PROTOS := $(shell find $(PROTO_DIR) -name '*.proto')
 TS_SOURCES := $(wildcard $(TS_DIR)/src/*.ts $(TS_DIR)/src/web/*.ts $(TS_DIR)/tsconfig*.json)
 
 .DEFAULT_GOAL := help
-.PHONY: help setup proto ts web run play demo test lint bench bench-bots bench-load clean
+.PHONY: help setup proto ts web run play demo test lint bench bench-bots bench-pace bench-load clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-11s %s\n", $$1, $$2}'
@@ -69,14 +69,18 @@ lint: setup ## ruff, mypy --strict on the engine and ai/, buf lint on the protos
 	$(BIN)/mypy --strict engine/ ai/
 	cd $(PROTO_DIR) && ../$(BIN)/buf lint
 
-bench: setup ## benchmarks: engine vs OpenSpiel; a move vs a bare gRPC echo; durable vs in-memory; a flood
+bench: setup ## benchmarks: engine vs OpenSpiel; a move vs gRPC echo; durable vs memory; a flood; CPU per move
 	$(BIN)/python bench/engine_vs_openspiel.py
 	$(BIN)/python bench/move_cost.py
 	$(BIN)/python bench/durability.py
 	$(BIN)/python bench/flood.py
+	$(BIN)/python bench/cpu_per_move.py
 
 bench-bots: setup ## bot strength: mc vs duck, random, greedy on duplicate deals; decision time (minutes)
 	$(BIN)/python bench/bots_strength.py
+
+bench-pace: setup ## 2,500 tables at a human pace (a move per table every 2 s): latency, memory
+	$(BIN)/python bench/human_pace.py
 
 bench-load: setup ## load test vs a bare gRPC echo swarm at 100 and 1000 tables (minutes)
 	$(BIN)/python bench/load_vs_echo.py --tables 100 1000 --duration 30

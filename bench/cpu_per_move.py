@@ -62,7 +62,8 @@ def copas_round(args: argparse.Namespace) -> dict[str, Any]:
     port = free_port()
     with tempfile.TemporaryDirectory() as data_dir:
         server = serve([sys.executable, "-m", "server.main", "--listen", f"127.0.0.1:{port}",
-                        "--metrics-port", "0", "--data-dir", data_dir, "--unlimited-quotas",
+                        "--metrics-port", "0", "--web-port", "0", "--data-dir", data_dir,
+                        "--unlimited-quotas",
                         *shlex.split(args.server_args)])
         try:
             report = last_json([sys.executable, "-m", "clients.cli", "loadtest", "--server",

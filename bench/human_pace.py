@@ -49,7 +49,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as data_dir:
         server = subprocess.Popen(
             [sys.executable, "-m", "server.main", "--listen", f"127.0.0.1:{port}",
-             "--metrics-port", "0", "--data-dir", data_dir, "--unlimited-quotas",
+             "--metrics-port", "0", "--web-port", "0", "--data-dir", data_dir,
+             "--unlimited-quotas",
              "--max-streams-per-peer", "0"],
             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=ENV)
         try:
