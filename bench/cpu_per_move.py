@@ -58,21 +58,39 @@ def last_json(command: list[str]) -> dict[str, Any]:
     return result
 
 
+def server_flags(root: Path) -> list[str]:
+    """The flags that keep a benchmark server quiet, as far as that server knows them (an
+    older checkout given with --root may not)."""
+    known = subprocess.run([sys.executable, "-m", "server.main", "--help"], cwd=root,
+                           capture_output=True, text=True, env=ENV).stdout
+    flags = []
+    for flag, value in (("--web-port", "0"), ("--unlimited-quotas", None)):
+        if flag in known:
+            flags += [flag] if value is None else [flag, value]
+    return flags
+
+
 def copas_round(args: argparse.Namespace) -> dict[str, Any]:
     port = free_port()
+    root = Path(args.root)
     with tempfile.TemporaryDirectory() as data_dir:
-        server = serve([sys.executable, "-m", "server.main", "--listen", f"127.0.0.1:{port}",
-                        "--metrics-port", "0", "--web-port", "0", "--data-dir", data_dir,
-                        "--unlimited-quotas",
-                        *shlex.split(args.server_args)])
+        server = subprocess.Popen(
+            [sys.executable, "-m", "server.main", "--listen", f"127.0.0.1:{port}",
+             "--metrics-port", "0", "--data-dir", data_dir, *server_flags(root),
+             *shlex.split(args.server_args)],
+            cwd=root, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=ENV)
+        assert server.stdout is not None and "listening" in server.stdout.readline()
         try:
+            before = cpu_seconds(server.pid)
             report = last_json([sys.executable, "-m", "clients.cli", "loadtest", "--server",
                                 f"127.0.0.1:{port}", "--tables", str(args.tables),
                                 "--duration", str(args.duration), "--processes",
                                 str(args.processes), "--json"])
+            used = cpu_seconds(server.pid) - before
         finally:
             server.terminate()
             server.wait(30)
+    report["server_cpu_ms_per_move"] = round(used * 1000 / max(1, report["moves"]), 4)
     return report
 
 
@@ -100,6 +118,9 @@ def main() -> None:
     parser.add_argument("--duration", type=float, default=20.0)
     parser.add_argument("--processes", type=int, default=2)
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--root", default=str(ROOT),
+                        help="the checkout whose server and load test to run (to compare an "
+                             "older commit in the same run)")
     parser.add_argument("--server-args", default="",
                         help="extra copas-server flags, e.g. --server-args='--data-dir memory'")
     args = parser.parse_args()

@@ -38,11 +38,12 @@ from server.storage import StorageFailed
 log = structlog.get_logger("copas.rpc")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Caller:
     method: str
     peer: str  # the client's address without its port
     token_hash: str | None  # SHA-256 of the bearer token, when one was sent
+    sent: int = 0  # messages a stream wrote (the servicer counts them)
 
 
 CALLER: contextvars.ContextVar[Caller] = contextvars.ContextVar("copas_caller")
@@ -101,15 +102,34 @@ def _is_in(address: str, networks: Networks) -> bool:
     return any(ip in network for network in networks)
 
 
+_DIRECT: dict[tuple[str, bool, Networks], tuple[str, bool]] = {}  # peer -> (key, is relay)
+
+
+def _direct(peer: str, key: str | None, proxies: Networks) -> tuple[str, bool]:
+    """A peer's own quota key, and whether it is a relay to listen to (cached: a client's
+    calls share its connection, and so its peer string)."""
+    cache_key = (peer, key is not None, proxies)
+    known = _DIRECT.get(cache_key)
+    if known is None:
+        address = raw_address(peer)
+        is_relay = (key is not None and _is_loopback(address)) or _is_in(address, proxies)
+        known = (client_key(address), is_relay)
+        if len(_DIRECT) >= 65_536:
+            _DIRECT.clear()
+        _DIRECT[cache_key] = known
+    return known
+
+
 def forwarded_peer(context: grpc.aio.ServicerContext[Any, Any], key: str | None,
                    proxies: Networks = ()) -> str:
     """The quota key of the client a call comes from. A relay is believed about whom it
     forwards for (``x-forwarded-for``) when it is the web bridge (a loopback peer presenting
     ``key``) or a proxy in ``proxies`` (``--trusted-proxies``); otherwise the peer counts."""
+    own, is_relay = _direct(context.peer(), key, proxies)
+    if not is_relay:
+        return own
     peer = raw_address(context.peer())
     is_bridge = key is not None and _is_loopback(peer)
-    if not is_bridge and not _is_in(peer, proxies):
-        return client_key(peer)
     found: dict[str, str] = {}
     for name, value in context.invocation_metadata() or ():
         if name in (FORWARDED_FOR, FORWARDING_KEY) and isinstance(value, str):
@@ -168,6 +188,7 @@ class GatewayInterceptor(grpc.aio.ServerInterceptor):
         self.forwarding_key = forwarding_key  # the web bridge's; None: trust no relay
         self.proxies = proxies  # --trusted-proxies
         self._handlers: dict[str, grpc.RpcMethodHandler] = {}
+        self._latency: dict[tuple[str, str], Callable[[float], None]] = {}
 
     async def intercept_service(
             self, continuation: Callable[[grpc.HandlerCallDetails],
@@ -271,7 +292,11 @@ class GatewayInterceptor(grpc.aio.ServerInterceptor):
         elapsed = time.perf_counter() - start
         fields: dict[str, Any] = {"code": code, "duration_ms": round(elapsed * 1000, 3)}
         if stream_messages is None:
-            self.metrics.rpc_latency.labels(method, code).observe(elapsed)
+            sample = self._latency.get((method, code))
+            if sample is None:
+                sample = self._latency[method, code] = self.metrics.rpc_latency.labels(
+                    method, code).observe
+            sample(elapsed)
         else:
             self.metrics.stream_lifetime.labels(method, code).observe(elapsed)
             fields["messages"] = stream_messages
@@ -330,37 +355,37 @@ class GatewayInterceptor(grpc.aio.ServerInterceptor):
             inner_stream = handler.unary_stream
             quotas = self.quotas
 
-            async def stream(raw: bytes, context: grpc.aio.ServicerContext[Any, Any]
-                             ) -> AsyncIterator[Any]:
+            async def stream(raw: bytes, context: grpc.aio.ServicerContext[Any, Any]) -> None:
+                """The servicer writes its messages itself (``context.write``): no
+                generator stands between it and gRPC."""
                 start = time.perf_counter()
-                sent = 0
+                found: Caller | None = None
                 opened = ""
                 try:
                     found = enter(method, context)
                     request = parse(raw)
                     quotas.open_stream(found.peer)
                     opened = found.peer
-                    async for message in inner_stream(request, context):
-                        sent += 1
-                        yield message
+                    await inner_stream(request, context)
                 except ServiceError as error:
-                    finish(method, start, error.code.name, error, sent)
+                    finish(method, start, error.code.name, error, found.sent if found else 0)
                     if error.penalty:
                         await asyncio.sleep(error.penalty * _spread())
                     await context.abort_with_status(error.to_status())
                     raise
                 except StorageFailed as failure:
                     error = _unavailable_for(failure)
-                    finish(method, start, error.code.name, error, sent)
+                    finish(method, start, error.code.name, error, found.sent if found else 0)
                     await context.abort_with_status(error.to_status())
                     raise
                 except BaseException:
-                    finish(method, start, _code_name(context, "CANCELLED"), None, sent)
+                    finish(method, start, _code_name(context, "CANCELLED"), None,
+                           found.sent if found else 0)
                     raise
                 finally:
                     if opened:
                         quotas.close_stream(opened)
-                finish(method, start, "OK", None, sent)
+                finish(method, start, "OK", None, found.sent)
 
             return grpc.unary_stream_rpc_method_handler(
                 stream, request_deserializer=None,

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,7 +35,7 @@ class Remembered:
 def fingerprint(method: str, *content: Any) -> str:
     """A digest of the method and what the request means (not how it was spelled: a card
     as text or as enums, a table given or implied by the token), request_id aside."""
-    body = json.dumps([method, *content], sort_keys=True, default=str)
+    body = repr([method, *(sorted(c.items()) if isinstance(c, dict) else c for c in content)])
     return hashlib.sha256(body.encode()).hexdigest()[:32]
 
 

@@ -90,6 +90,7 @@ class TableManager:
         self._release_handles: dict[str, Any] = {}
         self._undelivered: dict[Table, int] = {}
         self._delivery: asyncio.Task[None] | None = None
+        self._wake = asyncio.Event()
         self.join_index: dict[str, str] = {}  # JoinTable request key -> table_id
         # Seats given up before their game: the token's LeaveTable answer (request id,
         # sequence), and the JoinTable keys that took them; both bounded.
@@ -369,6 +370,8 @@ class TableManager:
         table.log.debug("table_released")
 
     def close_all(self) -> None:
+        if self._delivery is not None:
+            self._delivery.cancel()
         self.lobby.close_all()
         for handle in self._release_handles.values():
             handle.cancel()
@@ -386,15 +389,21 @@ class TableManager:
         self._kick()
 
     def _kick(self) -> None:
-        if self._delivery is None and (self._undelivered or self.storage.has_pending
-                                       or self.lobby.has_staged):
+        """Wake the delivery task (one for the server's life, started on first use)."""
+        if self._delivery is None:
             with contextlib.suppress(RuntimeError):  # no loop: the next sync commits it
                 self._delivery = asyncio.get_running_loop().create_task(
                     self._deliver_loop(), context=contextvars.Context())
+        self._wake.set()
 
     async def _deliver_loop(self) -> None:
         try:
-            while self._undelivered or self.storage.has_pending or self.lobby.has_staged:
+            while True:
+                if not (self._undelivered or self.storage.has_pending
+                        or self.lobby.has_staged):
+                    self._wake.clear()
+                    await self._wake.wait()
+                    continue
                 marks, self._undelivered = self._undelivered, {}
                 staged = self.lobby.take_staged()
                 try:

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import grpc
@@ -49,6 +49,16 @@ def _table_id(request: Any) -> str:
     return table_id
 
 
+def _writer(context: Context) -> Callable[[Any], Awaitable[None]]:
+    """A stream's write, counting what it sent (for the gateway's log line)."""
+    found = caller()
+
+    async def write(message: Any) -> None:
+        await context.write(message)
+        found.sent += 1
+    return write
+
+
 class CopasService(copas_pb2_grpc.CopasServiceServicer):
     def __init__(self, tables: TableManager) -> None:
         self.tables = tables
@@ -79,17 +89,18 @@ class CopasService(copas_pb2_grpc.CopasServiceServicer):
                                             next_page_token=token)
 
     async def WatchLobby(self, request: copas_pb2.WatchLobbyRequest, context: Context
-                         ) -> AsyncIterator[copas_pb2.WatchLobbyResponse]:
+                         ) -> None:
         lobby = self.tables.lobby
         watcher = LobbyWatcher(LobbyFilter.of(request))
         lobby.watchers.add(watcher)
+        write = _writer(context)
         try:
             while not watcher.is_closed:
                 if watcher.needs_snapshot:
                     await self.tables.storage.sync()  # show only what is durable
-                    yield lobby.snapshot(watcher, list(self.tables.live()))
+                    await write(lobby.snapshot(watcher, list(self.tables.live())))
                 while watcher.queue and not watcher.is_closed:
-                    yield watcher.queue.popleft()
+                    await write(watcher.queue.popleft())
                 if not watcher.needs_snapshot:
                     await watcher.wakeup.wait()
                     watcher.wakeup.clear()
@@ -175,7 +186,7 @@ class CopasService(copas_pb2_grpc.CopasServiceServicer):
         return copas_pb2.LeaveTableResponse(sequence=sequence)
 
     async def WatchTable(self, request: copas_pb2.WatchTableRequest, context: Context
-                         ) -> AsyncIterator[copas_pb2.WatchTableResponse | bytes]:
+                         ) -> None:
         table_id = _table_id(request)
         if request.after_sequence < 0:
             raise ServiceError.invalid("after_sequence must not be negative",
@@ -185,11 +196,12 @@ class CopasService(copas_pb2_grpc.CopasServiceServicer):
         if seat is not None:
             structlog.contextvars.bind_contextvars(seat=seat)
         watcher = table.add_watcher(seat, token_hash if seat is not None else None)
+        write = _writer(context)
         try:
             await self.tables.storage.sync()  # show only what is durable
             if not watcher.is_closed:  # the token may have been revoked meanwhile
-                yield copas_pb2.WatchTableResponse(
-                    event=table.snapshot(watcher, request.after_sequence))
+                await write(copas_pb2.WatchTableResponse(
+                    event=table.snapshot(watcher, request.after_sequence)))
             while True:
                 if watcher.is_closed:
                     if watcher.close_error is not None:
@@ -200,9 +212,9 @@ class CopasService(copas_pb2_grpc.CopasServiceServicer):
                 if watcher.is_closed:
                     continue
                 if watcher.needs_snapshot:
-                    yield copas_pb2.WatchTableResponse(event=table.snapshot(watcher, 0))
+                    await write(copas_pb2.WatchTableResponse(event=table.snapshot(watcher, 0)))
                 while watcher.queue and not watcher.is_closed:
-                    yield watcher.pop()  # a serialized WatchTableResponse
+                    await write(watcher.pop())  # a serialized WatchTableResponse
         finally:
             table.remove_watcher(watcher)
 
