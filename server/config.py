@@ -30,6 +30,9 @@ class Config:
     waiting_table_ttl: float = 600.0  # seconds a waiting table with nobody connected stays
     abandon_after: float = 900.0  # seconds without a person's move before a game ends
     bot_table_pace: float = 0.5  # seconds between moves at a table of bots only
+    bot_policy: str = "mc"  # how bot seats play unless a table says otherwise
+    bot_workers: int = 1  # processes the bots think in (0: none; bots then play "auto")
+    bot_think_seconds: float = 0.1  # a bot's time budget per decision
     min_timeout: float = 1.0  # the shortest turn time limit a table may ask for (0 = none)
     max_point_limit: int = 1000
     max_hands_limit: int = 100
@@ -84,6 +87,10 @@ _HELP = {
     "waiting_table_ttl": "seconds a table waiting for players stays with nobody connected",
     "abandon_after": "seconds without a move by a person before a game ends (ABANDONED)",
     "bot_table_pace": "seconds between moves at a table of bots only",
+    "bot_policy": "how bot seats play unless a table says: mc (strong), duck, greedy, random "
+                  "or auto (the timeout rules' choices)",
+    "bot_workers": "processes the bots think in, off the event loop (0: bots play auto)",
+    "bot_think_seconds": "a bot's time budget per decision",
     "min_timeout": "shortest play, pass or moon time limit a table may ask for (a limit of 0, "
                    "none, is always allowed)",
     "max_point_limit": "largest point_limit a table may ask for",
@@ -156,6 +163,10 @@ def parse_args(argv: list[str] | None = None) -> Config:
               if f.name in _HELP}
     if args.unlimited_quotas:
         values.update({name: 0 for name in _QUOTA_FIELDS})
+    from server.bots import POLICIES
+
+    if values["bot_policy"] not in POLICIES:
+        p.error(f"--bot-policy must be one of {', '.join(POLICIES)}")
     if bool(values["tls_cert"]) != bool(values["tls_key"]):
         p.error("--tls-cert and --tls-key go together")
     if values["tls_client_ca"] and not values["tls_cert"]:

@@ -29,6 +29,7 @@ from prometheus_client import start_http_server
 from prometheus_client.core import GaugeMetricFamily
 
 from server import reflection, table_view, web
+from server.bots import Thinker
 from server.config import Config, parse_args
 from server.errors import ServiceError
 from server.gateway import GatewayInterceptor, trusted_networks
@@ -195,6 +196,10 @@ async def start(config: Config) -> RunningServer:
         log.warning("legacy_tables_kept", count=legacy,
                     detail="tables written by an older Copas are kept but not served")
     recover(tables)
+    if config.bot_workers > 0:
+        tables.bots = Thinker(config.bot_workers, config.bot_think_seconds)
+        warm_up = asyncio.create_task(tables.bots.warm_up())
+        warm_up.add_done_callback(lambda _: None)
     await server.start()
     if page is not None:
         web.start(page, forwarding_key, max_message_bytes=config.max_message_bytes,
@@ -255,6 +260,8 @@ async def shutdown(running: RunningServer, grace: float) -> None:
         await running.page.stop(grace)
     await running.server.stop(max(0.0, grace - (time.monotonic() - began)))
     running.retention.cancel()
+    if running.tables.bots is not None:  # the bots' worker processes stop with the server
+        await asyncio.to_thread(running.tables.bots.shutdown)
     if running.failure is None:
         with contextlib.suppress(StorageFailed):
             await running.tables.storage.sync()

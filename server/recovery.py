@@ -31,7 +31,8 @@ def rebuild(manager: TableManager, stored: StoredTable) -> Table:
     table = Table(manager, table_id=stored.table_id, name=meta["name"], preset=meta["preset"],
                   rules=Rules.from_dict(meta["rules"]), seed=meta["seed"],
                   bot_seats=meta["bots"], order=meta["order"], created=stored.created,
-                  request_key=meta.get("rk", ""), fingerprint=meta.get("fp", ""))
+                  request_key=meta.get("rk", ""), fingerprint=meta.get("fp", ""),
+                  bot_policy=meta.get("bot_policy", "auto"))
     table.is_replaying = True
     try:
         if table.bot_seats == table.rules.players:

@@ -26,6 +26,8 @@ import structlog
 
 from engine import Rules, RulesError
 from server import inputs
+from server.bots import POLICIES as BOT_POLICIES
+from server.bots import Thinker
 from server.clock import LoopScheduler, Scheduler
 from server.config import Config
 from server.errors import ServiceError, from_engine
@@ -97,6 +99,7 @@ class TableManager:
         self.revoked: OrderedDict[str, tuple[str, int]] = OrderedDict()
         self.spent_joins: OrderedDict[str, None] = OrderedDict()
         self.lobby = Lobby(config.watcher_queue)
+        self.bots: Thinker | None = None  # set by the server when bots think in workers
 
     @staticmethod
     def hash_token(token: str) -> str:
@@ -153,7 +156,8 @@ class TableManager:
     # ------------------------------------------------------------ tables
 
     def create(self, *, preset: str, overrides: dict[str, Any], bot_seats: int, name: str,
-               seed: str | None, request_id: str = "", fingerprint: str = "") -> Table:
+               seed: str | None, request_id: str = "", fingerprint: str = "",
+               bot_policy: str = "") -> Table:
         """A new table (or, for a retried request_id, the table it created)."""
         key = request_key("create", request_id) if request_id else ""
         if key:
@@ -193,6 +197,10 @@ class TableManager:
             raise ServiceError.exhausted(
                 f"at most {self.config.max_bot_tables} tables of bots only play at once",
                 "TOO_MANY_BOT_TABLES")
+        bot_policy = bot_policy or self.config.bot_policy
+        if bot_policy not in BOT_POLICIES:
+            raise ServiceError.invalid(
+                f"bot_policy must be one of {', '.join(BOT_POLICIES)}", "INVALID_BOT_POLICY")
         if seed is not None and not self.config.allow_seed:
             raise ServiceError.denied("this server does not accept explicit seeds "
                                       "(start it with --allow-seed)", "SEED_NOT_ALLOWED")
@@ -200,7 +208,8 @@ class TableManager:
         table = Table(self, table_id=table_id, name=name or table_id, preset=preset,
                       rules=rules, seed=seed if seed is not None else secrets.randbits(64),
                       bot_seats=bot_seats, order=next(self._order),
-                      created=self.scheduler.now(), request_key=key, fingerprint=fingerprint)
+                      created=self.scheduler.now(), request_key=key, fingerprint=fingerprint,
+                      bot_policy=bot_policy)
         self._adopt(table)
         self.lobby.table_changed(table)
         if key:

@@ -67,15 +67,18 @@ class CopasService(copas_pb2_grpc.CopasServiceServicer):
                           ) -> copas_pb2.CreateTableResponse:
         inputs.check_length("preset", request.preset, inputs.PRESET_MAX, "INVALID_RULES")
         inputs.check_length("seed", request.seed, inputs.SEED_MAX)
+        inputs.check_length("bot_policy", request.bot_policy, inputs.PRESET_MAX,
+                            "INVALID_BOT_POLICY")
         request_id = _request_id(request)
         name = inputs.display_name(request.display_name, inputs.TABLE_NAME_MAX, required=False)
         overrides = codec.rules_overrides(request.rules)
         seed = request.seed if request.HasField("seed") else None
         table = self.tables.create(
             preset=request.preset, overrides=overrides, bot_seats=request.bot_seats, name=name,
-            seed=seed, request_id=request_id,
+            seed=seed, request_id=request_id, bot_policy=request.bot_policy,
             fingerprint=fingerprint("CreateTable", request.preset or "online", overrides,
-                                    request.bot_seats, name, seed) if request_id else "")
+                                    request.bot_seats, name, seed, request.bot_policy)
+            if request_id else "")
         structlog.contextvars.bind_contextvars(table_id=table.id)
         await self.tables.storage.sync()
         return copas_pb2.CreateTableResponse(table=table.summary())

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import secrets
+import zlib
 from collections import OrderedDict, deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -24,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 import structlog
 from copas.v1 import copas_pb2
 
+import ai
 from engine import (
     Action,
     Card,
@@ -62,6 +64,7 @@ if TYPE_CHECKING:
 log = structlog.get_logger("copas.table")
 
 REQUEST_MEMORY = 256  # successful request_ids remembered per seat
+AUTO_POLICY = "auto"  # the timeout rules' choices (RULES.md), played at once
 JOIN_SCOPE = "join"  # JoinTable request ids are global: a quick match does not know its table
 
 
@@ -90,7 +93,8 @@ class ReplayMismatch(ValueError):
 class Table:
     def __init__(self, manager: TableManager, *, table_id: str, name: str, preset: str,
                  rules: Rules, seed: int | str, bot_seats: int, order: int, created: float,
-                 request_key: str = "", fingerprint: str = "") -> None:
+                 request_key: str = "", fingerprint: str = "",
+                 bot_policy: str = "auto") -> None:
         self.manager = manager
         self.config = manager.config
         self.metrics = manager.metrics
@@ -106,6 +110,7 @@ class Table:
         self.order = order
         self.created = created
         self.bot_seats = bot_seats
+        self.bot_policy = bot_policy
         self.request_key = request_key  # the CreateTable request that made it, if any
         self.fingerprint = fingerprint
         self.seats = [Seat(i) for i in range(rules.players)]
@@ -136,7 +141,7 @@ class Table:
         """What a restarted server needs to rebuild this table from its log."""
         return {"name": self.name, "preset": self.preset, "rules": self.rules.to_dict(),
                 "seed": self.seed, "bots": self.bot_seats, "order": self.order,
-                "rk": self.request_key, "fp": self.fingerprint}
+                "rk": self.request_key, "fp": self.fingerprint, "bot_policy": self.bot_policy}
 
     # ------------------------------------------------------------ reading
 
@@ -473,7 +478,7 @@ class Table:
         if self.is_replaying:
             return
         if self._bot_timer is not None:
-            self._bot_timer.cancel()
+            self._bot_timer.cancel()  # a pending step, or a decision being thought
         self._bot_timer = self.scheduler.call_later(
             0.0 if self.has_people else self.config.bot_table_pace,
             self._timer_step(self._bot_moves))
@@ -491,7 +496,43 @@ class Table:
         if bot is None:
             return
         self.manager.check_writable()
-        self._apply_automatic(Acted(self.sequence, game.auto_action(bot), "bot"))
+        thinker = self.manager.bots
+        if self.bot_policy == AUTO_POLICY or thinker is None:
+            self._apply_automatic(Acted(self.sequence, game.auto_action(bot), "bot"))
+            return
+        # The bot thinks in a worker process; the table goes on meanwhile (a leave, a
+        # timeout). Its move is applied only if the table is still where it thought.
+        key = self._decision_key(bot)
+        seed = zlib.crc32(f"{self.seed}:{self.sequence}".encode())
+        self._bot_timer = thinker.think(
+            ai.info_from_game(game, bot), self.bot_policy, seed,
+            lambda action: self._timer_step(lambda: self._bot_decided(bot, key, action))())
+
+    def _decision_key(self, seat: int) -> tuple[object, ...]:
+        game = self.game
+        assert game is not None
+        return (game.phase, game.hand_number, game.trick_number, len(game.trick_cards),
+                seat in game.to_act(), self.paused_until)
+
+    def _bot_decided(self, seat: int, key: tuple[object, ...], action: Action | None) -> None:
+        """A bot's decision came back: apply it if the table is still where it was (else
+        think again); None (no answer in time) plays the automatic choice."""
+        self._bot_timer = None
+        game = self.game
+        if game is None or game.is_over or self.paused_until is not None \
+                or self._decision_key(seat) != key:
+            if game is not None and not game.is_over and self.paused_until is None \
+                    and any(self.seats[s].is_bot for s in game.to_act()):
+                self._schedule_bot()
+            return
+        self.manager.check_writable()
+        if action is None or action.seat != seat:
+            action = game.auto_action(seat)
+        try:
+            self._apply_automatic(Acted(self.sequence, action, "bot"))
+        except EngineError:  # a policy's mistake must not stop the table
+            self.log.error("bot_move_refused", seat=seat)
+            self._apply_automatic(Acted(self.sequence, game.auto_action(seat), "bot"))
 
     def _apply_automatic(self, entry: Acted) -> None:
         game = self.game

@@ -44,7 +44,7 @@ def summary(table: Table) -> copas_pb2.TableSummary:
         table_id=table.id, display_name=table.name, preset=table.preset,
         rules=table.rules_pb, phase=phase_of(table),  # type: ignore[arg-type]
         hand_number=game.hand_number if game else -1,
-        create_time=timestamp(table.created),
+        create_time=timestamp(table.created), bot_policy=table.bot_policy,
         seats=[copas_pb2.SeatSummary(seat=s.number, display_name=s.name, is_taken=s.is_taken,
                                      is_bot=s.is_bot, is_connected=table.is_connected(s.number),
                                      has_left=left[s.number], total=totals[s.number])

@@ -203,7 +203,8 @@ def config_for_tests(**options: Any) -> Any:
     from server.config import Config, unlimited
 
     base = unlimited(Config(listen="127.0.0.1:0", metrics_port=0, web_port=0, data_dir="memory",
-                            bot_table_pace=0.0005, quota_penalty=0.0, min_timeout=0.01))
+                            bot_table_pace=0.0005, quota_penalty=0.0, min_timeout=0.01,
+                            bot_policy="auto", bot_workers=0))
     return dataclasses.replace(base, **options)
 
 

@@ -48,7 +48,8 @@ class ServerProcess:
              "--metrics-port", "0", "--allow-seed", "--data-dir", str(data_dir),
              "--trick-pause", "0", "--hand-pause", "0", "--play-timeout", "0",
              "--pass-timeout", "0", "--moon-timeout", "0", "--log-format", "json",
-             "--unlimited-quotas", "--bot-table-pace", "0.001"],
+             "--unlimited-quotas", "--bot-table-pace", "0.001", "--bot-policy", "auto",
+             "--bot-workers", "0"],
             cwd=ROOT, stdout=subprocess.PIPE, stderr=self.log_file, text=True,
             env={**os.environ, "PYTHONUNBUFFERED": "1"})
         assert self.proc.stdout is not None

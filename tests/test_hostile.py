@@ -632,7 +632,7 @@ def test_bots_moves_are_durable_without_any_request(tmp_path: Path) -> None:
     port = free_port()
     args = [sys.executable, "-m", "server.main", "--listen", f"127.0.0.1:{port}",
             "--metrics-port", "0", "--data-dir", str(tmp_path), "--bot-table-pace", "0",
-            "--trick-pause", "0", "--hand-pause", "0"]
+            "--bot-policy", "auto", "--trick-pause", "0", "--hand-pause", "0"]
     proc = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.PIPE,
                             stderr=subprocess.DEVNULL, text=True)
     try:

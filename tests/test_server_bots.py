@@ -1,0 +1,112 @@
+"""The server's bots: the strong one (mc) fills bot seats by default, thinking in worker
+processes that stop with the server; a decision that comes back too late is dropped."""
+
+from __future__ import annotations
+
+import multiprocessing
+from typing import Any
+
+import grpc
+import pytest
+from copas.v1 import copas_pb2
+
+from engine import Leave, Phase
+from server.clock import ManualScheduler
+from server.main import shutdown, start
+from server.observability import Metrics
+from server.registry import TableManager
+from server.storage import Storage
+from tests.server_helpers import Watch, auth, config_for_tests, join_all, new_table
+
+
+async def test_mc_bots_play_a_whole_game_and_their_pool_stops_with_the_server() -> None:
+    before = set(multiprocessing.active_children())
+    running = await start(config_for_tests(allow_seed=True, bot_policy="mc", bot_workers=1,
+                                           bot_think_seconds=0.02))
+    try:
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{running.port}") as channel:
+            from copas.v1 import copas_pb2_grpc
+
+            stub = copas_pb2_grpc.CopasServiceStub(channel)
+            table = await new_table(stub, preset="quick", seed="6", bots=3)
+            assert table.bot_policy == "mc"
+            token = (await join_all(stub, table.table_id, 1))[0].player_token
+            watch = Watch(stub, table.table_id, token)
+            acted: set[tuple[int, ...]] = set()
+            while True:
+                last = await watch.wait_for(
+                    lambda m: m.WhichOneof("kind") == "game_over" or (
+                        0 in m.view.to_act and not m.view.HasField("paused_until")
+                        and (m.view.hand_number, m.view.phase, m.view.trick_number,
+                             len(m.view.trick.cards)) not in acted), timeout=30)
+                if last.WhichOneof("kind") == "game_over":
+                    break
+                view = last.view
+                acted.add((view.hand_number, view.phase, view.trick_number,
+                           len(view.trick.cards)))
+                try:
+                    if view.phase == copas_pb2.PHASE_PASSING:
+                        await stub.PassCards(copas_pb2.PassCardsRequest(
+                            table_id=table.table_id, cards=list(view.legal_cards[:3])),
+                            metadata=auth(token))
+                    elif view.phase == copas_pb2.PHASE_PLAYING:
+                        await stub.PlayCard(copas_pb2.PlayCardRequest(
+                            table_id=table.table_id, card=view.legal_cards[0]),
+                            metadata=auth(token))
+                    else:
+                        await stub.ChooseMoon(copas_pb2.ChooseMoonRequest(
+                            table_id=table.table_id,
+                            choice=copas_pb2.MOON_CHOICE_ADD_TO_OTHERS), metadata=auth(token))
+                except grpc.aio.AioRpcError as error:  # a stale view: the next one decides
+                    assert error.code() == grpc.StatusCode.FAILED_PRECONDITION
+            bots_played = [m for m in watch.messages if m.WhichOneof("kind") == "card_played"
+                           and m.card_played.seat != 0]
+            assert len(bots_played) == 39 and all(m.card_played.is_automatic
+                                                  for m in bots_played)
+            await watch.close()
+            with pytest.raises(grpc.aio.AioRpcError) as err:
+                await stub.CreateTable(copas_pb2.CreateTableRequest(bot_policy="genius"))
+            assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        assert set(multiprocessing.active_children()) - before, "the bots think elsewhere"
+    finally:
+        await shutdown(running, 0)
+    assert not set(multiprocessing.active_children()) - before, "the pool outlived the server"
+
+
+class HeldThinker:
+    """Keeps a decision's answer until the test gives it (to make it arrive late)."""
+
+    def __init__(self) -> None:
+        self.waiting: list[Any] = []
+
+    def think(self, info: Any, policy: str, seed: int, done: Any) -> Any:
+        self.waiting.append((info, done))
+
+        class Handle:
+            def cancel(self) -> None:
+                pass
+        return Handle()
+
+
+def test_a_late_decision_is_dropped_when_the_table_moved_on() -> None:
+    clock = ManualScheduler()
+    tables = TableManager(config_for_tests(allow_seed=True, bot_policy="mc"), Metrics(),
+                          Storage(), clock)
+    tables.bots = HeldThinker()  # type: ignore[assignment]
+    table = tables.create(preset="online", overrides={"pass_timeout": 0.0,
+                                                      "play_timeout": 0.0},
+                          bot_seats=2, name="", seed="3")
+    seats = [table.join(f"P{i}", None)[0] for i in range(2)]
+    clock.run_due()
+    game = table.game
+    assert game is not None and game.phase is Phase.PASSING
+    assert tables.bots.waiting, "the first bot is thinking"  # type: ignore[attr-defined]
+    info, done = tables.bots.waiting.pop()  # type: ignore[attr-defined]
+    answer = game.auto_action(info.seat)  # what the bot will say
+    # Meanwhile both people leave: the game ends (no person left), the bot answers late.
+    for seat in seats:
+        table.act(seat, Leave(seat))
+    assert table.is_finished
+    moves = len(game.actions)
+    done(answer)
+    assert len(game.actions) == moves
