@@ -58,6 +58,13 @@ class Config:
     max_pending_requests: int = 100_000
     max_message_bytes: int = 64 * 1024  # the largest request accepted
     data_dir: str = "data"  # "memory" = nothing survives a restart
+    database: str = ""  # postgresql://...: the shared store of a cluster (else data_dir)
+    node_id: str = ""  # this node's id in a cluster (default: from --advertise)
+    advertise: str = ""  # host:port other nodes reach this one at (default: --listen's)
+    lease: float = 10.0  # seconds a node's ownership of its tables lasts without renewal
+    workers: int = 0  # start this many nodes sharing the port (SO_REUSEPORT); needs --database
+    reuse_port: bool = False  # share --listen with other nodes (set for --workers' nodes)
+    internal_listen: str = ""  # a second address of its own (a worker's, for forwarding)
     keep_records: int = 0  # 0 = no limit
     keep_records_days: float = 0.0  # 0 = no limit
     retention_interval: float = 60.0
@@ -112,6 +119,14 @@ _HELP = {
     "allow_seed": "accept CreateTable's explicit seed (tests, replays, fixed deals)",
     "data_dir": "directory of the SQLite database (tables' logs, game records); 'memory' "
                 "keeps nothing across restarts",
+    "database": "postgresql://user@host:port/db: the PostgreSQL store shared by the nodes of "
+                "a cluster (instead of --data-dir)",
+    "node_id": "this node's id in a cluster (default: its --advertise address)",
+    "advertise": "host:port the other nodes reach this node at (default: --listen's)",
+    "lease": "seconds a node owns its tables without renewing (then others take them over)",
+    "workers": "start this many nodes sharing --listen, one process each (needs --database)",
+    "reuse_port": "share --listen with other nodes of this machine (SO_REUSEPORT)",
+    "internal_listen": "a second gRPC address of this node's own (what --advertise names)",
     "keep_records": "finished-game records to keep, newest first; 0 = all",
     "keep_records_days": "days to keep finished-game records; 0 = forever",
     "retention_interval": "seconds between retention sweeps",
@@ -169,6 +184,8 @@ def parse_args(argv: list[str] | None = None) -> Config:
         p.error(f"--bot-policy must be one of {', '.join(POLICIES)}")
     if bool(values["tls_cert"]) != bool(values["tls_key"]):
         p.error("--tls-cert and --tls-key go together")
+    if values["workers"] and not values["database"]:
+        p.error("--workers needs --database (the nodes share a PostgreSQL)")
     if values["tls_client_ca"] and not values["tls_cert"]:
         p.error("--tls-client-ca needs --tls-cert and --tls-key")
     defaults = {name: float(getattr(args, name)) for name in _TIMING

@@ -24,16 +24,20 @@ import random
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import grpc
 import structlog
 from google.protobuf.message import DecodeError
 
+from server.cluster import Forward
 from server.errors import ServiceError
 from server.observability import Metrics
 from server.quotas import Quotas
 from server.storage import StorageFailed
+
+if TYPE_CHECKING:
+    from server.cluster import Cluster
 
 log = structlog.get_logger("copas.rpc")
 
@@ -83,6 +87,7 @@ def peer_address(peer: str) -> str:
     return client_key(raw_address(peer))
 
 
+CLUSTER_KEY = "x-copas-cluster-key"  # server.cluster's: a node vouching for the client
 FORWARDED_FOR = "x-forwarded-for"
 FORWARDING_KEY = "x-copas-forwarding-key"
 Networks = tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]
@@ -121,11 +126,16 @@ def _direct(peer: str, key: str | None, proxies: Networks) -> tuple[str, bool]:
 
 
 def forwarded_peer(context: grpc.aio.ServicerContext[Any, Any], key: str | None,
-                   proxies: Networks = ()) -> str:
+                   proxies: Networks = (), cluster_key: str = "") -> str:
     """The quota key of the client a call comes from. A relay is believed about whom it
     forwards for (``x-forwarded-for``) when it is the web bridge (a loopback peer presenting
     ``key``) or a proxy in ``proxies`` (``--trusted-proxies``); otherwise the peer counts."""
     own, is_relay = _direct(context.peer(), key, proxies)
+    if cluster_key:  # another node of the cluster, forwarding a client's call
+        for name, value in context.invocation_metadata() or ():
+            if name == CLUSTER_KEY and isinstance(value, str) \
+                    and hmac.compare_digest(value.encode(), cluster_key.encode()):
+                return _first_forwarded(context) or own
     if not is_relay:
         return own
     peer = raw_address(context.peer())
@@ -148,6 +158,13 @@ def forwarded_peer(context: grpc.aio.ServicerContext[Any, Any], key: str | None,
         if not _is_in(hop, proxies):
             return client_key(hop)
     return client_key(peer)
+
+
+def _first_forwarded(context: grpc.aio.ServicerContext[Any, Any]) -> str | None:
+    for name, value in context.invocation_metadata() or ():
+        if name == FORWARDED_FOR and isinstance(value, str):
+            return value.strip() or None
+    return None
 
 
 def _is_loopback(address: str) -> bool:
@@ -187,6 +204,7 @@ class GatewayInterceptor(grpc.aio.ServerInterceptor):
         self.is_valid_token = is_valid_token
         self.forwarding_key = forwarding_key  # the web bridge's; None: trust no relay
         self.proxies = proxies  # --trusted-proxies
+        self.cluster: Cluster | None = None  # set when nodes share a PostgreSQL
         self._handlers: dict[str, grpc.RpcMethodHandler] = {}
         self._latency: dict[tuple[str, str], Callable[[float], None]] = {}
 
@@ -271,7 +289,8 @@ class GatewayInterceptor(grpc.aio.ServerInterceptor):
     def _enter(self, method: str, context: grpc.aio.ServicerContext[Any, Any]) -> Caller:
         structlog.contextvars.clear_contextvars()
         structlog.contextvars.bind_contextvars(rpc=method)
-        peer = forwarded_peer(context, self.forwarding_key, self.proxies)
+        peer = forwarded_peer(context, self.forwarding_key, self.proxies,
+                              self.cluster.key if self.cluster is not None else "")
         try:
             token_hash = bearer_token_hash(context)
         except ServiceError:
@@ -305,6 +324,7 @@ class GatewayInterceptor(grpc.aio.ServerInterceptor):
         log.info("rpc", **fields)
 
     def _wrap(self, method: str, handler: grpc.RpcMethodHandler) -> grpc.RpcMethodHandler:
+        path = f"/copas.v1.CopasService/{method}"
         decode = handler.request_deserializer
         finish = self._finish
         enter = self._enter
@@ -321,9 +341,14 @@ class GatewayInterceptor(grpc.aio.ServerInterceptor):
 
             async def unary(raw: bytes, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
                 start = time.perf_counter()
+                found: Caller | None = None
                 try:
-                    enter(method, context)
+                    found = enter(method, context)
                     response = await inner_unary(parse(raw), context)
+                except Forward as hop:  # another node owns the table: relay the call there
+                    assert self.cluster is not None and found is not None
+                    response = await self.cluster.forward_unary(hop.address, path, raw, context,
+                                                                found.peer)
                 except ServiceError as error:
                     finish(method, start, error.code.name, error)
                     if error.penalty:
@@ -366,7 +391,12 @@ class GatewayInterceptor(grpc.aio.ServerInterceptor):
                     request = parse(raw)
                     quotas.open_stream(found.peer)
                     opened = found.peer
-                    await inner_stream(request, context)
+                    try:
+                        await inner_stream(request, context)
+                    except Forward as hop:  # another node owns the table: relay it
+                        assert self.cluster is not None
+                        found.sent += await self.cluster.forward_stream(
+                            hop.address, path, raw, context, found.peer)
                 except ServiceError as error:
                     finish(method, start, error.code.name, error, found.sent if found else 0)
                     if error.penalty:

@@ -30,10 +30,12 @@ from prometheus_client.core import GaugeMetricFamily
 
 from server import reflection, table_view, web
 from server.bots import Thinker
+from server.cluster import Cluster
 from server.config import Config, parse_args
 from server.errors import ServiceError
 from server.gateway import GatewayInterceptor, trusted_networks
 from server.observability import Metrics, configure_logging
+from server.pg_storage import Node, PgStorage
 from server.quotas import Quotas
 from server.recovery import recover
 from server.registry import TableManager
@@ -133,7 +135,8 @@ async def start(config: Config) -> RunningServer:
     server = grpc.aio.server(
         interceptors=[gateway],
         options=[
-            ("grpc.so_reuseport", 0),  # a second server on a taken port must fail, not share
+            # A second server on a taken port must fail, not share; --workers' nodes share.
+            ("grpc.so_reuseport", 1 if config.reuse_port else 0),
             ("grpc.max_concurrent_streams", config.max_concurrent_streams),
             ("grpc.max_receive_message_length", config.max_message_bytes),
             # grpc core refuses calls beyond 1000 (soft) / 3000 (hard) waiting to be picked
@@ -152,6 +155,13 @@ async def start(config: Config) -> RunningServer:
         raise OSError(f"cannot listen on {config.listen}: {exc}") from None
     if port == 0:
         raise OSError(f"cannot listen on {config.listen}: address in use or unavailable")
+    advertise = config.advertise
+    if config.internal_listen:  # a worker's own address, for the other nodes' forwarding
+        internal = server.add_insecure_port(config.internal_listen)
+        if internal == 0:
+            raise OSError(f"cannot listen on {config.internal_listen}")
+        advertise = advertise or f"{config.internal_listen.rsplit(':', 1)[0]}:{internal}"
+    advertise = advertise or f"{config.listen.rsplit(':', 1)[0]}:{port}"
     page = None
     if config.web_port:  # the web bridge relays to a plaintext loopback port of its own
         relay_port = server.add_insecure_port("127.0.0.1:0")
@@ -165,7 +175,8 @@ async def start(config: Config) -> RunningServer:
             await server.stop(None)
             raise
     try:
-        storage = open_storage(config.data_dir)
+        storage = open_storage(config.data_dir, config.database,
+                               Node(config.node_id or advertise, advertise, config.lease))
     except StoreUnusable as exc:
         await server.stop(None)
         if page is not None:
@@ -195,6 +206,10 @@ async def start(config: Config) -> RunningServer:
     if isinstance(storage, SqliteStorage) and (legacy := storage.legacy_tables()):
         log.warning("legacy_tables_kept", count=legacy,
                     detail="tables written by an older Copas are kept but not served")
+    if isinstance(storage, PgStorage):  # a node among others: lease, routing, takeovers
+        tables.cluster = gateway.cluster = Cluster(tables, storage)
+        storage.on_fenced = tables.cluster.tables_lost
+        await tables.cluster.start()
     recover(tables)
     if config.bot_workers > 0:
         tables.bots = Thinker(config.bot_workers, config.bot_think_seconds)
@@ -260,6 +275,8 @@ async def shutdown(running: RunningServer, grace: float) -> None:
         await running.page.stop(grace)
     await running.server.stop(max(0.0, grace - (time.monotonic() - began)))
     running.retention.cancel()
+    if running.tables.cluster is not None:
+        await running.tables.cluster.stop()
     if running.tables.bots is not None:  # the bots' worker processes stop with the server
         await asyncio.to_thread(running.tables.bots.shutdown)
     if running.failure is None:

@@ -10,8 +10,6 @@ UNAVAILABLE, and the next start tries again. Finished games stay for what is lef
 
 from __future__ import annotations
 
-import itertools
-
 import structlog
 
 from engine import Rules
@@ -59,26 +57,26 @@ def _forget(manager: TableManager, table: Table) -> None:
             manager.give_slot()
 
 
-def recover(manager: TableManager) -> tuple[int, int]:
-    """Rebuild every table in the store; returns (recovered, quarantined)."""
+def adopt_all(manager: TableManager, stored_tables: list[StoredTable]) -> int:
+    """Rebuild and serve tables from the store (at start, or taken over from a node that
+    died); returns how many now run here. Finished ones past their ttl go."""
     now = manager.scheduler.now()
     ttl = manager.config.finished_table_ttl
-    recovered = quarantined = 0
-    highest = 0
-    for stored in manager.storage.load_tables():
-        highest = max(highest, int(stored.meta.get("order", 0) or 0))
+    adopted = 0
+    for stored in stored_tables:
+        manager.note_order(int(stored.meta.get("order", 0) or 0))
         if stored.status == "finished" and (stored.finished or 0.0) + ttl <= now:
             manager.storage.release_table(stored.table_id)  # its record stays
             continue
         try:
             table = rebuild(manager, stored)
         except Exception as exc:  # any unreadable or inconsistent log
-            quarantined += 1
             reason = f"{type(exc).__name__}: {exc}"[:300]
             manager.quarantined[stored.table_id] = reason
             manager.metrics.tables_failed.inc()
             log.error("table_quarantined", table_id=stored.table_id, error=reason)
             continue
+        manager.quarantined.pop(stored.table_id, None)
         manager._adopt(table)
         if table.request_key:
             manager._remember_create(table.request_key, table.fingerprint, table.id)
@@ -86,8 +84,16 @@ def recover(manager: TableManager) -> tuple[int, int]:
         if table.is_finished:
             assert table.finished_at is not None
             manager._schedule_release(table, table.finished_at + ttl - now)
-        recovered += 1
-    manager._order = itertools.count(highest + 1)
+        manager.table_changed(table)  # the lobby (and a cluster's summaries) see it
+        adopted += 1
     manager.metrics.tables_quarantined.set(len(manager.quarantined))
+    return adopted
+
+
+def recover(manager: TableManager) -> tuple[int, int]:
+    """Rebuild every table in the store; returns (recovered, quarantined)."""
+    stored = manager.storage.load_tables()
+    recovered = adopt_all(manager, stored)
+    quarantined = len(manager.quarantined)
     log.info("tables_recovered", recovered=recovered, quarantined=quarantined)
     return recovered, quarantined

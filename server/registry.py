@@ -20,9 +20,10 @@ import itertools
 import secrets
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import structlog
+from copas.v1 import copas_pb2
 
 from engine import Rules, RulesError
 from server import inputs
@@ -32,10 +33,13 @@ from server.clock import LoopScheduler, Scheduler
 from server.config import Config
 from server.errors import ServiceError, from_engine
 from server.idempotency import Remembered, check_reuse, request_key
-from server.lobby import Lobby, LobbyFilter
+from server.lobby import SNAPSHOT_MAX, Lobby, LobbyFilter, lobby_key
 from server.observability import Metrics
 from server.storage import Storage, StorageFailed
 from server.table import JOIN_SCOPE, Table
+
+if TYPE_CHECKING:
+    from server.cluster import Cluster
 
 log = structlog.get_logger("copas.registry")
 
@@ -100,6 +104,7 @@ class TableManager:
         self.spent_joins: OrderedDict[str, None] = OrderedDict()
         self.lobby = Lobby(config.watcher_queue)
         self.bots: Thinker | None = None  # set by the server when bots think in workers
+        self.cluster: Cluster | None = None  # set when nodes share a PostgreSQL
 
     @staticmethod
     def hash_token(token: str) -> str:
@@ -126,9 +131,11 @@ class TableManager:
 
     def register_token(self, token_hash: str, table_id: str, seat: int) -> None:
         self.tokens[token_hash] = (table_id, seat)
+        self.storage.register_token(token_hash, table_id, seat)  # for a cluster's other nodes
 
     def forget_token(self, token_hash: str) -> None:
         self.tokens.pop(token_hash, None)
+        self.storage.forget_token(token_hash)
 
     def players_seated(self) -> int:
         return self.seated
@@ -212,6 +219,8 @@ class TableManager:
                       bot_policy=bot_policy)
         self._adopt(table)
         self.lobby.table_changed(table)
+        if self.cluster is not None:
+            self._share_summary(table)
         if key:
             self._remember_create(key, fingerprint, table_id)
         self.storage.create_table(table_id, table.created, table.meta())
@@ -223,6 +232,11 @@ class TableManager:
             table._arm_watchdog()
         self._kick()
         return table
+
+    def note_order(self, order: int) -> None:
+        """Tables made from now on list after ``order`` (a recovered table's)."""
+        following = next(self._order)
+        self._order = itertools.count(max(following, order + 1))
 
     def _remember_create(self, key: str, fingerprint: str, table_id: str) -> None:
         self._create_requests[key] = Remembered(fingerprint, table_id)
@@ -267,6 +281,26 @@ class TableManager:
                 break
             page.append(table)
         return page, _make_page_token(str(page[-1].order)) if more else ""
+
+    async def cluster_summaries(self, wanted: LobbyFilter, limit: int = SNAPSHOT_MAX,
+                                before: float | None = None) -> list[copas_pb2.TableSummary]:
+        """Tables of every node matching ``wanted``, newest first (from the database)."""
+        pattern = (f"{'joinable' if wanted.only_joinable else '%'}:{wanted.preset or '%'}:"
+                   f"{wanted.players or '%'}")
+        rows = await asyncio.to_thread(
+            self.storage.summaries, pattern,  # type: ignore[attr-defined]
+            wanted.include_finished, limit, before)
+        return [copas_pb2.TableSummary.FromString(data) for _, data in rows]
+
+    async def cluster_page(self, page_size: int, page_token: str, wanted: LobbyFilter
+                           ) -> tuple[list[copas_pb2.TableSummary], str]:
+        size = _page_size(page_size)
+        before = _read_page_token(page_token, float) if page_token else None
+        found = await self.cluster_summaries(wanted, size + 1, before)
+        more = len(found) > size
+        page = found[:size]
+        created = page[-1].create_time.ToNanoseconds() / 1e9 if page else 0.0
+        return page, _make_page_token(repr(created)) if more else ""
 
     def join(self, table_id: str, name: str, seat: int | None, request_id: str = "",
              fingerprint: str = "", *, preset: str = "", players: int | None = None
@@ -378,6 +412,32 @@ class TableManager:
         self._kick()
         table.log.debug("table_released")
 
+    def drop(self, table_id: str, error: ServiceError) -> None:
+        """Forget a table this node lost to another (nothing is written: it is not ours)."""
+        table = self.tables.pop(table_id, None)
+        handle = self._release_handles.pop(table_id, None)
+        if handle is not None:
+            handle.cancel()
+        if table is None:
+            return
+        if table.id in self._finished:
+            del self._finished[table.id]
+        else:
+            self.open_tables -= 1
+            if not table.has_people:
+                self.bot_tables -= 1
+        for seat in table.seats:
+            if seat.token_hash:
+                self.tokens.pop(seat.token_hash, None)
+            if seat.holds_slot:
+                seat.holds_slot = False
+                self.give_slot()
+            if seat.join_key:
+                self.forget_join(seat.join_key)
+        table.release(error)
+        self._undelivered.pop(table, None)
+        table.log.warning("table_dropped")
+
     def close_all(self) -> None:
         if self._delivery is not None:
             self._delivery.cancel()
@@ -392,10 +452,26 @@ class TableManager:
     def table_changed(self, table: Table) -> None:
         """Show a table's new events to its watchers once they are on disk; commit what
         the server did by itself (bots, timers) without waiting for a request."""
+        if table.is_released:
+            return
         self.storage.note_sequence(table.id, table.sequence)
         self._undelivered[table] = table.sequence
         self.lobby.table_changed(table)
+        if self.cluster is not None:
+            self._share_summary(table)
         self._kick()
+
+    def _share_summary(self, table: Table) -> None:
+        """Keep the table's summary in the shared database (every node's lobby)."""
+        key = lobby_key(table)
+        if table.shared_lobby_key == key:
+            return
+        table.shared_lobby_key = key
+        where = ("joinable" if table.is_waiting and table.has_free_seat()
+                 else "finished" if table.is_finished else "playing")
+        self.storage.update_summary(  # type: ignore[attr-defined]
+            table.id, table.summary().SerializeToString(),
+            f"{where}:{table.preset}:{table.rules.players}")
 
     def _kick(self) -> None:
         """Wake the delivery task (one for the server's life, started on first use)."""

@@ -18,6 +18,7 @@ from server.gateway import caller
 from server.idempotency import JOIN_REQUEST_ID_MIN, fingerprint
 from server.lobby import LobbyFilter, LobbyWatcher
 from server.registry import TableManager
+from server.table import Table
 from server.table_view import varint
 
 Context = grpc.aio.ServicerContext[Any, Any]
@@ -63,6 +64,19 @@ class CopasService(copas_pb2_grpc.CopasServiceServicer):
     def __init__(self, tables: TableManager) -> None:
         self.tables = tables
 
+    async def _locate(self, context: Context, table_id: str, token_hash: str | None) -> None:
+        """In a cluster: the table is held here, or the call goes to its owner (Forward)."""
+        cluster = self.tables.cluster
+        if cluster is not None:
+            await cluster.locate(table_id, token_hash, context.invocation_metadata() or ())
+
+    def _moved(self, table: Table) -> None:
+        """After waiting for the store: a table lost to another node meanwhile."""
+        if table.is_released and self.tables.cluster is not None \
+                and table.id not in self.tables.tables:
+            raise ServiceError.unavailable("this table moved to another node: retry",
+                                           "TABLE_MOVED")
+
     async def CreateTable(self, request: copas_pb2.CreateTableRequest, context: Context
                           ) -> copas_pb2.CreateTableResponse:
         inputs.check_length("preset", request.preset, inputs.PRESET_MAX, "INVALID_RULES")
@@ -85,6 +99,10 @@ class CopasService(copas_pb2_grpc.CopasServiceServicer):
 
     async def ListTables(self, request: copas_pb2.ListTablesRequest, context: Context
                          ) -> copas_pb2.ListTablesResponse:
+        if self.tables.cluster is not None:  # every node's tables, from the database
+            summaries, token = await self.tables.cluster_page(
+                request.page_size, request.page_token, LobbyFilter.of(request))
+            return copas_pb2.ListTablesResponse(tables=summaries, next_page_token=token)
         page, token = self.tables.page(request.page_size, request.page_token,
                                        LobbyFilter.of(request))
         await self.tables.storage.sync()  # show only what is durable
@@ -93,6 +111,9 @@ class CopasService(copas_pb2_grpc.CopasServiceServicer):
 
     async def WatchLobby(self, request: copas_pb2.WatchLobbyRequest, context: Context
                          ) -> None:
+        if self.tables.cluster is not None:
+            await self._watch_cluster_lobby(LobbyFilter.of(request), _writer(context))
+            return
         lobby = self.tables.lobby
         watcher = LobbyWatcher(LobbyFilter.of(request))
         lobby.watchers.add(watcher)
@@ -110,10 +131,38 @@ class CopasService(copas_pb2_grpc.CopasServiceServicer):
         finally:
             lobby.remove(watcher)
 
+    async def _watch_cluster_lobby(self, wanted: LobbyFilter,
+                                   write: Callable[[Any], Awaitable[None]]) -> None:
+        """Every node's tables, read from the database once a second: a snapshot, then the
+        tables added, changed and removed."""
+        shown: dict[str, bytes] = {}
+        first = True
+        while True:
+            found = await self.tables.cluster_summaries(wanted)
+            current = {t.table_id: t.SerializeToString() for t in found}
+            if first:
+                await write(copas_pb2.WatchLobbyResponse(snapshot=copas_pb2.LobbySnapshot(
+                    tables=found)))
+                first = False
+            else:
+                for table in found:
+                    before = shown.get(table.table_id)
+                    if before is None:
+                        await write(copas_pb2.WatchLobbyResponse(table_added=table))
+                    elif before != current[table.table_id]:
+                        await write(copas_pb2.WatchLobbyResponse(table_changed=table))
+                for table_id in shown.keys() - current.keys():
+                    await write(copas_pb2.WatchLobbyResponse(table_removed=table_id))
+            shown = current
+            await asyncio.sleep(1.0)
+
     async def GetTable(self, request: copas_pb2.GetTableRequest, context: Context
                        ) -> copas_pb2.GetTableResponse:
-        table = self.tables.get(_table_id(request))
+        table_id = _table_id(request)
+        await self._locate(context, table_id, None)
+        table = self.tables.get(table_id)
         await self.tables.storage.sync()
+        self._moved(table)
         return copas_pb2.GetTableResponse(table=table.summary())
 
     async def JoinTable(self, request: copas_pb2.JoinTableRequest, context: Context
@@ -123,6 +172,8 @@ class CopasService(copas_pb2_grpc.CopasServiceServicer):
         if not table_id and not request.preset:
             raise ServiceError.invalid("table_id (or preset, for a quick match) is required",
                                        "MISSING_TABLE_ID")
+        if table_id:
+            await self._locate(context, table_id, None)
         seat_asked = request.seat if request.HasField("seat") else None
         players = request.players if request.HasField("players") else None
         table, seat, token = self.tables.join(
@@ -133,15 +184,17 @@ class CopasService(copas_pb2_grpc.CopasServiceServicer):
             if request_id else "", preset=request.preset, players=players)
         structlog.contextvars.bind_contextvars(seat=seat)
         await self.tables.storage.sync()  # the seat is durable before the token is given
+        self._moved(table)
         return copas_pb2.JoinTableResponse(seat=seat, player_token=token, table=table.summary())
 
-    async def _act(self, request: Any, method: str, make: Callable[[int], Any],
-                   content: Any = None) -> int:
+    async def _act(self, request: Any, context: Context, method: str,
+                   make: Callable[[int], Any], content: Any = None) -> int:
         """Authenticate, apply, and answer once the action is durable. ``content`` is what
         the request means, for its request_id's fingerprint."""
         table_id = _table_id(request)
         request_id = _request_id(request)
         token_hash = caller().token_hash
+        await self._locate(context, table_id, token_hash)
         try:
             table, seat = self.tables.authenticate(token_hash, table_id)
         except ServiceError:
@@ -154,6 +207,7 @@ class CopasService(copas_pb2_grpc.CopasServiceServicer):
         sequence = table.act(seat, make(seat), request_id,
                              fingerprint(method, table.id, content) if request_id else "")
         await self.tables.storage.sync()
+        self._moved(table)
         return sequence
 
     async def PassCards(self, request: copas_pb2.PassCardsRequest, context: Context
@@ -162,14 +216,16 @@ class CopasService(copas_pb2_grpc.CopasServiceServicer):
             raise ServiceError.invalid("a pass is exactly three different cards",
                                        "PASS_NEEDS_THREE_CARDS")
         cards = tuple(codec.card_from_pb(c) for c in request.cards)
-        sequence = await self._act(request, "PassCards", lambda seat: PassCards(seat, cards),
+        sequence = await self._act(request, context, "PassCards",
+                                   lambda seat: PassCards(seat, cards),
                                    sorted(int(c) for c in cards))
         return copas_pb2.PassCardsResponse(sequence=sequence)
 
     async def PlayCard(self, request: copas_pb2.PlayCardRequest, context: Context
                        ) -> copas_pb2.PlayCardResponse:
         card = codec.card_from_pb(request.card)
-        sequence = await self._act(request, "PlayCard", lambda seat: PlayCard(seat, card),
+        sequence = await self._act(request, context, "PlayCard",
+                                   lambda seat: PlayCard(seat, card),
                                    int(card))
         return copas_pb2.PlayCardResponse(sequence=sequence)
 
@@ -179,13 +235,14 @@ class CopasService(copas_pb2_grpc.CopasServiceServicer):
         if choice is None:
             raise ServiceError.invalid("choice must be MOON_CHOICE_SUBTRACT_FROM_SELF or "
                                        "MOON_CHOICE_ADD_TO_OTHERS", "INVALID_MOON_CHOICE")
-        sequence = await self._act(request, "ChooseMoon", lambda seat: ChooseMoon(seat, choice),
+        sequence = await self._act(request, context, "ChooseMoon",
+                                   lambda seat: ChooseMoon(seat, choice),
                                    str(choice))
         return copas_pb2.ChooseMoonResponse(sequence=sequence)
 
     async def LeaveTable(self, request: copas_pb2.LeaveTableRequest, context: Context
                          ) -> copas_pb2.LeaveTableResponse:
-        sequence = await self._act(request, "LeaveTable", Leave)
+        sequence = await self._act(request, context, "LeaveTable", Leave)
         return copas_pb2.LeaveTableResponse(sequence=sequence)
 
     async def WatchTable(self, request: copas_pb2.WatchTableRequest, context: Context
@@ -195,6 +252,7 @@ class CopasService(copas_pb2_grpc.CopasServiceServicer):
             raise ServiceError.invalid("after_sequence must not be negative",
                                        "INVALID_SEQUENCE")
         token_hash = caller().token_hash
+        await self._locate(context, table_id, token_hash)
         table, seat = self.tables.seat_for_watch(token_hash, table_id)
         if seat is not None:
             structlog.contextvars.bind_contextvars(seat=seat)
@@ -223,8 +281,11 @@ class CopasService(copas_pb2_grpc.CopasServiceServicer):
 
     async def GetView(self, request: copas_pb2.GetViewRequest, context: Context
                       ) -> copas_pb2.GetViewResponse:
-        table, seat = self.tables.seat_for_watch(caller().token_hash, _table_id(request))
+        table_id = _table_id(request)
+        await self._locate(context, table_id, caller().token_hash)
+        table, seat = self.tables.seat_for_watch(caller().token_hash, table_id)
         await self.tables.storage.sync()  # show only what is durable
+        self._moved(table)
         return copas_pb2.GetViewResponse(view=table.view(seat), sequence=table.sequence)
 
     async def GetGameRecord(self, request: copas_pb2.GetGameRecordRequest, context: Context

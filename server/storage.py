@@ -126,7 +126,22 @@ class ReleaseTable:
     table_id: str
 
 
-Write = CreateTable | Append | DeleteEntry | FinishTable | ReleaseTable
+@dataclass(frozen=True, slots=True)
+class RegisterToken:
+    """A seat's token (its hash), so that any node of a cluster finds the table."""
+
+    token_hash: str
+    table_id: str
+    seat: int
+
+
+@dataclass(frozen=True, slots=True)
+class ForgetToken:
+    token_hash: str
+
+
+Write = (CreateTable | Append | DeleteEntry | FinishTable | ReleaseTable | RegisterToken
+         | ForgetToken)
 
 
 @dataclass
@@ -159,6 +174,7 @@ class Storage:
         self.commits = 0
         self.failure: StorageFailed | None = None
         self.on_failure: Callable[[StorageFailed], None] | None = None
+        self.on_fenced: Callable[[set[str]], None] | None = None  # tables lost to another node
 
     # -- writes, queued in order by the (synchronous) table code
     def create_table(self, table_id: str, created: float, meta: dict[str, Any]) -> None:
@@ -182,6 +198,12 @@ class Storage:
     def finish_table(self, table_id: str, finished: float, summary: dict[str, Any],
                      record: dict[str, Any]) -> None:
         self._queue(FinishTable(table_id, finished, summary, record))
+
+    def register_token(self, token_hash: str, table_id: str, seat: int) -> None:
+        """Where a token belongs, for the other nodes of a cluster (one process: no-op)."""
+
+    def forget_token(self, token_hash: str) -> None:
+        """The token is no longer valid (one process: no-op)."""
 
     def release_table(self, table_id: str) -> None:
         """The table is gone: its log and its row go (a finished game's record stays)."""
@@ -244,7 +266,83 @@ class Storage:
         return None
 
 
-class SqliteStorage(Storage):
+class GroupCommitStorage(Storage):
+    """A durable store: one writer thread commits whatever is queued in one transaction
+    (group commit); ``_commit`` is the store's own."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="copas-db")
+        self._batch_done: asyncio.Future[None] | None = None
+        self._flushing: asyncio.Task[None] | None = None
+
+    def _queue(self, write: Write) -> None:
+        self._batch.writes.append(write)  # records live in the store, not in memory
+
+    # -- group commit
+    async def sync(self) -> None:
+        if self.failure is not None:
+            raise self.failure
+        if not self.has_pending and self._flushing is None:
+            return
+        loop = asyncio.get_running_loop()
+        if self._batch_done is None:
+            self._batch_done = loop.create_future()
+        waiter = self._batch_done
+        if self._flushing is None:
+            self._flushing = asyncio.create_task(self._flush_loop(),
+                                                 context=contextvars.Context())
+        await asyncio.shield(waiter)
+
+    async def _flush_loop(self) -> None:
+        """Commit batch after batch while writes keep coming; each batch resolves the waiters
+        that queued before it started."""
+        loop = asyncio.get_running_loop()
+        try:
+            while self.has_pending and self.failure is None:
+                batch, self._batch = self._batch, _Batch()
+                done, self._batch_done = self._batch_done, None
+                try:
+                    lost = await loop.run_in_executor(self._writer, self._commit, batch)
+                except Exception as exc:  # the disk said no: nothing in the batch is durable
+                    failure = self.fail(exc)
+                    for waiter in (done, self._batch_done):
+                        if waiter is not None and not waiter.done():
+                            waiter.set_exception(failure)
+                            waiter.exception()  # retrieved: every caller re-raises its own
+                    return
+                self.commits += 1
+                if lost and self.on_fenced is not None:  # before anyone hears "committed"
+                    self.on_fenced(lost)
+                if done is not None and not done.done():
+                    done.set_result(None)
+        finally:
+            self._flushing = None
+            if self._batch_done is not None and not self.has_pending:
+                pending, self._batch_done = self._batch_done, None
+                if not pending.done():
+                    if self.failure is not None:
+                        pending.set_exception(self.failure)
+                        pending.exception()
+                    else:
+                        pending.set_result(None)
+
+    def _commit(self, batch: _Batch) -> set[str] | None:
+        """Commit the batch; returns the tables whose writes were dropped because this node
+        no longer owns them (a cluster's store), else None."""
+        raise NotImplementedError
+
+    async def _stop_writer(self) -> None:
+        """Commit what is queued (unless the store failed), then stop the writer."""
+        if self._flushing is not None:
+            await asyncio.shield(self._flushing)
+        if self.failure is None and self.has_pending:
+            with contextlib.suppress(StorageFailed):
+                await self.sync()
+        self._writer.shutdown(wait=True)
+
+
+class SqliteStorage(GroupCommitStorage):
     """One SQLite database in WAL mode with synchronous=FULL; a single writer thread commits
     whatever is queued in one transaction (group commit). Open it with :meth:`open`."""
 
@@ -254,9 +352,6 @@ class SqliteStorage(Storage):
         self._db = db
         self._lock_fd = lock_fd
         self._lock = threading.Lock()
-        self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="copas-db")
-        self._batch_done: asyncio.Future[None] | None = None
-        self._flushing: asyncio.Task[None] | None = None
         for (table_id, n) in db.execute("SELECT table_id, max(n) FROM log GROUP BY table_id"):
             self._counters[table_id] = n
 
@@ -354,61 +449,12 @@ class SqliteStorage(Storage):
         db.execute("UPDATE copas SET value = 'running' WHERE key = 'state'")
         db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
-    def _queue(self, write: Write) -> None:
-        self._batch.writes.append(write)  # records live on disk, not in memory
-
     def legacy_tables(self) -> int:
         with self._lock:
             return int(self._db.execute(
                 "SELECT count(*) FROM tables WHERE status = 'legacy'").fetchone()[0])
 
-    # -- group commit
-    async def sync(self) -> None:
-        if self.failure is not None:
-            raise self.failure
-        if not self.has_pending and self._flushing is None:
-            return
-        loop = asyncio.get_running_loop()
-        if self._batch_done is None:
-            self._batch_done = loop.create_future()
-        waiter = self._batch_done
-        if self._flushing is None:
-            self._flushing = asyncio.create_task(self._flush_loop(),
-                                                 context=contextvars.Context())
-        await asyncio.shield(waiter)
-
-    async def _flush_loop(self) -> None:
-        """Commit batch after batch while writes keep coming; each batch resolves the waiters
-        that queued before it started."""
-        loop = asyncio.get_running_loop()
-        try:
-            while self.has_pending and self.failure is None:
-                batch, self._batch = self._batch, _Batch()
-                done, self._batch_done = self._batch_done, None
-                try:
-                    await loop.run_in_executor(self._writer, self._commit, batch)
-                except Exception as exc:  # the disk said no: nothing in the batch is durable
-                    failure = self.fail(exc)
-                    for waiter in (done, self._batch_done):
-                        if waiter is not None and not waiter.done():
-                            waiter.set_exception(failure)
-                            waiter.exception()  # retrieved: every caller re-raises its own
-                    return
-                self.commits += 1
-                if done is not None and not done.done():
-                    done.set_result(None)
-        finally:
-            self._flushing = None
-            if self._batch_done is not None and not self.has_pending:
-                pending, self._batch_done = self._batch_done, None
-                if not pending.done():
-                    if self.failure is not None:
-                        pending.set_exception(self.failure)
-                        pending.exception()
-                    else:
-                        pending.set_result(None)
-
-    def _commit(self, batch: _Batch) -> None:
+    def _commit(self, batch: _Batch) -> set[str] | None:
         with self._lock:
             db = self._db
             db.execute("BEGIN")
@@ -437,6 +483,8 @@ class SqliteStorage(Storage):
                             db.execute("DELETE FROM log WHERE table_id = ?", (write.table_id,))
                             db.execute("DELETE FROM tables WHERE table_id = ?",
                                        (write.table_id,))
+                        case RegisterToken() | ForgetToken():
+                            pass  # one process: its memory knows its tokens
                 db.executemany("UPDATE tables SET seq = ? WHERE table_id = ? AND seq < ?",
                                [(seq, tid, seq) for tid, seq in batch.sequences.items()])
                 db.execute("COMMIT")
@@ -510,12 +558,7 @@ class SqliteStorage(Storage):
 
     async def close(self) -> None:
         """Commit what is queued, mark a clean stop and close (the WAL is folded in)."""
-        if self._flushing is not None:
-            await asyncio.shield(self._flushing)
-        if self.failure is None and self.has_pending:
-            with contextlib.suppress(StorageFailed):
-                await self.sync()
-        self._writer.shutdown(wait=True)
+        await self._stop_writer()
         with self._lock:
             # A clean stop folds the WAL into the file (closing deletes it), so say so first;
             # when even that fails the WAL stays and the next start recovers as after a crash.
@@ -533,11 +576,16 @@ def record_message(record: dict[str, Any]) -> bytes:
     return record_to_pb(record, with_json=True).SerializeToString()
 
 
-def open_storage(data_dir: str) -> Storage:
-    """``memory`` for no durability; otherwise a directory holding ``copas.db``.
+def open_storage(data_dir: str, database: str = "", node: Any = None) -> Storage:
+    """``database`` (a postgresql:// URL) for the PostgreSQL store; else ``memory`` for no
+    durability, or a directory holding ``copas.db``.
 
-    :raises StoreUnusable: see :meth:`SqliteStorage.open`.
+    :raises StoreUnusable: see :meth:`SqliteStorage.open` and ``PgStorage.open``.
     """
+    if database:
+        from server.pg_storage import PgStorage
+
+        return PgStorage.open(database, node)
     if data_dir == "memory":
         return Storage()
     return SqliteStorage.open(Path(data_dir) / "copas.db")

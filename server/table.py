@@ -133,6 +133,7 @@ class Table:
         self.is_replaying = False
         self._replay_position = 0
         self.is_released = False
+        self.shared_lobby_key: tuple[object, ...] | None = None  # last summary in the database
         self._step: list[copas_pb2.TableEvent] = []
         self._step_engine: list[ev.Event] = []
         self.log = log.bind(table_id=table_id)

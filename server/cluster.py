@@ -1,0 +1,260 @@
+"""This node among others sharing one PostgreSQL: its lease, taking over tables whose owner
+died, and routing calls for tables another node owns.
+
+- Lease: the node renews ``nodes.lease_until`` (the database's clock) every third of
+  ``--lease``. It also keeps a local, conservative deadline (monotonic clock): when that
+  passes without a renewal (the process was paused, the database is slow), the node stops
+  serving its tables until it has renewed and re-checked which it still owns.
+- Takeover: every half lease the node claims tables whose owner's lease ran out (epoch + 1,
+  one claimant wins), replays each from its log and re-arms its timers; a call for such a
+  table claims it at once.
+- Routing: a call for a table this node does not hold is forwarded, as it came (bytes and
+  metadata), to the owner's advertised address, unary or stream; tokens, the lobby and the
+  records come from the database, so a client may call any node.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import grpc
+import structlog
+
+from server.errors import ServiceError
+from server.pg_storage import Owner, PgStorage
+
+if TYPE_CHECKING:
+    from server.registry import TableManager
+
+log = structlog.get_logger("copas.cluster")
+
+HOPS = "x-copas-hops"  # a forwarded call carries it: it is never forwarded again
+CLUSTER_KEY = "x-copas-cluster-key"  # a node's word about the client (x-forwarded-for)
+FORWARDED_METADATA = ("authorization", "x-forwarded-for")
+
+
+class Forward(Exception):
+    """The call belongs to another node: the gateway relays it there as it came."""
+
+    def __init__(self, address: str) -> None:
+        super().__init__(address)
+        self.address = address
+
+
+@dataclass
+class _Known:
+    owner: Owner
+    until: float
+
+
+class Cluster:
+    def __init__(self, tables: TableManager, storage: PgStorage) -> None:
+        self.tables = tables
+        self.storage = storage
+        self.node = storage.node
+        self.key = ""
+        self._owners: dict[str, _Known] = {}
+        self._channels: dict[str, grpc.aio.Channel] = {}
+        self._tasks: list[asyncio.Task[None]] = []
+        self.lease_deadline = 0.0  # monotonic: past it, this node serves none of its tables
+        self._claiming: dict[str, asyncio.Future[None]] = {}
+
+    # ---------------------------------------------------------------- lease and takeovers
+
+    async def start(self) -> None:
+        self.key = await asyncio.to_thread(self.storage.cluster_key)
+        await self._renew()
+        loop = asyncio.get_running_loop()
+        self._tasks = [loop.create_task(self._heartbeats()), loop.create_task(self._takeovers())]
+
+    async def _renew(self) -> None:
+        sent = time.monotonic()
+        seconds = await asyncio.to_thread(self.storage.heartbeat)
+        self.lease_deadline = sent + seconds * 0.8  # conservative: clocks may drift
+
+    def lease_ok(self) -> bool:
+        return time.monotonic() < self.lease_deadline
+
+    async def _heartbeats(self) -> None:
+        while True:
+            await asyncio.sleep(self.node.lease_seconds / 3)
+            was_ok = self.lease_ok()
+            try:
+                await self._renew()
+            except Exception as exc:  # the database is away: the lease runs out by itself
+                log.error("lease_renewal_failed", error=str(exc)[:200])
+                continue
+            if not was_ok:  # paused past the lease: which tables are still ours?
+                await self._recheck()
+
+    async def _recheck(self) -> None:
+        held = dict(self.storage.epochs)
+        current = await asyncio.to_thread(self.storage.epochs_of, list(held))
+        lost = {t for t, epoch in held.items() if current.get(t) != (self.node.node_id, epoch)}
+        if lost:
+            log.warning("tables_lost", count=len(lost))
+            self.tables_lost(lost)
+
+    async def _takeovers(self) -> None:
+        while True:
+            await asyncio.sleep(self.node.lease_seconds / 2)
+            if not self.lease_ok():
+                continue
+            try:
+                claimed = await asyncio.to_thread(self.storage.claim)
+            except Exception as exc:
+                log.error("takeover_failed", error=str(exc)[:200])
+                continue
+            if claimed:
+                from server.recovery import adopt_all
+
+                count = adopt_all(self.tables, claimed)
+                log.info("tables_taken_over", count=count)
+
+    def tables_lost(self, lost: set[str]) -> None:
+        """The store refused our writes for these tables: another node owns them now. Drop
+        them here, unseen: their streams end with UNAVAILABLE and clients come back through
+        any node to the owner."""
+        for table_id in lost:
+            self.storage.forget(table_id)
+            self.tables.drop(table_id, ServiceError.unavailable(
+                "this table moved to another node: reconnect", "TABLE_MOVED"))
+
+    async def stop(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        for channel in self._channels.values():
+            await channel.close(None)
+
+    # ---------------------------------------------------------------- routing
+
+    async def locate(self, table_id: str, token_hash: str | None,
+                     metadata: tuple[tuple[str, Any], ...]) -> None:
+        """Make sure the table the call is about is held here, or raise Forward to its
+        owner; nothing happens for a table nobody has (the caller answers NOT_FOUND)."""
+        if table_id and table_id in self.tables.tables:
+            return self._check_lease()
+        if not table_id and token_hash is not None and token_hash in self.tables.tokens:
+            return self._check_lease()
+        if not table_id and token_hash is not None:
+            found = await asyncio.to_thread(self.storage.table_of_token, token_hash)
+            if found is None:
+                return None
+            table_id = found[0]
+            if table_id in self.tables.tables:
+                return self._check_lease()
+        if not table_id:
+            return None
+        owner = await self._owner(table_id)
+        if owner is None:
+            return None
+        if owner.is_alive and owner.node_id != self.node.node_id:
+            if any(key == HOPS for key, _ in metadata):
+                raise ServiceError.unavailable("the table is moving between nodes: retry",
+                                               "TABLE_MOVED")
+            raise Forward(owner.address)
+        await self._claim(table_id)
+        return None
+
+    def _check_lease(self) -> None:
+        if not self.lease_ok():
+            raise ServiceError.unavailable("this node is renewing its lease: retry",
+                                           "TABLE_MOVED")
+
+    async def _owner(self, table_id: str) -> Owner | None:
+        known = self._owners.get(table_id)
+        now = time.monotonic()
+        if known is not None and known.until > now:
+            return known.owner
+        owner = await asyncio.to_thread(self.storage.owner_of, table_id)
+        if owner is not None:
+            if len(self._owners) > 100_000:
+                self._owners.clear()
+            self._owners[table_id] = _Known(owner, now + min(1.0, self.node.lease_seconds / 4))
+        return owner
+
+    async def _claim(self, table_id: str) -> None:
+        """Take over one table whose owner is gone (once, however many calls ask)."""
+        pending = self._claiming.get(table_id)
+        if pending is not None:
+            await asyncio.shield(pending)
+            return
+        done = asyncio.get_running_loop().create_future()
+        self._claiming[table_id] = done
+        try:
+            claimed = await asyncio.to_thread(self.storage.claim, table_id=table_id)
+            if claimed:
+                from server.recovery import adopt_all
+
+                adopt_all(self.tables, claimed)
+                log.info("table_taken_over", table_id=table_id)
+            self._owners.pop(table_id, None)
+        finally:
+            del self._claiming[table_id]
+            done.set_result(None)
+
+    # ---------------------------------------------------------------- forwarding
+
+    def channel(self, address: str) -> grpc.aio.Channel:
+        channel = self._channels.get(address)
+        if channel is None:
+            channel = self._channels[address] = grpc.aio.insecure_channel(address)
+        return channel
+
+    def metadata(self, context: grpc.aio.ServicerContext[Any, Any], client: str
+                 ) -> tuple[tuple[str, str], ...]:
+        """What a forwarded call carries: the caller's token, who the client is (vouched
+        for by the cluster key), and that it was forwarded once."""
+        carried = [(k, v) for k, v in context.invocation_metadata() or ()
+                   if k == "authorization" and isinstance(v, str)]
+        return (*carried, ("x-forwarded-for", client), (CLUSTER_KEY, self.key), (HOPS, "1"))
+
+    async def forward_unary(self, address: str, path: str, raw: bytes,
+                            context: grpc.aio.ServicerContext[Any, Any], client: str) -> bytes:
+        call = self.channel(address).unary_unary(path)
+        try:
+            answer: bytes = await call(raw, metadata=self.metadata(context, client),
+                                       timeout=30)
+        except grpc.aio.AioRpcError as error:
+            await _relay_error(error, context)
+            raise
+        return answer
+
+    async def forward_stream(self, address: str, path: str, raw: bytes,
+                             context: grpc.aio.ServicerContext[Any, Any], client: str) -> int:
+        call = self.channel(address).unary_stream(path)(
+            raw, metadata=self.metadata(context, client))
+        sent = 0
+        try:
+            async for message in call:
+                await context.write(message)
+                sent += 1
+        except grpc.aio.AioRpcError as error:
+            await _relay_error(error, context)
+            raise
+        finally:
+            call.cancel()
+        return sent
+
+
+async def _relay_error(error: grpc.aio.AioRpcError, context: grpc.aio.ServicerContext[Any, Any]
+                       ) -> None:
+    """The owner's refusal, as it was (code, message, details)."""
+    code = error.code()
+    if code == grpc.StatusCode.UNAVAILABLE and not error.trailing_metadata():
+        # The owner went away mid-call: say so in the contract's words.
+        failure = ServiceError.unavailable("the table's node went away: retry",
+                                           "TABLE_MOVED")
+        await context.abort_with_status(failure.to_status())
+    trailing = tuple((k, v) for k, v in (error.trailing_metadata() or ())
+                     if k == "grpc-status-details-bin")
+    await context.abort(code, error.details() or "", trailing)
+
+
+def new_cluster_key() -> str:
+    return secrets.token_urlsafe(32)
+

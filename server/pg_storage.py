@@ -1,0 +1,420 @@
+"""The PostgreSQL store: the same interface and promise as the SQLite one (nothing is
+acknowledged or shown before it is committed; group commit in a writer thread), for servers
+whose nodes share one database, with table ownership on top.
+
+Driver: psycopg 3 (``psycopg[binary]``), used synchronously in the writer thread, like the
+SQLite store: one group-commit design for both stores, a maintained driver with binary
+wheels, and plain SQL.
+
+Ownership: each table row names its owner node and an epoch. A node writes for a table only
+inside a transaction that has locked the row and found itself the owner at the epoch it
+holds (fencing): a node that lost a table, however late it wakes up, can never write for it
+again; its writes for that table are dropped and it is told (``on_fenced``). A table whose
+owner's lease (kept on the database's clock, ``nodes.lease_until``) has run out may be
+claimed by another node: epoch + 1, in one UPDATE, so exactly one claimant wins.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+from server.storage import (
+    SCHEMA_VERSION,
+    Append,
+    CreateTable,
+    DeleteEntry,
+    FinishTable,
+    ForgetToken,
+    GroupCommitStorage,
+    RegisterToken,
+    ReleaseTable,
+    StoredTable,
+    StoreUnusable,
+    _Batch,
+    record_message,
+)
+
+APPLICATION = "copas"
+
+# The same versions as the SQLite store's migrations (server/storage.py): version n means the
+# same tables and columns in both; version 4 adds what a cluster needs.
+MIGRATIONS: tuple[str, ...] = (
+    """
+    CREATE TABLE tables (table_id text PRIMARY KEY, created double precision NOT NULL,
+                         meta text NOT NULL, status text NOT NULL DEFAULT 'open');
+    CREATE TABLE log (table_id text NOT NULL, n integer NOT NULL, entry text NOT NULL,
+                      PRIMARY KEY (table_id, n));
+    CREATE TABLE records (record_id text PRIMARY KEY, finished double precision NOT NULL,
+                          summary text NOT NULL, record text NOT NULL);
+    CREATE INDEX records_by_time ON records (finished);
+    """,
+    """
+    ALTER TABLE tables ADD COLUMN seq bigint NOT NULL DEFAULT 0;
+    ALTER TABLE tables ADD COLUMN finished double precision;
+    CREATE TABLE copas (key text PRIMARY KEY, value text NOT NULL);
+    INSERT INTO copas VALUES ('application', 'copas'), ('state', 'stopped');
+    """,
+    """
+    ALTER TABLE records ADD COLUMN record_pb bytea;
+    """,
+    """
+    ALTER TABLE tables ADD COLUMN owner text;
+    ALTER TABLE tables ADD COLUMN epoch bigint NOT NULL DEFAULT 0;
+    ALTER TABLE tables ADD COLUMN summary bytea;
+    ALTER TABLE tables ADD COLUMN lobby text NOT NULL DEFAULT '';
+    CREATE TABLE nodes (node_id text PRIMARY KEY, address text NOT NULL,
+                        lease_until timestamptz NOT NULL);
+    CREATE TABLE tokens (token_hash text PRIMARY KEY, table_id text NOT NULL,
+                         seat integer NOT NULL);
+    CREATE INDEX tokens_by_table ON tokens (table_id);
+    """,
+)
+PG_SCHEMA_VERSION = len(MIGRATIONS)
+assert PG_SCHEMA_VERSION >= SCHEMA_VERSION
+
+
+@dataclass(frozen=True)
+class Node:
+    """This process as a node of a cluster: its id, the address other nodes reach it at,
+    and how long its lease lasts."""
+
+    node_id: str
+    address: str
+    lease_seconds: float = 10.0
+
+
+@dataclass(frozen=True)
+class Owner:
+    node_id: str
+    address: str
+    is_alive: bool
+
+
+@dataclass(frozen=True)
+class UpdateSummary:
+    """What the lobby shows of a table (ListTables from any node)."""
+
+    table_id: str
+    summary: bytes
+    lobby: str  # "joinable:<preset>:<players>" while it takes players, else phase words
+
+
+class PgStorage(GroupCommitStorage):
+    """PostgreSQL, shared by the nodes of a cluster. Open it with :meth:`open`."""
+
+    def __init__(self, dsn: str, node: Node, writer: Any, reader: Any) -> None:
+        super().__init__()
+        self.dsn = dsn
+        self.node = node
+        self._db = writer  # the writer thread's connection
+        self._reader = reader  # lookups, records, leases (its own lock)
+        self._read_lock = threading.Lock()
+        self.epochs: dict[str, int] = {}  # the tables this node owns, at which epoch
+
+    @classmethod
+    def open(cls, dsn: str, node: Node | None) -> PgStorage:
+        """Connect, migrate the schema (one node at a time), check it is Copas's.
+
+        :raises StoreUnusable: the database cannot be reached or used.
+        """
+        import psycopg
+
+        node = node or Node("local", "")
+        try:
+            writer = psycopg.connect(dsn, autocommit=True, connect_timeout=10)
+            reader = psycopg.connect(dsn, autocommit=True, connect_timeout=10)
+        except psycopg.Error as exc:
+            raise StoreUnusable(f"cannot connect to the database: {_first_line(exc)}") from None
+        try:
+            cls._prepare(writer)
+        except StoreUnusable:
+            writer.close()
+            reader.close()
+            raise
+        except psycopg.Error as exc:
+            writer.close()
+            reader.close()
+            raise StoreUnusable(f"cannot use the database: {_first_line(exc)}") from None
+        return cls(dsn, node, writer, reader)
+
+    @staticmethod
+    def _prepare(db: Any) -> None:
+        with db.transaction():
+            db.execute("SELECT pg_advisory_xact_lock(7031979)")  # one migration at a time
+            names = {name for (name,) in db.execute(
+                "SELECT table_name FROM information_schema.tables "
+                "WHERE table_schema = current_schema()")}
+            version = 0
+            if "copas" in names:
+                marker = dict(db.execute("SELECT key, value FROM copas").fetchall())
+                if marker.get("application") != APPLICATION:
+                    raise StoreUnusable("the database is not a Copas database")
+                version = int(marker.get("schema_version", "2"))
+            elif names & {"tables", "log", "records"}:
+                raise StoreUnusable("the database holds tables of another program")
+            if version > PG_SCHEMA_VERSION:
+                raise StoreUnusable(f"the database has schema version {version}; this "
+                                    f"server knows up to {PG_SCHEMA_VERSION}: run a newer Copas")
+            for step in range(version, PG_SCHEMA_VERSION):
+                for statement in MIGRATIONS[step].split(";"):
+                    if statement.strip():
+                        db.execute(statement)
+            db.execute("INSERT INTO copas VALUES ('schema_version', %s) ON CONFLICT (key) "
+                       "DO UPDATE SET value = excluded.value", (str(PG_SCHEMA_VERSION),))
+
+    # -- writes
+    def create_table(self, table_id: str, created: float, meta: dict[str, Any]) -> None:
+        self.epochs[table_id] = 1
+        super().create_table(table_id, created, meta)
+
+    def register_token(self, token_hash: str, table_id: str, seat: int) -> None:
+        self._queue(RegisterToken(token_hash, table_id, seat))
+
+    def forget_token(self, token_hash: str) -> None:
+        self._queue(ForgetToken(token_hash))
+
+    def update_summary(self, table_id: str, summary: bytes, lobby: str) -> None:
+        self._batch.writes.append(UpdateSummary(table_id, summary, lobby))  # type: ignore[arg-type]
+
+    def release_table(self, table_id: str) -> None:
+        super().release_table(table_id)
+
+    def _commit(self, batch: _Batch) -> set[str]:
+        """Commit the batch; returns the tables this node no longer owns (their writes were
+        dropped)."""
+        db = self._db
+        created = {w.table_id for w in batch.writes if isinstance(w, CreateTable)}
+        touched = {w.table_id for w in batch.writes
+                   if isinstance(w, (Append, DeleteEntry, FinishTable, ReleaseTable,
+                                     UpdateSummary))} | set(batch.sequences)
+        touched -= created
+        me = self.node.node_id
+        with db.transaction():
+            fenced: set[str] = set()
+            if touched:
+                rows = {table_id: (owner, epoch) for table_id, owner, epoch in db.execute(
+                    "SELECT table_id, owner, epoch FROM tables WHERE table_id = ANY(%s) "
+                    "FOR UPDATE", (sorted(touched),))}
+                for table_id in touched:
+                    row = rows.get(table_id)
+                    if row is None or row[0] != me or row[1] != self.epochs.get(table_id):
+                        fenced.add(table_id)
+            with db.cursor() as cur:
+                for write in batch.writes:
+                    if getattr(write, "table_id", None) in fenced:
+                        continue
+                    match write:
+                        case Append():
+                            cur.execute("INSERT INTO log (table_id, n, entry) VALUES "
+                                        "(%s, %s, %s)", (write.table_id, write.n, write.entry))
+                        case CreateTable():
+                            cur.execute("INSERT INTO tables (table_id, created, meta, owner, "
+                                        "epoch) VALUES (%s, %s, %s, %s, 1)",
+                                        (write.table_id, write.created, write.meta, me))
+                        case DeleteEntry():
+                            cur.execute("DELETE FROM log WHERE table_id = %s AND n = %s",
+                                        (write.table_id, write.n))
+                        case FinishTable():
+                            cur.execute(
+                                "INSERT INTO records (record_id, finished, summary, record, "
+                                "record_pb) VALUES (%s, %s, %s, %s, %s) ON CONFLICT (record_id) "
+                                "DO NOTHING",
+                                (write.table_id, write.finished, json.dumps(write.summary),
+                                 json.dumps(write.record), record_message(write.record)))
+                            cur.execute("UPDATE tables SET status = 'finished', finished = %s "
+                                        "WHERE table_id = %s", (write.finished, write.table_id))
+                        case ReleaseTable():
+                            cur.execute("DELETE FROM log WHERE table_id = %s", (write.table_id,))
+                            cur.execute("DELETE FROM tokens WHERE table_id = %s",
+                                        (write.table_id,))
+                            cur.execute("DELETE FROM tables WHERE table_id = %s",
+                                        (write.table_id,))
+                        case RegisterToken():
+                            cur.execute("INSERT INTO tokens VALUES (%s, %s, %s) "
+                                        "ON CONFLICT (token_hash) DO NOTHING",
+                                        (write.token_hash, write.table_id, write.seat))
+                        case ForgetToken():
+                            cur.execute("DELETE FROM tokens WHERE token_hash = %s",
+                                        (write.token_hash,))
+                        case UpdateSummary():
+                            cur.execute("UPDATE tables SET summary = %s, lobby = %s "
+                                        "WHERE table_id = %s",
+                                        (write.summary, write.lobby, write.table_id))
+                sequences = [(seq, table_id, seq) for table_id, seq in batch.sequences.items()
+                             if table_id not in fenced]
+                if sequences:
+                    cur.executemany("UPDATE tables SET seq = %s WHERE table_id = %s AND seq < %s",
+                                    sequences)
+        for table_id in fenced:
+            self.epochs.pop(table_id, None)
+        return fenced
+
+    # -- ownership
+    def heartbeat(self) -> float:
+        """Renew this node's lease; returns the seconds it lasts (by the database's clock)."""
+        with self._read_lock:
+            row = self._reader.execute(
+                "INSERT INTO nodes (node_id, address, lease_until) VALUES "
+                "(%s, %s, now() + make_interval(secs => %s)) ON CONFLICT (node_id) DO UPDATE "
+                "SET address = excluded.address, lease_until = excluded.lease_until "
+                "RETURNING extract(epoch FROM lease_until - now())",
+                (self.node.node_id, self.node.address, self.node.lease_seconds)).fetchone()
+        return float(row[0])
+
+    def claim(self, *, table_id: str | None = None, include_mine: bool = False,
+              limit: int = 200) -> list[StoredTable]:
+        """Take over tables whose owner's lease has run out (or that have none; with
+        ``include_mine``, this node's own from an earlier run): epoch + 1, one claimant
+        wins. Returns them, ready to replay."""
+        me = self.node.node_id
+        with self._read_lock, self._reader.transaction():
+            claimed = self._reader.execute(
+                "WITH claimable AS (SELECT t.table_id FROM tables t "
+                "LEFT JOIN nodes n ON n.node_id = t.owner "
+                "WHERE t.status IN ('open', 'finished') "
+                "AND (%(one)s::text IS NULL OR t.table_id = %(one)s) "
+                "AND (t.owner IS NULL OR n.lease_until IS NULL OR n.lease_until < now() "
+                "     OR (%(mine)s AND t.owner = %(me)s)) "
+                "AND NOT (t.owner = %(me)s AND NOT %(mine)s) "
+                "ORDER BY t.created LIMIT %(limit)s FOR UPDATE OF t SKIP LOCKED) "
+                "UPDATE tables SET owner = %(me)s, epoch = tables.epoch + 1 FROM claimable "
+                "WHERE tables.table_id = claimable.table_id "
+                "RETURNING tables.table_id, tables.epoch",
+                {"one": table_id, "mine": include_mine, "me": me, "limit": limit}).fetchall()
+            stored = self._load([table_id for table_id, _ in claimed])
+        for table_id, epoch in claimed:
+            self.epochs[table_id] = epoch
+        return stored
+
+    def _load(self, table_ids: list[str]) -> list[StoredTable]:
+        if not table_ids:
+            return []
+        db = self._reader
+        out = []
+        entries: dict[str, list[tuple[int, str]]] = {t: [] for t in table_ids}
+        for table_id, n, entry in db.execute(
+                "SELECT table_id, n, entry FROM log WHERE table_id = ANY(%s) ORDER BY table_id, n",
+                (table_ids,)):
+            entries[table_id].append((n, entry))
+        for table_id, created, meta, status, seq, finished in db.execute(
+                "SELECT table_id, created, meta, status, seq, finished FROM tables "
+                "WHERE table_id = ANY(%s) ORDER BY created", (table_ids,)):
+            error = None
+            try:
+                meta_data = json.loads(meta)
+            except ValueError as exc:
+                meta_data, error = {}, f"unreadable table meta: {exc}"
+            rows = entries[table_id]
+            self._counters[table_id] = rows[-1][0] if rows else 0
+            out.append(StoredTable(table_id, created, meta_data, rows, status, seq, finished,
+                                   error))
+        return out
+
+    def load_tables(self) -> list[StoredTable]:
+        """At start: this node's own tables from an earlier run, and every orphan."""
+        found = self.claim(include_mine=True, limit=1_000_000)
+        self.heartbeat()
+        return found
+
+    def forget(self, table_id: str) -> None:
+        """This node no longer holds the table (released, or lost to another node)."""
+        self.epochs.pop(table_id, None)
+        self._counters.pop(table_id, None)
+
+    def cluster_key(self) -> str:
+        """The secret nodes present when they forward a call (made by the first node)."""
+        import secrets
+
+        with self._read_lock:
+            self._reader.execute(
+                "INSERT INTO copas VALUES ('cluster_key', %s) ON CONFLICT (key) DO NOTHING",
+                (secrets.token_urlsafe(32),))
+            row = self._reader.execute(
+                "SELECT value FROM copas WHERE key = 'cluster_key'").fetchone()
+        return str(row[0])
+
+    def epochs_of(self, table_ids: list[str]) -> dict[str, tuple[str, int]]:
+        """Each table's owner and epoch, as the database has them."""
+        with self._read_lock:
+            rows = self._reader.execute(
+                "SELECT table_id, coalesce(owner, ''), epoch FROM tables "
+                "WHERE table_id = ANY(%s)", (table_ids,)).fetchall()
+        return {t: (o, int(e)) for t, o, e in rows}
+
+    # -- lookups for routing
+    def owner_of(self, table_id: str) -> Owner | None:
+        with self._read_lock:
+            row = self._reader.execute(
+                "SELECT t.owner, coalesce(n.address, ''), coalesce(n.lease_until > now(), false) "
+                "FROM tables t LEFT JOIN nodes n ON n.node_id = t.owner WHERE t.table_id = %s",
+                (table_id,)).fetchone()
+        return None if row is None else Owner(row[0] or "", row[1], bool(row[2]))
+
+    def table_of_token(self, token_hash: str) -> tuple[str, int] | None:
+        with self._read_lock:
+            row = self._reader.execute("SELECT table_id, seat FROM tokens WHERE token_hash = %s",
+                                       (token_hash,)).fetchone()
+        return None if row is None else (row[0], int(row[1]))
+
+    def summaries(self, lobby_prefix: str, include_finished: bool, limit: int,
+                  before_created: float | None) -> list[tuple[float, bytes]]:
+        """Tables' summaries for the lobby, newest first (from every node)."""
+        with self._read_lock:
+            rows = self._reader.execute(
+                "SELECT created, summary FROM tables WHERE summary IS NOT NULL "
+                "AND lobby LIKE %s AND (%s OR status = 'open') "
+                "AND (%s::double precision IS NULL OR created < %s) "
+                "ORDER BY created DESC LIMIT %s",
+                (lobby_prefix + "%", include_finished, before_created, before_created,
+                 limit)).fetchall()
+        return [(float(c), bytes(s)) for c, s in rows]
+
+    # -- records
+    def get_record(self, record_id: str) -> bytes | None:
+        with self._read_lock:
+            row = self._reader.execute(
+                "SELECT record_pb, record FROM records WHERE record_id = %s",
+                (record_id,)).fetchone()
+        if row is None:
+            return None
+        return bytes(row[0]) if row[0] is not None else record_message(json.loads(row[1]))
+
+    def list_records(self, limit: int, before: tuple[float, str] | None
+                     ) -> list[tuple[float, str, dict[str, Any]]]:
+        with self._read_lock:
+            if before is None:
+                rows = self._reader.execute(
+                    "SELECT finished, record_id, summary FROM records "
+                    "ORDER BY finished DESC, record_id ASC LIMIT %s", (limit,)).fetchall()
+            else:
+                rows = self._reader.execute(
+                    "SELECT finished, record_id, summary FROM records "
+                    "WHERE finished < %s OR (finished = %s AND record_id > %s) "
+                    "ORDER BY finished DESC, record_id ASC LIMIT %s",
+                    (before[0], before[0], before[1], limit)).fetchall()
+        return [(f, rid, json.loads(s)) for f, rid, s in rows]
+
+    def prune_records(self, keep: int, max_age: float, now: float) -> int:
+        with self._read_lock, self._reader.transaction():
+            removed = 0
+            if max_age:
+                removed += self._reader.execute("DELETE FROM records WHERE finished < %s",
+                                                (now - max_age,)).rowcount
+            if keep:
+                removed += self._reader.execute(
+                    "DELETE FROM records WHERE record_id NOT IN (SELECT record_id FROM "
+                    "records ORDER BY finished DESC, record_id ASC LIMIT %s)", (keep,)).rowcount
+        return removed
+
+    async def close(self) -> None:
+        await self._stop_writer()
+        with self._read_lock:
+            self._reader.close()
+        self._db.close()
+
+
+def _first_line(error: BaseException) -> str:
+    return str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
