@@ -272,16 +272,19 @@ class PgStorage(GroupCommitStorage):
         me = self.node.node_id
         with self._read_lock, self._reader.transaction():
             claimed = self._reader.execute(
-                "WITH claimable AS (SELECT t.table_id FROM tables t "
+                "WITH claimable AS (SELECT t.table_id, t.epoch FROM tables t "
                 "LEFT JOIN nodes n ON n.node_id = t.owner "
                 "WHERE t.status IN ('open', 'finished') "
                 "AND (%(one)s::text IS NULL OR t.table_id = %(one)s) "
                 "AND (t.owner IS NULL OR n.lease_until IS NULL OR n.lease_until < now() "
                 "     OR (%(mine)s AND t.owner = %(me)s)) "
                 "AND NOT (t.owner = %(me)s AND NOT %(mine)s) "
-                "ORDER BY t.created LIMIT %(limit)s FOR UPDATE OF t SKIP LOCKED) "
+                "ORDER BY t.created LIMIT %(limit)s) "
+                # Compare and swap on the epoch seen: a claimant that waited for another's
+                # update re-checks this against the row it wrote (epoch + 1) and gets nothing.
                 "UPDATE tables SET owner = %(me)s, epoch = tables.epoch + 1 FROM claimable "
                 "WHERE tables.table_id = claimable.table_id "
+                "AND tables.epoch = claimable.epoch "
                 "RETURNING tables.table_id, tables.epoch",
                 {"one": table_id, "mine": include_mine, "me": me, "limit": limit}).fetchall()
             stored = self._load([table_id for table_id, _ in claimed])

@@ -219,11 +219,11 @@ class TableManager:
                       bot_policy=bot_policy)
         self._adopt(table)
         self.lobby.table_changed(table)
-        if self.cluster is not None:
-            self._share_summary(table)
         if key:
             self._remember_create(key, fingerprint, table_id)
         self.storage.create_table(table_id, table.created, table.meta())
+        if self.cluster is not None:
+            self._share_summary(table)
         table.log.debug("table_created", preset=preset, players=rules.players, bots=bot_seats)
         if is_bot_table:
             table.start()
@@ -287,6 +287,7 @@ class TableManager:
         """Tables of every node matching ``wanted``, newest first (from the database)."""
         pattern = (f"{'joinable' if wanted.only_joinable else '%'}:{wanted.preset or '%'}:"
                    f"{wanted.players or '%'}")
+        await self.storage.sync()  # this node's latest summaries first
         rows = await asyncio.to_thread(
             self.storage.summaries, pattern,  # type: ignore[attr-defined]
             wanted.include_finished, limit, before)

@@ -105,6 +105,27 @@ def random_action(game: Game, rng: random.Random) -> Any:
     return ChooseMoon(seat, rng.choice(list(MoonChoice)))
 
 
+@pytest.fixture(scope="session")
+def postgres() -> Any:
+    """A throw-away PostgreSQL server (Debian's initdb/pg_ctl) for the session's tests; a
+    test that needs one fails when the postgresql package is missing (.ci/run installs it)."""
+    import shutil
+    import tempfile
+
+    from tools.pglocal import LocalPostgres, free_port
+
+    base = Path(tempfile.mkdtemp(prefix="copas-pg-"))
+    base.chmod(0o755)  # the postgres user (when run as root) reaches its directory
+    server = LocalPostgres(base / "pg", free_port())
+    server.create()
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+        shutil.rmtree(base, ignore_errors=True)
+
+
 @pytest.fixture
 def online() -> Rules:
     return Rules.preset("online")

@@ -5,8 +5,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import hashlib
+import os
+import secrets
 import socket
 from collections.abc import AsyncIterator, Callable
+from pathlib import Path
 from typing import Any
 
 import grpc
@@ -205,7 +209,29 @@ def config_for_tests(**options: Any) -> Any:
     base = unlimited(Config(listen="127.0.0.1:0", metrics_port=0, web_port=0, data_dir="memory",
                             bot_table_pace=0.0005, quota_penalty=0.0, min_timeout=0.01,
                             bot_policy="auto", bot_workers=0))
+    server_dsn = os.environ.get(TEST_DATABASE)
+    if server_dsn and "database" not in options:  # the suite run against PostgreSQL
+        data_dir = options.get("data_dir", "memory")
+        name = (f"copas_{secrets.token_hex(6)}" if data_dir == "memory" else
+                "copas_" + hashlib.sha256(str(Path(data_dir).resolve()).encode()).hexdigest()[:16])
+        options["database"] = fresh_database(server_dsn, name)
+        options.setdefault("node_id", name)  # a restart on the same "data" is the same node
     return dataclasses.replace(base, **options)
+
+
+TEST_DATABASE = "COPAS_TEST_DATABASE"  # a PostgreSQL server: the suite's stores live there
+
+
+def fresh_database(server_dsn: str, name: str | None = None) -> str:
+    """A database of its own on the PostgreSQL server ``server_dsn`` (created unless it
+    exists); returns its DSN."""
+    import psycopg
+
+    name = name or f"copas_{secrets.token_hex(6)}"
+    with psycopg.connect(server_dsn, autocommit=True) as db:
+        if db.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone() is None:
+            db.execute(f'CREATE DATABASE "{name}"')
+    return f"{server_dsn.rsplit('/', 1)[0]}/{name}"
 
 
 @contextlib.asynccontextmanager

@@ -49,7 +49,7 @@ class ServerProcess:
              "--trick-pause", "0", "--hand-pause", "0", "--play-timeout", "0",
              "--pass-timeout", "0", "--moon-timeout", "0", "--log-format", "json",
              "--unlimited-quotas", "--bot-table-pace", "0.001", "--bot-policy", "auto",
-             "--bot-workers", "0"],
+             "--bot-workers", "0", *store_options(data_dir)],
             cwd=ROOT, stdout=subprocess.PIPE, stderr=self.log_file, text=True,
             env={**os.environ, "PYTHONUNBUFFERED": "1"})
         assert self.proc.stdout is not None
@@ -67,6 +67,13 @@ class ServerProcess:
             self.proc.wait(15)
         self.log_file.close()
         return self.log_path.read_text()
+
+
+def store_options(data_dir: Path) -> tuple[str, ...]:
+    """The suite's PostgreSQL pass: the same database (and node) for the same directory."""
+    options = config_for_tests(data_dir=str(data_dir))
+    return ("--database", options.database, "--node-id", options.node_id) \
+        if options.database else ()
 
 
 def actions_json(game: Game) -> list[dict[str, Any]]:
@@ -277,6 +284,7 @@ async def test_records_list_newest_first_and_retention_removes_only_old_ones(
         await shutdown(running, 0)
 
 
+@pytest.mark.sqlite_only
 async def test_a_log_that_does_not_replay_is_quarantined_and_retried(tmp_path: Path) -> None:
     running = await start(config_for_tests(data_dir=str(tmp_path)))
     async with grpc.aio.insecure_channel(f"127.0.0.1:{running.port}") as channel:

@@ -1,0 +1,331 @@
+"""Nodes sharing one PostgreSQL (a real one, started by the ``postgres`` fixture): fencing by
+ownership epoch, one winner per takeover, kill -9 and SIGSTOP of a table's owner with real
+server processes, calls through any node; and the table-behaviour suite run on PostgreSQL."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import grpc
+import psycopg
+import pytest
+from copas.v1 import copas_pb2, copas_pb2_grpc
+
+from engine import Game, Phase, action_to_json, replay, result_of
+from server.pg_storage import Node, PgStorage
+from server.storage import StoreUnusable
+from tests.server_helpers import (
+    TEST_DATABASE,
+    Watch,
+    auth,
+    drive,
+    free_port,
+    fresh_database,
+    join_all,
+    new_table,
+)
+from tests.test_server_game import rules_of
+
+ROOT = Path(__file__).resolve().parent.parent
+LEASE = 2.0  # seconds: short, so that takeovers happen within a test
+
+
+# ------------------------------------------------------------------ the store, in-process
+
+def _open(dsn: str, node_id: str, lease: float = LEASE) -> PgStorage:
+    return PgStorage.open(dsn, Node(node_id, f"{node_id}:1", lease))
+
+
+def _expire(dsn: str, node_id: str) -> None:
+    """As if ``node_id`` stopped renewing long ago."""
+    with psycopg.connect(dsn, autocommit=True) as db:
+        db.execute("UPDATE nodes SET lease_until = now() - interval '1 hour' "
+                   "WHERE node_id = %s", (node_id,))
+
+
+async def test_a_node_that_lost_its_table_can_never_write_for_it_again(postgres: Any) -> None:
+    dsn = fresh_database(postgres.dsn)
+    a, b = _open(dsn, "a"), _open(dsn, "b")
+    lost: list[set[str]] = []
+    a.on_fenced = lost.append
+    try:
+        a.heartbeat()
+        b.heartbeat()
+        a.create_table("t1", 1.0, {"order": 1})
+        a.append("t1", json.dumps({"kind": "first"}))
+        await a.sync()
+        _expire(dsn, "a")
+        taken = await asyncio.to_thread(b.claim)
+        assert [t.table_id for t in taken] == ["t1"] and b.epochs["t1"] == 2
+        assert [json.loads(e) for _, e in taken[0].entries] == [{"kind": "first"}]
+        # a wakes up late and writes for the table: nothing reaches the log, a is told.
+        a.append("t1", json.dumps({"kind": "from the past"}))
+        a.note_sequence("t1", 99)
+        await a.sync()
+        assert lost == [{"t1"}] and "t1" not in a.epochs
+        b.append("t1", json.dumps({"kind": "second"}))
+        await b.sync()
+        with psycopg.connect(dsn) as db:
+            entries = [json.loads(e) for (e,) in db.execute(
+                "SELECT entry FROM log WHERE table_id = 't1' ORDER BY n")]
+            owner = db.execute("SELECT owner, epoch, seq FROM tables").fetchone()
+        assert entries == [{"kind": "first"}, {"kind": "second"}]
+        assert owner == ("b", 2, 0)
+    finally:
+        await a.close()
+        await b.close()
+
+
+def test_a_foreign_or_newer_database_is_refused(postgres: Any) -> None:
+    foreign = fresh_database(postgres.dsn)
+    with psycopg.connect(foreign, autocommit=True) as db:
+        db.execute("CREATE TABLE tables (id integer)")
+    with pytest.raises(StoreUnusable, match="another program"):
+        _open(foreign, "a")
+    newer = fresh_database(postgres.dsn)
+    asyncio.run(_open(newer, "a").close())  # migrated to this version
+    with psycopg.connect(newer, autocommit=True) as db:
+        db.execute("UPDATE copas SET value = '99' WHERE key = 'schema_version'")
+    with pytest.raises(StoreUnusable, match="schema version 99"):
+        _open(newer, "a")
+    with pytest.raises(StoreUnusable, match="cannot connect"):
+        _open(postgres.dsn.rsplit(":", 1)[0] + ":1/none", "a")
+
+
+def test_two_nodes_racing_for_an_expired_table_exactly_one_owns_it(postgres: Any) -> None:
+    dsn = fresh_database(postgres.dsn)
+    dead = _open(dsn, "dead")
+    racers = [_open(dsn, f"r{i}") for i in range(2)]
+    try:
+        dead.heartbeat()
+        for racer in racers:
+            racer.heartbeat()
+        for round_ in range(20):
+            table_id = f"t{round_}"
+            with psycopg.connect(dsn, autocommit=True) as db:
+                db.execute("INSERT INTO tables (table_id, created, meta, owner, epoch) VALUES "
+                           "(%s, %s, '{}', 'dead', 1)", (table_id, float(round_)))
+            _expire(dsn, "dead")
+            start = threading.Barrier(len(racers))
+            won: dict[str, list[str]] = {}
+
+            def race(racer: PgStorage, table_id: str = table_id,
+                     start: threading.Barrier = start, won: dict[str, list[str]] = won) -> None:
+                start.wait()
+                won[racer.node.node_id] = [t.table_id for t in racer.claim(table_id=table_id)]
+
+            threads = [threading.Thread(target=race, args=(r,)) for r in racers]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join(30)
+            winners = [node for node, tables in won.items() if tables == [table_id]]
+            assert len(won) == 2 and len(winners) == 1, won
+            with psycopg.connect(dsn) as db:
+                assert db.execute("SELECT owner, epoch FROM tables WHERE table_id = %s",
+                                  (table_id,)).fetchone() == (winners[0], 2)
+            # A live owner's table is nobody else's to claim.
+            loser = next(r for r in racers if r.node.node_id != winners[0])
+            assert loser.claim(table_id=table_id) == []
+    finally:
+        for store in (dead, *racers):
+            asyncio.run(store.close())
+
+
+# ------------------------------------------------------------------ nodes as processes
+
+class NodeProcess:
+    """A server process, a node of the cluster on ``dsn``; its log goes to a file."""
+
+    def __init__(self, directory: Path, dsn: str, node_id: str, port: int | None = None) -> None:
+        self.port = port or free_port()
+        self.node_id = node_id
+        self.log_path = directory / f"{node_id}-{time.monotonic_ns()}.log"
+        self.log_file = self.log_path.open("w")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "server.main", "--listen", f"127.0.0.1:{self.port}",
+             "--database", dsn, "--node-id", node_id, "--lease", str(LEASE),
+             "--metrics-port", "0", "--web-port", "0", "--allow-seed",
+             "--trick-pause", "0", "--hand-pause", "0", "--play-timeout", "0",
+             "--pass-timeout", "0", "--moon-timeout", "0", "--log-format", "json",
+             "--unlimited-quotas", "--bot-table-pace", "0.001", "--bot-policy", "auto",
+             "--bot-workers", "0"],
+            cwd=ROOT, stdout=subprocess.PIPE, stderr=self.log_file, text=True,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        assert "listening" in line, line + self.log_path.read_text()
+        self.channel = grpc.aio.insecure_channel(f"127.0.0.1:{self.port}")
+        self.stub = copas_pb2_grpc.CopasServiceStub(self.channel)
+
+    def signal(self, number: int) -> None:
+        self.proc.send_signal(number)
+
+    def kill9(self) -> None:
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait(10)
+
+    async def stop(self) -> str:
+        await self.channel.close()
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGCONT)
+            self.proc.terminate()
+            try:
+                self.proc.wait(15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)
+        self.log_file.close()
+        return self.log_path.read_text()
+
+
+async def _until_served(stub: copas_pb2_grpc.CopasServiceStub, table_id: str,
+                        timeout: float) -> float:
+    """Call GetTable until the table answers (it moves to a live node); returns the time."""
+    began = time.monotonic()
+    while True:
+        try:
+            await stub.GetTable(copas_pb2.GetTableRequest(table_id=table_id), timeout=10)
+            return time.monotonic() - began
+        except grpc.aio.AioRpcError as error:
+            assert error.code() == grpc.StatusCode.UNAVAILABLE, error
+            assert time.monotonic() - began < timeout, "the table never moved"
+            await asyncio.sleep(0.1)
+
+
+def _same_history(*streams: list[copas_pb2.TableEvent]) -> None:
+    """Every sequence number means the same event in every stream that has it."""
+    seen: dict[int, tuple[str, str]] = {}
+    for messages in streams:
+        for m in messages:
+            kind = m.WhichOneof("kind")
+            if kind == "snapshot":
+                continue
+            what = (kind, str(getattr(m, kind)))
+            assert seen.setdefault(m.sequence, what) == what, (m.sequence, seen[m.sequence], what)
+
+
+async def test_kill_9_of_the_owner_mid_trick_another_node_takes_over(
+        postgres: Any, tmp_path: Path) -> None:
+    dsn = fresh_database(postgres.dsn)
+    a = NodeProcess(tmp_path, dsn, "a")
+    b = NodeProcess(tmp_path, dsn, "b")
+    try:
+        # Tables on a: one stopped mid-trick by its players, others played by bots (load).
+        table = await new_table(a.stub, preset="quick", seed="42")
+        busy = [await new_table(a.stub, preset="quick", seed=str(i), bots=4, max_hands=50)
+                for i in range(3)]
+        tokens = {j.seat: j.player_token for j in await join_all(b.stub, table.table_id, 4)}
+        watches = {s: Watch(a.stub, table.table_id, t) for s, t in tokens.items()}
+        game = Game(rules_of(table), "42")
+        answers = await drive(a.stub, table.table_id, tokens, watches, game,
+                              stop=lambda g: g.phase is Phase.PLAYING and g.trick_number == 1
+                              and len(g.trick_cards) == 2)
+        acknowledged = answers[-1].sequence
+        seen_on_a = {s: list(w.messages) for s, w in watches.items()}
+        for w in watches.values():
+            await w.close()
+        a.kill9()
+        # b serves the table within the lease plus the replay, with the same tokens.
+        took = await _until_served(b.stub, table.table_id, timeout=LEASE * 3 + 10)
+        assert took < LEASE * 3 + 10
+        watches = {s: Watch(b.stub, table.table_id, t, after_sequence=acknowledged)
+                   for s, t in tokens.items()}
+        head = await watches[0].wait_for(lambda m: True)
+        assert head.WhichOneof("kind") == "snapshot" and head.sequence >= acknowledged
+        assert len(head.view.trick.cards) == 2  # nothing acknowledged was lost
+        await drive(b.stub, table.table_id, tokens, watches, game)
+        record = await b.stub.GetGameRecord(copas_pb2.GetGameRecordRequest(
+            record_id=table.table_id), timeout=15)
+        data = json.loads(record.record.record_json)
+        assert data["actions"] == [action_to_json(x) for x in game.actions]
+        assert data["result"] == result_of(game) == result_of(replay(data))
+        _same_history(*seen_on_a.values(), *(w.messages for w in watches.values()))
+        # The bots' tables went on too (taken over by the sweep, not by a call).
+        for other in busy:
+            await _until_served(b.stub, other.table_id, timeout=LEASE * 3 + 10)
+        for w in watches.values():
+            await w.close()
+    finally:
+        await a.stop()
+        log = await b.stop()
+    assert "tables_taken_over" in log or "table_taken_over" in log
+
+
+async def test_sigstop_past_the_lease_the_old_owner_drops_the_table(
+        postgres: Any, tmp_path: Path) -> None:
+    dsn = fresh_database(postgres.dsn)
+    a = NodeProcess(tmp_path, dsn, "a")
+    b = NodeProcess(tmp_path, dsn, "b")
+    try:
+        table = await new_table(a.stub, preset="quick", seed="9")
+        tokens = {j.seat: j.player_token for j in await join_all(a.stub, table.table_id, 4)}
+        on_a = {s: Watch(a.stub, table.table_id, t) for s, t in tokens.items()}
+        game = Game(rules_of(table), "9")
+        await drive(a.stub, table.table_id, tokens, on_a, game,
+                    stop=lambda g: g.phase is Phase.PLAYING and len(g.trick_cards) == 1)
+        a.signal(signal.SIGSTOP)
+        await asyncio.sleep(LEASE * 1.5)  # a's lease runs out (a cannot renew it)
+        await _until_served(b.stub, table.table_id, timeout=LEASE * 3 + 10)
+        on_b = {s: Watch(b.stub, table.table_id, t) for s, t in tokens.items()}
+        await drive(b.stub, table.table_id, tokens, on_b, game,
+                    stop=lambda g: g.phase is Phase.PLAYING and g.trick_number == 2)
+        a.signal(signal.SIGCONT)
+        # a's streams end (the table moved); a call through a reaches the table on b.
+        for w in on_a.values():
+            await asyncio.wait_for(w.task, 15)
+            assert w.error is not None and w.error.code() == grpc.StatusCode.UNAVAILABLE
+        seat = game.to_act()[0]
+        deadline = time.monotonic() + 15
+        while True:
+            try:
+                view = await a.stub.GetView(copas_pb2.GetViewRequest(
+                    table_id=table.table_id), metadata=auth(tokens[seat]), timeout=10)
+                break
+            except grpc.aio.AioRpcError as error:
+                assert error.code() == grpc.StatusCode.UNAVAILABLE
+                assert time.monotonic() < deadline
+                await asyncio.sleep(0.2)
+        assert view.view.trick_number == 2
+        await drive(a.stub, table.table_id, tokens, on_b, game)
+        _same_history(*(w.messages for w in on_a.values()),
+                      *(w.messages for w in on_b.values()))
+        record = await a.stub.GetGameRecord(copas_pb2.GetGameRecordRequest(
+            record_id=table.table_id), timeout=15)
+        assert json.loads(record.record.record_json)["actions"] == \
+            [action_to_json(x) for x in game.actions]
+        for w in on_b.values():
+            await w.close()
+    finally:
+        log_a = await a.stop()
+        await b.stop()
+    assert "tables_lost" in log_a or "table_dropped" in log_a
+
+
+# ------------------------------------------------------------------ the suite on PostgreSQL
+
+TABLE_BEHAVIOUR = ("tests/test_server_game.py", "tests/test_server_play.py",
+                   "tests/test_server_api.py", "tests/test_views_and_records.py",
+                   "tests/test_server_bots.py", "tests/test_durability.py",
+                   "tests/test_hostile.py")
+
+
+def test_the_table_behaviour_suite_passes_on_postgresql(postgres: Any) -> None:
+    """Rules, timers, leavers, reconnects, records: the same tests, every server they start
+    on a database of its own on PostgreSQL (see ``config_for_tests``)."""
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m",
+         "not sqlite_only", *TABLE_BEHAVIOUR],
+        cwd=ROOT, env={**os.environ, TEST_DATABASE: postgres.dsn}, capture_output=True,
+        text=True, timeout=900)
+    assert done.returncode == 0, done.stdout[-6000:] + done.stderr[-2000:]
+    assert " passed" in done.stdout and " failed" not in done.stdout
