@@ -16,7 +16,7 @@ ALL_PROTOS := $(shell find $(PROTO_DIR) -name '*.proto')
 TS_SOURCES := $(wildcard $(TS_DIR)/src/*.ts $(TS_DIR)/src/web/*.ts $(TS_DIR)/tsconfig*.json)
 
 .DEFAULT_GOAL := help
-.PHONY: help setup proto ts web run play demo test lint bench bench-bots bench-pace bench-load clean
+.PHONY: help setup proto ts web run cluster play demo test lint bench bench-bots bench-pace bench-load bench-cluster clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-11s %s\n", $$1, $$2}'
@@ -55,6 +55,9 @@ web: ts ## rebuild the page's server/web/app.js (committed) from clients/ts and 
 run: setup ## start the server on localhost:50051, the web page on http://localhost:8080
 	$(BIN)/copas-server
 
+cluster: setup ## a local PostgreSQL (data/pg) and a node per core sharing :50051 (needs postgresql)
+	$(BIN)/python -m tools.cluster
+
 play: setup ## play against three bots on the local server (start it first with make run)
 	$(BIN)/copas play
 
@@ -84,6 +87,9 @@ bench-pace: setup ## 2,500 tables at a human pace (a move per table every 2 s): 
 
 bench-load: setup ## load test vs a bare gRPC echo swarm at 100 and 1000 tables (minutes)
 	$(BIN)/python bench/load_vs_echo.py --tables 100 1000 --duration 30
+
+bench-cluster: setup ## nodes on a throw-away PostgreSQL: CPU per move 1 vs 2 nodes, forwarded moves, takeover (minutes)
+	$(BIN)/python bench/cluster.py
 
 clean: ## remove the virtual environment, generated code and caches
 	rm -rf $(VENV) $(PROTO_DIR)/copas/v1/*_pb2*.py* $(PROTO_DIR)/copas/v1/*_connect.py \

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import json
 import multiprocessing
 import os
@@ -73,6 +74,7 @@ class Plan:
     # Module-level functions run first in each process (they register policies).
     setup: tuple[Callable[[], None], ...] = ()
     move_interval: float = 0.0  # seconds a bot waits before each move (0: at once)
+    via: Connection | None = None  # players act and watch through this address (a node)
 
 
 class Counters:
@@ -129,6 +131,10 @@ async def run_table_slot(plan: Plan, slot: int, results: Results, counters: Coun
     """Keep one table busy: play a game, then another, until the plan says stop."""
     channels = [channel(plan.server) for _ in range(plan.players)]
     stubs = [copas_pb2_grpc.CopasServiceStub(c) for c in channels]
+    playing = stubs
+    if plan.via is not None:  # tables made through --server, played through --via
+        channels += [channel(plan.via) for _ in range(plan.players)]
+        playing = [copas_pb2_grpc.CopasServiceStub(c) for c in channels[plan.players:]]
     game = 0
     try:
         while True:
@@ -147,13 +153,14 @@ async def run_table_slot(plan: Plan, slot: int, results: Results, counters: Coun
                 for s, stub in enumerate(stubs):
                     answer = await stub.JoinTable(copas_pb2.JoinTableRequest(
                         table_id=table.table_id, display_name=f"load-{s}"))
-                    players.append(Player(stub, table.table_id, answer.seat, answer.player_token))
+                    players.append(Player(playing[s], table.table_id, answer.seat,
+                                          answer.player_token))
             except grpc.aio.AioRpcError as error:
                 results.errors[error.code().name] += 1
                 await asyncio.sleep(0.1)
                 continue
             results.games_started += 1
-            seats = [asyncio.create_task(play_seat(p, stubs[i], results, counters,
+            seats = [asyncio.create_task(play_seat(p, playing[i], results, counters,
                                                    seed=slot * 1000 + game * 10 + i,
                                                    policy=plan.policy,
                                                    move_interval=plan.move_interval))
@@ -207,11 +214,29 @@ def percentiles(values: list[float]) -> dict[str, float]:
             "max": round(ordered[-1] * 1000, 3)}
 
 
+def cpu_total(pids: list[int]) -> float | None:
+    used = [cpu_seconds(pid) for pid in pids]
+    return sum(u for u in used if u is not None) if pids and None not in used else None
+
+
+def rss_total(pids: list[int]) -> float | None:
+    sizes = [rss_mb(pid) for pid in pids]
+    return sum(s for s in sizes if s is not None) if pids and None not in sizes else None
+
+
 def server_pid(server: str) -> int | None:
     """The local process listening on the server's port (Linux /proc), if any."""
+    pids = server_pids(server)
+    return pids[0] if pids else None
+
+
+def server_pids(server: str) -> list[int]:
+    """The local processes listening on the server's port (Linux /proc; several with
+    ``--workers``), if any."""
     host, _, port_text = server.rpartition(":")
     if host.strip("[]") not in ("localhost", "127.0.0.1", "::1", "0.0.0.0", ""):
-        return None
+        return []
+    found: list[int] = []
     try:
         port = int(port_text)
         inodes = set()
@@ -230,12 +255,13 @@ def server_pid(server: str) -> int | None:
                 for fd in (proc / "fd").iterdir():
                     link = os.readlink(fd)
                     if link.startswith("socket:[") and link[8:-1] in inodes:
-                        return int(proc.name)
+                        found.append(int(proc.name))
+                        break
             except OSError:
                 continue
     except (OSError, ValueError, IndexError):
-        return None
-    return None
+        return []
+    return found
 
 
 def rss_mb(pid: int, field_name: str = "VmRSS") -> float | None:
@@ -270,11 +296,14 @@ async def loadtest_main(args: argparse.Namespace) -> int:
         games = 0
         if args.games:
             games = args.games // processes + (p < args.games % processes)
+        via = dataclasses.replace(connection(args), server=args.via) if args.via else None
         plans.append(Plan(connection(args), tables, args.players, args.preset, args.policy,
-                          deadline, games, tuple(POLICY_SETUP), args.move_interval))
-    pid = server_pid(args.server)
-    peak = rss_mb(pid) if pid else None
-    cpu_before = cpu_seconds(pid) if pid else None
+                          deadline, games, tuple(POLICY_SETUP), args.move_interval, via))
+    # Every local process serving the port (--workers' nodes), and --via's.
+    pids = list(dict.fromkeys(server_pids(args.server)
+                              + (server_pids(args.via) if args.via else [])))
+    peak = rss_total(pids)
+    cpu_before = cpu_total(pids)
     start = time.perf_counter()
     queue = ctx.Queue()
     children = [ctx.Process(target=_child, args=(plan, counters, queue)) for plan in plans[1:]]
@@ -289,8 +318,8 @@ async def loadtest_main(args: argparse.Namespace) -> int:
         main = asyncio.create_task(run_swarm(plans[0], counters))
         while not main.done():
             await asyncio.wait({main}, timeout=0.5)
-            if pid:
-                now = rss_mb(pid)
+            if pids:
+                now = rss_total(pids)
                 peak = max(peak or 0.0, now or 0.0)
             elapsed = time.perf_counter() - start
             progress.update(task, completed=counters.games.value if total_games else elapsed,
@@ -302,7 +331,7 @@ async def loadtest_main(args: argparse.Namespace) -> int:
         for child in children:
             child.join()
     elapsed = time.perf_counter() - start
-    cpu_after = cpu_seconds(pid) if pid else None
+    cpu_after = cpu_total(pids)
     cpu_per_move = None
     if cpu_before is not None and cpu_after is not None and results.moves:
         cpu_per_move = round((cpu_after - cpu_before) * 1000 / results.moves, 4)
@@ -356,6 +385,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="spread the swarm over this many processes")
     parser.add_argument("--json", action="store_true", help="one JSON object on stdout")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    parser.add_argument("--via", default="",
+                        help="host:port of another node of a cluster: tables are made through "
+                             "--server and played through this one (forwarded moves)")
     parser.add_argument("--move-interval", type=float, default=0.0,
                         help="seconds each bot waits before a move: a table moves about once "
                              "per interval (a human pace; 0 = at once)")

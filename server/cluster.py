@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 
 log = structlog.get_logger("copas.cluster")
 
+TAKEOVER_BATCH = 100  # tables claimed and replayed per step of a takeover
 HOPS = "x-copas-hops"  # a forwarded call carries it: it is never forwarded again
 CLUSTER_KEY = "x-copas-cluster-key"  # a node's word about the client (x-forwarded-for)
 FORWARDED_METADATA = ("authorization", "x-forwarded-for")
@@ -104,16 +105,29 @@ class Cluster:
             await asyncio.sleep(self.node.lease_seconds / 2)
             if not self.lease_ok():
                 continue
+            await self.take_over_orphans()
+
+    async def take_over_orphans(self) -> int:
+        """Claim every table whose owner's lease ran out, a batch at a time (the loop runs
+        between batches); returns how many now run here."""
+        from server.recovery import adopt_all
+
+        total = 0
+        while self.lease_ok():
             try:
-                claimed = await asyncio.to_thread(self.storage.claim)
+                claimed = await asyncio.to_thread(self.storage.claim, limit=TAKEOVER_BATCH)
             except Exception as exc:
                 log.error("takeover_failed", error=str(exc)[:200])
-                continue
-            if claimed:
-                from server.recovery import adopt_all
-
-                count = adopt_all(self.tables, claimed)
-                log.info("tables_taken_over", count=count)
+                break
+            if not claimed:
+                break
+            count = adopt_all(self.tables, claimed)
+            total += count
+            log.info("tables_taken_over", count=count)
+            await asyncio.sleep(0)  # calls and timers run between batches
+            if len(claimed) < TAKEOVER_BATCH:
+                break
+        return total
 
     def tables_lost(self, lost: set[str]) -> None:
         """The store refused our writes for these tables: another node owns them now. Drop

@@ -160,6 +160,8 @@ async def start(config: Config) -> RunningServer:
         internal = server.add_insecure_port(config.internal_listen)
         if internal == 0:
             raise OSError(f"cannot listen on {config.internal_listen}")
+        if advertise and ":" not in advertise.rsplit("]", 1)[-1]:  # a host: this port on it
+            advertise = f"{advertise}:{internal}"
         advertise = advertise or f"{config.internal_listen.rsplit(':', 1)[0]}:{internal}"
     advertise = advertise or f"{config.listen.rsplit(':', 1)[0]}:{port}"
     page = None
@@ -331,6 +333,10 @@ async def serve(config: Config) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     config = parse_args(argv)
+    if config.workers > 0:  # a supervisor of N nodes sharing the port
+        from server.workers import supervise
+
+        return supervise(config, sys.argv[1:] if argv is None else argv)
     configure_logging(config.log_format, config.log_level)
     return asyncio.run(serve(config))
 

@@ -34,6 +34,7 @@ from tests.server_helpers import (
     new_table,
 )
 from tests.test_server_game import rules_of
+from tools.pglocal import LocalPostgres
 
 ROOT = Path(__file__).resolve().parent.parent
 LEASE = 2.0  # seconds: short, so that takeovers happen within a test
@@ -329,3 +330,44 @@ def test_the_table_behaviour_suite_passes_on_postgresql(postgres: Any) -> None:
         text=True, timeout=900)
     assert done.returncode == 0, done.stdout[-6000:] + done.stderr[-2000:]
     assert " passed" in done.stdout and " failed" not in done.stdout
+
+
+# ------------------------------------------------------------------ make cluster
+
+def test_make_cluster_serves_the_load_test_unchanged_and_stops_cleanly(tmp_path: Path) -> None:
+    """`make cluster`'s command (a PostgreSQL of its own under --pg-dir, two workers sharing
+    a port): `copas loadtest` plays whole games through it; Ctrl-C stops every node and the
+    PostgreSQL."""
+    port = free_port()
+    pg_dir = tmp_path / "pg"
+    cluster = subprocess.Popen(
+        [sys.executable, "-m", "tools.cluster", "--workers", "2", "--pg-dir", str(pg_dir),
+         "--pg-port", str(free_port()), "--listen", f"127.0.0.1:{port}", "--metrics-port",
+         "0", "--web-port", "0", "--unlimited-quotas", "--log-level", "warning"],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    try:
+        assert cluster.stdout is not None
+        lines = []
+        while not any("listening on" in line for line in lines):
+            line = cluster.stdout.readline()
+            assert line, "\n".join(lines)
+            lines.append(line)
+        assert any(line.startswith("PostgreSQL on postgresql://") for line in lines)
+        assert f"listening on 127.0.0.1:{port}" in lines[-1] and "2 workers" in lines[-1]
+        done = subprocess.run(
+            [sys.executable, "-m", "clients.cli", "loadtest", "--server", f"127.0.0.1:{port}",
+             "--tables", "4", "--games", "4", "--json"], cwd=ROOT, capture_output=True,
+            text=True, timeout=300)
+        report = json.loads(done.stdout.strip().splitlines()[-1])
+        assert report["games_finished"] == 4 and not report["errors"], report
+        assert report["server_cpu_ms_per_move"] > 0  # both workers' CPU, read from /proc
+        cluster.send_signal(signal.SIGINT)
+        assert cluster.wait(60) == 0
+        rest = cluster.stdout.read()
+        assert "PostgreSQL stopped" in rest
+    finally:
+        if cluster.poll() is None:
+            cluster.kill()
+            cluster.wait()
+    assert not LocalPostgres(pg_dir, 0).is_running()

@@ -1,0 +1,146 @@
+"""``copas-server --workers N``: N nodes on one machine, one process each, sharing one port
+(SO_REUSEPORT: the kernel spreads connections over them) and one PostgreSQL.
+
+Each worker is a full node (``--node-id <id>-w<i>``, stable across restarts so a restarted
+worker takes its own tables back at once) with a second, private gRPC port that the other
+nodes forward calls to (``--internal-listen``; advertised on loopback, or on the host named by
+``--advertise``). Worker 0 also serves the web page; worker i serves metrics on the metrics
+port + i. The supervisor restarts a worker that dies (its tables wait for it, or for another
+node once its lease runs out) and passes SIGTERM/SIGINT on, then waits for all of them.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+from server.config import Config
+
+RESTART_PAUSE = 1.0  # seconds before a dead worker is started again
+
+
+def _strip(argv: list[str], flags: tuple[str, ...], switches: tuple[str, ...] = ()
+           ) -> list[str]:
+    """argv without ``flags`` (with their values) and ``switches`` (flags without one)."""
+    out: list[str] = []
+    skip = False
+    for arg in argv:
+        if skip:
+            skip = False
+            continue
+        name = arg.split("=", 1)[0]
+        if name in switches:
+            continue
+        if name in flags:
+            skip = "=" not in arg
+            continue
+        out.append(arg)
+    return out
+
+
+def _shared_port(host: str, port: int) -> int:
+    """The port the workers share: ``port``, or a free one when it is 0."""
+    if port:
+        return port
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as s:
+        s.bind((host.strip("[]") or "0.0.0.0", 0))
+        return int(s.getsockname()[1])
+
+
+class Supervisor:
+    def __init__(self, config: Config, argv: list[str]) -> None:
+        self.config = config
+        host, _, port = config.listen.rpartition(":")
+        self.host = host
+        self.port = _shared_port(host, int(port))
+        self.base = _strip(argv, ("--workers", "--listen", "--node-id", "--web-port",
+                                  "--metrics-port", "--internal-listen", "--advertise"),
+                           ("--reuse-port",))
+        self.node_prefix = config.node_id or f"{socket.gethostname()}-{self.port}"
+        self.procs: list[subprocess.Popen[str] | None] = [None] * config.workers
+        self.stopping = False
+
+    def command(self, i: int) -> list[str]:
+        config = self.config
+        advertise = config.advertise.rsplit(":", 1)[0] if config.advertise else ""
+        internal = "0.0.0.0:0" if advertise else "127.0.0.1:0"
+        metrics = config.metrics_port + i if config.metrics_port else 0
+        web = config.web_port if i == 0 else 0
+        return [sys.executable, "-m", "server.main", *self.base,
+                "--listen", f"{self.host}:{self.port}", "--reuse-port", "--workers", "0",
+                "--node-id", f"{self.node_prefix}-w{i}", "--internal-listen", internal,
+                *(["--advertise", advertise] if advertise else []),
+                "--metrics-port", str(metrics), "--web-port", str(web)]
+
+    def launch(self, i: int) -> list[str]:
+        """Start worker i; returns the lines it printed on start (or raises)."""
+        proc = subprocess.Popen(self.command(i), stdout=subprocess.PIPE, text=True,
+                                env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        self.procs[i] = proc
+        assert proc.stdout is not None
+        first = proc.stdout.readline()
+        if "listening" not in first:
+            proc.wait(30)
+            raise RuntimeError(f"worker {i} did not start (exit {proc.returncode})")
+        lines = [first.rstrip()]
+        threading.Thread(target=self._relay, args=(i, proc), daemon=True).start()
+        return lines
+
+    @staticmethod
+    def _relay(i: int, proc: subprocess.Popen[str]) -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            print(f"[worker {i}] {line.rstrip()}", flush=True)
+
+    def stop(self, *_: object) -> None:
+        self.stopping = True
+        for proc in self.procs:
+            if proc is not None and proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+
+    def run(self) -> int:
+        signal.signal(signal.SIGTERM, self.stop)
+        signal.signal(signal.SIGINT, self.stop)
+        try:
+            for i in range(self.config.workers):
+                self.launch(i)
+        except (RuntimeError, OSError) as exc:
+            print(f"copas-server: {exc}", file=sys.stderr)
+            self.stop()
+            for proc in self.procs:
+                if proc is not None:
+                    proc.wait()
+            return 2
+        scheme = "TLS" if self.config.tls_cert else "plaintext"
+        print(f"copas-server listening on {self.host}:{self.port} (gRPC over {scheme}, "
+              f"{self.config.workers} workers sharing the port, reflection and health on)",
+              flush=True)
+        if self.config.metrics_port:
+            last = self.config.metrics_port + self.config.workers - 1
+            print(f"metrics on http://{self.config.metrics_host}:{self.config.metrics_port}"
+                  f"..{last}/metrics (one port per worker)", flush=True)
+        if self.config.web_port:
+            print(f"web page on http://{self.config.web_host}:{self.config.web_port}/",
+                  flush=True)
+        while not self.stopping:
+            for i, proc in enumerate(self.procs):
+                if proc is not None and proc.poll() is not None and not self.stopping:
+                    print(f"copas-server: worker {i} exited ({proc.returncode}); "
+                          "starting it again", file=sys.stderr, flush=True)
+                    time.sleep(RESTART_PAUSE)
+                    try:
+                        self.launch(i)
+                    except (RuntimeError, OSError) as exc:
+                        print(f"copas-server: {exc}", file=sys.stderr, flush=True)
+            time.sleep(0.2)
+        codes = [proc.wait() for proc in self.procs if proc is not None]
+        return max(codes, default=0)
+
+
+def supervise(config: Config, argv: list[str]) -> int:
+    return Supervisor(config, argv).run()
