@@ -21,6 +21,7 @@ import json
 import os
 import shutil
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -123,7 +124,7 @@ def cpu_one_vs_two(pg: Postgres, args: argparse.Namespace) -> None:
             stop(nodes)
         two.append(report["server_cpu_ms_per_move"])
         print(line(f"round {round_number} two nodes", report), flush=True)
-    a, b = sorted(one)[len(one) // 2], sorted(two)[len(two) // 2]
+    a, b = statistics.median(one), statistics.median(two)
     print(f"one_node_cpu_ms_per_move={a:.3f}")
     print(f"two_nodes_cpu_ms_per_move={b:.3f}")
     print(f"cluster_cpu_vs_one_node_ratio={b / a:.3f}", flush=True)
@@ -150,7 +151,7 @@ def forwarded_vs_direct(pg: Postgres, args: argparse.Namespace) -> None:
     finally:
         stop(a)
         stop(b)
-    d, f = sorted(direct)[len(direct) // 2], sorted(forwarded)[len(forwarded) // 2]
+    d, f = statistics.median(direct), statistics.median(forwarded)
     print(f"direct_cpu_ms_per_move={d:.3f}")
     print(f"forwarded_cpu_ms_per_move={f:.3f}")
     print(f"forwarded_vs_direct_cpu_ratio={f / d:.3f}", flush=True)

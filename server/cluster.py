@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 
 log = structlog.get_logger("copas.cluster")
 
+CALLS_PER_CONNECTION = 100  # forwarded calls at once on one connection to another node
 TAKEOVER_BATCH = 100  # tables claimed and replayed per step of a takeover
 HOPS = "x-copas-hops"  # a forwarded call carries it: it is never forwarded again
 CLUSTER_KEY = "x-copas-cluster-key"  # a node's word about the client (x-forwarded-for)
@@ -59,7 +60,7 @@ class Cluster:
         self.node = storage.node
         self.key = ""
         self._owners: dict[str, _Known] = {}
-        self._channels: dict[str, grpc.aio.Channel] = {}
+        self._channels: dict[str, list[list[Any]]] = {}  # address -> [channel, calls]
         self._tasks: list[asyncio.Task[None]] = []
         self.lease_deadline = 0.0  # monotonic: past it, this node serves none of its tables
         self._claiming: dict[str, asyncio.Future[None]] = {}
@@ -141,8 +142,9 @@ class Cluster:
     async def stop(self) -> None:
         for task in self._tasks:
             task.cancel()
-        for channel in self._channels.values():
-            await channel.close(None)
+        for pool in self._channels.values():
+            for channel, _ in pool:
+                await channel.close(None)
 
     # ---------------------------------------------------------------- routing
 
@@ -213,11 +215,20 @@ class Cluster:
 
     # ---------------------------------------------------------------- forwarding
 
-    def channel(self, address: str) -> grpc.aio.Channel:
-        channel = self._channels.get(address)
-        if channel is None:
-            channel = self._channels[address] = grpc.aio.insecure_channel(address)
-        return channel
+    def _acquire(self, address: str) -> list[Any]:
+        """A connection to ``address`` with room for one more call: a node's connection
+        carries at most --max-concurrent-streams calls, and forwarded streams last, so the
+        calls to one node are spread over as many connections as they need."""
+        pool = self._channels.setdefault(address, [])
+        for entry in pool:
+            if entry[1] < CALLS_PER_CONNECTION:
+                entry[1] += 1
+                return entry
+        channel = grpc.aio.insecure_channel(address, options=[
+            ("grpc.use_local_subchannel_pool", 1)])  # a connection of its own
+        entry = [channel, 1]
+        pool.append(entry)
+        return entry
 
     def metadata(self, context: grpc.aio.ServicerContext[Any, Any], client: str
                  ) -> tuple[tuple[str, str], ...]:
@@ -229,19 +240,21 @@ class Cluster:
 
     async def forward_unary(self, address: str, path: str, raw: bytes,
                             context: grpc.aio.ServicerContext[Any, Any], client: str) -> bytes:
-        call = self.channel(address).unary_unary(path)
+        entry = self._acquire(address)
         try:
-            answer: bytes = await call(raw, metadata=self.metadata(context, client),
-                                       timeout=30)
+            answer: bytes = await entry[0].unary_unary(path)(
+                raw, metadata=self.metadata(context, client), timeout=30)
         except grpc.aio.AioRpcError as error:
             await _relay_error(error, context)
             raise
+        finally:
+            entry[1] -= 1
         return answer
 
     async def forward_stream(self, address: str, path: str, raw: bytes,
                              context: grpc.aio.ServicerContext[Any, Any], client: str) -> int:
-        call = self.channel(address).unary_stream(path)(
-            raw, metadata=self.metadata(context, client))
+        entry = self._acquire(address)
+        call = entry[0].unary_stream(path)(raw, metadata=self.metadata(context, client))
         sent = 0
         try:
             async for message in call:
@@ -252,6 +265,7 @@ class Cluster:
             raise
         finally:
             call.cancel()
+            entry[1] -= 1
         return sent
 
 

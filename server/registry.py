@@ -18,6 +18,7 @@ import contextvars
 import hashlib
 import itertools
 import secrets
+import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
@@ -43,6 +44,7 @@ if TYPE_CHECKING:
 
 log = structlog.get_logger("copas.registry")
 
+LOBBY_POLL_SECONDS = 1.0  # a cluster's lobby watchers read the database this often
 CREATE_MEMORY = 10_000  # CreateTable request_ids remembered
 ANY_TABLE = LobbyFilter()
 
@@ -105,6 +107,8 @@ class TableManager:
         self.lobby = Lobby(config.watcher_queue)
         self.bots: Thinker | None = None  # set by the server when bots think in workers
         self.cluster: Cluster | None = None  # set when nodes share a PostgreSQL
+        self._lobby_reads: OrderedDict[tuple[Any, ...], tuple[
+            float, asyncio.Future[list[copas_pb2.TableSummary]]]] = OrderedDict()
 
     @staticmethod
     def hash_token(token: str) -> str:
@@ -285,13 +289,29 @@ class TableManager:
     async def cluster_summaries(self, wanted: LobbyFilter, limit: int = SNAPSHOT_MAX,
                                 before: float | None = None) -> list[copas_pb2.TableSummary]:
         """Tables of every node matching ``wanted``, newest first (from the database)."""
-        pattern = (f"{'joinable' if wanted.only_joinable else '%'}:{wanted.preset or '%'}:"
+        preset = wanted.preset.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        pattern = (f"{'joinable' if wanted.only_joinable else '%'}:{preset or '%'}:"
                    f"{wanted.players or '%'}")
         await self.storage.sync()  # this node's latest summaries first
         rows = await asyncio.to_thread(
             self.storage.summaries, pattern,  # type: ignore[attr-defined]
             wanted.include_finished, limit, before)
         return [copas_pb2.TableSummary.FromString(data) for _, data in rows]
+
+    async def cluster_lobby(self, wanted: LobbyFilter) -> list[copas_pb2.TableSummary]:
+        """``cluster_summaries`` for lobby watchers: one database read per filter and second,
+        however many watch."""
+        key = (wanted.only_joinable, wanted.preset, wanted.players, wanted.include_finished)
+        now = time.monotonic()
+        hit = self._lobby_reads.get(key)
+        if hit is None or now - hit[0] >= LOBBY_POLL_SECONDS * 0.9 or \
+                (hit[1].done() and hit[1].exception() is not None):
+            hit = (now, asyncio.ensure_future(self.cluster_summaries(wanted)))
+            self._lobby_reads[key] = hit
+            self._lobby_reads.move_to_end(key)
+            while len(self._lobby_reads) > 256:
+                self._lobby_reads.popitem(last=False)
+        return await asyncio.shield(hit[1])
 
     async def cluster_page(self, page_size: int, page_token: str, wanted: LobbyFilter
                            ) -> tuple[list[copas_pb2.TableSummary], str]:

@@ -17,7 +17,7 @@ from server.errors import ServiceError
 from server.gateway import caller
 from server.idempotency import JOIN_REQUEST_ID_MIN, fingerprint
 from server.lobby import LobbyFilter, LobbyWatcher
-from server.registry import TableManager
+from server.registry import LOBBY_POLL_SECONDS, TableManager
 from server.table import Table
 from server.table_view import varint
 
@@ -138,7 +138,7 @@ class CopasService(copas_pb2_grpc.CopasServiceServicer):
         shown: dict[str, bytes] = {}
         first = True
         while True:
-            found = await self.tables.cluster_summaries(wanted)
+            found = await self.tables.cluster_lobby(wanted)
             current = {t.table_id: t.SerializeToString() for t in found}
             if first:
                 await write(copas_pb2.WatchLobbyResponse(snapshot=copas_pb2.LobbySnapshot(
@@ -154,7 +154,7 @@ class CopasService(copas_pb2_grpc.CopasServiceServicer):
                 for table_id in shown.keys() - current.keys():
                     await write(copas_pb2.WatchLobbyResponse(table_removed=table_id))
             shown = current
-            await asyncio.sleep(1.0)
+            await asyncio.sleep(LOBBY_POLL_SECONDS)
 
     async def GetTable(self, request: copas_pb2.GetTableRequest, context: Context
                        ) -> copas_pb2.GetTableResponse:

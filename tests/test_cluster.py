@@ -32,6 +32,7 @@ from tests.server_helpers import (
     fresh_database,
     join_all,
     new_table,
+    serving,
 )
 from tests.test_server_game import rules_of
 from tools.pglocal import LocalPostgres
@@ -371,3 +372,43 @@ def test_make_cluster_serves_the_load_test_unchanged_and_stops_cleanly(tmp_path:
             cluster.kill()
             cluster.wait()
     assert not LocalPostgres(pg_dir, 0).is_running()
+
+
+# ------------------------------------------------------------------ any node answers
+
+async def test_any_node_answers_lobby_joins_views_and_records(postgres: Any) -> None:
+    """Two nodes in this process on one database: what one holds, the other lists, watches,
+    joins (forwarded), shows and records."""
+    dsn = fresh_database(postgres.dsn)
+    async with serving(database=dsn, node_id="a", allow_seed=True) as (_, on_a), \
+            serving(database=dsn, node_id="b", allow_seed=True) as (_, on_b):
+        lobby = on_b.WatchLobby(copas_pb2.WatchLobbyRequest(only_joinable=True))
+        assert (await asyncio.wait_for(lobby.read(), 10)).WhichOneof("event") == "snapshot"
+        table = await new_table(on_a, preset="quick", seed="5")
+        added = await asyncio.wait_for(lobby.read(), 10)
+        assert added.table_added.table_id == table.table_id
+        listed = await on_b.ListTables(copas_pb2.ListTablesRequest())
+        assert [t.table_id for t in listed.tables] == [table.table_id]
+        joins = await join_all(on_b, table.table_id, 4)  # forwarded to a, which owns it
+        assert sorted(j.seat for j in joins) == [0, 1, 2, 3]
+        removed = await asyncio.wait_for(lobby.read(), 10)
+        while removed.WhichOneof("event") != "table_removed":  # full: no longer joinable
+            removed = await asyncio.wait_for(lobby.read(), 10)
+        lobby.cancel()
+        tokens = {j.seat: j.player_token for j in joins}
+        views = {s: (await on_b.GetView(copas_pb2.GetViewRequest(table_id=table.table_id),
+                                        metadata=auth(t))).view for s, t in tokens.items()}
+        assert all(len(v.hand) == 13 for v in views.values())  # each seat its own hand
+        assert len({tuple(c.text for c in v.hand) for v in views.values()}) == 4
+        # A token works through either node; a wrong one is refused the same way.
+        with pytest.raises(grpc.aio.AioRpcError) as refused:
+            await on_b.GetView(copas_pb2.GetViewRequest(table_id=table.table_id),
+                               metadata=auth("not-a-token"))
+        assert refused.value.code() == grpc.StatusCode.UNAUTHENTICATED
+        bots = await new_table(on_a, seed="6", bots=4)
+        watch = Watch(on_b, bots.table_id)  # a stream through b, relayed from a
+        await watch.wait_for(lambda m: m.WhichOneof("kind") == "game_over", timeout=60)
+        await watch.close()
+        record = await on_b.GetGameRecord(copas_pb2.GetGameRecordRequest(
+            record_id=bots.table_id))
+        assert json.loads(record.record.record_json)["actions"]
