@@ -58,13 +58,13 @@ run: setup ## start the server on localhost:50051, the web page on http://localh
 cluster: setup ## a local PostgreSQL (data/pg) and a node per core sharing :50051 (needs postgresql)
 	$(BIN)/python -m tools.cluster
 
-play: setup ## play against three bots on the local server (start it first with make run)
+play: setup ## play against three bots on the local server (start it first: make run or make cluster)
 	$(BIN)/copas play
 
 demo: setup ## a demo game between engine bots in the terminal (no server)
 	$(BIN)/copas-demo
 
-test: setup lint ts ## run lint and the whole test suite (the TypeScript parts need Node.js and npm)
+test: setup lint ts ## lint and the whole suite (needs Node.js+npm, chromium, postgresql: see README)
 	$(BIN)/python -m pytest -q
 
 lint: setup ## ruff, mypy --strict on the engine and ai/, buf lint on the protos

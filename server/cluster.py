@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import secrets
 import time
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -34,6 +35,9 @@ log = structlog.get_logger("copas.cluster")
 
 CALLS_PER_CONNECTION = 100  # forwarded calls at once on one connection to another node
 TAKEOVER_BATCH = 100  # tables claimed and replayed per step of a takeover
+OWNER_SECONDS = 30.0  # a live owner, as read, is believed this long (or until a forward fails)
+OWNER_CACHE = 100_000  # owners and tokens' tables remembered
+MAX_CLAIMING = 1_000  # single-table takeovers in progress at once
 HOPS = "x-copas-hops"  # a forwarded call carries it: it is never forwarded again
 CLUSTER_KEY = "x-copas-cluster-key"  # a node's word about the client (x-forwarded-for)
 FORWARDED_METADATA = ("authorization", "x-forwarded-for")
@@ -42,9 +46,10 @@ FORWARDED_METADATA = ("authorization", "x-forwarded-for")
 class Forward(Exception):
     """The call belongs to another node: the gateway relays it there as it came."""
 
-    def __init__(self, address: str) -> None:
+    def __init__(self, address: str, table_id: str) -> None:
         super().__init__(address)
         self.address = address
+        self.table_id = table_id
 
 
 @dataclass
@@ -59,7 +64,9 @@ class Cluster:
         self.storage = storage
         self.node = storage.node
         self.key = ""
-        self._owners: dict[str, _Known] = {}
+        self._owners: OrderedDict[str, _Known] = OrderedDict()  # table -> owner, as last read
+        self._reading: dict[str, asyncio.Future[Owner | None]] = {}
+        self._token_tables: OrderedDict[str, str] = OrderedDict()  # token hash -> table
         self._channels: dict[str, list[list[Any]]] = {}  # address -> [channel, calls]
         self._tasks: list[asyncio.Task[None]] = []
         self.lease_deadline = 0.0  # monotonic: past it, this node serves none of its tables
@@ -69,14 +76,15 @@ class Cluster:
 
     async def start(self) -> None:
         self.key = await asyncio.to_thread(self.storage.cluster_key)
-        await self._renew()
+        self.lease_deadline = await self._renew()
         loop = asyncio.get_running_loop()
         self._tasks = [loop.create_task(self._heartbeats()), loop.create_task(self._takeovers())]
 
-    async def _renew(self) -> None:
+    async def _renew(self) -> float:
+        """Renew the lease; returns the local deadline it gives (not yet applied)."""
         sent = time.monotonic()
         seconds = await asyncio.to_thread(self.storage.heartbeat)
-        self.lease_deadline = sent + seconds * 0.8  # conservative: clocks may drift
+        return sent + seconds * 0.8  # conservative: clocks may drift
 
     def lease_ok(self) -> bool:
         return time.monotonic() < self.lease_deadline
@@ -86,12 +94,13 @@ class Cluster:
             await asyncio.sleep(self.node.lease_seconds / 3)
             was_ok = self.lease_ok()
             try:
-                await self._renew()
+                deadline = await self._renew()
+                if not was_ok:  # paused or cut off past the lease: which tables are ours?
+                    await self._recheck()  # before serving any of them again
             except Exception as exc:  # the database is away: the lease runs out by itself
                 log.error("lease_renewal_failed", error=str(exc)[:200])
                 continue
-            if not was_ok:  # paused past the lease: which tables are still ours?
-                await self._recheck()
+            self.lease_deadline = deadline
 
     async def _recheck(self) -> None:
         held = dict(self.storage.epochs)
@@ -153,45 +162,75 @@ class Cluster:
         """Make sure the table the call is about is held here, or raise Forward to its
         owner; nothing happens for a table nobody has (the caller answers NOT_FOUND)."""
         if table_id and table_id in self.tables.tables:
-            return self._check_lease()
+            return self.check_lease()
         if not table_id and token_hash is not None and token_hash in self.tables.tokens:
-            return self._check_lease()
+            return self.check_lease()
         if not table_id and token_hash is not None:
-            found = await asyncio.to_thread(self.storage.table_of_token, token_hash)
-            if found is None:
-                return None
-            table_id = found[0]
+            table_id = self._token_tables.get(token_hash, "")
+            if not table_id:
+                found = await asyncio.to_thread(self.storage.table_of_token, token_hash)
+                if found is None:
+                    return None
+                table_id = found[0]
+                self._token_tables[token_hash] = table_id  # a token never changes table
+                while len(self._token_tables) > OWNER_CACHE:
+                    self._token_tables.popitem(last=False)
             if table_id in self.tables.tables:
-                return self._check_lease()
+                return self.check_lease()
         if not table_id:
             return None
         owner = await self._owner(table_id)
         if owner is None:
             return None
-        if owner.is_alive and owner.node_id != self.node.node_id:
-            if any(key == HOPS for key, _ in metadata):
-                raise ServiceError.unavailable("the table is moving between nodes: retry",
-                                               "TABLE_MOVED")
-            raise Forward(owner.address)
-        await self._claim(table_id)
-        return None
+        if owner.node_id == self.node.node_id:
+            return None  # ours, not served: quarantined (the service says so) or gone
+        if not owner.is_alive:
+            self.check_lease()
+            await self._claim(table_id)  # its owner is gone (or it is ours from before)
+            if table_id in self.tables.tables:
+                return None
+            self.forget_owner(table_id)  # another node claimed it first: ask again
+            owner = await self._owner(table_id)
+            if owner is None:
+                return None
+        if owner.is_alive and owner.node_id != self.node.node_id \
+                and not any(key == HOPS for key, _ in metadata):
+            raise Forward(owner.address, table_id)
+        self.forget_owner(table_id)
+        raise ServiceError.unavailable("the table is moving between nodes: retry",
+                                       "TABLE_MOVED")
 
-    def _check_lease(self) -> None:
+    def check_lease(self) -> None:
         if not self.lease_ok():
             raise ServiceError.unavailable("this node is renewing its lease: retry",
                                            "TABLE_MOVED")
 
     async def _owner(self, table_id: str) -> Owner | None:
+        """The table's owner as last read (kept until a forward to it fails, or for at most
+        OWNER_SECONDS); one database read at a time per table however many calls ask."""
         known = self._owners.get(table_id)
-        now = time.monotonic()
-        if known is not None and known.until > now:
+        if known is not None and known.until > time.monotonic():
             return known.owner
-        owner = await asyncio.to_thread(self.storage.owner_of, table_id)
-        if owner is not None:
-            if len(self._owners) > 100_000:
-                self._owners.clear()
-            self._owners[table_id] = _Known(owner, now + min(1.0, self.node.lease_seconds / 4))
-        return owner
+        pending = self._reading.get(table_id)
+        if pending is None:
+            pending = asyncio.ensure_future(asyncio.to_thread(self.storage.owner_of, table_id))
+            self._reading[table_id] = pending
+            try:
+                owner = await asyncio.shield(pending)
+            finally:
+                del self._reading[table_id]
+            if owner is not None:
+                self._owners[table_id] = _Known(owner, time.monotonic() + (
+                    OWNER_SECONDS if owner.is_alive else 0.2))
+                self._owners.move_to_end(table_id)
+                while len(self._owners) > OWNER_CACHE:
+                    self._owners.popitem(last=False)
+            return owner
+        return await asyncio.shield(pending)
+
+    def forget_owner(self, table_id: str) -> None:
+        """What we knew of the table's owner is stale (a forward to it failed)."""
+        self._owners.pop(table_id, None)
 
     async def _claim(self, table_id: str) -> None:
         """Take over one table whose owner is gone (once, however many calls ask)."""
@@ -199,6 +238,9 @@ class Cluster:
         if pending is not None:
             await asyncio.shield(pending)
             return
+        if len(self._claiming) >= MAX_CLAIMING:
+            raise ServiceError.unavailable("this node is busy taking tables over: retry",
+                                           "TABLE_MOVED")
         done = asyncio.get_running_loop().create_future()
         self._claiming[table_id] = done
         try:
@@ -208,7 +250,7 @@ class Cluster:
 
                 adopt_all(self.tables, claimed)
                 log.info("table_taken_over", table_id=table_id)
-            self._owners.pop(table_id, None)
+            self.forget_owner(table_id)
         finally:
             del self._claiming[table_id]
             done.set_result(None)
@@ -238,22 +280,25 @@ class Cluster:
                    if k == "authorization" and isinstance(v, str)]
         return (*carried, ("x-forwarded-for", client), (CLUSTER_KEY, self.key), (HOPS, "1"))
 
-    async def forward_unary(self, address: str, path: str, raw: bytes,
+    async def forward_unary(self, hop: Forward, path: str, raw: bytes,
                             context: grpc.aio.ServicerContext[Any, Any], client: str) -> bytes:
+        address = hop.address
         entry = self._acquire(address)
         try:
             answer: bytes = await entry[0].unary_unary(path)(
-                raw, metadata=self.metadata(context, client), timeout=30)
+                raw, metadata=self.metadata(context, client), timeout=_timeout(context))
         except grpc.aio.AioRpcError as error:
+            if error.code() == grpc.StatusCode.UNAVAILABLE:
+                self.forget_owner(hop.table_id)  # gone, or the table moved on
             await _relay_error(error, context)
             raise
         finally:
             entry[1] -= 1
         return answer
 
-    async def forward_stream(self, address: str, path: str, raw: bytes,
+    async def forward_stream(self, hop: Forward, path: str, raw: bytes,
                              context: grpc.aio.ServicerContext[Any, Any], client: str) -> int:
-        entry = self._acquire(address)
+        entry = self._acquire(hop.address)
         call = entry[0].unary_stream(path)(raw, metadata=self.metadata(context, client))
         sent = 0
         try:
@@ -261,12 +306,20 @@ class Cluster:
                 await context.write(message)
                 sent += 1
         except grpc.aio.AioRpcError as error:
+            if error.code() == grpc.StatusCode.UNAVAILABLE:
+                self.forget_owner(hop.table_id)
             await _relay_error(error, context)
             raise
         finally:
             call.cancel()
             entry[1] -= 1
         return sent
+
+
+def _timeout(context: grpc.aio.ServicerContext[Any, Any]) -> float:
+    """The client's deadline, passed on (at most 30 s)."""
+    left = context.time_remaining()
+    return 30.0 if left is None else max(0.001, min(30.0, left))
 
 
 async def _relay_error(error: grpc.aio.AioRpcError, context: grpc.aio.ServicerContext[Any, Any]

@@ -186,6 +186,10 @@ def parse_args(argv: list[str] | None = None) -> Config:
         p.error("--tls-cert and --tls-key go together")
     if values["workers"] and not values["database"]:
         p.error("--workers needs --database (the nodes share a PostgreSQL)")
+    if values["database"] and values["tls_cert"] and not (values["internal_listen"]
+                                                          or values["workers"]):
+        p.error("--database with TLS needs --internal-listen: the plaintext port the other "
+                "nodes forward calls to (keep it on a private network)")
     if values["tls_client_ca"] and not values["tls_cert"]:
         p.error("--tls-client-ca needs --tls-cert and --tls-key")
     defaults = {name: float(getattr(args, name)) for name in _TIMING

@@ -347,7 +347,7 @@ class GatewayInterceptor(grpc.aio.ServerInterceptor):
                     response = await inner_unary(parse(raw), context)
                 except Forward as hop:  # another node owns the table: relay the call there
                     assert self.cluster is not None and found is not None
-                    response = await self.cluster.forward_unary(hop.address, path, raw, context,
+                    response = await self.cluster.forward_unary(hop, path, raw, context,
                                                                 found.peer)
                 except ServiceError as error:
                     finish(method, start, error.code.name, error)
@@ -396,7 +396,7 @@ class GatewayInterceptor(grpc.aio.ServerInterceptor):
                     except Forward as hop:  # another node owns the table: relay it
                         assert self.cluster is not None
                         found.sent += await self.cluster.forward_stream(
-                            hop.address, path, raw, context, found.peer)
+                            hop, path, raw, context, found.peer)
                 except ServiceError as error:
                     finish(method, start, error.code.name, error, found.sent if found else 0)
                     if error.penalty:

@@ -164,6 +164,10 @@ async def start(config: Config) -> RunningServer:
             advertise = f"{advertise}:{internal}"
         advertise = advertise or f"{config.internal_listen.rsplit(':', 1)[0]}:{internal}"
     advertise = advertise or f"{config.listen.rsplit(':', 1)[0]}:{port}"
+    if config.database and advertise.rsplit(":", 1)[0].strip("[]") in ("0.0.0.0", "::", ""):
+        await server.stop(None)
+        raise SetupError(f"--database: the other nodes cannot reach {advertise}: give "
+                         "--advertise HOST:PORT (and --node-id NAME) on this machine")
     page = None
     if config.web_port:  # the web bridge relays to a plaintext loopback port of its own
         relay_port = server.add_insecure_port("127.0.0.1:0")

@@ -16,6 +16,8 @@ claimed by another node: epoch + 1, in one UPDATE, so exactly one claimant wins.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import threading
 from dataclasses import dataclass
@@ -70,6 +72,7 @@ MIGRATIONS: tuple[str, ...] = (
     CREATE TABLE tokens (token_hash text PRIMARY KEY, table_id text NOT NULL,
                          seat integer NOT NULL);
     CREATE INDEX tokens_by_table ON tokens (table_id);
+    CREATE INDEX tables_by_created ON tables (created);
     """,
 )
 PG_SCHEMA_VERSION = len(MIGRATIONS)
@@ -110,9 +113,21 @@ class PgStorage(GroupCommitStorage):
         self.dsn = dsn
         self.node = node
         self._db = writer  # the writer thread's connection
-        self._reader = reader  # lookups, records, leases (its own lock)
+        self._reader_conn = reader  # lookups, records, claims (its own lock)
         self._read_lock = threading.Lock()
+        self._lease_db: Any = None  # the lease's own connection: no lookup delays it
+        self._lease_lock = threading.Lock()
         self.epochs: dict[str, int] = {}  # the tables this node owns, at which epoch
+
+    @property
+    def _reader(self) -> Any:
+        """The lookups' connection (made again after the database went away)."""
+        if self._reader_conn.closed or self._reader_conn.broken:
+            import psycopg
+
+            self._reader_conn.close()
+            self._reader_conn = psycopg.connect(self.dsn, autocommit=True, connect_timeout=5)
+        return self._reader_conn
 
     @classmethod
     def open(cls, dsn: str, node: Node | None) -> PgStorage:
@@ -173,23 +188,36 @@ class PgStorage(GroupCommitStorage):
     def register_token(self, token_hash: str, table_id: str, seat: int) -> None:
         self._queue(RegisterToken(token_hash, table_id, seat))
 
-    def forget_token(self, token_hash: str) -> None:
-        self._queue(ForgetToken(token_hash))
+    def forget_token(self, token_hash: str, table_id: str) -> None:
+        self._queue(ForgetToken(token_hash, table_id))
 
     def update_summary(self, table_id: str, summary: bytes, lobby: str) -> None:
         self._batch.writes.append(UpdateSummary(table_id, summary, lobby))  # type: ignore[arg-type]
 
     def release_table(self, table_id: str) -> None:
-        super().release_table(table_id)
+        super().release_table(table_id)  # its epoch goes once the release is committed
 
     def _commit(self, batch: _Batch) -> set[str]:
         """Commit the batch; returns the tables this node no longer owns (their writes were
-        dropped)."""
+        dropped). A transaction PostgreSQL aborts to break a deadlock (with a takeover
+        locking the same rows) is tried again."""
+        import psycopg
+
+        for attempt in range(5):
+            try:
+                return self._commit_once(batch)
+            except (psycopg.errors.DeadlockDetected, psycopg.errors.SerializationFailure):
+                if attempt == 4:
+                    raise
+        raise AssertionError("unreachable")
+
+    def _commit_once(self, batch: _Batch) -> set[str]:
         db = self._db
         created = {w.table_id for w in batch.writes if isinstance(w, CreateTable)}
         touched = {w.table_id for w in batch.writes
                    if isinstance(w, (Append, DeleteEntry, FinishTable, ReleaseTable,
-                                     UpdateSummary))} | set(batch.sequences)
+                                     UpdateSummary, RegisterToken, ForgetToken))
+                   } | set(batch.sequences)
         touched -= created
         me = self.node.node_id
         with db.transaction():
@@ -237,8 +265,8 @@ class PgStorage(GroupCommitStorage):
                                         "ON CONFLICT (token_hash) DO NOTHING",
                                         (write.token_hash, write.table_id, write.seat))
                         case ForgetToken():
-                            cur.execute("DELETE FROM tokens WHERE token_hash = %s",
-                                        (write.token_hash,))
+                            cur.execute("DELETE FROM tokens WHERE token_hash = %s "
+                                        "AND table_id = %s", (write.token_hash, write.table_id))
                         case UpdateSummary():
                             cur.execute("UPDATE tables SET summary = %s, lobby = %s "
                                         "WHERE table_id = %s",
@@ -250,25 +278,57 @@ class PgStorage(GroupCommitStorage):
                                     sequences)
         for table_id in fenced:
             self.epochs.pop(table_id, None)
+        for write in batch.writes:
+            if isinstance(write, ReleaseTable):
+                self.epochs.pop(write.table_id, None)
         return fenced
 
     # -- ownership
     def heartbeat(self) -> float:
-        """Renew this node's lease; returns the seconds it lasts (by the database's clock)."""
-        with self._read_lock:
-            row = self._reader.execute(
-                "INSERT INTO nodes (node_id, address, lease_until) VALUES "
-                "(%s, %s, now() + make_interval(secs => %s)) ON CONFLICT (node_id) DO UPDATE "
-                "SET address = excluded.address, lease_until = excluded.lease_until "
-                "RETURNING extract(epoch FROM lease_until - now())",
-                (self.node.node_id, self.node.address, self.node.lease_seconds)).fetchone()
+        """Renew this node's lease; returns the seconds it lasts (by the database's clock).
+        The lease has a connection of its own, made again when it was lost."""
+        import psycopg
+
+        with self._lease_lock:
+            if self._lease_db is None or self._lease_db.closed:
+                self._lease_db = psycopg.connect(self.dsn, autocommit=True, connect_timeout=5)
+            try:
+                return self._renew_lease()
+            except psycopg.OperationalError:
+                self._lease_db.close()
+                self._lease_db = None
+                raise
+
+    def release_lease(self) -> None:
+        """A clean stop: the others may take this node's tables over at once."""
+        with self._lease_lock:
+            if self._lease_db is not None and not self._lease_db.closed:
+                self._lease_db.execute("UPDATE nodes SET lease_until = now() WHERE node_id = %s",
+                                       (self.node.node_id,))
+
+    def _renew_lease(self) -> float:
+        row = self._lease_db.execute(
+            "INSERT INTO nodes (node_id, address, lease_until) VALUES "
+            "(%s, %s, now() + make_interval(secs => %s)) ON CONFLICT (node_id) DO UPDATE "
+            "SET address = excluded.address, lease_until = excluded.lease_until "
+            "RETURNING extract(epoch FROM lease_until - now())",
+            (self.node.node_id, self.node.address, self.node.lease_seconds)).fetchone()
         return float(row[0])
 
     def claim(self, *, table_id: str | None = None, include_mine: bool = False,
-              limit: int = 200) -> list[StoredTable]:
+              only_mine: bool = False, limit: int = 200) -> list[StoredTable]:
         """Take over tables whose owner's lease has run out (or that have none; with
-        ``include_mine``, this node's own from an earlier run): epoch + 1, one claimant
-        wins. Returns them, ready to replay."""
+        ``include_mine``, this node's own from an earlier run; with ``only_mine``, nothing
+        else): epoch + 1, one claimant wins. Returns them, ready to replay."""
+        import psycopg
+
+        try:
+            return self._claim(table_id, include_mine or only_mine, only_mine, limit)
+        except (psycopg.errors.DeadlockDetected, psycopg.errors.SerializationFailure):
+            return []  # a commit of the old owner's held the rows: the next sweep tries again
+
+    def _claim(self, table_id: str | None, include_mine: bool, only_mine: bool,
+               limit: int) -> list[StoredTable]:
         me = self.node.node_id
         with self._read_lock, self._reader.transaction():
             claimed = self._reader.execute(
@@ -279,6 +339,7 @@ class PgStorage(GroupCommitStorage):
                 "AND (t.owner IS NULL OR n.lease_until IS NULL OR n.lease_until < now() "
                 "     OR (%(mine)s AND t.owner = %(me)s)) "
                 "AND NOT (t.owner = %(me)s AND NOT %(mine)s) "
+                "AND (NOT %(only_mine)s OR t.owner = %(me)s) "
                 "ORDER BY t.created LIMIT %(limit)s) "
                 # Compare and swap on the epoch seen: a claimant that waited for another's
                 # update re-checks this against the row it wrote (epoch + 1) and gets nothing.
@@ -286,7 +347,8 @@ class PgStorage(GroupCommitStorage):
                 "WHERE tables.table_id = claimable.table_id "
                 "AND tables.epoch = claimable.epoch "
                 "RETURNING tables.table_id, tables.epoch",
-                {"one": table_id, "mine": include_mine, "me": me, "limit": limit}).fetchall()
+                {"one": table_id, "mine": include_mine, "only_mine": only_mine, "me": me,
+                 "limit": limit}).fetchall()
             stored = self._load([table_id for table_id, _ in claimed])
         for table_id, epoch in claimed:
             self.epochs[table_id] = epoch
@@ -317,8 +379,9 @@ class PgStorage(GroupCommitStorage):
         return out
 
     def load_tables(self) -> list[StoredTable]:
-        """At start: this node's own tables from an earlier run, and every orphan."""
-        found = self.claim(include_mine=True, limit=1_000_000)
+        """At start: this node's own tables from an earlier run (orphans of other nodes are
+        the takeover sweep's, in batches, once this node serves)."""
+        found = self.claim(only_mine=True, limit=1_000_000)
         self.heartbeat()
         return found
 
@@ -414,8 +477,14 @@ class PgStorage(GroupCommitStorage):
 
     async def close(self) -> None:
         await self._stop_writer()
+        if self.failure is None:
+            with contextlib.suppress(Exception):
+                await asyncio.to_thread(self.release_lease)
+        with self._lease_lock:
+            if self._lease_db is not None:
+                self._lease_db.close()
         with self._read_lock:
-            self._reader.close()
+            self._reader_conn.close()
         self._db.close()
 
 

@@ -138,8 +138,9 @@ class TableManager:
         self.storage.register_token(token_hash, table_id, seat)  # for a cluster's other nodes
 
     def forget_token(self, token_hash: str) -> None:
-        self.tokens.pop(token_hash, None)
-        self.storage.forget_token(token_hash)
+        found = self.tokens.pop(token_hash, None)
+        if found is not None:
+            self.storage.forget_token(token_hash, found[0])
 
     def players_seated(self) -> int:
         return self.seated
@@ -170,6 +171,8 @@ class TableManager:
                seed: str | None, request_id: str = "", fingerprint: str = "",
                bot_policy: str = "") -> Table:
         """A new table (or, for a retried request_id, the table it created)."""
+        if self.cluster is not None:  # a node without its lease makes no tables
+            self.cluster.check_lease()
         key = request_key("create", request_id) if request_id else ""
         if key:
             known = check_reuse(self._create_requests.get(key), fingerprint)

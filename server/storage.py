@@ -138,6 +138,7 @@ class RegisterToken:
 @dataclass(frozen=True, slots=True)
 class ForgetToken:
     token_hash: str
+    table_id: str  # a cluster writes it only while it owns the table (fencing)
 
 
 Write = (CreateTable | Append | DeleteEntry | FinishTable | ReleaseTable | RegisterToken
@@ -202,7 +203,7 @@ class Storage:
     def register_token(self, token_hash: str, table_id: str, seat: int) -> None:
         """Where a token belongs, for the other nodes of a cluster (one process: no-op)."""
 
-    def forget_token(self, token_hash: str) -> None:
+    def forget_token(self, token_hash: str, table_id: str) -> None:
         """The token is no longer valid (one process: no-op)."""
 
     def release_table(self, table_id: str) -> None:

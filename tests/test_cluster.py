@@ -64,6 +64,7 @@ async def test_a_node_that_lost_its_table_can_never_write_for_it_again(postgres:
         b.heartbeat()
         a.create_table("t1", 1.0, {"order": 1})
         a.append("t1", json.dumps({"kind": "first"}))
+        a.register_token("hash-1", "t1", 0)
         await a.sync()
         _expire(dsn, "a")
         taken = await asyncio.to_thread(b.claim)
@@ -72,6 +73,7 @@ async def test_a_node_that_lost_its_table_can_never_write_for_it_again(postgres:
         # a wakes up late and writes for the table: nothing reaches the log, a is told.
         a.append("t1", json.dumps({"kind": "from the past"}))
         a.note_sequence("t1", 99)
+        a.forget_token("hash-1", "t1")  # a's timer gives the seat up, too late
         await a.sync()
         assert lost == [{"t1"}] and "t1" not in a.epochs
         b.append("t1", json.dumps({"kind": "second"}))
@@ -82,6 +84,7 @@ async def test_a_node_that_lost_its_table_can_never_write_for_it_again(postgres:
             owner = db.execute("SELECT owner, epoch, seq FROM tables").fetchone()
         assert entries == [{"kind": "first"}, {"kind": "second"}]
         assert owner == ("b", 2, 0)
+        assert b.table_of_token("hash-1") == ("t1", 0)  # the player's token still works
     finally:
         await a.close()
         await b.close()
@@ -412,3 +415,24 @@ async def test_any_node_answers_lobby_joins_views_and_records(postgres: Any) -> 
         record = await on_b.GetGameRecord(copas_pb2.GetGameRecordRequest(
             record_id=bots.table_id))
         assert json.loads(record.record.record_json)["actions"]
+
+
+async def test_a_clean_stop_hands_tables_over_and_the_node_losing_a_claim_forwards(
+        postgres: Any) -> None:
+    """A node stopping cleanly gives its lease up (no wait); two nodes asked for its table
+    at the same moment both answer: one takes it over, the other forwards to it."""
+    dsn = fresh_database(postgres.dsn)
+    async with serving(database=dsn, node_id="a", allow_seed=True) as (_, on_a):
+        table = await new_table(on_a, preset="quick", seed="11")
+        joins = await join_all(on_a, table.table_id, 4)
+    async with serving(database=dsn, node_id="b") as (_, on_b), \
+            serving(database=dsn, node_id="c") as (_, on_c):
+        views = await asyncio.gather(*(
+            stub.GetView(copas_pb2.GetViewRequest(table_id=table.table_id),
+                         metadata=auth(join.player_token), timeout=10)
+            for stub in (on_b, on_c) for join in joins))
+        assert all(len(v.view.hand) == 13 for v in views)
+        with psycopg.connect(dsn) as db:
+            owner = db.execute("SELECT owner FROM tables WHERE table_id = %s",
+                               (table.table_id,)).fetchone()[0]
+        assert owner in ("b", "c")
