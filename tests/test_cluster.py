@@ -20,6 +20,7 @@ import psycopg
 import pytest
 from copas.v1 import copas_pb2, copas_pb2_grpc
 
+import server.cluster
 from engine import Game, Phase, action_to_json, replay, result_of
 from server.pg_storage import Node, PgStorage
 from server.storage import StoreUnusable
@@ -379,12 +380,13 @@ def test_make_cluster_serves_the_load_test_unchanged_and_stops_cleanly(tmp_path:
 
 # ------------------------------------------------------------------ any node answers
 
-async def test_any_node_answers_lobby_joins_views_and_records(postgres: Any) -> None:
+async def test_any_node_answers_lobby_joins_views_and_records(
+        postgres: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     """Two nodes in this process on one database: what one holds, the other lists, watches,
     joins (forwarded), shows and records."""
     dsn = fresh_database(postgres.dsn)
     async with serving(database=dsn, node_id="a", allow_seed=True) as (_, on_a), \
-            serving(database=dsn, node_id="b", allow_seed=True) as (_, on_b):
+            serving(database=dsn, node_id="b", allow_seed=True) as (node_b, on_b):
         lobby = on_b.WatchLobby(copas_pb2.WatchLobbyRequest(only_joinable=True))
         assert (await asyncio.wait_for(lobby.read(), 10)).WhichOneof("event") == "snapshot"
         table = await new_table(on_a, preset="quick", seed="5")
@@ -415,6 +417,21 @@ async def test_any_node_answers_lobby_joins_views_and_records(postgres: Any) -> 
         record = await on_b.GetGameRecord(copas_pb2.GetGameRecordRequest(
             record_id=bots.table_id))
         assert json.loads(record.record.record_json)["actions"]
+        # What the relaying node held for those calls is given back, and what it remembers
+        # is bounded.
+        cluster = node_b.tables.cluster
+        assert cluster is not None
+        assert all(calls == 0 for pool in cluster._channels.values() for _, calls in pool)
+        monkeypatch.setattr(server.cluster, "OWNER_CACHE", 3)
+        others = [await new_table(on_a, seed=str(i)) for i in range(6)]
+        for other in others:
+            await on_b.GetTable(copas_pb2.GetTableRequest(table_id=other.table_id))
+        assert len(cluster._owners) <= 3
+        for other in others:  # a table nobody has: NOT_FOUND, nothing remembered
+            with pytest.raises(grpc.aio.AioRpcError) as missing:
+                await on_b.GetTable(copas_pb2.GetTableRequest(table_id=other.table_id + "x"))
+            assert missing.value.code() == grpc.StatusCode.NOT_FOUND
+        assert len(cluster._owners) <= 3 and not cluster._reading and not cluster._claiming
 
 
 async def test_a_clean_stop_hands_tables_over_and_the_node_losing_a_claim_forwards(
