@@ -16,7 +16,6 @@ died, and routing calls for tables another node owns.
 from __future__ import annotations
 
 import asyncio
-import secrets
 import time
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -334,8 +333,4 @@ async def _relay_error(error: grpc.aio.AioRpcError, context: grpc.aio.ServicerCo
     trailing = tuple((k, v) for k, v in (error.trailing_metadata() or ())
                      if k == "grpc-status-details-bin")
     await context.abort(code, error.details() or "", trailing)
-
-
-def new_cluster_key() -> str:
-    return secrets.token_urlsafe(32)
 
