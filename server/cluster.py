@@ -279,6 +279,18 @@ class Cluster:
                    if k == "authorization" and isinstance(v, str)]
         return (*carried, ("x-forwarded-for", client), (CLUSTER_KEY, self.key), (HOPS, "1"))
 
+    def _close_idle(self, address: str, own: list[Any]) -> None:
+        """A node that did not answer (gone, or restarted on another port): its idle
+        connections go (and the failed call's, when it was alone on it), so addresses of
+        nodes long gone are not kept."""
+        pool = self._channels.get(address, [])
+        idle = [entry for entry in pool if entry[1] == 0 or (entry is own and entry[1] == 1)]
+        for entry in idle:
+            pool.remove(entry)
+            asyncio.get_running_loop().create_task(entry[0].close(None))
+        if not pool:
+            self._channels.pop(address, None)
+
     async def forward_unary(self, hop: Forward, path: str, raw: bytes,
                             context: grpc.aio.ServicerContext[Any, Any], client: str) -> bytes:
         address = hop.address
@@ -289,6 +301,7 @@ class Cluster:
         except grpc.aio.AioRpcError as error:
             if error.code() == grpc.StatusCode.UNAVAILABLE:
                 self.forget_owner(hop.table_id)  # gone, or the table moved on
+                self._close_idle(hop.address, entry)
             await _relay_error(error, context)
             raise
         finally:
@@ -307,6 +320,7 @@ class Cluster:
         except grpc.aio.AioRpcError as error:
             if error.code() == grpc.StatusCode.UNAVAILABLE:
                 self.forget_owner(hop.table_id)
+                self._close_idle(hop.address, entry)
             await _relay_error(error, context)
             raise
         finally:

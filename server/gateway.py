@@ -347,8 +347,12 @@ class GatewayInterceptor(grpc.aio.ServerInterceptor):
                     response = await inner_unary(parse(raw), context)
                 except Forward as hop:  # another node owns the table: relay the call there
                     assert self.cluster is not None and found is not None
-                    response = await self.cluster.forward_unary(hop, path, raw, context,
-                                                                found.peer)
+                    try:
+                        response = await self.cluster.forward_unary(hop, path, raw, context,
+                                                                    found.peer)
+                    except BaseException:  # the owner's refusal, relayed: counted here too
+                        finish(method, start, _code_name(context, "UNAVAILABLE"), None)
+                        raise
                 except ServiceError as error:
                     finish(method, start, error.code.name, error)
                     if error.penalty:

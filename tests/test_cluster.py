@@ -453,3 +453,27 @@ async def test_a_clean_stop_hands_tables_over_and_the_node_losing_a_claim_forwar
             owner = db.execute("SELECT owner FROM tables WHERE table_id = %s",
                                (table.table_id,)).fetchone()[0]
         assert owner in ("b", "c")
+
+
+async def test_a_relaying_node_lets_go_of_a_node_that_went_away(postgres: Any) -> None:
+    """b relays to a; a stops; b's next call fails over (UNAVAILABLE, then the table on b)
+    and b keeps no connection to a's old address."""
+    dsn = fresh_database(postgres.dsn)
+    async with serving(database=dsn, node_id="b") as (node_b, on_b):
+        async with serving(database=dsn, node_id="a", allow_seed=True) as (_, on_a):
+            table = await new_table(on_a, preset="quick", seed="12")
+            joins = await join_all(on_b, table.table_id, 4)  # relayed to a
+            cluster = node_b.tables.cluster
+            assert cluster is not None and len(cluster._channels) == 1
+        request = copas_pb2.GetViewRequest(table_id=table.table_id)
+        failures = 0
+        while True:
+            try:
+                view = await on_b.GetView(request, metadata=auth(joins[0].player_token),
+                                          timeout=10)
+                break
+            except grpc.aio.AioRpcError as error:
+                assert error.code() == grpc.StatusCode.UNAVAILABLE and failures < 3, error
+                failures += 1
+        assert len(view.view.hand) == 13 and table.table_id in node_b.tables.tables
+        assert not cluster._channels  # nothing kept for a
