@@ -56,7 +56,7 @@ run: setup ## start the server on localhost:50051, the web page on http://localh
 	$(BIN)/copas-server
 
 cluster: setup ## a local PostgreSQL (data/pg) and a node per core sharing :50051 (needs postgresql)
-	$(BIN)/python -m tools.cluster
+	$(BIN)/python -m tools.cluster $(CLUSTER_ARGS)
 
 play: setup ## play against three bots on the local server (start it first: make run or make cluster)
 	$(BIN)/copas play

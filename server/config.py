@@ -120,13 +120,16 @@ _HELP = {
     "data_dir": "directory of the SQLite database (tables' logs, game records); 'memory' "
                 "keeps nothing across restarts",
     "database": "postgresql://user@host:port/db: the PostgreSQL store shared by the nodes of "
-                "a cluster (instead of --data-dir)",
+                "a cluster (instead of --data-dir); COPAS_DATABASE keeps a password out of ps",
     "node_id": "this node's id in a cluster (default: its --advertise address)",
     "advertise": "host:port the other nodes reach this node at (default: --listen's)",
     "lease": "seconds a node owns its tables without renewing (then others take them over)",
-    "workers": "start this many nodes sharing --listen, one process each (needs --database)",
-    "reuse_port": "share --listen with other nodes of this machine (SO_REUSEPORT)",
-    "internal_listen": "a second gRPC address of this node's own (what --advertise names)",
+    "workers": "start this many nodes sharing --listen, one process each (needs --database); "
+               "node ids <id>-w<i>, metrics on --metrics-port + i, the page on worker 0",
+    "reuse_port": "share --listen with other nodes of this machine (SO_REUSEPORT; set by "
+                  "--workers for its nodes)",
+    "internal_listen": "a second, plaintext gRPC port for the other nodes' forwarded calls "
+                       "(needed with TLS; it serves the whole API: firewall it)",
     "keep_records": "finished-game records to keep, newest first; 0 = all",
     "keep_records_days": "days to keep finished-game records; 0 = forever",
     "retention_interval": "seconds between retention sweeps",

@@ -68,7 +68,7 @@ class Supervisor:
     def command(self, i: int) -> list[str]:
         config = self.config
         advertise = config.advertise.rsplit(":", 1)[0] if config.advertise else ""
-        internal = "0.0.0.0:0" if advertise else "127.0.0.1:0"
+        internal = f"{advertise}:0" if advertise else "127.0.0.1:0"  # never all interfaces
         metrics = config.metrics_port + i if config.metrics_port else 0
         web = config.web_port if i == 0 else 0
         return [sys.executable, "-m", "server.main", *self.base,

@@ -1,8 +1,9 @@
-"""`make cluster`: a local PostgreSQL (data under data/pg, created on first use) and a Copas
-node per core sharing port 50051 (`copas-server --workers N`). Ctrl-C stops the nodes, then
-the PostgreSQL it started.
+"""`make cluster`: a local PostgreSQL (data under data/pg, created on first use, on
+127.0.0.1:54329) and a Copas node per core sharing port 50051 (`copas-server --workers N`).
+Ctrl-C stops the nodes, then the PostgreSQL it started.
 
     python -m tools.cluster [--workers N] [--pg-port 54329] [--pg-dir data/pg] [server flags]
+    make cluster CLUSTER_ARGS='--workers 4 --unlimited-quotas'
 """
 
 from __future__ import annotations
@@ -39,7 +40,12 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     started = not postgres.is_running()
     if started:
-        postgres.start()
+        try:
+            postgres.start()
+        except RuntimeError as exc:  # e.g. the port is taken: say so, no traceback
+            print(f"make cluster: PostgreSQL did not start on port {args.pg_port}: {exc}\n"
+                  "(another port: make cluster CLUSTER_ARGS='--pg-port N')", file=sys.stderr)
+            return 2
     print(f"PostgreSQL on {postgres.dsn} (data in {directory})", flush=True)
     server = subprocess.Popen([sys.executable, "-m", "server.main", "--database", postgres.dsn,
                                "--workers", str(args.workers), *server_flags])

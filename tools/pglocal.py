@@ -15,8 +15,13 @@ import subprocess
 import time
 from pathlib import Path
 
-BIN_DIRS = ("/usr/lib/postgresql/15/bin", "/usr/lib/postgresql/16/bin",
-            "/usr/lib/postgresql/17/bin", "/usr/local/bin", "/usr/bin")
+
+def _bin_dirs() -> list[str]:
+    """Debian's versioned directories (newest first), then the PATH's usual places."""
+    versions = sorted(Path("/usr/lib/postgresql").glob("*/bin"),
+                      key=lambda d: int(d.parent.name) if d.parent.name.isdigit() else 0,
+                      reverse=True)
+    return [str(d) for d in versions] + ["/usr/local/bin", "/usr/bin"]
 
 
 class PostgresMissing(RuntimeError):
@@ -24,7 +29,7 @@ class PostgresMissing(RuntimeError):
 
 
 def _tool(name: str) -> str:
-    for directory in BIN_DIRS:
+    for directory in _bin_dirs():
         path = Path(directory) / name
         if path.exists():
             return str(path)
