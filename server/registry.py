@@ -407,12 +407,29 @@ class TableManager:
 
     def release(self, table_id: str, error: ServiceError | None = None) -> None:
         """Forget a table: its tokens stop working, its streams end, its log goes."""
+        table = self._let_go(table_id, error, is_ours=True)
+        if table is not None:
+            self.storage.release_table(table.id)
+            self._kick()
+            table.log.debug("table_released")
+
+    def drop(self, table_id: str, error: ServiceError) -> None:
+        """Forget a table this node lost to another (nothing is written: it is not ours)."""
+        table = self._let_go(table_id, error, is_ours=False)
+        if table is not None:
+            self._undelivered.pop(table, None)
+            table.log.warning("table_dropped")
+
+    def _let_go(self, table_id: str, error: ServiceError | None, *, is_ours: bool
+                ) -> Table | None:
+        """The table leaves this server's memory: counts, seats, tokens, timers, streams,
+        the lobby. ``is_ours``: its tokens are given up in the store too."""
         table = self.tables.pop(table_id, None)
         handle = self._release_handles.pop(table_id, None)
         if handle is not None:
             handle.cancel()
         if table is None:
-            return
+            return None
         if table.id in self._finished:
             del self._finished[table.id]
         else:
@@ -421,7 +438,10 @@ class TableManager:
                 self.bot_tables -= 1
         for seat in table.seats:
             if seat.token_hash:
-                self.forget_token(seat.token_hash)
+                if is_ours:
+                    self.forget_token(seat.token_hash)
+                else:
+                    self.tokens.pop(seat.token_hash, None)
             if seat.holds_slot:
                 seat.holds_slot = False
                 self.give_slot()
@@ -432,35 +452,7 @@ class TableManager:
                 self.forget_join(seat.join_key)
         if table.request_key:
             self._create_requests.pop(table.request_key, None)
-        self.storage.release_table(table.id)
-        self._kick()
-        table.log.debug("table_released")
-
-    def drop(self, table_id: str, error: ServiceError) -> None:
-        """Forget a table this node lost to another (nothing is written: it is not ours)."""
-        table = self.tables.pop(table_id, None)
-        handle = self._release_handles.pop(table_id, None)
-        if handle is not None:
-            handle.cancel()
-        if table is None:
-            return
-        if table.id in self._finished:
-            del self._finished[table.id]
-        else:
-            self.open_tables -= 1
-            if not table.has_people:
-                self.bot_tables -= 1
-        for seat in table.seats:
-            if seat.token_hash:
-                self.tokens.pop(seat.token_hash, None)
-            if seat.holds_slot:
-                seat.holds_slot = False
-                self.give_slot()
-            if seat.join_key:
-                self.forget_join(seat.join_key)
-        table.release(error)
-        self._undelivered.pop(table, None)
-        table.log.warning("table_dropped")
+        return table
 
     def close_all(self) -> None:
         if self._delivery is not None:
