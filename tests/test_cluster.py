@@ -35,6 +35,7 @@ from tests.server_helpers import (
     new_table,
     serving,
 )
+from tests.test_clients import PROMPT, Terminal
 from tests.test_server_game import rules_of
 from tools.pglocal import LocalPostgres
 
@@ -339,10 +340,11 @@ def test_the_table_behaviour_suite_passes_on_postgresql(postgres: Any) -> None:
 
 # ------------------------------------------------------------------ make cluster
 
-def test_make_cluster_serves_the_load_test_unchanged_and_stops_cleanly(tmp_path: Path) -> None:
+def test_make_cluster_serves_loadtest_and_play_unchanged_and_stops_cleanly(
+        tmp_path: Path) -> None:
     """`make cluster`'s command (a PostgreSQL of its own under --pg-dir, two workers sharing
-    a port): `copas loadtest` plays whole games through it; Ctrl-C stops every node and the
-    PostgreSQL."""
+    a port): `copas loadtest` and `copas play` play whole games through it; Ctrl-C stops
+    every node and the PostgreSQL."""
     port = free_port()
     pg_dir = tmp_path / "pg"
     cluster = subprocess.Popen(
@@ -367,6 +369,21 @@ def test_make_cluster_serves_the_load_test_unchanged_and_stops_cleanly(tmp_path:
         report = json.loads(done.stdout.strip().splitlines()[-1])
         assert report["games_finished"] == 4 and not report["errors"], report
         assert report["server_cpu_ms_per_move"] > 0  # both workers' CPU, read from /proc
+        # `copas play` in a terminal, unchanged: a whole game against the server's bots.
+        term = Terminal("play", "--server", f"127.0.0.1:{port}", "--name", "Tester",
+                        "--preset", "quick")
+        term.read_until(r"You are Tester, seat 0")
+        while True:
+            prompt = term.read_until(PROMPT, timeout=60)
+            if prompt.group(1).startswith("final standings"):
+                break
+            if prompt.group(1).startswith("Choose"):
+                term.type("1 2 3\n")
+            elif prompt.group(1).startswith("Your turn"):
+                term.type(prompt.group(2).split()[0] + "\n")
+            else:
+                term.type("a\n")
+        assert term.exit_code() == 0 and "hand 1 scored" in term.screen
         cluster.send_signal(signal.SIGINT)
         assert cluster.wait(60) == 0
         rest = cluster.stdout.read()
