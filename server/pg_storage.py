@@ -439,29 +439,9 @@ class PgStorage(GroupCommitStorage):
         return [(float(c), bytes(s)) for c, s in rows]
 
     # -- records
-    def get_record(self, record_id: str) -> bytes | None:
+    def _fetch(self, sql: str, params: tuple[Any, ...]) -> list[Any]:
         with self._read_lock:
-            row = self._reader.execute(
-                "SELECT record_pb, record FROM records WHERE record_id = %s",
-                (record_id,)).fetchone()
-        if row is None:
-            return None
-        return bytes(row[0]) if row[0] is not None else record_message(json.loads(row[1]))
-
-    def list_records(self, limit: int, before: tuple[float, str] | None
-                     ) -> list[tuple[float, str, dict[str, Any]]]:
-        with self._read_lock:
-            if before is None:
-                rows = self._reader.execute(
-                    "SELECT finished, record_id, summary FROM records "
-                    "ORDER BY finished DESC, record_id ASC LIMIT %s", (limit,)).fetchall()
-            else:
-                rows = self._reader.execute(
-                    "SELECT finished, record_id, summary FROM records "
-                    "WHERE finished < %s OR (finished = %s AND record_id > %s) "
-                    "ORDER BY finished DESC, record_id ASC LIMIT %s",
-                    (before[0], before[0], before[1], limit)).fetchall()
-        return [(f, rid, json.loads(s)) for f, rid, s in rows]
+            return list(self._reader.execute(sql.replace("?", "%s"), params).fetchall())
 
     def prune_records(self, keep: int, max_age: float, now: float) -> int:
         with self._read_lock, self._reader.transaction():

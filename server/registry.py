@@ -45,6 +45,7 @@ if TYPE_CHECKING:
 log = structlog.get_logger("copas.registry")
 
 LOBBY_POLL_SECONDS = 1.0  # a cluster's lobby watchers read the database this often
+LOBBY_READS = 256  # lobby filters whose latest read is kept
 CREATE_MEMORY = 10_000  # CreateTable request_ids remembered
 ANY_TABLE = LobbyFilter()
 
@@ -312,7 +313,7 @@ class TableManager:
             hit = (now, asyncio.ensure_future(self.cluster_summaries(wanted)))
             self._lobby_reads[key] = hit
             self._lobby_reads.move_to_end(key)
-            while len(self._lobby_reads) > 256:
+            while len(self._lobby_reads) > LOBBY_READS:
                 self._lobby_reads.popitem(last=False)
         return await asyncio.shield(hit[1])
 

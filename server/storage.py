@@ -333,6 +333,31 @@ class GroupCommitStorage(Storage):
         no longer owns them (a cluster's store), else None."""
         raise NotImplementedError
 
+    # -- records, read the same way from either database (``?`` placeholders)
+    def _fetch(self, sql: str, params: tuple[Any, ...]) -> list[Any]:
+        """The rows of one read query."""
+        raise NotImplementedError
+
+    def get_record(self, record_id: str) -> bytes | None:
+        rows = self._fetch("SELECT record_pb, record FROM records WHERE record_id = ?",
+                           (record_id,))
+        if not rows:
+            return None
+        row = rows[0]
+        return bytes(row[0]) if row[0] is not None else record_message(json.loads(row[1]))
+
+    def list_records(self, limit: int, before: tuple[float, str] | None
+                     ) -> list[tuple[float, str, dict[str, Any]]]:
+        if before is None:
+            rows = self._fetch("SELECT finished, record_id, summary FROM records "
+                               "ORDER BY finished DESC, record_id ASC LIMIT ?", (limit,))
+        else:
+            rows = self._fetch("SELECT finished, record_id, summary FROM records "
+                               "WHERE finished < ? OR (finished = ? AND record_id > ?) "
+                               "ORDER BY finished DESC, record_id ASC LIMIT ?",
+                               (before[0], before[0], before[1], limit))
+        return [(f, rid, json.loads(summary)) for f, rid, summary in rows]
+
     async def _stop_writer(self) -> None:
         """Commit what is queued (unless the store failed), then stop the writer."""
         if self._flushing is not None:
@@ -514,28 +539,9 @@ class SqliteStorage(GroupCommitStorage):
                                        finished, error))
         return out
 
-    def get_record(self, record_id: str) -> bytes | None:
+    def _fetch(self, sql: str, params: tuple[Any, ...]) -> list[Any]:
         with self._lock:
-            row = self._db.execute("SELECT record_pb, record FROM records WHERE record_id = ?",
-                                   (record_id,)).fetchone()
-        if row is None:
-            return None
-        return bytes(row[0]) if row[0] is not None else record_message(json.loads(row[1]))
-
-    def list_records(self, limit: int, before: tuple[float, str] | None
-                     ) -> list[tuple[float, str, dict[str, Any]]]:
-        with self._lock:
-            if before is None:
-                rows = self._db.execute(
-                    "SELECT finished, record_id, summary FROM records "
-                    "ORDER BY finished DESC, record_id ASC LIMIT ?", (limit,)).fetchall()
-            else:
-                rows = self._db.execute(
-                    "SELECT finished, record_id, summary FROM records "
-                    "WHERE finished < ? OR (finished = ? AND record_id > ?) "
-                    "ORDER BY finished DESC, record_id ASC LIMIT ?",
-                    (before[0], before[0], before[1], limit)).fetchall()
-        return [(f, rid, json.loads(s)) for f, rid, s in rows]
+            return self._db.execute(sql, params).fetchall()
 
     def prune_records(self, keep: int, max_age: float, now: float) -> int:
         with self._lock:

@@ -21,7 +21,9 @@ import pytest
 from copas.v1 import copas_pb2, copas_pb2_grpc
 
 import server.cluster
+import server.registry
 from engine import Game, Phase, action_to_json, replay, result_of
+from server.lobby import LobbyFilter
 from server.pg_storage import Node, PgStorage
 from server.storage import StoreUnusable
 from tests.server_helpers import (
@@ -449,6 +451,10 @@ async def test_any_node_answers_lobby_joins_views_and_records(
                 await on_b.GetTable(copas_pb2.GetTableRequest(table_id=other.table_id + "x"))
             assert missing.value.code() == grpc.StatusCode.NOT_FOUND
         assert len(cluster._owners) <= 3 and not cluster._reading and not cluster._claiming
+        monkeypatch.setattr(server.registry, "LOBBY_READS", 3)  # lobby filters varied
+        for preset in ("a", "b", "c", "d", "e", "f"):
+            assert await node_b.tables.cluster_lobby(LobbyFilter(preset=preset)) == []
+        assert len(node_b.tables._lobby_reads) <= 3
 
 
 async def test_a_clean_stop_hands_tables_over_and_the_node_losing_a_claim_forwards(
