@@ -80,6 +80,11 @@ class Watch:
                     await self.changed.wait()
         return await asyncio.wait_for(find(), timeout)
 
+    async def opened(self) -> copas_pb2.TableEvent:
+        """The stream's first message: once it is here, the server sends this stream every
+        later event (an event before it is only in the snapshot)."""
+        return await self.wait_for(lambda m: True)
+
     def latest(self) -> copas_pb2.TableEvent:
         return self.messages[-1]
 
@@ -90,6 +95,11 @@ class Watch:
         self.call.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await self.task
+
+
+def is_over(m: copas_pb2.TableEvent) -> bool:
+    """The game is over: the GameOver event, or the snapshot of a stream opened after it."""
+    return m.view.phase == copas_pb2.PHASE_GAME_OVER
 
 
 async def new_table(stub: copas_pb2_grpc.CopasServiceStub, *, preset: str = "online",
@@ -110,7 +120,7 @@ async def finished_bot_table(stub: copas_pb2_grpc.CopasServiceStub, **options: A
     """A table of four bots, once its game is over (bots move in steps of their own)."""
     table = await new_table(stub, bots=4, **options)
     watch = Watch(stub, table.table_id)
-    await watch.wait_for(lambda m: m.view.phase == copas_pb2.PHASE_GAME_OVER, timeout=30)
+    await watch.wait_for(is_over, timeout=30)
     await watch.close()
     return (await stub.GetTable(copas_pb2.GetTableRequest(table_id=table.table_id))).table
 

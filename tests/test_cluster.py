@@ -33,6 +33,7 @@ from tests.server_helpers import (
     drive,
     free_port,
     fresh_database,
+    is_over,
     join_all,
     new_table,
     serving,
@@ -431,7 +432,7 @@ async def test_any_node_answers_lobby_joins_views_and_records(
         assert refused.value.code() == grpc.StatusCode.UNAUTHENTICATED
         bots = await new_table(on_a, seed="6", bots=4)
         watch = Watch(on_b, bots.table_id)  # a stream through b, relayed from a
-        await watch.wait_for(lambda m: m.WhichOneof("kind") == "game_over", timeout=60)
+        await watch.wait_for(is_over, timeout=60)
         await watch.close()
         record = await on_b.GetGameRecord(copas_pb2.GetGameRecordRequest(
             record_id=bots.table_id))

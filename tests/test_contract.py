@@ -16,7 +16,7 @@ from grpc_reflection.v1alpha import reflection_pb2
 
 from engine import Game, Reason
 from server.errors import REASONS, ServiceError
-from tests.server_helpers import Watch, auth, drive, join_all, new_table, serving
+from tests.server_helpers import Watch, auth, drive, is_over, join_all, new_table, serving
 from tests.test_server_game import rules_of
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -78,8 +78,10 @@ async def test_every_view_asking_a_person_to_act_has_the_deadline_the_server_enf
         # that has passed, nor one for the seat that just ran out of time.
         short = {**timeouts, "pass_timeout_seconds": 0.2, "play_timeout_seconds": 0.2}
         table = await new_table(stub, preset="quick", seed="5", bots=2, **short)
-        joins = await join_all(stub, table.table_id, 2)
-        watch = Watch(stub, table.table_id, joins[0].player_token)
+        first = (await join_all(stub, table.table_id, 1))[0]
+        watch = Watch(stub, table.table_id, first.player_token)
+        await watch.opened()  # before the game starts: it sees the first timeout
+        await join_all(stub, table.table_id, 1)
         await watch.wait_for(lambda m: m.WhichOneof("kind") == "game_over", timeout=30)
         assert any(m.WhichOneof("kind") == "turn_timed_out" for m in watch.messages)
         asked = check_view_promises(watch.messages[1:], {2, 3},
@@ -169,7 +171,7 @@ async def test_lobby_filters_watch_lobby_and_quick_match() -> None:
         assert {t.preset for t in online.tables} == {"online"}
         bots = await new_table(stub, seed="1", bots=4)
         watch = Watch(stub, bots.table_id)
-        await watch.wait_for(lambda m: m.WhichOneof("kind") == "game_over")
+        await watch.wait_for(is_over)
         await watch.close()
         plain = await stub.ListTables(copas_pb2.ListTablesRequest())
         assert bots.table_id not in {t.table_id for t in plain.tables}
@@ -211,7 +213,7 @@ async def test_reflection_v1_and_metrics_labels() -> None:
                 await call.done_writing()
         table = await new_table(stub, seed=None, bots=4)
         watch = Watch(stub, table.table_id)
-        await watch.wait_for(lambda m: m.WhichOneof("kind") == "game_over")
+        await watch.wait_for(is_over)
         await watch.close()
         sample = running.metrics.registry.get_sample_value
         while running.quotas.open_streams():  # the server has seen the stream end

@@ -28,6 +28,7 @@ from tests.server_helpers import (
     card_pb,
     config_for_tests,
     free_port,
+    is_over,
     join_all,
     new_table,
     serving,
@@ -825,7 +826,7 @@ async def test_finished_games_are_not_kept_in_memory(tmp_path: Path) -> None:
             for seed in ("1", "2"):
                 table = await new_table(stub, seed=seed, bots=4)
                 watch = Watch(stub, table.table_id)
-                await watch.wait_for(lambda m: m.WhichOneof("kind") == "game_over")
+                await watch.wait_for(is_over)
                 await watch.close()
                 record = await stub.GetGameRecord(copas_pb2.GetGameRecordRequest(
                     record_id=table.table_id))

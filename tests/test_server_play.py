@@ -81,13 +81,17 @@ async def test_moon_choice_times_out_to_the_automatic_choice(stub: Any) -> None:
 
 
 async def test_pass_and_turn_timeouts_play_the_automatic_choice(stub: Any) -> None:
-    table = await new_table(stub, seed="5", bots=3, pass_timeout_seconds=0.05,
+    # The first deadline leaves the stream ample time to open (its first message is awaited)
+    # before the timeout it must see.
+    table = await new_table(stub, seed="5", bots=3, pass_timeout_seconds=1.0,
                             play_timeout_seconds=0.05)
     join = (await join_all(stub, table.table_id, 1))[0]
     watch = Watch(stub, table.table_id, join.player_token)
+    await watch.opened()
     replica = Game(rules_of(table), "5")
     expected_pass = replica.auto_action(0)
-    event = await watch.wait_for(lambda m: m.WhichOneof("kind") == "turn_timed_out")
+    event = await watch.wait_for(lambda m: m.WhichOneof("kind") == "turn_timed_out"
+                                 and m.turn_timed_out.seat == 0)
     assert event.turn_timed_out.seat == 0
     assert event.turn_timed_out.phase == copas_pb2.PHASE_PASSING
     chosen = await watch.wait_for(lambda m: m.WhichOneof("kind") == "pass_chosen"
@@ -119,6 +123,7 @@ async def test_a_leaver_becomes_automatic_and_is_ranked_last(stub: Any) -> None:
     joins = await join_all(stub, table.table_id, 2)
     watch = Watch(stub, table.table_id, joins[0].player_token)
     spectator = Watch(stub, table.table_id)
+    await spectator.opened()
     await watch.wait_for(lambda m: m.view.phase == copas_pb2.PHASE_PASSING)
     await stub.LeaveTable(copas_pb2.LeaveTableRequest(table_id=table.table_id),
                           metadata=auth(joins[1].player_token))
@@ -144,6 +149,7 @@ async def test_the_last_remaining_player_wins_at_once(stub: Any) -> None:
     table = await new_table(stub, seed="2", players=3)
     joins = await join_all(stub, table.table_id, 3)
     watch = Watch(stub, table.table_id, joins[0].player_token)
+    await watch.opened()
     for j in joins[1:]:
         await stub.LeaveTable(copas_pb2.LeaveTableRequest(table_id=table.table_id),
                               metadata=auth(j.player_token))
