@@ -20,6 +20,7 @@ import hashlib
 import hmac
 import inspect
 import ipaddress
+import logging
 import random
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -309,15 +310,20 @@ class GatewayInterceptor(grpc.aio.ServerInterceptor):
             self.metrics.quota_refusals.labels(error.reason).inc()
             return
         elapsed = time.perf_counter() - start
-        fields: dict[str, Any] = {"code": code, "duration_ms": round(elapsed * 1000, 3)}
         if stream_messages is None:
             sample = self._latency.get((method, code))
             if sample is None:
                 sample = self._latency[method, code] = self.metrics.rpc_latency.labels(
                     method, code).observe
             sample(elapsed)
+            if code == "OK":  # the common case: counted above, a line only at debug
+                if log.is_enabled_for(logging.DEBUG):
+                    log.debug("rpc", code=code, duration_ms=round(elapsed * 1000, 3))
+                return
         else:
             self.metrics.stream_lifetime.labels(method, code).observe(elapsed)
+        fields: dict[str, Any] = {"code": code, "duration_ms": round(elapsed * 1000, 3)}
+        if stream_messages is not None:
             fields["messages"] = stream_messages
         if error is not None:
             fields["reason"] = error.reason  # not the message: it may name the caller's cards
