@@ -195,7 +195,8 @@ def _unavailable_for(error: StorageFailed) -> ServiceError:
 
 
 class GatewayInterceptor(grpc.aio.ServerInterceptor):
-    """Caller context, quotas, decoding, errors, one log line and metrics per call."""
+    """Caller context, quotas, decoding, errors, metrics per call; a log line per refused or
+    failed call and per stream end (a call answered OK: at debug)."""
 
     def __init__(self, metrics: Metrics, quotas: Quotas,
                  is_valid_token: Callable[[str], bool], forwarding_key: str | None = None,
