@@ -255,7 +255,7 @@ def fuzz(world: dict[str, Any]) -> Any:
             wait_for_streams_to_close(server)
             if code is not None:
                 assert server.state() == before, f"refused {method} changed the server"
-        answer = world["health"].Check(health_pb2.HealthCheckRequest(), timeout=0.1)
+        answer = world["health"].Check(health_pb2.HealthCheckRequest(), timeout=1.0)
         assert answer.status == health_pb2.HealthCheckResponse.SERVING
 
     return run

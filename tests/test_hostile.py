@@ -63,13 +63,14 @@ async def refused(call: Awaitable[Any], code: grpc.StatusCode, reason: str | Non
 
 
 async def health_answers_quickly(port: int, rounds: int = 20) -> float:
-    """The slowest of ``rounds`` health checks, each with a 100 ms deadline."""
+    """The slowest of ``rounds`` health checks, each with a 250 ms deadline (a loop held by a
+    whole game was held for seconds; 250 ms leaves room for a busy 2-core CI machine)."""
     slowest = 0.0
     async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
         health = health_pb2_grpc.HealthStub(channel)
         for _ in range(rounds):
             began = time.perf_counter()
-            answer = await health.Check(health_pb2.HealthCheckRequest(), timeout=0.1)
+            answer = await health.Check(health_pb2.HealthCheckRequest(), timeout=0.25)
             assert answer.status == health_pb2.HealthCheckResponse.SERVING
             slowest = max(slowest, time.perf_counter() - began)
             await asyncio.sleep(0.01)
@@ -119,7 +120,7 @@ async def test_no_call_plays_a_game_inside_the_event_loop() -> None:
         table = await new_table(stub, seed="7", bots=4, max_hands=0, point_limit=1000)
         assert table.phase != copas_pb2.PHASE_GAME_OVER  # CreateTable did not play it
         slowest = await health_answers_quickly(running.port)
-        assert slowest < 0.1
+        assert slowest < 0.25
         live = running.tables.get(table.table_id)
         assert live.game is not None and live.game.hand_number >= 1  # it is being played
         # The last person leaving a table of bots ends the game at once.
