@@ -168,7 +168,9 @@ async def test_reconnect_storm_after_a_restart(tmp_path: Path) -> None:
         stub = copas_pb2_grpc.CopasServiceStub(channel)
 
         async def one_table() -> None:
-            table = (await stub.CreateTable(copas_pb2.CreateTableRequest())).table
+            # No pass deadline: a slow machine must not see timeouts play for the players.
+            table = (await stub.CreateTable(copas_pb2.CreateTableRequest(
+                rules=copas_pb2.RulesOverrides(pass_timeout_seconds=0)))).table
             for j in await join_all(stub, table.table_id, 4):
                 tokens.append((table.table_id, j.player_token))
 
