@@ -194,11 +194,11 @@ class TableManager:
             raise ServiceError.invalid(
                 f"point_limit is at most {self.config.max_point_limit} on this server",
                 "INVALID_RULES")
-        for name in ("play_timeout", "pass_timeout", "moon_timeout"):
-            value = getattr(rules, name)
+        for limit in ("play_timeout", "pass_timeout", "moon_timeout"):
+            value = getattr(rules, limit)
             if 0 < value < self.config.min_timeout:
                 raise ServiceError.invalid(
-                    f"{name}_seconds is 0 (no limit) or at least {self.config.min_timeout:g} on "
+                    f"{limit}_seconds is 0 (no limit) or at least {self.config.min_timeout:g} on "
                     "this server", "INVALID_RULES")
         if rules.max_hands > self.config.max_hands_limit:
             raise ServiceError.invalid(
