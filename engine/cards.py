@@ -115,10 +115,10 @@ CARD_POINTS: tuple[int, ...] = tuple(
     13 if i == QUEEN_SPADES else 1 if i >= 39 else 0 for i in range(52))
 
 # For each suit, the cards of every 13-bit pattern: turns a mask into cards in four lookups.
-_BLOCKS: tuple[tuple[tuple[Card, ...], ...], ...] = tuple(
+SUIT_BLOCKS: tuple[tuple[tuple[Card, ...], ...], ...] = tuple(
     tuple(tuple(CARDS[s * 13 + r] for r in range(13) if bits >> r & 1) for bits in range(8192))
     for s in range(4))
-_CLUBS, _DIAMONDS, _SPADES, _HEARTS = _BLOCKS
+_CLUBS, _DIAMONDS, _SPADES, _HEARTS = SUIT_BLOCKS
 
 
 def mask_of(cards: Iterable[int]) -> int:

@@ -36,7 +36,6 @@ from engine.actions import (
     TrickWon,
 )
 from engine.cards import (
-    _BLOCKS,
     ACE_SPADES,
     CARD_POINTS,
     CARDS,
@@ -44,6 +43,7 @@ from engine.cards import (
     KING_SPADES,
     POINTS_MASK,
     QUEEN_SPADES,
+    SUIT_BLOCKS,
     SUIT_MASKS,
     SUIT_OF,
     THREE_CLUBS,
@@ -94,10 +94,10 @@ _HEARTS: Final = HEARTS_MASK
 _NOT_POINTS: Final = ~POINTS_MASK
 _QUEEN: Final = int(QUEEN_SPADES)
 # engine.cards' tables of the cards of every 13-bit pattern, for a compiled cards_of.
-_CLUBS: Final = _BLOCKS[0]
-_DIAMONDS: Final = _BLOCKS[1]
-_SPADES: Final = _BLOCKS[2]
-_HEARTS_BLOCK: Final = _BLOCKS[3]
+_CLUBS: Final = SUIT_BLOCKS[0]
+_DIAMONDS: Final = SUIT_BLOCKS[1]
+_SPADES: Final = SUIT_BLOCKS[2]
+_HEARTS_BLOCK: Final = SUIT_BLOCKS[3]
 
 
 # Actions and events are immutable values, so the few that one card makes are made once:

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from copas.v1 import cards_pb2, copas_pb2
+from google.protobuf.message import Message
 
 from engine import (
     CARDS,
@@ -88,9 +87,12 @@ def rules_to_pb(rules: Rules) -> copas_pb2.Rules:
     return message
 
 
-def rules_overrides(message: copas_pb2.RulesOverrides) -> dict[str, Any]:
+RuleOverrides = dict[str, int | float | bool | MoonRule]  # Rules' keyword arguments
+
+
+def rules_overrides(message: copas_pb2.RulesOverrides) -> RuleOverrides:
     """The options a request sets explicitly, as Rules keyword arguments."""
-    changes: dict[str, Any] = {attr: getattr(message, field)
+    changes: RuleOverrides = {attr: getattr(message, field)
                                for field, attr in _RULE_FIELDS.items() if message.HasField(field)}
     if message.moon:
         if message.moon not in MOON_RULE_FROM_PB:
@@ -115,30 +117,30 @@ def won_trick_to_pb(won: TrickWon, players: int) -> copas_pb2.Trick:
     return trick_to_pb(won.leader, list(zip(seats, won.cards, strict=True)))
 
 
-def event_to_pb(event: ev.Event, players: int) -> dict[str, Any]:
-    """An engine event as keyword arguments for TableEvent (its oneof field)."""
+def event_to_pb(event: ev.Event, players: int) -> tuple[str, Message]:
+    """An engine event as TableEvent's oneof field: its name and its message."""
     match event:
         case ev.CardPlayed(seat, card, is_automatic):
-            return {"card_played": copas_pb2.CardPlayed(seat=seat, card=CARD_PB[card],
-                                                         is_automatic=is_automatic)}
+            return ("card_played", copas_pb2.CardPlayed(seat=seat, card=CARD_PB[card],
+                                                         is_automatic=is_automatic))
         case ev.TrickWon():
-            return {"trick_won": copas_pb2.TrickWon(
+            return ("trick_won", copas_pb2.TrickWon(
                 trick_number=event.trick_number, winner=event.winner,
-                trick=won_trick_to_pb(event, players), points=event.points)}
+                trick=won_trick_to_pb(event, players), points=event.points))
         case ev.PassChosen(seat, is_automatic):
-            return {"pass_chosen": copas_pb2.PassChosen(seat=seat, is_automatic=is_automatic)}
+            return ("pass_chosen", copas_pb2.PassChosen(seat=seat, is_automatic=is_automatic))
         case ev.CardsExchanged(hand_number, direction):
-            return {"cards_exchanged": copas_pb2.CardsExchanged(
-                hand_number=hand_number, pass_direction=DIRECTION_TO_PB[direction])}
+            return ("cards_exchanged", copas_pb2.CardsExchanged(
+                hand_number=hand_number, pass_direction=DIRECTION_TO_PB[direction]))
         case ev.HandStarted(hand_number, direction):
-            return {"hand_started": copas_pb2.HandStarted(
-                hand_number=hand_number, pass_direction=DIRECTION_TO_PB[direction])}
+            return ("hand_started", copas_pb2.HandStarted(
+                hand_number=hand_number, pass_direction=DIRECTION_TO_PB[direction]))
         case ev.MoonShot(seat, hand_number, awaits_choice):
-            return {"moon_shot": copas_pb2.MoonShot(seat=seat, hand_number=hand_number,
-                                                    awaits_choice=awaits_choice)}
+            return ("moon_shot", copas_pb2.MoonShot(seat=seat, hand_number=hand_number,
+                                                    awaits_choice=awaits_choice))
         case ev.MoonChosen(seat, choice, is_automatic):
-            return {"moon_chosen": copas_pb2.MoonChosen(
-                seat=seat, choice=MOON_CHOICE_TO_PB[choice], is_automatic=is_automatic)}
+            return ("moon_chosen", copas_pb2.MoonChosen(
+                seat=seat, choice=MOON_CHOICE_TO_PB[choice], is_automatic=is_automatic))
         case ev.HandScored():
             scored = copas_pb2.HandScored(
                 hand_number=event.hand_number, taken=event.taken, points=event.points,
@@ -147,59 +149,12 @@ def event_to_pb(event: ev.Event, players: int) -> dict[str, Any]:
                 if event.moon_choice else 0)
             if event.moon_shooter is not None:
                 scored.moon_shooter = event.moon_shooter
-            return {"hand_scored": scored}
+            return ("hand_scored", scored)
         case ev.PlayerLeft(seat, hand_number, trick_number):
-            return {"player_left": copas_pb2.PlayerLeft(seat=seat, hand_number=hand_number,
-                                                        trick_number=trick_number)}
+            return ("player_left", copas_pb2.PlayerLeft(seat=seat, hand_number=hand_number,
+                                                        trick_number=trick_number))
         case ev.GameOver(reason, standings):
-            return {"game_over": copas_pb2.GameOver(
+            return ("game_over", copas_pb2.GameOver(
                 reason=END_REASON_TO_PB[reason],
-                standings=[standing_to_pb(r) for r in standings])}
+                standings=[standing_to_pb(r) for r in standings]))
     raise TypeError(f"no wire form for {event!r}")
-
-
-_DIRECTION_BY_NAME = {d.value: pb for d, pb in DIRECTION_TO_PB.items()}
-_CHOICE_BY_NAME = {c.value: pb for c, pb in MOON_CHOICE_TO_PB.items()}
-_END_BY_NAME = {r.value: pb for r, pb in END_REASON_TO_PB.items()}
-
-
-def record_to_pb(data: dict[str, Any], with_json: bool) -> copas_pb2.GameRecord:
-    """A stored game record (JSON-ready dict) as a GameRecord message."""
-    import json
-
-    from google.protobuf.timestamp_pb2 import Timestamp
-
-    def ts(seconds: float) -> Timestamp:
-        t = Timestamp()
-        t.FromNanoseconds(int(seconds * 1e9))
-        return t
-
-    result = data["result"]
-    rules = Rules.from_dict(data["rules"])
-    message = copas_pb2.GameRecord(
-        record_id=data["record_id"], table_id=data["table_id"],
-        display_name=data["display_name"], preset=data["preset"], rules=rules_to_pb(rules),
-        create_time=ts(data["created"]), finish_time=ts(data["finished"]),
-        seed=str(data["seed"]), end_reason=_END_BY_NAME.get(result["end_reason"] or "", 0),
-        action_count=len(data.get("actions", ())))
-    left = {lv["seat"] for lv in result["leavers"]}
-    for seat in data["seats"]:
-        message.seats.add(seat=seat["seat"], display_name=seat["name"], is_taken=True,
-                          is_bot=seat["is_bot"], has_left=seat["seat"] in left,
-                          total=result["totals"][seat["seat"]])
-    for hand in result["hands"]:
-        h = message.hands.add(hand_number=hand["hand_number"],
-                              pass_direction=_DIRECTION_BY_NAME[hand["pass_direction"]],
-                              taken=hand["taken"], points=hand["points"], totals=hand["totals"],
-                              moon_choice=_CHOICE_BY_NAME.get(hand["moon_choice"] or "", 0))
-        if hand["moon_shooter"] is not None:
-            h.moon_shooter = hand["moon_shooter"]
-    for row in result["standings"]:
-        message.standings.add(seat=row["seat"], place=row["place"], total=row["total"],
-                              has_left=row["has_left"])
-    for lv in result["leavers"]:
-        message.leavers.add(seat=lv["seat"], hand_number=lv["hand_number"],
-                            trick_number=lv["trick_number"])
-    if with_json:
-        message.record_json = json.dumps(data, separators=(",", ":"))
-    return message

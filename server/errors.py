@@ -17,7 +17,15 @@ from grpc_status import rpc_status
 from engine import EngineError, IllegalActionError, InvalidActionError, RecordError, RulesError
 
 ERROR_DOMAIN = "copas.v1.CopasService"
+QUOTE_MAX = 24
 REASONS = frozenset(errors_pb2.ErrorReason.keys()) - {"ERROR_REASON_UNSPECIFIED"}
+
+
+def quote(value: str) -> str:
+    """A client's string for a message or a log: at most a short prefix, escaped."""
+    if len(value) <= QUOTE_MAX:
+        return repr(value)
+    return repr(value[:QUOTE_MAX]) + f"… ({len(value)} characters)"
 
 
 class ServiceError(Exception):
@@ -74,6 +82,19 @@ class ServiceError(Exception):
             error_details_pb2.QuotaFailure(violations=[error_details_pb2.QuotaFailure.Violation(
                 subject=subject, description=message)]),
             error_details_pb2.RetryInfo(retry_delay=delay)), penalty)
+
+    @classmethod
+    def storage_failed(cls) -> ServiceError:
+        """The store failed (fail-stop): nothing more is accepted until the restart."""
+        return cls.unavailable(
+            "the server's store failed; it is restarting from its log, retry shortly",
+            "STORAGE_FAILED")
+
+    @classmethod
+    def table_moved(cls, why: str) -> ServiceError:
+        """The table is (or may be) served by another node of the cluster now; ``why`` says
+        what happened, in a few words."""
+        return cls.unavailable(f"{why}: retry, through any node", "TABLE_MOVED")
 
     def to_status(self) -> grpc.Status:
         packed = []

@@ -1,5 +1,8 @@
-"""copas-server: start the gRPC server with health, reflection, metrics and logs, and the web
-page (``server.web``) beside it.
+"""copas-server: wiring only. Each part is built with its collaborators, in order, and nothing
+is set on it afterwards: the gRPC server (its ports bound first, so a second server on the
+same port never touches the data directory), the store, the lease and directory of a cluster
+node, the registry of tables, the routes, the gateway with the services behind it, then the
+web page beside them (``server.rpc.web``).
 
 Exit codes: 0 after SIGTERM/SIGINT; 1 when it cannot listen; 2 when the data directory or
 the TLS files cannot be used (one line on stderr says why); 3 when the store failed while
@@ -28,19 +31,28 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from prometheus_client import start_http_server
 from prometheus_client.core import GaugeMetricFamily
 
-from server import reflection, table_view, web
-from server.bots import Thinker
-from server.cluster import Cluster
+from server.cluster.directory import ClusterDirectory
+from server.cluster.forwarding import Forwarder
+from server.cluster.lobby import ClusterLobby
+from server.cluster.ownership import Lease, Takeovers
+from server.cluster.routing import Router
 from server.config import Config, parse_args
 from server.errors import ServiceError
-from server.gateway import GatewayInterceptor, trusted_networks
 from server.observability import Metrics, configure_logging
-from server.pg_storage import Node, PgStorage
-from server.quotas import Quotas
-from server.recovery import recover
-from server.registry import TableManager
-from server.service import CopasService
-from server.storage import SqliteStorage, StorageFailed, StoreUnusable, open_storage
+from server.rpc import reflection, web
+from server.rpc.gateway import SERVE_HERE, CallForwarder, CallRouter, Gateway, service_handlers
+from server.rpc.peers import PeerTrust, trusted_networks
+from server.rpc.quotas import Quotas
+from server.rpc.service import CopasService
+from server.store import Node, PgStore, Storage, StorageFailed, StoreUnusable, open_local_store
+from server.tables import views
+from server.tables.bots import Thinker
+from server.tables.clock import LoopScheduler
+from server.tables.directory import Directory, LocalDirectory
+from server.tables.lobby import LobbySource
+from server.tables.records import Records
+from server.tables.recovery import recover
+from server.tables.registry import TableRegistry
 
 log = structlog.get_logger("copas.server")
 SERVICE_NAME = copas_pb2.DESCRIPTOR.services_by_name["CopasService"].full_name
@@ -55,24 +67,30 @@ class SetupError(Exception):
 class RunningServer:
     server: grpc.aio.Server
     port: int
-    tables: TableManager
+    registry: TableRegistry
+    store: Storage
     health: health.aio.HealthServicer
     metrics: Metrics
     metrics_port: int
     retention: asyncio.Task[None]
     quotas: Quotas
+    records: Records
+    takeovers: Takeovers | None = None  # a cluster node's lease renewals and sweeps
+    forwarder: Forwarder | None = None
+    thinker: Thinker | None = None
     metrics_http: Any = None
     page: web.WebServer | None = None  # the web page, when --web-port is set
     failed: asyncio.Event = field(default_factory=asyncio.Event)
     failure: StorageFailed | None = None
+    watchers: list[asyncio.Task[None]] = field(default_factory=list)
 
 
-def _live_gauges(tables: TableManager, quotas: Quotas) -> Iterable[GaugeMetricFamily]:
+def _live_gauges(registry: TableRegistry, quotas: Quotas) -> Iterable[GaugeMetricFamily]:
     by_phase = GaugeMetricFamily("copas_tables", "Tables by phase", labels=["phase"])
     counts: dict[str, int] = {name: 0 for name in copas_pb2.Phase.keys()[1:]}
     connected = watchers = 0
-    for table in tables.live():
-        counts[copas_pb2.Phase.Name(table_view.phase_of(table))] += 1  # type: ignore[arg-type]
+    for table in registry.live():
+        counts[copas_pb2.Phase.Name(views.phase_of(table))] += 1  # type: ignore[arg-type]
         watchers += len(table.fanout)
         connected += sum(1 for s in table.seats if table.is_connected(s.number))
     for phase, count in counts.items():
@@ -81,9 +99,27 @@ def _live_gauges(tables: TableManager, quotas: Quotas) -> Iterable[GaugeMetricFa
     for name, text, value in (
             ("copas_seats_connected", "Player seats with a stream open", connected),
             ("copas_watch_streams", "WatchTable streams open", watchers),
-            ("copas_players_seated", "People seated in games not finished", tables.seated),
-            ("copas_quota_clients", "Clients the quotas keep track of",
-             len(quotas.peer_calls) + len(quotas.token_calls))):
+            ("copas_players_seated", "People seated in games not finished", registry.seated),
+            ("copas_quota_clients", "Clients the quotas keep track of", quotas.clients())):
+        gauge = GaugeMetricFamily(name, text)
+        gauge.add_metric([], value)
+        yield gauge
+
+
+def _cluster_gauges(router: Router, relay: Forwarder, takeovers: Takeovers,
+                    lobby: ClusterLobby) -> Iterable[GaugeMetricFamily]:
+    """What a cluster node holds for the others: each bounded and given back."""
+    for name, text, value in (
+            ("copas_cluster_connections", "Connections held to other nodes",
+             relay.connections()),
+            ("copas_cluster_relayed_calls", "Calls being relayed to other nodes now",
+             relay.calls_in_flight()),
+            ("copas_cluster_owners_cached", "Tables' owners and tokens' tables remembered",
+             router.remembered()),
+            ("copas_cluster_claims", "Single-table takeovers in progress",
+             takeovers.claims_in_progress()),
+            ("copas_cluster_lobby_reads_cached", "Lobby filters whose latest read is kept",
+             lobby.reads_kept())):
         gauge = GaugeMetricFamily(name, text)
         gauge.add_metric([], value)
         yield gauge
@@ -113,27 +149,24 @@ def _server_credentials(config: Config) -> grpc.ServerCredentials | None:
                                        require_client_auth=client_ca is not None)
 
 
-async def start(config: Config) -> RunningServer:
-    """Start serving (returns once listening). Tables are recovered from the data directory
-    before the first request is served.
+@dataclass
+class _Bound:
+    """The gRPC server with its ports bound (nothing served yet)."""
 
-    :raises OSError: a port is taken or an address cannot be used.
-    :raises SetupError: the data directory or the TLS files cannot be used.
-    """
-    metrics = Metrics()
-    quotas = Quotas(config)
+    server: grpc.aio.Server
+    port: int
+    advertise: str
+    page: web.WebServer | None
+
+    async def abandon(self) -> None:
+        await self.server.stop(None)
+        if self.page is not None:
+            self.page.close_sockets()
+
+
+async def _bind(config: Config) -> _Bound:
     credentials = _server_credentials(config)
-    tables_ref: list[TableManager] = []
-    forwarding_key = secrets.token_urlsafe(32)  # the web bridge's, believed by the gateway
-    try:
-        proxies = trusted_networks(config.trusted_proxies)
-    except ValueError as exc:
-        raise SetupError(f"--trusted-proxies: {exc}") from None
-    gateway = GatewayInterceptor(metrics, quotas,
-                                 lambda token_hash: token_hash in tables_ref[0].tokens,
-                                 forwarding_key if config.web_port else None, proxies)
     server = grpc.aio.server(
-        interceptors=[gateway],
         options=[
             # A second server on a taken port must fail, not share; --workers' nodes share.
             ("grpc.so_reuseport", 1 if config.reuse_port else 0),
@@ -148,53 +181,100 @@ async def start(config: Config) -> RunningServer:
         ],
         maximum_concurrent_rpcs=None,
     )
-    try:  # bind first: a second server on the same port must not touch the data directory
+    try:
         port = (server.add_secure_port(config.listen, credentials) if credentials
                 else server.add_insecure_port(config.listen))
     except RuntimeError as exc:
         raise OSError(f"cannot listen on {config.listen}: {exc}") from None
     if port == 0:
         raise OSError(f"cannot listen on {config.listen}: address in use or unavailable")
-    advertise = config.advertise
+    bound = _Bound(server, port, config.advertise, None)
     if config.internal_listen:  # a worker's own address, for the other nodes' forwarding
         internal = server.add_insecure_port(config.internal_listen)
         if internal == 0:
             raise OSError(f"cannot listen on {config.internal_listen}")
+        advertise = config.advertise
         if advertise and ":" not in advertise.rsplit("]", 1)[-1]:  # a host: this port on it
             advertise = f"{advertise}:{internal}"
-        advertise = advertise or f"{config.internal_listen.rsplit(':', 1)[0]}:{internal}"
-    advertise = advertise or f"{config.listen.rsplit(':', 1)[0]}:{port}"
-    if config.database and advertise.rsplit(":", 1)[0].strip("[]") in ("0.0.0.0", "::", ""):
-        await server.stop(None)
-        raise SetupError(f"--database: the other nodes cannot reach {advertise}: give "
+        bound.advertise = advertise or f"{config.internal_listen.rsplit(':', 1)[0]}:{internal}"
+    bound.advertise = bound.advertise or f"{config.listen.rsplit(':', 1)[0]}:{port}"
+    if config.database and bound.advertise.rsplit(":", 1)[0].strip("[]") in ("0.0.0.0", "::",
+                                                                             ""):
+        await bound.abandon()
+        raise SetupError(f"--database: the other nodes cannot reach {bound.advertise}: give "
                          "--advertise HOST:PORT (and --node-id NAME) on this machine")
-    page = None
     if config.web_port:  # the web bridge relays to a plaintext loopback port of its own
         relay_port = server.add_insecure_port("127.0.0.1:0")
         if relay_port == 0:
-            await server.stop(None)
+            await bound.abandon()
             raise OSError("cannot open a loopback port for the web page")
         try:
-            page = web.prepare(config.web_host, config.web_port, f"127.0.0.1:{relay_port}",
-                               config.max_concurrent_streams)
+            bound.page = web.prepare(config.web_host, config.web_port,
+                                     f"127.0.0.1:{relay_port}", config.max_concurrent_streams)
         except OSError:
-            await server.stop(None)
+            await bound.abandon()
             raise
+    return bound
+
+
+async def start(config: Config) -> RunningServer:
+    """Start serving (returns once listening). Tables are recovered from the store before
+    the first request is served.
+
+    :raises OSError: a port is taken or an address cannot be used.
+    :raises SetupError: the data directory or the TLS files cannot be used.
+    """
     try:
-        storage = open_storage(config.data_dir, config.database,
-                               Node(config.node_id or advertise, advertise, config.lease))
+        proxies = trusted_networks(config.trusted_proxies)
+    except ValueError as exc:
+        raise SetupError(f"--trusted-proxies: {exc}") from None
+    bound = await _bind(config)
+    store: Storage
+    shared: PgStore | None = None  # a node among others sharing one PostgreSQL
+    try:
+        if config.database:
+            store = shared = PgStore.open(config.database, Node(
+                config.node_id or bound.advertise, bound.advertise, config.lease))
+        else:
+            store = open_local_store(config.data_dir)
     except StoreUnusable as exc:
-        await server.stop(None)
-        if page is not None:
-            page.close_sockets()
+        await bound.abandon()
         raise SetupError(str(exc)) from None
-    tables = TableManager(config, metrics, storage)
-    tables_ref.append(tables)
-    metrics.add_gauges(lambda: _live_gauges(tables, quotas))
-    copas_pb2_grpc.add_CopasServiceServicer_to_server(CopasService(tables), server)
+    metrics = Metrics()
+    quotas = Quotas(config)
+    scheduler = LoopScheduler()
+    thinker = Thinker(config.bot_workers, config.bot_think_seconds) \
+        if config.bot_workers > 0 else None
+    lease = Lease(shared) if shared is not None else None
+    directory: Directory = ClusterDirectory(shared, lease) \
+        if shared is not None and lease is not None else LocalDirectory()
+    registry = TableRegistry(config.registry_settings(), config.table_settings(), metrics,
+                             store, scheduler, directory, thinker)
+    records = Records(store, scheduler, config.keep_records, config.keep_records_days)
+    lobby: LobbySource = registry.lobby
+    router: CallRouter = SERVE_HERE
+    forwarder: CallForwarder = SERVE_HERE
+    takeovers = relay = None
+    cluster_key = ""
+    if shared is not None and lease is not None:
+        takeovers = Takeovers(registry, shared, lease)
+        cluster_router = Router(registry, shared, lease, takeovers)
+        cluster_key = await asyncio.to_thread(shared.cluster_key)
+        relay = Forwarder(cluster_key, cluster_router.forget_owner)
+        router, forwarder = cluster_router, relay
+        lobby = cluster_lobby = ClusterLobby(shared, registry.durable)
+        metrics.add_gauges(lambda: _cluster_gauges(cluster_router, relay, takeovers,
+                                                   cluster_lobby))
+    forwarding_key = secrets.token_urlsafe(32) if bound.page is not None else None
+    gateway = Gateway(metrics, quotas, registry.is_valid_token,
+                      PeerTrust(forwarding_key, proxies, cluster_key), router, forwarder)
     health_servicer = health.aio.HealthServicer()
-    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
-    reflection.enable(server, (SERVICE_NAME, health.SERVICE_NAME))
+    gateway.install(bound.server, {
+        **service_handlers(copas_pb2_grpc.add_CopasServiceServicer_to_server,
+                           CopasService(registry, lobby, records)),
+        **service_handlers(health_pb2_grpc.add_HealthServicer_to_server, health_servicer),
+        **reflection.services((SERVICE_NAME, health.SERVICE_NAME))})
+    metrics.add_gauges(lambda: _live_gauges(registry, quotas))
     metrics_port = 0
     http_server = None
     if config.metrics_port:
@@ -203,42 +283,34 @@ async def start(config: Config) -> RunningServer:
                                                registry=metrics.registry)
             metrics_port = http_server.server_port
         except OSError as exc:
-            await server.stop(None)
-            await storage.close()
-            if page is not None:
-                page.close_sockets()
+            await bound.abandon()
+            await store.close()
             raise OSError(f"cannot serve metrics on {config.metrics_host}:"
                           f"{config.metrics_port}: {exc}") from None
-    if isinstance(storage, SqliteStorage) and (legacy := storage.legacy_tables()):
-        log.warning("legacy_tables_kept", count=legacy,
-                    detail="tables written by an older Copas are kept but not served")
-    if isinstance(storage, PgStorage):  # a node among others: lease, routing, takeovers
-        tables.cluster = gateway.cluster = Cluster(tables, storage)
-        storage.on_fenced = tables.cluster.tables_lost
-        await tables.cluster.start()
-    recover(tables)
-    if config.bot_workers > 0:
-        tables.bots = Thinker(config.bot_workers, config.bot_think_seconds)
-        warm_up = asyncio.create_task(tables.bots.warm_up())
+    if takeovers is not None:
+        await takeovers.start()
+    recover(registry)
+    if thinker is not None:
+        warm_up = asyncio.create_task(thinker.warm_up())
         warm_up.add_done_callback(lambda _: None)
-    await server.start()
-    if page is not None:
-        web.start(page, forwarding_key, max_message_bytes=config.max_message_bytes,
+    await bound.server.start()
+    if bound.page is not None and forwarding_key is not None:
+        web.start(bound.page, forwarding_key, max_message_bytes=config.max_message_bytes,
                   grace=config.grace, max_connections=config.web_max_connections,
                   tls_cert=config.tls_cert, tls_key=config.tls_key,
                   tls_client_ca=config.tls_client_ca)
-    retention = asyncio.create_task(_retention(tables, config.retention_interval))
-    running = RunningServer(server, port, tables, health_servicer, metrics, metrics_port,
-                            retention, quotas, http_server, page)
-    loop = asyncio.get_running_loop()
-
-    def on_failure(failure: StorageFailed) -> None:
-        loop.call_soon(lambda: asyncio.ensure_future(fail_stop(running, failure)))
-
-    storage.on_failure = on_failure
+    retention = asyncio.create_task(_retention(records, config.retention_interval))
+    running = RunningServer(bound.server, bound.port, registry, store, health_servicer,
+                            metrics, metrics_port, retention, quotas, records, takeovers, relay,
+                            thinker, http_server, bound.page)
+    running.watchers.append(asyncio.create_task(_watch_store(running)))
     await health_servicer.set("", health_pb2.HealthCheckResponse.SERVING)
     await health_servicer.set(SERVICE_NAME, health_pb2.HealthCheckResponse.SERVING)
     return running
+
+
+async def _watch_store(running: RunningServer) -> None:
+    await fail_stop(running, await running.store.failed())
 
 
 async def fail_stop(running: RunningServer, failure: StorageFailed) -> None:
@@ -249,21 +321,17 @@ async def fail_stop(running: RunningServer, failure: StorageFailed) -> None:
     running.failure = failure
     log.error("storage_failed", error=str(failure),
               detail="not serving; restart the server to recover from the log")
-    running.tables.is_accepting = False
+    running.registry.is_accepting = False
     await running.health.enter_graceful_shutdown()
-    error = ServiceError.unavailable(
-        "the server's store failed; it is restarting from its log, retry shortly",
-        "STORAGE_FAILED")
-    for table in list(running.tables.tables.values()):
-        table.release(error)
+    running.registry.fail_all(ServiceError.storage_failed())
     running.failed.set()
 
 
-async def _retention(tables: TableManager, interval: float) -> None:
+async def _retention(records: Records, interval: float) -> None:
     """Enforce the record limits now and then, off the event loop."""
     while True:
         try:
-            await asyncio.to_thread(tables.prune_records)
+            await asyncio.to_thread(records.prune)
         except Exception as exc:  # keep sweeping; the next sweep may succeed
             log.error("retention_failed", error=str(exc))
         await asyncio.sleep(interval)
@@ -271,24 +339,28 @@ async def _retention(tables: TableManager, interval: float) -> None:
 
 async def shutdown(running: RunningServer, grace: float) -> None:
     """Health NOT_SERVING, refuse new tables, let running RPCs finish within ``grace``."""
-    running.tables.is_accepting = False
+    running.registry.is_accepting = False
     if running.page is not None:
         running.page.begin_stop()
     await running.health.enter_graceful_shutdown()
-    running.tables.close_all()
+    running.registry.close_all()
     began = time.monotonic()
     if running.page is not None:  # the browsers' calls first: they are relayed to gRPC
         await running.page.stop(grace)
     await running.server.stop(max(0.0, grace - (time.monotonic() - began)))
     running.retention.cancel()
-    if running.tables.cluster is not None:
-        await running.tables.cluster.stop()
-    if running.tables.bots is not None:  # the bots' worker processes stop with the server
-        await asyncio.to_thread(running.tables.bots.shutdown)
+    for task in running.watchers:
+        task.cancel()
+    if running.takeovers is not None:
+        await running.takeovers.stop()
+    if running.forwarder is not None:
+        await running.forwarder.close()
+    if running.thinker is not None:  # the bots' worker processes stop with the server
+        await asyncio.to_thread(running.thinker.shutdown)
     if running.failure is None:
         with contextlib.suppress(StorageFailed):
-            await running.tables.storage.sync()
-    await running.tables.storage.close()
+            await running.store.sync()
+    await running.store.close()
     if running.metrics_http is not None:
         running.metrics_http.shutdown()
         running.metrics_http.server_close()

@@ -25,7 +25,7 @@ from engine import (
     replay_actions,
 )
 from engine.cards import QUEEN_SPADES, mask_of
-from tests.conftest import cards, rig
+from tests.helpers.games import cards, rig
 
 TINY = Budget(playouts=2)
 

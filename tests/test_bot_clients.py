@@ -18,8 +18,9 @@ from copas.v1 import copas_pb2
 
 from clients import bots
 from clients.common import Player, zero_timing
-from tests.server_helpers import free_port, serving
-from tests.test_clients import ENV, ROOT
+from tests.helpers.games import ROOT
+from tests.helpers.servers import free_port, serving
+from tests.helpers.terminal import ENV
 from tools import policies
 
 

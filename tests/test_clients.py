@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.server_helpers import free_port
+from tests.helpers.servers import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")

@@ -20,26 +20,20 @@ import psycopg
 import pytest
 from copas.v1 import copas_pb2, copas_pb2_grpc
 
-import server.cluster
-import server.registry
-from engine import Game, Phase, action_to_json, replay, result_of
-from server.lobby import LobbyFilter
-from server.pg_storage import Node, PgStorage
-from server.storage import StoreUnusable
-from tests.server_helpers import (
+import server.cluster.lobby
+import server.cluster.routing
+from engine import Game, Phase, Rules, action_to_json, replay, result_of
+from server.store import Node, PgStore, StoreUnusable, TableMeta
+from tests.helpers.calls import Watch, auth, drive, is_over, join_all, new_table
+from tests.helpers.games import rules_of
+from tests.helpers.servers import (
     TEST_DATABASE,
-    Watch,
-    auth,
-    drive,
+    ServerProcess,
     free_port,
     fresh_database,
-    is_over,
-    join_all,
-    new_table,
     serving,
 )
-from tests.test_clients import PROMPT, Terminal
-from tests.test_server_game import rules_of
+from tests.helpers.terminal import PROMPT, Terminal
 from tools.pglocal import LocalPostgres
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -48,8 +42,11 @@ LEASE = 2.0  # seconds: short, so that takeovers happen within a test
 
 # ------------------------------------------------------------------ the store, in-process
 
-def _open(dsn: str, node_id: str, lease: float = LEASE) -> PgStorage:
-    return PgStorage.open(dsn, Node(node_id, f"{node_id}:1", lease))
+META = TableMeta(name="t", preset="online", rules=Rules(), seed=1, bot_seats=0, order=1)
+
+
+def _open(dsn: str, node_id: str, lease: float = LEASE) -> PgStore:
+    return PgStore.open(dsn, Node(node_id, f"{node_id}:1", lease))
 
 
 def _expire(dsn: str, node_id: str) -> None:
@@ -62,12 +59,10 @@ def _expire(dsn: str, node_id: str) -> None:
 async def test_a_node_that_lost_its_table_can_never_write_for_it_again(postgres: Any) -> None:
     dsn = fresh_database(postgres.dsn)
     a, b = _open(dsn, "a"), _open(dsn, "b")
-    lost: list[set[str]] = []
-    a.on_fenced = lost.append
     try:
         a.heartbeat()
         b.heartbeat()
-        a.create_table("t1", 1.0, {"order": 1})
+        a.create_table("t1", 1.0, META)
         a.append("t1", json.dumps({"kind": "first"}))
         a.register_token("hash-1", "t1", 0)
         await a.sync()
@@ -80,7 +75,8 @@ async def test_a_node_that_lost_its_table_can_never_write_for_it_again(postgres:
         a.note_sequence("t1", 99)
         a.forget_token("hash-1", "t1")  # a's timer gives the seat up, too late
         await a.sync()
-        assert lost == [{"t1"}] and "t1" not in a.epochs
+        assert a.take_fenced() == {"t1"} and "t1" not in a.epochs
+        assert a.take_fenced() == set()  # told once
         b.append("t1", json.dumps({"kind": "second"}))
         await b.sync()
         with psycopg.connect(dsn) as db:
@@ -128,7 +124,7 @@ def test_two_nodes_racing_for_an_expired_table_exactly_one_owns_it(postgres: Any
             start = threading.Barrier(len(racers))
             won: dict[str, list[str]] = {}
 
-            def race(racer: PgStorage, table_id: str = table_id,
+            def race(racer: PgStore, table_id: str = table_id,
                      start: threading.Barrier = start, won: dict[str, list[str]] = won) -> None:
                 start.wait()
                 won[racer.node.node_id] = [t.table_id for t in racer.claim(table_id=table_id)]
@@ -157,45 +153,29 @@ class NodeProcess:
     """A server process, a node of the cluster on ``dsn``; its log goes to a file."""
 
     def __init__(self, directory: Path, dsn: str, node_id: str, port: int | None = None) -> None:
-        self.port = port or free_port()
         self.node_id = node_id
-        self.log_path = directory / f"{node_id}-{time.monotonic_ns()}.log"
-        self.log_file = self.log_path.open("w")
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "server.main", "--listen", f"127.0.0.1:{self.port}",
-             "--database", dsn, "--node-id", node_id, "--lease", str(LEASE),
-             "--metrics-port", "0", "--web-port", "0", "--allow-seed",
-             "--trick-pause", "0", "--hand-pause", "0", "--play-timeout", "0",
-             "--pass-timeout", "0", "--moon-timeout", "0", "--log-format", "json",
-             "--unlimited-quotas", "--bot-table-pace", "0.001", "--bot-policy", "auto",
-             "--bot-workers", "0"],
-            cwd=ROOT, stdout=subprocess.PIPE, stderr=self.log_file, text=True,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"})
-        assert self.proc.stdout is not None
-        line = self.proc.stdout.readline()
-        assert "listening" in line, line + self.log_path.read_text()
-        self.channel = grpc.aio.insecure_channel(f"127.0.0.1:{self.port}")
+        self.server = ServerProcess(
+            "--database", dsn, "--node-id", node_id, "--lease", str(LEASE), "--allow-seed",
+            "--trick-pause", "0", "--hand-pause", "0", "--play-timeout", "0",
+            "--pass-timeout", "0", "--moon-timeout", "0", "--log-format", "json",
+            "--unlimited-quotas", "--bot-table-pace", "0.001", "--bot-policy", "auto",
+            "--bot-workers", "0", port=port, log_dir=directory)
+        self.port = self.server.port
+        self.channel = grpc.aio.insecure_channel(self.server.address)
         self.stub = copas_pb2_grpc.CopasServiceStub(self.channel)
 
     def signal(self, number: int) -> None:
-        self.proc.send_signal(number)
+        self.server.proc.send_signal(number)
 
     def kill9(self) -> None:
-        self.proc.send_signal(signal.SIGKILL)
-        self.proc.wait(10)
+        self.server.kill9()
 
     async def stop(self) -> str:
         await self.channel.close()
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGCONT)
-            self.proc.terminate()
-            try:
-                self.proc.wait(15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(5)
-        self.log_file.close()
-        return self.log_path.read_text()
+        if self.server.proc.poll() is None:
+            self.server.resume()
+            await asyncio.to_thread(self.server.stop)
+        return self.server.log()
 
 
 async def _until_served(stub: copas_pb2_grpc.CopasServiceStub, table_id: str,
@@ -438,24 +418,27 @@ async def test_any_node_answers_lobby_joins_views_and_records(
             record_id=bots.table_id))
         assert json.loads(record.record.record_json)["actions"]
         # What the relaying node held for those calls is given back, and what it remembers
-        # is bounded.
-        cluster = node_b.tables.cluster
-        assert cluster is not None
-        assert all(calls == 0 for pool in cluster._channels.values() for _, calls in pool)
-        monkeypatch.setattr(server.cluster, "OWNER_CACHE", 3)
+        # is bounded (its metrics say).
+        held = node_b.metrics.registry.get_sample_value
+        assert held("copas_cluster_relayed_calls") == 0
+        monkeypatch.setattr(server.cluster.routing, "OWNER_CACHE", 3)
         others = [await new_table(on_a, seed=str(i)) for i in range(6)]
         for other in others:
             await on_b.GetTable(copas_pb2.GetTableRequest(table_id=other.table_id))
-        assert len(cluster._owners) <= 3
+        assert (held("copas_cluster_owners_cached") or 0) <= 3
         for other in others:  # a table nobody has: NOT_FOUND, nothing remembered
             with pytest.raises(grpc.aio.AioRpcError) as missing:
                 await on_b.GetTable(copas_pb2.GetTableRequest(table_id=other.table_id + "x"))
             assert missing.value.code() == grpc.StatusCode.NOT_FOUND
-        assert len(cluster._owners) <= 3 and not cluster._reading and not cluster._claiming
-        monkeypatch.setattr(server.registry, "LOBBY_READS", 3)  # lobby filters varied
+        assert (held("copas_cluster_owners_cached") or 0) <= 3
+        assert held("copas_cluster_claims") == 0
+        monkeypatch.setattr(server.cluster.lobby, "READS_KEPT", 3)  # lobby filters varied
         for preset in ("a", "b", "c", "d", "e", "f"):
-            assert await node_b.tables.cluster_lobby(LobbyFilter(preset=preset)) == []
-        assert len(node_b.tables._lobby_reads) <= 3
+            watch = on_b.WatchLobby(copas_pb2.WatchLobbyRequest(preset=preset))
+            first = await asyncio.wait_for(watch.read(), 10)
+            assert list(first.snapshot.tables) == []
+            watch.cancel()
+        assert (held("copas_cluster_lobby_reads_cached") or 0) <= 3
 
 
 async def test_a_clean_stop_hands_tables_over_and_the_node_losing_a_claim_forwards(
@@ -479,6 +462,12 @@ async def test_a_clean_stop_hands_tables_over_and_the_node_losing_a_claim_forwar
         assert owner in ("b", "c")
 
 
+def _owner_of(dsn: str, table_id: str) -> str:
+    with psycopg.connect(dsn) as db:
+        row = db.execute("SELECT owner FROM tables WHERE table_id = %s", (table_id,)).fetchone()
+    return str(row[0]) if row else ""
+
+
 async def test_a_relaying_node_lets_go_of_a_node_that_went_away(postgres: Any) -> None:
     """b relays to a; a stops; b's next call fails over (UNAVAILABLE, then the table on b)
     and b keeps no connection to a's old address."""
@@ -487,8 +476,8 @@ async def test_a_relaying_node_lets_go_of_a_node_that_went_away(postgres: Any) -
         async with serving(database=dsn, node_id="a", allow_seed=True) as (_, on_a):
             table = await new_table(on_a, preset="quick", seed="12")
             joins = await join_all(on_b, table.table_id, 4)  # relayed to a
-            cluster = node_b.tables.cluster
-            assert cluster is not None and len(cluster._channels) == 1
+            held = node_b.metrics.registry.get_sample_value
+            assert held("copas_cluster_connections") == 1
         request = copas_pb2.GetViewRequest(table_id=table.table_id)
         failures = 0
         while True:
@@ -499,5 +488,7 @@ async def test_a_relaying_node_lets_go_of_a_node_that_went_away(postgres: Any) -
             except grpc.aio.AioRpcError as error:
                 assert error.code() == grpc.StatusCode.UNAVAILABLE and failures < 3, error
                 failures += 1
-        assert len(view.view.hand) == 13 and table.table_id in node_b.tables.tables
-        assert not cluster._channels  # nothing kept for a
+        assert len(view.view.hand) == 13
+        owner = await asyncio.to_thread(_owner_of, dsn, table.table_id)
+        assert owner == "b"  # b took it over
+        assert held("copas_cluster_connections") == 0  # nothing kept for a

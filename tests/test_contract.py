@@ -16,8 +16,9 @@ from grpc_reflection.v1alpha import reflection_pb2
 
 from engine import Game, Reason
 from server.errors import REASONS, ServiceError
-from tests.server_helpers import Watch, auth, drive, is_over, join_all, new_table, serving
-from tests.test_server_game import rules_of
+from tests.helpers.calls import Watch, auth, drive, is_over, join_all, new_table
+from tests.helpers.games import rules_of
+from tests.helpers.servers import serving
 
 ROOT = Path(__file__).resolve().parent.parent
 

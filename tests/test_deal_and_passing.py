@@ -17,7 +17,7 @@ from engine import (
     public_view,
 )
 from engine.cards import CARDS, mask_of
-from tests.conftest import fingerprint
+from tests.helpers.games import fingerprint
 
 L, R, A, H = PassDirection.LEFT, PassDirection.RIGHT, PassDirection.ACROSS, PassDirection.HOLD
 

@@ -18,20 +18,11 @@ import grpc
 import pytest
 from copas.v1 import copas_pb2, copas_pb2_grpc
 
-from engine import Game, Phase, Rules, action_to_json, replay, result_of, to_record
+from engine import Game, Phase, action_to_json, replay, result_of
 from server.main import shutdown, start
-from tests.server_helpers import (
-    Watch,
-    auth,
-    card_pb,
-    config_for_tests,
-    drive,
-    finished_bot_table,
-    free_port,
-    join_all,
-    new_table,
-)
-from tests.test_server_game import rules_of
+from tests.helpers.calls import Watch, auth, card_pb, drive, finished_bot_table, join_all, new_table
+from tests.helpers.games import rules_of
+from tests.helpers.servers import config_for_tests, free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -181,7 +172,7 @@ async def test_reconnect_storm_after_a_restart(tmp_path: Path) -> None:
     running = await start(config_for_tests(listen=f"127.0.0.1:{port}",
                                       data_dir=str(tmp_path)))
     try:
-        assert len(running.tables.tables) == 1000
+        assert len(list(running.registry.live())) == 1000
         channels = [grpc.aio.insecure_channel(f"127.0.0.1:{port}",  # a connection each
                                               options=[("grpc.use_local_subchannel_pool", 1)])
                     for _ in range(100)]
@@ -274,7 +265,7 @@ async def test_records_list_newest_first_and_retention_removes_only_old_ones(
                 page_size=3, page_token=page.next_page_token))
             assert [r.record_id for r in rest.records] == finished[:1]
             assert not rest.next_page_token and not page.records[0].record_json
-            removed = await asyncio.to_thread(running.tables.prune_records)
+            removed = await asyncio.to_thread(running.records.prune)
             assert removed == 2
             kept = await stub.ListGameRecords(copas_pb2.ListGameRecordsRequest())
             assert [r.record_id for r in kept.records] == finished[::-1][:2]
@@ -307,14 +298,14 @@ async def test_a_log_that_does_not_replay_is_quarantined_and_retried(tmp_path: P
     with capture_logs() as logs:
         running = await start(config_for_tests(data_dir=str(tmp_path)))
     try:
-        assert set(running.tables.tables) == {ids[0], ids[2]}
-        assert running.metrics.tables_quarantined._value.get() == 1  # type: ignore[attr-defined]
+        assert {t.id for t in running.registry.live()} == {ids[0], ids[2]}
+        assert running.metrics.registry.get_sample_value("copas_tables_quarantined") == 1
         failure = next(e for e in logs if e["event"] == "table_quarantined")
         assert failure["table_id"] == ids[1] and failure["log_level"] == "error"
         assert not [e for e in logs if e["event"] in ("player_joined", "game_started")], \
             "replay must not log old events again"
         for table_id in (ids[0], ids[2]):
-            seats = running.tables.tables[table_id].seats
+            seats = running.registry.get(table_id).seats
             assert [s.is_taken for s in seats] == [True, True, False, False]
         async with grpc.aio.insecure_channel(f"127.0.0.1:{running.port}") as channel:
             stub = copas_pb2_grpc.CopasServiceStub(channel)
@@ -331,40 +322,8 @@ async def test_a_log_that_does_not_replay_is_quarantined_and_retried(tmp_path: P
     db.close()
     running = await start(config_for_tests(data_dir=str(tmp_path)))
     try:
-        assert set(running.tables.tables) == set(ids)
-        assert [s.is_taken for s in running.tables.tables[ids[1]].seats] == [True, True,
+        assert {t.id for t in running.registry.live()} == set(ids)
+        assert [s.is_taken for s in running.registry.get(ids[1]).seats] == [True, True,
                                                                               False, False]
     finally:
         await shutdown(running, 0)
-
-
-def finished_record(record_id: str, finished: float) -> dict[str, Any]:
-    """A record as a finished table writes it (a game of bots)."""
-    game = Game(Rules.preset("quick"), record_id)
-    while not game.is_over:
-        game.apply(game.auto_action(game.to_act()[0]))
-    return to_record(game) | {
-        "record_id": record_id, "table_id": record_id, "display_name": record_id,
-        "preset": "quick", "created": finished - 10, "finished": finished, "seed": record_id,
-        "seats": [{"seat": s, "name": f"P{s}", "is_bot": True} for s in range(4)],
-        "result": result_of(game)}
-
-
-def test_retention_by_age_removes_only_older_records(tmp_path: Path) -> None:
-    from server.storage import SqliteStorage
-
-    async def scenario() -> list[str]:
-        store = SqliteStorage.open(tmp_path / "copas.db")
-        for i, finished in enumerate((100.0, 200.0, 300.0)):
-            store.create_table(f"t{i}", finished - 10, {})
-            store.finish_table(f"t{i}", finished, {"n": i}, finished_record(f"t{i}", finished))
-        store.create_table("open", 50.0, {})
-        store.append("open", "{}")
-        await store.sync()
-        assert store.prune_records(keep=0, max_age=150.0, now=360.0) == 2
-        left = [rid for _, rid, _ in store.list_records(10, None)]
-        assert [t.table_id for t in store.load_tables() if t.status == "open"] == ["open"]
-        await store.close()
-        return left
-
-    assert asyncio.run(scenario()) == ["t2"]

@@ -8,14 +8,14 @@ from typing import Any
 
 import pytest
 
-from server.gateway import FORWARDED_FOR, FORWARDING_KEY, forwarded_peer, trusted_networks
+from server.rpc.peers import FORWARDED_FOR, FORWARDING_KEY, PeerTrust, trusted_networks
 
 KEY = "k" * 43
 PROXIES = trusted_networks("10.0.0.0/8, 2001:db8:ffff::1")
 
 
 class Call:
-    """Just what ``forwarded_peer`` reads of a servicer context."""
+    """A call's peer and metadata, as a servicer context has them."""
 
     def __init__(self, peer: str, *pairs: tuple[str, str]) -> None:
         self._peer = peer
@@ -45,7 +45,7 @@ def relayed(peer: str, address: str, key: str = KEY) -> Call:
 ])
 def test_only_the_bridge_on_loopback_may_name_the_clients_address(
         call: Any, key: str | None, expected: str) -> None:
-    assert forwarded_peer(call, key) == expected
+    assert PeerTrust(key).client_of(call.peer(), call.invocation_metadata()) == expected
 
 
 @pytest.mark.parametrize(("call", "expected"), [
@@ -60,4 +60,5 @@ def test_only_the_bridge_on_loopback_may_name_the_clients_address(
     (Call("10.1.2.3"), "10.1.2.3"),
 ])
 def test_trusted_proxies_name_the_client(call: Any, expected: str) -> None:
-    assert forwarded_peer(call, None, PROXIES) == expected
+    assert PeerTrust(None, PROXIES).client_of(call.peer(), call.invocation_metadata()) == \
+        expected

@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from server.main import RunningServer, shutdown, start
-from tests.server_helpers import config_for_tests
+from tests.helpers.servers import config_for_tests
 
 BATCH = 50
 BATCHES = 200  # 10,000 requests
@@ -44,13 +44,13 @@ class ServerThread:
         """Everything a request could change, read on the server's loop."""
         async def read() -> Any:
             out = []
-            for table in self.running.tables.tables.values():
+            for table in self.running.registry.live():
                 game = table.game
                 out.append((table.id, table.sequence,
                             tuple((s.is_taken, s.name, s.token_hash) for s in table.seats),
                             None if game is None else (game.phase, tuple(game.hands),
                                                        len(game.actions), tuple(game.has_left))))
-            return out, len(self.running.tables.tokens)
+            return out, len(self.running.registry.seating.tokens)
         return self.run(read())
 
     def streams_open(self) -> int:
@@ -77,7 +77,7 @@ def world() -> Iterator[dict[str, Any]]:
         for i in range(seats):
             tokens.append(stub.JoinTable(copas_pb2.JoinTableRequest(
                 table_id=table.table_id, display_name=f"P{i}")).player_token)
-    playing = server.running.tables.get(tables[2])
+    playing = server.running.registry.get(tables[2])
     game = playing.game
     assert game is not None
     for seat in range(4):

@@ -22,18 +22,10 @@ from grpc_status import rpc_status
 
 from engine import Game
 from server.main import SetupError, shutdown, start
-from tests.server_helpers import (
-    Watch,
-    auth,
-    card_pb,
-    config_for_tests,
-    free_port,
-    is_over,
-    join_all,
-    new_table,
-    serving,
-)
-from tests.test_server_game import rules_of
+from server.store import PgStore
+from tests.helpers.calls import Watch, auth, card_pb, is_over, join_all, new_table
+from tests.helpers.games import rules_of
+from tests.helpers.servers import config_for_tests, delete_rows, free_port, serving, store_rows
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -129,7 +121,7 @@ async def test_no_call_plays_a_game_inside_the_event_loop() -> None:
         assert table.phase != copas_pb2.PHASE_GAME_OVER  # CreateTable did not play it
         slowest = await health_answers_quickly(running.port)
         assert slowest < 0.25
-        live = running.tables.get(table.table_id)
+        live = running.registry.get(table.table_id)
         assert live.game is not None and live.game.hand_number >= 1  # it is being played
         # The last person leaving a table of bots ends the game at once.
         other = await new_table(stub, seed="8", bots=3)
@@ -176,11 +168,12 @@ async def test_a_failed_commit_is_never_acknowledged_and_the_server_stops(tmp_pa
             game = Game(rules_of(table), "42")
             seat = joins[0].seat
             cards = game.auto_action(seat).cards  # type: ignore[union-attr]
-            storage = running.tables.storage
+            storage = running.store
 
             def disk_full(batch: Any) -> None:
                 raise sqlite3.OperationalError("database or disk is full")
 
+            # Fault injection: the store's commit meets a full disk.
             storage._commit = disk_full  # type: ignore[method-assign]
             error = await refused(stub.PassCards(copas_pb2.PassCardsRequest(
                 table_id=table.table_id, cards=[card_pb(c) for c in cards]),
@@ -316,7 +309,7 @@ async def test_leaving_during_a_trick_pause_does_not_freeze_the_table() -> None:
         joins = await join_all(stub, table.table_id, 2)
         tokens = {j.seat: j.player_token for j in joins}
         watch = Watch(stub, table.table_id, tokens[0])
-        live = running.tables.get(table.table_id)
+        live = running.registry.get(table.table_id)
         while live.paused_until is None:  # play until the first trick's pause
             await asyncio.sleep(0.005)
             seat = next((s for s in tokens if live.game and s in live.game.to_act()), None)
@@ -367,10 +360,10 @@ async def test_capacity_comes_back(tmp_path: Path) -> None:
                               metadata=auth(first[1].player_token))
         await stub.JoinTable(copas_pb2.JoinTableRequest(table_id=a.table_id, display_name="C"))
         # Waiting tables nobody is at expire, and take their seats with them.
-        await eventually(lambda: running.tables.open_tables == 0)
+        await eventually(lambda: running.registry.open_tables == 0)
         await refused(stub.GetTable(copas_pb2.GetTableRequest(table_id=a.table_id)),
                       grpc.StatusCode.NOT_FOUND)
-        assert running.tables.seated == 0
+        assert running.registry.seated == 0
         # Finished tables do not count against --max-tables.
         done = await new_table(stub, seed="3", bots=4)
         watch = Watch(stub, done.table_id)
@@ -380,7 +373,7 @@ async def test_capacity_comes_back(tmp_path: Path) -> None:
         # A game whose people are silent with no time limits ends by the idle rule.
         silent = await new_table(stub, seed="5", bots=2, max_hands=0, point_limit=1000)
         await join_all(stub, silent.table_id, 2)
-        live = running.tables.get(silent.table_id)
+        live = running.registry.get(silent.table_id)
         await eventually(lambda: live.is_finished)
         over = (await stub.GetTable(copas_pb2.GetTableRequest(table_id=silent.table_id))).table
         assert over.phase == copas_pb2.PHASE_GAME_OVER
@@ -394,13 +387,13 @@ async def test_waiting_tables_expire_after_a_restart_too(tmp_path: Path) -> None
     await shutdown(running, 0)
     running = await start(config_for_tests(data_dir=str(tmp_path), waiting_table_ttl=0.2))
     try:
-        assert table.table_id in running.tables.tables
-        await eventually(lambda: table.table_id not in running.tables.tables)
+        assert running.registry.holds(table.table_id)
+        await eventually(lambda: not running.registry.holds(table.table_id))
     finally:
         await shutdown(running, 0)
     running = await start(config_for_tests(data_dir=str(tmp_path)))
     try:
-        assert table.table_id not in running.tables.tables  # its rows are gone too
+        assert not running.registry.holds(table.table_id)  # its rows are gone too
     finally:
         await shutdown(running, 0)
 
@@ -473,7 +466,7 @@ async def test_quotas_per_token_and_per_peer_say_when_to_retry() -> None:
 
 
 def test_a_watcher_queue_is_bounded_in_bytes() -> None:
-    from server.fanout import Watcher
+    from server.tables.fanout import Watcher
 
     watcher = Watcher(None, None, max_messages=1000, max_bytes=4096)
     assert watcher.push(1, b"x" * 3000)
@@ -502,19 +495,10 @@ async def test_connection_and_seat_churn_does_not_grow_the_log(tmp_path: Path) -
                     table_id=table.table_id, display_name=f"S{i}"))
                 await stub.LeaveTable(copas_pb2.LeaveTableRequest(table_id=table.table_id),
                                       metadata=auth(other.player_token))
-            storage = running.tables.storage
-            await storage.sync()
-            on_postgresql = type(storage).__name__ == "PgStorage"
-            mark = "%s" if on_postgresql else "?"
-            rows = storage._db.execute(  # type: ignore[attr-defined]
-                f"SELECT count(*) FROM log WHERE table_id={mark}",
-                (table.table_id,)).fetchone()[0]
-            assert rows == 1  # the one seated player's join
-            if on_postgresql:  # a cluster's token rows are given back as well
-                tokens = storage._db.execute(  # type: ignore[attr-defined]
-                    "SELECT count(*) FROM tokens WHERE table_id=%s",
-                    (table.table_id,)).fetchone()[0]
-                assert tokens == 1
+            await running.store.sync()
+            assert store_rows(running.store, "log", table.table_id) == 1  # the seated join
+            if isinstance(running.store, PgStore):  # a cluster's token rows go back too
+                assert store_rows(running.store, "tokens", table.table_id) == 1
     finally:
         await shutdown(running, 0)
 
@@ -528,7 +512,7 @@ async def test_a_reused_request_id_is_refused_and_retries_get_the_first_answer()
             pass_timeout_seconds=0, play_timeout_seconds=0), seed="42")
         first = (await stub.CreateTable(create)).table
         again = (await stub.CreateTable(create)).table
-        assert first.table_id == again.table_id and len(running.tables.tables) == 1
+        assert first.table_id == again.table_id and len(list(running.registry.live())) == 1
         other = copas_pb2.CreateTableRequest(request_id="create-1", bot_seats=3)
         await refused(stub.CreateTable(other), grpc.StatusCode.INVALID_ARGUMENT,
                       "REQUEST_ID_REUSED")
@@ -572,7 +556,7 @@ async def test_refusals_are_not_remembered() -> None:
         table = await new_table(stub, seed="4", bots=3, trick_pause_seconds=0.3)
         join = (await join_all(stub, table.table_id, 1))[0]
         watch = Watch(stub, table.table_id, join.player_token)
-        live = running.tables.get(table.table_id)
+        live = running.registry.get(table.table_id)
         game = live.game
         assert game is not None
         while live.paused_until is None:
@@ -841,7 +825,10 @@ async def test_finished_games_are_not_kept_in_memory(tmp_path: Path) -> None:
                 record = await stub.GetGameRecord(copas_pb2.GetGameRecordRequest(
                     record_id=table.table_id))
                 assert record.record.record_json and record.record.standings
-        assert not running.tables.storage._records  # on disk only
+            # Served from the store, not from memory: gone from the database, gone.
+            await asyncio.to_thread(delete_rows, running.store, "records", table.table_id)
+            await refused(stub.GetGameRecord(copas_pb2.GetGameRecordRequest(
+                record_id=table.table_id)), grpc.StatusCode.NOT_FOUND, "RECORD_NOT_FOUND")
     finally:
         await shutdown(running, 0)
 
@@ -950,7 +937,7 @@ async def test_bad_tls_files_and_invisible_names_are_refused(tmp_path: Path) -> 
 
 
 def test_a_client_is_its_address_and_an_ipv6_client_its_network() -> None:
-    from server.gateway import peer_address
+    from server.rpc.peers import peer_address
 
     assert peer_address("ipv4:203.0.113.7:5678") == "203.0.113.7"
     assert peer_address("ipv6:[2001:db8:1:2:aaaa::1]:5678") == \

@@ -42,3 +42,88 @@ def test_clients_import_neither_engine_nor_server(package: str) -> None:
 
 def test_server_never_imports_clients() -> None:
     assert "clients" not in imported_roots("server")
+
+
+# ---------------------------------------------------------------- the server's layers
+
+LEAVES = {"server.config", "server.errors", "server.codec", "server.wire",
+          "server.observability", "server.tokens"}
+
+
+def server_imports(package: str) -> dict[str, set[str]]:
+    """Each module of ``server/<package>`` (or of the leaves) -> every module it imports,
+    wherever the import stands (top level, in a function, under TYPE_CHECKING), and every
+    dotted name it reads (``grpc.aio.X`` reads ``grpc.aio``)."""
+    found: dict[str, set[str]] = {}
+    paths = ([ROOT / "server" / f"{name.split('.')[1]}.py" for name in LEAVES]
+             if package == "leaves" else (ROOT / "server" / package).rglob("*.py"))
+    for path in paths:
+        names: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import):
+                names |= {alias.name for alias in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                names.add(node.module)
+                names |= {f"{node.module}.{alias.name}" for alias in node.names}
+            elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+                names.add(f"{node.value.id}.{node.attr}")
+        found[str(path.relative_to(ROOT))] = names
+    return found
+
+
+def reaches(names: set[str], forbidden: tuple[str, ...]) -> set[str]:
+    return {n for n in names if any(n == f or n.startswith(f + ".") for f in forbidden)}
+
+
+@pytest.mark.parametrize(("package", "forbidden"), [
+    ("tables", ("grpc.aio", "server.rpc", "server.cluster", "server.main")),
+    ("store", ("grpc.aio", "server.tables", "server.rpc", "server.cluster", "server.main")),
+    ("cluster", ("server.rpc", "server.main")),
+    ("rpc", ("server.main",)),
+    ("leaves", ("grpc.aio", "server.tables", "server.rpc", "server.cluster", "server.store",
+                "server.main")),
+])
+def test_the_server_imports_only_downward(package: str, forbidden: tuple[str, ...]) -> None:
+    """main -> rpc -> cluster -> tables -> store -> engine, copas.v1; the leaves (config,
+    errors, codec, wire, observability, tokens) serve them all and import none of them."""
+    wrong = {path: sorted(reaches(names, forbidden))
+             for path, names in server_imports(package).items() if reaches(names, forbidden)}
+    assert not wrong, wrong
+
+
+def test_grpc_aio_is_spoken_only_at_the_edge_and_between_nodes() -> None:
+    for package in ("tables", "store", "leaves"):
+        for path, names in server_imports(package).items():
+            assert not reaches(names, ("grpc.aio",)), path
+
+
+def test_no_private_name_is_used_outside_its_module() -> None:
+    """``x._name`` only on ``self`` or ``cls``, and no ``from m import _name``, in the
+    project's code (namedtuples' own ``_asdict`` and ``_replace`` are their public API)."""
+    public_underscored = {"_asdict", "_replace", "_fields", "_make"}
+    wrong = []
+    for package in ("engine", "ai", "server", "clients", "tools"):
+        for path in (ROOT / package).rglob("*.py"):
+            for node in ast.walk(ast.parse(path.read_text(), str(path))):
+                if isinstance(node, ast.Attribute) and node.attr.startswith("_") \
+                        and not node.attr.startswith("__") \
+                        and node.attr not in public_underscored \
+                        and not (isinstance(node.value, ast.Name)
+                                 and node.value.id in ("self", "cls")):
+                    wrong.append(f"{path.relative_to(ROOT)}:{node.lineno} .{node.attr}")
+                elif isinstance(node, ast.ImportFrom) and any(
+                        a.name.startswith("_") and not a.name.startswith("__")
+                        for a in node.names):
+                    wrong.append(f"{path.relative_to(ROOT)}:{node.lineno} import")
+    assert not wrong, wrong
+
+
+def test_every_method_of_the_service_has_a_route() -> None:
+    """A call is routed (served here, or relayed to its table's owner) before any servicer
+    code runs, from one table of every method: a new RPC without a route cannot start."""
+    from server.cluster.routing import ROUTES, missing_routes
+
+    assert missing_routes() == []
+    assert set(ROUTES) == {m.name for m in
+                           __import__("copas.v1.copas_pb2", fromlist=["x"]).DESCRIPTOR
+                           .services_by_name["CopasService"].methods}

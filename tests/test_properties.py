@@ -26,7 +26,7 @@ from engine import (
 )
 from engine.cards import CARDS, mask_of
 from engine.game import DECKS
-from tests.conftest import fingerprint, random_action
+from tests.helpers.games import fingerprint, random_action
 
 GAMES_PER_PLAYER_COUNT = 700
 PROPERTY_SETTINGS = settings(max_examples=GAMES_PER_PLAYER_COUNT, deadline=None, database=None,

@@ -16,7 +16,7 @@ import pytest
 import ai.playout
 import engine.game
 from engine import MoonRule, Rules, dumps
-from tests.conftest import ROOT, random_action
+from tests.helpers.games import ROOT, random_action
 
 IS_PURE_RUN = os.environ.get("COPAS_PURE_ENGINE") == "1"
 

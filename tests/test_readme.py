@@ -13,7 +13,7 @@ from typing import Any
 from copas.v1 import copas_pb2
 from google.protobuf import json_format
 
-from tests.server_helpers import serving
+from tests.helpers.servers import serving
 
 ROOT = Path(__file__).resolve().parent.parent
 MARK = "<!-- walk-through: tests/test_readme.py replays these lines -->"

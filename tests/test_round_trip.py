@@ -9,7 +9,8 @@ from typing import Any
 
 from copas.v1 import copas_pb2
 
-from tests.server_helpers import Watch, auth, is_over, serving
+from tests.helpers.calls import Watch, auth, is_over
+from tests.helpers.servers import serving
 
 RULES = copas_pb2.RulesOverrides(
     players=4, max_hands=1, point_limit=77, moon=copas_pb2.MOON_RULE_SHOOTER_CHOICE,

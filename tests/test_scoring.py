@@ -18,7 +18,7 @@ from engine import (
     Standing,
     compute_standings,
 )
-from tests.conftest import fingerprint, play_auto, rig
+from tests.helpers.games import fingerprint, play_auto, rig
 
 # Seat 0 holds every club: it leads 2C and wins all 13 tricks, so it takes all 26 points.
 MOON_4 = [

@@ -15,7 +15,7 @@ from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 from grpc_status import rpc_status
 
 from engine import Game, Phase
-from tests.server_helpers import (
+from tests.helpers.calls import (
     Watch,
     auth,
     card_pb,
@@ -23,9 +23,9 @@ from tests.server_helpers import (
     is_over,
     join_all,
     new_table,
-    serving,
 )
-from tests.test_server_game import rules_of
+from tests.helpers.games import rules_of
+from tests.helpers.servers import serving
 
 
 def error_reason(error: grpc.aio.AioRpcError) -> str:
@@ -228,7 +228,7 @@ async def test_slow_watchers_get_a_snapshot_instead_of_the_backlog(stub: Any) ->
         head = await call.read()
         assert head.event.WhichOneof("kind") == "snapshot"
         # Without reading, let the bots play far ahead.
-        live = small.tables.get(table.table_id)
+        live = small.registry.get(table.table_id)
         watcher = next(iter(live.fanout.watchers))
         while not live.is_finished:
             await asyncio.sleep(0.01)
@@ -264,7 +264,7 @@ async def test_seeds_need_allow_seed_and_tables_have_limits() -> None:
         await s.CreateTable(copas_pb2.CreateTableRequest())
         await expect(s.CreateTable(copas_pb2.CreateTableRequest()),
                      grpc.StatusCode.RESOURCE_EXHAUSTED, "SERVER_FULL")
-        assert len(running.tables.tables) == 1
+        assert len(list(running.registry.live())) == 1
 
 
 async def test_health_reflection_and_metrics(server: Any, stub: Any) -> None:

@@ -11,12 +11,10 @@ import pytest
 from copas.v1 import copas_pb2
 
 from engine import Leave, Phase
-from server.clock import ManualScheduler
 from server.main import shutdown, start
-from server.observability import Metrics
-from server.registry import TableManager
-from server.storage import Storage
-from tests.server_helpers import Watch, auth, config_for_tests, join_all, new_table
+from server.tables.clock import ManualScheduler
+from tests.helpers.calls import Watch, auth, join_all, new_table
+from tests.helpers.servers import config_for_tests, registry_for_tests
 
 
 async def test_mc_bots_play_a_whole_game_and_their_pool_stops_with_the_server() -> None:
@@ -90,9 +88,8 @@ class HeldThinker:
 
 def test_a_late_decision_is_dropped_when_the_table_moved_on() -> None:
     clock = ManualScheduler()
-    tables = TableManager(config_for_tests(allow_seed=True, bot_policy="mc"), Metrics(),
-                          Storage(), clock)
-    tables.bots = HeldThinker()  # type: ignore[assignment]
+    thinker = HeldThinker()
+    tables = registry_for_tests(clock, allow_seed=True, bot_policy="mc", thinker=thinker)
     table = tables.create(preset="online", overrides={"pass_timeout": 0.0,
                                                       "play_timeout": 0.0},
                           bot_seats=2, name="", seed="3")
@@ -100,8 +97,8 @@ def test_a_late_decision_is_dropped_when_the_table_moved_on() -> None:
     clock.run_due()
     game = table.game
     assert game is not None and game.phase is Phase.PASSING
-    assert tables.bots.waiting, "the first bot is thinking"  # type: ignore[attr-defined]
-    info, done = tables.bots.waiting.pop()  # type: ignore[attr-defined]
+    assert thinker.waiting, "the first bot is thinking"
+    info, done = thinker.waiting.pop()
     answer = game.auto_action(info.seat)  # what the bot will say
     # Meanwhile both people leave: the game ends (no person left), the bot answers late.
     for seat in seats:

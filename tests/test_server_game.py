@@ -12,7 +12,7 @@ from structlog.testing import capture_logs
 
 from engine import Game, MoonRule, PassCards, Phase, PlayCard, Rules
 from engine.cards import cards_of
-from tests.server_helpers import Watch, auth, card_pb, cards_text, join_all, new_table
+from tests.helpers.calls import Watch, auth, card_pb, cards_text, join_all, new_table
 
 
 def rules_of(table: copas_pb2.TableSummary) -> Rules:

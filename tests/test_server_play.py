@@ -8,8 +8,8 @@ import pytest
 from copas.v1 import copas_pb2
 
 from engine import Game, MoonChoice, Phase
-from tests.server_helpers import Watch, auth, join_all, new_table, play_seat_until
-from tests.test_server_game import rules_of
+from tests.helpers.calls import Watch, auth, join_all, new_table, play_seat_until
+from tests.helpers.games import rules_of
 
 MOON_SEED_4 = "3"  # with automatic play, seat 0 shoots the moon in the first hand
 

@@ -13,7 +13,7 @@ import grpc
 from copas.v1 import copas_pb2, copas_pb2_grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from tests.server_helpers import free_port
+from tests.helpers.servers import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -11,17 +11,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from engine import Leave, PassCards, Phase, PlayCard
-from server.clock import ManualScheduler
+from server import tokens
 from server.errors import ServiceError
-from server.observability import Metrics
-from server.registry import TableManager
-from server.storage import Storage
-from tests.server_helpers import config_for_tests
+from server.tables.clock import ManualScheduler
+from server.tables.registry import TableRegistry
+from tests.helpers.servers import registry_for_tests
 
 
-def manager(clock: ManualScheduler, **options: Any) -> TableManager:
-    config = config_for_tests(allow_seed=True, abandon_after=120.0, **options)
-    return TableManager(config, Metrics(), Storage(), clock)
+def manager(clock: ManualScheduler, **options: Any) -> TableRegistry:
+    return registry_for_tests(clock, allow_seed=True, abandon_after=120.0, **options)
 
 
 def person_seats(table: Any) -> list[int]:
@@ -91,7 +89,7 @@ def test_random_tables_always_finish_and_someone_can_act(
     watchers: dict[int, list[Any]] = {}
     for i in range(people):
         seat, token = table.join(f"P{i}", None)
-        token_hash = tables.hash_token(token)
+        token_hash = tokens.hash_token(token)
         watchers[seat] = [table.add_watcher(seat, token_hash)]
     assert table.game is not None
     for _ in range(3000):

@@ -12,7 +12,7 @@ from engine import (
     card,
 )
 from engine.cards import mask_of
-from tests.conftest import fingerprint, rig
+from tests.helpers.games import fingerprint, rig
 
 # Four hands with 13 cards each covering the deck. Seat 0 holds 2C.
 HANDS_4 = [

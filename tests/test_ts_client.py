@@ -12,7 +12,7 @@ from pathlib import Path
 from copas.v1 import copas_pb2
 
 from server.errors import ERROR_DOMAIN
-from tests.server_helpers import serving
+from tests.helpers.servers import serving
 
 ROOT = Path(__file__).resolve().parent.parent
 PLAY = ROOT / "clients" / "ts" / "dist" / "play.js"

@@ -11,18 +11,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engine import Leave, PassCards, Phase, PlayCard, private_view
-from server import codec, table_view
-from server.clock import ManualScheduler
-from server.fanout import response
-from server.observability import Metrics
-from server.registry import TableManager
-from server.storage import Storage
-from tests.server_helpers import config_for_tests
+from server import codec, tokens
+from server.tables import views
+from server.tables.clock import ManualScheduler
+from server.tables.fanout import response
+from tests.helpers.servers import registry_for_tests
 
 
 def reference_view(table: object, seat: int | None) -> copas_pb2.TableView:
     """The view built field by field, the plain way."""
-    message = table_view.public(table)  # type: ignore[arg-type]
+    message = views.public(table)  # type: ignore[arg-type]
     if seat is None:
         return message
     message.seat = seat
@@ -40,9 +38,9 @@ def reference_view(table: object, seat: int | None) -> copas_pb2.TableView:
 
 
 def check(table: object) -> None:
-    shared = table_view.public_bytes(table)  # type: ignore[arg-type]
+    shared = views.public_bytes(table)  # type: ignore[arg-type]
     for seat in (None, *range(len(table.seats))):  # type: ignore[attr-defined]
-        fast = copas_pb2.TableView.FromString(table_view.view_bytes(table, shared, seat))  # type: ignore[arg-type]
+        fast = copas_pb2.TableView.FromString(views.view_bytes(table, shared, seat))  # type: ignore[arg-type]
         assert fast == reference_view(table, seat), f"seat {seat}"
 
 
@@ -53,18 +51,18 @@ def test_pre_serialized_views_equal_the_plain_ones(seed: int, players: int, paus
                                                    moon: str) -> None:
     rng = random.Random(seed)
     clock = ManualScheduler()
-    tables = TableManager(config_for_tests(allow_seed=True), Metrics(), Storage(), clock)
+    tables = registry_for_tests(clock, allow_seed=True)
     table = tables.create(preset="quick", overrides={
         "players": players, "moon": moon, "play_timeout": 5.0, "pass_timeout": 5.0,
         "trick_pause": 1.0 if pauses else 0.0, "hand_pause": 2.0 if pauses else 0.0},
         bot_seats=1, name="", seed=str(seed))
     check(table)
-    tokens = []
+    holders = []
     for i in range(players - 1):
         seat, token = table.join(f"P{i}", None)
-        tokens.append(tables.hash_token(token))
+        holders.append(tokens.hash_token(token))
         check(table)
-    watcher = table.add_watcher(0, tokens[0])
+    watcher = table.add_watcher(0, holders[0])
     game = table.game
     assert game is not None
     while not game.is_over:

@@ -20,7 +20,7 @@ from engine import (
     to_record,
 )
 from engine.cards import cards_of
-from tests.conftest import play_random, rig
+from tests.helpers.games import play_random, rig
 
 
 def test_player_view_holds_only_its_own_cards() -> None:

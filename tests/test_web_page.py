@@ -24,7 +24,8 @@ from engine import PlayCard
 from engine.cards import cards_of
 from engine.game import Game
 from engine.record import replay
-from tests.server_helpers import free_port, new_table, serving
+from tests.helpers.calls import new_table
+from tests.helpers.servers import free_port, serving
 
 ROOT = Path(__file__).resolve().parent.parent
 TS_DIR = ROOT / "clients" / "ts"

@@ -16,7 +16,6 @@ from __future__ import annotations
 import hashlib
 import hmac
 from dataclasses import dataclass
-from typing import Any
 
 from server.errors import ServiceError
 
@@ -29,10 +28,11 @@ class Remembered:
     """A successful answer: the request's fingerprint and what it returned."""
 
     fingerprint: str
-    answer: Any
+    answer: int | str
+    """A seat or a sequence (an action, a join), a table id (a CreateTable)."""
 
 
-def fingerprint(method: str, *content: Any) -> str:
+def fingerprint(method: str, *content: object) -> str:
     """A digest of the method and what the request means (not how it was spelled: a card
     as text or as enums, a table given or implied by the token), request_id aside."""
     body = repr([method, *(sorted(c.items()) if isinstance(c, dict) else c for c in content)])

@@ -17,10 +17,7 @@ from engine import Action
 
 log = structlog.get_logger("copas.bots")
 
-POLICIES = ("auto", *sorted(ai.POLICIES))  # "auto": the timeout rules, at once, in the loop
-
-
-class _Thinking:
+class Thinking:
     """A decision being made; cancel() forgets it (its answer is then dropped)."""
 
     __slots__ = ("task",)
@@ -41,7 +38,7 @@ class Thinker:
         self.limit = max(1.0, seconds * 20)  # beyond this, the automatic choice plays
 
     def think(self, info: ai.InfoSet, policy: str, seed: int,
-              done: Callable[[Action | None], None]) -> _Thinking:
+              done: Callable[[Action | None], None]) -> Thinking:
         async def decide() -> None:
             try:
                 action: Action | None = await asyncio.wait_for(
@@ -54,7 +51,7 @@ class Thinker:
                 action = None
             done(action)
 
-        return _Thinking(asyncio.get_running_loop().create_task(
+        return Thinking(asyncio.get_running_loop().create_task(
             decide(), context=contextvars.Context()))
 
     async def warm_up(self) -> None:

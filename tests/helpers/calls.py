@@ -1,28 +1,17 @@
-"""Helpers for the gRPC tests: a server on loopback and clients that record their streams."""
+"""Calls and streams against a server on loopback: cards and tokens as the wire has them, a
+WatchTable stream read in the background, tables made and played through to a point."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
-import hashlib
-import os
-import secrets
-import socket
-from collections.abc import AsyncIterator, Callable
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import grpc
 from copas.v1 import cards_pb2, copas_pb2, copas_pb2_grpc
 
 from engine import Card
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def card_pb(card: Card | str) -> cards_pb2.Card:
@@ -208,51 +197,3 @@ async def drive(stub: copas_pb2_grpc.CopasServiceStub, table_id: str, tokens: di
         replica.apply(action)
         answers.append(answer)
     return answers
-
-
-def config_for_tests(**options: Any) -> Any:
-    """A configuration for tests: loopback, any free port, no metrics, no web page, the
-    in-memory store, no per-client quotas (a test of quotas sets its own) and bot-only tables
-    at full speed."""
-    from server.config import Config, unlimited
-
-    base = unlimited(Config(listen="127.0.0.1:0", metrics_port=0, web_port=0, data_dir="memory",
-                            bot_table_pace=0.0005, quota_penalty=0.0, min_timeout=0.01,
-                            bot_policy="auto", bot_workers=0))
-    server_dsn = os.environ.get(TEST_DATABASE)
-    if server_dsn and "database" not in options:  # the suite run against PostgreSQL
-        data_dir = options.get("data_dir", "memory")
-        name = (f"copas_{secrets.token_hex(6)}" if data_dir == "memory" else
-                "copas_" + hashlib.sha256(str(Path(data_dir).resolve()).encode()).hexdigest()[:16])
-        options["database"] = fresh_database(server_dsn, name)
-        options.setdefault("node_id", name)  # a restart on the same "data" is the same node
-    return dataclasses.replace(base, **options)
-
-
-TEST_DATABASE = "COPAS_TEST_DATABASE"  # a PostgreSQL server: the suite's stores live there
-
-
-def fresh_database(server_dsn: str, name: str | None = None) -> str:
-    """A database of its own on the PostgreSQL server ``server_dsn`` (created unless it
-    exists); returns its DSN."""
-    import psycopg
-
-    name = name or f"copas_{secrets.token_hex(6)}"
-    with psycopg.connect(server_dsn, autocommit=True) as db:
-        if db.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone() is None:
-            db.execute(f'CREATE DATABASE "{name}"')
-    return f"{server_dsn.rsplit('/', 1)[0]}/{name}"
-
-
-@contextlib.asynccontextmanager
-async def serving(**options: Any) -> AsyncIterator[tuple[Any, copas_pb2_grpc.CopasServiceStub]]:
-    """A server of its own for a test that needs other settings (see ``config_for_tests``), with
-    a stub on a channel to it."""
-    from server.main import shutdown, start
-
-    running = await start(config_for_tests(**options))
-    try:
-        async with grpc.aio.insecure_channel(f"127.0.0.1:{running.port}") as channel:
-            yield running, copas_pb2_grpc.CopasServiceStub(channel)
-    finally:
-        await shutdown(running, 0)

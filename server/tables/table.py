@@ -2,28 +2,31 @@
 
 Everything here runs on the server's one event loop and never awaits while it changes the
 table, so a table's moves are strictly ordered. Work comes in *steps*: one player's request,
-one timer (a deadline, a pause's end), or one bot move. A step does a bounded amount of game
-work (one action and what the engine plays at once for leavers), never waits, and ends by
-staging its events, each carrying the view after the whole step, for the watchers; they see
-them once the store has committed the step. Bots move in steps of their own, scheduled on
-the loop, so no request or timer ever plays a game through.
+one timer (a deadline, a pause's end), or one bot move. Every step goes through one runner
+(``_step``), which refuses to start once the store has failed (fail-stop: nothing changes in
+memory that the log will never hold) and ends by staging the step's events, each carrying the
+view after the whole step, for the watchers; they see them once the store has committed the
+step. A step does a bounded amount of game work (one action and what the engine plays at once
+for leavers), never waits; bots move in steps of their own, scheduled on the loop, so no
+request or timer ever plays a game through.
 
-Every step that changes the table writes typed entries to the table's log
-(``server.log_entries``); recovery replays them through the same code with ``is_replaying``
-set, which schedules nothing, logs nothing, counts nothing and sends nothing.
+A table asks its owner for what it cannot decide alone only through ``TableHost`` (slots
+against --max-players, where tokens belong, delivery), given at construction; it writes its
+log through the narrow ``TableLog``. Recovery replays the log through the same code with
+``is_replaying`` set, which schedules nothing, logs nothing, counts nothing and sends nothing.
 """
 
 from __future__ import annotations
 
 import logging
-import secrets
 import zlib
 from collections import OrderedDict, deque
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol, TypeVar
 
 import structlog
 from copas.v1 import copas_pb2
+from google.protobuf.message import Message
 
 import ai
 from engine import (
@@ -37,17 +40,27 @@ from engine import (
     MoonShot,
     Phase,
     PlayerLeft,
-    Rules,
     TrickWon,
 )
 from engine import actions as ev
-from engine.record import result_of, to_record
-from server import codec, table_view
-from server.clock import Handle
+from server import codec, tokens
+from server.config import TableSettings
 from server.errors import ServiceError, from_engine
-from server.fanout import Fanout, Watcher
-from server.idempotency import Remembered, check_reuse, request_key, seal, unseal
-from server.log_entries import (
+from server.observability import Metrics
+from server.store.base import (
+    GameRecord,
+    GameResult,
+    RecordSummary,
+    SeatRecord,
+    StorageFailed,
+    TableMeta,
+)
+from server.tables import views
+from server.tables.bots import Thinker
+from server.tables.clock import Handle, Scheduler
+from server.tables.fanout import Fanout, Watcher
+from server.tables.idempotency import Remembered, check_reuse, request_key, seal, unseal
+from server.tables.log_entries import (
     Acted,
     DeadlineSet,
     Entry,
@@ -57,15 +70,56 @@ from server.log_entries import (
     TimedOut,
     dumps,
 )
-
-if TYPE_CHECKING:
-    from server.registry import TableManager
+from server.wire import timestamp
 
 log = structlog.get_logger("copas.table")
 
 REQUEST_MEMORY = 256  # successful request_ids remembered per seat
 AUTO_POLICY = "auto"  # the timeout rules' choices (RULES.md), played at once
 JOIN_SCOPE = "join"  # JoinTable request ids are global: a quick match does not know its table
+T = TypeVar("T")
+
+
+class TableHost(Protocol):
+    """What a table may ask of its owner (the registry of one node's tables)."""
+
+    @property
+    def is_stopping(self) -> bool:
+        """The server is stopping: connections that end are not news."""
+
+    def check_room_for_player(self) -> None:
+        """:raises ServiceError: the server has no room for another seated person."""
+
+    def slot_taken(self) -> None:
+        """A person took a --max-players slot."""
+
+    def slot_freed(self) -> None:
+        """A person gave theirs back (left, gave the seat up, or the game ended)."""
+
+    def token_issued(self, token_hash: str, table_id: str, seat: int, join_key: str) -> None:
+        """A seat's token now opens ``table_id``; ``join_key`` finds the join by request id."""
+
+    def seat_given_up(self, token_hash: str, table_id: str, join_key: str, request_id: str,
+                      sequence: int) -> None:
+        """The token of a seat given up before its game stops working."""
+
+    def table_changed(self, table: Table) -> None:
+        """A step ended: show its events once durable (and the lobby's change)."""
+
+    def table_finished(self, table: Table) -> None:
+        """The game ended (once)."""
+
+    def table_idle(self, table: Table) -> None:
+        """A waiting table nobody is at: it may go."""
+
+
+class TableLog(Protocol):
+    """What a table writes to the store."""
+
+    def check_writable(self) -> None: ...
+    def append(self, table_id: str, entry: str) -> int: ...
+    def delete_entry(self, table_id: str, n: int) -> None: ...
+    def finish_table(self, table_id: str, record: GameRecord) -> None: ...
 
 
 class Seat:
@@ -91,36 +145,38 @@ class ReplayMismatch(ValueError):
 
 
 class Table:
-    def __init__(self, manager: TableManager, *, table_id: str, name: str, preset: str,
-                 rules: Rules, seed: int | str, bot_seats: int, order: int, created: float,
-                 request_key: str = "", fingerprint: str = "",
-                 bot_policy: str = "auto") -> None:
-        self.manager = manager
-        self.config = manager.config
-        self.metrics = manager.metrics
-        self.storage = manager.storage
-        self.scheduler = manager.scheduler
+    def __init__(self, host: TableHost, store: TableLog, *, table_id: str, created: float,
+                 meta: TableMeta, settings: TableSettings, metrics: Metrics,
+                 scheduler: Scheduler, thinker: Thinker | None) -> None:
+        self._host = host
+        self._store = store
+        self.settings = settings
+        self.metrics = metrics
+        self.scheduler = scheduler
+        self._thinker = thinker
         self.id = table_id
-        self.name = name
-        self.preset = preset
-        self.rules = rules
-        self.rules_pb = codec.rules_to_pb(rules)
-        self.view_cache = table_view.ViewCache(self.rules_pb)
-        self.seed = seed
-        self.order = order
         self.created = created
-        self.bot_seats = bot_seats
-        self.bot_policy = bot_policy
-        self.request_key = request_key  # the CreateTable request that made it, if any
-        self.fingerprint = fingerprint
-        self.seats = [Seat(i) for i in range(rules.players)]
-        for seat in self.seats[rules.players - bot_seats:]:
+        self.meta = meta
+        self.name = meta.name
+        self.preset = meta.preset
+        self.rules = meta.rules
+        self.seed = meta.seed
+        self.order = meta.order
+        self.bot_seats = meta.bot_seats
+        self.bot_policy = meta.bot_policy
+        self.request_key = meta.request_key  # the CreateTable request that made it, if any
+        self.fingerprint = meta.fingerprint
+        self.rules_pb = codec.rules_to_pb(self.rules)
+        self.view_cache = views.ViewCache(self.rules_pb)
+        players = self.rules.players
+        self.seats = [Seat(i) for i in range(players)]
+        for seat in self.seats[players - self.bot_seats:]:
             seat.is_taken, seat.is_bot, seat.name = True, True, f"Bot {seat.number + 1}"
-        self.has_people = bot_seats < rules.players
+        self.has_people = self.bot_seats < players
         self.join_requests: dict[str, tuple[Remembered, str]] = {}  # key -> (seat, sealed)
         self.game: Game | None = None
         self.sequence = 0
-        self.history: deque[copas_pb2.TableEvent] = deque(maxlen=self.config.history)
+        self.history: deque[copas_pb2.TableEvent] = deque(maxlen=settings.history)
         self.fanout = Fanout()
         self.paused_until: float | None = None
         self.deadline: float | None = None
@@ -133,16 +189,10 @@ class Table:
         self.is_replaying = False
         self._replay_position = 0
         self.is_released = False
-        self.shared_lobby_key: tuple[object, ...] | None = None  # last summary in the database
-        self._step: list[copas_pb2.TableEvent] = []
+        self.is_lost = False  # released because another node took it
+        self._step_events: list[copas_pb2.TableEvent] = []
         self._step_engine: list[ev.Event] = []
         self.log = log.bind(table_id=table_id)
-
-    def meta(self) -> dict[str, Any]:
-        """What a restarted server needs to rebuild this table from its log."""
-        return {"name": self.name, "preset": self.preset, "rules": self.rules.to_dict(),
-                "seed": self.seed, "bots": self.bot_seats, "order": self.order,
-                "rk": self.request_key, "fp": self.fingerprint, "bot_policy": self.bot_policy}
 
     # ------------------------------------------------------------ reading
 
@@ -154,6 +204,9 @@ class Table:
     def is_waiting(self) -> bool:
         return self.game is None
 
+    def now(self) -> float:
+        return self.scheduler.now()
+
     def has_free_seat(self) -> bool:
         return any(not s.is_taken for s in self.seats)
 
@@ -164,11 +217,19 @@ class Table:
     def people_connected(self) -> int:
         return sum(self.is_connected(s.number) for s in self.seats if not s.is_bot)
 
+    def token_hashes(self) -> list[str]:
+        """The tokens of the seats' current holders."""
+        return [s.token_hash for s in self.seats if s.token_hash]
+
+    def join_keys(self) -> list[str]:
+        """The JoinTable request keys that seated its people."""
+        return [s.join_key for s in self.seats if s.join_key]
+
     def summary(self) -> copas_pb2.TableSummary:
-        return table_view.summary(self)
+        return views.summary(self)
 
     def view(self, seat: int | None) -> copas_pb2.TableView:
-        return table_view.for_seat(self, seat)
+        return views.for_seat(self, seat)
 
     def snapshot(self, watcher: Watcher, after_sequence: int) -> copas_pb2.TableEvent:
         """A snapshot for ``watcher``: the current view plus the events it missed."""
@@ -182,38 +243,52 @@ class Table:
             snap.has_gap = after_sequence + 1 < oldest and after_sequence < self.sequence
             snap.missed_events.extend(missed)
         return copas_pb2.TableEvent(
-            sequence=self.sequence, time=table_view.timestamp(self.scheduler.now()),
+            sequence=self.sequence, time=timestamp(self.now()),
             snapshot=snap, view=self.view(watcher.seat))
 
-    # ------------------------------------------------------------ log and events
+    # ------------------------------------------------------------ steps, log and events
+
+    def _step(self, body: Callable[[], T], *, needs_store: bool = True) -> T:
+        """Run one step: refused once the store has failed (fail-stop), its events staged
+        at its end, whatever happened."""
+        if needs_store and not self.is_replaying:
+            try:
+                self._store.check_writable()
+            except StorageFailed:
+                raise ServiceError.storage_failed() from None
+        try:
+            return body()
+        finally:
+            self._end_step()
 
     def _log(self, entry: Entry) -> int:
         """Queue a log entry (not while replaying: it is already there); its position."""
         if self.is_replaying:
             return self._replay_position
-        return self.storage.append(self.id, dumps(entry))
+        return self._store.append(self.id, dumps(entry))
 
-    def _emit(self, **kind: Any) -> None:
+    def _emit(self, kind: str, body: Message) -> None:
+        """Number the next event (``kind``, TableEvent's oneof field, holding ``body``)."""
         self.sequence += 1
-        message = copas_pb2.TableEvent(
-            sequence=self.sequence, time=table_view.timestamp(self.scheduler.now()), **kind)
+        message = copas_pb2.TableEvent(sequence=self.sequence,
+                                       time=timestamp(self.now()), **{kind: body})
         self.history.append(message)
-        self._step.append(message)
+        self._step_events.append(message)
 
     def _emit_engine(self, events: list[ev.Event], phase_before: Phase | None = None) -> None:
         """Sequence the engine's events; ``phase_before`` is where a leave happened."""
         n = len(self.seats)
         for event in events:
-            kind = codec.event_to_pb(event, n)
-            if phase_before is not None and "player_left" in kind:
-                kind["player_left"].phase = codec.PHASE_TO_PB[phase_before]
-            self._emit(**kind)
+            kind, body = codec.event_to_pb(event, n)
+            if phase_before is not None and isinstance(body, copas_pb2.PlayerLeft):
+                body.phase = codec.PHASE_TO_PB[phase_before]
+            self._emit(kind, body)
         self._step_engine.extend(events)
 
     def _end_step(self) -> None:
         """Stage the step's events, with the view after the whole step, for the watchers;
         the store commits them first. Replay only forgets them."""
-        events, self._step = self._step, []
+        events, self._step_events = self._step_events, []
         engine_events, self._step_engine = self._step_engine, []
         if not events:
             return
@@ -233,11 +308,10 @@ class Table:
         self.metrics.events.inc(len(events))
         seats = self.fanout.seats_watching()
         if seats:  # nobody watching: no views to build
-            shared = table_view.public_bytes(self)
+            shared = views.public_bytes(self)
             self.fanout.stage([(e.sequence, e.SerializeToString()) for e in events],
-                              {seat: table_view.view_bytes(self, shared, seat)
-                               for seat in seats})
-        self.manager.table_changed(self)
+                              {seat: views.view_bytes(self, shared, seat) for seat in seats})
+        self._host.table_changed(self)
 
     def _timer_step(self, step: Callable[[], None]) -> Callable[[], None]:
         """A timer callback that runs ``step`` as a step of its own."""
@@ -245,14 +319,22 @@ class Table:
             if self.is_released:
                 return
             try:
-                step()
+                self._step(step)
             except ServiceError:
                 pass  # the store failed: the server is stopping, the log holds the truth
             except Exception:  # a bug must not kill the loop; the table stays as it is
                 self.log.exception("table_step_failed", step=step.__name__)
-            finally:
-                self._end_step()
         return run
+
+    # ------------------------------------------------------------ its life
+
+    def open(self) -> None:
+        """A new table: a table of bots starts at once; one waiting for people starts its
+        watchdog (it expires while nobody is at it)."""
+        if self.has_people:
+            self._arm_watchdog()
+        else:
+            self._step(self._start)
 
     # ------------------------------------------------------------ seats and watchers
 
@@ -280,16 +362,15 @@ class Table:
             if not free:
                 raise ServiceError.exhausted("the table is full", "TABLE_FULL")
             seat = free[0]
-        self.manager.check_writable()
-        self.manager.check_room_for_player()
-        token = secrets.token_urlsafe(24)
-        sealed = seal(token, JOIN_SCOPE, request_id) if key else ""
-        try:
+
+        def seat_them() -> tuple[int, str]:
+            self._host.check_room_for_player()
+            token = tokens.new_token()
+            sealed = seal(token, JOIN_SCOPE, request_id) if key else ""
             self._seat_person(Joined(self.sequence, seat.number, name,
-                                     self.manager.hash_token(token), key, fingerprint, sealed))
-        finally:
-            self._end_step()
-        return seat.number, token
+                                     tokens.hash_token(token), key, fingerprint, sealed))
+            return seat.number, token
+        return self._step(seat_them)
 
     def _seat_person(self, entry: Joined) -> None:
         """Seat a person (only the hash of their token is kept); start when full."""
@@ -298,58 +379,58 @@ class Table:
             raise ReplayMismatch(f"seat {entry.seat} is taken")
         seat.is_taken, seat.name, seat.token_hash = True, entry.name, entry.token_hash
         seat.log_n = self._log(entry)
-        seat.holds_slot = True
-        self.manager.take_slot()
+        self._take_slot(seat)
         if entry.request_key:
             seat.join_key = entry.request_key
             self.join_requests[entry.request_key] = (
                 Remembered(entry.fingerprint, entry.seat), entry.sealed_token)
-            self.manager.index_join(entry.request_key, self.id)
-        self.manager.register_token(entry.token_hash, self.id, entry.seat)
-        self._emit(player_joined=copas_pb2.PlayerJoined(seat=entry.seat, display_name=entry.name))
+        self._host.token_issued(entry.token_hash, self.id, entry.seat, entry.request_key)
+        self._emit("player_joined", copas_pb2.PlayerJoined(seat=entry.seat,
+                                                           display_name=entry.name))
         if not self.is_replaying:
             self.log.debug("player_joined", seat=entry.seat)
         if all(s.is_taken for s in self.seats):
-            self.start()
+            self._start()
 
     def _give_up_seat(self, seat_number: int, request_id: str = "") -> int:
         """A person leaves before the game starts: the seat is free again, their token and
         its streams end, and their join leaves the log."""
         seat = self.seats[seat_number]
-        self.storage.delete_entry(self.id, seat.log_n)
-        self.manager.forget_token(seat.token_hash)
+        self._store.delete_entry(self.id, seat.log_n)
         self.fanout.close_token(seat.token_hash, ServiceError.unauthenticated(
             "you left this table: your player token is no longer valid", "TOKEN_REVOKED"))
         self.join_requests.pop(seat.join_key, None)
-        self.manager.forget_join(seat.join_key)
-        if seat.holds_slot:
-            self.manager.give_slot()
+        self._free_slot(seat_number)
         self.seats[seat_number] = Seat(seat_number)
-        self._emit(player_left=copas_pb2.PlayerLeft(
+        self._emit("player_left", copas_pb2.PlayerLeft(
             seat=seat_number, hand_number=-1, phase=copas_pb2.PHASE_WAITING_FOR_PLAYERS))
-        self.manager.seat_given_up(seat.token_hash, seat.join_key, request_id, self.sequence)
+        self._host.seat_given_up(seat.token_hash, self.id, seat.join_key, request_id,
+                                 self.sequence)
         self._arm_watchdog()
         return self.sequence
 
     def add_watcher(self, seat: int | None, token_hash: str | None) -> Watcher:
-        config = self.config
+        settings = self.settings
         if token_hash is None:
-            if self.fanout.spectators() >= config.max_watchers_per_table:
+            if self.fanout.spectators() >= settings.max_watchers_per_table:
                 raise ServiceError.exhausted("too many spectators on this table",
                                              "TOO_MANY_WATCHERS")
-        elif self.fanout.streams_of(token_hash) >= config.max_streams_per_token:
+        elif self.fanout.streams_of(token_hash) >= settings.max_streams_per_token:
             raise ServiceError.exhausted(
-                f"at most {config.max_streams_per_token} streams per player; close one first",
+                f"at most {settings.max_streams_per_token} streams per player; close one first",
                 "TOO_MANY_STREAMS")
-        watcher = Watcher(seat, token_hash, config.watcher_queue, config.watcher_buffer_bytes)
-        self.fanout.add(watcher)
-        if seat is not None and token_hash is not None \
-                and self.fanout.streams_of(token_hash) == 1:
-            self._cancel_watchdog_if_waiting()
-            self._emit(player_connection=copas_pb2.PlayerConnection(seat=seat,
-                                                                    is_connected=True))
-            self._end_step()
-        return watcher
+
+        def add() -> Watcher:
+            watcher = Watcher(seat, token_hash, settings.watcher_queue,
+                              settings.watcher_buffer_bytes)
+            self.fanout.add(watcher)
+            if seat is not None and token_hash is not None \
+                    and self.fanout.streams_of(token_hash) == 1:
+                self._cancel_watchdog_if_waiting()
+                self._emit("player_connection", copas_pb2.PlayerConnection(seat=seat,
+                                                                        is_connected=True))
+            return watcher
+        return self._step(add)
 
     def remove_watcher(self, watcher: Watcher) -> None:
         if not self.fanout.remove(watcher) or self.is_released:
@@ -358,11 +439,14 @@ class Table:
         if watcher.seat is not None and token_hash is not None \
                 and self.fanout.streams_of(token_hash) == 0 \
                 and self.seats[watcher.seat].token_hash == token_hash \
-                and self.manager.is_accepting:
-            self._emit(player_connection=copas_pb2.PlayerConnection(seat=watcher.seat,
-                                                                    is_connected=False))
-            self._arm_watchdog()
-            self._end_step()
+                and not self._host.is_stopping:
+            seat = watcher.seat
+
+            def disconnected() -> None:
+                self._emit("player_connection", copas_pb2.PlayerConnection(seat=seat,
+                                                                        is_connected=False))
+                self._arm_watchdog()
+            self._step(disconnected, needs_store=False)  # a stream's end is not a change
 
     # ------------------------------------------------------------ actions
 
@@ -380,13 +464,12 @@ class Table:
                 return int(known.answer)
         kind = type(action).__name__
         try:
-            first = self._person_acts(seat, action, request_id, fingerprint)
+            first = self._step(lambda: self._person_acts(seat, action, request_id,
+                                                         fingerprint))
         except ServiceError as error:
             if not self.is_replaying:
                 self.metrics.actions.labels(kind, error.reason).inc()
             raise
-        finally:
-            self._end_step()
         if not self.is_replaying:
             self.metrics.actions.labels(kind, "OK").inc()
         if request_id and self.seats[seat].is_taken:
@@ -400,7 +483,6 @@ class Table:
         game = self.game
         if game is None:
             if isinstance(action, Leave):
-                self.manager.check_writable()
                 return self._give_up_seat(seat, request_id)
             raise ServiceError.precondition("the game has not started: seats are still free",
                                             "GAME_NOT_STARTED")
@@ -412,7 +494,6 @@ class Table:
             if self.paused_until is not None and not is_leave:
                 raise ServiceError.precondition("the table is paused; wait for play to resume",
                                                 "TABLE_PAUSED")
-        self.manager.check_writable()
         seq = self.sequence
         phase_before = game.phase
         try:
@@ -420,7 +501,7 @@ class Table:
         except EngineError as error:
             raise from_engine(error) from None
         self._log(Acted(seq, action, "player", request_id, fingerprint))
-        self.last_person_action = self.scheduler.now()
+        self.last_person_action = self.now()
         if is_leave:
             if not self.is_replaying:
                 self.metrics.leavers.inc()
@@ -429,19 +510,33 @@ class Table:
         self._advance(events)
         return seq + 1
 
+    # ------------------------------------------------------------ --max-players slots
+
+    def _take_slot(self, seat: Seat) -> None:
+        seat.holds_slot = True
+        self._host.slot_taken()
+
     def _free_slot(self, seat_number: int) -> None:
+        """The one place a slot is given back."""
         seat = self.seats[seat_number]
         if seat.holds_slot:
             seat.holds_slot = False
-            self.manager.give_slot()
+            self._host.slot_freed()
 
-    def start(self) -> None:
+    def free_all_slots(self) -> None:
+        """The table leaves this node: every slot its people hold goes back."""
+        for seat in self.seats:
+            self._free_slot(seat.number)
+
+    # ------------------------------------------------------------ the game
+
+    def _start(self) -> None:
         self.game = Game(self.rules, self.seed)
         self._cancel_watchdog()
-        self.last_person_action = self.scheduler.now()
+        self.last_person_action = self.now()
         if not self.is_replaying:
             self.log.debug("game_started")
-        self._emit(game_started=copas_pb2.GameStarted())
+        self._emit("game_started", copas_pb2.GameStarted())
         events = list(self.game.started_events)
         self._emit_engine(events)
         self._advance(events)
@@ -481,7 +576,7 @@ class Table:
         if self._bot_timer is not None:
             self._bot_timer.cancel()  # a pending step, or a decision being thought
         self._bot_timer = self.scheduler.call_later(
-            0.0 if self.has_people else self.config.bot_table_pace,
+            0.0 if self.has_people else self.settings.bot_table_pace,
             self._timer_step(self._bot_moves))
 
     @property
@@ -496,8 +591,7 @@ class Table:
         bot = next((s for s in game.to_act() if self.seats[s].is_bot), None)
         if bot is None:
             return
-        self.manager.check_writable()
-        thinker = self.manager.bots
+        thinker = self._thinker
         if self.bot_policy == AUTO_POLICY or thinker is None:
             self._apply_automatic(Acted(self.sequence, game.auto_action(bot), "bot"))
             return
@@ -526,7 +620,6 @@ class Table:
                     and any(self.seats[s].is_bot for s in game.to_act()):
                 self._schedule_bot()
             return
-        self.manager.check_writable()
         if action is None or action.seat != seat:
             action = game.auto_action(seat)
         try:
@@ -554,18 +647,17 @@ class Table:
 
     def _start_pause(self, seconds: float) -> None:
         self._clear_deadline()
-        self.paused_until = self.scheduler.now() + seconds
+        self.paused_until = self.now() + seconds
         self._log(PauseStarted(self.sequence, self.paused_until))
         self._set_timer(seconds, self._timer_step(self._end_pause))
 
     def _end_pause(self) -> None:
-        self.manager.check_writable()
         self._resume(PauseEnded(self.sequence))
 
     def _resume(self, entry: PauseEnded) -> None:
         self._log(entry)
         self.paused_until = None
-        self._emit(pause_ended=copas_pb2.PauseEnded())
+        self._emit("pause_ended", copas_pb2.PauseEnded())
         self._advance([])
 
     def _deadline_for(self) -> tuple[tuple[Any, ...], float]:
@@ -587,7 +679,7 @@ class Table:
         self.deadline = None
         if not timeout or self.is_replaying:
             return  # replay: the stored deadline follows in the log
-        self.deadline = self.scheduler.now() + timeout
+        self.deadline = self.now() + timeout
         self._log(DeadlineSet(self.sequence, self.deadline))
         self._set_timer(timeout, self._timer_step(self._on_timeout))
 
@@ -601,7 +693,6 @@ class Table:
         game = self.game
         if game is None or game.is_over or self.paused_until is not None:
             return
-        self.manager.check_writable()
         actions = tuple(game.auto_action(s) for s in game.to_act() if not self.seats[s].is_bot)
         if actions:
             self._time_out(TimedOut(self.sequence, actions))
@@ -618,7 +709,7 @@ class Table:
             if not self.is_replaying:
                 self.metrics.timeouts.labels(phase.value.lower()).inc()
                 self.log.info("turn_timed_out", seat=action.seat, phase=phase.value)
-            self._emit(turn_timed_out=copas_pb2.TurnTimedOut(seat=action.seat,
+            self._emit("turn_timed_out", copas_pb2.TurnTimedOut(seat=action.seat,
                                                              phase=codec.PHASE_TO_PB[phase]))
             step = game.apply(action, is_automatic=True)
             self._emit_engine(step)
@@ -653,11 +744,11 @@ class Table:
         if self.game is None:
             if self.people_connected():
                 return
-            delay = self.config.waiting_table_ttl
+            delay = self.settings.waiting_table_ttl
             check: Callable[[], None] = self._expire_if_idle
         elif self.has_people:
-            delay = self.last_person_action + self.config.abandon_after - self.scheduler.now()
-            check = self._abandon_if_idle
+            delay = self.last_person_action + self.settings.abandon_after - self.now()
+            check = self._timer_step(self._abandon_if_idle)
         else:
             return
         self._cancel_watchdog()
@@ -675,23 +766,17 @@ class Table:
     def _expire_if_idle(self) -> None:
         self._watchdog = None
         if self.game is None and not self.people_connected() and not self.is_released:
-            self.manager.expire(self)
+            self._host.table_idle(self)
 
     def _abandon_if_idle(self) -> None:
         self._watchdog = None
         game = self.game
-        if game is None or game.is_over or self.is_released:
+        if game is None or game.is_over:
             return
-        if self.scheduler.now() - self.last_person_action < self.config.abandon_after:
+        if self.now() - self.last_person_action < self.settings.abandon_after:
             self._arm_watchdog()
             return
-        try:
-            self.manager.check_writable()
-            self._apply_automatic(Acted(self.sequence, ev.Abandon(), "idle"))
-        except ServiceError:
-            return
-        finally:
-            self._end_step()
+        self._apply_automatic(Acted(self.sequence, ev.Abandon(), "idle"))
 
     # ------------------------------------------------------------ the end
 
@@ -700,36 +785,30 @@ class Table:
         self.deadline = None
         self._deadline_key = None
         self.paused_until = None
-        for seat in self.seats:
-            if seat.holds_slot:
-                self._free_slot(seat.number)
+        self.free_all_slots()
         if self.finished_at is None:
-            self.finished_at = self.scheduler.now()
+            self.finished_at = self.now()
             if not self.is_replaying:
-                self.storage.finish_table(self.id, self.finished_at, self.record_summary(),
-                                          self.record())
-                self.manager.table_finished(self)
+                self._store.finish_table(self.id, self.record())
+                self._host.table_finished(self)
 
-    def record(self) -> dict[str, Any]:
+    def record(self) -> GameRecord:
         """The finished game: replayable by the engine (rules, seed, actions) and carrying
         its result, seats and times."""
-        assert self.game is not None
-        data = to_record(self.game)
-        data.update(self.record_summary())
-        return data
+        game = self.game
+        assert game is not None and self.finished_at is not None
+        summary = RecordSummary(
+            record_id=self.id, table_id=self.id, display_name=self.name, preset=self.preset,
+            created=self.created, finished=self.finished_at, seed=self.seed, rules=self.rules,
+            seats=tuple(SeatRecord(s.number, s.name, s.is_bot) for s in self.seats),
+            result=GameResult.of(game))
+        return GameRecord(summary, tuple(game.actions))
 
-    def record_summary(self) -> dict[str, Any]:
-        assert self.game is not None
-        return {"record_id": self.id, "table_id": self.id, "display_name": self.name,
-                "preset": self.preset, "created": self.created, "finished": self.finished_at,
-                "seed": self.seed, "rules": self.rules.to_dict(),
-                "seats": [{"seat": s.number, "name": s.name, "is_bot": s.is_bot}
-                          for s in self.seats],
-                "result": result_of(self.game)}
-
-    def release(self, error: ServiceError | None = None) -> None:
-        """The table goes: timers stop, streams end (with ``error`` when given)."""
+    def release(self, error: ServiceError | None = None, *, is_lost: bool = False) -> None:
+        """The table goes: timers stop, streams end (with ``error`` when given); ``is_lost``:
+        another node holds it now."""
         self.is_released = True
+        self.is_lost = is_lost
         self._cancel_all_timers()
         self.fanout.close_all(error)
 
@@ -743,11 +822,18 @@ class Table:
             if entry.seq < self.sequence:
                 raise ReplayMismatch(f"entry at sequence {entry.seq} after {self.sequence}")
             self.sequence = entry.seq  # events that were never logged keep their numbers
+        self._step(lambda: self._replay(entry))
+
+    def _replay(self, entry: Entry) -> None:
         match entry:
             case Joined():
                 self._seat_person(entry)
             case Acted(by="player"):
-                self.act(entry.action.seat, entry.action, entry.request_id, entry.fingerprint)
+                self._person_acts(entry.action.seat, entry.action, entry.request_id,
+                                  entry.fingerprint)
+                if entry.request_id and self.seats[entry.action.seat].is_taken:
+                    self._remember(entry.action.seat, entry.request_id, entry.fingerprint,
+                                   entry.seq + 1)
             case Acted():
                 if self.game is None:
                     raise ReplayMismatch("an automatic action before the game started")
@@ -762,13 +848,22 @@ class Table:
                 self.paused_until = entry.until
             case DeadlineSet():
                 self.deadline = entry.at
-        self._end_step()
+
+    def _remember(self, seat: int, request_id: str, fingerprint: str, answer: int) -> None:
+        memory = self.seats[seat].requests
+        memory[request_id] = Remembered(fingerprint, answer)
+        while len(memory) > REQUEST_MEMORY:
+            memory.popitem(last=False)
+
+    def replay_start(self) -> None:
+        """Replaying a table of bots: its game started when it was made."""
+        self._step(self._start)
 
     def resume_after_recovery(self, finished_at: float | None) -> None:
         """After a replay: timers resume from the stored times (at once when past), bots
         move, the watchdog starts over."""
         self.is_replaying = False
-        self.last_person_action = self.scheduler.now()
+        self.last_person_action = self.now()
         game = self.game
         if game is None:
             self._arm_watchdog()
@@ -776,7 +871,7 @@ class Table:
         if game.is_over:
             self.finished_at = finished_at if finished_at is not None else self.finished_at
             return
-        now = self.scheduler.now()
+        now = self.now()
         if self.paused_until is not None:
             self._set_timer(self.paused_until - now, self._timer_step(self._end_pause))
         else:

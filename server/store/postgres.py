@@ -18,26 +18,27 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import threading
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
-from server.storage import (
-    SCHEMA_VERSION,
+from server.store.base import (
     Append,
+    Batch,
     CreateTable,
     DeleteEntry,
     FinishTable,
-    ForgetToken,
-    GroupCommitStorage,
-    RegisterToken,
+    RecordSummary,
     ReleaseTable,
     StoredTable,
     StoreUnusable,
-    _Batch,
-    record_message,
+    TableMeta,
+    Write,
+    stored_table,
 )
+from server.store.group_commit import GroupCommitStore
+from server.store.records import record_message, record_message_of_json
+from server.store.sqlite import SCHEMA_VERSION
 
 APPLICATION = "copas"
 
@@ -74,6 +75,15 @@ MIGRATIONS: tuple[str, ...] = (
     CREATE INDEX tokens_by_table ON tokens (table_id);
     CREATE INDEX tables_by_created ON tables (created);
     """,
+    # 5: the lobby's filters as columns of their own (``lobby`` keeps the state word).
+    """
+    ALTER TABLE tables ADD COLUMN preset text NOT NULL DEFAULT '';
+    ALTER TABLE tables ADD COLUMN players integer NOT NULL DEFAULT 0;
+    UPDATE tables SET preset = split_part(lobby, ':', 2),
+                      players = coalesce(nullif(split_part(lobby, ':', 3), '')::integer, 0),
+                      lobby = split_part(lobby, ':', 1)
+        WHERE lobby LIKE '%:%';
+    """,
 )
 PG_SCHEMA_VERSION = len(MIGRATIONS)
 assert PG_SCHEMA_VERSION >= SCHEMA_VERSION
@@ -96,20 +106,46 @@ class Owner:
     is_alive: bool
 
 
-@dataclass(frozen=True)
-class UpdateSummary:
-    """What the lobby shows of a table (ListTables from any node)."""
+LobbyState = Literal["joinable", "playing", "finished"]
+
+
+@dataclass(frozen=True, slots=True)
+class LobbyEntry:
+    """What every node's lobby shows of a table, and what its filters look at."""
 
     table_id: str
     summary: bytes
-    lobby: str  # "joinable:<preset>:<players>" while it takes players, else phase words
+    """The table's serialized copas.v1.TableSummary."""
+    state: LobbyState
+    """``joinable`` while it takes players; then ``playing``, then ``finished``."""
+    preset: str
+    players: int
 
 
-class PgStorage(GroupCommitStorage):
+@dataclass(frozen=True, slots=True)
+class RegisterToken:
+    """A seat's token (its hash), so that any node of a cluster finds the table."""
+
+    token_hash: str
+    table_id: str
+    seat: int
+
+
+@dataclass(frozen=True, slots=True)
+class ForgetToken:
+    token_hash: str
+    table_id: str  # written only while this node owns the table (fencing)
+
+
+ClusterWrite = LobbyEntry | RegisterToken | ForgetToken
+
+
+class PgStore(GroupCommitStore[Write | ClusterWrite]):
     """PostgreSQL, shared by the nodes of a cluster. Open it with :meth:`open`."""
 
     def __init__(self, dsn: str, node: Node, writer: Any, reader: Any) -> None:
         super().__init__()
+        self._closed = False
         self.dsn = dsn
         self.node = node
         self._db = writer  # the writer thread's connection
@@ -118,6 +154,8 @@ class PgStorage(GroupCommitStorage):
         self._lease_db: Any = None  # the lease's own connection: no lookup delays it
         self._lease_lock = threading.Lock()
         self.epochs: dict[str, int] = {}  # the tables this node owns, at which epoch
+        self._fenced: set[str] = set()  # tables whose writes a commit refused, not yet taken
+        self._fenced_lock = threading.Lock()
 
     @property
     def _reader(self) -> Any:
@@ -130,7 +168,7 @@ class PgStorage(GroupCommitStorage):
         return self._reader_conn
 
     @classmethod
-    def open(cls, dsn: str, node: Node | None) -> PgStorage:
+    def open(cls, dsn: str, node: Node | None) -> PgStore:
         """Connect, migrate the schema (one node at a time), check it is Copas's.
 
         :raises StoreUnusable: the database cannot be reached or used.
@@ -181,43 +219,51 @@ class PgStorage(GroupCommitStorage):
                        "DO UPDATE SET value = excluded.value", (str(PG_SCHEMA_VERSION),))
 
     # -- writes
-    def create_table(self, table_id: str, created: float, meta: dict[str, Any]) -> None:
-        self.epochs[table_id] = 1
+    def create_table(self, table_id: str, created: float, meta: TableMeta) -> None:
         super().create_table(table_id, created, meta)
+        self.epochs[table_id] = 1
 
     def register_token(self, token_hash: str, table_id: str, seat: int) -> None:
+        """Where a token belongs, for the other nodes (in the same commit as the join)."""
         self._queue(RegisterToken(token_hash, table_id, seat))
 
     def forget_token(self, token_hash: str, table_id: str) -> None:
         self._queue(ForgetToken(token_hash, table_id))
 
-    def update_summary(self, table_id: str, summary: bytes, lobby: str) -> None:
-        self._batch.writes.append(UpdateSummary(table_id, summary, lobby))  # type: ignore[arg-type]
+    def update_lobby(self, entry: LobbyEntry) -> None:
+        """What every node's lobby shows of the table (with the next commit)."""
+        self._queue(entry)
 
-    def release_table(self, table_id: str) -> None:
-        super().release_table(table_id)  # its epoch goes once the release is committed
+    def take_fenced(self) -> set[str]:
+        """The tables whose writes were refused since the last call: another node owns them
+        now (taken before anyone is told their commit happened)."""
+        with self._fenced_lock:
+            fenced, self._fenced = self._fenced, set()
+        for table_id in fenced:
+            self.forget(table_id)
+        return fenced
 
-    def _commit(self, batch: _Batch) -> set[str]:
-        """Commit the batch; returns the tables this node no longer owns (their writes were
-        dropped). A transaction PostgreSQL aborts to break a deadlock (with a takeover
-        locking the same rows) is tried again."""
+    def _commit(self, batch: Batch[Write | ClusterWrite]) -> None:
+        """Commit the batch; the writes of tables this node no longer owns are dropped (and
+        kept for ``take_fenced``). A transaction PostgreSQL aborts to break a deadlock (with a
+        takeover locking the same rows) is tried again."""
         import psycopg
 
         for attempt in range(5):
             try:
-                return self._commit_once(batch)
+                fenced = self._commit_once(batch)
+                break
             except (psycopg.errors.DeadlockDetected, psycopg.errors.SerializationFailure):
                 if attempt == 4:
                     raise
-        raise AssertionError("unreachable")
+        if fenced:
+            with self._fenced_lock:
+                self._fenced |= fenced
 
-    def _commit_once(self, batch: _Batch) -> set[str]:
+    def _commit_once(self, batch: Batch[Write | ClusterWrite]) -> set[str]:
         db = self._db
         created = {w.table_id for w in batch.writes if isinstance(w, CreateTable)}
-        touched = {w.table_id for w in batch.writes
-                   if isinstance(w, (Append, DeleteEntry, FinishTable, ReleaseTable,
-                                     UpdateSummary, RegisterToken, ForgetToken))
-                   } | set(batch.sequences)
+        touched = {w.table_id for w in batch.writes} | set(batch.sequences)
         touched -= created
         me = self.node.node_id
         with db.transaction():
@@ -232,7 +278,7 @@ class PgStorage(GroupCommitStorage):
                         fenced.add(table_id)
             with db.cursor() as cur:
                 for write in batch.writes:
-                    if getattr(write, "table_id", None) in fenced:
+                    if write.table_id in fenced:
                         continue
                     match write:
                         case Append():
@@ -241,19 +287,23 @@ class PgStorage(GroupCommitStorage):
                         case CreateTable():
                             cur.execute("INSERT INTO tables (table_id, created, meta, owner, "
                                         "epoch) VALUES (%s, %s, %s, %s, 1)",
-                                        (write.table_id, write.created, write.meta, me))
+                                        (write.table_id, write.created, write.meta.to_json(),
+                                         me))
                         case DeleteEntry():
                             cur.execute("DELETE FROM log WHERE table_id = %s AND n = %s",
                                         (write.table_id, write.n))
                         case FinishTable():
-                            cur.execute(
+                            summary = write.record.summary
+                            cur.execute(  # a record written again replaces the first
                                 "INSERT INTO records (record_id, finished, summary, record, "
                                 "record_pb) VALUES (%s, %s, %s, %s, %s) ON CONFLICT (record_id) "
-                                "DO NOTHING",
-                                (write.table_id, write.finished, json.dumps(write.summary),
-                                 json.dumps(write.record), record_message(write.record)))
+                                "DO UPDATE SET finished = excluded.finished, summary = "
+                                "excluded.summary, record = excluded.record, record_pb = "
+                                "excluded.record_pb",
+                                (summary.record_id, summary.finished, summary.to_json(),
+                                 write.record.to_json(), record_message(write.record)))
                             cur.execute("UPDATE tables SET status = 'finished', finished = %s "
-                                        "WHERE table_id = %s", (write.finished, write.table_id))
+                                        "WHERE table_id = %s", (summary.finished, write.table_id))
                         case ReleaseTable():
                             cur.execute("DELETE FROM log WHERE table_id = %s", (write.table_id,))
                             cur.execute("DELETE FROM tokens WHERE table_id = %s",
@@ -267,17 +317,16 @@ class PgStorage(GroupCommitStorage):
                         case ForgetToken():
                             cur.execute("DELETE FROM tokens WHERE token_hash = %s "
                                         "AND table_id = %s", (write.token_hash, write.table_id))
-                        case UpdateSummary():
-                            cur.execute("UPDATE tables SET summary = %s, lobby = %s "
-                                        "WHERE table_id = %s",
-                                        (write.summary, write.lobby, write.table_id))
+                        case LobbyEntry():
+                            cur.execute("UPDATE tables SET summary = %s, lobby = %s, "
+                                        "preset = %s, players = %s WHERE table_id = %s",
+                                        (write.summary, write.state, write.preset,
+                                         write.players, write.table_id))
                 sequences = [(seq, table_id, seq) for table_id, seq in batch.sequences.items()
                              if table_id not in fenced]
                 if sequences:
                     cur.executemany("UPDATE tables SET seq = %s WHERE table_id = %s AND seq < %s",
                                     sequences)
-        for table_id in fenced:
-            self.epochs.pop(table_id, None)
         for write in batch.writes:
             if isinstance(write, ReleaseTable):
                 self.epochs.pop(write.table_id, None)
@@ -367,15 +416,9 @@ class PgStorage(GroupCommitStorage):
         for table_id, created, meta, status, seq, finished in db.execute(
                 "SELECT table_id, created, meta, status, seq, finished FROM tables "
                 "WHERE table_id = ANY(%s) ORDER BY created", (table_ids,)):
-            error = None
-            try:
-                meta_data = json.loads(meta)
-            except ValueError as exc:
-                meta_data, error = {}, f"unreadable table meta: {exc}"
             rows = entries[table_id]
             self._counters[table_id] = rows[-1][0] if rows else 0
-            out.append(StoredTable(table_id, created, meta_data, rows, status, seq, finished,
-                                   error))
+            out.append(stored_table(table_id, created, meta, rows, status, seq, finished))
         return out
 
     def load_tables(self) -> list[StoredTable]:
@@ -425,23 +468,48 @@ class PgStorage(GroupCommitStorage):
                                        (token_hash,)).fetchone()
         return None if row is None else (row[0], int(row[1]))
 
-    def summaries(self, lobby_prefix: str, include_finished: bool, limit: int,
-                  before_created: float | None) -> list[tuple[float, bytes]]:
-        """Tables' summaries for the lobby, newest first (from every node)."""
+    def summaries(self, *, only_joinable: bool, preset: str, players: int,
+                  include_finished: bool, limit: int, before_created: float | None
+                  ) -> list[tuple[float, bytes]]:
+        """Tables' summaries for the lobby, newest first (from every node); an empty preset
+        or 0 players match any."""
         with self._read_lock:
             rows = self._reader.execute(
                 "SELECT created, summary FROM tables WHERE summary IS NOT NULL "
-                "AND lobby LIKE %s AND (%s OR status = 'open') "
-                "AND (%s::double precision IS NULL OR created < %s) "
-                "ORDER BY created DESC LIMIT %s",
-                (lobby_prefix + "%", include_finished, before_created, before_created,
-                 limit)).fetchall()
+                "AND (NOT %(joinable)s OR lobby = 'joinable') "
+                "AND (%(preset)s = '' OR preset = %(preset)s) "
+                "AND (%(players)s = 0 OR players = %(players)s) "
+                "AND (%(finished)s OR status = 'open') "
+                "AND (%(before)s::double precision IS NULL OR created < %(before)s) "
+                "ORDER BY created DESC LIMIT %(limit)s",
+                {"joinable": only_joinable, "preset": preset, "players": players,
+                 "finished": include_finished, "before": before_created,
+                 "limit": limit}).fetchall()
         return [(float(c), bytes(s)) for c, s in rows]
 
     # -- records
-    def _fetch(self, sql: str, params: tuple[Any, ...]) -> list[Any]:
+    def get_record(self, record_id: str) -> bytes | None:
         with self._read_lock:
-            return list(self._reader.execute(sql.replace("?", "%s"), params).fetchall())
+            row = self._reader.execute(
+                "SELECT record_pb, record FROM records WHERE record_id = %s",
+                (record_id,)).fetchone()
+        if row is None:
+            return None
+        return bytes(row[0]) if row[0] is not None else record_message_of_json(row[1])
+
+    def list_records(self, limit: int, before: tuple[float, str] | None
+                     ) -> list[RecordSummary]:
+        with self._read_lock:
+            if before is None:
+                rows = self._reader.execute(
+                    "SELECT summary FROM records ORDER BY finished DESC, record_id ASC "
+                    "LIMIT %s", (limit,)).fetchall()
+            else:
+                rows = self._reader.execute(
+                    "SELECT summary FROM records WHERE finished < %s OR (finished = %s AND "
+                    "record_id > %s) ORDER BY finished DESC, record_id ASC LIMIT %s",
+                    (before[0], before[0], before[1], limit)).fetchall()
+        return [RecordSummary.from_json(summary) for (summary,) in rows]
 
     def prune_records(self, keep: int, max_age: float, now: float) -> int:
         with self._read_lock, self._reader.transaction():
@@ -456,6 +524,9 @@ class PgStorage(GroupCommitStorage):
         return removed
 
     async def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
         await self._stop_writer()
         if self.failure is None:
             with contextlib.suppress(Exception):

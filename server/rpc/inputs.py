@@ -18,19 +18,11 @@ PAGE_TOKEN_MAX = 128
 SEED_MAX = 64
 TABLE_NAME_MAX = 64
 PLAYER_NAME_MAX = 32
-QUOTE_MAX = 24
 _FORBIDDEN = {"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"}
 # Letters that show nothing (Hangul fillers, the braille blank).
 _BLANK = {"\u115f", "\u1160", "\u3164", "\uffa0", "\u2800"}
 _MARKS = {"Mn", "Me", "Mc"}
 _BOT_NAME = re.compile(r"bot\s*\d+", re.IGNORECASE)
-
-
-def quote(value: str) -> str:
-    """A client's string for a message or a log: at most a short prefix, escaped."""
-    if len(value) <= QUOTE_MAX:
-        return repr(value)
-    return repr(value[:QUOTE_MAX]) + f"… ({len(value)} characters)"
 
 
 def check_length(field: str, value: str, limit: int, reason: str = "FIELD_TOO_LONG") -> str:

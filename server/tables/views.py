@@ -1,42 +1,81 @@
 """What each watcher sees of a table, as copas.v1 messages: the public view (built once per
 step and shared), a seat's view (the public one plus what only that seat may see, read
-through ``engine.private_view``), and the table's summary."""
+through ``engine.private_view``), and the table's summary.
+
+It reads a table through ``TableFacts``, the read-only face a table shows (so this module
+never imports the table's own)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from typing import Protocol
 
 from copas.v1 import copas_pb2
-from google.protobuf.duration_pb2 import Duration
-from google.protobuf.timestamp_pb2 import Timestamp
 
-from engine import PassDirection, Phase, private_view, public_view
+from engine import Game, PassDirection, Phase, Rules, private_view, public_view
 from server import codec
-
-if TYPE_CHECKING:
-    from server.table import Table
+from server.wire import duration, field, timestamp, varint
 
 
-def timestamp(seconds: float) -> Timestamp:
-    ts = Timestamp()
-    ts.FromNanoseconds(int(seconds * 1e9))
-    return ts
+class SeatFacts(Protocol):
+    @property
+    def number(self) -> int: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def is_taken(self) -> bool: ...
+    @property
+    def is_bot(self) -> bool: ...
 
 
-def duration(seconds: float) -> Duration:
-    """A time left, never negative."""
-    left = Duration()
-    left.FromNanoseconds(int(max(0.0, seconds) * 1e9))
-    return left
+class TableFacts(Protocol):
+    """What views, summaries and the lobby read of a table."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def preset(self) -> str: ...
+    @property
+    def created(self) -> float: ...
+    @property
+    def order(self) -> int:
+        """Its place in this server's creation order."""
+    @property
+    def bot_policy(self) -> str: ...
+    @property
+    def rules(self) -> Rules: ...
+    @property
+    def rules_pb(self) -> copas_pb2.Rules: ...
+    @property
+    def game(self) -> Game | None: ...
+    @property
+    def seats(self) -> Sequence[SeatFacts]: ...
+    @property
+    def paused_until(self) -> float | None: ...
+    @property
+    def deadline(self) -> float | None: ...
+    @property
+    def view_cache(self) -> ViewCache: ...
+    @property
+    def is_released(self) -> bool: ...
+    @property
+    def is_finished(self) -> bool: ...
+    @property
+    def is_waiting(self) -> bool: ...
+    def now(self) -> float: ...
+    def is_connected(self, seat: int) -> bool: ...
+    def has_free_seat(self) -> bool: ...
 
 
-def phase_of(table: Table) -> int:
+def phase_of(table: TableFacts) -> int:
     if table.game is None:
         return copas_pb2.PHASE_WAITING_FOR_PLAYERS
     return codec.PHASE_TO_PB[table.game.phase]
 
 
-def summary(table: Table) -> copas_pb2.TableSummary:
+def summary(table: TableFacts) -> copas_pb2.TableSummary:
     game = table.game
     totals = game.totals if game else [0] * len(table.seats)
     left = game.has_left if game else [False] * len(table.seats)
@@ -51,7 +90,7 @@ def summary(table: Table) -> copas_pb2.TableSummary:
                for s in table.seats])
 
 
-def public(table: Table) -> copas_pb2.TableView:
+def public(table: TableFacts) -> copas_pb2.TableView:
     """What a spectator may see: built once per step, shared by every seat's view."""
     message = copas_pb2.TableView(table_id=table.id, phase=phase_of(table),  # type: ignore[arg-type]
                                   rules=table.rules_pb, hand_number=-1)
@@ -72,7 +111,7 @@ def public(table: Table) -> copas_pb2.TableView:
     if v.last_trick is not None:
         message.last_trick.CopyFrom(codec.won_trick_to_pb(v.last_trick, n))
         message.last_trick_winner = v.last_trick.winner
-    now = table.scheduler.now()
+    now = table.now()
     if table.paused_until is None:
         message.to_act.extend(v.to_act)
         if table.deadline is not None:
@@ -92,29 +131,6 @@ def public(table: Table) -> copas_pb2.TableView:
     if game.end_reason is not None:
         message.end_reason = codec.END_REASON_TO_PB[game.end_reason]
     return message
-
-
-_VARINTS: tuple[bytes, ...] = ()
-
-
-def varint(value: int) -> bytes:
-    """A protobuf base-128 varint (value >= 0)."""
-    if value < 16384 and _VARINTS:
-        return _VARINTS[value]
-    out = bytearray()
-    while value > 0x7F:
-        out.append(value & 0x7F | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
-
-
-_VARINTS = tuple(varint(v) for v in range(16384))
-
-
-def field(number: int, body: bytes) -> bytes:
-    """A length-delimited field: its tag, its length, its bytes."""
-    return varint(number << 3 | 2) + varint(len(body)) + body
 
 
 # Encoded ahead: a TrickCard for each (seat, card).
@@ -141,7 +157,7 @@ class ViewCache:
         self.last_trick: tuple[object, bytes] = (None, b"")
 
 
-def public_bytes(table: Table) -> bytes:
+def public_bytes(table: TableFacts) -> bytes:
     """The public view as wire bytes, as ``public`` builds it (a test checks they agree),
     from the parts that changed: built once per step."""
     game = table.game
@@ -153,7 +169,7 @@ def public_bytes(table: Table) -> bytes:
                                pass_direction=codec.DIRECTION_TO_PB[game.pass_direction],
                                hearts_broken=game.hearts_broken,
                                trick_number=game.trick_number)
-    now = table.scheduler.now()
+    now = table.now()
     if table.paused_until is None:
         head.to_act.extend(game.to_act())
         if table.deadline is not None:
@@ -202,21 +218,17 @@ def public_bytes(table: Table) -> bytes:
 _HAND, _PASS_CHOICE, _RECEIVED, _LEGAL = 30, 31, 32, 33
 
 
-def _encoded_cards(field: int) -> tuple[bytes, ...]:
-    out = []
-    for card in codec.CARD_PB:
-        body = card.SerializeToString()
-        out.append(varint(field << 3 | 2) + varint(len(body)) + body)
-    return tuple(out)
+def _encoded_cards(number: int) -> tuple[bytes, ...]:
+    return tuple(field(number, card.SerializeToString()) for card in codec.CARD_PB)
 
 
-_CARD_FIELDS = {field: _encoded_cards(field) for field in (_HAND, _PASS_CHOICE, _RECEIVED,
-                                                           _LEGAL)}
+_CARD_FIELDS = {number: _encoded_cards(number) for number in (_HAND, _PASS_CHOICE, _RECEIVED,
+                                                              _LEGAL)}
 _MOON_CHOICES = {choice: varint(34 << 3 | 0) + varint(pb)
                  for choice, pb in codec.MOON_CHOICE_TO_PB.items()}
 
 
-def private_part(table: Table, seat: int) -> bytes:
+def private_part(table: TableFacts, seat: int) -> bytes:
     """What only ``seat`` may see (``engine.private_view``), as TableView wire bytes with the
     seat number; it changes only when that seat's cards or turn do, so it is kept between
     steps (the key reads the same state ``private_view`` does)."""
@@ -246,11 +258,11 @@ def private_part(table: Table, seat: int) -> bytes:
     return data
 
 
-def view_bytes(table: Table, shared: bytes, seat: int | None) -> bytes:
+def view_bytes(table: TableFacts, shared: bytes, seat: int | None) -> bytes:
     """A watcher's view as wire bytes: the shared public part, plus the seat's own."""
     return shared if seat is None else shared + private_part(table, seat)
 
 
-def for_seat(table: Table, seat: int | None) -> copas_pb2.TableView:
+def for_seat(table: TableFacts, seat: int | None) -> copas_pb2.TableView:
     """A watcher's view as a message (snapshots, GetView): the same bytes, parsed."""
     return copas_pb2.TableView.FromString(view_bytes(table, public_bytes(table), seat))

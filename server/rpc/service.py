@@ -1,5 +1,6 @@
-"""The gRPC servicer: check sizes, decode, call the tables, encode. Nothing else lives here
-(the caller, quotas, errors and logs are the gateway's: ``server.gateway``)."""
+"""The gRPC servicer: check sizes, decode, call the tables, encode, answer once durable.
+Nothing else lives here (the caller, quotas, routing, errors and logs are the gateway's:
+``server.rpc.gateway``)."""
 
 from __future__ import annotations
 
@@ -11,23 +12,19 @@ import grpc
 import structlog
 from copas.v1 import copas_pb2, copas_pb2_grpc
 
-from engine import ChooseMoon, Leave, PassCards, PlayCard
-from server import codec, inputs
+from engine import Action, ChooseMoon, Leave, PassCards, PlayCard
+from server import codec
 from server.errors import ServiceError
-from server.gateway import caller
-from server.idempotency import JOIN_REQUEST_ID_MIN, fingerprint
-from server.lobby import LobbyFilter, LobbyWatcher
-from server.registry import LOBBY_POLL_SECONDS, TableManager
-from server.table import Table
-from server.table_view import varint
+from server.rpc import inputs
+from server.rpc.gateway import caller
+from server.store.records import record_to_pb
+from server.tables.idempotency import JOIN_REQUEST_ID_MIN, fingerprint
+from server.tables.lobby import LobbyFilter, LobbySource
+from server.tables.records import Records
+from server.tables.registry import TableRegistry
+from server.wire import field
 
 Context = grpc.aio.ServicerContext[Any, Any]
-_RECORD_TAG = b"\x0a"  # GetGameRecordResponse.record, length-delimited
-
-
-def record_response(record: bytes) -> bytes:
-    """A serialized GetGameRecordResponse around a stored, serialized GameRecord."""
-    return _RECORD_TAG + varint(len(record)) + record
 
 
 def _request_id(request: Any, minimum: int = 0, *, is_secret: bool = False) -> str:
@@ -50,6 +47,21 @@ def _table_id(request: Any) -> str:
     return table_id
 
 
+def _lobby_filter(request: Any) -> LobbyFilter:
+    """ListTables' and WatchLobby's filters."""
+    preset = inputs.check_length("preset", request.preset, inputs.PRESET_MAX)
+    if request.players < 0:
+        raise ServiceError.invalid("players must be 0 (any) or 3..5", "INVALID_RULES")
+    return LobbyFilter(request.only_joinable, preset, request.players,
+                       request.include_finished)
+
+
+def _page_token(request: Any) -> str:
+    token: str = request.page_token
+    return inputs.check_length("page_token", token, inputs.PAGE_TOKEN_MAX,
+                               "INVALID_PAGE_TOKEN")
+
+
 def _writer(context: Context) -> Callable[[Any], Awaitable[None]]:
     """A stream's write, counting what it sent (for the gateway's log line)."""
     found = caller()
@@ -61,21 +73,10 @@ def _writer(context: Context) -> Callable[[Any], Awaitable[None]]:
 
 
 class CopasService(copas_pb2_grpc.CopasServiceServicer):
-    def __init__(self, tables: TableManager) -> None:
-        self.tables = tables
-
-    async def _locate(self, context: Context, table_id: str, token_hash: str | None) -> None:
-        """In a cluster: the table is held here, or the call goes to its owner (Forward)."""
-        cluster = self.tables.cluster
-        if cluster is not None:
-            await cluster.locate(table_id, token_hash, context.invocation_metadata() or ())
-
-    def _moved(self, table: Table) -> None:
-        """After waiting for the store: a table lost to another node meanwhile."""
-        if table.is_released and self.tables.cluster is not None \
-                and table.id not in self.tables.tables:
-            raise ServiceError.unavailable("this table moved to another node: retry",
-                                           "TABLE_MOVED")
+    def __init__(self, registry: TableRegistry, lobby: LobbySource, records: Records) -> None:
+        self.registry = registry
+        self.lobby = lobby
+        self.records = records
 
     async def CreateTable(self, request: copas_pb2.CreateTableRequest, context: Context
                           ) -> copas_pb2.CreateTableResponse:
@@ -87,82 +88,32 @@ class CopasService(copas_pb2_grpc.CopasServiceServicer):
         name = inputs.display_name(request.display_name, inputs.TABLE_NAME_MAX, required=False)
         overrides = codec.rules_overrides(request.rules)
         seed = request.seed if request.HasField("seed") else None
-        table = self.tables.create(
+        table = self.registry.create(
             preset=request.preset, overrides=overrides, bot_seats=request.bot_seats, name=name,
             seed=seed, request_id=request_id, bot_policy=request.bot_policy,
             fingerprint=fingerprint("CreateTable", request.preset or "online", overrides,
                                     request.bot_seats, name, seed, request.bot_policy)
             if request_id else "")
         structlog.contextvars.bind_contextvars(table_id=table.id)
-        await self.tables.storage.sync()
+        await self.registry.durable(table)
         return copas_pb2.CreateTableResponse(table=table.summary())
 
     async def ListTables(self, request: copas_pb2.ListTablesRequest, context: Context
                          ) -> copas_pb2.ListTablesResponse:
-        if self.tables.cluster is not None:  # every node's tables, from the database
-            summaries, token = await self.tables.cluster_page(
-                request.page_size, request.page_token, LobbyFilter.of(request))
-            return copas_pb2.ListTablesResponse(tables=summaries, next_page_token=token)
-        page, token = self.tables.page(request.page_size, request.page_token,
-                                       LobbyFilter.of(request))
-        await self.tables.storage.sync()  # show only what is durable
-        return copas_pb2.ListTablesResponse(tables=[t.summary() for t in page],
-                                            next_page_token=token)
+        summaries, token = await self.lobby.page(request.page_size, _page_token(request),
+                                                 _lobby_filter(request))
+        return copas_pb2.ListTablesResponse(tables=summaries, next_page_token=token)
 
     async def WatchLobby(self, request: copas_pb2.WatchLobbyRequest, context: Context
                          ) -> None:
-        if self.tables.cluster is not None:
-            await self._watch_cluster_lobby(LobbyFilter.of(request), _writer(context))
-            return
-        lobby = self.tables.lobby
-        watcher = LobbyWatcher(LobbyFilter.of(request))
-        lobby.watchers.add(watcher)
         write = _writer(context)
-        try:
-            while not watcher.is_closed:
-                if watcher.needs_snapshot:
-                    await self.tables.storage.sync()  # show only what is durable
-                    await write(lobby.snapshot(watcher, list(self.tables.live())))
-                while watcher.queue and not watcher.is_closed:
-                    await write(watcher.queue.popleft())
-                if not watcher.needs_snapshot:
-                    await watcher.wakeup.wait()
-                    watcher.wakeup.clear()
-        finally:
-            lobby.remove(watcher)
-
-    async def _watch_cluster_lobby(self, wanted: LobbyFilter,
-                                   write: Callable[[Any], Awaitable[None]]) -> None:
-        """Every node's tables, read from the database once a second: a snapshot, then the
-        tables added, changed and removed."""
-        shown: dict[str, bytes] = {}
-        first = True
-        while True:
-            found = await self.tables.cluster_lobby(wanted)
-            current = {t.table_id: t.SerializeToString() for t in found}
-            if first:
-                await write(copas_pb2.WatchLobbyResponse(snapshot=copas_pb2.LobbySnapshot(
-                    tables=found)))
-                first = False
-            else:
-                for table in found:
-                    before = shown.get(table.table_id)
-                    if before is None:
-                        await write(copas_pb2.WatchLobbyResponse(table_added=table))
-                    elif before != current[table.table_id]:
-                        await write(copas_pb2.WatchLobbyResponse(table_changed=table))
-                for table_id in shown.keys() - current.keys():
-                    await write(copas_pb2.WatchLobbyResponse(table_removed=table_id))
-            shown = current
-            await asyncio.sleep(LOBBY_POLL_SECONDS)
+        async for message in self.lobby.watch(_lobby_filter(request)):
+            await write(message)
 
     async def GetTable(self, request: copas_pb2.GetTableRequest, context: Context
                        ) -> copas_pb2.GetTableResponse:
-        table_id = _table_id(request)
-        await self._locate(context, table_id, None)
-        table = self.tables.get(table_id)
-        await self.tables.storage.sync()
-        self._moved(table)
+        table = self.registry.get(_table_id(request))
+        await self.registry.durable(table)
         return copas_pb2.GetTableResponse(table=table.summary())
 
     async def JoinTable(self, request: copas_pb2.JoinTableRequest, context: Context
@@ -172,42 +123,37 @@ class CopasService(copas_pb2_grpc.CopasServiceServicer):
         if not table_id and not request.preset:
             raise ServiceError.invalid("table_id (or preset, for a quick match) is required",
                                        "MISSING_TABLE_ID")
-        if table_id:
-            await self._locate(context, table_id, None)
+        inputs.check_length("preset", request.preset, inputs.PRESET_MAX, "INVALID_RULES")
+        name = inputs.display_name(request.display_name, inputs.PLAYER_NAME_MAX, required=True)
         seat_asked = request.seat if request.HasField("seat") else None
         players = request.players if request.HasField("players") else None
-        table, seat, token = self.tables.join(
-            table_id, request.display_name, seat_asked, request_id,
-            fingerprint("JoinTable", table_id, request.preset, players,
-                        inputs.display_name(request.display_name, inputs.PLAYER_NAME_MAX,
-                                            required=True), seat_asked)
+        table, seat, token = self.registry.join(
+            table_id, name, seat_asked, request_id,
+            fingerprint("JoinTable", table_id, request.preset, players, name, seat_asked)
             if request_id else "", preset=request.preset, players=players)
         structlog.contextvars.bind_contextvars(seat=seat)
-        await self.tables.storage.sync()  # the seat is durable before the token is given
-        self._moved(table)
+        await self.registry.durable(table)  # the seat is durable before the token is given
         return copas_pb2.JoinTableResponse(seat=seat, player_token=token, table=table.summary())
 
-    async def _act(self, request: Any, context: Context, method: str,
-                   make: Callable[[int], Any], content: Any = None) -> int:
+    async def _act(self, request: Any, method: str, make: Callable[[int], Action],
+                   content: object = None) -> int:
         """Authenticate, apply, and answer once the action is durable. ``content`` is what
         the request means, for its request_id's fingerprint."""
         table_id = _table_id(request)
         request_id = _request_id(request)
         token_hash = caller().token_hash
-        await self._locate(context, table_id, token_hash)
         try:
-            table, seat = self.tables.authenticate(token_hash, table_id)
+            table, seat = self.registry.authenticate(token_hash, table_id)
         except ServiceError:
             if method == "LeaveTable" and request_id and token_hash is not None:
-                first = self.tables.first_answer_of_revoked(token_hash, request_id)
+                first = self.registry.seating.first_answer_of_revoked(token_hash, request_id)
                 if first is not None:  # a retried LeaveTable that gave the seat up
                     return first
             raise
         structlog.contextvars.bind_contextvars(seat=seat)
         sequence = table.act(seat, make(seat), request_id,
                              fingerprint(method, table.id, content) if request_id else "")
-        await self.tables.storage.sync()
-        self._moved(table)
+        await self.registry.durable(table)
         return sequence
 
     async def PassCards(self, request: copas_pb2.PassCardsRequest, context: Context
@@ -216,16 +162,14 @@ class CopasService(copas_pb2_grpc.CopasServiceServicer):
             raise ServiceError.invalid("a pass is exactly three different cards",
                                        "PASS_NEEDS_THREE_CARDS")
         cards = tuple(codec.card_from_pb(c) for c in request.cards)
-        sequence = await self._act(request, context, "PassCards",
-                                   lambda seat: PassCards(seat, cards),
+        sequence = await self._act(request, "PassCards", lambda seat: PassCards(seat, cards),
                                    sorted(int(c) for c in cards))
         return copas_pb2.PassCardsResponse(sequence=sequence)
 
     async def PlayCard(self, request: copas_pb2.PlayCardRequest, context: Context
                        ) -> copas_pb2.PlayCardResponse:
         card = codec.card_from_pb(request.card)
-        sequence = await self._act(request, context, "PlayCard",
-                                   lambda seat: PlayCard(seat, card),
+        sequence = await self._act(request, "PlayCard", lambda seat: PlayCard(seat, card),
                                    int(card))
         return copas_pb2.PlayCardResponse(sequence=sequence)
 
@@ -235,14 +179,13 @@ class CopasService(copas_pb2_grpc.CopasServiceServicer):
         if choice is None:
             raise ServiceError.invalid("choice must be MOON_CHOICE_SUBTRACT_FROM_SELF or "
                                        "MOON_CHOICE_ADD_TO_OTHERS", "INVALID_MOON_CHOICE")
-        sequence = await self._act(request, context, "ChooseMoon",
-                                   lambda seat: ChooseMoon(seat, choice),
+        sequence = await self._act(request, "ChooseMoon", lambda seat: ChooseMoon(seat, choice),
                                    str(choice))
         return copas_pb2.ChooseMoonResponse(sequence=sequence)
 
     async def LeaveTable(self, request: copas_pb2.LeaveTableRequest, context: Context
                          ) -> copas_pb2.LeaveTableResponse:
-        sequence = await self._act(request, context, "LeaveTable", Leave)
+        sequence = await self._act(request, "LeaveTable", Leave)
         return copas_pb2.LeaveTableResponse(sequence=sequence)
 
     async def WatchTable(self, request: copas_pb2.WatchTableRequest, context: Context
@@ -252,14 +195,13 @@ class CopasService(copas_pb2_grpc.CopasServiceServicer):
             raise ServiceError.invalid("after_sequence must not be negative",
                                        "INVALID_SEQUENCE")
         token_hash = caller().token_hash
-        await self._locate(context, table_id, token_hash)
-        table, seat = self.tables.seat_for_watch(token_hash, table_id)
+        table, seat = self.registry.seat_for_watch(token_hash, table_id)
         if seat is not None:
             structlog.contextvars.bind_contextvars(seat=seat)
         watcher = table.add_watcher(seat, token_hash if seat is not None else None)
         write = _writer(context)
         try:
-            await self.tables.storage.sync()  # show only what is durable
+            await self.registry.durable()  # show only what is durable
             if not watcher.is_closed:  # the token may have been revoked meanwhile
                 await write(copas_pb2.WatchTableResponse(
                     event=table.snapshot(watcher, request.after_sequence)))
@@ -281,22 +223,21 @@ class CopasService(copas_pb2_grpc.CopasServiceServicer):
 
     async def GetView(self, request: copas_pb2.GetViewRequest, context: Context
                       ) -> copas_pb2.GetViewResponse:
-        table_id = _table_id(request)
-        await self._locate(context, table_id, caller().token_hash)
-        table, seat = self.tables.seat_for_watch(caller().token_hash, table_id)
-        await self.tables.storage.sync()  # show only what is durable
-        self._moved(table)
+        table, seat = self.registry.seat_for_watch(caller().token_hash, _table_id(request))
+        await self.registry.durable(table)  # show only what is durable
         return copas_pb2.GetViewResponse(view=table.view(seat), sequence=table.sequence)
 
     async def GetGameRecord(self, request: copas_pb2.GetGameRecordRequest, context: Context
                             ) -> copas_pb2.GetGameRecordResponse | bytes:
-        record = await asyncio.to_thread(self.tables.record, request.record_id)
-        return record_response(record)
+        if not request.record_id:
+            raise ServiceError.invalid("record_id is required", "MISSING_RECORD_ID")
+        inputs.check_length("record_id", request.record_id, inputs.ID_MAX)
+        record = await asyncio.to_thread(self.records.get, request.record_id)
+        return field(1, record)  # GetGameRecordResponse.record, stored serialized
 
     async def ListGameRecords(self, request: copas_pb2.ListGameRecordsRequest,
                               context: Context) -> copas_pb2.ListGameRecordsResponse:
-        rows, token = await asyncio.to_thread(self.tables.record_page, request.page_size,
-                                              request.page_token)
-        return copas_pb2.ListGameRecordsResponse(
-            records=[codec.record_to_pb(r, with_json=False) for r in rows],
-            next_page_token=token)
+        rows, token = await asyncio.to_thread(self.records.page, request.page_size,
+                                              _page_token(request))
+        return copas_pb2.ListGameRecordsResponse(records=[record_to_pb(r) for r in rows],
+                                                 next_page_token=token)

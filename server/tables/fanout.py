@@ -18,7 +18,7 @@ from collections import deque
 from collections.abc import Callable
 
 from server.errors import ServiceError
-from server.table_view import varint
+from server.wire import varint
 
 Views = dict[int | None, bytes]  # seat (None: spectator) -> its view, serialized
 Staged = list[tuple[int, bytes]]  # (sequence, TableEvent without its view, serialized)

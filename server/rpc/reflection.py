@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import grpc
 from google.protobuf import descriptor_pb2, descriptor_pool
-from grpc_reflection.v1alpha import reflection, reflection_pb2, reflection_pb2_grpc
+from grpc_reflection.v1alpha import reflection, reflection_pb2
 
 V1_SERVICE_NAME = "grpc.reflection.v1.ServerReflection"
 _V1_FILE = "grpc/reflection/v1/reflection.proto"
@@ -38,16 +38,15 @@ def _add_v1_descriptor() -> None:
     pool.Add(file)
 
 
-def enable(server: grpc.aio.Server, service_names: tuple[str, ...]) -> None:
-    """Serve reflection v1 and v1alpha for ``service_names`` (the reflection services are
-    added to the list)."""
+def services(service_names: tuple[str, ...]) -> dict[str, dict[str, grpc.RpcMethodHandler]]:
+    """Reflection v1 and v1alpha for ``service_names`` (the reflection services are added to
+    the list), as method handlers by service name, for the server to serve."""
     _add_v1_descriptor()
     names = (*service_names, reflection.SERVICE_NAME, V1_SERVICE_NAME)
     servicer = reflection.aio.ReflectionServicer(names)
-    reflection_pb2_grpc.add_ServerReflectionServicer_to_server(servicer, server)
-    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(V1_SERVICE_NAME, {
-        "ServerReflectionInfo": grpc.stream_stream_rpc_method_handler(
-            servicer.ServerReflectionInfo,
-            request_deserializer=reflection_pb2.ServerReflectionRequest.FromString,
-            response_serializer=reflection_pb2.ServerReflectionResponse.SerializeToString),
-    }),))
+    handler = grpc.stream_stream_rpc_method_handler(
+        servicer.ServerReflectionInfo,
+        request_deserializer=reflection_pb2.ServerReflectionRequest.FromString,
+        response_serializer=reflection_pb2.ServerReflectionResponse.SerializeToString)
+    return {reflection.SERVICE_NAME: {"ServerReflectionInfo": handler},
+            V1_SERVICE_NAME: {"ServerReflectionInfo": handler}}

@@ -112,5 +112,9 @@ class Quotas:
         else:
             self._streams.pop(peer, None)
 
+    def clients(self) -> int:
+        """Clients the call quotas keep track of (addresses and tokens)."""
+        return len(self.peer_calls) + len(self.token_calls)
+
     def open_streams(self) -> int:
         return sum(self._streams.values())

@@ -1,0 +1,137 @@
+"""Relaying a call to the node that owns its table: the request's bytes and the caller's
+token as they came, the client's address vouched for by the cluster key (so the owner's
+quotas count the real client), and a mark that it was relayed once (``HOPS``: never again).
+The owner's answer, or its refusal (code, message, details), comes back as it was.
+
+A node's connection carries at most ``CALLS_PER_CONNECTION`` calls, and relayed streams
+last, so the calls to one node are spread over as many connections as they need; the idle
+connections of a node that stopped answering are closed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import grpc
+
+from server.cluster.routing import HOPS
+from server.errors import ServiceError
+
+CALLS_PER_CONNECTION = 100  # relayed calls at once on one connection to another node
+CLUSTER_KEY = "x-copas-cluster-key"  # a node's word about the client (x-forwarded-for)
+Context = grpc.aio.ServicerContext[Any, Any]
+
+
+@dataclass
+class _Connection:
+    channel: grpc.aio.Channel
+    calls: int = 0
+
+
+class Forwarder:
+    def __init__(self, cluster_key: str, on_unreachable: Callable[[str], None]) -> None:
+        self.cluster_key = cluster_key
+        self._on_unreachable = on_unreachable  # a table's owner did not answer
+        self._connections: dict[str, list[_Connection]] = {}  # address -> connections
+
+    def _acquire(self, address: str) -> _Connection:
+        """A connection to ``address`` with room for one more call."""
+        pool = self._connections.setdefault(address, [])
+        for connection in pool:
+            if connection.calls < CALLS_PER_CONNECTION:
+                connection.calls += 1
+                return connection
+        connection = _Connection(grpc.aio.insecure_channel(address, options=[
+            ("grpc.use_local_subchannel_pool", 1)]), 1)  # a connection of its own
+        pool.append(connection)
+        return connection
+
+    def connections(self) -> int:
+        """Connections held to other nodes."""
+        return sum(len(pool) for pool in self._connections.values())
+
+    def calls_in_flight(self) -> int:
+        """Calls being relayed now."""
+        return sum(c.calls for pool in self._connections.values() for c in pool)
+
+    def _metadata(self, context: Context, client: str) -> tuple[tuple[str, str], ...]:
+        carried = [(k, v) for k, v in context.invocation_metadata() or ()
+                   if k == "authorization" and isinstance(v, str)]
+        return (*carried, ("x-forwarded-for", client), (CLUSTER_KEY, self.cluster_key),
+                (HOPS, "1"))
+
+    def _unreachable(self, address: str, table_id: str, own: _Connection) -> None:
+        """A node that did not answer (gone, or restarted on another port): the table's owner
+        is read again next time, and its idle connections go (and the failed call's, when it
+        was alone on it), so addresses of nodes long gone are not kept."""
+        self._on_unreachable(table_id)
+        pool = self._connections.get(address, [])
+        idle = [c for c in pool if c.calls == 0 or (c is own and c.calls == 1)]
+        for connection in idle:
+            pool.remove(connection)
+            asyncio.get_running_loop().create_task(connection.channel.close(None))
+        if not pool:
+            self._connections.pop(address, None)
+
+    async def unary(self, address: str, table_id: str, path: str, raw: bytes,
+                    context: Context, client: str) -> bytes:
+        connection = self._acquire(address)
+        try:
+            answer: bytes = await connection.channel.unary_unary(path)(
+                raw, metadata=self._metadata(context, client), timeout=_timeout(context))
+        except grpc.aio.AioRpcError as error:
+            if error.code() == grpc.StatusCode.UNAVAILABLE:
+                self._unreachable(address, table_id, connection)
+            await _relay_error(error, context)
+            raise
+        finally:
+            connection.calls -= 1
+        return answer
+
+    async def stream(self, address: str, table_id: str, path: str, raw: bytes,
+                     context: Context, client: str) -> int:
+        """Relay a server stream; returns how many messages it passed on."""
+        connection = self._acquire(address)
+        call = connection.channel.unary_stream(path)(raw, metadata=self._metadata(context,
+                                                                                  client))
+        sent = 0
+        try:
+            async for message in call:
+                await context.write(message)
+                sent += 1
+        except grpc.aio.AioRpcError as error:
+            if error.code() == grpc.StatusCode.UNAVAILABLE:
+                self._unreachable(address, table_id, connection)
+            await _relay_error(error, context)
+            raise
+        finally:
+            call.cancel()
+            connection.calls -= 1
+        return sent
+
+    async def close(self) -> None:
+        for pool in self._connections.values():
+            for connection in pool:
+                await connection.channel.close(None)
+        self._connections.clear()
+
+
+def _timeout(context: Context) -> float:
+    """The client's deadline, passed on (at most 30 s)."""
+    left = context.time_remaining()
+    return 30.0 if left is None else max(0.001, min(30.0, left))
+
+
+async def _relay_error(error: grpc.aio.AioRpcError, context: Context) -> None:
+    """The owner's refusal, as it was (code, message, details)."""
+    code = error.code()
+    if code == grpc.StatusCode.UNAVAILABLE and not error.trailing_metadata():
+        # The owner went away mid-call: say so in the contract's words.
+        await context.abort_with_status(
+            ServiceError.table_moved("the table's node went away").to_status())
+    trailing = tuple((k, v) for k, v in (error.trailing_metadata() or ())
+                     if k == "grpc-status-details-bin")
+    await context.abort(code, error.details() or "", trailing)

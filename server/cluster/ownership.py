@@ -1,0 +1,153 @@
+"""This node's ownership of its tables among the nodes sharing one PostgreSQL: its lease, and
+taking over the tables of nodes whose lease ran out.
+
+- ``Lease``: the node renews ``nodes.lease_until`` (the database's clock) every third of
+  ``--lease``, and keeps a local, conservative deadline (monotonic clock): past it (the process
+  was paused, the database is slow), the node serves none of its tables until it has renewed
+  and re-checked which it still owns.
+- ``Takeovers``: every half lease the node claims tables whose owner's lease ran out (epoch + 1,
+  one claimant wins), replays each from its log and re-arms its timers; a call for such a
+  table claims it at once (``claim``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import structlog
+
+from server.errors import ServiceError
+from server.store.postgres import PgStore
+from server.tables.recovery import adopt_all
+from server.tables.registry import TableRegistry
+
+log = structlog.get_logger("copas.cluster")
+
+TAKEOVER_BATCH = 100  # tables claimed and replayed per step of a takeover
+MAX_CLAIMING = 1_000  # single-table takeovers in progress at once
+LEASE_MARGIN = 0.8  # of the lease the database grants, believed locally (clocks may drift)
+
+
+class Lease:
+    """Whether this node may serve its tables now."""
+
+    def __init__(self, store: PgStore) -> None:
+        self._store = store
+        self.seconds = store.node.lease_seconds
+        self.deadline = 0.0  # monotonic: past it, this node serves none of its tables
+
+    async def renew(self) -> float:
+        """Renew the lease; returns the local deadline it gives (not yet applied)."""
+        sent = time.monotonic()
+        seconds = await asyncio.to_thread(self._store.heartbeat)
+        return sent + seconds * LEASE_MARGIN
+
+    def is_valid(self) -> bool:
+        return time.monotonic() < self.deadline
+
+    def check(self) -> None:
+        """:raises ServiceError: TABLE_MOVED while the lease is not known to hold."""
+        if not self.is_valid():
+            raise ServiceError.table_moved("this node is renewing its lease")
+
+
+class Takeovers:
+    """The lease's renewal and the sweeps that claim other nodes' orphaned tables."""
+
+    def __init__(self, registry: TableRegistry, store: PgStore, lease: Lease) -> None:
+        self._registry = registry
+        self._store = store
+        self._lease = lease
+        self._tasks: list[asyncio.Task[None]] = []
+        self._claiming: dict[str, asyncio.Future[None]] = {}
+
+    async def start(self) -> None:
+        """The first renewal (before serving), then the renewals' and sweeps' tasks."""
+        self._lease.deadline = await self._lease.renew()
+        loop = asyncio.get_running_loop()
+        self._tasks = [loop.create_task(self._heartbeats()), loop.create_task(self._sweeps())]
+
+    async def _heartbeats(self) -> None:
+        while True:
+            await asyncio.sleep(self._lease.seconds / 3)
+            was_valid = self._lease.is_valid()
+            try:
+                deadline = await self._lease.renew()
+                if not was_valid:  # paused or cut off past the lease: which tables are ours?
+                    await self._recheck()  # before serving any of them again
+            except Exception as exc:  # the database is away: the lease runs out by itself
+                log.error("lease_renewal_failed", error=str(exc)[:200])
+                continue
+            self._lease.deadline = deadline
+
+    async def _recheck(self) -> None:
+        held = dict(self._store.epochs)
+        current = await asyncio.to_thread(self._store.epochs_of, list(held))
+        me = self._store.node.node_id
+        lost = {t for t, epoch in held.items() if current.get(t) != (me, epoch)}
+        if lost:
+            log.warning("tables_lost", count=len(lost))
+            self.tables_lost(lost)
+
+    async def _sweeps(self) -> None:
+        while True:
+            await asyncio.sleep(self._lease.seconds / 2)
+            if self._lease.is_valid():
+                await self.take_over_orphans()
+
+    async def take_over_orphans(self) -> int:
+        """Claim every table whose owner's lease ran out, a batch at a time (the loop runs
+        between batches); returns how many now run here."""
+        total = 0
+        while self._lease.is_valid():
+            try:
+                claimed = await asyncio.to_thread(self._store.claim, limit=TAKEOVER_BATCH)
+            except Exception as exc:
+                log.error("takeover_failed", error=str(exc)[:200])
+                break
+            if not claimed:
+                break
+            count = adopt_all(self._registry, claimed)
+            total += count
+            log.info("tables_taken_over", count=count)
+            await asyncio.sleep(0)  # calls and timers run between batches
+            if len(claimed) < TAKEOVER_BATCH:
+                break
+        return total
+
+    async def claim(self, table_id: str) -> bool:
+        """Take over one table whose owner is gone (once, however many calls ask); whether
+        it runs here now."""
+        pending = self._claiming.get(table_id)
+        if pending is not None:
+            await asyncio.shield(pending)
+            return self._registry.holds(table_id)
+        if len(self._claiming) >= MAX_CLAIMING:
+            raise ServiceError.table_moved("this node is busy taking tables over")
+        done = asyncio.get_running_loop().create_future()
+        self._claiming[table_id] = done
+        try:
+            claimed = await asyncio.to_thread(self._store.claim, table_id=table_id)
+            if claimed:
+                adopt_all(self._registry, claimed)
+                log.info("table_taken_over", table_id=table_id)
+        finally:
+            del self._claiming[table_id]
+            done.set_result(None)
+        return self._registry.holds(table_id)
+
+    def tables_lost(self, lost: set[str]) -> None:
+        """Another node owns these tables now: drop them here, unseen; their streams end
+        with UNAVAILABLE and clients come back through any node to the owner."""
+        for table_id in lost:
+            self._store.forget(table_id)
+            self._registry.drop(table_id, ServiceError.table_moved(
+                "this table moved to another node"))
+
+    def claims_in_progress(self) -> int:
+        return len(self._claiming)
+
+    async def stop(self) -> None:
+        for task in self._tasks:
+            task.cancel()

@@ -1,0 +1,177 @@
+"""Which node serves a call, decided before the servicer runs, from a table of every method.
+
+``ROUTES`` names, for each copas.v1 method, what finds its table: nothing (served by any
+node from the database or by this one: ``HERE``), the request's ``table_id`` (``TABLE``), or
+the ``table_id`` and the caller's token (``SEAT``: a call may leave the table out and let its
+token name it). ``Router`` refuses to start while a method of the service is missing from the
+table, so a new RPC cannot be served from the wrong node by forgetting it.
+
+A call for a table another live node owns is relayed there (``server.cluster.forwarding``);
+a table whose owner's lease ran out is claimed first. Owners and tokens' tables are read
+from the database once per table however many calls ask, and remembered (bounded); a relay
+that finds the owner unreachable forgets it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import time
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from copas.v1 import copas_pb2
+
+from server.cluster.ownership import Lease, Takeovers
+from server.errors import ServiceError
+from server.store.postgres import Owner, PgStore
+from server.tables.registry import TableRegistry
+
+OWNER_SECONDS = 30.0  # a live owner, as read, is believed this long (or until a relay fails)
+OWNER_CACHE = 100_000  # owners and tokens' tables remembered
+HOPS = "x-copas-hops"  # a relayed call carries it: it is never relayed again
+
+
+class Route(enum.Enum):
+    HERE = "here"  # any node answers (from the database), or this node makes the table
+    TABLE = "table"  # the request's table_id (empty: here)
+    SEAT = "seat"  # the request's table_id, else the caller's token's table
+
+
+ROUTES: dict[str, Route] = {
+    "CreateTable": Route.HERE,
+    "ListTables": Route.HERE,
+    "WatchLobby": Route.HERE,
+    "GetTable": Route.TABLE,
+    "JoinTable": Route.TABLE,  # a quick match (no table_id) seats here
+    "PassCards": Route.SEAT,
+    "PlayCard": Route.SEAT,
+    "ChooseMoon": Route.SEAT,
+    "LeaveTable": Route.SEAT,
+    "WatchTable": Route.SEAT,
+    "GetView": Route.SEAT,
+    "GetGameRecord": Route.HERE,
+    "ListGameRecords": Route.HERE,
+}
+SERVICE = copas_pb2.DESCRIPTOR.services_by_name["CopasService"]
+
+
+def missing_routes() -> list[str]:
+    """Methods of the service that ``ROUTES`` does not name."""
+    return sorted(m.name for m in SERVICE.methods if m.name not in ROUTES)
+
+
+@dataclass
+class _Known:
+    owner: Owner
+    until: float
+
+
+class Router:
+    """Where each call goes, in a cluster."""
+
+    def __init__(self, registry: TableRegistry, store: PgStore, lease: Lease,
+                 takeovers: Takeovers) -> None:
+        missing = missing_routes()
+        if missing:
+            raise RuntimeError(f"no route for {', '.join(missing)} (server.cluster.routing)")
+        self._registry = registry
+        self._store = store
+        self._lease = lease
+        self._takeovers = takeovers
+        self._me = store.node.node_id
+        self._owners: OrderedDict[str, _Known] = OrderedDict()  # table -> owner, as last read
+        self._reading: dict[str, asyncio.Future[Owner | None]] = {}
+        self._token_tables: OrderedDict[str, str] = OrderedDict()  # token hash -> table
+
+    async def route(self, method: str, table_id: str, token_hash: str | None,
+                    metadata: Sequence[tuple[str, str | bytes]]) -> str | None:
+        """The address to relay the call to, or None to serve it here (where the table is
+        held, or nobody has it and the service answers NOT_FOUND).
+
+        :raises ServiceError: TABLE_MOVED while the table moves between nodes.
+        """
+        route = ROUTES[method]
+        if route is Route.HERE:
+            return None
+        return await self._locate(table_id, token_hash if route is Route.SEAT else None,
+                                  metadata)
+
+    async def _locate(self, table_id: str, token_hash: str | None,
+                      metadata: Sequence[tuple[str, str | bytes]]) -> str | None:
+        registry = self._registry
+        if table_id and registry.holds(table_id):
+            self._lease.check()
+            return None
+        if not table_id and token_hash is not None:
+            if registry.is_valid_token(token_hash):
+                self._lease.check()
+                return None
+            table_id = await self._table_of_token(token_hash)
+            if registry.holds(table_id):
+                self._lease.check()
+                return None
+        if not table_id:
+            return None
+        owner = await self._owner(table_id)
+        if owner is None or owner.node_id == self._me:
+            return None  # nobody's, or ours and not served: quarantined (the service says so)
+        if not owner.is_alive:
+            self._lease.check()
+            if await self._takeovers.claim(table_id):  # its owner is gone: ours now
+                self.forget_owner(table_id)
+                return None
+            self.forget_owner(table_id)  # another node claimed it first: ask again
+            owner = await self._owner(table_id)
+            if owner is None:
+                return None
+        if owner.is_alive and owner.node_id != self._me \
+                and not any(key == HOPS for key, _ in metadata):
+            return owner.address
+        self.forget_owner(table_id)
+        raise ServiceError.table_moved("the table is moving between nodes")
+
+    async def _table_of_token(self, token_hash: str) -> str:
+        table_id = self._token_tables.get(token_hash, "")
+        if table_id:
+            return table_id
+        found = await asyncio.to_thread(self._store.table_of_token, token_hash)
+        if found is None:
+            return ""
+        self._token_tables[token_hash] = found[0]  # a token never changes table
+        while len(self._token_tables) > OWNER_CACHE:
+            self._token_tables.popitem(last=False)
+        return found[0]
+
+    async def _owner(self, table_id: str) -> Owner | None:
+        """The table's owner as last read (kept until a relay to it fails, or for at most
+        OWNER_SECONDS); one database read at a time per table however many calls ask."""
+        known = self._owners.get(table_id)
+        if known is not None and known.until > time.monotonic():
+            return known.owner
+        pending = self._reading.get(table_id)
+        if pending is not None:
+            return await asyncio.shield(pending)
+        pending = asyncio.ensure_future(asyncio.to_thread(self._store.owner_of, table_id))
+        self._reading[table_id] = pending
+        try:
+            owner = await asyncio.shield(pending)
+        finally:
+            del self._reading[table_id]
+        if owner is not None:
+            self._owners[table_id] = _Known(owner, time.monotonic() + (
+                OWNER_SECONDS if owner.is_alive else 0.2))
+            self._owners.move_to_end(table_id)
+            while len(self._owners) > OWNER_CACHE:
+                self._owners.popitem(last=False)
+        return owner
+
+    def forget_owner(self, table_id: str) -> None:
+        """What we knew of the table's owner is stale (a relay to it failed)."""
+        self._owners.pop(table_id, None)
+
+    def remembered(self) -> int:
+        """Owners and tokens' tables held in memory (bounded by OWNER_CACHE each)."""
+        return len(self._owners) + len(self._token_tables)
+

@@ -1,0 +1,377 @@
+"""The gateway every call passes first: each method's handler, wrapped once.
+
+For each call it: reads the caller (client address, player token from ``authorization:
+Bearer``) into a context variable, so servicer methods never parse metadata; applies the
+per-client quotas before the request is even decoded; decodes the request itself (bytes
+that are not the method's message get INVALID_ARGUMENT, not UNKNOWN); routes it (a call for a
+table another node of the cluster owns is relayed there, decided here for every method, so
+no servicer method can forget); turns a ``ServiceError`` (or the store's failure) into its
+status with details; and writes one log line and one latency sample per call (streams:
+their lifetime, in a metric of their own). Unary calls and streams share one outcome path
+(``_finish``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import inspect
+import logging
+import random
+import time
+from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol, TypeVar
+
+import grpc
+import structlog
+from google.protobuf.message import DecodeError
+
+from server.errors import ServiceError
+from server.observability import Metrics
+from server.rpc.peers import PeerTrust, bearer_token_hash
+from server.rpc.quotas import Quotas
+from server.store.base import StorageFailed
+
+log = structlog.get_logger("copas.rpc")
+Context = grpc.aio.ServicerContext[Any, Any]
+Metadata = Sequence[tuple[str, str | bytes]]
+S = TypeVar("S")
+
+
+@dataclass(slots=True)
+class Caller:
+    method: str
+    peer: str  # the client's quota key (its address, or its IPv6 /64)
+    token_hash: str | None  # SHA-256 of the bearer token, when one was sent
+    sent: int = 0  # messages a stream wrote (the servicer counts them)
+
+
+CALLER: contextvars.ContextVar[Caller] = contextvars.ContextVar("copas_caller")
+
+
+def caller() -> Caller:
+    return CALLER.get()
+
+
+class CallRouter(Protocol):
+    """Where a call is served: here (None), or the address of the node to relay it to."""
+
+    async def route(self, method: str, table_id: str, token_hash: str | None,
+                    metadata: Metadata) -> str | None: ...
+
+
+class CallForwarder(Protocol):
+    """Relays a call, as it came, to another node."""
+
+    async def unary(self, address: str, table_id: str, path: str, raw: bytes,
+                    context: Context, client: str) -> bytes: ...
+
+    async def stream(self, address: str, table_id: str, path: str, raw: bytes,
+                     context: Context, client: str) -> int: ...
+
+
+class ServeHere:
+    """One process: every call is served here, nothing is relayed."""
+
+    async def route(self, method: str, table_id: str, token_hash: str | None,
+                    metadata: Metadata) -> str | None:
+        return None
+
+    async def unary(self, address: str, table_id: str, path: str, raw: bytes,
+                    context: Context, client: str) -> bytes:
+        raise RuntimeError("one process relays nothing")
+
+    async def stream(self, address: str, table_id: str, path: str, raw: bytes,
+                     context: Context, client: str) -> int:
+        raise RuntimeError("one process relays nothing")
+
+
+SERVE_HERE = ServeHere()
+
+
+class _Collector:
+    """Stands in for a server while generated code adds a service to it."""
+
+    def __init__(self) -> None:
+        self.services: dict[str, dict[str, grpc.RpcMethodHandler]] = {}
+
+    def add_generic_rpc_handlers(self, handlers: object) -> None:
+        return None  # the same handlers come by name below
+
+    def add_registered_method_handlers(self, name: str,
+                                       handlers: dict[str, grpc.RpcMethodHandler]) -> None:
+        self.services[name] = dict(handlers)
+
+
+def service_handlers(add_to_server: Callable[[S, Any], None], servicer: S
+                     ) -> dict[str, dict[str, grpc.RpcMethodHandler]]:
+    """A generated ``add_XServicer_to_server``'s method handlers, by service name."""
+    collector = _Collector()
+    add_to_server(servicer, collector)
+    return collector.services
+
+
+class Gateway:
+    """Caller context, quotas, decoding, routing, errors, metrics per call; a log line per
+    refused or failed call and per stream end (a call answered OK: at debug). It wraps each
+    method's handler once, when the services are installed."""
+
+    def __init__(self, metrics: Metrics, quotas: Quotas,
+                 is_valid_token: Callable[[str], bool], trust: PeerTrust,
+                 router: CallRouter = SERVE_HERE, forwarder: CallForwarder = SERVE_HERE
+                 ) -> None:
+        self.metrics = metrics
+        self.quotas = quotas
+        self.is_valid_token = is_valid_token
+        self.trust = trust
+        self.router = router
+        self.forwarder = forwarder
+        self._latency: dict[tuple[str, str], Callable[[float], None]] = {}
+
+    def install(self, server: grpc.aio.Server,
+                services: dict[str, dict[str, grpc.RpcMethodHandler]]) -> None:
+        """Serve ``services`` on ``server``, every call through the gateway: copas.v1's
+        wholly, the standard ones (health, reflection) under the same quotas."""
+        for name, handlers in services.items():
+            wrapped = {method: self._wrap(method, handler) if name.startswith("copas.v1.")
+                       else self._wrap_other(handler) for method, handler in handlers.items()}
+            server.add_generic_rpc_handlers(
+                (grpc.method_handlers_generic_handler(name, wrapped),))
+            server.add_registered_method_handlers(name, wrapped)
+
+    def _client(self, context: Context) -> str:
+        return self.trust.client_of(context.peer(), context.invocation_metadata() or ())
+
+    async def _refuse(self, error: ServiceError, context: Context) -> None:
+        """Answer a quota refusal (after its penalty, jittered)."""
+        self.metrics.quota_refusals.labels(error.reason).inc()
+        await asyncio.sleep(error.penalty * _spread())
+        await context.abort_with_status(error.to_status())
+
+    def _wrap_other(self, handler: grpc.RpcMethodHandler) -> grpc.RpcMethodHandler:
+        """Quotas for the standard services: calls per address, streams per address."""
+        quotas = self.quotas
+
+        if handler.unary_unary is not None:
+            inner_unary = handler.unary_unary
+
+            async def unary(request: Any, context: Context) -> Any:
+                try:
+                    quotas.admit("", self._client(context), None)
+                except ServiceError as error:
+                    await self._refuse(error, context)
+                return await inner_unary(request, context)
+
+            return grpc.unary_unary_rpc_method_handler(
+                unary, request_deserializer=handler.request_deserializer,
+                response_serializer=handler.response_serializer)
+        streaming = handler.unary_stream or handler.stream_stream
+        if streaming is None:
+            return handler
+        is_unary_request = handler.unary_stream is not None
+
+        async def admit(context: Context) -> str:
+            peer = self._client(context)
+            try:
+                quotas.admit("", peer, None)
+                quotas.open_stream(peer)
+            except ServiceError as error:
+                await self._refuse(error, context)
+            return peer
+
+        async def generated(request: Any, context: Context) -> AsyncIterator[Any]:
+            peer = await admit(context)
+            try:
+                async for message in streaming(request, context):
+                    yield message
+            finally:
+                quotas.close_stream(peer)
+
+        async def written(request: Any, context: Context) -> Any:
+            peer = await admit(context)  # a handler that writes with context.write()
+            try:
+                return await streaming(request, context)
+            finally:
+                quotas.close_stream(peer)
+
+        make = (grpc.unary_stream_rpc_method_handler if is_unary_request
+                else grpc.stream_stream_rpc_method_handler)
+        return make(generated if inspect.isasyncgenfunction(streaming) else written,
+                    request_deserializer=handler.request_deserializer,
+                    response_serializer=handler.response_serializer)
+
+    def _enter(self, method: str, context: Context) -> Caller:
+        structlog.contextvars.clear_contextvars()
+        structlog.contextvars.bind_contextvars(rpc=method)
+        metadata = context.invocation_metadata() or ()
+        peer = self.trust.client_of(context.peer(), metadata)
+        try:
+            token_hash = bearer_token_hash(metadata)
+        except ServiceError:
+            self.quotas.admit(method, peer, None)  # a broken header still counts
+            raise
+        valid = token_hash if token_hash is not None and self.is_valid_token(token_hash) \
+            else None
+        self.quotas.admit(method, peer, valid)
+        found = Caller(method, peer, token_hash)
+        CALLER.set(found)
+        return found
+
+    def _finish(self, method: str, start: float, code: str, error: ServiceError | None,
+                stream_messages: int | None = None) -> None:
+        """The one outcome of every call: its metric sample, and its log line unless it
+        was answered OK (debug) or refused by a quota (counted)."""
+        if error is not None and error.penalty:  # over a quota: counted, not logged
+            self.metrics.quota_refusals.labels(error.reason).inc()
+            return
+        elapsed = time.perf_counter() - start
+        if stream_messages is None:
+            sample = self._latency.get((method, code))
+            if sample is None:
+                sample = self._latency[method, code] = self.metrics.rpc_latency.labels(
+                    method, code).observe
+            sample(elapsed)
+            if code == "OK":  # the common case: counted above, a line only at debug
+                if log.is_enabled_for(logging.DEBUG):
+                    log.debug("rpc", code=code, duration_ms=round(elapsed * 1000, 3))
+                return
+        else:
+            self.metrics.stream_lifetime.labels(method, code).observe(elapsed)
+        fields: dict[str, Any] = {"code": code, "duration_ms": round(elapsed * 1000, 3)}
+        if stream_messages is not None:
+            fields["messages"] = stream_messages
+        if error is not None:
+            fields["reason"] = error.reason  # not the message: it may name the caller's cards
+        log.info("rpc", **fields)
+
+    async def _fail(self, method: str, start: float, failure: Exception, context: Context,
+                    stream_messages: int | None) -> None:
+        """A refusal or failure: its outcome, then the status (this raises)."""
+        error = failure if isinstance(failure, ServiceError) else ServiceError.storage_failed()
+        self._finish(method, start, error.code.name, error, stream_messages)
+        if error.penalty:
+            await asyncio.sleep(error.penalty * _spread())
+        await context.abort_with_status(error.to_status())
+
+    def _wrap(self, method: str, handler: grpc.RpcMethodHandler) -> grpc.RpcMethodHandler:
+        path = f"/copas.v1.CopasService/{method}"
+        decode = handler.request_deserializer
+        finish = self._finish
+        enter = self._enter
+        router = self.router
+        forwarder = self.forwarder
+
+        def parse(raw: bytes) -> Any:
+            try:
+                return decode(raw) if decode is not None else raw
+            except (DecodeError, ValueError, TypeError):
+                raise ServiceError.invalid(f"the request is not a valid {method} request "
+                                           "message", "MALFORMED_REQUEST") from None
+
+        async def destination(found: Caller, request: Any, context: Context) -> str | None:
+            return await router.route(method, getattr(request, "table_id", ""),
+                                      found.token_hash, context.invocation_metadata() or ())
+
+        if handler.unary_unary is not None:
+            inner_unary = handler.unary_unary
+
+            async def unary(raw: bytes, context: Context) -> Any:
+                start = time.perf_counter()
+                try:
+                    found = enter(method, context)
+                    request = parse(raw)
+                    address = await destination(found, request, context)
+                    if address is None:
+                        response = await inner_unary(request, context)
+                except (ServiceError, StorageFailed) as failure:
+                    await self._fail(method, start, failure, context, None)
+                    raise  # abort_with_status raises; this is never reached
+                except Exception:
+                    code = _code_name(context, "")
+                    if code:  # the call was aborted or cancelled already
+                        finish(method, start, code, None)
+                        raise
+                    log.exception("rpc_failed")
+                    finish(method, start, "INTERNAL", None)
+                    await context.abort(grpc.StatusCode.INTERNAL, "internal error")
+                    raise
+                if address is not None:  # another node owns the table: relay the call there
+                    try:
+                        response = await forwarder.unary(address, request.table_id, path, raw,
+                                                         context, found.peer)
+                    except BaseException:  # the owner's refusal, relayed: counted here too
+                        finish(method, start, _code_name(context, "UNAVAILABLE"), None)
+                        raise
+                finish(method, start, "OK", None)
+                return response
+
+            return grpc.unary_unary_rpc_method_handler(
+                unary, request_deserializer=None,
+                response_serializer=_or_bytes(handler.response_serializer))
+
+        if handler.unary_stream is not None:
+            inner_stream = handler.unary_stream
+            quotas = self.quotas
+
+            async def stream(raw: bytes, context: Context) -> None:
+                """The servicer writes its messages itself (``context.write``): no
+                generator stands between it and gRPC."""
+                start = time.perf_counter()
+                found: Caller | None = None
+                opened = ""
+                try:
+                    found = enter(method, context)
+                    request = parse(raw)
+                    quotas.open_stream(found.peer)
+                    opened = found.peer
+                    address = await destination(found, request, context)
+                    if address is None:
+                        await inner_stream(request, context)
+                    else:  # another node owns the table: relay it
+                        found.sent += await forwarder.stream(
+                            address, request.table_id, path, raw, context, found.peer)
+                except (ServiceError, StorageFailed) as failure:
+                    await self._fail(method, start, failure, context,
+                                     found.sent if found else 0)
+                    raise
+                except BaseException:
+                    finish(method, start, _code_name(context, "CANCELLED"), None,
+                           found.sent if found else 0)
+                    raise
+                finally:
+                    if opened:
+                        quotas.close_stream(opened)
+                finish(method, start, "OK", None, found.sent)
+
+            return grpc.unary_stream_rpc_method_handler(
+                stream, request_deserializer=None,
+                response_serializer=_or_bytes(handler.response_serializer))
+        return handler
+
+
+def _or_bytes(serialize: Callable[[Any], bytes] | None) -> Callable[[Any], bytes]:
+    """A response serializer that passes on what was serialized ahead (WatchTable's
+    fan-out, stored game records)."""
+    def serialize_or_pass(message: Any) -> bytes:
+        if isinstance(message, bytes):
+            return message
+        data: bytes = serialize(message) if serialize is not None else message
+        return data
+    return serialize_or_pass
+
+
+def _spread() -> float:
+    """0.5..1.5: penalties end at different moments, so a flood's refused calls are
+    answered a few at a time instead of all at once."""
+    return 0.5 + random.random()
+
+
+def _code_name(context: Context, default: str) -> str:
+    try:
+        code = context.code()
+    except Exception:
+        return default
+    if isinstance(code, grpc.StatusCode):
+        return code.name
+    return default

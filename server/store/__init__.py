@@ -1,0 +1,34 @@
+"""The store: each table's event log and the records of finished games, durable before the
+server answers. ``open_store`` picks one from the settings: in memory, SQLite in a data
+directory (the default), or a cluster's shared PostgreSQL."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from server.store.base import (
+    GameRecord,
+    RecordSummary,
+    Storage,
+    StorageFailed,
+    StoredTable,
+    StoreUnusable,
+    TableMeta,
+)
+from server.store.memory import MemoryStore
+from server.store.postgres import Node, PgStore
+from server.store.sqlite import SqliteStore
+
+__all__ = ["GameRecord", "MemoryStore", "Node", "PgStore", "RecordSummary", "SqliteStore",
+           "Storage", "StorageFailed", "StoreUnusable", "StoredTable", "TableMeta",
+           "open_local_store"]
+
+
+def open_local_store(data_dir: str) -> MemoryStore | SqliteStore:
+    """``memory`` for no durability, else the SQLite database ``copas.db`` in ``data_dir``.
+
+    :raises StoreUnusable: see :meth:`SqliteStore.open`.
+    """
+    if data_dir == "memory":
+        return MemoryStore()
+    return SqliteStore.open(Path(data_dir) / "copas.db")

@@ -1,0 +1,377 @@
+"""What the store keeps and how the rest of the server talks to it.
+
+- ``Storage``: the protocol every store implements (the in-memory one, SQLite, PostgreSQL):
+  writes queued in order by the synchronous table code, ``sync`` once they are durable,
+  the tables to rebuild at start, and the records of finished games.
+- ``Write``: the typed operations a batch holds (one frozen dataclass per kind).
+- ``TableMeta``, ``GameRecord``, ``RecordSummary``: the typed values stored beside a table's
+  log (its JSON forms are the on-disk format, read back by ``from_json``).
+
+Fail-stop: once a commit fails, ``failure`` is set, every later write raises
+``StorageFailed`` (nothing is queued after a failure, so memory never runs ahead of what the
+server will ever claim), ``sync`` raises it, and ``failed()`` resolves for the server to stop.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Generic, Protocol, TypeVar
+
+from engine import (
+    Action,
+    GameEndReason,
+    MoonChoice,
+    PassDirection,
+    Rules,
+    RulesError,
+    Standing,
+    action_from_json,
+    action_to_json,
+)
+from engine.game import Game, HandResult, LeaverRecord
+from engine.record import RECORD_FORMAT
+
+# ---------------------------------------------------------------- errors
+
+
+class StorageError(Exception):
+    """The store cannot be used (at start) or failed (a commit)."""
+
+
+class StoreUnusable(StorageError):
+    """The data directory or database cannot be used; the message is one line saying why."""
+
+
+class StorageFailed(StorageError):
+    """A commit failed: nothing in it (or after it) is durable; the server must stop."""
+
+
+# ---------------------------------------------------------------- typed values
+
+
+def _object(data: Any, what: str) -> dict[str, Any]:
+    if not isinstance(data, dict):
+        raise ValueError(f"{what} is not a JSON object")
+    return data
+
+
+@dataclass(frozen=True, slots=True)
+class TableMeta:
+    """What a restarted server needs to rebuild a table from its log."""
+
+    name: str
+    """The table's display name (its id when it was given none)."""
+    preset: str
+    """The preset its rules started from."""
+    rules: Rules
+    """The rules it plays by."""
+    seed: int | str
+    """The seed of its deals (never shown to a client)."""
+    bot_seats: int
+    """How many of the highest-numbered seats bots hold."""
+    order: int
+    """Its place in the server's creation order (the lobby lists newest first)."""
+    request_key: str = ""
+    """The digest of the CreateTable request_id that made it, if any."""
+    fingerprint: str = ""
+    """The digest of that request's content (AIP-155)."""
+    bot_policy: str = "auto"
+    """How its bot seats play."""
+
+    def to_json(self) -> str:
+        return json.dumps({
+            "name": self.name, "preset": self.preset, "rules": self.rules.to_dict(),
+            "seed": self.seed, "bots": self.bot_seats, "order": self.order,
+            "rk": self.request_key, "fp": self.fingerprint, "bot_policy": self.bot_policy})
+
+    @classmethod
+    def from_json(cls, text: str) -> TableMeta:
+        """:raises ValueError: the text is not a table's meta this server writes."""
+        try:
+            data = _object(json.loads(text), "table meta")
+            seed = data["seed"]
+            if not isinstance(seed, (int, str)):
+                raise ValueError("seed is neither a number nor a string")
+            return cls(str(data["name"]), str(data["preset"]),
+                       Rules.from_dict(_object(data["rules"], "rules")), seed,
+                       int(data["bots"]), int(data.get("order", 0) or 0),
+                       str(data.get("rk", "")), str(data.get("fp", "")),
+                       str(data.get("bot_policy", "auto")))
+        except (KeyError, TypeError, RulesError) as exc:
+            raise ValueError(f"unreadable table meta: {exc!r}") from None
+
+
+@dataclass(frozen=True, slots=True)
+class SeatRecord:
+    """Who held a seat of a finished game."""
+
+    seat: int
+    name: str
+    is_bot: bool
+
+
+@dataclass(frozen=True, slots=True)
+class GameResult:
+    """Everything a championship needs from a game (``engine.result_of``, typed)."""
+
+    is_over: bool
+    end_reason: GameEndReason | None
+    totals: tuple[int, ...]
+    hands: tuple[HandResult, ...]
+    """Each hand played: points taken and scored, the moon."""
+    leavers: tuple[LeaverRecord, ...]
+    """Who left, and when."""
+    standings: tuple[Standing, ...]
+    """Places at the end (ties share a place; leavers last)."""
+
+    @classmethod
+    def of(cls, game: Game) -> GameResult:
+        return cls(game.is_over, game.end_reason, tuple(game.totals),
+                   tuple(game.hands_played), tuple(game.left), tuple(game.standings))
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form ``engine.record.result_of`` gives (replay compares the two)."""
+        return {
+            "is_over": self.is_over,
+            "end_reason": str(self.end_reason) if self.end_reason else None,
+            "totals": list(self.totals),
+            "hands": [{"hand_number": h.hand_number, "pass_direction": str(h.pass_direction),
+                       "taken": list(h.taken), "points": list(h.points),
+                       "totals": list(h.totals), "moon_shooter": h.moon_shooter,
+                       "moon_choice": str(h.moon_choice) if h.moon_choice else None}
+                      for h in self.hands],
+            "leavers": [{"seat": lv.seat, "hand_number": lv.hand_number,
+                         "trick_number": lv.trick_number} for lv in self.leavers],
+            "standings": [{"seat": r.seat, "place": r.place, "total": r.total,
+                           "has_left": r.has_left} for r in self.standings],
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> GameResult:
+        reason = data["end_reason"]
+        return cls(
+            bool(data["is_over"]), GameEndReason(reason) if reason else None,
+            tuple(int(t) for t in data["totals"]),
+            tuple(HandResult(int(h["hand_number"]), PassDirection(h["pass_direction"]),
+                             tuple(h["taken"]), tuple(h["points"]), tuple(h["totals"]),
+                             h["moon_shooter"],
+                             MoonChoice(h["moon_choice"]) if h["moon_choice"] else None)
+                  for h in data["hands"]),
+            tuple(LeaverRecord(int(lv["seat"]), int(lv["hand_number"]),
+                               int(lv["trick_number"])) for lv in data["leavers"]),
+            tuple(Standing(int(r["seat"]), int(r["place"]), int(r["total"]),
+                           bool(r["has_left"])) for r in data["standings"]))
+
+
+@dataclass(frozen=True, slots=True)
+class RecordSummary:
+    """A finished game as ListGameRecords shows it."""
+
+    record_id: str
+    table_id: str
+    display_name: str
+    preset: str
+    created: float
+    """When the table was made (seconds since the epoch)."""
+    finished: float
+    """When its game ended."""
+    seed: int | str
+    rules: Rules
+    seats: tuple[SeatRecord, ...]
+    result: GameResult
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"record_id": self.record_id, "table_id": self.table_id,
+                "display_name": self.display_name, "preset": self.preset,
+                "created": self.created, "finished": self.finished, "seed": self.seed,
+                "rules": self.rules.to_dict(),
+                "seats": [{"seat": s.seat, "name": s.name, "is_bot": s.is_bot}
+                          for s in self.seats],
+                "result": self.result.to_dict()}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RecordSummary:
+        """:raises ValueError: not a record this server writes."""
+        try:
+            return cls(str(data["record_id"]), str(data["table_id"]),
+                       str(data["display_name"]), str(data["preset"]),
+                       float(data["created"]), float(data["finished"]), data["seed"],
+                       Rules.from_dict(_object(data["rules"], "rules")),
+                       tuple(SeatRecord(int(s["seat"]), str(s["name"]), bool(s["is_bot"]))
+                             for s in data["seats"]),
+                       GameResult.from_dict(_object(data["result"], "result")))
+        except (KeyError, TypeError, RulesError) as exc:
+            raise ValueError(f"unreadable game record: {exc!r}") from None
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict())
+
+    @classmethod
+    def from_json(cls, text: str) -> RecordSummary:
+        return cls.from_dict(_object(json.loads(text), "record summary"))
+
+
+@dataclass(frozen=True, slots=True)
+class GameRecord:
+    """A finished game: replayable by the engine (rules, seed, actions) and carrying its
+    result, seats and times."""
+
+    summary: RecordSummary
+    actions: tuple[Action, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The record's JSON form: ``engine.record.to_record``'s (what ``copas replay``
+        reads) with the summary's fields beside it."""
+        return {"format": RECORD_FORMAT, "actions": [action_to_json(a) for a in self.actions],
+                **self.summary.to_dict()}
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), separators=(",", ":"))
+
+    @classmethod
+    def from_json(cls, text: str) -> GameRecord:
+        """:raises ValueError: not a record this server writes."""
+        data = _object(json.loads(text), "game record")
+        try:
+            actions = tuple(action_from_json(a) for a in data["actions"])
+        except (KeyError, TypeError) as exc:
+            raise ValueError(f"unreadable game record: {exc!r}") from None
+        return cls(RecordSummary.from_dict(data), actions)
+
+
+@dataclass(frozen=True, slots=True)
+class StoredTable:
+    """A table as the store holds it, to rebuild from its log."""
+
+    table_id: str
+    created: float
+    meta: TableMeta | None
+    """None when it could not be read (``error`` says why): the table is quarantined."""
+    entries: tuple[tuple[int, str], ...]
+    """Its log: (position, entry JSON), in order."""
+    is_finished: bool
+    sequence: int
+    """The highest event sequence ever shown for it."""
+    finished: float | None = None
+    error: str | None = None
+
+
+def stored_table(table_id: str, created: float, meta: str, entries: Sequence[tuple[int, str]],
+                 status: str, sequence: int, finished: float | None) -> StoredTable:
+    """A table row as either database returns it."""
+    try:
+        return StoredTable(table_id, created, TableMeta.from_json(meta), tuple(entries),
+                           status == "finished", sequence, finished)
+    except ValueError as exc:
+        return StoredTable(table_id, created, None, tuple(entries), status == "finished",
+                           sequence, finished, str(exc))
+
+
+# ---------------------------------------------------------------- what is written
+
+
+@dataclass(frozen=True, slots=True)
+class CreateTable:
+    table_id: str
+    created: float
+    meta: TableMeta
+
+
+@dataclass(frozen=True, slots=True)
+class Append:
+    table_id: str
+    n: int
+    entry: str  # JSON, see server.tables.log_entries
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteEntry:
+    table_id: str
+    n: int
+
+
+@dataclass(frozen=True, slots=True)
+class FinishTable:
+    """A game's record, written in the same transaction as its last action."""
+
+    table_id: str
+    record: GameRecord
+
+
+@dataclass(frozen=True, slots=True)
+class ReleaseTable:
+    """The table goes: its log and its row (a finished game's record stays)."""
+
+    table_id: str
+
+
+Write = CreateTable | Append | DeleteEntry | FinishTable | ReleaseTable
+W = TypeVar("W")
+
+
+@dataclass
+class Batch(Generic[W]):
+    """What one commit writes: the writes in order, and each table's highest shown sequence."""
+
+    writes: list[W] = field(default_factory=list)
+    sequences: dict[str, int] = field(default_factory=dict)
+
+
+# ---------------------------------------------------------------- the protocol
+
+
+class Storage(Protocol):
+    """What the tables, the registry and recovery need of a store."""
+
+    @property
+    def failure(self) -> StorageFailed | None:
+        """Set once a commit failed (fail-stop)."""
+
+    def check_writable(self) -> None:
+        """:raises StorageFailed: the store failed; nothing more may change."""
+
+    def create_table(self, table_id: str, created: float, meta: TableMeta) -> None: ...
+
+    def append(self, table_id: str, entry: str) -> int:
+        """Queue one log entry; returns its position in the table's log."""
+
+    def delete_entry(self, table_id: str, n: int) -> None: ...
+
+    def note_sequence(self, table_id: str, sequence: int) -> None:
+        """The table has shown events up to ``sequence`` (kept with the next commit)."""
+
+    def finish_table(self, table_id: str, record: GameRecord) -> None: ...
+
+    def release_table(self, table_id: str) -> None: ...
+
+    @property
+    def has_pending(self) -> bool:
+        """Writes are queued that no commit has taken yet."""
+
+    async def sync(self) -> None:
+        """Return once everything queued so far is durable.
+
+        :raises StorageFailed: it never will be.
+        """
+
+    async def failed(self) -> StorageFailed:
+        """Resolve when a commit fails."""
+
+    def load_tables(self) -> list[StoredTable]:
+        """The tables to rebuild at start."""
+
+    def get_record(self, record_id: str) -> bytes | None:
+        """A finished game as a serialized copas.v1.GameRecord (with its JSON)."""
+
+    def list_records(self, limit: int, before: tuple[float, str] | None
+                     ) -> list[RecordSummary]:
+        """Records newest first (by finish time, then id), after the page position
+        ``before`` (finished, record_id)."""
+
+    def prune_records(self, keep: int, max_age: float, now: float) -> int:
+        """Keep the ``keep`` newest and those younger than ``max_age`` seconds (0: no
+        limit); returns how many went."""
+
+    async def close(self) -> None: ...

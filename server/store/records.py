@@ -1,0 +1,55 @@
+"""A finished game's record as the contract shows it (``copas.v1.GameRecord``), made once
+when the game ends and stored serialized, so GetGameRecord serves it as it is."""
+
+from __future__ import annotations
+
+from copas.v1 import copas_pb2
+
+from server import codec
+from server.store.base import GameRecord, RecordSummary
+from server.wire import timestamp
+
+
+def record_to_pb(summary: RecordSummary, record: GameRecord | None = None
+                 ) -> copas_pb2.GameRecord:
+    """A record's message; with the whole ``record``, its JSON rides along (what ``copas
+    replay`` reads) and its actions are counted."""
+    result = summary.result
+    message = copas_pb2.GameRecord(
+        record_id=summary.record_id, table_id=summary.table_id,
+        display_name=summary.display_name, preset=summary.preset,
+        rules=codec.rules_to_pb(summary.rules), create_time=timestamp(summary.created),
+        finish_time=timestamp(summary.finished), seed=str(summary.seed),
+        end_reason=codec.END_REASON_TO_PB.get(result.end_reason, 0)  # type: ignore[arg-type]
+        if result.end_reason else 0)
+    left = {lv.seat for lv in result.leavers}
+    for seat in summary.seats:
+        message.seats.add(seat=seat.seat, display_name=seat.name, is_taken=True,
+                          is_bot=seat.is_bot, has_left=seat.seat in left,
+                          total=result.totals[seat.seat])
+    for hand in result.hands:
+        h = message.hands.add(hand_number=hand.hand_number,
+                              pass_direction=codec.DIRECTION_TO_PB[hand.pass_direction],
+                              taken=hand.taken, points=hand.points, totals=hand.totals,
+                              moon_choice=codec.MOON_CHOICE_TO_PB[hand.moon_choice]
+                              if hand.moon_choice else 0)  # type: ignore[arg-type]
+        if hand.moon_shooter is not None:
+            h.moon_shooter = hand.moon_shooter
+    message.standings.extend(codec.standing_to_pb(r) for r in result.standings)
+    for lv in result.leavers:
+        message.leavers.add(seat=lv.seat, hand_number=lv.hand_number,
+                            trick_number=lv.trick_number)
+    if record is not None:
+        message.record_json = record.to_json()
+        message.action_count = len(record.actions)
+    return message
+
+
+def record_message(record: GameRecord) -> bytes:
+    """The serialized GameRecord GetGameRecord answers with."""
+    return record_to_pb(record.summary, record).SerializeToString()
+
+
+def record_message_of_json(record_json: str) -> bytes:
+    """The same, for a record stored before its message was (schema version 2)."""
+    return record_message(GameRecord.from_json(record_json))

@@ -1,0 +1,46 @@
+"""``Directory``: what this node's tables share with the other nodes of a cluster (where a
+token belongs, what the lobby shows of a table) and ask of them (may this node serve now?
+which of its tables did another node take?). One process shares nothing: ``LocalDirectory``.
+The cluster's lives in ``server.cluster.directory``."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from server.tables.views import TableFacts
+
+
+class Directory(Protocol):
+    def check_serving(self) -> None:
+        """:raises ServiceError: this node may not serve or make tables now."""
+
+    def token_issued(self, token_hash: str, table_id: str, seat: int) -> None:
+        """A seat's token is valid (written with the join's commit)."""
+
+    def token_revoked(self, token_hash: str, table_id: str) -> None: ...
+
+    def table_changed(self, table: TableFacts) -> None:
+        """A step of the table ended (what the lobby shows may have changed)."""
+
+    def take_lost(self) -> set[str]:
+        """The tables another node took from this one since the last call (their writes
+        were refused): they must go from memory before anyone hears of their commits."""
+
+
+class LocalDirectory:
+    """One process: every table is this node's, and nothing needs sharing."""
+
+    def check_serving(self) -> None:
+        return None
+
+    def token_issued(self, token_hash: str, table_id: str, seat: int) -> None:
+        return None
+
+    def token_revoked(self, token_hash: str, table_id: str) -> None:
+        return None
+
+    def table_changed(self, table: TableFacts) -> None:
+        return None
+
+    def take_lost(self) -> set[str]:
+        return set()

@@ -1,0 +1,349 @@
+"""The registry of one node's tables: making them, finding them, seating people at them
+(also by quick match), whose token opens which seat, and letting tables go. It is each
+table's ``TableHost``, and keeps what clients can make the server hold bounded and given back:
+
+- ``--max-tables`` counts tables not yet finished; finished ones stay ``--finished-table-ttl``
+  seconds for late watchers (and at most ``--max-tables`` of them), then go.
+- A waiting table with no person connected expires after ``--waiting-table-ttl`` seconds.
+- ``--max-players`` counts the people seated in games not finished; a seat given up, or left
+  in a running game, frees its slot.
+- At most ``--max-bot-tables`` tables without a person play at once, at ``--bot-table-pace``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import secrets
+from collections import OrderedDict
+from collections.abc import Iterator
+from typing import Any
+
+import structlog
+
+from server.config import RegistrySettings, TableSettings
+from server.errors import ServiceError, quote
+from server.observability import Metrics
+from server.store.base import Storage, TableMeta
+from server.tables.bots import Thinker
+from server.tables.clock import Handle, Scheduler
+from server.tables.creation import check_new_table
+from server.tables.delivery import Delivery
+from server.tables.directory import Directory
+from server.tables.idempotency import Remembered, check_reuse, request_key
+from server.tables.lobby import Lobby, LobbyFilter
+from server.tables.seating import Seating
+from server.tables.table import JOIN_SCOPE, Table
+
+log = structlog.get_logger("copas.registry")
+
+CREATE_MEMORY = 10_000  # CreateTable request_ids remembered
+
+
+class TableRegistry:
+    """Every table this node holds, the player tokens, and the limits."""
+
+    def __init__(self, settings: RegistrySettings, table_settings: TableSettings,
+                 metrics: Metrics, store: Storage, scheduler: Scheduler,
+                 directory: Directory, thinker: Thinker | None = None) -> None:
+        self.settings = settings
+        self.table_settings = table_settings
+        self.metrics = metrics
+        self.store = store
+        self.scheduler = scheduler
+        self._directory = directory
+        self._thinker = thinker
+        self._tables: dict[str, Table] = {}  # in creation order
+        self.seating = Seating()
+        self.quarantined: dict[str, str] = {}  # table_id -> why its log did not replay
+        self._create_requests: OrderedDict[str, Remembered] = OrderedDict()
+        self._order = itertools.count(1)
+        self.is_accepting = True
+        self.seated = 0  # people holding a --max-players slot
+        self.open_tables = 0  # tables not finished
+        self.bot_tables = 0  # tables without a person, not finished
+        self._finished: OrderedDict[str, None] = OrderedDict()  # finished tables, oldest first
+        self._release_handles: dict[str, Handle] = {}
+        self.lobby = Lobby(settings.watcher_queue, self._tables.values, self.durable)
+        self._delivery = Delivery(store, self.lobby, metrics, self.durable)
+
+    # ------------------------------------------------------------ TableHost
+
+    @property
+    def is_stopping(self) -> bool:
+        return not self.is_accepting
+
+    def check_room_for_player(self) -> None:
+        if self.seated >= self.settings.max_players:
+            raise ServiceError.exhausted("the server has no room for another player",
+                                         "SERVER_FULL")
+
+    def slot_taken(self) -> None:
+        self.seated += 1
+
+    def slot_freed(self) -> None:
+        self.seated -= 1
+
+    def token_issued(self, token_hash: str, table_id: str, seat: int, join_key: str) -> None:
+        self.seating.seated(token_hash, table_id, seat, join_key)
+        self._directory.token_issued(token_hash, table_id, seat)
+
+    def seat_given_up(self, token_hash: str, table_id: str, join_key: str, request_id: str,
+                      sequence: int) -> None:
+        self.seating.given_up(token_hash, join_key, request_id, sequence)
+        self._directory.token_revoked(token_hash, table_id)
+
+    def table_changed(self, table: Table) -> None:
+        """Show a table's new events to its watchers once they are on disk; commit what
+        the server did by itself (bots, timers) without waiting for a request."""
+        if table.is_released:
+            return
+        self.lobby.table_changed(table)
+        self._directory.table_changed(table)
+        self._delivery.table_changed(table)
+
+    def table_finished(self, table: Table) -> None:
+        """A game ended: the table no longer counts as open; it goes after the ttl (or
+        sooner when more than --max-tables finished tables wait)."""
+        self.open_tables -= 1
+        if not table.has_people:
+            self.bot_tables -= 1
+        self._finished[table.id] = None
+        self._schedule_release(table, self.settings.finished_table_ttl)
+        while len(self._finished) > self.settings.max_tables:
+            self.release(next(iter(self._finished)))
+
+    def table_idle(self, table: Table) -> None:
+        """A waiting table nobody is at: it goes, its seats' tokens with it."""
+        table.log.info("table_expired")
+        self.release(table.id, ServiceError.not_found(
+            "this table expired: nobody was at it", "TABLE_EXPIRED"))
+
+    # ------------------------------------------------------------ tables
+
+    def create(self, *, preset: str, overrides: dict[str, Any], bot_seats: int, name: str,
+               seed: str | None, request_id: str = "", fingerprint: str = "",
+               bot_policy: str = "") -> Table:
+        """A new table (or, for a retried request_id, the table it created)."""
+        self._directory.check_serving()  # a node without its lease makes no tables
+        key = request_key("create", request_id) if request_id else ""
+        if key:
+            known = check_reuse(self._create_requests.get(key), fingerprint)
+            if known is not None:
+                return self.get(str(known.answer))
+        if not self.is_accepting:
+            raise ServiceError.unavailable("the server is shutting down; no new tables")
+        if self.open_tables >= self.settings.max_tables:
+            raise ServiceError.exhausted("the server has no room for another table",
+                                         "SERVER_FULL")
+        new = check_new_table(self.settings, preset=preset, overrides=overrides,
+                              bot_seats=bot_seats, bot_policy=bot_policy,
+                              has_seed=seed is not None)
+        if new.bot_seats == new.rules.players \
+                and self.bot_tables >= self.settings.max_bot_tables:
+            raise ServiceError.exhausted(
+                f"at most {self.settings.max_bot_tables} tables of bots only play at once",
+                "TOO_MANY_BOT_TABLES")
+        table_id = "t_" + secrets.token_urlsafe(9)
+        meta = TableMeta(name=name or table_id, preset=new.preset, rules=new.rules,
+                         seed=seed if seed is not None else secrets.randbits(64),
+                         bot_seats=new.bot_seats, order=next(self._order), request_key=key,
+                         fingerprint=fingerprint, bot_policy=new.bot_policy)
+        created = self.scheduler.now()
+        self.store.create_table(table_id, created, meta)  # refused once the store failed
+        table = self.new_table(table_id, created, meta)
+        self.adopt(table)
+        table.log.debug("table_created", preset=new.preset, players=new.rules.players,
+                        bots=new.bot_seats)
+        table.open()
+        self.lobby.table_changed(table)
+        self._directory.table_changed(table)
+        self._delivery.kick()
+        return table
+
+    def new_table(self, table_id: str, created: float, meta: TableMeta) -> Table:
+        """A table object with this node's collaborators (not yet held: see ``adopt``)."""
+        return Table(self, self.store, table_id=table_id, created=created, meta=meta,
+                     settings=self.table_settings, metrics=self.metrics,
+                     scheduler=self.scheduler, thinker=self._thinker)
+
+    def adopt(self, table: Table) -> None:
+        """Hold ``table`` (new, or rebuilt from its log): it counts, it is found, its
+        CreateTable request_id answers again, a finished one goes after its ttl."""
+        self._tables[table.id] = table
+        if table.request_key:
+            self._create_requests[table.request_key] = Remembered(table.fingerprint, table.id)
+            while len(self._create_requests) > CREATE_MEMORY:
+                self._create_requests.popitem(last=False)
+        if table.is_finished:
+            self._finished[table.id] = None
+            if table.finished_at is not None:
+                self._schedule_release(table, table.finished_at
+                                       + self.settings.finished_table_ttl
+                                       - self.scheduler.now())
+            return
+        self.open_tables += 1
+        if not table.has_people:
+            self.bot_tables += 1
+
+    def note_order(self, order: int) -> None:
+        """Tables made from now on list after ``order`` (a table's in the store)."""
+        following = next(self._order)
+        self._order = itertools.count(max(following, order + 1))
+
+    def forget_replayed(self, table: Table) -> None:
+        """A table whose replay failed: undo what replaying it registered (its tokens, its
+        slots); its log stays in the store as it is."""
+        self.seating.forget(table.token_hashes(), table.join_keys())
+        table.free_all_slots()
+
+    def get(self, table_id: str) -> Table:
+        if not table_id:
+            raise ServiceError.invalid("table_id is required", "MISSING_TABLE_ID")
+        table = self._tables.get(table_id)
+        if table is None:
+            if table_id in self.quarantined:
+                raise ServiceError.unavailable(
+                    f"table {table_id} could not be recovered after a restart; the operators "
+                    "have been told and it is retried at the next start", "TABLE_QUARANTINED")
+            raise ServiceError.not_found(f"no table {quote(table_id)}")
+        return table
+
+    def holds(self, table_id: str) -> bool:
+        return table_id in self._tables
+
+    def live(self) -> Iterator[Table]:
+        return iter(self._tables.values())
+
+    # ------------------------------------------------------------ seats
+
+    def join(self, table_id: str, name: str, seat: int | None, request_id: str = "",
+             fingerprint: str = "", *, preset: str = "", players: int | None = None
+             ) -> tuple[Table, int, str]:
+        """Seat a person at ``table_id``, or (quick match, ``preset`` instead) at the oldest
+        waiting table of that kind with a free seat, or at a new one."""
+        if request_id:
+            key = request_key(JOIN_SCOPE, request_id)
+            if self.seating.is_spent(key):
+                raise ServiceError.precondition(
+                    "the seat this request_id took was given up: join again with a new "
+                    "request_id", "JOIN_GIVEN_UP")
+            known = self.seating.joins.get(key)
+            if known is not None and known in self._tables:  # a retry: the same table
+                table = self._tables[known]
+                seat_number, token = table.join(name, seat, request_id, fingerprint)
+                return table, seat_number, token
+        table = self.get(table_id) if table_id or not preset else self._open_table(preset, players)
+        seat_number, token = table.join(name, seat, request_id, fingerprint)
+        return table, seat_number, token
+
+    def _open_table(self, preset: str, players: int | None) -> Table:
+        """Quick match: the oldest waiting table of this kind with a free seat, or a new one."""
+        wanted = LobbyFilter(only_joinable=True, preset=preset, players=players or 4)
+        for table in self._tables.values():  # oldest first
+            if table.has_people and wanted.matches(table):
+                return table
+        overrides = {"players": players} if players is not None else {}
+        return self.create(preset=preset, overrides=overrides, bot_seats=0, name="", seed=None)
+
+    def authenticate(self, token_hash: str | None, table_id: str) -> tuple[Table, int]:
+        """The table and seat a token belongs to."""
+        if token_hash is None:
+            raise ServiceError.unauthenticated(
+                "missing player token: send metadata 'authorization: Bearer <token>'")
+        entry = self.seating.seat_of(token_hash)
+        if entry is None:
+            if self.seating.is_revoked(token_hash):
+                raise ServiceError.unauthenticated(
+                    "you gave up this seat: your player token is no longer valid",
+                    "TOKEN_REVOKED")
+            raise ServiceError.unauthenticated("unknown player token")
+        if table_id and entry[0] != table_id:
+            self.get(table_id)  # NOT_FOUND for an unknown table
+            raise ServiceError.denied("this token belongs to another table")
+        return self.get(entry[0]), entry[1]
+
+    def seat_for_watch(self, token_hash: str | None, table_id: str) -> tuple[Table, int | None]:
+        if token_hash is None:
+            return self.get(table_id), None
+        return self.authenticate(token_hash, table_id)
+
+    def is_valid_token(self, token_hash: str) -> bool:
+        return self.seating.seat_of(token_hash) is not None
+
+    # ------------------------------------------------------------ durability
+
+    async def durable(self, table: Table | None = None) -> None:
+        """Return once everything done so far is committed. Tables another node took from
+        this one meanwhile are dropped first; ``table`` among them: TABLE_MOVED.
+
+        :raises StorageFailed: the store failed (fail-stop).
+        """
+        await self.store.sync()
+        for table_id in self._directory.take_lost():
+            self.drop(table_id, ServiceError.table_moved("this table moved to another node"))
+        if table is not None and table.is_lost:
+            raise ServiceError.table_moved("this table moved to another node")
+
+    # ------------------------------------------------------------ the end of tables
+
+    def _schedule_release(self, table: Table, delay: float) -> None:
+        handle = self.scheduler.call_later(delay, lambda: self.release(table.id))
+        self._release_handles[table.id] = handle
+
+    def release(self, table_id: str, error: ServiceError | None = None) -> None:
+        """Forget a table: its tokens stop working, its streams end, its log goes."""
+        table = self._let_go(table_id, error, is_ours=True)
+        if table is not None:
+            self.store.release_table(table.id)
+            self._delivery.kick()
+            table.log.debug("table_released")
+
+    def drop(self, table_id: str, error: ServiceError) -> None:
+        """Forget a table this node lost to another (nothing is written: it is not ours)."""
+        table = self._let_go(table_id, error, is_ours=False)
+        if table is not None:
+            self._delivery.forget(table)
+            table.log.warning("table_dropped")
+
+    def _let_go(self, table_id: str, error: ServiceError | None, *, is_ours: bool
+                ) -> Table | None:
+        """The table leaves this node's memory: counts, seats, tokens, timers, streams,
+        the lobby. ``is_ours``: its tokens are given up in the store too."""
+        table = self._tables.pop(table_id, None)
+        handle = self._release_handles.pop(table_id, None)
+        if handle is not None:
+            handle.cancel()
+        if table is None:
+            return None
+        if table.id in self._finished:
+            del self._finished[table.id]
+        else:
+            self.open_tables -= 1
+            if not table.has_people:
+                self.bot_tables -= 1
+        token_hashes = table.token_hashes()
+        self.seating.forget(token_hashes, table.join_keys())
+        if is_ours:
+            for token_hash in token_hashes:
+                self._directory.token_revoked(token_hash, table.id)
+        table.free_all_slots()
+        table.release(error, is_lost=not is_ours)
+        self.lobby.table_changed(table)
+        if table.request_key:
+            self._create_requests.pop(table.request_key, None)
+        return table
+
+    def close_all(self) -> None:
+        """The server stops: every table's timers and streams end (their logs stay)."""
+        self._delivery.stop()
+        self.lobby.close_all()
+        for handle in self._release_handles.values():
+            handle.cancel()
+        for table in self._tables.values():
+            table.release()
+
+    def fail_all(self, error: ServiceError) -> None:
+        """The store failed: nothing more is accepted, every stream ends with ``error``."""
+        self.is_accepting = False
+        for table in list(self._tables.values()):
+            table.release(error)
