@@ -95,8 +95,8 @@ class Policy:
         """Three cards while passing, else one card; only from ``view.legal_cards``."""
         return self.choose_view(view, self.rng)
 
-    async def choose_moon(self, view: copas_pb2.TableView) -> int:
-        """The shooter's choice (a copas.v1 MoonChoice)."""
+    async def choose_moon(self, view: copas_pb2.TableView) -> copas_pb2.MoonChoice.ValueType:
+        """The shooter's choice."""
         return copas_pb2.MOON_CHOICE_ADD_TO_OTHERS
 
     def close(self) -> None:

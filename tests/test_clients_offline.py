@@ -1,0 +1,55 @@
+"""The reference clients' own logic, without a server: fakes stand in for the stubs, and
+refusals are built as grpc.aio raises them (status code, details, trailer)."""
+
+from __future__ import annotations
+
+import grpc
+from google.protobuf import any_pb2, duration_pb2
+from google.protobuf.message import Message
+from google.rpc import error_details_pb2, status_pb2
+
+from clients.common import error_reason, retry_delay
+
+DETAILS = "grpc-status-details-bin"
+
+
+def refusal(code: grpc.StatusCode, details: str, *detail_messages: Message,
+            trailer: bytes | None = None) -> grpc.aio.AioRpcError:
+    """A refused call as grpc.aio raises it, its google.rpc.Status in the trailer."""
+    if trailer is None:
+        status = status_pb2.Status(code=code.value[0], message=details)
+        for message in detail_messages:
+            packed = any_pb2.Any()
+            packed.Pack(message)
+            status.details.append(packed)
+        trailer = status.SerializeToString()
+    return grpc.aio.AioRpcError(code, grpc.aio.Metadata(), grpc.aio.Metadata((DETAILS, trailer)),
+                                details=details)
+
+
+def test_error_reason_reads_the_error_info_of_the_trailer() -> None:
+    error = refusal(grpc.StatusCode.FAILED_PRECONDITION, "follow suit",
+                    error_details_pb2.ErrorInfo(reason="MUST_FOLLOW_SUIT"))
+    assert error_reason(error) == "MUST_FOLLOW_SUIT"
+
+
+def test_error_reason_is_the_status_code_when_the_trailer_does_not_parse() -> None:
+    error = refusal(grpc.StatusCode.FAILED_PRECONDITION, "?", trailer=b"\xff\xff\xff")
+    assert error_reason(error) == "FAILED_PRECONDITION"
+
+
+def test_error_reason_ignores_a_status_of_another_code() -> None:
+    status = status_pb2.Status(code=grpc.StatusCode.NOT_FOUND.value[0])
+    packed = any_pb2.Any()
+    packed.Pack(error_details_pb2.ErrorInfo(reason="TABLE_NOT_FOUND"))
+    status.details.append(packed)
+    error = refusal(grpc.StatusCode.UNAVAILABLE, "", trailer=status.SerializeToString())
+    assert error_reason(error) == "UNAVAILABLE"
+
+
+def test_retry_delay_is_the_retry_info_of_a_quota_refusal_only() -> None:
+    wait = error_details_pb2.RetryInfo(retry_delay=duration_pb2.Duration(seconds=1,
+                                                                          nanos=500_000_000))
+    assert retry_delay(refusal(grpc.StatusCode.RESOURCE_EXHAUSTED, "slow down", wait)) == 1.5
+    assert retry_delay(refusal(grpc.StatusCode.UNAVAILABLE, "later", wait)) is None
+    assert retry_delay(refusal(grpc.StatusCode.RESOURCE_EXHAUSTED, "full")) is None
