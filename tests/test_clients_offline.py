@@ -3,12 +3,18 @@ refusals are built as grpc.aio raises them (status code, details, trailer)."""
 
 from __future__ import annotations
 
+import io
+import re
+
 import grpc
+from copas.v1 import copas_pb2
 from google.protobuf import any_pb2, duration_pb2
 from google.protobuf.message import Message
 from google.rpc import error_details_pb2, status_pb2
+from rich.console import Console
 
 from clients.common import error_reason, retry_delay
+from clients.watch import list_tables
 
 DETAILS = "grpc-status-details-bin"
 
@@ -53,3 +59,28 @@ def test_retry_delay_is_the_retry_info_of_a_quota_refusal_only() -> None:
     assert retry_delay(refusal(grpc.StatusCode.RESOURCE_EXHAUSTED, "slow down", wait)) == 1.5
     assert retry_delay(refusal(grpc.StatusCode.UNAVAILABLE, "later", wait)) is None
     assert retry_delay(refusal(grpc.StatusCode.RESOURCE_EXHAUSTED, "full")) is None
+
+
+class PagingStub:
+    """ListTables over ``count`` tables, in pages cut as the server cuts them (20 by
+    default, at most 100)."""
+
+    def __init__(self, count: int) -> None:
+        self.count = count
+
+    async def ListTables(self, request: copas_pb2.ListTablesRequest
+                         ) -> copas_pb2.ListTablesResponse:
+        start = int(request.page_token or 0)
+        end = min(start + min(request.page_size or 20, 100), self.count)
+        return copas_pb2.ListTablesResponse(
+            tables=[copas_pb2.TableSummary(table_id=f"t{i}") for i in range(start, end)],
+            next_page_token=str(end) if end < self.count else "")
+
+
+async def test_watch_lists_at_most_limit_tables() -> None:
+    stub = PagingStub(1000)
+    for limit in (50, 100, 150, 250):
+        out = io.StringIO()
+        # A fake of the one RPC list_tables calls, not a CopasServiceStub:
+        await list_tables(stub, Console(file=out, width=200), limit)  # type: ignore[arg-type]
+        assert len(re.findall(r"\bt\d+\b", out.getvalue())) == limit
