@@ -3,6 +3,7 @@ refusals are built as grpc.aio raises them (status code, details, trailer)."""
 
 from __future__ import annotations
 
+import asyncio
 import io
 import re
 
@@ -13,7 +14,8 @@ from google.protobuf.message import Message
 from google.rpc import error_details_pb2, status_pb2
 from rich.console import Console
 
-from clients.common import error_reason, retry_delay
+from clients.common import ActionRequest, ActionResponse, Player, error_reason, retry_delay
+from clients.play import Lines, Session
 from clients.watch import list_tables
 
 DETAILS = "grpc-status-details-bin"
@@ -84,3 +86,24 @@ async def test_watch_lists_at_most_limit_tables() -> None:
         # A fake of the one RPC list_tables calls, not a CopasServiceStub:
         await list_tables(stub, Console(file=out, width=200), limit)  # type: ignore[arg-type]
         assert len(re.findall(r"\bt\d+\b", out.getvalue())) == limit
+
+
+class RefusedLeave(Player):
+    """A seat whose every action is refused: the game ended meanwhile."""
+
+    # One body for the four overloads of Player._call (every call is refused):
+    async def _call(  # type: ignore[override]
+            self, method: str, request: ActionRequest) -> ActionResponse:
+        raise refusal(grpc.StatusCode.FAILED_PRECONDITION, "the game is over",
+                      error_details_pb2.ErrorInfo(reason="WRONG_PHASE"))
+
+
+async def test_copas_play_says_why_it_could_not_leave_instead_of_crashing() -> None:
+    lines = Lines.__new__(Lines)  # typed lines without stdin's thread
+    lines.queue = asyncio.Queue()
+    lines.queue.put_nowait("y")
+    out = io.StringIO()
+    player = RefusedLeave(None, "t1", 0, "token")  # type: ignore[arg-type]  # no stub called
+    session = Session(Console(file=out, width=200), player, lines)
+    assert await session.confirm_leave() is False
+    assert "could not leave: WRONG_PHASE: the game is over" in out.getvalue()
