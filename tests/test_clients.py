@@ -1,8 +1,10 @@
 """The reference clients against a real server on loopback: `copas play` through a
-pseudo-terminal, bots in 3, 4 and 5 players, a load test, `copas watch`."""
+pseudo-terminal, bots in 3, 4 and 5 players, a load test, `copas watch`. (Their logic without
+a server: tests/test_clients_offline.py.)"""
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import pty
@@ -14,8 +16,10 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import grpc
 import pytest
 
+from clients import bots, common
 from tests.server_helpers import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -166,6 +170,23 @@ def test_bots_finish_a_game(server_address: str, players: int) -> None:
     places = re.findall(r"^\s+(\d)\. .*: (\d+) points$", done.stdout, re.M)
     assert len(places) == players
     assert sum(int(points) for _, points in places) in (26, 26 * (players - 1))
+
+
+async def test_copas_bot_closes_every_channel_it_opens(server_address: str,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    opened: list[grpc.aio.Channel] = []
+
+    def recorded(target: common.Connection | str) -> grpc.aio.Channel:
+        opened.append(common.channel(target))
+        return opened[-1]
+
+    monkeypatch.setattr(bots, "channel", recorded)
+    parser = argparse.ArgumentParser()
+    bots.add_arguments(parser)
+    args = parser.parse_args(["--server", server_address, "--create", "--preset", "quick"])
+    assert await bots.bots_main(args) == 0
+    assert len(opened) == 5  # the table's creator and one per bot
+    assert all(c.get_state() is grpc.ChannelConnectivity.SHUTDOWN for c in opened)
 
 
 def test_a_ten_second_load_test_accounts_for_every_game(server_address: str) -> None:
