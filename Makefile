@@ -29,11 +29,18 @@ $(STAMP): pyproject.toml setup.py engine/game.py ai/playout.py  # the compiled m
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[test]'
 	@touch $@
 
-proto: $(PROTO_STAMP) ## generate the Python code for protos/ (messages, gRPC, Connect for the page)
+proto: $(PROTO_STAMP) ## generate the Python code for protos/ (messages, gRPC, their .pyi stubs, Connect for the page)
 
+# Stubs by mypy-protobuf: *_pb2.pyi for the messages, *_pb2_grpc.pyi for the stubs and
+# servicers, typed for grpc.aio only (only_async), the one gRPC API the server and clients use.
+# The previous output goes first, so nothing stale is left (a .proto removed, an option dropped).
 $(PROTO_STAMP): $(PROTOS) $(STAMP)
+	rm -f $(PROTO_DIR)/copas/v1/*_pb2*.py* $(PROTO_DIR)/copas/v1/*_connect.py
 	$(BIN)/python -m grpc_tools.protoc -I$(PROTO_DIR) --python_out=$(PROTO_DIR) \
-		--grpc_python_out=$(PROTO_DIR) --pyi_out=$(PROTO_DIR) \
+		--grpc_python_out=$(PROTO_DIR) \
+		--plugin=protoc-gen-mypy=$(BIN)/protoc-gen-mypy --mypy_out=quiet:$(PROTO_DIR) \
+		--plugin=protoc-gen-mypy_grpc=$(BIN)/protoc-gen-mypy_grpc \
+		--mypy_grpc_out=only_async,quiet:$(PROTO_DIR) \
 		--plugin=protoc-gen-connectrpc=$(BIN)/protoc-gen-connectrpc \
 		--connectrpc_out=$(PROTO_DIR) --connectrpc_opt=protobuf=google $(PROTOS)
 	@touch $@
@@ -67,9 +74,9 @@ demo: setup ## a demo game between engine bots in the terminal (no server)
 test: setup lint ts ## lint and the whole suite (needs Node.js+npm, chromium, postgresql: see README)
 	$(BIN)/python -m pytest -q
 
-lint: setup ## ruff, mypy --strict on the engine and ai/, buf lint on the protos
+lint: setup ## ruff, mypy --strict on engine/, ai/, clients/, tools/ and the generated code, buf lint
 	$(BIN)/ruff check .
-	$(BIN)/mypy --strict engine/ ai/
+	$(BIN)/mypy --strict engine/ ai/ clients/ tools/ protos/copas/
 	cd $(PROTO_DIR) && ../$(BIN)/buf lint
 
 bench: setup ## benchmarks: engine vs OpenSpiel; a move vs gRPC echo; durable vs memory; a flood; CPU per move

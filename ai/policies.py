@@ -34,7 +34,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ai import playout
+import ai.playout as playout  # not `from ai import`: ai/__init__.py imports this module
 from ai.infoset import InfoSet
 from engine import (
     CARDS,

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import random
 from collections.abc import Callable, Sequence
 
@@ -95,8 +96,8 @@ class Policy:
         """Three cards while passing, else one card; only from ``view.legal_cards``."""
         return self.choose_view(view, self.rng)
 
-    async def choose_moon(self, view: copas_pb2.TableView) -> int:
-        """The shooter's choice (a copas.v1 MoonChoice)."""
+    async def choose_moon(self, view: copas_pb2.TableView) -> copas_pb2.MoonChoice.ValueType:
+        """The shooter's choice."""
         return copas_pb2.MOON_CHOICE_ADD_TO_OTHERS
 
     def close(self) -> None:
@@ -177,8 +178,9 @@ def decision_key(view: copas_pb2.TableView) -> tuple[int, ...]:
 
 
 async def bots_main(args: argparse.Namespace) -> int:
-    async with channel(connection(args)) as ch:
-        stub = copas_pb2_grpc.CopasServiceStub(ch)
+    async with contextlib.AsyncExitStack() as channels:  # closes every channel opened here
+        stub = copas_pb2_grpc.CopasServiceStub(
+            await channels.enter_async_context(channel(connection(args))))
         table_id = args.table
         if args.create:
             request = copas_pb2.CreateTableRequest(
@@ -193,7 +195,8 @@ async def bots_main(args: argparse.Namespace) -> int:
         players = []
         for i in range(args.seats):
             # Each bot gets its own channel, like a separate device.
-            bot_stub = copas_pb2_grpc.CopasServiceStub(channel(connection(args)))
+            bot_stub = copas_pb2_grpc.CopasServiceStub(
+                await channels.enter_async_context(channel(connection(args))))
             players.append(await join(bot_stub, table_id, f"{args.policy}-bot-{i + 1}"))
         print(f"{len(players)} {args.policy} bots joined table {table_id} "
               f"(seats {', '.join(str(p.seat) for p in players)})", flush=True)

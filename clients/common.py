@@ -1,17 +1,21 @@
 """What every Copas client needs: a channel, a player's credentials, cards as text, and a
-table stream that reconnects by itself. Imports only grpc and the generated copas.v1 code."""
+table stream that reconnects by itself. Imports only grpc, the generated copas.v1 code and
+the google.rpc messages a refusal carries."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
 import uuid
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal, overload
 
 import grpc
 from copas.v1 import cards_pb2, copas_pb2, copas_pb2_grpc
+from google.protobuf.message import DecodeError
+from google.rpc import error_details_pb2, status_pb2
 
 DEFAULT_SERVER = "localhost:50051"
 SUIT_SYMBOL = {cards_pb2.SUIT_CLUBS: "♣", cards_pb2.SUIT_DIAMONDS: "♦",
@@ -20,8 +24,11 @@ DIRECTION_TEXT = {copas_pb2.PASS_DIRECTION_LEFT: "left", copas_pb2.PASS_DIRECTIO
                   copas_pb2.PASS_DIRECTION_ACROSS: "across",
                   copas_pb2.PASS_DIRECTION_HOLD: "none (hold)"}
 RETRYABLE = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED}
-_RANKS = {"2": 2, "3": 3, "4": 4, "5": 5, "6": 6, "7": 7, "8": 8, "9": 9, "10": 10, "T": 10,
-          "J": 11, "Q": 12, "K": 13, "A": 14}
+_RANKS = {"2": cards_pb2.RANK_TWO, "3": cards_pb2.RANK_THREE, "4": cards_pb2.RANK_FOUR,
+          "5": cards_pb2.RANK_FIVE, "6": cards_pb2.RANK_SIX, "7": cards_pb2.RANK_SEVEN,
+          "8": cards_pb2.RANK_EIGHT, "9": cards_pb2.RANK_NINE, "10": cards_pb2.RANK_TEN,
+          "T": cards_pb2.RANK_TEN, "J": cards_pb2.RANK_JACK, "Q": cards_pb2.RANK_QUEEN,
+          "K": cards_pb2.RANK_KING, "A": cards_pb2.RANK_ACE}
 _SUITS = {"C": cards_pb2.SUIT_CLUBS, "D": cards_pb2.SUIT_DIAMONDS, "S": cards_pb2.SUIT_SPADES,
           "H": cards_pb2.SUIT_HEARTS, "♣": cards_pb2.SUIT_CLUBS, "♦": cards_pb2.SUIT_DIAMONDS,
           "♠": cards_pb2.SUIT_SPADES, "♥": cards_pb2.SUIT_HEARTS, "♧": cards_pb2.SUIT_CLUBS,
@@ -33,7 +40,7 @@ def parse_card(text: str) -> cards_pb2.Card | None:
     t = text.strip().upper().replace("\ufe0f", "")  # emoji presentation of ♠ ♥ ♦ ♣
     if len(t) < 2 or t[:-1] not in _RANKS or t[-1] not in _SUITS:
         return None
-    return cards_pb2.Card(suit=_SUITS[t[-1]], rank=_RANKS[t[:-1]])  # type: ignore[arg-type]
+    return cards_pb2.Card(suit=_SUITS[t[-1]], rank=_RANKS[t[:-1]])
 
 
 def pretty(card: cards_pb2.Card) -> str:
@@ -45,21 +52,34 @@ def card_key(card: cards_pb2.Card) -> tuple[int, int]:
     return card.suit, card.rank
 
 
+def rich_status(error: grpc.aio.AioRpcError) -> status_pb2.Status | None:
+    """The ``google.rpc.Status`` a refusal carries (its ``grpc-status-details-bin`` trailer),
+    or None: no trailer, one that does not parse, or one whose code is not the call's."""
+    for key, value in error.trailing_metadata() or ():
+        if key == "grpc-status-details-bin" and isinstance(value, bytes):
+            try:
+                status = status_pb2.Status.FromString(value)
+            except DecodeError:
+                return None
+            return status if status.code == error.code().value[0] else None
+    return None
+
+
 def error_reason(error: grpc.aio.AioRpcError) -> str:
     """The reason a refused request names (from the ErrorInfo detail), or the status code."""
-    try:
-        from google.rpc import error_details_pb2
-        from grpc_status import rpc_status
-
-        status = rpc_status.from_call(error)  # type: ignore[arg-type]
-        if status is not None:
-            for detail in status.details:
-                info = error_details_pb2.ErrorInfo()
-                if detail.Unpack(info):
-                    return info.reason
-    except (ImportError, ValueError):
-        pass
+    status = rich_status(error)
+    if status is not None:
+        for detail in status.details:
+            info = error_details_pb2.ErrorInfo()
+            if detail.Unpack(info):
+                return info.reason
     return error.code().name
+
+
+ActionRequest = (copas_pb2.PlayCardRequest | copas_pb2.PassCardsRequest
+                 | copas_pb2.ChooseMoonRequest | copas_pb2.LeaveTableRequest)
+ActionResponse = (copas_pb2.PlayCardResponse | copas_pb2.PassCardsResponse
+                  | copas_pb2.ChooseMoonResponse | copas_pb2.LeaveTableResponse)
 
 
 @dataclass
@@ -75,13 +95,28 @@ class Player:
     def metadata(self) -> tuple[tuple[str, str], ...]:
         return (("authorization", f"Bearer {self.token}"),)
 
-    async def _call(self, method: str, request: object) -> object:
+    @overload
+    async def _call(self, method: Literal["PlayCard"], request: copas_pb2.PlayCardRequest
+                    ) -> copas_pb2.PlayCardResponse: ...
+    @overload
+    async def _call(self, method: Literal["PassCards"], request: copas_pb2.PassCardsRequest
+                    ) -> copas_pb2.PassCardsResponse: ...
+    @overload
+    async def _call(self, method: Literal["ChooseMoon"], request: copas_pb2.ChooseMoonRequest
+                    ) -> copas_pb2.ChooseMoonResponse: ...
+    @overload
+    async def _call(self, method: Literal["LeaveTable"], request: copas_pb2.LeaveTableRequest
+                    ) -> copas_pb2.LeaveTableResponse: ...
+
+    async def _call(self, method: str, request: ActionRequest) -> ActionResponse:
         """Call an action RPC; on UNAVAILABLE retry with the same request_id (applied once)."""
-        request.request_id = uuid.uuid4().hex  # type: ignore[attr-defined]
+        # The overloads tie each method name to its request and response types.
+        rpc: Callable[..., Awaitable[ActionResponse]] = getattr(self.stub, method)
+        request.request_id = uuid.uuid4().hex
         delay = 0.2
         for attempt in range(8):
             try:
-                return await getattr(self.stub, method)(request, metadata=self.metadata)
+                return await rpc(request, metadata=self.metadata)
             except grpc.aio.AioRpcError as error:
                 asked = retry_delay(error)  # over a quota: wait as the server says
                 if (error.code() not in RETRYABLE and asked is None) or attempt == 7:
@@ -91,19 +126,20 @@ class Player:
         raise AssertionError("unreachable")
 
     async def play(self, card: cards_pb2.Card) -> copas_pb2.PlayCardResponse:
-        return await self._call("PlayCard", copas_pb2.PlayCardRequest(  # type: ignore[return-value]
+        return await self._call("PlayCard", copas_pb2.PlayCardRequest(
             table_id=self.table_id, card=card))
 
     async def pass_cards(self, cards: Sequence[cards_pb2.Card]) -> copas_pb2.PassCardsResponse:
-        return await self._call("PassCards", copas_pb2.PassCardsRequest(  # type: ignore[return-value]
+        return await self._call("PassCards", copas_pb2.PassCardsRequest(
             table_id=self.table_id, cards=list(cards)))
 
-    async def choose_moon(self, choice: int) -> copas_pb2.ChooseMoonResponse:
-        return await self._call("ChooseMoon", copas_pb2.ChooseMoonRequest(  # type: ignore[return-value]
-            table_id=self.table_id, choice=choice))  # type: ignore[arg-type]
+    async def choose_moon(self, choice: copas_pb2.MoonChoice.ValueType
+                          ) -> copas_pb2.ChooseMoonResponse:
+        return await self._call("ChooseMoon", copas_pb2.ChooseMoonRequest(
+            table_id=self.table_id, choice=choice))
 
     async def leave(self) -> copas_pb2.LeaveTableResponse:
-        return await self._call("LeaveTable", copas_pb2.LeaveTableRequest(  # type: ignore[return-value]
+        return await self._call("LeaveTable", copas_pb2.LeaveTableRequest(
             table_id=self.table_id))
 
 
@@ -140,19 +176,12 @@ def channel(target: Connection | str) -> grpc.aio.Channel:
 
 def retry_delay(error: grpc.aio.AioRpcError) -> float | None:
     """How long a RESOURCE_EXHAUSTED answer asks to wait (its RetryInfo), else None."""
-    if error.code() != grpc.StatusCode.RESOURCE_EXHAUSTED:
-        return None
-    try:
-        from google.rpc import error_details_pb2
-        from grpc_status import rpc_status
-
-        status = rpc_status.from_call(error)  # type: ignore[arg-type]
-        for detail in status.details if status is not None else ():
+    status = rich_status(error) if error.code() == grpc.StatusCode.RESOURCE_EXHAUSTED else None
+    if status is not None:
+        for detail in status.details:
             info = error_details_pb2.RetryInfo()
             if detail.Unpack(info):
-                return float(info.retry_delay.ToTimedelta().total_seconds())
-    except (ImportError, ValueError):
-        pass
+                return info.retry_delay.ToTimedelta().total_seconds()
     return None
 
 

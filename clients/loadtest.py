@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import ctypes
 import dataclasses
 import json
 import multiprocessing
@@ -19,8 +20,11 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from multiprocessing.context import BaseContext
+from multiprocessing.queues import Queue
+from multiprocessing.sharedctypes import Synchronized
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 import grpc
 from copas.v1 import copas_pb2, copas_pb2_grpc
@@ -80,9 +84,39 @@ class Plan:
 class Counters:
     """Progress shared between processes."""
 
-    def __init__(self, ctx: Any) -> None:
-        self.games = ctx.Value("i", 0)
-        self.moves = ctx.Value("i", 0)
+    def __init__(self, ctx: BaseContext) -> None:
+        self.games: Synchronized[int] = ctx.Value(ctypes.c_int, 0)
+        self.moves: Synchronized[int] = ctx.Value(ctypes.c_int, 0)
+
+
+class Latency(TypedDict):
+    """Percentiles of a latency, in milliseconds."""
+
+    p50: float
+    p95: float
+    p99: float
+    max: float
+
+
+class Report(TypedDict):
+    """What a load test measured (``--json`` prints it as one object)."""
+
+    server: str
+    tables: int
+    players: int
+    preset: str
+    processes: int
+    duration_s: float
+    games_started: int
+    games_finished: int
+    games_unfinished: int
+    moves: int
+    moves_per_s: float
+    play_card_latency_ms: Latency
+    move_to_view_latency_ms: Latency
+    errors: dict[str, int]  # status code name -> count
+    server_peak_rss_mb: float | None  # None: the server is not a local process
+    server_cpu_ms_per_move: float | None
 
 
 async def play_seat(player: Player, channel_stub: copas_pb2_grpc.CopasServiceStub,
@@ -196,13 +230,13 @@ async def run_swarm(plan: Plan, counters: Counters) -> Results:
     return results
 
 
-def _child(plan: Plan, counters: Counters, out: Any) -> None:
+def _child(plan: Plan, counters: Counters, out: Queue[Results]) -> None:
     for setup in plan.setup:
         setup()
     out.put(asyncio.run(run_swarm(plan, counters)))
 
 
-def percentiles(values: list[float]) -> dict[str, float]:
+def percentiles(values: list[float]) -> Latency:
     if not values:
         return {"p50": 0.0, "p95": 0.0, "p99": 0.0, "max": 0.0}
     ordered = sorted(values)
@@ -305,7 +339,7 @@ async def loadtest_main(args: argparse.Namespace) -> int:
     peak = rss_total(pids)
     cpu_before = cpu_total(pids)
     start = time.perf_counter()
-    queue = ctx.Queue()
+    queue: Queue[Results] = ctx.Queue()
     children = [ctx.Process(target=_child, args=(plan, counters, queue)) for plan in plans[1:]]
     for child in children:
         child.start()
@@ -335,7 +369,7 @@ async def loadtest_main(args: argparse.Namespace) -> int:
     cpu_per_move = None
     if cpu_before is not None and cpu_after is not None and results.moves:
         cpu_per_move = round((cpu_after - cpu_before) * 1000 / results.moves, 4)
-    report = {
+    report: Report = {
         "server": args.server, "tables": args.tables, "players": args.players,
         "preset": args.preset, "processes": processes, "duration_s": round(elapsed, 3),
         "games_started": results.games_started, "games_finished": results.games_finished,
@@ -354,7 +388,7 @@ async def loadtest_main(args: argparse.Namespace) -> int:
     return 0
 
 
-def print_report(report: dict[str, Any]) -> None:
+def print_report(report: Report) -> None:
     console = Console()
     table = Table(title=f"copas load test: {report['tables']} tables of {report['players']} "
                         f"on {report['server']} ({report['processes']} processes)")
@@ -363,9 +397,9 @@ def print_report(report: dict[str, Any]) -> None:
     for key in ("duration_s", "games_started", "games_finished", "games_unfinished", "moves",
                 "moves_per_s", "server_peak_rss_mb", "server_cpu_ms_per_move"):
         table.add_row(key, str(report[key]))
-    for key in ("play_card_latency_ms", "move_to_view_latency_ms"):
-        p = report[key]
-        table.add_row(key, f"p50 {p['p50']}  p95 {p['p95']}  p99 {p['p99']}  max {p['max']}")
+    for latency in ("play_card_latency_ms", "move_to_view_latency_ms"):
+        p = report[latency]
+        table.add_row(latency, f"p50 {p['p50']}  p95 {p['p95']}  p99 {p['p99']}  max {p['max']}")
     table.add_row("errors", ", ".join(f"{k}: {v}" for k, v in report["errors"].items())
                   or "none")
     console.print(table)

@@ -219,7 +219,12 @@ class Session:
                            "ranked last. [y/N] ", end="", markup=False, highlight=False)
         line = await self.next_line(None)
         if isinstance(line, str) and line.strip().lower().startswith("y"):
-            await self.player.leave()
+            try:
+                await self.player.leave()
+            except grpc.aio.AioRpcError as error:  # e.g. the game ended meanwhile
+                self.console.print(f"✗ could not leave: {error_reason(error)}: "
+                                   f"{error.details()}", markup=False, highlight=False)
+                return False
             self.console.print("You left the table.")
             return True
         return False

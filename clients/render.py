@@ -135,7 +135,7 @@ def played_for(view: copas_pb2.TableView, seat: int, is_automatic: bool) -> str:
     return " (out of time: played for them)"
 
 
-def pass_text(view: copas_pb2.TableView, direction: int) -> str:
+def pass_text(view: copas_pb2.TableView, direction: copas_pb2.PassDirection.ValueType) -> str:
     """'pass left, to Ana' for a player; 'pass left' for a spectator; 'no passing'."""
     if direction == copas_pb2.PASS_DIRECTION_HOLD:
         return "no passing"

@@ -12,7 +12,8 @@ from rich.table import Table
 from clients.common import add_server_arguments, channel, connection, is_game_over, watch
 from clients.render import PHASE_TEXT, event_line, render
 
-REDRAW_ON = {"snapshot", "trick_won", "hand_scored", "game_over", "cards_exchanged"}
+REDRAW_ON: frozenset[copas_pb2.TableEvent._WhichOneofReturnType_kind] = frozenset({
+    "snapshot", "trick_won", "hand_scored", "game_over", "cards_exchanged"})
 
 
 async def list_tables(stub: copas_pb2_grpc.CopasServiceStub, console: Console,
@@ -23,7 +24,7 @@ async def list_tables(stub: copas_pb2_grpc.CopasServiceStub, console: Console,
     token, shown = "", 0
     while shown < limit:
         page = await stub.ListTables(copas_pb2.ListTablesRequest(
-            page_size=min(100, limit), page_token=token, include_finished=True))
+            page_size=min(100, limit - shown), page_token=token, include_finished=True))
         for t in page.tables:
             seats = ", ".join((s.display_name or "·") + ("*" if s.is_bot else "")
                               for s in t.seats)

@@ -7,7 +7,6 @@ import asyncio
 import json
 import re
 import subprocess
-import sys
 from collections import Counter
 from collections.abc import Iterator
 from typing import Any, ClassVar
@@ -18,29 +17,21 @@ from copas.v1 import copas_pb2
 
 from clients import bots
 from clients.common import Player, zero_timing
-from tests.helpers.games import ROOT
-from tests.helpers.servers import free_port, serving
-from tests.helpers.terminal import ENV
+from tests.helpers.servers import clients_server, serving
+from tests.helpers.terminal import copas as run_copas
 from tools import policies
 
 
 @pytest.fixture(scope="module")
 def server_address(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    port = free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "server.main", "--listen", f"127.0.0.1:{port}",
-         "--metrics-port", "0", "--trick-pause", "0", "--hand-pause", "0",
-         "--log-level", "warning", "--data-dir", str(tmp_path_factory.mktemp("data"))],
-        cwd=ROOT, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    assert proc.stdout is not None and "listening" in proc.stdout.readline()
-    yield f"127.0.0.1:{port}"
-    proc.terminate()
-    proc.wait(10)
+    with clients_server(tmp_path_factory.mktemp("data")) as server:
+        yield server.address
+        server.stop()
 
 
 def copas(*args: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "tools.cli", *args], cwd=ROOT, env=ENV,
-                          capture_output=True, text=True, timeout=timeout)
+    """The ``copas`` command with the engine's bots (tools.cli)."""
+    return run_copas(*args, module="tools.cli", timeout=timeout)
 
 
 class CountingPlayer(Player):

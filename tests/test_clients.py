@@ -1,102 +1,29 @@
 """The reference clients against a real server on loopback: `copas play` through a
-pseudo-terminal, bots in 3, 4 and 5 players, a load test, `copas watch`."""
+pseudo-terminal, bots in 3, 4 and 5 players, a load test, `copas watch`. (Their logic without
+a server: tests/test_clients_offline.py.)"""
 
 from __future__ import annotations
 
+import argparse
 import json
-import os
-import pty
 import re
-import select
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import grpc
 import pytest
 
-from tests.helpers.servers import free_port
-
-ROOT = Path(__file__).resolve().parent.parent
-ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
-ENV = {**os.environ, "NO_COLOR": "1", "COLUMNS": "120", "PYTHONUNBUFFERED": "1"}
+from clients import bots, common
+from tests.helpers.servers import ServerProcess, clients_server, free_port
+from tests.helpers.terminal import PROMPT, Terminal, copas
 
 
 @pytest.fixture(scope="module")
 def server_address(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    port = free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "server.main", "--listen", f"127.0.0.1:{port}",
-         "--metrics-port", "0", "--trick-pause", "0", "--hand-pause", "0",
-         "--log-level", "warning", "--data-dir", str(tmp_path_factory.mktemp("data")),
-         "--unlimited-quotas"],
-        cwd=ROOT, env=ENV, stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL, text=True)
-    assert proc.stdout is not None
-    assert "listening" in proc.stdout.readline()
-    yield f"127.0.0.1:{port}"
-    proc.terminate()
-    proc.wait(10)
+    with clients_server(tmp_path_factory.mktemp("data")) as server:
+        yield server.address
+        server.stop()
 
-
-def copas(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "clients.cli", *args], cwd=ROOT, env=ENV,
-                          capture_output=True, text=True, timeout=timeout)
-
-
-class Terminal:
-    """A program in a pseudo-terminal: read what it shows, type into it."""
-
-    def __init__(self, *args: str) -> None:
-        self.pid, self.fd = pty.fork()
-        if self.pid == 0:  # the child
-            os.chdir(ROOT)
-            os.execve(sys.executable, [sys.executable, "-m", "clients.cli", *args], ENV)
-        self.screen = ""
-        self.mark = 0
-
-    def read_until(self, pattern: str, timeout: float = 30) -> re.Match[str]:
-        end = time.monotonic() + timeout
-        regex = re.compile(pattern)
-        while True:
-            match = regex.search(self.screen, self.mark)
-            if match:
-                self.mark = match.end()
-                return match
-            left = end - time.monotonic()
-            if left <= 0:
-                raise AssertionError(f"no {pattern!r} in:\n{self.screen[-3000:]}")
-            ready, _, _ = select.select([self.fd], [], [], left)
-            if ready:
-                try:
-                    chunk = os.read(self.fd, 65536).decode(errors="replace")
-                except OSError:
-                    chunk = ""
-                if not chunk:
-                    raise AssertionError(f"program ended before {pattern!r}:\n"
-                                         f"{self.screen[-3000:]}")
-                self.screen += ANSI.sub("", chunk.replace("\r\n", "\n"))
-
-    def type(self, text: str) -> None:
-        os.write(self.fd, text.encode())
-
-    def exit_code(self, timeout: float = 30) -> int:
-        end = time.monotonic() + timeout
-        while time.monotonic() < end:
-            pid, status = os.waitpid(self.pid, os.WNOHANG)
-            if pid:
-                return os.waitstatus_to_exitcode(status)
-            try:
-                if select.select([self.fd], [], [], 0.1)[0]:
-                    self.screen += os.read(self.fd, 65536).decode(errors="replace")
-            except OSError:
-                time.sleep(0.05)
-        raise AssertionError("program did not exit")
-
-
-PROMPT = (r"(Choose 3 cards to pass[^\n]*: |Your turn[^\n]*legal: ([^.]*)\. Card[^\n]*: "
-          r"|You shot the moon![^\n]*: |final standings)")
 
 
 def test_copas_play_a_whole_game_through_a_terminal(server_address: str) -> None:
@@ -168,6 +95,23 @@ def test_bots_finish_a_game(server_address: str, players: int) -> None:
     assert sum(int(points) for _, points in places) in (26, 26 * (players - 1))
 
 
+async def test_copas_bot_closes_every_channel_it_opens(server_address: str,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    opened: list[grpc.aio.Channel] = []
+
+    def recorded(target: common.Connection | str) -> grpc.aio.Channel:
+        opened.append(common.channel(target))
+        return opened[-1]
+
+    monkeypatch.setattr(bots, "channel", recorded)
+    parser = argparse.ArgumentParser()
+    bots.add_arguments(parser)
+    args = parser.parse_args(["--server", server_address, "--create", "--preset", "quick"])
+    assert await bots.bots_main(args) == 0
+    assert len(opened) == 5  # the table's creator and one per bot
+    assert all(c.get_state() is grpc.ChannelConnectivity.SHUTDOWN for c in opened)
+
+
 def test_a_ten_second_load_test_accounts_for_every_game(server_address: str) -> None:
     done = copas("loadtest", "--server", server_address, "--tables", "6", "--duration", "10",
                  "--processes", "2", "--json", timeout=120)
@@ -199,14 +143,9 @@ def test_copas_play_carries_on_after_the_server_restarts(tmp_path: Path) -> None
     port = free_port()
     data = tmp_path / "data"
 
-    def serve() -> subprocess.Popen[str]:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "server.main", "--listen", f"127.0.0.1:{port}",
-             "--metrics-port", "0", "--trick-pause", "0", "--hand-pause", "0",
-             "--log-level", "warning", "--data-dir", str(data)], cwd=ROOT, env=ENV,
-            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-        assert proc.stdout is not None and "listening" in proc.stdout.readline()
-        return proc
+    def serve() -> ServerProcess:
+        return ServerProcess("--trick-pause", "0", "--hand-pause", "0", "--log-level",
+                             "warning", "--data-dir", str(data), port=port)
 
     server = serve()
     try:
@@ -215,8 +154,7 @@ def test_copas_play_carries_on_after_the_server_restarts(tmp_path: Path) -> None
         term.read_until(r"Choose 3 cards to pass[^\n]*: ")
         term.type("1 2 3\n")
         prompt = term.read_until(r"Your turn[^\n]*legal: ([^.]*)\. Card[^\n]*: ")
-        server.kill()  # a crash, then a restart on the same data
-        server.wait(10)
+        server.kill9()  # a crash, then a restart on the same data
         server = serve()
         term.type(prompt.group(1).split()[0] + "\n")
         while True:
@@ -229,20 +167,13 @@ def test_copas_play_carries_on_after_the_server_restarts(tmp_path: Path) -> None
                 term.type("1 2 3\n" if prompt.group(1).startswith("Choose") else "a\n")
         assert term.exit_code() == 0
     finally:
-        server.kill()
-        server.wait(10)
+        server.kill9()
 
 
 def test_copas_play_counts_down_then_the_server_plays_for_you(tmp_path: Path) -> None:
-    port = free_port()
-    server = subprocess.Popen(
-        [sys.executable, "-m", "server.main", "--listen", f"127.0.0.1:{port}",
-         "--metrics-port", "0", "--trick-pause", "0", "--hand-pause", "0",
-         "--pass-timeout", "5", "--log-level", "warning", "--data-dir", str(tmp_path)],
-        cwd=ROOT, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    try:
-        assert server.stdout is not None and "listening" in server.stdout.readline()
-        term = Terminal("play", "--server", f"127.0.0.1:{port}", "--name", "Slow")
+    with ServerProcess("--trick-pause", "0", "--hand-pause", "0", "--pass-timeout", "5",
+                       "--log-level", "warning", "--data-dir", str(tmp_path)) as server:
+        term = Terminal("play", "--server", server.address, "--name", "Slow")
         term.read_until(r"Choose 3 cards to pass to [^[]*\[[0-9]s\]")
         term.read_until(r"⏳ 2s left")
         term.read_until(r"Slow ran out of time")
@@ -251,6 +182,3 @@ def test_copas_play_counts_down_then_the_server_plays_for_you(tmp_path: Path) ->
         term.read_until(r"Leave the table for good\?[^\n]*\[y\/N\]")
         term.type("y\n")
         assert term.exit_code() == 0
-    finally:
-        server.kill()
-        server.wait(10)

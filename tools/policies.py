@@ -10,6 +10,7 @@ the bot's stream keeps being read while it thinks.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 
 from copas.v1 import cards_pb2, copas_pb2
@@ -18,6 +19,7 @@ from ai import Budget, InfoSet, decide
 from clients import bots
 from engine import (
     CARDS,
+    Action,
     Card,
     ChooseMoon,
     MoonChoice,
@@ -25,6 +27,7 @@ from engine import (
     PassCards,
     PassDirection,
     Phase,
+    PlayCard,
     Rules,
 )
 
@@ -43,6 +46,10 @@ _MOONS = {copas_pb2.MOON_RULE_OTHERS_PLUS_26: MoonRule.OTHERS_PLUS_26,
 _SUITS = {cards_pb2.SUIT_CLUBS: 0, cards_pb2.SUIT_DIAMONDS: 1, cards_pb2.SUIT_SPADES: 2,
           cards_pb2.SUIT_HEARTS: 3}
 _SUITS_PB = {v: k for k, v in _SUITS.items()}
+_RANKS_PB = (cards_pb2.RANK_TWO, cards_pb2.RANK_THREE, cards_pb2.RANK_FOUR, cards_pb2.RANK_FIVE,
+             cards_pb2.RANK_SIX, cards_pb2.RANK_SEVEN, cards_pb2.RANK_EIGHT, cards_pb2.RANK_NINE,
+             cards_pb2.RANK_TEN, cards_pb2.RANK_JACK, cards_pb2.RANK_QUEEN, cards_pb2.RANK_KING,
+             cards_pb2.RANK_ACE)  # by the engine's index of a card within its suit
 
 
 def card_index(card: cards_pb2.Card) -> int:
@@ -53,12 +60,12 @@ def card_index(card: cards_pb2.Card) -> int:
 
 def card_pb(index: int) -> cards_pb2.Card:
     c = CARDS[index]
-    return cards_pb2.Card(suit=_SUITS_PB[index // 13], rank=index % 13 + 2, text=str(c))
+    return cards_pb2.Card(suit=_SUITS_PB[index // 13], rank=_RANKS_PB[index % 13], text=str(c))
 
 
-def mask(cards: object) -> int:
+def mask(cards: Iterable[cards_pb2.Card]) -> int:
     out = 0
-    for c in cards:  # type: ignore[attr-defined]
+    for c in cards:
         out |= 1 << card_index(c)
     return out
 
@@ -125,7 +132,7 @@ class EnginePolicy(bots.Policy):
             moon_shooter=view.moon_shooter if view.HasField("moon_shooter") else None,
             to_act=tuple(view.to_act))
 
-    async def _decide(self, view: copas_pb2.TableView) -> object | None:
+    async def _decide(self, view: copas_pb2.TableView) -> Action | None:
         info = self.info(view)
         if info is None:
             return None
@@ -135,18 +142,19 @@ class EnginePolicy(bots.Policy):
 
     async def choose(self, view: copas_pb2.TableView) -> list[cards_pb2.Card]:
         action = await self._decide(view)
-        if action is None:  # history missed (joined mid-hand): play from the view alone
-            self.fallbacks += 1
-            return await super().choose(view)
         if isinstance(action, PassCards):
             return [card_pb(c) for c in action.cards]
-        return [card_pb(action.card)]  # type: ignore[attr-defined]
+        if isinstance(action, PlayCard):
+            return [card_pb(action.card)]
+        # History missed (joined mid-hand), or no cards to choose: play from the view alone.
+        self.fallbacks += 1
+        return await super().choose(view)
 
-    async def choose_moon(self, view: copas_pb2.TableView) -> int:
+    async def choose_moon(self, view: copas_pb2.TableView) -> copas_pb2.MoonChoice.ValueType:
         action = await self._decide(view)
         if isinstance(action, ChooseMoon) and action.choice is MoonChoice.SUBTRACT_FROM_SELF:
-            return int(copas_pb2.MOON_CHOICE_SUBTRACT_FROM_SELF)
-        return int(copas_pb2.MOON_CHOICE_ADD_TO_OTHERS)
+            return copas_pb2.MOON_CHOICE_SUBTRACT_FROM_SELF
+        return copas_pb2.MOON_CHOICE_ADD_TO_OTHERS
 
 
 def register() -> None:

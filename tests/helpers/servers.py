@@ -200,6 +200,13 @@ class ServerProcess:
             self.proc.wait(10)
 
 
+def clients_server(data_dir: Path) -> ServerProcess:
+    """The server the reference clients' tests play against: no pauses, no per-client
+    quotas (the tests' clients all come from loopback), warnings only."""
+    return ServerProcess("--trick-pause", "0", "--hand-pause", "0", "--log-level", "warning",
+                         "--data-dir", str(data_dir), "--unlimited-quotas")
+
+
 def run_server(*flags: str, timeout: float = 60, wrapper: Sequence[str] = (),
                env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     """Run a server that is expected to stop on its own (it refuses to start): its exit
