@@ -74,9 +74,9 @@ demo: setup ## a demo game between engine bots in the terminal (no server)
 test: setup lint ts ## lint and the whole suite (needs Node.js+npm, chromium, postgresql: see README)
 	$(BIN)/python -m pytest -q
 
-lint: setup ## ruff, mypy --strict on engine/, ai/, clients/, tools/ and the generated code, buf lint
+lint: setup ## ruff, mypy --strict on engine/, ai/, server/, clients/, tools/ and the generated code, buf lint
 	$(BIN)/ruff check .
-	$(BIN)/mypy --strict engine/ ai/ clients/ tools/ protos/copas/
+	$(BIN)/mypy --strict engine/ ai/ server/ clients/ tools/ protos/copas/
 	cd $(PROTO_DIR) && ../$(BIN)/buf lint
 
 bench: setup ## benchmarks: engine vs OpenSpiel; a move vs gRPC echo; durable vs memory; a flood; CPU per move

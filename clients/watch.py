@@ -12,7 +12,7 @@ from rich.table import Table
 from clients.common import add_server_arguments, channel, connection, is_game_over, watch
 from clients.render import PHASE_TEXT, event_line, render
 
-REDRAW_ON: frozenset[copas_pb2.TableEvent._WhichOneofReturnType_kind] = frozenset({
+REDRAW_ON: frozenset[str] = frozenset({  # TableEvent kinds (its oneof) that redraw
     "snapshot", "trick_won", "hand_scored", "game_over", "cards_exchanged"})
 
 

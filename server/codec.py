@@ -23,9 +23,10 @@ from server.errors import ServiceError
 _SUIT_TO_PB = {0: cards_pb2.SUIT_CLUBS, 1: cards_pb2.SUIT_DIAMONDS, 2: cards_pb2.SUIT_SPADES,
                3: cards_pb2.SUIT_HEARTS}
 _SUIT_FROM_PB = {v: k for k, v in _SUIT_TO_PB.items()}
+_RANKS = tuple(r for r in cards_pb2.Rank.values() if r)  # the 2 .. the ace
 # Shared, never mutated: one message per card.
 CARD_PB: tuple[cards_pb2.Card, ...] = tuple(
-    cards_pb2.Card(suit=_SUIT_TO_PB[c.suit], rank=c.rank + 2, text=str(c)) for c in CARDS)
+    cards_pb2.Card(suit=_SUIT_TO_PB[c.suit], rank=_RANKS[c.rank], text=str(c)) for c in CARDS)
 
 MOON_RULE_TO_PB = {MoonRule.OTHERS_PLUS_26: copas_pb2.MOON_RULE_OTHERS_PLUS_26,
                    MoonRule.SHOOTER_CHOICE: copas_pb2.MOON_RULE_SHOOTER_CHOICE,
@@ -92,8 +93,9 @@ RuleOverrides = dict[str, int | float | bool | MoonRule]  # Rules' keyword argum
 
 def rules_overrides(message: copas_pb2.RulesOverrides) -> RuleOverrides:
     """The options a request sets explicitly, as Rules keyword arguments."""
-    changes: RuleOverrides = {attr: getattr(message, field)
-                               for field, attr in _RULE_FIELDS.items() if message.HasField(field)}
+    changes: RuleOverrides = {_RULE_FIELDS[field.name]: value
+                              for field, value in message.ListFields()
+                              if field.name in _RULE_FIELDS}
     if message.moon:
         if message.moon not in MOON_RULE_FROM_PB:
             raise ServiceError.invalid(f"unknown moon rule {message.moon}", "INVALID_RULES")

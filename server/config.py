@@ -19,7 +19,8 @@ BOT_POLICIES = ("auto", *sorted(ai.POLICIES))  # "auto": the timeout rules, at o
 def flag(default: T, text: str, *, is_quota: bool = False) -> T:
     """A setting with its ``--flag`` (help ``text``); a quota's 0 means no limit."""
     metadata = {"help": text + (" (0 = no limit)" if is_quota else ""), "is_quota": is_quota}
-    return field(default=default, metadata=metadata)  # type: ignore[no-any-return]
+    made: T = field(default=default, metadata=metadata)
+    return made
 
 
 @dataclass(frozen=True)
@@ -199,6 +200,7 @@ def parse_args(argv: list[str] | None = None) -> Config:
             p.add_argument(flag_name, choices=("auto", "json", "console"),
                            default=_env(f.name, default), help=text + " (default %(default)s)")
         else:
+            assert default is not dataclasses.MISSING  # every flag has a default
             kind = type(default)
             p.add_argument(flag_name, type=kind, default=kind(_env(f.name, default)),
                            help=text + " (default %(default)s)")
@@ -231,4 +233,5 @@ def parse_args(argv: list[str] | None = None) -> Config:
 
 def unlimited(config: Config) -> Config:
     """The same configuration without per-client quotas."""
-    return dataclasses.replace(config, **{name: 0 for name in _QUOTA_FIELDS})
+    no_limits: dict[str, Any] = {name: 0 for name in _QUOTA_FIELDS}
+    return dataclasses.replace(config, **no_limits)

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import logging
+import queue
 import sys
+import threading
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, TextIO
 
 import structlog
 from prometheus_client import (
@@ -17,8 +21,10 @@ from prometheus_client import (
     PlatformCollector,
     ProcessCollector,
 )
-from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
+
+LOG_QUEUE = 10_000  # log lines waiting for the writer thread before new ones are dropped
 
 
 class Metrics:
@@ -63,6 +69,7 @@ class Metrics:
             "copas_watcher_resyncs_total",
             "Watchers that fell behind and got a fresh snapshot instead of the backlog",
             registry=r)
+        r.register(_DroppedLines())
 
     def add_gauges(self, collect: Callable[[], Iterable[GaugeMetricFamily]]) -> None:
         """Gauges computed at scrape time from the live state (tables, seats, streams)."""
@@ -74,32 +81,81 @@ class Metrics:
         self.registry.register(_Live())
 
 
-class TolerantFile:
-    """Where log lines go; a line that cannot be written (a closed pipe, a full disk) is
-    dropped and counted, never raised into the request or table step that logged it."""
+class _DroppedLines(Collector):
+    def collect(self) -> Iterable[CounterMetricFamily]:
+        yield CounterMetricFamily(
+            "copas_log_lines_dropped",
+            "Log lines dropped: the log's reader stalled, or its file refused them",
+            value=log_lines_dropped())
 
-    def __init__(self, file: Any) -> None:
-        self.file = file
-        self.dropped = 0
 
-    def write(self, text: str) -> int:
+class LineWriter:
+    """Where log lines go, without ever holding the event loop: a line joins a bounded queue
+    and one writer thread writes it out. When the queue is full (nobody reads the pipe, a log
+    shipper stalled) or the file refuses it (closed, a full disk), the line is dropped and
+    counted (``copas_log_lines_dropped_total``), never raised into the request or the table
+    step that logged it."""
+
+    def __init__(self, file: TextIO, capacity: int = LOG_QUEUE) -> None:
+        self._file = file
+        self._lines: queue.Queue[str | None] = queue.Queue(maxsize=capacity)
+        self.dropped = 0  # written only by the logging side and the writer, read by metrics
+        self._thread = threading.Thread(target=self._write_lines, name="copas-log",
+                                        daemon=True)
+        self._thread.start()
+
+    def line(self, text: str) -> None:
         try:
-            return int(self.file.write(text))
-        except (OSError, ValueError):
-            self.dropped += 1
-            return 0
-
-    def flush(self) -> None:
-        try:
-            self.file.flush()
-        except (OSError, ValueError):
+            self._lines.put_nowait(text)
+        except queue.Full:
             self.dropped += 1
 
+    def _write_lines(self) -> None:
+        while (text := self._lines.get()) is not None:
+            try:
+                self._file.write(text + "\n")
+                self._file.flush()
+            except (OSError, ValueError):
+                self.dropped += 1
 
-def configure_logging(fmt: str = "auto", level: str = "info", file: Any = None,
-                      cache: bool = True) -> None:
+    def close(self, timeout: float = 1.0) -> None:
+        """Write what is queued (for at most ``timeout`` seconds), then stop."""
+        with contextlib.suppress(queue.Full):
+            self._lines.put(None, timeout=timeout)
+        self._thread.join(timeout)
+
+
+class _QueuedLogger:
+    """structlog's logger: every level, one rendered line to the writer."""
+
+    def __init__(self, writer: LineWriter) -> None:
+        self._writer = writer
+
+    def msg(self, message: str) -> None:
+        self._writer.line(message)
+
+    log = debug = info = warn = warning = error = critical = exception = fatal = msg
+
+
+_writers: list[LineWriter] = []
+
+
+def log_lines_dropped() -> int:
+    """Log lines dropped since the process started (the queue was full, or the file said
+    no)."""
+    return sum(w.dropped for w in _writers)
+
+
+def configure_logging(fmt: str = "auto", level: str = "info", file: TextIO | None = None,
+                      cache: bool = True) -> LineWriter:
     """JSON lines when not on a terminal (or asked), console otherwise; context from
-    contextvars (table_id, seat, rpc, request_id)."""
+    contextvars (table_id, seat, rpc, request_id); written by a ``LineWriter``."""
+    for old in _writers:
+        old.close()
+    _writers.clear()
+    writer = LineWriter(file or sys.stderr)
+    _writers.append(writer)
+    atexit.register(writer.close)
     use_json = fmt == "json" or (fmt == "auto" and not sys.stderr.isatty())
     # Tracebacks as plain text (never with local variables, which may hold a token).
     renderer: Any = (structlog.processors.JSONRenderer() if use_json
@@ -116,6 +172,7 @@ def configure_logging(fmt: str = "auto", level: str = "info", file: Any = None,
         processors=[*processors, renderer],
         wrapper_class=structlog.make_filtering_bound_logger(
             logging.getLevelNamesMapping().get(level.upper(), logging.INFO)),
-        logger_factory=structlog.PrintLoggerFactory(file=TolerantFile(file or sys.stderr)),
+        logger_factory=lambda *_: _QueuedLogger(writer),
         cache_logger_on_first_use=cache,
     )
+    return writer

@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("engine", "ai", "server", "clients", "tools")
 # The packages whose modules must form no cycle. server/ joins once it is restructured
 # (issue 16); until then `python -m tests.test_no_import_cycles` lists every cycle.
-CHECKED = ("engine", "ai", "clients", "tools")
+CHECKED = ("engine", "ai", "server", "clients", "tools")
 
 
 @dataclass(frozen=True)

@@ -80,7 +80,8 @@ class Forwarder:
                     context: Context, client: str) -> bytes:
         connection = self._acquire(address)
         try:
-            answer: bytes = await connection.channel.unary_unary(path)(
+            answer = await connection.channel.unary_unary(
+                path, request_serializer=_as_is, response_deserializer=_as_is)(
                 raw, metadata=self._metadata(context, client), timeout=_timeout(context))
         except grpc.aio.AioRpcError as error:
             if error.code() == grpc.StatusCode.UNAVAILABLE:
@@ -95,8 +96,9 @@ class Forwarder:
                      context: Context, client: str) -> int:
         """Relay a server stream; returns how many messages it passed on."""
         connection = self._acquire(address)
-        call = connection.channel.unary_stream(path)(raw, metadata=self._metadata(context,
-                                                                                  client))
+        call = connection.channel.unary_stream(
+            path, request_serializer=_as_is, response_deserializer=_as_is)(
+                raw, metadata=self._metadata(context, client))
         sent = 0
         try:
             async for message in call:
@@ -117,6 +119,11 @@ class Forwarder:
             for connection in pool:
                 await connection.channel.close(None)
         self._connections.clear()
+
+
+def _as_is(data: bytes) -> bytes:
+    """A relayed message stays as it came: bytes."""
+    return data
 
 
 def _timeout(context: Context) -> float:

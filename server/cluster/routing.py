@@ -18,7 +18,7 @@ import asyncio
 import enum
 import time
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from copas.v1 import copas_pb2
@@ -86,7 +86,7 @@ class Router:
         self._token_tables: OrderedDict[str, str] = OrderedDict()  # token hash -> table
 
     async def route(self, method: str, table_id: str, token_hash: str | None,
-                    metadata: Sequence[tuple[str, str | bytes]]) -> str | None:
+                    metadata: Iterable[tuple[str, str | bytes]]) -> str | None:
         """The address to relay the call to, or None to serve it here (where the table is
         held, or nobody has it and the service answers NOT_FOUND).
 
@@ -99,7 +99,7 @@ class Router:
                                   metadata)
 
     async def _locate(self, table_id: str, token_hash: str | None,
-                      metadata: Sequence[tuple[str, str | bytes]]) -> str | None:
+                      metadata: Iterable[tuple[str, str | bytes]]) -> str | None:
         registry = self._registry
         if table_id and registry.holds(table_id):
             self._lease.check()

@@ -19,9 +19,9 @@ import inspect
 import logging
 import random
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeAlias, TypeVar
 
 import grpc
 import structlog
@@ -35,7 +35,8 @@ from server.store.base import StorageFailed
 
 log = structlog.get_logger("copas.rpc")
 Context = grpc.aio.ServicerContext[Any, Any]
-Metadata = Sequence[tuple[str, str | bytes]]
+Metadata = Iterable[tuple[str, str | bytes]]
+Handler: TypeAlias = "grpc.RpcMethodHandler[Any, Any]"  # generic in the stubs only
 S = TypeVar("S")
 
 
@@ -94,18 +95,18 @@ class _Collector:
     """Stands in for a server while generated code adds a service to it."""
 
     def __init__(self) -> None:
-        self.services: dict[str, dict[str, grpc.RpcMethodHandler]] = {}
+        self.services: dict[str, dict[str, Handler]] = {}
 
     def add_generic_rpc_handlers(self, handlers: object) -> None:
         return None  # the same handlers come by name below
 
     def add_registered_method_handlers(self, name: str,
-                                       handlers: dict[str, grpc.RpcMethodHandler]) -> None:
+                                       handlers: dict[str, Handler]) -> None:
         self.services[name] = dict(handlers)
 
 
 def service_handlers(add_to_server: Callable[[S, Any], None], servicer: S
-                     ) -> dict[str, dict[str, grpc.RpcMethodHandler]]:
+                     ) -> dict[str, dict[str, Handler]]:
     """A generated ``add_XServicer_to_server``'s method handlers, by service name."""
     collector = _Collector()
     add_to_server(servicer, collector)
@@ -130,7 +131,7 @@ class Gateway:
         self._latency: dict[tuple[str, str], Callable[[float], None]] = {}
 
     def install(self, server: grpc.aio.Server,
-                services: dict[str, dict[str, grpc.RpcMethodHandler]]) -> None:
+                services: dict[str, dict[str, Handler]]) -> None:
         """Serve ``services`` on ``server``, every call through the gateway: copas.v1's
         wholly, the standard ones (health, reflection) under the same quotas."""
         for name, handlers in services.items():
@@ -149,12 +150,12 @@ class Gateway:
         await asyncio.sleep(error.penalty * _spread())
         await context.abort_with_status(error.to_status())
 
-    def _wrap_other(self, handler: grpc.RpcMethodHandler) -> grpc.RpcMethodHandler:
+    def _wrap_other(self, handler: Handler) -> Handler:
         """Quotas for the standard services: calls per address, streams per address."""
         quotas = self.quotas
 
         if handler.unary_unary is not None:
-            inner_unary = handler.unary_unary
+            inner_unary = _async(handler.unary_unary)
 
             async def unary(request: Any, context: Context) -> Any:
                 try:
@@ -166,7 +167,7 @@ class Gateway:
             return grpc.unary_unary_rpc_method_handler(
                 unary, request_deserializer=handler.request_deserializer,
                 response_serializer=handler.response_serializer)
-        streaming = handler.unary_stream or handler.stream_stream
+        streaming: Any = handler.unary_stream or handler.stream_stream  # async, generated or not
         if streaming is None:
             return handler
         is_unary_request = handler.unary_stream is not None
@@ -254,7 +255,7 @@ class Gateway:
             await asyncio.sleep(error.penalty * _spread())
         await context.abort_with_status(error.to_status())
 
-    def _wrap(self, method: str, handler: grpc.RpcMethodHandler) -> grpc.RpcMethodHandler:
+    def _wrap(self, method: str, handler: Handler) -> Handler:
         path = f"/copas.v1.CopasService/{method}"
         decode = handler.request_deserializer
         finish = self._finish
@@ -274,7 +275,7 @@ class Gateway:
                                       found.token_hash, context.invocation_metadata() or ())
 
         if handler.unary_unary is not None:
-            inner_unary = handler.unary_unary
+            inner_unary = _async(handler.unary_unary)
 
             async def unary(raw: bytes, context: Context) -> Any:
                 start = time.perf_counter()
@@ -311,7 +312,7 @@ class Gateway:
                 response_serializer=_or_bytes(handler.response_serializer))
 
         if handler.unary_stream is not None:
-            inner_stream = handler.unary_stream
+            inner_stream = _async(handler.unary_stream)
             quotas = self.quotas
 
             async def stream(raw: bytes, context: Context) -> None:
@@ -348,6 +349,13 @@ class Gateway:
                 stream, request_deserializer=None,
                 response_serializer=_or_bytes(handler.response_serializer))
         return handler
+
+
+def _async(behaviour: Any) -> Callable[[Any, Context], Awaitable[Any]]:
+    """A method's behaviour as grpc.aio calls it: a coroutine function of the request and the
+    context (the stubs of ``RpcMethodHandler`` know only synchronous servers)."""
+    run: Callable[[Any, Context], Awaitable[Any]] = behaviour
+    return run
 
 
 def _or_bytes(serialize: Callable[[Any], bytes] | None) -> Callable[[Any], bytes]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hmac
 import ipaddress
-from collections.abc import Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from server import tokens
@@ -21,7 +21,7 @@ FORWARDED_FOR = "x-forwarded-for"
 FORWARDING_KEY = "x-copas-forwarding-key"  # the web bridge's
 CLUSTER_KEY = "x-copas-cluster-key"  # a node of the cluster vouching for the client
 Networks = tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]
-Metadata = Sequence[tuple[str, str | bytes]]
+Metadata = Iterable[tuple[str, str | bytes]]
 
 
 def raw_address(peer: str) -> str:

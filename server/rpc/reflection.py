@@ -8,6 +8,8 @@ package name, so the maintained v1alpha servicer answers on the v1 path too, and
 
 from __future__ import annotations
 
+from typing import Any
+
 import grpc
 from google.protobuf import descriptor_pb2, descriptor_pool
 from grpc_reflection.v1alpha import reflection, reflection_pb2
@@ -38,7 +40,8 @@ def _add_v1_descriptor() -> None:
     pool.Add(file)
 
 
-def services(service_names: tuple[str, ...]) -> dict[str, dict[str, grpc.RpcMethodHandler]]:
+def services(service_names: tuple[str, ...]
+             ) -> dict[str, dict[str, grpc.RpcMethodHandler[Any, Any]]]:
     """Reflection v1 and v1alpha for ``service_names`` (the reflection services are added to
     the list), as method handlers by service name, for the server to serve."""
     _add_v1_descriptor()

@@ -15,6 +15,7 @@ import asyncio
 import base64
 import contextlib
 import errno
+import math
 import re
 import socket
 import ssl
@@ -41,8 +42,9 @@ SERVICE = copas_pb2.DESCRIPTOR.services_by_name["CopasService"]
 PAGE_DIR = Path(__file__).resolve().parent.parent / "web"  # server/web/
 _STATUS_DETAILS = "grpc-status-details-bin"
 # gRPC's status codes by name, as Connect spells them (Connect has "canceled").
-_CODES = {code: Code.CANCELED if code is grpc.StatusCode.CANCELLED else Code[code.name]
-          for code in grpc.StatusCode if code is not grpc.StatusCode.OK}
+_CODES: dict[grpc.StatusCode, Code] = {
+    code: Code.CANCELED if code is grpc.StatusCode.CANCELLED else Code[code.name]
+    for code in grpc.StatusCode if code is not grpc.StatusCode.OK}
 _PAGE_FILES = {"/": ("index.html", "text/html; charset=utf-8"),
                "/app.js": ("app.js", "text/javascript; charset=utf-8"),
                "/style.css": ("style.css", "text/css; charset=utf-8")}
@@ -303,7 +305,7 @@ class WebServer:
         config = uvicorn.Config(
             app, lifespan="off", access_log=False, log_config=None, proxy_headers=False,
             server_header=False, ws="none", limit_concurrency=max_connections,
-            timeout_graceful_shutdown=grace, ssl_certfile=tls_cert or None,
+            timeout_graceful_shutdown=math.ceil(grace), ssl_certfile=tls_cert or None,
             ssl_keyfile=tls_key or None, ssl_ca_certs=tls_client_ca or None,
             ssl_cert_reqs=ssl.CERT_REQUIRED if tls_client_ca else ssl.CERT_NONE)
         self.server = _Uvicorn(config)
@@ -317,7 +319,7 @@ class WebServer:
     async def stop(self, grace: float) -> None:
         """Stop; calls still running after ``grace`` seconds are cancelled."""
         if self.server is not None:  # a moment at least, for idle connections to close
-            self.server.config.timeout_graceful_shutdown = max(grace, 0.2)
+            self.server.config.timeout_graceful_shutdown = max(math.ceil(grace), 1)
         self.begin_stop()
         if self.task is not None:
             with contextlib.suppress(asyncio.CancelledError, SystemExit):

@@ -20,8 +20,8 @@ def record_to_pb(summary: RecordSummary, record: GameRecord | None = None
         display_name=summary.display_name, preset=summary.preset,
         rules=codec.rules_to_pb(summary.rules), create_time=timestamp(summary.created),
         finish_time=timestamp(summary.finished), seed=str(summary.seed),
-        end_reason=codec.END_REASON_TO_PB.get(result.end_reason, 0)  # type: ignore[arg-type]
-        if result.end_reason else 0)
+        end_reason=codec.END_REASON_TO_PB[result.end_reason] if result.end_reason
+        else copas_pb2.GAME_END_REASON_UNSPECIFIED)
     left = {lv.seat for lv in result.leavers}
     for seat in summary.seats:
         message.seats.add(seat=seat.seat, display_name=seat.name, is_taken=True,
@@ -32,7 +32,7 @@ def record_to_pb(summary: RecordSummary, record: GameRecord | None = None
                               pass_direction=codec.DIRECTION_TO_PB[hand.pass_direction],
                               taken=hand.taken, points=hand.points, totals=hand.totals,
                               moon_choice=codec.MOON_CHOICE_TO_PB[hand.moon_choice]
-                              if hand.moon_choice else 0)  # type: ignore[arg-type]
+                              if hand.moon_choice else copas_pb2.MOON_CHOICE_UNSPECIFIED)
         if hand.moon_shooter is not None:
             h.moon_shooter = hand.moon_shooter
     message.standings.extend(codec.standing_to_pb(r) for r in result.standings)

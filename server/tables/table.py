@@ -270,8 +270,9 @@ class Table:
     def _emit(self, kind: str, body: Message) -> None:
         """Number the next event (``kind``, TableEvent's oneof field, holding ``body``)."""
         self.sequence += 1
-        message = copas_pb2.TableEvent(sequence=self.sequence,
-                                       time=timestamp(self.now()), **{kind: body})
+        field: dict[str, Any] = {kind: body}  # TableEvent's oneof, by the event's kind
+        message = copas_pb2.TableEvent(sequence=self.sequence, time=timestamp(self.now()),
+                                       **field)
         self.history.append(message)
         self._step_events.append(message)
 
