@@ -1,8 +1,9 @@
 """The web page in a real headless Chromium (Debian's `chromium`, driven by Playwright; no
 browser of its own), used as people use it: a whole game by clicks on a laptop and by taps
 on a phone, a table for friends joined through its link, the live lobby and quick match, a
-spectator, the moon choice on a seeded deal, keyboard-only play and a refusal in words. At
-every step the page's DOM (every node, every attribute), its storage and every message it
+spectator, the moon choice on a seeded deal, keyboard-only play, a refusal in words and an
+automated accessibility pass (axe-core, from clients/ts's npm devDependencies). At every
+step the page's DOM (every node, every attribute), its storage and every message it
 received (recorded under the page's `fetch`) are checked: no card of another player ever
 reaches the page. Screenshots of each moment go to tests/screenshots/ (git-ignored;
 COPAS_SCREENSHOTS names another folder). Without chromium these tests fail."""
@@ -36,6 +37,7 @@ from tests.server_helpers import auth, free_port, join_all, new_table, serving
 ROOT = Path(__file__).resolve().parent.parent
 TS_DIR = ROOT / "clients" / "ts"
 BUNDLE = ROOT / "server" / "web" / "app.js"
+AXE = TS_DIR / "node_modules" / "axe-core" / "axe.min.js"
 SHOTS = Path(os.environ.get("COPAS_SCREENSHOTS") or ROOT / "tests" / "screenshots")
 SERVICE = copas_pb2.DESCRIPTOR.services_by_name["CopasService"]
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
@@ -762,7 +764,8 @@ async def test_the_moon_choice_dialog_on_a_seeded_deal() -> None:
     async with (serving(web_port=port, web_host="127.0.0.1", allow_seed=True) as (_, stub),
                 browser() as launched):
         table = await new_table(stub, preset="quick", bots=3, seed=seed, **SEEDED)
-        page = await open_page(launched, f"http://127.0.0.1:{port}/?join={table.table_id}")
+        page = await open_page(launched, f"http://127.0.0.1:{port}/?join={table.table_id}",
+                               bypass_csp=True)  # for axe, below
         await page.fill("#name", "Ana")
         await page.click("#invite-join")
         replica, sequence = Game(rules, seed), -1
@@ -796,6 +799,7 @@ async def test_the_moon_choice_dialog_on_a_seeded_deal() -> None:
             "#moon button", "bs => bs.map(b => b.dataset.choice)")
         assert sorted(choices) == ["ADD_TO_OTHERS", "SUBTRACT_FROM_SELF"]
         check_page(await state_of(page))
+        assert await axe_violations(page) == []
         await page.click('#moon button[data-choice="ADD_TO_OTHERS"]')
         await page.wait_for_selector("#standings:not([hidden]) tbody tr")
         assert await page.text_content("#result-title") == "You won!"
@@ -908,6 +912,67 @@ async def test_keyboard_only_play_and_a_refusal_in_plain_words() -> None:
         assert follow[0]["card"] in {c.text for c in view.hand}
         assert state["legal"][0] not in {c.text for c in view.hand}
         assert page.errors == []
+
+
+# ----------------------------------------------------------------- accessibility
+
+async def axe_violations(page: Any) -> list[dict[str, Any]]:
+    await page.add_script_tag(path=str(AXE))
+    result = await page.evaluate(
+        "() => axe.run(document, {runOnly: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa',"
+        " 'best-practice']})")
+    return [{"id": v["id"], "impact": v["impact"], "nodes": [n["target"] for n in v["nodes"]][:3]}
+            for v in result["violations"]]
+
+
+def serious(found: dict[str, list[dict[str, Any]]]) -> dict[str, list[dict[str, Any]]]:
+    return {moment: [v for v in violations if v["impact"] in ("serious", "critical")]
+            for moment, violations in found.items() if violations}
+
+
+@pytest.mark.parametrize("device", ["laptop", "phone"])
+async def test_no_accessibility_violations(device: str) -> None:
+    """axe-core (npm, pinned) on every screen: the lobby, a table waiting for friends, a
+    pass, a trick, a hand's summary (the laptop plays four hands) and the game-over screen.
+    The context bypasses the page's CSP only so that the test can inject axe."""
+    assert AXE.is_file(), "run `make ts` first (axe-core is a devDependency of clients/ts)"
+    is_phone = device == "phone"
+    port = free_port()
+    async with (serving(web_port=port, web_host="127.0.0.1", rule_defaults=TIMING)
+                as (_, stub), browser() as launched):
+        await new_table(stub, bots=2, seed=None)
+        page = await open_page(launched, f"http://127.0.0.1:{port}/",
+                               PHONE if is_phone else LAPTOP, bypass_csp=True)
+        await page.wait_for_selector("#tables[data-live=true] tbody tr[data-table]")
+        found = {"lobby": await axe_violations(page)}
+        await create_through_the_lobby(page, "Ana", "quick", tap=is_phone, friends=3)
+        await page.wait_for_selector("#share:not([hidden])")
+        found["waiting for friends"] = await axe_violations(page)
+
+        async def accept(dialog: Any) -> None:
+            await dialog.accept()
+
+        page.once("dialog", accept)  # "Leave the table for good?"
+        await press(page, "#leave", tap=is_phone)
+        await page.wait_for_selector("#lobby:not([hidden]) #tables[data-live=true]")
+        await create_through_the_lobby(page, "Ana", "quick" if is_phone else "online", tap=is_phone)
+        await page.wait_for_function(NEXT_TURN, arg=-1)
+        found["passing"] = await axe_violations(page)
+        while (state := await state_of(page))["phase"] != "GAME_OVER":
+            if "summary" not in found and not await page.is_hidden("#hand-score"):
+                found["summary"] = await axe_violations(page)
+                await page.wait_for_function(NEXT_TURN, arg=state["sequence"] - 1)
+                continue
+            if state["phase"] == "PLAYING" and state["dim"] and "trick" not in found:
+                found["trick"] = await axe_violations(page)
+            await take_turn(page, state, tap=is_phone)
+            await page.wait_for_function(NEXT_MOMENT,
+                                         arg=[state["sequence"], "summary" not in found])
+        await page.wait_for_selector("#standings:not([hidden]) tbody tr")
+        found["game over"] = await axe_violations(page)
+        assert {"trick", "game over"} <= set(found) and ("summary" in found or is_phone)
+        assert not serious(found), serious(found)
+        assert not any(found.values()), found  # none of lesser impact either
 
 
 def test_the_committed_page_bundle_is_what_clients_ts_builds(tmp_path: Path) -> None:
