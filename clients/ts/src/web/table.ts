@@ -37,7 +37,7 @@ const ARROW: Record<string, string> = {
   left: "←", right: "→", top: "↑", "top-left": "↖", "top-right": "↗", bottom: "↓",
 };
 
-/** Where ``seat`` sits, seen from this view's seat (a spectator sees seat 1 at the bottom). */
+/** Where ``seat`` sits, seen from this view's seat (a spectator sees seat 0 at the bottom). */
 export function positionOf(view: TableView, seat: number): string {
   const n = view.players.length;
   const layout = LAYOUTS[n] ?? LAYOUTS[4]!;
