@@ -1,14 +1,21 @@
 """The web page in a real headless Chromium (Debian's `chromium`, driven by Playwright; no
-browser of its own): a person creates a table against three bots and plays a whole game to
-the final standings while a second page watches it as a spectator. At every step the page's
-DOM, and every message either page received (recorded under the page's `fetch`), are checked:
-no card of another player ever reaches the page. Without chromium these tests fail."""
+browser of its own), used as people use it: a whole game by clicks on a laptop and by taps
+on a phone, a table for friends joined through its link, the live lobby and quick match, a
+spectator, the moon choice on a seeded deal, keyboard-only play, a refusal in words and an
+automated accessibility pass (axe-core, from clients/ts's npm devDependencies). At every
+step the page's DOM (every node, every attribute), its storage and every message it
+received (recorded under the page's `fetch`) are checked: no card of another player ever
+reaches the page. Screenshots of each moment go to tests/screenshots/ (git-ignored;
+COPAS_SCREENSHOTS names another folder). Without chromium these tests fail."""
 
 from __future__ import annotations
 
 import base64
 import contextlib
+import html
 import json
+import os
+import re
 import shutil
 import subprocess
 from collections.abc import AsyncIterator, Iterator
@@ -16,28 +23,39 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pytest
 from copas.v1 import copas_pb2
 from google.protobuf import message_factory
 from google.protobuf.message import Message
 
-from engine import PlayCard
+from engine import IllegalActionError, PassCards, PlayCard, Rules, card
 from engine.cards import cards_of
 from engine.game import Game
 from engine.record import replay
-from tests.helpers.calls import new_table
+from tests.helpers.calls import auth, join_all, new_table
 from tests.helpers.servers import free_port, serving
 
 ROOT = Path(__file__).resolve().parent.parent
 TS_DIR = ROOT / "clients" / "ts"
 BUNDLE = ROOT / "server" / "web" / "app.js"
+AXE = TS_DIR / "node_modules" / "axe-core" / "axe.min.js"
+SHOTS = Path(os.environ.get("COPAS_SCREENSHOTS") or ROOT / "tests" / "screenshots")
 SERVICE = copas_pb2.DESCRIPTOR.services_by_name["CopasService"]
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
                   "--no-first-run", "--disable-background-networking",
                   "--disable-component-update", "--disable-sync"]
-# Short pauses, long enough limits that the countdown shows and never runs out.
-TIMING = {"trick_pause": 0.05, "hand_pause": 0.1, "play_timeout": 120.0,
+# Short pauses, long enough limits that the countdown shows and never runs out; the hand
+# pause is long enough to see (and photograph) the hand's summary.
+TIMING = {"trick_pause": 0.05, "hand_pause": 1.5, "play_timeout": 120.0,
           "pass_timeout": 120.0, "moon_timeout": 120.0}
+SEEDED = {"trick_pause_seconds": 0.05, "hand_pause_seconds": 0.1, "play_timeout_seconds": 120.0,
+          "pass_timeout_seconds": 120.0, "moon_timeout_seconds": 120.0}
+LAPTOP = {"viewport": {"width": 1280, "height": 860}}
+PHONE = {"viewport": {"width": 390, "height": 844}, "device_scale_factor": 2,
+         "is_mobile": True, "has_touch": True}
 PRIVATE = ("hand", "pass_choice", "received", "legal_cards")
+PUBLIC_CARDS = {"card_played.card", "trick_won.trick.cards.card", "view.trick.cards.card",
+                "view.last_trick.cards.card"}
 
 # Installed before the page's own scripts: keeps a copy of every copas.v1 response body.
 RECORD_RESPONSES = """
@@ -66,38 +84,102 @@ RECORD_RESPONSES = """
         if (done) break;
         entry.chunks.push(base64(value));
       }
-    })();
+    })().catch(() => { entry.isCut = true; });  // the page stopped the stream (the lobby's)
     return new Response(forPage, { status: response.status, headers: response.headers });
   };
 })();
 """
 
-# What a turn needs to know, and the cards the page shows (with where), in one round trip.
+# What a turn needs to know, what the page shows (cards with where, the whole DOM as HTML,
+# storage), and what it received, in one round trip.
 PAGE_STATE = """() => {
   const game = document.getElementById("game");
   const countdown = document.getElementById("countdown");
+  const pass = document.getElementById("pass-direction");
+  const data = (selector) => (document.querySelector(selector) || { dataset: {} }).dataset;
+  const cardsOf = (selector) =>
+      Array.from(document.querySelectorAll(selector), (b) => b.dataset.card);
+  const where = (e) => e.closest("#trick") ? "table" : e.closest("#hand") ? "hand"
+      : e.closest("#pass-direction") ? "passed" : e.closest("#seats .took") ? "taken" : "elsewhere";
+  const storage = {};
+  for (const [name, store] of [["local", localStorage], ["session", sessionStorage]]) {
+    for (let i = 0; i < store.length; i++) {
+      storage[name + ":" + store.key(i)] = store.getItem(store.key(i));
+    }
+  }
   return {
     phase: game.dataset.phase,
     sequence: Number(game.dataset.sequence),
-    legal: Array.from(document.querySelectorAll("#hand button[data-legal=true]"),
-                      (b) => b.dataset.card),
+    mustAct: game.dataset.mustAct === "true",
+    table: game.dataset.table,
+    legal: cardsOf("#hand button[data-legal=true]"),
+    lifted: cardsOf("#hand button.legal"),
+    dim: Array.from(document.querySelectorAll("#hand button.dim"),
+                    (b) => ({ card: b.dataset.card, reason: b.dataset.reason, title: b.title })),
+    received: cardsOf("#hand button[data-received=true]"),
     seconds: countdown.dataset.seconds === undefined ? null : Number(countdown.dataset.seconds),
-    direction: document.getElementById("pass-direction").dataset.direction,
+    direction: pass.dataset.direction,
+    passShown: !pass.hidden,
+    passTo: pass.dataset.to,
+    receiver: data("#seats li[data-receives=true]"),
+    toAct: Array.from(document.querySelectorAll("#seats li[data-to-act=true]"),
+                      (li) => Number(li.dataset.seat)),
+    clocks: document.querySelectorAll("#seats li[data-to-act=true] .clock").length,
+    you: data("#seats li[data-you=true]").seat,
+    positions: Object.fromEntries(Array.from(document.querySelectorAll("#seats li"),
+                                             (li) => [li.dataset.seat, li.dataset.pos])),
+    heartsBroken: data("[data-hearts-broken]").heartsBroken ?? null,
+    queen: data("[data-queen]").queen ?? null,
+    taken: Array.from(document.querySelectorAll("#seats li"), (li) => [Number(li.dataset.seat),
+        cardsOf("#" + "seats li[data-seat='" + li.dataset.seat + "'] .took [data-card]").concat(
+            (data("#seats li[data-seat='" + li.dataset.seat + "'] .took [data-taken]").taken || "")
+                .split(" ").filter(Boolean))]),
     error: document.getElementById("error").textContent,
-    cards: Array.from(document.querySelectorAll("[data-card]"), (e) => ({
-      card: e.dataset.card,
-      where: e.closest("#trick, #last-trick") ? "table" : e.closest("#hand") ? "hand"
-           : e.closest("#pass-direction") ? "received" : "elsewhere",
-    })),
+    errorReason: document.getElementById("error").dataset.reason || "",
+    hint: document.getElementById("hint").textContent,
+    cards: Array.from(document.querySelectorAll("[data-card]"),
+                      (e) => ({ card: e.dataset.card, where: where(e) })),
+    html: document.documentElement.outerHTML,
+    storage,
     wire: window.__copasWire,
   };
 }"""
-# Our turn (the page takes moves) or the game is over, after the event ``s``.
+# Our turn (the page takes moves), or the game is over, or (when asked) a hand's summary is
+# on the table, after the event ``s``.
+NEXT_MOMENT = """([s, summary]) => {
+  const game = document.getElementById("game");
+  return Number(game.dataset.sequence) > s
+      && (game.dataset.mustAct === "true" || game.dataset.phase === "GAME_OVER"
+          || (summary && !document.getElementById("hand-score").hidden));
+}"""
+# Seen from seat 0's page: the first trick is won, or a person (seat 0 or 1) is to play.
+PEOPLE_TO_PLAY = """() => {
+  const game = document.getElementById("game");
+  const li = document.querySelector("#seats li[data-to-act=true]");
+  return Number(game.dataset.trick) >= 1
+      || (game.dataset.phase === "PLAYING" && !!li && Number(li.dataset.seat) <= 1);
+}"""
+MUST_ACT = "() => document.getElementById('game').dataset.mustAct === 'true'"
 NEXT_TURN = """(s) => {
   const game = document.getElementById("game");
   return Number(game.dataset.sequence) > s
       && (game.dataset.mustAct === "true" || game.dataset.phase === "GAME_OVER");
 }"""
+# Texts the page always holds (its header, the moon dialog) that name a card as a rule.
+STATIC_PHRASES = ("avoid the hearts and the queen of spades",
+                  "You took every heart and the queen of spades")
+RANKS = {"two": "2", "three": "3", "four": "4", "five": "5", "six": "6", "seven": "7",
+         "eight": "8", "nine": "9", "ten": "10", "jack": "J", "queen": "Q", "king": "K",
+         "ace": "A"}
+SUITS = {"clubs": "C", "diamonds": "D", "spades": "S", "hearts": "H",
+         "♣": "C", "♦": "D", "♠": "S", "♥": "H"}
+CARD_MENTIONS = [
+    re.compile(r"(?<![\w-])(10|[2-9JQKA])([CDSH])(?![\w-])"),  # the text form, QS
+    re.compile(r"(?<![\w-])(10|[2-9JQKA])([♣♦♠♥])"),  # as the page writes them, Q♠
+    re.compile(r"\b(two|three|four|five|six|seven|eight|nine|ten|jack|queen|king|ace) of "
+               r"(clubs|diamonds|spades|hearts)\b", re.IGNORECASE),  # for screen readers
+]
+CODE_WORDS = re.compile(r"\b[A-Z]{2,}_[A-Z_]+\b")  # MUST_FOLLOW_SUIT, FAILED_PRECONDITION
 
 
 def chromium() -> str:
@@ -121,15 +203,23 @@ async def browser() -> AsyncIterator[Any]:
             await launched.close()
 
 
-async def open_page(launched: Any, url: str) -> Any:
-    page = await (await launched.new_context(reduced_motion="reduce")).new_page()
+async def open_page(launched: Any, url: str, device: dict[str, Any] | None = None,
+                    **options: Any) -> Any:
+    """A page in a context of its own (its own storage, like another person's browser)."""
+    context = await launched.new_context(reduced_motion="reduce", **(device or LAPTOP), **options)
+    page = await context.new_page()
     page.set_default_timeout(20_000)
     errors: list[str] = []
-    page.on("pageerror", lambda error: errors.append(str(error)))
+    page.on("pageerror", lambda error: errors.append(f"{error}: {error.stack}"))
     page.errors = errors
     await page.add_init_script(RECORD_RESPONSES)
     await page.goto(url)
     return page
+
+
+async def screenshot(page: Any, name: str) -> None:
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    await page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
 
 
 # ----------------------------------------------------------------- what the page received
@@ -139,11 +229,13 @@ def _envelopes(body: bytes) -> Iterator[bytes]:
     at = 0
     while at + 5 <= len(body):
         flags, size = body[at], int.from_bytes(body[at + 1:at + 5], "big")
+        if at + 5 + size > len(body):
+            return  # a stream the page stopped in the middle of a message
         payload = body[at + 5:at + 5 + size]
         at += 5 + size
         if flags & 0x02:
             end = json.loads(payload or b"{}")
-            assert "error" not in end, end
+            assert "error" not in end or end["error"]["code"] == "canceled", end
             continue
         yield payload
 
@@ -176,6 +268,16 @@ def cards_in(message: Message, path: str = "") -> Iterator[tuple[str, str]]:
                 yield here, item.text
             else:
                 yield from cards_in(item, here)
+
+
+def table_events(messages: list[Message]) -> Iterator[copas_pb2.TableEvent]:
+    """Every table event in the order the page learnt of it: a snapshot's missed events
+    (public parts only) before the snapshot itself."""
+    for m in messages:
+        if isinstance(m, copas_pb2.WatchTableResponse):
+            if m.event.HasField("snapshot"):
+                yield from m.event.snapshot.missed_events
+            yield m.event
 
 
 @dataclass
@@ -217,18 +319,22 @@ def is_slice(part: list[Any], whole: list[Any], step: int = 1) -> bool:
 
 def check_messages(messages: list[Message], truth: Truth, players: int = 4) -> int:
     """No message holds a card of another seat: private fields only in this seat's own view
-    and only with cards it held; public cards only as the plays they were, trick by trick.
-    Returns how many table events were checked."""
-    events = [m.event for m in messages if isinstance(m, copas_pb2.WatchTableResponse)]
+    and only with cards it held; public cards only as the plays they were, trick by trick;
+    no card at all in any other response (lobby, tables, joins, moves). Returns how many
+    table events were checked."""
+    for m in messages:
+        if not isinstance(m, copas_pb2.WatchTableResponse):
+            assert not list(cards_in(m)), m
     hand: int | None = None
     seen: dict[int, list[tuple[int, str]]] = {}
+    events = list(table_events(messages))
     for event in events:
         view = event.view
         kind = event.WhichOneof("kind")
         if event.HasField("view"):
             assert view.HasField("seat") == (truth.seat is not None)
             assert truth.seat is None or view.seat == truth.seat
-        if kind == "snapshot" and hand is None:
+        if kind == "snapshot":
             hand = view.hand_number
         elif kind == "hand_started":
             hand = event.hand_started.hand_number
@@ -243,112 +349,634 @@ def check_messages(messages: list[Message], truth: Truth, players: int = 4) -> i
         if view.last_trick.cards:
             assert any(is_slice(pairs(view.last_trick), truth.plays.get(h, []), players)
                        for h in (view.hand_number, view.hand_number - 1))
-        for path, text in cards_in(event):
+        own = copas_pb2.TableEvent()
+        own.CopyFrom(event)
+        own.ClearField("snapshot")  # its missed events are checked one by one
+        for path, text in cards_in(own):
             if path.rsplit(".", 1)[-1] in PRIVATE:
                 assert path.startswith("view."), path  # only in a view, never in an event
                 assert truth.seat is not None, f"a spectator got {text} in {path}"
                 assert text in truth.held[view.hand_number], f"{text} in {path} is not ours"
             else:
-                assert path in {"card_played.card", "trick_won.trick.cards.card",
-                                "view.trick.cards.card", "view.last_trick.cards.card"}, path
+                assert path in PUBLIC_CARDS, path
     for number, made in seen.items():  # every play the page saw, in the order it was made
         assert is_slice(made, truth.plays[number]), number
     return len(events)
 
 
-# ----------------------------------------------------------------- driving the page
+# ----------------------------------------------------------------- what the page shows
+
+@dataclass
+class Seen:
+    """What the page received, read back: its latest view and the public facts of the hand
+    in progress (the cards played so far, the point cards each seat won)."""
+
+    view: copas_pb2.TableView
+    played: set[str]
+    won: dict[int, set[str]]
+
+    @classmethod
+    def of(cls, wire: list[dict[str, Any]]) -> Seen:
+        events = list(table_events(received_messages(wire)))
+        view = [e.view for e in events if e.HasField("view")][-1]
+        hand, played, won = None, set(), {}
+        for event in events:
+            kind = event.WhichOneof("kind")
+            if kind == "hand_started":
+                hand, played, won = event.hand_started.hand_number, set(), {}
+            elif kind == "snapshot" and hand != event.view.hand_number:
+                hand, played, won = event.view.hand_number, set(), {}
+            if hand != view.hand_number:
+                continue
+            if kind == "card_played":
+                played.add(event.card_played.card.text)
+            elif kind == "trick_won":
+                points = {c.card.text for c in event.trick_won.trick.cards
+                          if c.card.text.endswith("H") or c.card.text == "QS"}
+                won.setdefault(event.trick_won.winner, set()).update(points)
+            if event.HasField("view") and event.view.hand_number == hand:
+                played.update(text for _, text in
+                              pairs(event.view.trick) + pairs(event.view.last_trick))
+        return cls(view, played, won)
+
+    @property
+    def ours(self) -> set[str]:
+        v = self.view
+        return {c.text for c in [*v.hand, *v.received, *v.pass_choice]}
+
+
+def mentioned_cards(text: str) -> set[str]:
+    """Every card named anywhere in ``text`` (HTML: nodes and attributes), in any form."""
+    text = html.unescape(text)
+    for phrase in STATIC_PHRASES:
+        text = text.replace(phrase, "")
+    found = set()
+    for pattern in CARD_MENTIONS:
+        for rank, suit in pattern.findall(text):
+            found.add(RANKS.get(rank.lower(), rank.upper()) + SUITS.get(suit.lower(), suit))
+    return found
+
+
+def check_storage(storage: dict[str, str]) -> None:
+    """The page stores its seat (the token, which a reload needs) and the name, nothing else,
+    and no card."""
+    assert set(storage) <= {"session:copas.session", "local:copas.name"}, storage
+    for key, value in storage.items():
+        if key == "session:copas.session":
+            session = json.loads(value)
+            assert set(session) <= {"tableId", "token", "seat"}, session
+            session.pop("token", None)
+            value = json.dumps(session)
+        assert not mentioned_cards(value), (key, value)
+
+
+def check_page(state: dict[str, Any]) -> Seen:
+    """The DOM shows what the latest view holds, where it belongs: this seat's hand (its
+    received cards marked), its pass, the trick, the point cards each seat won, the hearts
+    broken; and no other card anywhere: not in any node, attribute or storage."""
+    seen = Seen.of(state["wire"])
+    latest = seen.view
+    shown = state["cards"]
+    assert sorted(c["card"] for c in shown if c["where"] == "hand") == sorted(
+        c.text for c in latest.hand)
+    assert {c["card"] for c in shown if c["where"] == "passed"} <= {
+        c.text for c in latest.pass_choice}
+    assert {c["card"] for c in shown if c["where"] == "table"} <= {
+        text for _, text in pairs(latest.trick) + pairs(latest.last_trick)}
+    assert not [c for c in shown if c["where"] == "elsewhere"], shown
+    assert set(state["received"]) == {c.text for c in latest.received} & {
+        c.text for c in latest.hand}
+    for seat, cards in state["taken"]:
+        assert set(cards) == seen.won.get(seat, set()) or not cards, (seat, cards, seen.won)
+    if state["queen"] is not None:
+        assert "QS" in seen.won.get(int(state["queen"]), set())
+    if state["heartsBroken"] is not None:
+        assert state["heartsBroken"] == str(latest.hearts_broken).lower()
+    others = mentioned_cards(state["html"]) - seen.ours - seen.played
+    assert not others, f"the page names cards it may not know: {others}"
+    check_storage(state["storage"])
+    return seen
+
+
+def check_turn(state: dict[str, Any], seen: Seen) -> None:
+    """Our turn as the page shows it: the legal cards lifted and the others dim with a
+    reason, our seat marked with its clock, the live countdown, the pass's arrow."""
+    view = seen.view
+    assert not state["error"], state["error"]  # the last move was accepted
+    assert state["legal"], "it is our turn, yet no card is marked legal"
+    assert state["seconds"] is not None and 0 < state["seconds"] <= 120  # the live countdown
+    assert view.seat in state["toAct"] and state["clocks"] >= 1
+    if state["phase"] == "PLAYING":
+        assert sorted(state["legal"]) == sorted(c.text for c in view.legal_cards)
+        assert sorted(state["lifted"]) == sorted(state["legal"])
+        assert len(state["dim"]) == len(view.hand) - len(view.legal_cards)
+        assert all(d["title"] for d in state["dim"]), state["dim"]
+    elif state["phase"] == "PASSING":
+        offset = {"left": 1, "right": -1, "across": 2}[state["direction"]]
+        target = (view.seat + offset) % 4
+        assert state["passShown"] and int(state["receiver"]["seat"]) == target
+        assert state["passTo"] == state["receiver"]["pos"] == {
+            "left": "left", "right": "right", "across": "top"}[state["direction"]]
+
+
+async def state_of(page: Any) -> dict[str, Any]:
+    return await page.evaluate(PAGE_STATE)
+
 
 async def wire_of(page: Any) -> list[Message]:
     return received_messages(await page.evaluate("() => window.__copasWire"))
 
 
-def check_page(state: dict[str, Any]) -> None:
-    """The DOM shows what the latest view holds: this seat's hand, its received cards, the
-    trick and the last trick; and no other card anywhere."""
-    latest = [m.event.view for m in received_messages(state["wire"])
-              if isinstance(m, copas_pb2.WatchTableResponse) and m.event.HasField("view")][-1]
-    shown = state["cards"]
-    assert sorted(c["card"] for c in shown if c["where"] == "hand") == sorted(
-        c.text for c in latest.hand)
-    assert {c["card"] for c in shown if c["where"] == "received"} <= {
-        c.text for c in latest.received}
-    assert {c["card"] for c in shown if c["where"] == "table"} <= {
-        text for _, text in pairs(latest.trick) + pairs(latest.last_trick)}
-    assert not [c for c in shown if c["where"] == "elsewhere"]
+async def press(page: Any, selector: str, *, tap: bool = False) -> None:
+    await (page.tap(selector) if tap else page.click(selector))
 
 
-async def take_turn(page: Any, state: dict[str, Any]) -> None:
-    """Play as a person would: the first legal cards, the pass button, the moon choice; then
-    wait until it is our turn again, or the game is over."""
+async def take_turn(page: Any, state: dict[str, Any], *, tap: bool = False,
+                    before_last_pass_card: Any = None) -> None:
+    """Play as a person would: the first legal cards, the pass button, the moon choice."""
     phase, legal = state["phase"], state["legal"]
-    assert not state["error"], state["error"]  # the last move was accepted
-    assert legal, "it is our turn, yet no card is marked legal"
-    assert state["seconds"] is not None and 0 < state["seconds"] <= 120  # the live countdown
     if phase == "PASSING":
-        assert state["direction"] in ("left", "right", "across")
-        for text in legal[:3]:
-            await page.click(f'#hand button[data-card="{text}"]')
-        await page.click("#pass-button")
+        for i, text in enumerate(legal[:3]):
+            if i == 2 and before_last_pass_card:
+                await before_last_pass_card()
+            await press(page, f'#hand button[data-card="{text}"]', tap=tap)
+        await press(page, "#pass-button", tap=tap)
     elif phase == "PLAYING":
-        await page.click(f'#hand button[data-card="{legal[0]}"]')
+        await press(page, f'#hand button[data-card="{legal[0]}"]', tap=tap)
     else:
         assert phase == "MOON_CHOICE"
-        await page.click("#moon button")
-    await page.wait_for_function(NEXT_TURN, arg=state["sequence"])
+        await press(page, "#moon button", tap=tap)
 
 
-async def test_a_person_plays_a_whole_game_against_bots_and_a_spectator_watches() -> None:
+async def create_through_the_lobby(page: Any, name: str, preset: str, *, tap: bool = False,
+                                   friends: int = 0) -> str:
+    """A table made with the lobby's form (the relaxed clock); returns its id."""
+    await page.fill("#name", name)
+    await page.select_option("#preset", preset)
+    await page.select_option("#clock", "relaxed")
+    if friends:
+        await page.select_option("#friends", str(friends))
+        await press(page, "#create-friends", tap=tap)
+    else:
+        await press(page, "#create", tap=tap)
+    await page.wait_for_selector("#game:not([hidden])[data-phase]:not([data-phase=''])")
+    return str(await page.get_attribute("#game", "data-table"))
+
+
+# ----------------------------------------------------------------- whole games
+
+@pytest.mark.parametrize("device", ["laptop", "phone"])
+async def test_a_whole_game_by_clicks_or_taps_with_the_table_drawn_as_one(device: str) -> None:
+    """On a 1280 px laptop by clicks, watched by a spectator; on a 390 px phone by taps. Every
+    turn is checked (what is lifted, dim, marked, where the pass goes, what is shown), and
+    every moment photographed: the lobby, a pass, a trick, a hand's summary, the end."""
+    is_phone = device == "phone"
+    width = 390 if is_phone else 1280
     port = free_port()
-    async with (serving(web_port=port, web_host="127.0.0.1", rule_defaults=TIMING)
-                as (running, stub), browser() as launched):
+    async with (serving(web_port=port, web_host="127.0.0.1", rule_defaults=TIMING,
+                        allow_seed=True) as (_, stub), browser() as launched):
         url = f"http://127.0.0.1:{port}/"
-        player = await open_page(launched, url)
-        await player.fill("#name", "Ana")
-        await player.select_option("#preset", "online")
-        await player.click("#create")
-        await player.wait_for_selector("#hand button")
-        table_id = (await player.text_content("#game-title") or "").rsplit(" ", 1)[-1]
+        waiting = await new_table(stub, bots=2, seed=None)  # someone else's, in the lobby
+        player = await open_page(launched, url, PHONE if is_phone else LAPTOP)
+        await player.wait_for_selector(
+            f'#tables[data-live=true] tr[data-table="{waiting.table_id}"]')
+        await screenshot(player, f"lobby-{width}")
+        if is_phone:  # nothing wider than the phone, and cards big enough for a finger
+            assert await player.evaluate("() => document.documentElement.scrollWidth") <= width
+        table_id = await create_through_the_lobby(player, "Ana", "online", tap=is_phone)
+        assert "Four hands" in (await player.text_content("#game-info") or "")
 
-        spectator = await open_page(launched, url)
-        await spectator.click(f'#tables tr[data-table="{table_id}"] button:text("Watch")')
-        await spectator.wait_for_selector("#seats li")
+        spectator = None
+        if not is_phone:
+            spectator = await open_page(launched, url)
+            await spectator.click(f'#tables tr[data-table="{table_id}"] button:text("Watch")')
+            await spectator.wait_for_selector("#seats li")
 
         await player.wait_for_function(NEXT_TURN, arg=-1)
-        turns = 0
-        while (state := await player.evaluate(PAGE_STATE))["phase"] != "GAME_OVER":
-            check_page(state)
-            await take_turn(player, state)
+        if is_phone:
+            boxes = await player.eval_on_selector_all(
+                "#hand button", "bs => bs.map(b => b.getBoundingClientRect())")
+            assert all(b["width"] >= 40 and b["height"] >= 44 for b in boxes), boxes
+            assert await player.evaluate("() => document.documentElement.scrollWidth") <= width
+        turns, shots = 0, {"passing", "trick", "summary"}
+        while (state := await state_of(player))["phase"] != "GAME_OVER":
+            if not state["mustAct"]:  # a hand's summary is on the table, for its pause
+                assert "scored" in (await player.text_content("#hand-score") or "")
+                if not await player.is_hidden("#hand-score"):
+                    await screenshot(player, f"hand-summary-{width}")
+                    if not await player.is_hidden("#hand-score"):  # (else: the next hand's)
+                        shots.discard("summary")
+                await player.wait_for_function(NEXT_TURN, arg=state["sequence"] - 1)
+                continue
+            seen = check_page(state)
+            check_turn(state, seen)
+            if "trick" in shots and state["phase"] == "PLAYING" and state["dim"] and len(
+                    [c for c in state["cards"] if c["where"] == "table"]) >= 2:
+                await screenshot(player, f"trick-{width}")
+                shots.discard("trick")
+
+            async def photograph_pass() -> None:
+                if "passing" in shots:
+                    await screenshot(player, f"passing-{width}")
+                    shots.discard("passing")
+
+            await take_turn(player, state, tap=is_phone, before_last_pass_card=photograph_pass)
+            await player.wait_for_function(NEXT_MOMENT, arg=[state["sequence"], "summary" in shots])
             turns += 1
+            if spectator is not None and turns % 10 == 0:
+                check_page(await state_of(spectator))
         check_page(state)
-        assert turns >= 13 and not state["error"]
-        await player.wait_for_selector("#standings:not([hidden]) tr")
-        places = await player.eval_on_selector_all("#standings tbody tr", "rows => rows.length")
-        assert places == 4 and await player.is_visible("#hand-score")
-        await spectator.wait_for_selector("#standings:not([hidden]) tr")
-        assert not await spectator.eval_on_selector_all(
-            "#hand [data-card], #pass-direction [data-card]", "cards => cards.length")
-        assert player.errors == [] and spectator.errors == []
+        assert turns >= 13 and not state["error"] and not shots, shots
+        await player.wait_for_selector("#standings:not([hidden]) tbody tr")
+        await screenshot(player, f"game-over-{width}")
+        title = await player.text_content("#result-title") or ""
+        assert re.fullmatch(r"You (won!|share \d(st|nd|rd|th) place!?|finished \d(st|nd|rd|th))",
+                            title), title
+        rows = await player.eval_on_selector_all(
+            "#standings tbody tr", "rows => rows.map(r => r.dataset)")
+        assert len(rows) == 4 and any(r["winner"] == "true" for r in rows)
+        assert all((r["place"] == "1") == (r["winner"] == "true") for r in rows)
+        assert await player.is_visible("#again")
+
+        if spectator is not None:
+            await spectator.wait_for_selector("#standings:not([hidden]) tbody tr")
+            assert not await spectator.eval_on_selector_all(
+                "#hand [data-card], #pass-direction [data-card]", "cards => cards.length")
+            winner = await spectator.text_content("#result-title") or ""
+            assert re.search(r"wins|share the win", winner), winner
+            check_page(await state_of(spectator))
+            assert spectator.errors == []
 
         record = (await stub.GetGameRecord(copas_pb2.GetGameRecordRequest(
             record_id=table_id))).record
         seat = next(s.seat for s in record.seats if s.display_name == "Ana")
         assert check_messages(await wire_of(player), Truth.of(record.record_json, seat)) > 50
-        assert check_messages(await wire_of(spectator), Truth.of(record.record_json, None)) > 50
-        assert running.page is not None
+        if spectator is not None:
+            assert check_messages(await wire_of(spectator),
+                                  Truth.of(record.record_json, None)) > 50
+
+        # "Play again": a new table of the same kind, at once.
+        await press(player, "#again", tap=is_phone)
+        await player.wait_for_function(
+            "(old) => { const g = document.getElementById('game');"
+            " return g.dataset.table && g.dataset.table !== old"
+            " && g.dataset.phase === 'PASSING'; }",
+            arg=table_id)
+        assert player.errors == []
 
 
-async def test_a_person_joins_a_waiting_table_from_the_list() -> None:
+# ----------------------------------------------------------------- people together
+
+async def test_friends_join_through_a_shared_link_and_a_reload_keeps_the_seat() -> None:
     port = free_port()
-    async with (serving(web_port=port, web_host="127.0.0.1", rule_defaults=TIMING,
-                        allow_seed=True) as (_, stub), browser() as launched):
-        table = await new_table(stub, bots=3, seed=None)
-        page = await open_page(launched, f"http://127.0.0.1:{port}/")
-        await page.fill("#name", "Bea")
-        await page.click(f'#tables tr[data-table="{table.table_id}"] button:text("Join")')
-        await page.wait_for_selector("#hand button[data-legal=true]")
-        assert await page.eval_on_selector_all("#hand button", "b => b.length") == 13
-        assert "Bea (you)" in (await page.text_content("#seats") or "")
-        check_page(await page.evaluate(PAGE_STATE))
+    async with (serving(web_port=port, web_host="127.0.0.1", rule_defaults=TIMING)
+                as (_, stub), browser() as launched):
+        url = f"http://127.0.0.1:{port}/"
+        ana = await open_page(launched, url)
+        table_id = await create_through_the_lobby(ana, "Ana", "quick", friends=1)
+        await ana.wait_for_selector("#share:not([hidden])")
+        link = await ana.input_value("#share-link")
+        assert link == f"{url}?join={table_id}"
+        assert "Waiting for 1 more player" in (await ana.text_content("#share-text") or "")
+
+        bea = await open_page(launched, link)
+        await bea.wait_for_selector("#invite:not([hidden]) #invite-join:not([disabled])")
+        assert "Ana invites you" in (await bea.text_content("#invite-text") or "")
+        await bea.fill("#name", "Bea")
+        await bea.click("#invite-join")
+        for page in (ana, bea):
+            await page.wait_for_function(NEXT_TURN, arg=-1)
+            assert await page.evaluate("() => location.search") == ""
+        ana_state, bea_state = await state_of(ana), await state_of(bea)
+        # Each sees the table from their own seat: Bea (seat 1) on Ana's left, Ana on Bea's right.
+        assert ana_state["you"] == "0" and ana_state["positions"] == {
+            "0": "bottom", "1": "left", "2": "top", "3": "right"}
+        assert bea_state["you"] == "1" and bea_state["positions"]["0"] == "right"
+        for state in (ana_state, bea_state):
+            check_turn(state, check_page(state))
+
+        await bea.reload()  # the same seat, the same cards
+        await bea.wait_for_function(NEXT_TURN, arg=-1)
+        again = await state_of(bea)
+        assert again["you"] == "1" and sorted(
+            c["card"] for c in again["cards"] if c["where"] == "hand") == sorted(
+            c["card"] for c in bea_state["cards"] if c["where"] == "hand")
+
+        # Both pass, then each plays when Ana's page shows their seat to act, until the first
+        # trick is won.
+        for page, state in ((ana, ana_state), (bea, again)):
+            await take_turn(page, state)
+        while True:
+            await ana.wait_for_function(PEOPLE_TO_PLAY)
+            if int(await ana.get_attribute("#game", "data-trick") or 0) >= 1:
+                break
+            seat = int(await ana.get_attribute("#seats li[data-to-act=true]", "data-seat") or 0)
+            page = (ana, bea)[seat]
+            await page.wait_for_function(MUST_ACT)
+            state = await state_of(page)
+            check_turn(state, check_page(state))
+            await take_turn(page, state)
+            await ana.wait_for_function(
+                "(s) => { const li = document.querySelector('#seats li[data-to-act=true]');"
+                " return Number(document.getElementById('game').dataset.trick) >= 1"
+                " || !li || Number(li.dataset.seat) !== s; }", arg=seat)
+        for page in (ana, bea):
+            check_page(await state_of(page))
+            assert page.errors == []
+        summary = (await stub.GetTable(copas_pb2.GetTableRequest(table_id=table_id))).table
+        assert [s.display_name for s in summary.seats[:2]] == ["Ana", "Bea"]
+
+
+async def test_the_lobby_follows_other_clients_and_quick_match_seats_people_together() -> None:
+    port = free_port()
+    async with (serving(web_port=port, web_host="127.0.0.1", rule_defaults=TIMING)
+                as (_, stub), browser() as launched):
+        url = f"http://127.0.0.1:{port}/"
+        lobby = await open_page(launched, url)
+        await lobby.wait_for_selector("#tables[data-live=true]")
+
+        # Another client opens a table: it appears, then fills, without a click here.
+        table = await new_table(stub, bots=2, seed=None)
+        row = f'#tables tr[data-table="{table.table_id}"]'
+        await lobby.wait_for_selector(f'{row}[data-phase="WAITING_FOR_PLAYERS"]')
+        assert "waiting for 2 players" in (await lobby.text_content(f"{row} .status") or "")
+        assert "Four hands" in (await lobby.text_content(row) or "")  # the preset by its name
+        await join_all(stub, table.table_id, 2)
+        await lobby.wait_for_selector(f'{row}:not([data-phase="WAITING_FOR_PLAYERS"])')
+        assert "Join" not in (await lobby.text_content(row) or "")
+
+        # Quick match: Cid gets a new table of its kind; the lobby shows it; Dee joins it
+        # from the list; Eve's quick match seats her at the same table.
+        cid = await open_page(launched, url)
+        await cid.fill("#name", "Cid")
+        await cid.select_option("#preset", "quick")
+        await cid.click("#quick-match")
+        await cid.wait_for_selector("#game:not([hidden])[data-phase=WAITING_FOR_PLAYERS]")
+        quick = str(await cid.get_attribute("#game", "data-table"))
+        await lobby.wait_for_selector(f'#tables tr[data-table="{quick}"]')
+        assert "One hand" in (await lobby.text_content(f'#tables tr[data-table="{quick}"]') or "")
+        await lobby.fill("#name", "Dee")
+        await lobby.click(f'#tables tr[data-table="{quick}"] button:text("Join")')
+        await lobby.wait_for_selector("#game:not([hidden])[data-phase=WAITING_FOR_PLAYERS]")
+        assert await lobby.get_attribute("#game", "data-table") == quick
+        eve = await open_page(launched, url)
+        await eve.fill("#name", "Eve")
+        await eve.select_option("#preset", "quick")
+        await eve.click("#quick-match")
+        await eve.wait_for_selector("#game:not([hidden])[data-phase]:not([data-phase=''])")
+        assert await eve.get_attribute("#game", "data-table") == quick
+        await cid.wait_for_function(
+            "() => document.getElementById('share-text').textContent.includes('1 more player')")
+        for page in (lobby, cid, eve):
+            check_page(await state_of(page))
+            assert page.errors == []
+
+
+# ----------------------------------------------------------------- the moon, the keyboard
+
+def moon_plan(rules: Rules) -> tuple[str, list[Any]]:
+    """A seed (searched deterministically) where seat 0 shoots the moon against the automatic
+    bots by passing its three lowest non-hearts and always playing its highest card; the
+    seed and seat 0's moves."""
+    for i in range(5000):
+        seed = f"moon-{i}"
+        game, moves = Game(rules, seed), []
+        while game.phase.value in ("PASSING", "PLAYING"):
+            seats = game.to_act()
+            seat = 0 if 0 in seats else seats[0]
+            if seat != 0:
+                game.apply(game.auto_action(seat), is_automatic=True)
+                continue
+            legal = list(game.legal_cards(0))
+            if game.phase.value == "PASSING":
+                lowest = sorted(legal, key=lambda c: (c.suit == 4, c.rank))[:3]
+                move: Any = PassCards(0, tuple(lowest))
+            else:
+                move = PlayCard(0, max(legal, key=lambda c: c.rank))
+            moves.append(move)
+            game.apply(move)
+        if game.phase.value == "MOON_CHOICE" and game.moon_shooter == 0:
+            return seed, moves
+    raise AssertionError("no seed found")
+
+
+async def test_the_moon_choice_dialog_on_a_seeded_deal() -> None:
+    rules = Rules.preset("quick")  # one hand, the shooter chooses
+    seed, moves = moon_plan(rules)
+    port = free_port()
+    async with (serving(web_port=port, web_host="127.0.0.1", allow_seed=True) as (_, stub),
+                browser() as launched):
+        table = await new_table(stub, preset="quick", bots=3, seed=seed, **SEEDED)
+        page = await open_page(launched, f"http://127.0.0.1:{port}/?join={table.table_id}",
+                               bypass_csp=True)  # for axe, below
+        await page.fill("#name", "Ana")
+        await page.click("#invite-join")
+        replica, sequence = Game(rules, seed), -1
+        for move in moves:
+            await page.wait_for_function(NEXT_TURN, arg=sequence)
+            state = await state_of(page)
+            sequence = state["sequence"]
+            seen = check_page(state)
+            check_turn(state, seen)
+            while 0 not in replica.to_act():  # the bots' automatic moves, as the server made them
+                replica.apply(replica.auto_action(replica.to_act()[0]), is_automatic=True)
+            for dim in state["dim"]:  # the page's reason is the engine's
+                try:
+                    replica.apply(PlayCard(0, card(dim["card"])))
+                except IllegalActionError as error:
+                    assert dim["reason"] == error.reason.value, (dim, error)
+                else:
+                    raise AssertionError(f"{dim['card']} is dim yet legal")
+            if isinstance(move, PassCards):
+                for c in move.cards:
+                    await page.click(f'#hand button[data-card="{c}"]')
+                await page.click("#pass-button")
+            else:
+                await page.click(f'#hand button[data-card="{move.card}"]')
+            replica.apply(move)
+        await page.wait_for_selector("#moon[open] button[data-choice]")
+        await screenshot(page, "moon-choice-1280")
+        assert await page.evaluate(
+            "() => document.getElementById('moon').contains(document.activeElement)")
+        choices = await page.eval_on_selector_all(
+            "#moon button", "bs => bs.map(b => b.dataset.choice)")
+        assert sorted(choices) == ["ADD_TO_OTHERS", "SUBTRACT_FROM_SELF"]
+        check_page(await state_of(page))
+        assert await axe_violations(page) == []
+        await page.click('#moon button[data-choice="ADD_TO_OTHERS"]')
+        await page.wait_for_selector("#standings:not([hidden]) tbody tr")
+        assert await page.text_content("#result-title") == "You won!"
+        assert "shot the moon" in (await page.text_content("#standings") or "")
+        assert not await page.evaluate("() => document.getElementById('moon').open")
+        record = (await stub.GetGameRecord(copas_pb2.GetGameRecordRequest(
+            record_id=table.table_id))).record
+        assert check_messages(await wire_of(page), Truth.of(record.record_json, 0)) > 20
+        assert page.errors == []
+
+
+async def focus_hand(page: Any) -> None:
+    """Tab from wherever the focus is until it lands in the hand (at most 30 presses)."""
+    for _ in range(30):
+        if await page.evaluate("() => !!document.activeElement.closest('#hand')"):
+            return
+        await page.keyboard.press("Tab")
+    raise AssertionError("Tab never reached the hand")
+
+
+async def arrow_to(page: Any, text: str) -> None:
+    for _ in range(20):
+        if await page.evaluate("() => document.activeElement.dataset.card") == text:
+            return
+        await page.keyboard.press("ArrowRight")
+    raise AssertionError(f"the arrows never reached {text}")
+
+
+async def test_keyboard_only_play_and_a_refusal_in_plain_words() -> None:
+    port = free_port()
+    async with (serving(web_port=port, web_host="127.0.0.1", allow_seed=True) as (_, stub),
+                browser() as launched):
+        table = await new_table(stub, preset="quick", bots=3, seed="keys", **SEEDED)
+        page = await open_page(launched, f"http://127.0.0.1:{port}/?join={table.table_id}")
+        await page.fill("#name", "Kim")
+        await page.focus("#invite-join")
+        await page.keyboard.press("Enter")
+        await page.wait_for_function(NEXT_TURN, arg=-1)
+
+        # The pass by keyboard: Tab into the hand, arrows to a card, Space to choose it.
+        state = await state_of(page)
+        await focus_hand(page)
+        for text in state["legal"][-3:]:
+            await arrow_to(page, text)
+            await page.keyboard.press("Space")
+        chosen = await page.eval_on_selector_all(
+            "#hand button[aria-pressed=true]", "bs => bs.map(b => b.dataset.card)")
+        assert sorted(chosen) == sorted(state["legal"][-3:])
+        for _ in range(20):
+            if await page.evaluate("() => document.activeElement.id") == "pass-button":
+                break
+            await page.keyboard.press("Tab")
+        await page.keyboard.press("Enter")
+
+        # One trick by keyboard: Tab lands on a playable card, Enter plays it.
+        await page.wait_for_function(NEXT_TURN, arg=state["sequence"])
+        state = await state_of(page)
+        check_turn(state, check_page(state))
+        await focus_hand(page)
+        focused = await page.evaluate("() => document.activeElement.dataset.card")
+        assert focused in state["legal"]
+        await page.keyboard.press("Enter")
+        await page.wait_for_function(
+            "(c) => Array.from(document.querySelectorAll('#trick [data-card]'))"
+            ".some(e => e.dataset.card === c)"
+            " || document.getElementById('game').dataset.mustAct === 'true'", arg=focused)
+        assert not await page.text_content("#error")
+
+        # A card the page thinks playable, refused by the server (we send a dim one in its
+        # place): the refusal reads in words, and the turn is still ours.
+        while True:
+            await page.wait_for_function(NEXT_TURN, arg=state["sequence"])
+            state = await state_of(page)
+            assert state["phase"] == "PLAYING"
+            follow = [d for d in state["dim"] if d["reason"] == "MUST_FOLLOW_SUIT"]
+            if follow:
+                break
+            await page.click(f'#hand button[data-card="{state["legal"][0]}"]')
+        led = Seen.of(state["wire"]).view.trick.cards[0].card.text[-1]
+        symbol = {"C": "♣", "D": "♦", "S": "♠", "H": "♥"}[led]
+        assert follow[0]["title"] == f"You must follow {symbol}"  # the hint on hover
+        # A click on a dim card (aria-disabled, so Playwright must be told to click anyway).
+        await page.click(f'#hand button[data-card="{follow[0]["card"]}"]', force=True)
+        assert await page.text_content("#hint") == f"You must follow {symbol}."
+        assert await page.get_attribute("#game", "data-must-act") == "true"
+
+        async def swap_card(route: Any) -> None:
+            request = copas_pb2.PlayCardRequest.FromString(route.request.post_data_buffer)
+            request.card.Clear()
+            request.card.text = follow[0]["card"]
+            await route.continue_(post_data=request.SerializeToString())
+
+        await page.route("**/copas.v1.CopasService/PlayCard", swap_card)
+        await page.click(f'#hand button[data-card="{state["legal"][0]}"]')
+        await page.wait_for_function("() => document.getElementById('error').textContent")
+        error = await page.text_content("#error") or ""
+        assert error == f"You must follow {symbol}."
+        assert await page.get_attribute("#error", "data-reason") == "MUST_FOLLOW_SUIT"
+        assert not CODE_WORDS.search(error) and not CARD_MENTIONS[0].search(error)
+        await page.wait_for_function(MUST_ACT)
+        await page.unroute("**/copas.v1.CopasService/PlayCard")
+        await page.click(f'#hand button[data-card="{state["legal"][0]}"]')
+        await page.wait_for_function("() => !document.getElementById('error').textContent")
+        check_page(await state_of(page))
+        # Nothing was applied twice or wrongly: the server's view of our seat agrees.
+        session = await page.evaluate("() => sessionStorage.getItem('copas.session')")
+        token = json.loads(session)["token"]
+        view = (await stub.GetView(copas_pb2.GetViewRequest(table_id=table.table_id),
+                                   metadata=auth(token))).view
+        assert follow[0]["card"] in {c.text for c in view.hand}
+        assert state["legal"][0] not in {c.text for c in view.hand}
+        assert page.errors == []
+
+
+# ----------------------------------------------------------------- accessibility
+
+async def axe_violations(page: Any) -> list[dict[str, Any]]:
+    await page.add_script_tag(path=str(AXE))
+    result = await page.evaluate(
+        "() => axe.run(document, {runOnly: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa',"
+        " 'best-practice']})")
+    return [{"id": v["id"], "impact": v["impact"], "nodes": [n["target"] for n in v["nodes"]][:3]}
+            for v in result["violations"]]
+
+
+def serious(found: dict[str, list[dict[str, Any]]]) -> dict[str, list[dict[str, Any]]]:
+    return {moment: [v for v in violations if v["impact"] in ("serious", "critical")]
+            for moment, violations in found.items() if violations}
+
+
+@pytest.mark.parametrize("device", ["laptop", "phone"])
+async def test_no_accessibility_violations(device: str) -> None:
+    """axe-core (npm, pinned) on every screen: the lobby, a table waiting for friends, a
+    pass, a trick, a hand's summary (the laptop plays four hands) and the game-over screen.
+    The context bypasses the page's CSP only so that the test can inject axe."""
+    assert AXE.is_file(), "run `make ts` first (axe-core is a devDependency of clients/ts)"
+    is_phone = device == "phone"
+    port = free_port()
+    async with (serving(web_port=port, web_host="127.0.0.1", rule_defaults=TIMING)
+                as (_, stub), browser() as launched):
+        await new_table(stub, bots=2, seed=None)
+        page = await open_page(launched, f"http://127.0.0.1:{port}/",
+                               PHONE if is_phone else LAPTOP, bypass_csp=True)
+        await page.wait_for_selector("#tables[data-live=true] tbody tr[data-table]")
+        found = {"lobby": await axe_violations(page)}
+        await create_through_the_lobby(page, "Ana", "quick", tap=is_phone, friends=3)
+        await page.wait_for_selector("#share:not([hidden])")
+        found["waiting for friends"] = await axe_violations(page)
+
+        async def accept(dialog: Any) -> None:
+            await dialog.accept()
+
+        page.once("dialog", accept)  # "Leave the table for good?"
+        await press(page, "#leave", tap=is_phone)
+        await page.wait_for_selector("#lobby:not([hidden]) #tables[data-live=true]")
+        await create_through_the_lobby(page, "Ana", "quick" if is_phone else "online", tap=is_phone)
+        await page.wait_for_function(NEXT_TURN, arg=-1)
+        found["passing"] = await axe_violations(page)
+        while (state := await state_of(page))["phase"] != "GAME_OVER":
+            if not state["mustAct"]:  # a hand's summary is on the table, for its pause
+                if not await page.is_hidden("#hand-score"):
+                    found["summary"] = await axe_violations(page)
+                await page.wait_for_function(NEXT_TURN, arg=state["sequence"] - 1)
+                continue
+            if state["phase"] == "PLAYING" and state["dim"] and "trick" not in found:
+                found["trick"] = await axe_violations(page)
+            await take_turn(page, state, tap=is_phone)
+            await page.wait_for_function(NEXT_MOMENT,
+                                         arg=[state["sequence"], "summary" not in found])
+        await page.wait_for_selector("#standings:not([hidden]) tbody tr")
+        found["game over"] = await axe_violations(page)
+        assert {"trick", "game over"} <= set(found) and ("summary" in found or is_phone)
+        assert not serious(found), serious(found)
+        assert not any(found.values()), found  # none of lesser impact either
 
 
 def test_the_committed_page_bundle_is_what_clients_ts_builds(tmp_path: Path) -> None:

@@ -1,149 +1,103 @@
-// The page copas-server serves on --web-port: create or join a table against bots, play from
-// your view (the legal cards marked), or watch any table. It speaks copas.v1 over the Connect
-// protocol (connect-web) to the same server; everything shown comes from the views the server
-// streams, which hold no other player's cards. Plain DOM: every server string goes in as text.
+// The page copas-server serves on --web-port: a live lobby (play against bots, open a table
+// for friends with a link to share, quick match, watch any table) and the table drawn as one.
+// It speaks copas.v1 over the Connect protocol (connect-web) to the same server; everything
+// shown comes from the views and events the server streams, which hold no other player's
+// cards. Plain DOM: every server string goes in as text.
 
-import { create } from "@bufbuild/protobuf";
 import { timestampMs } from "@bufbuild/protobuf/wkt";
 import { createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-web";
-import { type Card, CardSchema, Suit } from "../gen/copas/v1/cards_pb.js";
+import { type Card, Suit } from "../gen/copas/v1/cards_pb.js";
 import {
   CopasService,
-  GameEndReason,
-  type HandScored,
-  MoonChoice,
-  PassDirection,
+  type MoonChoice,
+  MoonRule,
   Phase,
   type TableEvent,
   type TableSummary,
-  type TableView,
-  type Trick,
+  type WatchLobbyResponse,
 } from "../gen/copas/v1/copas_pb.js";
-import { isOver, mustAct, pretty, refusal, sameCard } from "../copas.js";
+import { isOver, mustAct, refusal, sameCard } from "../copas.js";
+import { $, element } from "./dom.js";
+import { type Actions, type Session, type Setup, state } from "./state.js";
+import { onHandKey, render as drawTable, tick } from "./table.js";
+import { CLOCKS, PRESET_MOON, presetName, refusalWords } from "./words.js";
 
 const client = createClient(
   CopasService,
   createConnectTransport({ baseUrl: location.origin, useBinaryFormat: true }),
 );
 
-/** Where this tab is: at a table with a seat (token), or watching one. */
-interface Session {
-  tableId: string;
-  token?: string;
-  seat?: number;
-}
-
 const SESSION_KEY = "copas.session";
-const state = {
-  session: undefined as Session | undefined,
-  view: undefined as TableView | undefined,
-  sequence: 0n,
-  lastHand: undefined as HandScored | undefined,
-  chosen: [] as Card[], // the cards picked for a pass
-  deadline: undefined as number | undefined, // performance.now() when the turn runs out
-  resumes: undefined as number | undefined, // performance.now() when a pause ends
-  isBusy: false, // a move is on its way
-  watching: undefined as AbortController | undefined,
+const NAME_KEY = "copas.name";
+let summary: TableSummary | undefined; // the table's public summary (its name, preset)
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** A fresh request id: 32 random hex digits (randomUUID needs https; this does not). */
+function requestId(): string {
+  return Array.from(crypto.getRandomValues(new Uint8Array(16)), (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+function durationMs(d: { seconds: bigint; nanos: number } | undefined): number | undefined {
+  return d === undefined ? undefined : Number(d.seconds) * 1000 + d.nanos / 1e6;
+}
+
+const actions: Actions = {
+  onCard,
+  onPass,
+  chooseMoon: (choice: MoonChoice) =>
+    void act((tableId, headers) => client.chooseMoon({ tableId, choice, requestId: requestId() }, { headers })),
+  playAgain: () => void playAgain(),
+  toLobby: () => toLobby(),
 };
 
-const $ = <T extends HTMLElement>(id: string) => document.getElementById(id) as T;
-
-function element<K extends keyof HTMLElementTagNameMap>(
-  tag: K,
-  text = "",
-  attributes: Record<string, string> = {},
-): HTMLElementTagNameMap[K] {
-  const node = document.createElement(tag);
-  node.textContent = text;
-  for (const [name, value] of Object.entries(attributes)) node.setAttribute(name, value);
-  return node;
+function render(): void {
+  drawTable(actions, summary);
 }
 
-// ------------------------------------------------------------------ cards and names
+// ------------------------------------------------------------------ the table's stream
 
-const SUIT_NAME: Record<number, string> = {
-  [Suit.CLUBS]: "clubs",
-  [Suit.DIAMONDS]: "diamonds",
-  [Suit.SPADES]: "spades",
-  [Suit.HEARTS]: "hearts",
-};
-const RANK_NAME: Record<string, string> = { J: "jack", Q: "queen", K: "king", A: "ace" };
-
-function cardLabel(card: Card): string {
-  const rank = card.text.slice(0, -1);
-  return `${RANK_NAME[rank] ?? rank} of ${SUIT_NAME[card.suit] ?? "?"}`;
-}
-
-function cardFace(card: Card, tag: "span" | "button" = "span"): HTMLElement {
-  const face = element(tag, pretty(card), { "data-card": card.text, "aria-label": cardLabel(card) });
-  face.className = card.suit === Suit.HEARTS || card.suit === Suit.DIAMONDS ? "card red" : "card";
-  return face;
-}
-
-function seatName(view: TableView, seat: number): string {
-  const name = view.players[seat]?.displayName || `Seat ${seat + 1}`;
-  return seat === view.seat ? `${name} (you)` : name;
-}
-
-/** The seat that gets this seat's pass. */
-function passTarget(view: TableView, seat: number): number | undefined {
-  const n = view.players.length;
-  switch (view.passDirection) {
-    case PassDirection.LEFT:
-      return (seat + 1) % n;
-    case PassDirection.RIGHT:
-      return (seat + n - 1) % n;
-    case PassDirection.ACROSS:
-      return (seat + 2) % n;
-    default:
-      return undefined;
+/** Public facts the view does not carry, from the events themselves: the point cards each
+ * seat took this hand (TrickWon) and the last hand's score (HandScored). */
+function notePublic(event: TableEvent): void {
+  const kind = event.kind;
+  if (kind.case === "handStarted") {
+    state.taken = new Map();
+    state.takenHand = kind.value.handNumber;
+  } else if (kind.case === "trickWon" && kind.value.trick) {
+    const points = kind.value.trick.cards
+      .map((c) => c.card)
+      .filter((c): c is Card => !!c && (c.suit === Suit.HEARTS || c.text === "QS"));
+    if (points.length) state.taken.set(kind.value.winner, [...(state.taken.get(kind.value.winner) ?? []), ...points]);
+  } else if (kind.case === "handScored") {
+    state.lastHand = kind.value;
   }
 }
 
-const DIRECTION: Record<number, string> = {
-  [PassDirection.LEFT]: "left",
-  [PassDirection.RIGHT]: "right",
-  [PassDirection.ACROSS]: "across",
-};
-const END_REASON: Record<number, string> = {
-  [GameEndReason.HAND_LIMIT]: "the last hand was played",
-  [GameEndReason.POINT_LIMIT]: "someone reached the point limit",
-  [GameEndReason.LAST_PLAYER]: "everyone else left",
-  [GameEndReason.ABANDONED]: "the table was abandoned",
-};
-const MOON_TEXT: Record<number, string> = {
-  [MoonChoice.SUBTRACT_FROM_SELF]: "Take 26 off my total",
-  [MoonChoice.ADD_TO_OTHERS]: "Add 26 to everyone else",
-};
-
-// ------------------------------------------------------------------ the stream
-
-/** Seconds until the view's deadline, measured on the server's clock (event time). */
-function timeLeftMs(event: TableEvent, view: TableView): number | undefined {
-  // TableView.time_left (a Duration beside deadline) will say this directly: read it here.
-  if (!view.deadline || !event.time) return undefined;
-  return timestampMs(view.deadline) - timestampMs(event.time);
-}
-
 function onEvent(event: TableEvent): void {
-  const kind = event.kind;
-  if (kind.case === "handScored") state.lastHand = kind.value;
-  if (kind.case === "snapshot") {
-    for (const missed of kind.value.missedEvents) {
-      if (missed.kind.case === "handScored") state.lastHand = missed.kind.value;
-    }
+  if (event.kind.case === "snapshot") {
+    if (event.kind.value.hasGap) state.takenHand = -1;
+    for (const missed of event.kind.value.missedEvents) notePublic(missed);
+  } else {
+    notePublic(event);
   }
   const view = event.view;
   if (!view) return;
   if (state.view && view.handNumber !== state.view.handNumber) state.chosen = [];
+  if (state.takenHand !== view.handNumber) {
+    // Not seen from its start: known only while nobody has taken a trick yet.
+    state.taken = new Map();
+    state.takenHand = view.trickNumber === 0 && !view.lastTrick?.cards.length ? view.handNumber : -1;
+  }
+  if (state.view && (state.view.trickNumber !== view.trickNumber || state.view.phase !== view.phase)) state.hint = "";
   state.view = view;
   state.sequence = event.sequence;
   const now = performance.now();
-  const left = timeLeftMs(event, view);
-  state.deadline = left === undefined ? undefined : now + left;
-  state.resumes =
-    view.pausedUntil && event.time ? now + timestampMs(view.pausedUntil) - timestampMs(event.time) : undefined;
+  const left = durationMs(view.timeLeft);
+  state.deadline = view.deadline && left !== undefined ? now + left : undefined;
+  const pause = durationMs(view.pauseLeft);
+  state.resumes = view.pausedUntil && pause !== undefined ? now + pause : undefined;
   render();
 }
 
@@ -152,7 +106,10 @@ async function watch(session: Session, signal: AbortSignal): Promise<void> {
   let failures = 0;
   while (!signal.aborted) {
     try {
-      const stream = client.watchTable({ tableId: session.tableId, afterSequence: state.sequence }, { headers, signal });
+      // From the first event on when starting (the snapshot then lists the kept history, so
+      // the point cards taken so far are known); after a break, from the last one seen.
+      const after = state.sequence > 0n ? state.sequence : 1n;
+      const stream = client.watchTable({ tableId: session.tableId, afterSequence: after }, { headers, signal });
       for await (const { event } of stream) {
         failures = 0;
         if (event) onEvent(event);
@@ -160,74 +117,90 @@ async function watch(session: Session, signal: AbortSignal): Promise<void> {
       // The server ended the stream: it is restarting, or the finished table has gone.
       if ((state.view && isOver(state.view)) || failures >= 8) return;
       failures += 1;
-      await new Promise((resolve) => setTimeout(resolve, Math.min(200 * 2 ** failures, 3000)));
+      await sleep(Math.min(200 * 2 ** failures, 3000));
     } catch (error) {
       if (signal.aborted) return;
       const why = refusal(error);
       if (!["UNAVAILABLE", "UNKNOWN", "INTERNAL", "DEADLINE_EXCEEDED"].includes(why.code) || failures >= 8) {
-        showError(`The table stream ended: ${why.reason}: ${why.message}`);
+        showError(`The table is out of reach. ${refusalWords(why, state.view)}`, why.reason);
         return;
       }
       failures += 1;
-      await new Promise((resolve) => setTimeout(resolve, why.retryAfterMs ?? Math.min(200 * 2 ** failures, 3000)));
+      await sleep(why.retryAfterMs ?? Math.min(200 * 2 ** failures, 3000));
     }
   }
 }
 
-function enterTable(session: Session): void {
+function enterTable(session: Session, table?: TableSummary): void {
   state.watching?.abort();
-  Object.assign(state, { session, view: undefined, sequence: 0n, lastHand: undefined, chosen: [] });
+  stopLobby();
+  Object.assign(state, {
+    session, view: undefined, sequence: 0n, lastHand: undefined, chosen: [], taken: new Map(),
+    takenHand: -1, hint: "", error: "", errorReason: "",
+  });
+  summary = table;
   if (session.token) sessionStorage.setItem(SESSION_KEY, JSON.stringify(session));
+  if (location.search) history.replaceState(null, "", "/"); // a used invitation link
   $("lobby").hidden = true;
   $("game").hidden = false;
-  $("game-title").textContent = `${session.token ? "Table" : "Watching table"} ${session.tableId}`;
-  showError("");
   render();
+  if (!table) {
+    client.getTable({ tableId: session.tableId }).then(
+      (answer) => {
+        if (state.session === session) {
+          summary = answer.table;
+          render();
+        }
+      },
+      () => undefined, // the stream says what is wrong
+    );
+  }
   const watching = new AbortController();
   state.watching = watching;
   void watch(session, watching.signal);
 }
 
-function leaveToLobby(): void {
+function toLobby(): void {
   state.watching?.abort();
   state.session = undefined;
   state.view = undefined;
   sessionStorage.removeItem(SESSION_KEY);
+  const dialog = $<HTMLDialogElement>("moon");
+  if (dialog.open) dialog.close();
   $("game").hidden = true;
   $("lobby").hidden = false;
-  void listTables();
+  startLobby();
 }
 
 // ------------------------------------------------------------------ moves
 
-function showError(text: string): void {
+function showError(text: string, reason = ""): void {
+  state.error = text;
+  state.errorReason = reason;
   $("error").textContent = text;
+  $("error").dataset.reason = reason;
 }
 
 async function act(move: (tableId: string, headers: Record<string, string>) => Promise<unknown>): Promise<void> {
   const session = state.session;
   if (!session?.token || state.isBusy) return;
   state.isBusy = true;
+  state.hint = "";
   showError("");
   render();
   try {
     await move(session.tableId, { authorization: `Bearer ${session.token}` });
   } catch (error) {
     const why = refusal(error);
-    showError(`Refused (${why.reason}): ${why.message}`);
+    showError(refusalWords(why, state.view), why.reason);
   } finally {
     state.isBusy = false;
     render();
   }
 }
 
-/** A fresh request id: 32 random hex digits (randomUUID needs https; this does not). */
-function requestId(): string {
-  return Array.from(crypto.getRandomValues(new Uint8Array(16)), (b) => b.toString(16).padStart(2, "0")).join("");
-}
-
-function cardRef(card: Card): Card {
-  return create(CardSchema, { suit: card.suit, rank: card.rank });
+function cardRef(card: Card): { suit: number; rank: number } {
+  return { suit: card.suit, rank: card.rank };
 }
 
 function onCard(card: Card): void {
@@ -237,6 +210,7 @@ function onCard(card: Card): void {
     const index = state.chosen.findIndex((c) => sameCard(c, card));
     if (index >= 0) state.chosen.splice(index, 1);
     else if (state.chosen.length < 3) state.chosen.push(card);
+    else state.hint = "Three cards are chosen: tap one to put it back.";
     render();
     return;
   }
@@ -252,344 +226,295 @@ function onPass(): void {
   });
 }
 
-// ------------------------------------------------------------------ drawing
-
-function render(): void {
-  const view = state.view;
-  const game = $("game");
-  game.dataset.sequence = String(state.sequence);
-  game.dataset.phase = view ? Phase[view.phase] : "";
-  game.dataset.mustAct = String(!!view && mustAct(view) && !state.isBusy);
-  if (!view) {
-    $("status").textContent = "Connecting…";
-    return;
-  }
-  renderStatus(view);
-  renderSeats(view);
-  renderTrick($("trick"), "Trick", view.trick, view);
-  const last = view.lastTrick;
-  const winner = view.lastTrickWinner;
-  $("last-trick").hidden = !last || last.cards.length === 0;
-  renderTrick($("last-trick"), winner === undefined ? "Last trick" : `Last trick, to ${seatName(view, winner)}`, last, view);
-  renderHand(view);
-  renderMoon(view);
-  renderHandScore(view);
-  renderStandings(view);
-  const isSeated = !!state.session?.token && !isOver(view);
-  $("leave").hidden = !isSeated;
-  $("back").hidden = isSeated; // a seated player leaves with "Leave the table"
-  tick();
-}
-
-function renderStatus(view: TableView): void {
-  let text: string;
-  const toAct = view.toAct.map((s) => seatName(view, s)).join(", ");
-  if (view.phase === Phase.WAITING_FOR_PLAYERS) text = "Waiting for players to join.";
-  else if (isOver(view)) text = `Game over: ${END_REASON[view.endReason] ?? "it ended"}.`;
-  else if (view.pausedUntil) text = view.toAct.length ? "" : "A short pause…";
-  else if (mustAct(view) && view.phase === Phase.PASSING) text = "Your turn: choose three cards to pass.";
-  else if (mustAct(view) && view.phase === Phase.MOON_CHOICE) text = "You shot the moon! Choose how it scores.";
-  else if (mustAct(view)) text = "Your turn: play a card.";
-  else text = view.phase === Phase.PASSING ? `Waiting for ${toAct} to pass.` : `${toAct} to play.`;
-  if (state.isBusy) text = "Sending your move…";
-  $("status").textContent = text || "A short pause…";
-
-  const direction = DIRECTION[view.passDirection];
-  const line = $("pass-direction");
-  line.hidden = view.handNumber < 0 || isOver(view);
-  if (!direction) {
-    line.textContent = `Hand ${view.handNumber + 1}: no passing this hand.`;
-  } else if (view.seat !== undefined) {
-    const target = passTarget(view, view.seat);
-    line.textContent = `Hand ${view.handNumber + 1}: pass ${direction}, to ${target === undefined ? "?" : seatName(view, target)}.`;
-    if (view.received.length) line.append(" You received ", ...view.received.map((c) => cardFace(c)), ".");
-  } else {
-    line.textContent = `Hand ${view.handNumber + 1}: cards pass ${direction}.`;
-  }
-  line.dataset.direction = direction ?? "hold";
-}
-
-function renderSeats(view: TableView): void {
-  const list = $("seats");
-  list.replaceChildren(
-    ...view.players.map((player) => {
-      const item = element("li", "", {
-        "data-seat": String(player.seat),
-        "data-to-act": String(view.toAct.includes(player.seat) && !view.pausedUntil),
-        "data-you": String(player.seat === view.seat),
-      });
-      const flags = [
-        player.isBot ? "bot" : "",
-        player.hasLeft ? "left the table" : "",
-        !player.isBot && !player.isConnected && !player.hasLeft ? "away" : "",
-        view.phase === Phase.PASSING && player.hasPassed ? "has passed" : "",
-      ].filter(Boolean);
-      item.append(
-        element("div", seatName(view, player.seat), { class: "name" }),
-        element("div", flags.join(", ")),
-        element("div", `This hand: ${player.handPoints} · Total: ${player.total}`, {
-          "data-hand-points": String(player.handPoints),
-          "data-total": String(player.total),
-        }),
-        element("div", `${player.cardCount} cards`),
-      );
-      return item;
-    }),
-  );
-}
-
-function renderTrick(box: HTMLElement, caption: string, trick: Trick | undefined, view: TableView): void {
-  const cards = trick?.cards ?? [];
-  box.replaceChildren(
-    element("span", caption, { class: "caption" }),
-    ...cards.map((played) => {
-      const spot = element("div", "", { class: "played", "data-seat": String(played.seat) });
-      if (played.card) spot.append(cardFace(played.card));
-      spot.append(element("span", seatName(view, played.seat)));
-      return spot;
-    }),
-  );
-}
-
-function renderHand(view: TableView): void {
-  const hand = $("hand");
-  const canAct = mustAct(view) && !state.isBusy;
-  const focused = hand.contains(document.activeElement) ? (document.activeElement as HTMLElement).dataset.card : "";
-  hand.hidden = view.seat === undefined;
-  hand.replaceChildren(
-    ...view.hand.map((card) => {
-      const isLegal = canAct && view.legalCards.some((c) => sameCard(c, card));
-      const face = cardFace(card, "button") as HTMLButtonElement;
-      face.type = "button";
-      face.disabled = !isLegal;
-      face.dataset.legal = String(isLegal);
-      if (isLegal) face.classList.add("legal");
-      if (view.phase === Phase.PASSING) {
-        face.setAttribute("aria-pressed", String(state.chosen.some((c) => sameCard(c, card))));
-      }
-      face.addEventListener("click", () => onCard(card));
-      return face;
-    }),
-  );
-  if (focused) {
-    // Keyboard players keep their place: the same card, or the first one still there.
-    const again = hand.querySelector<HTMLButtonElement>(`[data-card="${focused}"]:not(:disabled)`);
-    (again ?? hand.querySelector<HTMLButtonElement>("button:not(:disabled)"))?.focus();
-  }
-  const pass = $<HTMLButtonElement>("pass-button");
-  pass.hidden = !(canAct && view.phase === Phase.PASSING);
-  pass.disabled = state.chosen.length !== 3;
-  pass.textContent =
-    state.chosen.length === 3
-      ? `Pass ${state.chosen.map(pretty).join(" ")}`
-      : `Choose ${3 - state.chosen.length} more card${state.chosen.length === 2 ? "" : "s"} to pass`;
-}
-
-function renderMoon(view: TableView): void {
-  const box = $("moon");
-  const choices = mustAct(view) && view.phase === Phase.MOON_CHOICE ? view.moonChoices : [];
-  box.hidden = choices.length === 0;
-  box.replaceChildren(
-    ...choices.map((choice) => {
-      const button = element("button", MOON_TEXT[choice] ?? MoonChoice[choice], {
-        type: "button",
-        "data-choice": MoonChoice[choice],
-      });
-      button.addEventListener("click", () =>
-        act((tableId, headers) => client.chooseMoon({ tableId, choice, requestId: requestId() }, { headers })),
-      );
-      return button;
-    }),
-  );
-}
-
-function scoreTable(headings: string[], rows: (string | number)[][]): HTMLTableElement {
-  const table = element("table");
-  const head = element("tr");
-  head.append(...headings.map((h) => element("th", h, { scope: "col" })));
-  table.append(element("thead"), element("tbody"));
-  table.tHead!.append(head);
-  for (const row of rows) {
-    const line = element("tr");
-    line.append(...row.map((cell) => element("td", String(cell))));
-    table.tBodies[0]!.append(line);
-  }
-  return table;
-}
-
-function renderHandScore(view: TableView): void {
-  const box = $("hand-score");
-  const hand = state.lastHand;
-  box.hidden = !hand;
-  if (!hand) return;
-  const moon = hand.moonShooter === undefined ? "" : ` ${seatName(view, hand.moonShooter)} shot the moon!`;
-  box.replaceChildren(
-    element("h3", `Hand ${hand.handNumber + 1} scored.${moon}`),
-    scoreTable(
-      ["Player", "Taken", "Points", "Total"],
-      hand.totals.map((total, seat) => [seatName(view, seat), hand.taken[seat] ?? 0, hand.points[seat] ?? 0, total]),
-    ),
-  );
-}
-
-function renderStandings(view: TableView): void {
-  const box = $("standings");
-  box.hidden = !isOver(view);
-  if (!isOver(view)) return;
-  box.replaceChildren(
-    element("h3", "Final standings"),
-    scoreTable(
-      ["Place", "Player", "Total"],
-      view.standings.map((s) => [s.place, seatName(view, s.seat) + (s.hasLeft ? " (left)" : ""), s.total]),
-    ),
-  );
-}
-
-/** The live countdown: the time left for whoever must act, or until the pause ends. */
-function tick(): void {
-  const countdown = $("countdown");
-  const view = state.view;
-  const until = view?.pausedUntil ? state.resumes : state.deadline;
-  if (!view || until === undefined || isOver(view)) {
-    countdown.textContent = "";
-    countdown.removeAttribute("data-seconds");
-    return;
-  }
-  const rules = view.rules;
-  const limit = view.pausedUntil
-    ? Infinity
-    : view.phase === Phase.PASSING
-      ? rules?.passTimeoutSeconds
-      : view.phase === Phase.MOON_CHOICE
-        ? rules?.moonTimeoutSeconds
-        : rules?.playTimeoutSeconds;
-  // Never more than the table's limit (the deadline and the event's time are a step apart).
-  const seconds = Math.max(0, Math.min(Math.ceil((until - performance.now()) / 1000), limit || Infinity));
-  countdown.dataset.seconds = String(seconds);
-  countdown.classList.toggle("urgent", !view.pausedUntil && seconds <= 5);
-  countdown.textContent = view.pausedUntil
-    ? `Play resumes in ${seconds} s`
-    : `${mustAct(view) ? "You have" : "Time left:"} ${seconds} s`;
-}
-
-// ------------------------------------------------------------------ the lobby
+// ------------------------------------------------------------------ the lobby, live
 
 const PHASE_TEXT: Record<number, string> = {
-  [Phase.WAITING_FOR_PLAYERS]: "waiting for players",
   [Phase.PASSING]: "passing",
   [Phase.PLAYING]: "playing",
-  [Phase.MOON_CHOICE]: "moon choice",
+  [Phase.MOON_CHOICE]: "playing",
   [Phase.GAME_OVER]: "game over",
 };
+const lobbyTables = new Map<string, TableSummary>();
+let lobbyWatch: AbortController | undefined;
 
-async function listTables(): Promise<void> {
-  const body = $<HTMLTableElement>("tables").tBodies[0]!;
-  try {
-    const { tables } = await client.listTables({ pageSize: 50 });
-    body.replaceChildren(...tables.map(tableRow));
-    if (tables.length === 0) {
-      const empty = element("tr");
-      empty.append(element("td", "No tables yet."));
-      body.append(empty);
+function setLive(isLive: boolean): void {
+  const line = $("lobby-live");
+  line.dataset.live = String(isLive);
+  line.textContent = isLive ? "Live: the list follows every table" : "Reconnecting…";
+  $("tables").dataset.live = String(isLive);
+}
+
+function onLobby(response: WatchLobbyResponse): void {
+  const event = response.event;
+  if (event.case === "snapshot") {
+    lobbyTables.clear();
+    for (const table of event.value.tables) lobbyTables.set(table.tableId, table);
+    setLive(true);
+  } else if (event.case === "tableAdded" || event.case === "tableChanged") {
+    lobbyTables.set(event.value.tableId, event.value);
+  } else if (event.case === "tableRemoved") {
+    lobbyTables.delete(event.value);
+  }
+  renderTables();
+}
+
+async function watchLobby(signal: AbortSignal): Promise<void> {
+  let failures = 0;
+  while (!signal.aborted) {
+    try {
+      for await (const response of client.watchLobby({}, { signal })) {
+        failures = 0;
+        onLobby(response);
+      }
+    } catch (error) {
+      if (signal.aborted) return;
+      const why = refusal(error);
+      if (failures >= 3) showLobbyError(`The list of tables is out of reach. ${refusalWords(why)}`);
+      await sleep(why.retryAfterMs ?? 0);
     }
-  } catch (error) {
-    const why = refusal(error);
-    showLobbyError(`Could not list the tables (${why.reason}): ${why.message}`);
+    if (signal.aborted) return;
+    setLive(false);
+    failures += 1;
+    await sleep(Math.min(250 * 2 ** failures, 5000));
+  }
+}
+
+function startLobby(): void {
+  lobbyWatch?.abort();
+  setLive(false);
+  $("lobby-live").textContent = "Connecting…";
+  lobbyWatch = new AbortController();
+  void watchLobby(lobbyWatch.signal);
+}
+
+function stopLobby(): void {
+  lobbyWatch?.abort();
+  lobbyWatch = undefined;
+}
+
+function freeSeats(table: TableSummary): number {
+  return table.seats.filter((s) => !s.isTaken).length;
+}
+
+function renderTables(): void {
+  const body = $<HTMLTableElement>("tables").tBodies[0]!;
+  const tables = [...lobbyTables.values()].sort(
+    (a, b) => (b.createTime ? timestampMs(b.createTime) : 0) - (a.createTime ? timestampMs(a.createTime) : 0),
+  );
+  body.replaceChildren(...tables.map(tableRow));
+  if (tables.length === 0) {
+    const empty = element("tr", "", { class: "empty" });
+    empty.append(element("td", "No tables yet: open one above.", { colspan: "5" }));
+    body.append(empty);
   }
 }
 
 function tableRow(table: TableSummary): HTMLTableRowElement {
-  const row = element("tr", "", { "data-table": table.tableId });
-  const players = table.seats.map((s) => (s.isTaken ? s.displayName : "(free)")).join(", ");
+  const name = table.displayName || "Open table";
+  const free = freeSeats(table);
+  const isOpen = free > 0 && table.phase === Phase.WAITING_FOR_PLAYERS;
+  const row = element("tr", "", { "data-table": table.tableId, "data-phase": Phase[table.phase] });
+  const players = table.seats.filter((s) => s.isTaken).map((s) => s.displayName + (s.isBot ? " (bot)" : ""));
+  if (free) players.push(`${free} free seat${free === 1 ? "" : "s"}`);
+  const hand = table.handNumber >= 0 && table.phase !== Phase.GAME_OVER ? `, hand ${table.handNumber + 1}` : "";
+  const status = isOpen ? `waiting for ${free} player${free === 1 ? "" : "s"}` : `${PHASE_TEXT[table.phase] ?? ""}${hand}`;
   row.append(
-    element("td", table.displayName || table.tableId),
-    element("td", table.preset),
-    element("td", PHASE_TEXT[table.phase] ?? ""),
-    element("td", players),
+    element("th", name, { scope: "row", "data-label": "Table" }),
+    element("td", presetName(table.preset), { "data-label": "Game" }),
+    element("td", players.join(", "), { "data-label": "Players" }),
+    element("td", status, { class: "status", "data-label": "Status" }),
   );
-  const actions = element("td");
-  const freeSeat = table.seats.some((s) => !s.isTaken);
-  if (freeSeat && table.phase === Phase.WAITING_FOR_PLAYERS) {
-    const join = element("button", "Join", { type: "button", "aria-label": `Join ${table.displayName || table.tableId}` });
-    join.addEventListener("click", () => void joinTable(table.tableId));
-    actions.append(join, " ");
+  const cell = element("td", "", { class: "actions" });
+  if (isOpen) {
+    const join = element("button", "Join", { type: "button", class: "primary", "aria-label": `Join ${name}` });
+    join.addEventListener("click", () => void joinTable(table.tableId, table));
+    cell.append(join, " ");
   }
-  const watchButton = element("button", "Watch", {
-    type: "button",
-    "aria-label": `Watch ${table.displayName || table.tableId}`,
-  });
-  watchButton.addEventListener("click", () => enterTable({ tableId: table.tableId }));
-  actions.append(watchButton);
-  row.append(actions);
+  const watchButton = element("button", "Watch", { type: "button", "aria-label": `Watch ${name}` });
+  watchButton.addEventListener("click", () => enterTable({ tableId: table.tableId }, table));
+  cell.append(watchButton);
+  row.append(cell);
   return row;
 }
 
 function showLobbyError(text: string): void {
-  let line = document.getElementById("lobby-error");
-  if (!line) {
-    line = element("p", "", { id: "lobby-error", role: "alert" });
-    $("lobby").prepend(line);
-  }
-  line.textContent = text;
+  $("lobby-error").textContent = text;
 }
 
 function playerName(): string {
-  return $<HTMLInputElement>("name").value.trim() || "Player";
+  const name = $<HTMLInputElement>("name").value.trim() || "Player";
+  localStorage.setItem(NAME_KEY, name);
+  return name;
 }
 
-async function joinTable(tableId: string): Promise<void> {
+async function joinTable(tableId: string, table?: TableSummary): Promise<void> {
+  showLobbyError("");
   try {
     const joined = await client.joinTable({ tableId, displayName: playerName(), requestId: requestId() });
-    enterTable({ tableId, token: joined.playerToken, seat: joined.seat });
+    enterTable({ tableId, token: joined.playerToken, seat: joined.seat }, joined.table ?? table);
   } catch (error) {
-    const why = refusal(error);
-    showLobbyError(`Could not join (${why.reason}): ${why.message}`);
+    showLobbyError(`Could not join. ${refusalWords(refusal(error))}`);
   }
 }
 
-async function createAndJoin(event: SubmitEvent): Promise<void> {
-  event.preventDefault();
-  const button = $<HTMLButtonElement>("create");
-  button.disabled = true;
+function setupFromForm(friends: number): Setup {
+  return {
+    preset: $<HTMLSelectElement>("preset").value,
+    clock: $<HTMLSelectElement>("clock").value,
+    moon: $<HTMLSelectElement>("moon-rule").value,
+    friends,
+  };
+}
+
+const MOON_VALUE: Record<string, MoonRule> = {
+  others: MoonRule.OTHERS_PLUS_26,
+  choice: MoonRule.SHOOTER_CHOICE,
+  off: MoonRule.DISABLED,
+};
+
+/** Opens a table as ``setup`` says (bots in the seats no friend takes) and sits at it. */
+async function openTable(setup: Setup, button?: HTMLButtonElement): Promise<void> {
+  if (button) button.disabled = true;
+  showLobbyError("");
   try {
-    const preset = $<HTMLSelectElement>("preset").value;
+    const clock = CLOCKS[setup.clock] ?? CLOCKS.standard!;
     const { table } = await client.createTable({
-      preset,
-      botSeats: 3,
+      preset: setup.preset,
+      botSeats: 3 - setup.friends,
       displayName: `${playerName()}'s table`.slice(0, 64),
       requestId: requestId(),
+      rules: {
+        moon: MOON_VALUE[setup.moon] ?? MoonRule.UNSPECIFIED,
+        playTimeoutSeconds: clock.play,
+        passTimeoutSeconds: clock.pass,
+        moonTimeoutSeconds: clock.moon,
+      },
     });
-    if (table) await joinTable(table.tableId);
+    state.lastSetup = setup;
+    if (table) await joinTable(table.tableId, table);
   } catch (error) {
-    const why = refusal(error);
-    showLobbyError(`Could not create a table (${why.reason}): ${why.message}`);
+    showLobbyError(`Could not open a table. ${refusalWords(refusal(error))}`);
+  } finally {
+    if (button) button.disabled = false;
+  }
+}
+
+async function quickMatch(): Promise<void> {
+  const button = $<HTMLButtonElement>("quick-match");
+  button.disabled = true;
+  showLobbyError("");
+  try {
+    const preset = $<HTMLSelectElement>("preset").value;
+    const joined = await client.joinTable({ preset, players: 4, displayName: playerName(), requestId: requestId() });
+    if (joined.table) enterTable({ tableId: joined.table.tableId, token: joined.playerToken, seat: joined.seat }, joined.table);
+  } catch (error) {
+    showLobbyError(`No quick match. ${refusalWords(refusal(error))}`);
   } finally {
     button.disabled = false;
   }
 }
 
+/** The same kind of game again: as this tab made the last one, else this table's rules
+ * against bots. */
+async function playAgain(): Promise<void> {
+  const view = state.view;
+  let setup = state.lastSetup;
+  if (!setup) {
+    const rules = view?.rules;
+    const clock = Object.entries(CLOCKS).find(([, c]) => c.play === rules?.playTimeoutSeconds)?.[0] ?? "standard";
+    const moon = Object.entries(MOON_VALUE).find(([, m]) => m === rules?.moon)?.[0] ?? "others";
+    setup = { preset: summary?.preset || "online", clock, moon, friends: 0 };
+  }
+  toLobby();
+  await openTable(setup);
+}
+
+/** A shared link (/?join=ID): the table's invitation, with the name field beside it. */
+async function showInvite(tableId: string): Promise<void> {
+  const box = $("invite");
+  box.hidden = false;
+  const button = $<HTMLButtonElement>("invite-join");
+  button.disabled = true;
+  try {
+    const { table } = await client.getTable({ tableId });
+    if (!table) return;
+    const free = freeSeats(table);
+    const host = table.seats.find((s) => s.isTaken && !s.isBot)?.displayName;
+    const open = free > 0 && table.phase === Phase.WAITING_FOR_PLAYERS;
+    $("invite-title").textContent = open ? `Join ${table.displayName || "a table"}` : "This table has started";
+    $("invite-text").textContent = open
+      ? `${host ? `${host} invites you to` : "You are invited to"} ${presetName(table.preset).toLowerCase()}: ` +
+        `${free} free seat${free === 1 ? "" : "s"}. Choose your name, then take a seat.`
+      : "Every seat is taken. You can watch it from the list below.";
+    button.hidden = !open;
+    button.disabled = false;
+    button.onclick = () => void joinTable(tableId, table);
+  } catch (error) {
+    $("invite-title").textContent = "This table is not here";
+    $("invite-text").textContent = refusalWords(refusal(error));
+    button.hidden = true;
+  }
+}
+
 function start(): void {
-  $("create-form").addEventListener("submit", (e) => void createAndJoin(e as SubmitEvent));
+  const name = localStorage.getItem(NAME_KEY);
+  if (name) $<HTMLInputElement>("name").value = name;
+  const preset = $<HTMLSelectElement>("preset");
+  const moonRule = $<HTMLSelectElement>("moon-rule");
+  const syncMoon = () => {
+    const rule = PRESET_MOON[preset.value];
+    moonRule.value = Object.entries(MOON_VALUE).find(([, m]) => m === rule)?.[0] ?? "others";
+  };
+  preset.addEventListener("change", syncMoon);
+  syncMoon();
+  $("create-form").addEventListener("submit", (e) => {
+    e.preventDefault();
+    void openTable(setupFromForm(0), $<HTMLButtonElement>("create"));
+  });
+  $("create-friends").addEventListener("click", () => {
+    const form = $<HTMLFormElement>("create-form");
+    if (!form.reportValidity()) return;
+    const friends = Number($<HTMLSelectElement>("friends").value) || 3;
+    void openTable(setupFromForm(friends), $<HTMLButtonElement>("create-friends"));
+  });
+  $("quick-match").addEventListener("click", () => void quickMatch());
   $("watch-form").addEventListener("submit", (e) => {
     e.preventDefault();
     const id = $<HTMLInputElement>("watch-id").value.trim();
     if (id) enterTable({ tableId: id });
   });
-  $("refresh").addEventListener("click", () => void listTables());
   $("pass-button").addEventListener("click", onPass);
-  $("back").addEventListener("click", leaveToLobby);
+  $("hand").addEventListener("keydown", onHandKey);
+  $("back").addEventListener("click", toLobby);
+  $("copy-link").addEventListener("click", () => {
+    const link = $<HTMLInputElement>("share-link");
+    link.select();
+    const copied = () => ($("copy-link").textContent = "Copied ✓");
+    navigator.clipboard?.writeText(link.value).then(copied, () => document.execCommand("copy") && copied());
+  });
+  $("moon").addEventListener("cancel", (e) => e.preventDefault()); // the choice must be made
   $("leave").addEventListener("click", () => {
-    if (!confirm("Leave the table for good? A bot plays your seat from now on.")) return;
+    if (!confirm("Leave the table for good? The table plays your seat from now on.")) return;
     void act(async (tableId, headers) => {
       await client.leaveTable({ tableId, requestId: requestId() }, { headers });
-      leaveToLobby();
+      toLobby();
     });
   });
   setInterval(tick, 250);
   const saved = sessionStorage.getItem(SESSION_KEY);
   const resumed = saved ? (JSON.parse(saved) as Session) : undefined;
-  if (resumed?.tableId && resumed.token) enterTable(resumed); // a reload keeps your seat
-  else void listTables();
+  const params = new URLSearchParams(location.search);
+  const invited = params.get("join");
+  const watched = params.get("watch");
+  if (resumed?.tableId && resumed.token && (!invited || invited === resumed.tableId)) {
+    enterTable(resumed); // a reload keeps your seat
+  } else if (watched) {
+    enterTable({ tableId: watched });
+  } else {
+    startLobby();
+    if (invited) void showInvite(invited);
+  }
 }
 
 start();
+

@@ -1,0 +1,51 @@
+// What this tab knows: where it is (a seat's token, or watching), the latest view and the
+// public facts the view does not carry (the point cards each seat took this hand, the last
+// hand's score), all from the server's streams.
+
+import type { Card } from "../gen/copas/v1/cards_pb.js";
+import type { HandScored, MoonChoice, TableView } from "../gen/copas/v1/copas_pb.js";
+
+/** Where this tab is: at a table with a seat (token), or watching one. Kept in
+ * sessionStorage so that a reload keeps the seat (the token is the only secret in it). */
+export interface Session {
+  tableId: string;
+  token?: string;
+  seat?: number;
+}
+
+/** How the last game this tab opened was made, for "Play again". */
+export interface Setup {
+  preset: string;
+  clock: string;
+  moon: string;
+  friends: number; // 0: against bots
+}
+
+export const state = {
+  session: undefined as Session | undefined,
+  view: undefined as TableView | undefined,
+  sequence: 0n,
+  lastHand: undefined as HandScored | undefined,
+  /** Point cards taken this hand, per seat, from the TrickWon events (public). */
+  taken: new Map<number, Card[]>(),
+  /** The hand `taken` is about; -1 when not known (then it is not shown). */
+  takenHand: -1,
+  chosen: [] as Card[], // the cards picked for a pass
+  deadline: undefined as number | undefined, // performance.now() when the turn runs out
+  resumes: undefined as number | undefined, // performance.now() when a pause ends
+  isBusy: false, // a move is on its way
+  hint: "",
+  error: "",
+  errorReason: "",
+  watching: undefined as AbortController | undefined,
+  lastSetup: undefined as Setup | undefined,
+};
+
+/** What the drawing code may ask the rest of the page to do. */
+export interface Actions {
+  onCard(card: Card): void;
+  onPass(): void;
+  chooseMoon(choice: MoonChoice): void;
+  playAgain(): void;
+  toLobby(): void;
+}

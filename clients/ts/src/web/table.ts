@@ -1,0 +1,675 @@
+// The table drawn as one, from the latest view: you at the bottom and the others around you
+// in seat order (seat i+1 is your left neighbour), each trick card in front of the seat that
+// played it, the pass as an arrow to its receiver, your hand with the playable cards lifted,
+// the hand's summary during its pause and the final standings. Only `state` is read.
+
+import type { Card } from "../gen/copas/v1/cards_pb.js";
+import { MoonChoice, PassDirection, Phase, type TableSummary, type TableView, type Trick } from "../gen/copas/v1/copas_pb.js";
+import { isOver, mustAct, sameCard } from "../copas.js";
+import { $, element, redraw } from "./dom.js";
+import { isLegal, whyNot } from "./hints.js";
+import { type Actions, state } from "./state.js";
+import {
+  cardName,
+  cardPoints,
+  clockName,
+  DIRECTION_WORD,
+  END_REASON,
+  isRed,
+  lengthName,
+  listNames,
+  MOON_CHOICE_BUTTON,
+  MOON_RULE_NAME,
+  moonOutcome,
+  ordinal,
+  presetName,
+  pretty,
+  seatName,
+  SUIT_SYMBOL,
+} from "./words.js";
+
+const LAYOUTS: Record<number, string[]> = {
+  3: ["bottom", "left", "right"],
+  4: ["bottom", "left", "top", "right"],
+  5: ["bottom", "left", "top-left", "top-right", "right"],
+};
+const ARROW: Record<string, string> = {
+  left: "←", right: "→", top: "↑", "top-left": "↖", "top-right": "↗", bottom: "↓",
+};
+
+/** Where ``seat`` sits, seen from this view's seat (a spectator sees seat 0 at the bottom). */
+export function positionOf(view: TableView, seat: number): string {
+  const n = view.players.length;
+  const layout = LAYOUTS[n] ?? LAYOUTS[4]!;
+  return layout[(seat - (view.seat ?? 0) + n) % n] ?? "top";
+}
+
+const OFFSET: Record<number, number> = {
+  [PassDirection.LEFT]: 1,
+  [PassDirection.RIGHT]: -1,
+  [PassDirection.ACROSS]: 2,
+};
+
+/** The seat that gets ``seat``'s pass (``towards``) or that passes to it (``from``). */
+export function passPartner(view: TableView, seat: number, way: "towards" | "from"): number | undefined {
+  const offset = OFFSET[view.passDirection];
+  if (offset === undefined) return undefined;
+  const n = view.players.length;
+  return (((seat + (way === "towards" ? offset : -offset)) % n) + n) % n;
+}
+
+function you(view: TableView, seat: number): string {
+  return seat === view.seat ? "you" : seatName(view, seat);
+}
+
+/** A card as the page draws it: "Q" over "♠" for the eye; for a screen reader "queen of
+ * spades" (an image's label, or a button's own text, so that its name holds what it says). */
+export function cardFace(card: Card, tag: "span" | "button" = "span", spoken = cardName(card)): HTMLElement {
+  const face = element(tag, "", { "data-card": card.text });
+  if (tag === "span") face.setAttribute("role", "img");
+  if (tag === "span") face.setAttribute("aria-label", spoken);
+  face.className = isRed(card) ? "card red" : "card";
+  face.append(
+    element("span", card.text.slice(0, -1), { class: "rank", "aria-hidden": "true" }),
+    element("span", SUIT_SYMBOL[card.suit] ?? "?", { class: "suit", "aria-hidden": "true" }),
+  );
+  if (tag === "button") face.append(element("span", spoken, { class: "visually-hidden" }));
+  return face;
+}
+
+/** The seconds the table gives for the current decision (0: no limit). */
+function limitSeconds(view: TableView): number {
+  const rules = view.rules;
+  if (!rules) return 0;
+  if (view.phase === Phase.PASSING) return rules.passTimeoutSeconds;
+  if (view.phase === Phase.MOON_CHOICE) return rules.moonTimeoutSeconds;
+  return rules.playTimeoutSeconds;
+}
+
+function isHandPause(view: TableView): boolean {
+  const hand = state.lastHand;
+  return !!view.pausedUntil && !!hand && hand.handNumber === view.handNumber - 1 && !isOver(view);
+}
+
+/** The taken cards are shown only when they add up to every seat's public hand points. */
+function takenIsKnown(view: TableView): boolean {
+  if (state.takenHand !== view.handNumber) return false;
+  return view.players.every(
+    (p) => (state.taken.get(p.seat) ?? []).reduce((sum, c) => sum + cardPoints(c), 0) === p.handPoints,
+  );
+}
+
+// ------------------------------------------------------------------ the whole table
+
+export function render(actions: Actions, summary: TableSummary | undefined): void {
+  const view = state.view;
+  const game = $("game");
+  game.dataset.table = state.session?.tableId ?? "";
+  game.dataset.sequence = String(state.sequence);
+  game.dataset.phase = view ? Phase[view.phase] : "";
+  game.dataset.mustAct = String(!!view && mustAct(view) && !state.isBusy);
+  game.dataset.seated = String(!!state.session?.token);
+  game.dataset.hand = view ? String(view.handNumber) : "";
+  game.dataset.trick = view ? String(view.trickNumber) : "";
+  renderHeader(view, summary);
+  $("error").textContent = state.error;
+  $("error").dataset.reason = state.errorReason;
+  $("hint").textContent = state.hint;
+  if (!view) {
+    $("status").textContent = "Connecting…";
+    return;
+  }
+  $("felt").dataset.players = String(view.players.length);
+  $("felt").dataset.phase = Phase[view.phase];
+  renderSeats(view);
+  renderCenter(view);
+  renderHand(view, actions);
+  renderStatus(view);
+  renderMoon(view, actions);
+  renderHandScore(view);
+  renderStandings(view, actions);
+  const isSeated = !!state.session?.token && !isOver(view);
+  $("leave").hidden = !isSeated;
+  // A seated player leaves with "Leave the table"; the game-over screen has its own way out.
+  $("back").hidden = isSeated || isOver(view);
+  tick();
+}
+
+function renderHeader(view: TableView | undefined, summary: TableSummary | undefined): void {
+  const watching = state.session?.token ? "" : "Watching: ";
+  $("game-title").textContent = watching + (summary?.displayName || "Open table");
+  const rules = view?.rules ?? summary?.rules;
+  const parts = [
+    presetName(summary?.preset ?? ""),
+    lengthName(rules),
+    rules ? MOON_RULE_NAME[rules.moon] ?? "" : "",
+    clockName(rules),
+  ];
+  if (view && view.handNumber >= 0) {
+    const of = rules && rules.maxHands > 0 ? ` of ${rules.maxHands}` : "";
+    parts.unshift(`Hand ${view.handNumber + 1}${of}`);
+  }
+  $("game-info").textContent = parts.filter(Boolean).join(" · ");
+}
+
+// ------------------------------------------------------------------ the seats
+
+function doing(view: TableView, seat: number): string {
+  const player = view.players[seat];
+  if (!player) return "";
+  const toAct = view.toAct.includes(seat) && !view.pausedUntil;
+  if (view.phase === Phase.PASSING) return player.hasPassed ? "passed ✓" : toAct ? "choosing a pass" : "";
+  if (view.phase === Phase.MOON_CHOICE && toAct) return "choosing the moon";
+  if (view.phase === Phase.PLAYING && toAct) return seat === view.seat ? "your turn" : "to play";
+  return "";
+}
+
+function presence(view: TableView, seat: number): { text: string; kind: string } {
+  const player = view.players[seat]!;
+  if (view.phase === Phase.WAITING_FOR_PLAYERS && !player.displayName) return { text: "free seat", kind: "free" };
+  if (player.hasLeft) return { text: "left the game", kind: "left" };
+  if (player.isBot) return { text: "bot", kind: "bot" };
+  return player.isConnected ? { text: "here", kind: "here" } : { text: "away", kind: "away" };
+}
+
+function renderSeats(view: TableView): void {
+  const isWaiting = view.phase === Phase.WAITING_FOR_PLAYERS;
+  const known = takenIsKnown(view);
+  const target = view.seat !== undefined && view.phase === Phase.PASSING ? passPartner(view, view.seat, "towards") : undefined;
+  const source =
+    view.seat !== undefined && view.received.length && view.trickNumber === 0 ? passPartner(view, view.seat, "from") : undefined;
+  $("seats").replaceChildren(
+    ...view.players.map((player) => {
+      const seat = player.seat;
+      const pos = positionOf(view, seat);
+      const isToAct = view.toAct.includes(seat) && !view.pausedUntil && !isOver(view);
+      const item = element("li", "", {
+        "data-seat": String(seat),
+        "data-pos": pos,
+        "data-to-act": String(isToAct),
+        "data-you": String(seat === view.seat),
+        "data-connected": String(player.isConnected),
+      });
+      const name = element("div", "", { class: "name" });
+      name.append(element("span", isWaiting && !player.displayName ? "Free seat" : seatName(view, seat)));
+      if (seat === view.seat) name.append(" ", element("span", "you", { class: "tag you" }));
+      const here = presence(view, seat);
+      const line = element("div", "", { class: `presence ${here.kind}` });
+      line.append(element("span", "", { class: "dot", "aria-hidden": "true" }), here.text);
+      item.append(name, line);
+      if (!isWaiting) {
+        const numbers = element("div", "", { class: "numbers" });
+        const hand = element("span", "", { class: "stat", "data-hand-points": String(player.handPoints) });
+        hand.append(element("span", "hand", { class: "label" }), ` ${player.handPoints}`);
+        const total = element("span", "", { class: "stat", "data-total": String(player.total) });
+        total.append(element("span", "total", { class: "label" }), ` ${player.total}`);
+        const count = element("span", "", { class: "stat count", "data-card-count": String(player.cardCount) });
+        count.append(element("span", "cards", { class: "label" }), ` ${player.cardCount}`);
+        numbers.append(hand, total, count);
+        item.append(numbers);
+      }
+      const took = known ? state.taken.get(seat) ?? [] : [];
+      if (took.length) item.append(takenLine(took));
+      const now = doing(view, seat);
+      if (now) item.append(element("div", now, { class: "doing" }));
+      if (isToAct && view.deadline) {
+        const clock = element("div", "", { class: "clock", "aria-hidden": "true" });
+        clock.append(element("div", "", { class: "fill" }));
+        item.append(clock);
+      }
+      if (seat === target && view.seat !== undefined) {
+        item.dataset.receives = "true";
+        item.append(element("div", `gets your pass ${ARROW[pos] ?? ""}`, { class: "pass-note" }));
+      }
+      if (seat === source) item.append(element("div", "passed to you", { class: "pass-note" }));
+      return item;
+    }),
+  );
+}
+
+/** The point cards a seat took this hand: the Q♠ and its hearts, in rank order. */
+function takenLine(cards: Card[]): HTMLElement {
+  const box = element("div", "", { class: "took" });
+  const queen = cards.find((c) => c.text === "QS");
+  const hearts = cards.filter((c) => c !== queen).sort((a, b) => a.rank - b.rank);
+  box.append(element("span", "took", { class: "label" }));
+  if (queen) {
+    const chip = cardFace(queen);
+    chip.classList.add("mini");
+    box.append(chip);
+  }
+  if (hearts.length) {
+    const chip = element("span", `♥${hearts.length}`, {
+      class: "hearts",
+      "data-taken": hearts.map((c) => c.text).join(" "),
+      title: `took ${hearts.map(pretty).join(" ")}`,
+      "aria-label": `${hearts.length} heart${hearts.length === 1 ? "" : "s"}`,
+      role: "img",
+    });
+    box.append(chip);
+  }
+  return box;
+}
+
+// ------------------------------------------------------------------ the middle of the table
+
+function renderCenter(view: TableView): void {
+  const isWaiting = view.phase === Phase.WAITING_FOR_PLAYERS;
+  const isPassing = view.phase === Phase.PASSING && !view.pausedUntil;
+  const isPlaying = view.phase === Phase.PLAYING || view.phase === Phase.MOON_CHOICE;
+
+  // Table state: hearts broken, where the Q♠ went once it was played.
+  const facts = $("table-state");
+  facts.hidden = !isPlaying;
+  facts.replaceChildren();
+  if (isPlaying) {
+    const queenTaker = takenIsKnown(view)
+      ? [...state.taken].find(([, cards]) => cards.some((c) => c.text === "QS"))?.[0]
+      : undefined;
+    const queenOnTable = view.trick?.cards.some((c) => c.card?.text === "QS");
+    const items = [
+      element("span", view.heartsBroken ? "♥ hearts broken" : "♥ hearts not broken", {
+        class: view.heartsBroken ? "fact broken" : "fact",
+        "data-hearts-broken": String(view.heartsBroken),
+      }),
+      element("span", `trick ${Math.min(view.trickNumber + 1, 13)}`, { class: "fact" }),
+    ];
+    if (queenTaker !== undefined) {
+      const queen = { class: "fact queen", "data-queen": String(queenTaker) };
+      items.push(element("span", `Q♠ taken by ${you(view, queenTaker)}`, queen));
+    } else if (queenOnTable) {
+      items.push(element("span", "Q♠ on the table", { class: "fact queen" }));
+    }
+    facts.replaceChildren(...items);
+  }
+
+  // The trick: each card in front of its seat; at the trick pause, collected to its winner.
+  const trickBox = $("trick");
+  const live = view.trick?.cards ?? [];
+  const last = view.lastTrick?.cards ?? [];
+  const winner = view.lastTrickWinner;
+  const isCollecting = !live.length && !!view.pausedUntil && last.length > 0 && winner !== undefined;
+  const shown: Trick | undefined = !isPlaying ? undefined : live.length ? view.trick : isCollecting ? view.lastTrick : undefined;
+  trickBox.hidden = !isPlaying;
+  const toPos = isCollecting ? positionOf(view, winner!) : "";
+  trickBox.dataset.collect = toPos;
+  const cards = shown?.cards ?? [];
+  redraw(trickBox, `${view.handNumber}:${view.trickNumber}:${toPos}:${cards.map((c) => c.card?.text).join(",")}`, () =>
+    cards.map((played) => {
+      const spot = element("div", "", {
+        class: "played",
+        "data-seat": String(played.seat),
+        "data-pos": positionOf(view, played.seat),
+      });
+      if (played.card) spot.append(cardFace(played.card));
+      spot.append(element("span", you(view, played.seat), { class: "by" }));
+      return spot;
+    }),
+  );
+  trickBox.setAttribute("aria-label", isCollecting ? "Last trick" : "Cards on the table");
+
+  const note = $("trick-note");
+  let text = "";
+  if (isCollecting) {
+    const points = last.reduce((sum, c) => sum + (c.card ? cardPoints(c.card) : 0), 0);
+    const who = winner === view.seat ? "You take" : `${seatName(view, winner!)} takes`;
+    text = `${who} the trick${points ? ` (${points} point${points === 1 ? "" : "s"})` : ""}`;
+  } else if (view.phase === Phase.PLAYING && !live.length && view.toAct.length && !view.pausedUntil) {
+    const leader = view.toAct[0]!;
+    text = leader === view.seat ? "Your lead" : `${seatName(view, leader)} leads`;
+    if (view.trickNumber === 0 && view.passDirection === PassDirection.HOLD) text += " · no passing this hand";
+  }
+  note.textContent = text;
+  note.hidden = !isPlaying || !text;
+
+  // The pass: an arrow to whoever gets your three cards.
+  const pass = $("pass-direction");
+  const direction = DIRECTION_WORD[view.passDirection] ?? "hold";
+  pass.dataset.direction = direction;
+  pass.hidden = !isPassing;
+  if (isPassing) {
+    const seat = view.seat;
+    const target = seat === undefined ? undefined : passPartner(view, seat, "towards");
+    const pos = target === undefined ? positionOf(view, passPartner(view, 0, "towards") ?? 1) : positionOf(view, target);
+    pass.dataset.to = pos;
+    const arrow = element("span", ARROW[pos] ?? "", { class: "arrow", "aria-hidden": "true" });
+    const words = element("p", "", { class: "pass-words" });
+    if (seat === undefined || target === undefined) {
+      words.textContent = `Everyone passes three cards ${direction}`;
+    } else if (view.passChoice.length) {
+      words.append(`You passed to ${seatName(view, target)}: `, ...view.passChoice.map((c) => cardFace(c)));
+      pass.classList.add("done");
+    } else {
+      words.textContent = `Pass three cards ${direction}, to ${seatName(view, target)}`;
+      pass.classList.remove("done");
+    }
+    pass.replaceChildren(arrow, words);
+  }
+
+  // Waiting for players: the link that seats a friend.
+  const share = $("share");
+  share.hidden = !(isWaiting && state.session?.token);
+  if (!share.hidden) {
+    const free = view.players.filter((p) => !p.displayName).length;
+    $("share-text").textContent = `Waiting for ${free} more player${free === 1 ? "" : "s"}. Send your friends this link:`;
+    const link = $<HTMLInputElement>("share-link");
+    const url = shareLink(view.tableId);
+    if (link.value !== url) link.value = url;
+  }
+}
+
+export function shareLink(tableId: string): string {
+  return `${location.origin}/?join=${encodeURIComponent(tableId)}`;
+}
+
+// ------------------------------------------------------------------ your hand
+
+function renderHand(view: TableView, actions: Actions): void {
+  const hand = $("hand");
+  const canAct = mustAct(view) && !state.isBusy;
+  const isPassing = view.phase === Phase.PASSING && canAct;
+  const isPlaying = view.phase === Phase.PLAYING && canAct;
+  const active = document.activeElement as HTMLElement | null;
+  const focused = active && hand.contains(active) ? active.dataset.card : undefined;
+  hand.hidden = view.seat === undefined || view.hand.length === 0;
+  hand.dataset.mode = isPassing ? "passing" : isPlaying ? "playing" : "waiting";
+  const faces = view.hand.map((card) => {
+    const isReceived = view.received.some((c) => sameCard(c, card));
+    const why = whyDim(view, card, isPassing, isPlaying);
+    const spoken = [cardName(card), isReceived ? "passed to you" : "", why ? why[0]!.toLowerCase() + why.slice(1) : ""]
+      .filter(Boolean)
+      .join(", ");
+    const face = cardFace(card, "button", spoken) as HTMLButtonElement;
+    face.type = "button";
+    face.tabIndex = -1;
+    const isPlayable = isPassing || (isPlaying && isLegal(view, card));
+    face.dataset.legal = String(isPlayable);
+    if (isReceived) {
+      face.classList.add("received");
+      face.dataset.received = "true";
+    }
+    if (isPlayable) {
+      face.classList.add("legal");
+    } else if (isPlaying) {
+      face.classList.add("dim");
+      face.dataset.reason = whyNot(view, card)?.reason ?? "";
+    }
+    if (!isPlayable) face.setAttribute("aria-disabled", "true");
+    if (why) face.title = why;
+    if (view.phase === Phase.PASSING && canAct) {
+      face.setAttribute("aria-pressed", String(state.chosen.some((c) => sameCard(c, card))));
+    }
+    face.addEventListener("click", () => (isPlayable ? actions.onCard(card) : explain(why)));
+    return face;
+  });
+  hand.replaceChildren(...faces);
+  // One tab stop for the hand (arrows move within it): the card that had focus, else the
+  // first playable card, else the first.
+  const again =
+    faces.find((f) => f.dataset.card === focused) ??
+    faces.find((f) => f.dataset.legal === "true") ??
+    faces[0];
+  if (again) again.tabIndex = 0;
+  if (focused && again) again.focus();
+
+  const pass = $<HTMLButtonElement>("pass-button");
+  pass.hidden = !isPassing;
+  pass.disabled = state.chosen.length !== 3;
+  pass.textContent =
+    state.chosen.length === 3
+      ? `Pass ${state.chosen.map(pretty).join(" ")}`
+      : `Choose ${3 - state.chosen.length} more card${state.chosen.length === 2 ? "" : "s"} to pass`;
+}
+
+/** Why a card of the hand cannot be used now (empty when it can). */
+function whyDim(view: TableView, card: Card, isPassing: boolean, isPlaying: boolean): string {
+  if (isPassing || (isPlaying && isLegal(view, card))) return "";
+  if (isPlaying) return whyNot(view, card)?.text ?? "Not playable now";
+  if (state.isBusy) return "Your move is on its way";
+  if (view.pausedUntil) return "The table is pausing";
+  if (view.phase === Phase.PASSING && view.passChoice.length) return "You passed: waiting for the others";
+  const turnOf = view.toAct.length ? listNames(view.toAct.map((s) => seatName(view, s))) : "";
+  return turnOf ? `Wait: ${turnOf} to ${view.phase === Phase.PASSING ? "pass" : "play"}` : "Not your turn";
+}
+
+function explain(why: string): void {
+  state.hint = why ? `${why}.` : "";
+  $("hint").textContent = state.hint;
+}
+
+/** Arrow keys, Home and End move between the cards of the hand; Enter or Space plays
+ * (they are buttons). */
+export function onHandKey(event: KeyboardEvent): void {
+  const cards = Array.from($("hand").querySelectorAll<HTMLButtonElement>("button.card"));
+  const at = cards.indexOf(document.activeElement as HTMLButtonElement);
+  if (at < 0) return;
+  const step: Record<string, number> = { ArrowRight: 1, ArrowDown: 1, ArrowLeft: -1, ArrowUp: -1 };
+  let next = at;
+  if (event.key in step) next = (at + step[event.key]! + cards.length) % cards.length;
+  else if (event.key === "Home") next = 0;
+  else if (event.key === "End") next = cards.length - 1;
+  else return;
+  event.preventDefault();
+  cards[at]!.tabIndex = -1;
+  cards[next]!.tabIndex = 0;
+  cards[next]!.focus();
+}
+
+// ------------------------------------------------------------------ what happens now
+
+function renderStatus(view: TableView): void {
+  const names = listNames(view.toAct.map((s) => seatName(view, s)));
+  const me = view.seat;
+  let text: string;
+  let turn = "other";
+  if (view.phase === Phase.WAITING_FOR_PLAYERS) {
+    const free = view.players.filter((p) => !p.displayName).length;
+    text = `Waiting for ${free} more player${free === 1 ? "" : "s"}…`;
+  } else if (isOver(view)) {
+    text = "Game over.";
+  } else if (isHandPause(view)) {
+    text = `Hand ${view.handNumber} scored.`;
+  } else if (view.pausedUntil) {
+    const winner = view.lastTrickWinner;
+    text =
+      winner === undefined ? "A short pause…" : winner === me ? "You take the trick." : `${seatName(view, winner)} takes the trick.`;
+  } else if (mustAct(view) && view.phase === Phase.PASSING) {
+    const target = passPartner(view, me!, "towards");
+    const to = target === undefined ? "?" : seatName(view, target);
+    text = `Your turn: choose three cards to pass ${DIRECTION_WORD[view.passDirection]}, to ${to}.`;
+    turn = "you";
+  } else if (mustAct(view) && view.phase === Phase.MOON_CHOICE) {
+    text = "You shot the moon! Choose how it scores.";
+    turn = "you";
+  } else if (mustAct(view)) {
+    const led = view.trick?.cards[0]?.card;
+    text = led ? `Your turn: play a card (${SUIT_SYMBOL[led.suit]} led).` : "Your turn: lead a card.";
+    turn = "you";
+  } else if (view.phase === Phase.PASSING) {
+    text = names ? `Waiting for ${names} to pass.` : "Passing…";
+  } else if (view.phase === Phase.MOON_CHOICE) {
+    text = `${names} shot the moon and is choosing how it scores.`;
+  } else {
+    text = names ? `${names} to play.` : "";
+  }
+  if (state.isBusy) text = "Sending your move…";
+  $("status").textContent = text;
+  $("turn").dataset.turn = turn;
+  $("game").dataset.turn = turn;
+}
+
+function renderMoon(view: TableView, actions: Actions): void {
+  const dialog = $<HTMLDialogElement>("moon");
+  const choices = mustAct(view) && view.phase === Phase.MOON_CHOICE && !state.isBusy ? view.moonChoices : [];
+  if (choices.length === 0) {
+    if (dialog.open) dialog.close();
+    return;
+  }
+  const total = view.players[view.seat!]?.total ?? 0;
+  redraw($("moon-choices"), `${view.handNumber}:${choices.join(",")}:${total}`, () =>
+    choices.map((choice) => {
+      const effect =
+        choice === MoonChoice.SUBTRACT_FROM_SELF
+          ? `your total ${total} → ${Math.max(0, total - 26)}`
+          : "everyone else's total +26";
+      const button = element("button", "", { type: "button", "data-choice": MoonChoice[choice] });
+      button.append(
+        element("span", MOON_CHOICE_BUTTON[choice] ?? MoonChoice[choice], { class: "big" }),
+        element("span", effect, { class: "small" }),
+      );
+      button.addEventListener("click", () => actions.chooseMoon(choice));
+      return button;
+    }),
+  );
+  if (!dialog.open) dialog.showModal();
+}
+
+interface Row {
+  cells: (string | number)[];
+  attributes?: Record<string, string>;
+}
+
+/** A table whose first cell in each row names the row. */
+function scoreTable(caption: string, headings: string[], rows: Row[]): HTMLTableElement {
+  const table = element("table");
+  table.append(element("caption", caption, { class: "visually-hidden" }));
+  const head = element("tr");
+  head.append(...headings.map((h) => element("th", h, { scope: "col" })));
+  const thead = element("thead");
+  thead.append(head);
+  const body = element("tbody");
+  for (const row of rows) {
+    const line = element("tr", "", row.attributes ?? {});
+    row.cells.forEach((cell, i) => line.append(element(i === 0 ? "th" : "td", String(cell), i === 0 ? { scope: "row" } : {})));
+    body.append(line);
+  }
+  table.append(thead, body);
+  return table;
+}
+
+function renderHandScore(view: TableView): void {
+  const box = $("hand-score");
+  const hand = state.lastHand;
+  box.hidden = !isHandPause(view) || !hand;
+  if (box.hidden || !hand) return;
+  redraw(box, `${hand.handNumber}:${view.seat}`, () => {
+    const nodes: Node[] = [element("h3", `Hand ${hand.handNumber + 1} scored`, { id: "hand-score-title" })];
+    if (hand.moonShooter !== undefined) {
+      const who = hand.moonShooter === view.seat ? "You" : seatName(view, hand.moonShooter);
+      nodes.push(element("p", `🌙 ${who} shot the moon and ${moonOutcome(hand.moonChoice)}!`, { class: "moon-line" }));
+    }
+    nodes.push(
+      scoreTable(
+        `Hand ${hand.handNumber + 1}`,
+        ["Player", "Took", "Scored", "Total"],
+        hand.totals.map((total, seat) => ({
+          cells: [
+            seat === view.seat ? `${seatName(view, seat)} (you)` : seatName(view, seat),
+            hand.taken[seat] ?? 0,
+            `+${hand.points[seat] ?? 0}`,
+            total,
+          ],
+          attributes: { "data-seat": String(seat), "data-you": String(seat === view.seat) },
+        })),
+      ),
+      element("p", "", { class: "next", id: "next-hand" }),
+    );
+    return nodes;
+  });
+}
+
+/** "You finished 2nd", "You won!", "You share 1st place", or for a spectator the winner. */
+export function resultTitle(view: TableView): string {
+  const standings = view.standings;
+  const winners = standings.filter((s) => s.place === 1 && !s.hasLeft).map((s) => seatName(view, s.seat));
+  const mine = standings.find((s) => s.seat === view.seat);
+  if (!mine) return winners.length > 1 ? `${listNames(winners)} share the win` : `${winners[0] ?? "Nobody"} wins`;
+  if (mine.hasLeft) return `You left the game: placed ${ordinal(mine.place)}`;
+  const shared = standings.some((s) => s.seat !== mine.seat && s.place === mine.place && !s.hasLeft);
+  if (mine.place === 1) return shared ? "You share 1st place!" : "You won!";
+  return shared ? `You share ${ordinal(mine.place)} place` : `You finished ${ordinal(mine.place)}`;
+}
+
+function renderStandings(view: TableView, actions: Actions): void {
+  const box = $("standings");
+  box.hidden = !isOver(view);
+  if (box.hidden) return;
+  const key = view.standings.map((s) => `${s.seat}/${s.place}/${s.total}`).join(",");
+  redraw(box, `${view.tableId}:${state.lastHand?.handNumber}:${key}`, () => {
+    const mine = view.standings.find((s) => s.seat === view.seat);
+    const heading = element("h3", resultTitle(view), { id: "result-title" });
+    if (mine?.place === 1 && !mine.hasLeft) heading.classList.add("won");
+    const places = view.standings.map((s) => {
+      const isTie = view.standings.some((o) => o.seat !== s.seat && o.place === s.place);
+      const name = seatName(view, s.seat) + (s.seat === view.seat ? " (you)" : "") + (s.hasLeft ? " (left)" : "");
+      return {
+        cells: [`${isTie ? "=" : ""}${ordinal(s.place)}`, (s.place === 1 && !s.hasLeft ? "★ " : "") + name, s.total],
+        attributes: {
+          "data-seat": String(s.seat),
+          "data-place": String(s.place),
+          "data-winner": String(s.place === 1 && !s.hasLeft),
+          "data-left": String(s.hasLeft),
+          "data-you": String(s.seat === view.seat),
+        },
+      };
+    });
+    const again = element("button", "Play again", { type: "button", id: "again", class: "primary" });
+    again.addEventListener("click", actions.playAgain);
+    const lobby = element("button", "Back to the lobby", { type: "button", id: "to-lobby" });
+    lobby.addEventListener("click", actions.toLobby);
+    const buttons = element("p", "", { class: "buttons" });
+    buttons.append(again, " ", lobby);
+    const hand = state.lastHand;
+    const shooter = hand?.moonShooter;
+    const moon =
+      hand && shooter !== undefined
+        ? [element("p", `🌙 ${shooter === view.seat ? "You" : seatName(view, shooter)} shot the moon in the last hand and ${moonOutcome(hand.moonChoice)}!`, { class: "moon-line" })]
+        : [];
+    return [
+      heading,
+      element("p", END_REASON[view.endReason] ?? "", { class: "end-reason" }),
+      ...moon,
+      scoreTable("Final standings", ["Place", "Player", "Total"], places),
+      buttons,
+    ];
+  });
+}
+
+// ------------------------------------------------------------------ clocks
+
+/** The live countdowns: yours beside your hand, a bar on whoever must act, the pauses. */
+export function tick(): void {
+  const countdown = $("countdown");
+  const view = state.view;
+  const paused = !!view?.pausedUntil;
+  const until = paused ? state.resumes : state.deadline;
+  const next = document.getElementById("next-hand");
+  const moon = $("moon-countdown");
+  if (!view || until === undefined || isOver(view)) {
+    countdown.textContent = "";
+    countdown.removeAttribute("data-seconds");
+    countdown.classList.remove("urgent");
+    moon.textContent = "";
+    return;
+  }
+  const limit = paused ? Infinity : limitSeconds(view) || Infinity;
+  const leftMs = Math.max(0, until - performance.now());
+  // Never more than the table's limit (the view's time_left and its arrival are a step apart).
+  const seconds = Math.min(Math.ceil(leftMs / 1000), limit);
+  countdown.dataset.seconds = String(seconds);
+  const isUrgent = !paused && seconds <= 5;
+  countdown.classList.toggle("urgent", isUrgent);
+  if (paused) countdown.textContent = `Play resumes in ${seconds} s`;
+  else if (mustAct(view)) countdown.textContent = `${seconds} s left`;
+  else countdown.textContent = `${seconds} s`;
+  if (next) {
+    next.textContent = `Next hand in ${seconds} s`;
+    next.dataset.seconds = String(seconds);
+  }
+  moon.textContent = view.phase === Phase.MOON_CHOICE && !paused ? `${seconds} s to choose` : "";
+  const share = paused || !Number.isFinite(limit) ? 1 : Math.min(1, leftMs / 1000 / limit);
+  for (const fill of document.querySelectorAll<HTMLElement>("#seats .clock .fill")) {
+    fill.style.transform = `scaleX(${share.toFixed(3)})`; // CSSOM: allowed by the page's CSP
+    fill.classList.toggle("urgent", isUrgent);
+  }
+}

@@ -1,0 +1,201 @@
+// What the page says: cards in one form (Q♠, 10♥; "queen of spades" for screen readers),
+// presets, clocks and moon rules by their names, places, and every ErrorReason of the
+// contract in plain words (no codes, no server messages).
+
+import { type Card, Suit } from "../gen/copas/v1/cards_pb.js";
+import {
+  GameEndReason,
+  MoonChoice,
+  MoonRule,
+  PassDirection,
+  type Rules,
+  type TableView,
+} from "../gen/copas/v1/copas_pb.js";
+import { pretty, SUIT_SYMBOL, type Refusal } from "../copas.js";
+
+export { pretty, SUIT_SYMBOL };
+
+const SUIT_NAME: Record<number, string> = {
+  [Suit.CLUBS]: "clubs",
+  [Suit.DIAMONDS]: "diamonds",
+  [Suit.SPADES]: "spades",
+  [Suit.HEARTS]: "hearts",
+};
+const RANK_NAME: Record<string, string> = {
+  "2": "two", "3": "three", "4": "four", "5": "five", "6": "six", "7": "seven", "8": "eight",
+  "9": "nine", "10": "ten", J: "jack", Q: "queen", K: "king", A: "ace",
+};
+
+/** "queen of spades" for QS. */
+export function cardName(card: Card): string {
+  const rank = card.text.slice(0, -1);
+  return `${RANK_NAME[rank] ?? rank} of ${SUIT_NAME[card.suit] ?? "?"}`;
+}
+
+export function isRed(card: Card): boolean {
+  return card.suit === Suit.HEARTS || card.suit === Suit.DIAMONDS;
+}
+
+/** Points the card is worth when taken: 1 a heart, 13 the Q♠. */
+export function cardPoints(card: Card): number {
+  if (card.suit === Suit.HEARTS) return 1;
+  return card.suit === Suit.SPADES && card.text === "QS" ? 13 : 0;
+}
+
+export const PRESET_NAME: Record<string, string> = {
+  online: "Four hands",
+  quick: "One hand",
+  classic: "Classic: to 100 points",
+  "20": "To 20 points",
+  "50": "To 50 points",
+  "100": "To 100 points",
+};
+
+export function presetName(preset: string): string {
+  return PRESET_NAME[preset || "online"] ?? preset;
+}
+
+/** The moon rule each preset starts from (engine/rules.py PRESETS). */
+export const PRESET_MOON: Record<string, MoonRule> = {
+  online: MoonRule.OTHERS_PLUS_26,
+  quick: MoonRule.SHOOTER_CHOICE,
+  classic: MoonRule.SHOOTER_CHOICE,
+  "20": MoonRule.SHOOTER_CHOICE,
+  "50": MoonRule.SHOOTER_CHOICE,
+  "100": MoonRule.SHOOTER_CHOICE,
+};
+
+export const MOON_RULE_NAME: Record<number, string> = {
+  [MoonRule.OTHERS_PLUS_26]: "moon: the others get 26",
+  [MoonRule.SHOOTER_CHOICE]: "moon: the shooter chooses",
+  [MoonRule.DISABLED]: "no moon",
+};
+
+/** The clocks the lobby offers: seconds to play, to pass, for the moon choice. */
+export const CLOCKS: Record<string, { play: number; pass: number; moon: number }> = {
+  standard: { play: 20, pass: 30, moon: 15 },
+  relaxed: { play: 60, pass: 90, moon: 45 },
+  fast: { play: 10, pass: 15, moon: 10 },
+  none: { play: 0, pass: 0, moon: 0 },
+};
+
+export function clockName(rules: Rules | undefined): string {
+  if (!rules || rules.playTimeoutSeconds <= 0) return "no time limit";
+  return `${Math.round(rules.playTimeoutSeconds)} s a card`;
+}
+
+export function lengthName(rules: Rules | undefined): string {
+  if (!rules) return "";
+  if (rules.maxHands === 1) return "one hand";
+  if (rules.maxHands > 0) return `${rules.maxHands} hands or ${rules.pointLimit} points`;
+  return `to ${rules.pointLimit} points`;
+}
+
+export const DIRECTION_WORD: Record<number, string> = {
+  [PassDirection.LEFT]: "left",
+  [PassDirection.RIGHT]: "right",
+  [PassDirection.ACROSS]: "across",
+  [PassDirection.HOLD]: "hold",
+};
+
+export const END_REASON: Record<number, string> = {
+  [GameEndReason.HAND_LIMIT]: "The last hand was played.",
+  [GameEndReason.POINT_LIMIT]: "A player reached the point limit.",
+  [GameEndReason.LAST_PLAYER]: "Everyone else left.",
+  [GameEndReason.ABANDONED]: "The table ended the game: no person was playing.",
+};
+
+export const MOON_CHOICE_BUTTON: Record<number, string> = {
+  [MoonChoice.SUBTRACT_FROM_SELF]: "Take 26 off my total",
+  [MoonChoice.ADD_TO_OTHERS]: "Add 26 to everyone else",
+};
+
+export function moonOutcome(choice: MoonChoice): string {
+  if (choice === MoonChoice.SUBTRACT_FROM_SELF) return "took 26 off their total";
+  if (choice === MoonChoice.ADD_TO_OTHERS) return "gave everyone else 26";
+  return "everyone else gets 26";
+}
+
+/** 1 -> "1st". */
+export function ordinal(n: number): string {
+  const tens = n % 100;
+  const suffix = tens >= 11 && tens <= 13 ? "th" : ({ 1: "st", 2: "nd", 3: "rd" } as Record<number, string>)[n % 10] ?? "th";
+  return `${n}${suffix}`;
+}
+
+export function seatName(view: TableView, seat: number): string {
+  return view.players[seat]?.displayName || `Seat ${seat + 1}`;
+}
+
+/** "Ana", "Ana and Bea", "Ana, Bea and Cid". */
+export function listNames(names: string[]): string {
+  if (names.length <= 1) return names.join("");
+  return `${names.slice(0, -1).join(", ")} and ${names[names.length - 1]}`;
+}
+
+function ledSuit(view: TableView | undefined): string | undefined {
+  const led = view?.trick?.cards[0]?.card;
+  return led ? SUIT_SYMBOL[led.suit] : undefined;
+}
+
+function retryWords(why: Refusal): string {
+  const seconds = why.retryAfterMs === undefined ? 0 : Math.ceil(why.retryAfterMs / 1000);
+  return seconds > 0 ? ` Try again in ${seconds} s.` : " Try again in a moment.";
+}
+
+/** A refused call in plain words, from its ErrorInfo reason (the server stays the judge;
+ * its message, written for developers, is never shown). */
+export function refusalWords(why: Refusal, view?: TableView): string {
+  const suit = ledSuit(view);
+  const opening = view?.rules?.players === 5 ? "3♣" : "2♣";
+  const words: Record<string, string> = {
+    WRONG_PHASE: "The table has moved on: that move no longer fits.",
+    NOT_YOUR_TURN: "It is not your turn.",
+    SEAT_HAS_LEFT: "You left this game; the table plays your seat now.",
+    CARD_NOT_IN_HAND: "That card is no longer in your hand.",
+    MUST_FOLLOW_SUIT: suit ? `You must follow ${suit}.` : "You must follow the suit led.",
+    HEARTS_NOT_BROKEN: "Hearts are not broken yet: lead another suit.",
+    NO_POINTS_ON_FIRST_TRICK: "No point cards on the first trick while you hold another card.",
+    MUST_LEAD_OPENING_CARD: `The first trick starts with the ${opening}.`,
+    ALREADY_PASSED: "You already passed this hand.",
+    NOT_THE_SHOOTER: "Only the player who shot the moon chooses.",
+    TABLE_PAUSED: "The table is pausing between tricks: play again in a moment.",
+    GAME_NOT_STARTED: "The game starts when every seat is taken.",
+    SEAT_TAKEN: "That seat was just taken: choose another.",
+    JOIN_GIVEN_UP: "That seat was given up: join again.",
+    PASS_NEEDS_THREE_CARDS: "Choose exactly three cards to pass.",
+    INVALID_SEAT: "There is no such seat.",
+    INVALID_CARD: "That is not a card.",
+    INVALID_ACTION: "The server could not read that move.",
+    INVALID_RULES: "Those table options are not allowed on this server.",
+    INVALID_BOT_SEATS: "That number of bots does not fit the table.",
+    INVALID_NAME: "Choose a name of 1 to 32 letters, without special characters.",
+    FIELD_TOO_LONG: "Something typed is too long.",
+    MISSING_TABLE_ID: "Give the id of a table.",
+    REQUEST_ID_REUSED: "That request was already used: try again.",
+    BAD_TOKEN: "Your seat is not known here: join the table again.",
+    TOKEN_REVOKED: "Your seat is no longer yours: join again.",
+    WRONG_TABLE: "Your seat belongs to another table.",
+    SEED_NOT_ALLOWED: "This server does not take fixed deals.",
+    TABLE_NOT_FOUND: "That table no longer exists.",
+    TABLE_EXPIRED: "That table closed: nobody was at it.",
+    TABLE_FULL: "That table is full, or its game has started.",
+    SERVER_FULL: "The server is full right now." + retryWords(why),
+    TOO_MANY_BOT_TABLES: "Too many games of bots are playing right now." + retryWords(why),
+    TOO_MANY_WATCHERS: "Too many people are watching that table.",
+    TOO_MANY_STREAMS: "This seat is open in too many tabs: close one.",
+    RATE_LIMITED: "Too many requests at once." + retryWords(why),
+    TOO_MANY_TABLES: "You opened many tables in a short time." + retryWords(why),
+    TOO_MANY_JOINS: "You joined many tables in a short time." + retryWords(why),
+    SHUTTING_DOWN: "The server is restarting." + retryWords(why),
+    STORAGE_FAILED: "The server is restarting." + retryWords(why),
+    TABLE_QUARANTINED: "This table cannot be played right now; the operators were told.",
+    TABLE_MOVED: "The table moved to another server." + retryWords(why),
+  };
+  const byCode: Record<string, string> = {
+    UNAVAILABLE: "The server cannot be reached." + retryWords(why),
+    DEADLINE_EXCEEDED: "The server took too long to answer." + retryWords(why),
+    CANCELED: "The request was cancelled.",
+  };
+  return words[why.reason] ?? byCode[why.code] ?? "The server refused that.";
+}
