@@ -5,12 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import signal
 import sqlite3
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -22,42 +19,19 @@ from engine import Game, Phase, action_to_json, replay, result_of
 from server.main import shutdown, start
 from tests.helpers.calls import Watch, auth, card_pb, drive, finished_bot_table, join_all, new_table
 from tests.helpers.games import rules_of
-from tests.helpers.servers import config_for_tests, free_port
+from tests.helpers.servers import ServerProcess, config_for_tests, free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
-class ServerProcess:
-    """The server as a process; its log goes to a file (a full pipe would stall it)."""
-
-    def __init__(self, data_dir: Path, port: int) -> None:
-        self.port = port
-        self.log_path = data_dir / f"server-{time.monotonic_ns()}.log"
-        self.log_file = self.log_path.open("w")
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "server.main", "--listen", f"127.0.0.1:{port}",
-             "--metrics-port", "0", "--allow-seed", "--data-dir", str(data_dir),
-             "--trick-pause", "0", "--hand-pause", "0", "--play-timeout", "0",
-             "--pass-timeout", "0", "--moon-timeout", "0", "--log-format", "json",
-             "--unlimited-quotas", "--bot-table-pace", "0.001", "--bot-policy", "auto",
-             "--bot-workers", "0", *store_options(data_dir)],
-            cwd=ROOT, stdout=subprocess.PIPE, stderr=self.log_file, text=True,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"})
-        assert self.proc.stdout is not None
-        line = self.proc.stdout.readline()
-        assert "listening" in line, line + self.log_path.read_text()
-
-    def kill9(self) -> None:
-        self.proc.send_signal(signal.SIGKILL)
-        self.proc.wait(10)
-        self.log_file.close()
-
-    def stop(self) -> str:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            self.proc.wait(15)
-        self.log_file.close()
-        return self.log_path.read_text()
+def durable_server(data_dir: Path, port: int) -> ServerProcess:
+    """The server as a process on ``data_dir`` (its log in a file: a full pipe would stall
+    it), tables at full speed."""
+    return ServerProcess(
+        "--allow-seed", "--data-dir", str(data_dir), "--trick-pause", "0", "--hand-pause", "0",
+        "--play-timeout", "0", "--pass-timeout", "0", "--moon-timeout", "0", "--log-format",
+        "json", "--unlimited-quotas", "--bot-table-pace", "0.001", "--bot-policy", "auto",
+        "--bot-workers", "0", *store_options(data_dir), port=port, log_dir=data_dir)
 
 
 def store_options(data_dir: Path) -> tuple[str, ...]:
@@ -73,7 +47,7 @@ def actions_json(game: Game) -> list[dict[str, Any]]:
 
 async def test_kill_9_mid_trick_mid_pass_and_in_a_pause_loses_nothing(tmp_path: Path) -> None:
     port = free_port()
-    server = ServerProcess(tmp_path, port)
+    server = durable_server(tmp_path, port)
     try:
         channel = grpc.aio.insecure_channel(f"127.0.0.1:{port}")
         stub = copas_pb2_grpc.CopasServiceStub(channel)
@@ -116,7 +90,7 @@ async def test_kill_9_mid_trick_mid_pass_and_in_a_pause_loses_nothing(tmp_path: 
                 await w.close()
         await channel.close()
 
-        server = ServerProcess(tmp_path, port)  # the same data directory
+        server = durable_server(tmp_path, port)  # the same data directory
         channel = grpc.aio.insecure_channel(f"127.0.0.1:{port}")
         stub = copas_pb2_grpc.CopasServiceStub(channel)
         # The acknowledged request, retried after the crash, is not applied twice.

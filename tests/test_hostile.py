@@ -7,7 +7,6 @@ import asyncio
 import os
 import sqlite3
 import subprocess
-import sys
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -25,7 +24,15 @@ from server.main import SetupError, shutdown, start
 from server.store import PgStore
 from tests.helpers.calls import Watch, auth, card_pb, is_over, join_all, new_table
 from tests.helpers.games import rules_of
-from tests.helpers.servers import config_for_tests, delete_rows, free_port, serving, store_rows
+from tests.helpers.servers import (
+    ServerProcess,
+    config_for_tests,
+    delete_rows,
+    free_port,
+    run_server,
+    serving,
+    store_rows,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -133,25 +140,14 @@ async def test_no_call_plays_a_game_inside_the_event_loop() -> None:
 
 
 def test_sigterm_stops_a_server_while_bot_tables_play(tmp_path: Path) -> None:
-    port = free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "server.main", "--listen", f"127.0.0.1:{port}",
-         "--metrics-port", "0", "--data-dir", str(tmp_path), "--bot-table-pace", "0",
-         "--trick-pause", "0", "--hand-pause", "0", "--grace", "1"],
-        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    try:
-        assert proc.stdout is not None and "listening" in proc.stdout.readline()
-        with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+    with ServerProcess("--data-dir", str(tmp_path), "--bot-table-pace", "0",
+                       "--trick-pause", "0", "--hand-pause", "0", "--grace", "1") as server:
+        with grpc.insecure_channel(server.address) as channel:
             stub = copas_pb2_grpc.CopasServiceStub(channel)
             for _ in range(5):
                 stub.CreateTable(copas_pb2.CreateTableRequest(
                     bot_seats=4, rules=copas_pb2.RulesOverrides(max_hands=0, point_limit=1000)))
-        proc.terminate()
-        assert proc.wait(15) == 0
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        assert server.stop() == 0
 
 
 # ---------------------------------------------------------------- 3. storage failures
@@ -204,35 +200,28 @@ async def test_a_failed_commit_is_never_acknowledged_and_the_server_stops(tmp_pa
         await shutdown(running, 0)
 
 
-def run_server(data_dir: Path, *extra: str, read_only: bool = False
-               ) -> subprocess.CompletedProcess[str]:
+def refused_start(data_dir: Path, *extra: str, read_only: bool = False
+                  ) -> subprocess.CompletedProcess[str]:
     """Start the server on a data directory and expect it to refuse to start. With
     ``read_only`` the directory is read-only to it: a read-only bind mount in a mount
     namespace of its own when running as root (root writes through permissions), else
     permissions."""
-    command = [sys.executable, "-m", "server.main", "--listen", f"127.0.0.1:{free_port()}",
-               "--metrics-port", "0", "--data-dir", str(data_dir), *extra]
+    wrapper: tuple[str, ...] = ()
     if read_only and os.geteuid() == 0:
-        command = ["unshare", "--mount", "sh", "-c",
-                   f'mount --bind -o ro "{data_dir}" "{data_dir}" && exec "$@"', "sh", *command]
-    return subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=60)
+        wrapper = ("unshare", "--mount", "sh", "-c",
+                   f'mount --bind -o ro "{data_dir}" "{data_dir}" && exec "$@"', "sh")
+    return run_server("--data-dir", str(data_dir), *extra, wrapper=wrapper)
 
 
 def crashed_data_dir(tmp_path: Path) -> Path:
     """A data directory as a crash leaves it: the database and its write-ahead log."""
     data = tmp_path / "crashed"
-    port = free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "server.main", "--listen", f"127.0.0.1:{port}",
-         "--metrics-port", "0", "--data-dir", str(data)],
-        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    assert proc.stdout is not None and "listening" in proc.stdout.readline()
-    with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+    server = ServerProcess("--data-dir", str(data))
+    with grpc.insecure_channel(server.address) as channel:
         stub = copas_pb2_grpc.CopasServiceStub(channel)
         table = stub.CreateTable(copas_pb2.CreateTableRequest()).table
         stub.JoinTable(copas_pb2.JoinTableRequest(table_id=table.table_id, display_name="A"))
-    proc.kill()
-    proc.wait()
+    server.kill9()
     assert (data / "copas.db-wal").exists()
     return data
 
@@ -242,7 +231,7 @@ def test_a_data_directory_that_cannot_be_written_stops_the_start(tmp_path: Path)
     for path in (data, *data.iterdir()):
         path.chmod(0o555 if path.is_dir() else 0o444)
     try:
-        done = run_server(data, read_only=True)
+        done = refused_start(data, read_only=True)
     finally:
         for path in (data, *data.iterdir()):
             path.chmod(0o755 if path.is_dir() else 0o644)
@@ -255,19 +244,19 @@ def test_a_damaged_store_stops_the_start_with_a_reason(tmp_path: Path) -> None:
     # The database emptied beside its write-ahead log.
     data = crashed_data_dir(tmp_path)
     (data / "copas.db").write_bytes(b"")
-    done = run_server(data)
+    done = refused_start(data)
     assert done.returncode == 2 and "write-ahead log" in done.stderr
     assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
     # The write-ahead log of a crashed run deleted.
     data = crashed_data_dir(tmp_path / "b")
     (data / "copas.db-wal").unlink()
-    done = run_server(data)
+    done = refused_start(data)
     assert done.returncode == 2 and "did not stop cleanly" in done.stderr, done.stderr
     # Not a database at all.
     junk = tmp_path / "junk"
     junk.mkdir()
     (junk / "copas.db").write_bytes(os.urandom(8192))
-    done = run_server(junk)
+    done = refused_start(junk)
     assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
     assert "Traceback" not in done.stderr
 
@@ -634,14 +623,11 @@ async def test_after_a_restart_finished_games_and_first_answers_are_kept(tmp_pat
 
 def test_bots_moves_are_durable_without_any_request(tmp_path: Path) -> None:
     port = free_port()
-    args = [sys.executable, "-m", "server.main", "--listen", f"127.0.0.1:{port}",
-            "--metrics-port", "0", "--data-dir", str(tmp_path), "--bot-table-pace", "0",
-            "--bot-policy", "auto", "--trick-pause", "0", "--hand-pause", "0"]
-    proc = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.PIPE,
-                            stderr=subprocess.DEVNULL, text=True)
+    flags = ("--data-dir", str(tmp_path), "--bot-table-pace", "0", "--bot-policy", "auto",
+             "--trick-pause", "0", "--hand-pause", "0")
+    server = ServerProcess(*flags, port=port)
     try:
-        assert proc.stdout is not None and "listening" in proc.stdout.readline()
-        with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+        with grpc.insecure_channel(server.address) as channel:
             stub = copas_pb2_grpc.CopasServiceStub(channel)
             table = stub.CreateTable(copas_pb2.CreateTableRequest(
                 bot_seats=4, rules=copas_pb2.RulesOverrides(trick_pause_seconds=0.001,
@@ -653,19 +639,15 @@ def test_bots_moves_are_durable_without_any_request(tmp_path: Path) -> None:
                 time.sleep(0.02)
             # No watcher, no other call: the record is there as soon as the game is over.
             stub.GetGameRecord(copas_pb2.GetGameRecordRequest(record_id=table.table_id))
-        proc.kill()
-        proc.wait()
-        proc = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.PIPE,
-                                stderr=subprocess.DEVNULL, text=True)
-        assert proc.stdout is not None and "listening" in proc.stdout.readline()
-        with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+        server.kill9()
+        server = ServerProcess(*flags, port=port)
+        with grpc.insecure_channel(server.address) as channel:
             stub = copas_pb2_grpc.CopasServiceStub(channel)
             record = stub.GetGameRecord(copas_pb2.GetGameRecordRequest(
                 record_id=table.table_id)).record
             assert record.action_count > 50
     finally:
-        proc.kill()
-        proc.wait()
+        server.kill9()
 
 
 # ---------------------------------------------------------------- 13. inputs

@@ -113,9 +113,15 @@ async def test_each_error_has_its_code_and_changes_nothing(stub: Any) -> None:
     # A full table.
     await expect(stub.JoinTable(copas_pb2.JoinTableRequest(table_id=tid, display_name="late")),
                  grpc.StatusCode.RESOURCE_EXHAUSTED, "TABLE_FULL")
-    # Nothing changed: no event was published, the view is the same.
-    await asyncio.sleep(0)
-    assert spectator.latest().sequence == seq_before
+    # Nothing changed: no event was numbered (the table's sequence is where it was), and the
+    # next action is the very next event the spectator sees.
+    view = await stub.GetView(copas_pb2.GetViewRequest(table_id=tid), metadata=auth(token[0]))
+    assert view.sequence == seq_before
+    passed = await stub.PassCards(pass_req(table_id=tid, cards=[card_pb(c) for c in hand0[:3]]),
+                                  metadata=auth(token[0]))
+    assert passed.sequence == seq_before + 1
+    after = await spectator.wait_for(lambda m: m.sequence > seq_before)
+    assert after.sequence == seq_before + 1 and after.WhichOneof("kind") == "pass_chosen"
     again = (await stub.GetTable(copas_pb2.GetTableRequest(table_id=tid))).table
     assert again.phase == copas_pb2.PHASE_PASSING and first.view.phase == again.phase
     await spectator.close()

@@ -8,11 +8,8 @@ import asyncio
 import contextlib
 import http.client
 import json
-import os
 import signal
 import socket
-import subprocess
-import sys
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -29,7 +26,7 @@ from grpc_status import rpc_status
 from server.errors import ERROR_DOMAIN
 from server.rpc import web
 from tests.helpers.calls import auth
-from tests.helpers.servers import free_port, serving
+from tests.helpers.servers import ServerProcess, free_port, run_server, serving
 
 ROOT = Path(__file__).resolve().parent.parent
 SERVICE = copas_pb2.DESCRIPTOR.services_by_name["CopasService"]
@@ -175,22 +172,16 @@ async def test_a_taken_web_port_fails_at_start() -> None:
 
 async def test_the_server_process_serves_the_page_and_stops_its_streams_on_sigterm(
         tmp_path: Path) -> None:
-    grpc_port, web_port = free_port(), free_port()
-    env = {**os.environ, "PYTHONUNBUFFERED": "1", "COPAS_WEB_PORT": str(web_port),
-           "COPAS_WEB_HOST": "127.0.0.1"}  # like every flag, from the environment
-    command = [sys.executable, "-m", "server.main", "--listen", f"127.0.0.1:{grpc_port}",
-               "--metrics-port", "0", "--grace", "2", "--data-dir", str(tmp_path / "data")]
-    proc = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.DEVNULL, text=True)
+    web_port = free_port()
+    env = {"COPAS_WEB_PORT": str(web_port), "COPAS_WEB_HOST": "127.0.0.1"}  # from the env
+    server = await asyncio.to_thread(ServerProcess, "--grace", "2", "--data-dir",
+                                     str(tmp_path / "data"), env=env)
     try:
-        assert proc.stdout is not None
-        assert "listening on" in await asyncio.to_thread(proc.stdout.readline)
+        assert "listening on" in server.first_line
         assert f"web page on http://127.0.0.1:{web_port}/" in await asyncio.to_thread(
-            proc.stdout.readline)
-        second = await asyncio.to_thread(
-            subprocess.run, [*command[:4], f"127.0.0.1:{free_port()}", *command[5:-1],
-                             str(tmp_path / "second")],
-            cwd=ROOT, env=env, capture_output=True, text=True, timeout=30)
+            server.next_line)
+        second = await asyncio.to_thread(run_server, "--data-dir", str(tmp_path / "second"),
+                                         env=env, timeout=30)
         assert second.returncode == 1
         assert f"cannot serve the web page on 127.0.0.1:{web_port}" in second.stderr
         assert not (tmp_path / "second").exists()  # refused before touching its data
@@ -199,11 +190,9 @@ async def test_the_server_process_serves_the_page_and_stops_its_streams_on_sigte
             stream = client.watch_table(copas_pb2.WatchTableRequest(table_id=table.table_id))
             async with contextlib.aclosing(stream):
                 assert (await anext(stream)).event.WhichOneof("kind") == "snapshot"
-                proc.send_signal(signal.SIGTERM)
+                server.proc.send_signal(signal.SIGTERM)
                 with pytest.raises((StopAsyncIteration, ConnectError)):
                     await asyncio.wait_for(anext(stream), 10)  # closed, not left hanging
-        assert await asyncio.to_thread(proc.wait, 15) == 0
+        assert await asyncio.to_thread(server.proc.wait, 15) == 0
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        server.kill9()

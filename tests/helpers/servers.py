@@ -130,15 +130,18 @@ def delete_rows(store: Any, kind: str, table_id: str) -> None:
 
 # ---------------------------------------------------------------- a server process
 
-ENV = {**os.environ, "PYTHONUNBUFFERED": "1"}
+def _environment(extra: dict[str, str] | None) -> dict[str, str]:
+    """The tests' environment (conftest turns the web page off: COPAS_WEB_PORT=0), and
+    ``extra``: every flag also reads COPAS_<FLAG>."""
+    return {**os.environ, "PYTHONUNBUFFERED": "1", **(extra or {})}
 
 
 def server_command(*flags: str, port: int | None = None) -> list[str]:
-    """``python -m server.main`` on loopback (``port``, or a free one) with no metrics port
-    and no web page, then ``flags`` (later flags win)."""
+    """``python -m server.main`` on loopback (``port``, or a free one) with no metrics port,
+    then ``flags`` (later flags win)."""
     port = port if port is not None else free_port()
     return [sys.executable, "-m", "server.main", "--listen", f"127.0.0.1:{port}",
-            "--metrics-port", "0", "--web-port", "0", *flags]
+            "--metrics-port", "0", *flags]
 
 
 class ServerProcess:
@@ -157,7 +160,7 @@ class ServerProcess:
             log_file = self.log_path.open("w")
         self.proc = subprocess.Popen(
             [*wrapper, *server_command(*flags, port=self.port)], cwd=ROOT,
-            env={**ENV, **(env or {})}, stdout=subprocess.PIPE, stderr=log_file, text=True)
+            env=_environment(env), stdout=subprocess.PIPE, stderr=log_file, text=True)
         if not isinstance(log_file, int):
             log_file.close()
         assert self.proc.stdout is not None
@@ -212,5 +215,5 @@ def run_server(*flags: str, timeout: float = 60, wrapper: Sequence[str] = (),
     """Run a server that is expected to stop on its own (it refuses to start): its exit
     code and output."""
     return subprocess.run([*wrapper, *server_command(*flags)], cwd=ROOT,
-                          env={**ENV, **(env or {})}, capture_output=True, text=True,
+                          env=_environment(env), capture_output=True, text=True,
                           timeout=timeout)
