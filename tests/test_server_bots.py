@@ -89,8 +89,8 @@ class HeldThinker:
 def test_a_late_decision_is_dropped_when_the_table_moved_on() -> None:
     clock = ManualScheduler()
     thinker = HeldThinker()
-    tables = registry_for_tests(clock, allow_seed=True, bot_policy="mc", thinker=thinker)
-    table = tables.create(preset="online", overrides={"pass_timeout": 0.0,
+    registry = registry_for_tests(clock, allow_seed=True, bot_policy="mc", thinker=thinker)
+    table = registry.create(preset="online", overrides={"pass_timeout": 0.0,
                                                       "play_timeout": 0.0},
                           bot_seats=2, name="", seed="3")
     seats = [table.join(f"P{i}", None)[0] for i in range(2)]

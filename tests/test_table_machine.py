@@ -18,7 +18,7 @@ from server.tables.registry import TableRegistry
 from tests.helpers.servers import registry_for_tests
 
 
-def manager(clock: ManualScheduler, **options: Any) -> TableRegistry:
+def new_registry(clock: ManualScheduler, **options: Any) -> TableRegistry:
     return registry_for_tests(clock, allow_seed=True, abandon_after=120.0, **options)
 
 
@@ -80,9 +80,9 @@ def test_random_tables_always_finish_and_someone_can_act(
         preset: str) -> None:
     rng = random.Random(seed)
     clock = ManualScheduler()
-    tables = manager(clock)
+    registry = new_registry(clock)
     people = min(people, players)
-    table = tables.create(preset=preset, overrides={
+    table = registry.create(preset=preset, overrides={
         "players": players, "play_timeout": timeouts, "pass_timeout": timeouts,
         "moon_timeout": timeouts, "trick_pause": pauses[0], "hand_pause": pauses[1]},
         bot_seats=players - people, name="", seed=str(seed))
@@ -123,14 +123,14 @@ def test_random_tables_always_finish_and_someone_can_act(
         clock.advance(10.0)
     assert table.is_finished, f"stuck in {table.game.phase} (paused {table.paused_until})"
     assert table.deadline is None and table.paused_until is None
-    assert tables.seated == 0, "a finished game still holds player slots"
+    assert registry.seated == 0, "a finished game still holds player slots"
 
 
 
 def test_a_leave_during_a_trick_pause_keeps_the_pause_and_play_resumes() -> None:
     clock = ManualScheduler()
-    tables = manager(clock)
-    table = tables.create(preset="online", overrides={
+    registry = new_registry(clock)
+    table = registry.create(preset="online", overrides={
         "play_timeout": 0.0, "pass_timeout": 0.0, "trick_pause": 2.0, "hand_pause": 5.0},
         bot_seats=2, name="", seed="4")
     seats = [table.join(f"P{i}", None)[0] for i in range(2)]
@@ -161,8 +161,8 @@ def test_a_leave_during_a_trick_pause_keeps_the_pause_and_play_resumes() -> None
 
 def test_the_last_person_leaving_ends_the_game_at_once() -> None:
     clock = ManualScheduler()
-    tables = manager(clock)
-    table = tables.create(preset="classic", overrides={
+    registry = new_registry(clock)
+    table = registry.create(preset="classic", overrides={
         "play_timeout": 0.0, "pass_timeout": 0.0, "trick_pause": 0.0, "hand_pause": 0.0},
         bot_seats=3, name="", seed="9")
     seat, _ = table.join("Ana", None)
@@ -174,8 +174,8 @@ def test_the_last_person_leaving_ends_the_game_at_once() -> None:
 
 def test_an_idle_game_ends_after_abandon_after() -> None:
     clock = ManualScheduler()
-    tables = manager(clock)
-    table = tables.create(preset="online", overrides={
+    registry = new_registry(clock)
+    table = registry.create(preset="online", overrides={
         "play_timeout": 0.0, "pass_timeout": 0.0}, bot_seats=2, name="", seed="2")
     for i in range(2):
         table.join(f"P{i}", None)

@@ -51,8 +51,8 @@ def test_pre_serialized_views_equal_the_plain_ones(seed: int, players: int, paus
                                                    moon: str) -> None:
     rng = random.Random(seed)
     clock = ManualScheduler()
-    tables = registry_for_tests(clock, allow_seed=True)
-    table = tables.create(preset="quick", overrides={
+    registry = registry_for_tests(clock, allow_seed=True)
+    table = registry.create(preset="quick", overrides={
         "players": players, "moon": moon, "play_timeout": 5.0, "pass_timeout": 5.0,
         "trick_pause": 1.0 if pauses else 0.0, "hand_pause": 2.0 if pauses else 0.0},
         bot_seats=1, name="", seed=str(seed))
