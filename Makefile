@@ -15,6 +15,9 @@ TS_STAMP := $(TS_DIR)/dist/.built
 ALL_PROTOS := $(shell find $(PROTO_DIR) -name '*.proto')
 TS_SOURCES := $(wildcard $(TS_DIR)/src/*.ts $(TS_DIR)/src/web/*.ts $(TS_DIR)/tsconfig*.json)
 
+# The contract as last released: `make lint` refuses a change to it that is not an addition.
+CONTRACT_BASE := 6f74c4a95deac2b0d10ce711010413c236c57beb
+
 .DEFAULT_GOAL := help
 .PHONY: help setup proto ts web run cluster play demo test lint bench bench-bots bench-pace bench-load bench-cluster clean
 
@@ -74,10 +77,11 @@ demo: setup ## a demo game between engine bots in the terminal (no server)
 test: setup lint ts ## lint and the whole suite (needs Node.js+npm, chromium, postgresql: see README)
 	$(BIN)/python -m pytest -q
 
-lint: setup ## ruff, mypy --strict on engine/, ai/, server/, clients/, tools/ and the generated code, buf lint
+lint: setup ## ruff, mypy --strict (engine/, ai/, server/, clients/, tools/, generated code), buf lint and breaking
 	$(BIN)/ruff check .
 	$(BIN)/mypy --strict engine/ ai/ server/ clients/ tools/ protos/copas/
 	cd $(PROTO_DIR) && ../$(BIN)/buf lint
+	cd $(PROTO_DIR) && ../$(BIN)/buf breaking --against '../.git#ref=$(CONTRACT_BASE),subdir=protos'
 
 bench: setup ## benchmarks: engine vs OpenSpiel; a move vs gRPC echo; durable vs memory; a flood; CPU per move
 	$(BIN)/python bench/engine_vs_openspiel.py

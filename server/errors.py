@@ -96,15 +96,19 @@ class ServiceError(Exception):
         what happened, in a few words."""
         return cls.unavailable(f"{why}: retry, through any node", "TABLE_MOVED")
 
-    def to_status(self) -> grpc.Status:
+    def to_status_pb(self) -> status_pb2.Status:
+        """The error as a google.rpc.Status: code, message, ErrorInfo and the details."""
         packed = []
         for detail in (error_details_pb2.ErrorInfo(reason=self.reason, domain=ERROR_DOMAIN),
                        *self.details):
             any_detail = any_pb2.Any()
             any_detail.Pack(detail)
             packed.append(any_detail)
-        return rpc_status.to_status(status_pb2.Status(
-            code=self.code.value[0], message=self.message, details=packed))
+        return status_pb2.Status(code=self.code.value[0], message=self.message, details=packed)
+
+    def to_status(self) -> grpc.Status:
+        """The error as the status a call ends with (its details in the trailer)."""
+        return rpc_status.to_status(self.to_status_pb())
 
 
 def from_engine(error: EngineError) -> ServiceError:

@@ -85,7 +85,8 @@ class RunningServer:
     watchers: list[asyncio.Task[None]] = field(default_factory=list)
 
 
-def _live_gauges(registry: TableRegistry, quotas: Quotas) -> Iterable[GaugeMetricFamily]:
+def _live_gauges(registry: TableRegistry, quotas: Quotas, service: CopasService
+                 ) -> Iterable[GaugeMetricFamily]:
     by_phase = GaugeMetricFamily("copas_tables", "Tables by phase", labels=["phase"])
     counts: dict[str, int] = {name: 0 for name in copas_pb2.Phase.keys()[1:]}
     connected = watchers = 0
@@ -100,7 +101,10 @@ def _live_gauges(registry: TableRegistry, quotas: Quotas) -> Iterable[GaugeMetri
             ("copas_seats_connected", "Player seats with a stream open", connected),
             ("copas_watch_streams", "WatchTable streams open", watchers),
             ("copas_players_seated", "People seated in games not finished", registry.seated),
-            ("copas_quota_clients", "Clients the quotas keep track of", quotas.clients())):
+            ("copas_quota_clients", "Clients the quotas keep track of", quotas.clients()),
+            ("copas_play_streams", "Play streams open", len(service.play_streams)),
+            ("copas_play_results_waiting", "Actions on Play streams whose result is not sent",
+             sum(s.results_waiting() for s in service.play_streams))):
         gauge = GaugeMetricFamily(name, text)
         gauge.add_metric([], value)
         yield gauge
@@ -269,12 +273,12 @@ async def start(config: Config) -> RunningServer:
     gateway = Gateway(metrics, quotas, registry.is_valid_token,
                       PeerTrust(forwarding_key, proxies, cluster_key), router, forwarder)
     health_servicer = health.aio.HealthServicer()
+    service = CopasService(registry, lobby, records, quotas)
     gateway.install(bound.server, {
-        **service_handlers(copas_pb2_grpc.add_CopasServiceServicer_to_server,
-                           CopasService(registry, lobby, records)),
+        **service_handlers(copas_pb2_grpc.add_CopasServiceServicer_to_server, service),
         **service_handlers(health_pb2_grpc.add_HealthServicer_to_server, health_servicer),
         **reflection.services((SERVICE_NAME, health.SERVICE_NAME))})
-    metrics.add_gauges(lambda: _live_gauges(registry, quotas))
+    metrics.add_gauges(lambda: _live_gauges(registry, quotas, service))
     metrics_port = 0
     http_server = None
     if config.metrics_port:

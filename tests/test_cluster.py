@@ -24,7 +24,16 @@ import server.cluster.lobby
 import server.cluster.routing
 from engine import Game, Phase, Rules, action_to_json, replay, result_of
 from server.store import Node, PgStore, StoreUnusable, TableMeta
-from tests.helpers.calls import Watch, auth, drive, is_over, join_all, new_table
+from tests.helpers.calls import (
+    PlayStream,
+    Watch,
+    auth,
+    card_pb,
+    drive,
+    is_over,
+    join_all,
+    new_table,
+)
 from tests.helpers.games import rules_of
 from tests.helpers.servers import (
     TEST_DATABASE,
@@ -306,7 +315,8 @@ async def test_sigstop_past_the_lease_the_old_owner_drops_the_table(
 TABLE_BEHAVIOUR = ("tests/test_server_game.py", "tests/test_server_play.py",
                    "tests/test_server_api.py", "tests/test_views_and_records.py",
                    "tests/test_server_bots.py", "tests/test_durability.py",
-                   "tests/test_hostile.py")
+                   "tests/test_hostile.py", "tests/test_play_stream.py",
+                   "tests/test_round_trip.py")
 
 
 def test_the_table_behaviour_suite_passes_on_postgresql(postgres: Any) -> None:
@@ -439,6 +449,40 @@ async def test_any_node_answers_lobby_joins_views_and_records(
             assert list(first.snapshot.tables) == []
             watch.cancel()
         assert (held("copas_cluster_lobby_reads_cached") or 0) <= 3
+
+
+async def test_a_play_stream_through_another_node_is_relayed_as_one_stream(
+        postgres: Any) -> None:
+    """Players whose connection lands on a node that does not own their table play a whole
+    game over Play through it: one relayed stream each, the owner's events and results."""
+    dsn = fresh_database(postgres.dsn)
+    async with serving(database=dsn, node_id="a", allow_seed=True) as (_, on_a), \
+            serving(database=dsn, node_id="b", allow_seed=True) as (node_b, on_b):
+        table = await new_table(on_a, preset="quick", seed="31")
+        joins = await join_all(on_b, table.table_id, 4)
+        streams = {j.seat: PlayStream(on_b, table.table_id, j.player_token) for j in joins}
+        game = Game(rules_of(table), "31")
+        while not game.is_over:
+            seat = game.to_act()[0]
+            action = game.auto_action(seat)
+            request = {"pass_cards": copas_pb2.PassCardsRequest(
+                cards=[card_pb(c) for c in action.cards])} if game.phase is Phase.PASSING \
+                else {"play_card": copas_pb2.PlayCardRequest(card=card_pb(action.card))}
+            assert not (await streams[seat].act(**request)).HasField("error")
+            game.apply(action)
+        for stream in streams.values():
+            await stream.wait_event(lambda e: e.view.phase == copas_pb2.PHASE_GAME_OVER)
+        held = node_b.metrics.registry.get_sample_value
+        assert held("copas_cluster_relayed_calls") == 4  # one relayed call per stream
+        assert held("copas_play_streams") == 0  # none served on b itself
+        for stream in streams.values():
+            await stream.close()
+        await asyncio.sleep(0)
+        for _ in range(100):
+            if held("copas_cluster_relayed_calls") == 0:
+                break
+            await asyncio.sleep(0.05)
+        assert held("copas_cluster_relayed_calls") == 0  # given back
 
 
 async def test_a_clean_stop_hands_tables_over_and_the_node_losing_a_claim_forwards(

@@ -11,7 +11,7 @@ connections of a node that stopped answering are closed.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -99,6 +99,35 @@ class Forwarder:
         call = connection.channel.unary_stream(
             path, request_serializer=_as_is, response_deserializer=_as_is)(
                 raw, metadata=self._metadata(context, client))
+        sent = 0
+        try:
+            async for message in call:
+                await context.write(message)
+                sent += 1
+        except grpc.aio.AioRpcError as error:
+            if error.code() == grpc.StatusCode.UNAVAILABLE:
+                self._unreachable(address, table_id, connection)
+            await _relay_error(error, context)
+            raise
+        finally:
+            call.cancel()
+            connection.calls -= 1
+        return sent
+
+    async def bidi(self, address: str, table_id: str, path: str, first: bytes,
+                   rest: AsyncIterator[bytes], context: Context, client: str) -> int:
+        """Relay a bidirectional stream as one stream: the client's messages up (the first
+        already read), the owner's down; returns how many messages it passed down."""
+        connection = self._acquire(address)
+
+        async def upward() -> AsyncIterator[bytes]:
+            yield first
+            async for message in rest:
+                yield message
+
+        call = connection.channel.stream_stream(
+            path, request_serializer=_as_is, response_deserializer=_as_is)(
+                upward(), metadata=self._metadata(context, client))
         sent = 0
         try:
             async for message in call:

@@ -53,6 +53,7 @@ ROUTES: dict[str, Route] = {
     "GetView": Route.SEAT,
     "GetGameRecord": Route.HERE,
     "ListGameRecords": Route.HERE,
+    "Play": Route.SEAT,  # the table its first message opens
 }
 SERVICE = copas_pb2.DESCRIPTOR.services_by_name["CopasService"]
 

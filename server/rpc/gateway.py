@@ -71,6 +71,9 @@ class CallForwarder(Protocol):
     async def stream(self, address: str, table_id: str, path: str, raw: bytes,
                      context: Context, client: str) -> int: ...
 
+    async def bidi(self, address: str, table_id: str, path: str, first: bytes,
+                   rest: AsyncIterator[bytes], context: Context, client: str) -> int: ...
+
 
 class ServeHere:
     """One process: every call is served here, nothing is relayed."""
@@ -85,6 +88,10 @@ class ServeHere:
 
     async def stream(self, address: str, table_id: str, path: str, raw: bytes,
                      context: Context, client: str) -> int:
+        raise RuntimeError("one process relays nothing")
+
+    async def bidi(self, address: str, table_id: str, path: str, first: bytes,
+                   rest: AsyncIterator[bytes], context: Context, client: str) -> int:
         raise RuntimeError("one process relays nothing")
 
 
@@ -348,7 +355,74 @@ class Gateway:
             return grpc.unary_stream_rpc_method_handler(
                 stream, request_deserializer=None,
                 response_serializer=_or_bytes(handler.response_serializer))
+        if handler.stream_stream is not None:
+            inner_bidi = _async_bidi(handler.stream_stream)
+            quotas = self.quotas
+
+            async def bidi(requests: AsyncIterator[bytes], context: Context) -> None:
+                """A stream of requests: the first one routes the call (its ``open``
+                names the table); each is decoded here, like a unary request."""
+                start = time.perf_counter()
+                found: Caller | None = None
+                opened = ""
+                try:
+                    found = enter(method, context)
+                    quotas.open_stream(found.peer)
+                    opened = found.peer
+                    first_raw = await anext(aiter(requests), None)
+                    first = parse(first_raw) if first_raw is not None else None
+                    address = None
+                    if first is not None:
+                        address = await router.route(method, _opened_table(first),
+                                                     found.token_hash,
+                                                     context.invocation_metadata() or ())
+                    if address is None:
+                        await inner_bidi(_decoded(first, requests, parse), context)
+                    else:  # another node owns the table: relay the whole stream there
+                        assert first_raw is not None
+                        found.sent += await forwarder.bidi(
+                            address, _opened_table(first), path, first_raw, requests,
+                            context, found.peer)
+                except (ServiceError, StorageFailed) as failure:
+                    await self._fail(method, start, failure, context,
+                                     found.sent if found else 0)
+                    raise
+                except BaseException:
+                    finish(method, start, _code_name(context, "CANCELLED"), None,
+                           found.sent if found else 0)
+                    raise
+                finally:
+                    if opened:
+                        quotas.close_stream(opened)
+                finish(method, start, "OK", None, found.sent)
+
+            return grpc.stream_stream_rpc_method_handler(
+                bidi, request_deserializer=None,
+                response_serializer=_or_bytes(handler.response_serializer))
         return handler
+
+
+def _opened_table(first: Any) -> str:
+    """The table a stream's first request opens (Play: ``open.table_id``)."""
+    opening = getattr(first, "open", None)
+    table_id: str = getattr(opening, "table_id", "") if opening is not None else ""
+    return table_id
+
+
+async def _decoded(first: Any, rest: AsyncIterator[bytes], parse: Callable[[bytes], Any]
+                   ) -> AsyncIterator[Any]:
+    """A stream's requests as messages: the first (already read), then the rest, each
+    decoded (bytes that are not the message: INVALID_ARGUMENT, the stream ends)."""
+    if first is None:
+        return
+    yield first
+    async for raw in rest:
+        yield parse(raw)
+
+
+def _async_bidi(behaviour: Any) -> Callable[[AsyncIterator[Any], Context], Awaitable[Any]]:
+    run: Callable[[AsyncIterator[Any], Context], Awaitable[Any]] = behaviour
+    return run
 
 
 def _async(behaviour: Any) -> Callable[[Any, Context], Awaitable[Any]]:

@@ -5,18 +5,20 @@ Nothing else lives here (the caller, quotas, routing, errors and logs are the ga
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import grpc
 import structlog
 from copas.v1 import copas_pb2, copas_pb2_grpc
 
-from engine import Action, ChooseMoon, Leave, PassCards, PlayCard
 from server import codec
 from server.errors import ServiceError
 from server.rpc import inputs
+from server.rpc.actions import decode_action
 from server.rpc.gateway import caller
+from server.rpc.play import PlayStream
+from server.rpc.quotas import Quotas
 from server.store.records import record_to_pb
 from server.tables.idempotency import JOIN_REQUEST_ID_MIN, fingerprint
 from server.tables.lobby import LobbyFilter, LobbySource
@@ -73,10 +75,13 @@ def _writer(context: Context) -> Callable[[Any], Awaitable[None]]:
 
 
 class CopasService(copas_pb2_grpc.CopasServiceServicer):
-    def __init__(self, registry: TableRegistry, lobby: LobbySource, records: Records) -> None:
+    def __init__(self, registry: TableRegistry, lobby: LobbySource, records: Records,
+                 quotas: Quotas) -> None:
         self.registry = registry
         self.lobby = lobby
         self.records = records
+        self.quotas = quotas
+        self.play_streams: set[PlayStream] = set()  # open Play streams (for the gauges)
 
     async def CreateTable(self, request: copas_pb2.CreateTableRequest, context: Context
                           ) -> copas_pb2.CreateTableResponse:
@@ -135,10 +140,9 @@ class CopasService(copas_pb2_grpc.CopasServiceServicer):
         await self.registry.durable(table)  # the seat is durable before the token is given
         return copas_pb2.JoinTableResponse(seat=seat, player_token=token, table=table.summary())
 
-    async def _act(self, request: Any, method: str, make: Callable[[int], Action],
-                   content: object = None) -> int:
-        """Authenticate, apply, and answer once the action is durable. ``content`` is what
-        the request means, for its request_id's fingerprint."""
+    async def _act(self, request: Any, method: str) -> int:
+        """Authenticate, apply, and answer once the action is durable."""
+        make, content = decode_action(method, request)
         table_id = _table_id(request)
         request_id = _request_id(request)
         token_hash = caller().token_hash
@@ -158,35 +162,40 @@ class CopasService(copas_pb2_grpc.CopasServiceServicer):
 
     async def PassCards(self, request: copas_pb2.PassCardsRequest, context: Context
                         ) -> copas_pb2.PassCardsResponse:
-        if len(request.cards) > 13:
-            raise ServiceError.invalid("a pass is exactly three different cards",
-                                       "PASS_NEEDS_THREE_CARDS")
-        cards = tuple(codec.card_from_pb(c) for c in request.cards)
-        sequence = await self._act(request, "PassCards", lambda seat: PassCards(seat, cards),
-                                   sorted(int(c) for c in cards))
-        return copas_pb2.PassCardsResponse(sequence=sequence)
+        return copas_pb2.PassCardsResponse(sequence=await self._act(request, "PassCards"))
 
     async def PlayCard(self, request: copas_pb2.PlayCardRequest, context: Context
                        ) -> copas_pb2.PlayCardResponse:
-        card = codec.card_from_pb(request.card)
-        sequence = await self._act(request, "PlayCard", lambda seat: PlayCard(seat, card),
-                                   int(card))
-        return copas_pb2.PlayCardResponse(sequence=sequence)
+        return copas_pb2.PlayCardResponse(sequence=await self._act(request, "PlayCard"))
 
     async def ChooseMoon(self, request: copas_pb2.ChooseMoonRequest, context: Context
                          ) -> copas_pb2.ChooseMoonResponse:
-        choice = codec.MOON_CHOICE_FROM_PB.get(request.choice)
-        if choice is None:
-            raise ServiceError.invalid("choice must be MOON_CHOICE_SUBTRACT_FROM_SELF or "
-                                       "MOON_CHOICE_ADD_TO_OTHERS", "INVALID_MOON_CHOICE")
-        sequence = await self._act(request, "ChooseMoon", lambda seat: ChooseMoon(seat, choice),
-                                   str(choice))
-        return copas_pb2.ChooseMoonResponse(sequence=sequence)
+        return copas_pb2.ChooseMoonResponse(sequence=await self._act(request, "ChooseMoon"))
 
     async def LeaveTable(self, request: copas_pb2.LeaveTableRequest, context: Context
                          ) -> copas_pb2.LeaveTableResponse:
-        sequence = await self._act(request, "LeaveTable", Leave)
-        return copas_pb2.LeaveTableResponse(sequence=sequence)
+        return copas_pb2.LeaveTableResponse(sequence=await self._act(request, "LeaveTable"))
+
+    async def Play(  # type: ignore[override]  # it writes its messages (context.write)
+            self, requests: AsyncIterator[copas_pb2.PlayRequest], context: Context) -> None:
+        first = await anext(requests, None)
+        if first is None or first.WhichOneof("kind") != "open":
+            raise ServiceError.invalid("a Play stream starts with `open` (the table)",
+                                       "INVALID_PLAY_STREAM")
+        opening = first.open
+        table_id = _table_id(opening)
+        if opening.after_sequence < 0:
+            raise ServiceError.invalid("after_sequence must not be negative",
+                                       "INVALID_SEQUENCE")
+        found = caller()
+        table, seat = self.registry.authenticate(found.token_hash, table_id)
+        structlog.contextvars.bind_contextvars(seat=seat)
+        stream = PlayStream(self.registry, self.quotas, table, seat, found, context)
+        self.play_streams.add(stream)
+        try:
+            await stream.run(requests, opening.after_sequence)
+        finally:
+            self.play_streams.discard(stream)
 
     async def WatchTable(  # type: ignore[override]  # it writes its messages (context.write)
             self, request: copas_pb2.WatchTableRequest, context: Context) -> None:
@@ -217,7 +226,7 @@ class CopasService(copas_pb2_grpc.CopasServiceServicer):
                 if watcher.needs_snapshot:
                     await write(copas_pb2.WatchTableResponse(event=table.snapshot(watcher, 0)))
                 while watcher.queue and not watcher.is_closed:
-                    await write(watcher.pop())  # a serialized WatchTableResponse
+                    await write(watcher.pop()[1])  # a serialized WatchTableResponse
         finally:
             table.remove_watcher(watcher)
 

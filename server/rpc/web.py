@@ -169,6 +169,12 @@ class Relay(copas_connect.CopasService):
     async def list_game_records(self, request: Any, ctx: Ctx, /) -> Any:
         return await self._unary("ListGameRecords", request, ctx)
 
+    def play(self, request: AsyncIterator[Any], ctx: Ctx, /) -> AsyncIterator[Any]:
+        """Connect over HTTP/1.1 has no bidirectional streams: a browser uses the unary calls
+        and WatchTable (or gRPC, over HTTP/2)."""
+        raise ConnectError(Code.UNIMPLEMENTED, "Play needs a bidirectional stream (gRPC over "
+                           "HTTP/2): on the web port use the unary calls and WatchTable")
+
     def _metadata(self, ctx: RequestContext[Any, Any]) -> tuple[tuple[str, str], ...]:
         metadata = [(FORWARDING_KEY, self.forwarding_key)]
         client = ctx.client_address

@@ -25,8 +25,9 @@ Staged = list[tuple[int, bytes]]  # (sequence, TableEvent without its view, seri
 
 
 class Watcher:
-    """One WatchTable stream: a bounded queue of serialized WatchTableResponse messages;
-    falling behind turns the backlog into a fresh snapshot."""
+    """One stream of a table's events (WatchTable or Play): a bounded queue of serialized
+    WatchTableResponse messages (the same bytes as a PlayResponse's event); falling behind
+    turns the backlog into a fresh snapshot."""
 
     __slots__ = ("close_error", "is_closed", "max_bytes", "max_messages", "needs_snapshot",
                  "queue", "queued_bytes", "seat", "seen", "token_hash", "wakeup")
@@ -37,7 +38,7 @@ class Watcher:
         self.token_hash = token_hash
         self.max_messages = max_messages
         self.max_bytes = max_bytes
-        self.queue: deque[bytes] = deque()
+        self.queue: deque[tuple[int, bytes]] = deque()  # (sequence, message)
         self.queued_bytes = 0
         self.wakeup = asyncio.Event()
         self.needs_snapshot = False
@@ -59,15 +60,16 @@ class Watcher:
             self.needs_snapshot = True
             self.wakeup.set()
             return False
-        self.queue.append(message)
+        self.queue.append((sequence, message))
         self.queued_bytes += size
         self.wakeup.set()
         return True
 
-    def pop(self) -> bytes:
-        message = self.queue.popleft()
+    def pop(self) -> tuple[int, bytes]:
+        """The oldest queued message, with its event's sequence."""
+        sequence, message = self.queue.popleft()
         self.queued_bytes -= len(message)
-        return message
+        return sequence, message
 
     def clear(self) -> None:
         self.queue.clear()

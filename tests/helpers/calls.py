@@ -197,3 +197,83 @@ async def drive(stub: copas_pb2_grpc.CopasServiceStub, table_id: str, tokens: di
         replica.apply(action)
         answers.append(answer)
     return answers
+
+
+class PlayStream:
+    """A Play stream read by a background task: ``events`` (TableEvents) and ``results``
+    (PlayResults) as they came, and ``order`` (each message's kind, in order)."""
+
+    def __init__(self, stub: copas_pb2_grpc.CopasServiceStub, table_id: str, token: str | None,
+                 after_sequence: int = 0) -> None:
+        self.call = stub.Play(metadata=auth(token) if token else None)
+        self.messages: list[copas_pb2.PlayResponse] = []
+        self.changed = asyncio.Condition()
+        self.error: grpc.aio.AioRpcError | None = None
+        self.opening = copas_pb2.PlayRequest(open=copas_pb2.WatchTableRequest(
+            table_id=table_id, after_sequence=after_sequence))
+        self.opened = asyncio.Event()  # the opening is written: actions may follow
+        self.task = asyncio.create_task(self._run())
+
+    async def _run(self) -> None:
+        try:
+            await self.call.write(self.opening)
+            self.opened.set()
+            async for response in self.call:
+                async with self.changed:
+                    self.messages.append(response)
+                    self.changed.notify_all()
+        except grpc.aio.AioRpcError as error:
+            self.error = error
+        except asyncio.InvalidStateError:  # the call ended while writing the opening
+            pass
+        async with self.changed:
+            self.changed.notify_all()
+
+    @property
+    def events(self) -> list[copas_pb2.TableEvent]:
+        return [m.event for m in self.messages if m.WhichOneof("kind") == "event"]
+
+    @property
+    def results(self) -> list[copas_pb2.PlayResult]:
+        return [m.result for m in self.messages if m.WhichOneof("kind") == "result"]
+
+    async def wait_for(self, predicate: Callable[[copas_pb2.PlayResponse], bool],
+                       start: int = 0, timeout: float = 10.0) -> copas_pb2.PlayResponse:
+        async def find() -> copas_pb2.PlayResponse:
+            async with self.changed:
+                index = start
+                while True:
+                    while index < len(self.messages):
+                        if predicate(self.messages[index]):
+                            return self.messages[index]
+                        index += 1
+                    if self.task.done():
+                        raise AssertionError(f"stream ended: {self.error}")
+                    await self.changed.wait()
+        return await asyncio.wait_for(find(), timeout)
+
+    async def wait_event(self, predicate: Callable[[copas_pb2.TableEvent], bool],
+                         timeout: float = 10.0) -> copas_pb2.TableEvent:
+        found = await self.wait_for(lambda m: m.WhichOneof("kind") == "event"
+                                    and predicate(m.event), timeout=timeout)
+        return found.event
+
+    async def send(self, **action: Any) -> None:
+        await asyncio.wait_for(self.opened.wait(), 10)
+        await self.call.write(copas_pb2.PlayRequest(**action))
+
+    async def act(self, timeout: float = 10.0, **action: Any) -> copas_pb2.PlayResult:
+        """Send one action and wait for its result (the next result on the stream)."""
+        count = len(self.results)
+        await self.send(**action)
+        await self.wait_for(lambda m: len(self.results) > count, timeout=timeout)
+        return self.results[count]
+
+    async def ended(self, timeout: float = 10.0) -> grpc.aio.AioRpcError | None:
+        await asyncio.wait_for(asyncio.shield(self.task), timeout)
+        return self.error
+
+    async def close(self) -> None:
+        self.call.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self.task
