@@ -132,8 +132,7 @@ class Config:
             min_timeout=self.min_timeout, max_point_limit=self.max_point_limit,
             max_hands_limit=self.max_hands_limit, allow_seed=self.allow_seed,
             bot_policy=self.bot_policy, rule_defaults=dict(self.rule_defaults),
-            watcher_queue=self.watcher_queue, keep_records=self.keep_records,
-            keep_records_days=self.keep_records_days)
+            watcher_queue=self.watcher_queue)
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,8 +165,6 @@ class RegistrySettings:
     bot_policy: str = "mc"
     rule_defaults: dict[str, float] = field(default_factory=dict)
     watcher_queue: int = 512  # the lobby streams' queues
-    keep_records: int = 0
-    keep_records_days: float = 0.0
 
 
 _TIMING = ("play_timeout", "pass_timeout", "moon_timeout", "trick_pause", "hand_pause")

@@ -325,7 +325,6 @@ async def fail_stop(running: RunningServer, failure: StorageFailed) -> None:
     running.failure = failure
     log.error("storage_failed", error=str(failure),
               detail="not serving; restart the server to recover from the log")
-    running.registry.is_accepting = False
     await running.health.enter_graceful_shutdown()
     running.registry.fail_all(ServiceError.storage_failed())
     running.failed.set()
@@ -343,7 +342,7 @@ async def _retention(records: Records, interval: float) -> None:
 
 async def shutdown(running: RunningServer, grace: float) -> None:
     """Health NOT_SERVING, refuse new tables, let running RPCs finish within ``grace``."""
-    running.registry.is_accepting = False
+    running.registry.stop_accepting()
     if running.page is not None:
         running.page.begin_stop()
     await running.health.enter_graceful_shutdown()

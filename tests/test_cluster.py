@@ -451,6 +451,36 @@ async def test_any_node_answers_lobby_joins_views_and_records(
         assert (held("copas_cluster_lobby_reads_cached") or 0) <= 3
 
 
+async def test_a_clusters_list_pages_show_every_table_once(postgres: Any) -> None:
+    """Pages follow the database's own (created, table id) order: no table twice, none
+    skipped, also when tables share a creation time or their time does not survive a
+    round trip through a Timestamp."""
+    dsn = fresh_database(postgres.dsn)
+    async with serving(database=dsn, node_id="a") as (_, stub):
+        await stub.ListTables(copas_pb2.ListTablesRequest())  # the schema is there
+        times = [1764590000.1234567, 1764590000.1234567, 1764590000.7654321,
+                 1764590001.3333333, 1764590001.3333333, 1764590001.3333333, 1764590002.9]
+        ids = [f"t_page{i}" for i in range(len(times))]
+        with psycopg.connect(dsn, autocommit=True) as db:
+            for table_id, created in zip(ids, times, strict=True):
+                summary = copas_pb2.TableSummary(table_id=table_id, display_name=table_id)
+                db.execute("INSERT INTO tables (table_id, created, meta, summary, lobby, "
+                           "preset, players) VALUES (%s, %s, '{}', %s, 'joinable', 'online', "
+                           "4)", (table_id, created, summary.SerializeToString()))
+        seen: list[str] = []
+        token = ""
+        for _ in range(10):
+            page = await stub.ListTables(copas_pb2.ListTablesRequest(page_size=2,
+                                                                     page_token=token))
+            seen += [t.table_id for t in page.tables]
+            token = page.next_page_token
+            if not token:
+                break
+        assert sorted(seen) == sorted(ids) and len(seen) == len(set(seen))
+        newest_first = sorted(zip(times, ids, strict=True), key=lambda r: (-r[0], r[1]))
+        assert seen == [table_id for _, table_id in newest_first]
+
+
 async def test_a_play_stream_through_another_node_is_relayed_as_one_stream(
         postgres: Any) -> None:
     """Players whose connection lands on a node that does not own their table play a whole

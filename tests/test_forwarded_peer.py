@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from server.rpc.peers import FORWARDED_FOR, FORWARDING_KEY, PeerTrust, trusted_networks
+from server.metadata import FORWARDED_FOR, FORWARDING_KEY
+from server.rpc.peers import PeerTrust, trusted_networks
 
 KEY = "k" * 43
 PROXIES = trusted_networks("10.0.0.0/8, 2001:db8:ffff::1")

@@ -164,13 +164,13 @@ async def test_a_failed_commit_is_never_acknowledged_and_the_server_stops(tmp_pa
             game = Game(rules_of(table), "42")
             seat = joins[0].seat
             cards = game.auto_action(seat).cards  # type: ignore[union-attr]
-            storage = running.store
+            store = running.store
 
             def disk_full(batch: Any) -> None:
                 raise sqlite3.OperationalError("database or disk is full")
 
             # Fault injection: the store's commit meets a full disk.
-            storage._commit = disk_full  # type: ignore[method-assign]
+            store._commit = disk_full  # type: ignore[method-assign]
             error = await refused(stub.PassCards(copas_pb2.PassCardsRequest(
                 table_id=table.table_id, cards=[card_pb(c) for c in cards]),
                 metadata=auth(joins[0].player_token)), grpc.StatusCode.UNAVAILABLE,

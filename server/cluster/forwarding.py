@@ -17,11 +17,10 @@ from typing import Any
 
 import grpc
 
-from server.cluster.routing import HOPS
 from server.errors import ServiceError
+from server.metadata import CLUSTER_KEY, FORWARDED_FOR, HOPS
 
 CALLS_PER_CONNECTION = 100  # relayed calls at once on one connection to another node
-CLUSTER_KEY = "x-copas-cluster-key"  # a node's word about the client (x-forwarded-for)
 Context = grpc.aio.ServicerContext[Any, Any]
 
 
@@ -60,7 +59,7 @@ class Forwarder:
     def _metadata(self, context: Context, client: str) -> tuple[tuple[str, str], ...]:
         carried = [(k, v) for k, v in context.invocation_metadata() or ()
                    if k == "authorization" and isinstance(v, str)]
-        return (*carried, ("x-forwarded-for", client), (CLUSTER_KEY, self.cluster_key),
+        return (*carried, (FORWARDED_FOR, client), (CLUSTER_KEY, self.cluster_key),
                 (HOPS, "1"))
 
     def _unreachable(self, address: str, table_id: str, own: _Connection) -> None:

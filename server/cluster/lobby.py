@@ -29,26 +29,31 @@ class ClusterLobby:
         self._reads: OrderedDict[LobbyFilter, tuple[
             float, asyncio.Future[list[copas_pb2.TableSummary]]]] = OrderedDict()
 
-    async def _summaries(self, wanted: LobbyFilter, limit: int, before: float | None = None
-                         ) -> list[copas_pb2.TableSummary]:
-        """Tables of every node matching ``wanted``, newest first."""
+    async def _rows(self, wanted: LobbyFilter, limit: int,
+                    after: paging.Position | None = None) -> list[tuple[float, str, bytes]]:
+        """Tables of every node matching ``wanted``, newest first, then by id."""
         await self._durable()  # this node's latest entries first
-        rows = await asyncio.to_thread(
+        return await asyncio.to_thread(
             self._store.summaries, only_joinable=wanted.only_joinable, preset=wanted.preset,
             players=wanted.players, include_finished=wanted.include_finished, limit=limit,
-            before_created=before)
-        return [copas_pb2.TableSummary.FromString(data) for _, data in rows]
+            after=after)
+
+    async def _summaries(self, wanted: LobbyFilter, limit: int
+                         ) -> list[copas_pb2.TableSummary]:
+        return [copas_pb2.TableSummary.FromString(data)
+                for _, _, data in await self._rows(wanted, limit)]
 
     async def page(self, size: int, token: str, wanted: LobbyFilter
                    ) -> tuple[list[copas_pb2.TableSummary], str]:
+        """A page by (creation time, table id) as the database holds them: the next page
+        starts exactly after the last table shown, however many tables share a moment."""
         size = paging.page_size(size)
-        position = paging.decode(token)
-        found = await self._summaries(wanted, size + 1,
-                                      position[0] if position is not None else None)
-        if len(found) <= size:
-            return found, ""
-        page = found[:size]
-        return page, paging.encode((page[-1].create_time.ToNanoseconds() / 1e9, ""))
+        rows = await self._rows(wanted, size + 1, paging.decode(token))
+        page = [copas_pb2.TableSummary.FromString(data) for _, _, data in rows[:size]]
+        if len(rows) <= size:
+            return page, ""
+        created, table_id, _ = rows[size - 1]
+        return page, paging.encode((created, table_id))
 
     async def _latest(self, wanted: LobbyFilter) -> list[copas_pb2.TableSummary]:
         """The filter's tables, read at most once a second however many watch (one more

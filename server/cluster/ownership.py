@@ -46,6 +46,10 @@ class Lease:
     def is_valid(self) -> bool:
         return time.monotonic() < self.deadline
 
+    def extend(self, deadline: float) -> None:
+        """A renewal's local deadline (``renew``) now holds."""
+        self.deadline = deadline
+
     def check(self) -> None:
         """:raises ServiceError: TABLE_MOVED while the lease is not known to hold."""
         if not self.is_valid():
@@ -64,7 +68,7 @@ class Takeovers:
 
     async def start(self) -> None:
         """The first renewal (before serving), then the renewals' and sweeps' tasks."""
-        self._lease.deadline = await self._lease.renew()
+        self._lease.extend(await self._lease.renew())
         loop = asyncio.get_running_loop()
         self._tasks = [loop.create_task(self._heartbeats()), loop.create_task(self._sweeps())]
 
@@ -79,7 +83,7 @@ class Takeovers:
             except Exception as exc:  # the database is away: the lease runs out by itself
                 log.error("lease_renewal_failed", error=str(exc)[:200])
                 continue
-            self._lease.deadline = deadline
+            self._lease.extend(deadline)
 
     async def _recheck(self) -> None:
         held = dict(self._store.epochs)

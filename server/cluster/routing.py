@@ -25,12 +25,12 @@ from copas.v1 import copas_pb2
 
 from server.cluster.ownership import Lease, Takeovers
 from server.errors import ServiceError
+from server.metadata import HOPS
 from server.store.postgres import Owner, PgStore
 from server.tables.registry import TableRegistry
 
 OWNER_SECONDS = 30.0  # a live owner, as read, is believed this long (or until a relay fails)
 OWNER_CACHE = 100_000  # owners and tokens' tables remembered
-HOPS = "x-copas-hops"  # a relayed call carries it: it is never relayed again
 
 
 class Route(enum.Enum):

@@ -16,10 +16,8 @@ from dataclasses import dataclass, field
 
 from server import tokens
 from server.errors import ServiceError
+from server.metadata import CLUSTER_KEY, FORWARDED_FOR, FORWARDING_KEY
 
-FORWARDED_FOR = "x-forwarded-for"
-FORWARDING_KEY = "x-copas-forwarding-key"  # the web bridge's
-CLUSTER_KEY = "x-copas-cluster-key"  # a node of the cluster vouching for the client
 Networks = tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]
 Metadata = Iterable[tuple[str, str | bytes]]
 

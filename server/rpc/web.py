@@ -5,7 +5,7 @@ own event loop).
 Each call is relayed to the server's own gRPC service on a loopback port, so quotas, errors,
 idempotency and authentication stay in one implementation, the gRPC one: the ``authorization``
 header goes along, the browser's address travels as ``x-forwarded-for`` with the process's
-forwarding key (``server.gateway`` believes it only then), and a gRPC error comes back as the
+forwarding key (``server.rpc.peers`` believes it only then), and a gRPC error comes back as the
 same Connect error: its code, its message and its google.rpc details byte for byte.
 """
 
@@ -35,7 +35,7 @@ from copas.v1.copas_connect import CopasServiceASGIApplication
 from google.rpc import status_pb2
 from protobuf.wkt import Any as ConnectAny
 
-from server.rpc.peers import FORWARDED_FOR, FORWARDING_KEY
+from server.metadata import FORWARDED_FOR, FORWARDING_KEY
 
 log = structlog.get_logger("copas.web")
 SERVICE = copas_pb2.DESCRIPTOR.services_by_name["CopasService"]

@@ -1,6 +1,6 @@
 """The store: each table's event log and the records of finished games, durable before the
-server answers. ``open_store`` picks one from the settings: in memory, SQLite in a data
-directory (the default), or a cluster's shared PostgreSQL."""
+server answers: in memory, SQLite in a data directory (the default, ``open_local_store``),
+or a cluster's shared PostgreSQL (``PgStore.open``)."""
 
 from __future__ import annotations
 

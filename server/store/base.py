@@ -33,6 +33,9 @@ from engine import (
 from engine.game import Game, HandResult, LeaverRecord
 from engine.record import RECORD_FORMAT
 
+APPLICATION = "copas"  # what a Copas database says it is
+
+
 # ---------------------------------------------------------------- errors
 
 

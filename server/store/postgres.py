@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from server.store.base import (
+    APPLICATION,
     Append,
     Batch,
     CreateTable,
@@ -40,9 +41,7 @@ from server.store.group_commit import GroupCommitStore
 from server.store.records import record_message, record_message_of_json
 from server.store.sqlite import SCHEMA_VERSION
 
-APPLICATION = "copas"
-
-# The same versions as the SQLite store's migrations (server/storage.py): version n means the
+# The same versions as the SQLite store's migrations (server/store/sqlite.py): version n means the
 # same tables and columns in both; version 4 adds what a cluster needs.
 MIGRATIONS: tuple[str, ...] = (
     """
@@ -469,23 +468,26 @@ class PgStore(GroupCommitStore[Write | ClusterWrite]):
         return None if row is None else (row[0], int(row[1]))
 
     def summaries(self, *, only_joinable: bool, preset: str, players: int,
-                  include_finished: bool, limit: int, before_created: float | None
-                  ) -> list[tuple[float, bytes]]:
-        """Tables' summaries for the lobby, newest first (from every node); an empty preset
-        or 0 players match any."""
+                  include_finished: bool, limit: int, after: tuple[float, str] | None
+                  ) -> list[tuple[float, str, bytes]]:
+        """Tables' summaries for the lobby, newest first, then by id (from every node),
+        after the position ``after`` (created, table_id) of a previous page; an empty preset
+        or 0 players match any. Returns (created, table_id, summary) rows."""
+        created, table_id = after if after is not None else (None, "")
         with self._read_lock:
             rows = self._reader.execute(
-                "SELECT created, summary FROM tables WHERE summary IS NOT NULL "
+                "SELECT created, table_id, summary FROM tables WHERE summary IS NOT NULL "
                 "AND (NOT %(joinable)s OR lobby = 'joinable') "
                 "AND (%(preset)s = '' OR preset = %(preset)s) "
                 "AND (%(players)s = 0 OR players = %(players)s) "
                 "AND (%(finished)s OR status = 'open') "
-                "AND (%(before)s::double precision IS NULL OR created < %(before)s) "
-                "ORDER BY created DESC LIMIT %(limit)s",
+                "AND (%(created)s::double precision IS NULL OR created < %(created)s "
+                "     OR (created = %(created)s AND table_id > %(table_id)s)) "
+                "ORDER BY created DESC, table_id ASC LIMIT %(limit)s",
                 {"joinable": only_joinable, "preset": preset, "players": players,
-                 "finished": include_finished, "before": before_created,
+                 "finished": include_finished, "created": created, "table_id": table_id,
                  "limit": limit}).fetchall()
-        return [(float(c), bytes(s)) for c, s in rows]
+        return [(float(c), str(t), bytes(s)) for c, t, s in rows]
 
     # -- records
     def get_record(self, record_id: str) -> bytes | None:

@@ -19,6 +19,7 @@ from pathlib import Path
 import structlog
 
 from server.store.base import (
+    APPLICATION,
     Append,
     Batch,
     CreateTable,
@@ -37,8 +38,6 @@ from server.store.records import record_message, record_message_of_json
 log = structlog.get_logger("copas.store")
 
 SCHEMA_VERSION = 3
-MEMORY_RECORDS = 10_000  # records the in-memory store keeps (the oldest go)
-APPLICATION = "copas"
 
 # Each migration takes the schema from version i to i + 1 (index 0: from nothing to 1).
 MIGRATIONS: tuple[str, ...] = (

@@ -5,9 +5,9 @@ where the server allows one."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from engine import Rules, RulesError
+from server.codec import RuleOverrides
 from server.config import BOT_POLICIES, RegistrySettings
 from server.errors import ServiceError, from_engine
 
@@ -22,7 +22,7 @@ class NewTable:
     bot_policy: str
 
 
-def check_new_table(settings: RegistrySettings, *, preset: str, overrides: dict[str, Any],
+def check_new_table(settings: RegistrySettings, *, preset: str, overrides: RuleOverrides,
                     bot_seats: int, bot_policy: str, has_seed: bool) -> NewTable:
     """:raises ServiceError: INVALID_ARGUMENT for rules, bots or a policy this server does not
     take; PERMISSION_DENIED for a seed where none is allowed."""

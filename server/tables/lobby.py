@@ -1,8 +1,9 @@
 """The lobby: which tables a client may want to see (ListTables), and the WatchLobby streams.
 
 ``LobbySource`` is what the service asks of a lobby, whoever keeps it: ``Lobby`` here, from
-this node's tables in memory, or a cluster's, from the shared database. Both page the same
-way and both mark a truncated snapshot.
+this node's tables in memory (paged by creation order), or a cluster's, from the shared
+database (paged by creation time and table id). Both use one page-token format and both
+mark a truncated snapshot.
 
 Here, a table's lobby key (phase, hand number, seats) is compared at the end of each of its
 steps, only while someone watches the lobby; a change is staged with the table's summary and

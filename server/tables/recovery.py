@@ -25,18 +25,14 @@ def rebuild(registry: TableRegistry, stored: StoredTable) -> Table:
     if stored.meta is None:
         raise ValueError(stored.error or "no table meta")
     table = registry.new_table(stored.table_id, stored.created, stored.meta)
-    table.is_replaying = True
     try:
-        if table.bot_seats == table.rules.players:
-            table.replay_start()
-        for position, text in stored.entries:
-            table.replay(loads(text), position)
+        table.replay_log([(position, loads(text)) for position, text in stored.entries],
+                         stored.sequence)
         if stored.is_finished and not table.is_finished:
             raise ValueError("the store says finished but the log does not end the game")
     except BaseException:
         registry.forget_replayed(table)
         raise
-    table.sequence = max(table.sequence, stored.sequence)
     return table
 
 

@@ -16,10 +16,10 @@ import itertools
 import secrets
 from collections import OrderedDict
 from collections.abc import Iterator
-from typing import Any
 
 import structlog
 
+from server.codec import RuleOverrides
 from server.config import RegistrySettings, TableSettings
 from server.errors import ServiceError, quote
 from server.observability import Metrics
@@ -120,7 +120,7 @@ class TableRegistry:
 
     # ------------------------------------------------------------ tables
 
-    def create(self, *, preset: str, overrides: dict[str, Any], bot_seats: int, name: str,
+    def create(self, *, preset: str, overrides: RuleOverrides, bot_seats: int, name: str,
                seed: str | None, request_id: str = "", fingerprint: str = "",
                bot_policy: str = "") -> Table:
         """A new table (or, for a retried request_id, the table it created)."""
@@ -242,7 +242,7 @@ class TableRegistry:
         for table in self._tables.values():  # oldest first
             if table.has_people and wanted.matches(table):
                 return table
-        overrides = {"players": players} if players is not None else {}
+        overrides: RuleOverrides = {"players": players} if players is not None else {}
         return self.create(preset=preset, overrides=overrides, bot_seats=0, name="", seed=None)
 
     def authenticate(self, token_hash: str | None, table_id: str) -> tuple[Table, int]:
@@ -292,9 +292,11 @@ class TableRegistry:
 
     def release(self, table_id: str, error: ServiceError | None = None) -> None:
         """Forget a table: its tokens stop working, its streams end, its log goes."""
+        if table_id not in self._tables:
+            return
+        self.store.release_table(table_id)  # refused once the store failed: nothing changes
         table = self._let_go(table_id, error, is_ours=True)
         if table is not None:
-            self.store.release_table(table.id)
             self._delivery.kick()
             table.log.debug("table_released")
 
@@ -342,8 +344,17 @@ class TableRegistry:
         for table in self._tables.values():
             table.release()
 
-    def fail_all(self, error: ServiceError) -> None:
-        """The store failed: nothing more is accepted, every stream ends with ``error``."""
+    def stop_accepting(self) -> None:
+        """The server is stopping: no new tables or seats."""
         self.is_accepting = False
+
+    def fail_all(self, error: ServiceError) -> None:
+        """The store failed: nothing more is accepted or released (memory stays as the log
+        has it), every stream ends with ``error``."""
+        self.is_accepting = False
+        self._delivery.stop()
+        for handle in self._release_handles.values():
+            handle.cancel()
+        self._release_handles.clear()
         for table in list(self._tables.values()):
             table.release(error)

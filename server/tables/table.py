@@ -815,6 +815,21 @@ class Table:
 
     # ------------------------------------------------------------ recovery
 
+    def replay_log(self, entries: list[tuple[int, Entry]], shown: int) -> None:
+        """Rebuild the table from its log: each entry (with its position) through the code
+        that wrote it, with ``is_replaying`` set; ``shown`` is the highest sequence the table
+        had shown (events never logged, connections, keep their numbers). The table stays
+        replaying until ``resume_after_recovery``.
+
+        :raises ReplayMismatch: an entry does not fit the table (and engine errors alike).
+        """
+        self.is_replaying = True
+        if self.bot_seats == self.rules.players:  # a table of bots started when it was made
+            self._step(self._start)
+        for position, entry in entries:
+            self.replay(entry, position)
+        self.sequence = max(self.sequence, shown)
+
     def replay(self, entry: Entry, position: int) -> None:
         """Re-apply one log entry (at ``position`` in the log) through the code that wrote
         it (``is_replaying`` set)."""
@@ -855,10 +870,6 @@ class Table:
         memory[request_id] = Remembered(fingerprint, answer)
         while len(memory) > REQUEST_MEMORY:
             memory.popitem(last=False)
-
-    def replay_start(self) -> None:
-        """Replaying a table of bots: its game started when it was made."""
-        self._step(self._start)
 
     def resume_after_recovery(self, finished_at: float | None) -> None:
         """After a replay: timers resume from the stored times (at once when past), bots
