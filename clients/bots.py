@@ -18,14 +18,16 @@ import argparse
 import asyncio
 import contextlib
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 
 import grpc
 from copas.v1 import cards_pb2, copas_pb2, copas_pb2_grpc
 
 from clients.common import (
     Player,
+    Transport,
     add_server_arguments,
+    add_transport_argument,
     channel,
     connection,
     error_reason,
@@ -33,7 +35,7 @@ from clients.common import (
     is_over,
     join,
     must_act,
-    watch,
+    seat_stream,
     zero_timing,
 )
 
@@ -88,6 +90,7 @@ class Policy:
     def __init__(self, choose_view: Choose, seed: int | None = None) -> None:
         self.choose_view = choose_view
         self.rng = random.Random(seed)
+        self.last_view = copas_pb2.TableView()  # the latest view the stream showed
 
     def observe(self, event: copas_pb2.TableEvent) -> None:
         """Every event of the stream, in order (snapshots included)."""
@@ -127,39 +130,49 @@ def register_policy(name: str, factory: PolicyFactory,
 
 
 async def run_bot(player: Player, policy: str = "greedy", seed: int | None = None,
-                  on_event: Callable[[copas_pb2.TableEvent], None] | None = None
-                  ) -> copas_pb2.TableView:
+                  on_event: Callable[[copas_pb2.TableEvent], None] | None = None,
+                  transport: Transport = "play") -> copas_pb2.TableView:
     """Play one seat until the game is over; return the last view."""
     bot = POLICIES[policy](seed)
     acted: set[tuple[int, ...]] = set()
     view = copas_pb2.TableView()
     try:
-        async for event in watch(player.stub, player.table_id, player.token):
-            view = event.view
-            bot.observe(event)
-            if on_event:
-                on_event(event)
-            if is_game_over(event):
-                break
-            if is_over(view):
-                continue  # the game's last events are on their way: wait for game_over
-            # Act once per decision: the stream may still hold older views of the same one.
-            key = decision_key(view)
-            if not must_act(view) or key in acted:
-                continue
-            acted.add(key)
-            try:
-                await take_turn(player, view, bot)
-            except grpc.aio.AioRpcError as error:
-                # A stale view (the turn moved on, a pause began): the next view decides.
-                if error.code() != grpc.StatusCode.FAILED_PRECONDITION:
-                    raise
-                if error_reason(error) not in {"NOT_YOUR_TURN", "TABLE_PAUSED", "WRONG_PHASE",
-                                               "ALREADY_PASSED", "NOT_THE_SHOOTER"}:
-                    raise
+        async with seat_stream(player, transport) as events:
+            await _play(player, bot, events, acted, on_event)
+            view = bot.last_view
     finally:
         bot.close()
     return view
+
+
+async def _play(player: Player, bot: Policy, events: AsyncIterator[copas_pb2.TableEvent],
+                acted: set[tuple[int, ...]],
+                on_event: Callable[[copas_pb2.TableEvent], None] | None) -> None:
+    """Follow the seat's events, acting once per decision, until the game is over."""
+    async for event in events:
+        view = event.view
+        bot.last_view = view
+        bot.observe(event)
+        if on_event:
+            on_event(event)
+        if is_game_over(event):
+            break
+        if is_over(view):
+            continue  # the game's last events are on their way: wait for game_over
+        # Act once per decision: the stream may still hold older views of the same one.
+        key = decision_key(view)
+        if not must_act(view) or key in acted:
+            continue
+        acted.add(key)
+        try:
+            await take_turn(player, view, bot)
+        except grpc.aio.AioRpcError as error:
+            # A stale view (the turn moved on, a pause began): the next view decides.
+            if error.code() != grpc.StatusCode.FAILED_PRECONDITION:
+                raise
+            if error_reason(error) not in {"NOT_YOUR_TURN", "TABLE_PAUSED", "WRONG_PHASE",
+                                           "ALREADY_PASSED", "NOT_THE_SHOOTER"}:
+                raise
 
 
 async def take_turn(player: Player, view: copas_pb2.TableView, bot: Policy) -> None:
@@ -200,7 +213,8 @@ async def bots_main(args: argparse.Namespace) -> int:
             players.append(await join(bot_stub, table_id, f"{args.policy}-bot-{i + 1}"))
         print(f"{len(players)} {args.policy} bots joined table {table_id} "
               f"(seats {', '.join(str(p.seat) for p in players)})", flush=True)
-        views = await asyncio.gather(*(run_bot(p, args.policy, seed=args.seed + i)
+        views = await asyncio.gather(*(run_bot(p, args.policy, seed=args.seed + i,
+                                               transport=args.transport)
                                        for i, p in enumerate(players)))
         print_standings(views[0])
     return 0
@@ -225,6 +239,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--policy", choices=sorted(POLICIES), default="greedy",
                         help="how the bots play (mc: the strong one)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the bots' random choices")
+    add_transport_argument(parser)
 
 
 def legal_only(view: copas_pb2.TableView, chosen: Sequence[cards_pb2.Card]) -> bool:

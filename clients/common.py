@@ -1,12 +1,16 @@
 """What every Copas client needs: a channel, a player's credentials, cards as text, and a
-table stream that reconnects by itself. Imports only grpc, the generated copas.v1 code and
-the google.rpc messages a refusal carries."""
+seat's stream that reconnects by itself: by default one Play stream (actions in, events and
+results out), or, with ``--transport unary``, WatchTable for the events and a unary call per
+action. Imports only grpc, the generated copas.v1 code and the google.rpc messages a refusal
+carries."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import uuid
+from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -82,14 +86,153 @@ ActionResponse = (copas_pb2.PlayCardResponse | copas_pb2.PassCardsResponse
                   | copas_pb2.ChooseMoonResponse | copas_pb2.LeaveTableResponse)
 
 
+Transport = Literal["play", "unary"]
+TRANSPORTS: tuple[Transport, ...] = ("play", "unary")
+
+
+def play_request(request: ActionRequest) -> copas_pb2.PlayRequest:
+    """An action's request as a message of a Play stream."""
+    message = copas_pb2.PlayRequest()
+    if isinstance(request, copas_pb2.PlayCardRequest):
+        message.play_card.CopyFrom(request)
+    elif isinstance(request, copas_pb2.PassCardsRequest):
+        message.pass_cards.CopyFrom(request)
+    elif isinstance(request, copas_pb2.ChooseMoonRequest):
+        message.choose_moon.CopyFrom(request)
+    else:
+        message.leave_table.CopyFrom(request)
+    return message
+
+
+def refusal(status: status_pb2.Status) -> grpc.aio.AioRpcError:
+    """A refused action on a Play stream as the error its unary call would raise (the same
+    code, message and google.rpc details), so callers handle both alike."""
+    code = next((c for c in grpc.StatusCode if c.value[0] == status.code),
+                grpc.StatusCode.UNKNOWN)
+    return grpc.aio.AioRpcError(code, grpc.aio.Metadata(), grpc.aio.Metadata(
+        ("grpc-status-details-bin", status.SerializeToString())), status.message)
+
+
+class PlaySession:
+    """A seated player's Play stream: ``events()`` yields the seat's events; ``act`` sends an
+    action and returns its result (a refusal raises as the unary call would). When the
+    connection drops it opens a new stream from the last sequence seen; actions waiting for
+    their result then fail with UNAVAILABLE, and a retry with the same request_id is applied
+    once (``Player._call`` retries)."""
+
+    def __init__(self, stub: copas_pb2_grpc.CopasServiceStub, table_id: str, token: str,
+                 retries: int = 20) -> None:
+        self.stub = stub
+        self.table_id = table_id
+        self.token = token
+        self.retries = retries
+        self.after = 0  # the last sequence seen: a new stream resumes after it
+        self.results = 0  # results received
+        self._events: asyncio.Queue[copas_pb2.TableEvent | BaseException | None] = \
+            asyncio.Queue()
+        self._pending: deque[asyncio.Future[copas_pb2.PlayResult]] = deque()
+        self._ready = asyncio.Event()  # a stream is open: actions may go
+        self._sending = asyncio.Lock()
+        self._call: grpc.aio.StreamStreamCall[copas_pb2.PlayRequest,
+                                              copas_pb2.PlayResponse] | None = None
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(self._run())
+
+    def _fail_pending(self, error: BaseException) -> None:
+        while self._pending:
+            waiting = self._pending.popleft()
+            if not waiting.done():
+                waiting.set_exception(error)
+
+    async def _run(self) -> None:
+        failures = 0
+        metadata = (("authorization", f"Bearer {self.token}"),)
+        try:
+            while True:
+                call = self._call = self.stub.Play(metadata=metadata)
+                try:
+                    await call.write(copas_pb2.PlayRequest(open=copas_pb2.WatchTableRequest(
+                        table_id=self.table_id, after_sequence=self.after)))
+                    self._ready.set()
+                    async for response in call:
+                        failures = 0
+                        if response.WhichOneof("kind") == "event":
+                            self.after = response.event.sequence
+                            self._events.put_nowait(response.event)
+                        elif self._pending:
+                            self.results += 1
+                            waiting = self._pending.popleft()
+                            if not waiting.done():
+                                waiting.set_result(response.result)
+                    self._events.put_nowait(None)  # the stream ended: the table is gone
+                    return
+                except grpc.aio.AioRpcError as error:
+                    self._ready.clear()
+                    self._fail_pending(error)
+                    if error.code() not in RETRYABLE or failures >= self.retries:
+                        self._events.put_nowait(error)
+                        return
+                    failures += 1
+                    await asyncio.sleep(min(0.2 * 2 ** failures, 3.0))
+                finally:
+                    call.cancel()
+        finally:
+            self._ready.clear()
+            self._fail_pending(grpc.aio.AioRpcError(
+                grpc.StatusCode.UNAVAILABLE, grpc.aio.Metadata(), grpc.aio.Metadata(),
+                "the Play stream closed"))
+
+    async def events(self) -> AsyncIterator[copas_pb2.TableEvent]:
+        while True:
+            item = await self._events.get()
+            if item is None:
+                return
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+
+    async def act(self, method: str, request: ActionRequest) -> copas_pb2.PlayResult:
+        """Send one action (``method``: its unary call's name) and wait for its result."""
+        await asyncio.wait_for(self._ready.wait(), 30)
+        loop = asyncio.get_running_loop()
+        async with self._sending:  # results come in the order the actions went
+            waiting: asyncio.Future[copas_pb2.PlayResult] = loop.create_future()
+            self._pending.append(waiting)
+            assert self._call is not None
+            try:
+                await self._call.write(play_request(request))
+            except (grpc.aio.AioRpcError, asyncio.InvalidStateError, grpc.aio.UsageError):
+                with contextlib.suppress(ValueError):
+                    self._pending.remove(waiting)
+                raise grpc.aio.AioRpcError(grpc.StatusCode.UNAVAILABLE, grpc.aio.Metadata(),
+                                           grpc.aio.Metadata(), "the Play stream dropped"
+                                           ) from None
+        result = await waiting
+        if result.HasField("error"):
+            raise refusal(result.error)
+        return result
+
+    async def close(self) -> None:
+        if self._call is not None:
+            self._call.cancel()
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+
+
 @dataclass
 class Player:
-    """A seat at a table: its token authenticates every action."""
+    """A seat at a table: its token authenticates every action. With a ``session`` (a Play
+    stream) its actions go on that stream; without one, each is a unary call."""
 
     stub: copas_pb2_grpc.CopasServiceStub
     table_id: str
     seat: int
     token: str
+    session: PlaySession | None = None
 
     @property
     def metadata(self) -> tuple[tuple[str, str], ...]:
@@ -109,13 +252,18 @@ class Player:
                     ) -> copas_pb2.LeaveTableResponse: ...
 
     async def _call(self, method: str, request: ActionRequest) -> ActionResponse:
-        """Call an action RPC; on UNAVAILABLE retry with the same request_id (applied once)."""
+        """Act (on the Play stream, or by the unary call); on UNAVAILABLE retry with the same
+        request_id (applied once)."""
         # The overloads tie each method name to its request and response types.
         rpc: Callable[..., Awaitable[ActionResponse]] = getattr(self.stub, method)
         request.request_id = uuid.uuid4().hex
         delay = 0.2
         for attempt in range(8):
             try:
+                if self.session is not None:
+                    result = await self.session.act(method, request)
+                    answer: ActionResponse = _RESPONSES[method](sequence=result.sequence)
+                    return answer
                 return await rpc(request, metadata=self.metadata)
             except grpc.aio.AioRpcError as error:
                 asked = retry_delay(error)  # over a quota: wait as the server says
@@ -141,6 +289,35 @@ class Player:
     async def leave(self) -> copas_pb2.LeaveTableResponse:
         return await self._call("LeaveTable", copas_pb2.LeaveTableRequest(
             table_id=self.table_id))
+
+
+_RESPONSES: dict[str, Callable[..., ActionResponse]] = {
+    "PlayCard": copas_pb2.PlayCardResponse, "PassCards": copas_pb2.PassCardsResponse,
+    "ChooseMoon": copas_pb2.ChooseMoonResponse, "LeaveTable": copas_pb2.LeaveTableResponse}
+
+
+@contextlib.asynccontextmanager
+async def seat_stream(player: Player, transport: Transport = "play"
+                      ) -> AsyncIterator[AsyncIterator[copas_pb2.TableEvent]]:
+    """The seat's events, for as long as the block runs: on a Play stream that also carries
+    the player's actions (``play``), or on WatchTable (``unary``: actions are calls)."""
+    if transport == "unary":
+        yield watch(player.stub, player.table_id, player.token)
+        return
+    session = PlaySession(player.stub, player.table_id, player.token)
+    session.start()
+    player.session = session
+    try:
+        yield session.events()
+    finally:
+        player.session = None
+        await session.close()
+
+
+def add_transport_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--transport", choices=TRANSPORTS, default="play",
+                        help="play: one Play stream per seat (actions in, events out); "
+                             "unary: WatchTable and a call per action")
 
 
 @dataclass(frozen=True)

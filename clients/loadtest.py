@@ -18,7 +18,7 @@ import multiprocessing
 import os
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from multiprocessing.context import BaseContext
 from multiprocessing.queues import Queue
@@ -32,16 +32,19 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from clients.bots import POLICIES, POLICY_SETUP, decision_key, take_turn
+from clients.bots import POLICIES, POLICY_SETUP, Policy, decision_key, take_turn
 from clients.common import (
     Connection,
     Player,
+    Transport,
     add_server_arguments,
+    add_transport_argument,
     channel,
     connection,
     is_game_over,
     is_over,
     must_act,
+    seat_stream,
     zero_timing,
 )
 
@@ -79,6 +82,7 @@ class Plan:
     setup: tuple[Callable[[], None], ...] = ()
     move_interval: float = 0.0  # seconds a bot waits before each move (0: at once)
     via: Connection | None = None  # players act and watch through this address (a node)
+    transport: Transport = "play"  # a Play stream per seat, or unary calls and WatchTable
 
 
 class Counters:
@@ -102,6 +106,7 @@ class Report(TypedDict):
     """What a load test measured (``--json`` prints it as one object)."""
 
     server: str
+    transport: str
     tables: int
     players: int
     preset: str
@@ -119,45 +124,47 @@ class Report(TypedDict):
     server_cpu_ms_per_move: float | None
 
 
-async def play_seat(player: Player, channel_stub: copas_pb2_grpc.CopasServiceStub,
-                    results: Results, counters: Counters, seed: int, policy: str,
-                    move_interval: float = 0.0) -> None:
+async def play_seat(player: Player, results: Results, counters: Counters, seed: int,
+                    policy: str, move_interval: float = 0.0, transport: Transport = "play"
+                    ) -> None:
     bot = POLICIES[policy](seed)
-    acted: set[tuple[int, ...]] = set()
-    call = channel_stub.WatchTable(copas_pb2.WatchTableRequest(table_id=player.table_id),
-                                   metadata=player.metadata)
     try:
-        async for response in call:
-            event = response.event
-            bot.observe(event)
-            if event.WhichOneof("kind") == "card_played" and event.card_played.seat != player.seat:
-                results.view_latency.append(time.time() - event.time.ToNanoseconds() / 1e9)
-            view = event.view
-            if is_game_over(event):
-                return
-            if is_over(view):
-                continue
-            key = decision_key(view)
-            if not must_act(view) or key in acted:
-                continue
-            acted.add(key)
-            if move_interval:  # a human pace: the table moves once per interval
-                await asyncio.sleep(move_interval)
-            is_play = view.phase == copas_pb2.PHASE_PLAYING
-            start = time.perf_counter()
-            try:
-                await take_turn(player, view, bot)
-            except grpc.aio.AioRpcError as error:
-                results.errors[error.code().name] += 1
-                continue
-            if is_play:
-                results.play_latency.append(time.perf_counter() - start)
-                results.moves += 1
-                with counters.moves.get_lock():
-                    counters.moves.value += 1
+        async with seat_stream(player, transport) as events:
+            await _play(player, bot, events, results, counters, move_interval)
     finally:
         bot.close()
-        call.cancel()
+
+
+async def _play(player: Player, bot: Policy, events: AsyncIterator[copas_pb2.TableEvent],
+                results: Results, counters: Counters, move_interval: float) -> None:
+    acted: set[tuple[int, ...]] = set()
+    async for event in events:
+        bot.observe(event)
+        if event.WhichOneof("kind") == "card_played" and event.card_played.seat != player.seat:
+            results.view_latency.append(time.time() - event.time.ToNanoseconds() / 1e9)
+        view = event.view
+        if is_game_over(event):
+            return
+        if is_over(view):
+            continue
+        key = decision_key(view)
+        if not must_act(view) or key in acted:
+            continue
+        acted.add(key)
+        if move_interval:  # a human pace: the table moves once per interval
+            await asyncio.sleep(move_interval)
+        is_play = view.phase == copas_pb2.PHASE_PLAYING
+        start = time.perf_counter()
+        try:
+            await take_turn(player, view, bot)
+        except grpc.aio.AioRpcError as error:
+            results.errors[error.code().name] += 1
+            continue
+        if is_play:
+            results.play_latency.append(time.perf_counter() - start)
+            results.moves += 1
+            with counters.moves.get_lock():
+                counters.moves.value += 1
 
 
 async def run_table_slot(plan: Plan, slot: int, results: Results, counters: Counters,
@@ -194,10 +201,11 @@ async def run_table_slot(plan: Plan, slot: int, results: Results, counters: Coun
                 await asyncio.sleep(0.1)
                 continue
             results.games_started += 1
-            seats = [asyncio.create_task(play_seat(p, playing[i], results, counters,
+            seats = [asyncio.create_task(play_seat(p, results, counters,
                                                    seed=slot * 1000 + game * 10 + i,
                                                    policy=plan.policy,
-                                                   move_interval=plan.move_interval))
+                                                   move_interval=plan.move_interval,
+                                                   transport=plan.transport))
                      for i, p in enumerate(players)]
             game += 1
             timeout = max(0.0, plan.deadline - time.time()) if plan.deadline else None
@@ -332,7 +340,8 @@ async def loadtest_main(args: argparse.Namespace) -> int:
             games = args.games // processes + (p < args.games % processes)
         via = dataclasses.replace(connection(args), server=args.via) if args.via else None
         plans.append(Plan(connection(args), tables, args.players, args.preset, args.policy,
-                          deadline, games, tuple(POLICY_SETUP), args.move_interval, via))
+                          deadline, games, tuple(POLICY_SETUP), args.move_interval, via,
+                          args.transport))
     # Every local process serving the port (--workers' nodes), and --via's.
     pids = list(dict.fromkeys(server_pids(args.server)
                               + (server_pids(args.via) if args.via else [])))
@@ -370,7 +379,8 @@ async def loadtest_main(args: argparse.Namespace) -> int:
     if cpu_before is not None and cpu_after is not None and results.moves:
         cpu_per_move = round((cpu_after - cpu_before) * 1000 / results.moves, 4)
     report: Report = {
-        "server": args.server, "tables": args.tables, "players": args.players,
+        "server": args.server, "transport": args.transport, "tables": args.tables,
+        "players": args.players,
         "preset": args.preset, "processes": processes, "duration_s": round(elapsed, 3),
         "games_started": results.games_started, "games_finished": results.games_finished,
         "games_unfinished": results.games_unfinished, "moves": results.moves,
@@ -425,3 +435,4 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--move-interval", type=float, default=0.0,
                         help="seconds each bot waits before a move: a table moves about once "
                              "per interval (a human pace; 0 = at once)")
+    add_transport_argument(parser)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import signal
 import sys
 import threading
@@ -20,7 +21,9 @@ from rich.console import Console
 
 from clients.common import (
     Player,
+    Transport,
     add_server_arguments,
+    add_transport_argument,
     card_key,
     channel,
     connection,
@@ -31,7 +34,7 @@ from clients.common import (
     parse_card,
     pass_target,
     pretty,
-    watch,
+    seat_stream,
 )
 from clients.render import event_line, name_of, render, seconds_left, sorted_hand
 
@@ -57,26 +60,32 @@ class Lines:
 
 
 class Session:
-    def __init__(self, console: Console, player: Player, lines: Lines) -> None:
+    def __init__(self, console: Console, player: Player, lines: Lines,
+                 transport: Transport = "play") -> None:
         self.console = console
         self.player = player
         self.lines = lines
+        self.transport = transport
         self.view = copas_pb2.TableView()
         self.changed = asyncio.Event()
         self.done = False
+        self.finished = asyncio.Event()  # the session is over: the stream may close
 
     async def follow(self) -> None:
-        """Print what happens; keep the newest view."""
-        async for event in watch(self.player.stub, self.player.table_id, self.player.token):
-            line = event_line(event)
-            if line is not None:
-                self.console.print(line)
-            self.view = event.view
+        """Print what happens; keep the newest view (the seat's actions go on the same stream
+        with the default transport)."""
+        async with seat_stream(self.player, self.transport) as events:
+            async for event in events:
+                line = event_line(event)
+                if line is not None:
+                    self.console.print(line)
+                self.view = event.view
+                self.changed.set()
+                if is_game_over(event):
+                    break
+            self.done = True
             self.changed.set()
-            if is_game_over(event):
-                break
-        self.done = True
-        self.changed.set()
+            await self.finished.wait()  # the stream stays open while the last words go
 
     def decision(self) -> tuple[int, ...]:
         v = self.view
@@ -125,9 +134,12 @@ class Session:
                     self.console.print("input closed: leaving you connected to the timeouts")
                     return 0
                 answered.add(decision)
-            await follower
         finally:
-            follower.cancel()
+            self.finished.set()
+            if not self.done:  # left, or input closed: the stream goes with the session
+                follower.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await follower
         self.console.print(render(self.view, f"table {self.player.table_id}"))
         return 0
 
@@ -247,7 +259,7 @@ async def play_main(args: argparse.Namespace) -> int:
             return 1
         console.print(f"You are {args.name}, seat {player.seat} at table {table_id}. "
                       "Ctrl-C to leave.")
-        return await Session(console, player, lines).run()
+        return await Session(console, player, lines, args.transport).run()
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -255,3 +267,4 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--table", help="join this table instead of creating one with bots")
     parser.add_argument("--name", default="You")
     parser.add_argument("--preset", default="online", help="preset of a created table")
+    add_transport_argument(parser)

@@ -14,15 +14,20 @@ import grpc
 import pytest
 
 from clients import bots, common
-from tests.helpers.servers import ServerProcess, clients_server, free_port
+from tests.helpers.servers import ServerProcess, clients_server, free_port, metric
 from tests.helpers.terminal import PROMPT, Terminal, copas
 
 
 @pytest.fixture(scope="module")
-def server_address(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     with clients_server(tmp_path_factory.mktemp("data")) as server:
-        yield server.address
+        yield server
         server.stop()
+
+
+@pytest.fixture
+def server_address(served: ServerProcess) -> str:
+    return served.address
 
 
 
@@ -83,11 +88,16 @@ def test_ctrl_c_leaves_after_confirmation(server_address: str) -> None:
     assert term.exit_code() == 0
 
 
-@pytest.mark.parametrize("players", [3, 4, 5])
-def test_bots_finish_a_game(server_address: str, players: int) -> None:
+@pytest.mark.parametrize(("players", "transport"), [(3, "play"), (4, "unary"), (5, "play")])
+def test_bots_finish_a_game(served: ServerProcess, players: int, transport: str) -> None:
+    server_address = served.address
+    before = metric(served, "copas_rpc_duration_seconds_count", method="PlayCard", code="OK")
     done = copas("bot", "--server", server_address, "--create", "--seats", str(players),
                  "--players", str(players), "--preset", "quick", "--policy",
-                 "random" if players == 4 else "greedy")
+                 "random" if players == 4 else "greedy", "--transport", transport)
+    unary_plays = metric(served, "copas_rpc_duration_seconds_count", method="PlayCard",
+                         code="OK") - before
+    assert (unary_plays > 0) == (transport == "unary")  # Play carries the moves otherwise
     assert done.returncode == 0, done.stderr
     assert "final standings:" in done.stdout
     places = re.findall(r"^\s+(\d)\. .*: (\d+) points$", done.stdout, re.M)
@@ -112,11 +122,16 @@ async def test_copas_bot_closes_every_channel_it_opens(server_address: str,
     assert all(c.get_state() is grpc.ChannelConnectivity.SHUTDOWN for c in opened)
 
 
-def test_a_ten_second_load_test_accounts_for_every_game(server_address: str) -> None:
-    done = copas("loadtest", "--server", server_address, "--tables", "6", "--duration", "10",
-                 "--processes", "2", "--json", timeout=120)
+@pytest.mark.parametrize("transport", ["play", "unary"])
+def test_a_load_test_accounts_for_every_game(served: ServerProcess, transport: str) -> None:
+    plays = metric(served, "copas_stream_duration_seconds_count", method="Play")
+    done = copas("loadtest", "--server", served.address, "--tables", "6", "--duration", "6",
+                 "--processes", "2", "--json", "--transport", transport, timeout=120)
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
+    assert report["transport"] == transport
+    streams = metric(served, "copas_stream_duration_seconds_count", method="Play") - plays
+    assert (streams > 0) == (transport == "play")
     assert report["errors"] == {}
     assert report["games_finished"] > 0 and report["moves"] > 0
     assert report["games_started"] == report["games_finished"] + report["games_unfinished"]

@@ -153,6 +153,7 @@ class ServerProcess:
                  env: dict[str, str] | None = None, wrapper: Sequence[str] = ()) -> None:
         self.port = port if port is not None else free_port()
         self.address = f"127.0.0.1:{self.port}"
+        self.metrics_port = 0
         self.log_path: Path | None = None
         log_file: IO[str] | int = subprocess.DEVNULL
         if log_dir is not None:
@@ -205,9 +206,32 @@ class ServerProcess:
 
 def clients_server(data_dir: Path) -> ServerProcess:
     """The server the reference clients' tests play against: no pauses, no per-client
-    quotas (the tests' clients all come from loopback), warnings only."""
-    return ServerProcess("--trick-pause", "0", "--hand-pause", "0", "--log-level", "warning",
-                         "--data-dir", str(data_dir), "--unlimited-quotas")
+    quotas (the tests' clients all come from loopback), warnings only, metrics on
+    ``server.metrics_port``."""
+    metrics = free_port()
+    server = ServerProcess("--trick-pause", "0", "--hand-pause", "0", "--log-level", "warning",
+                           "--data-dir", str(data_dir), "--unlimited-quotas",
+                           "--metrics-port", str(metrics), "--metrics-host", "127.0.0.1")
+    server.metrics_port = metrics
+    return server
+
+
+def metric(server: ServerProcess, name: str, **labels: str) -> float:
+    """The sum of a server process's samples of ``name`` that have ``labels`` (0 when it
+    has none yet)."""
+    import urllib.request
+
+    with urllib.request.urlopen(f"http://127.0.0.1:{server.metrics_port}/metrics",
+                                timeout=10) as answer:
+        text = answer.read().decode()
+    wanted = [f'{k}="{v}"' for k, v in labels.items()]
+    total = 0.0
+    for line in text.splitlines():
+        key, _, value = line.rpartition(" ")
+        metric_name, _, rest = key.partition("{")
+        if metric_name == name and all(w in rest.rstrip("}").split(",") for w in wanted):
+            total += float(value)
+    return total
 
 
 def run_server(*flags: str, timeout: float = 60, wrapper: Sequence[str] = (),
