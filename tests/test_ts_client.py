@@ -1,14 +1,19 @@
 """The TypeScript client (clients/ts, Connect's gRPC transport in Node) against a real server
-on loopback: it plays a whole game from its views and decodes the ErrorInfo of a refused move.
-`make test` builds it first (`make ts`); without Node.js or the build this test fails."""
+on loopback: it plays a whole game from its views and decodes the ErrorInfo of a refused move,
+over one Play stream (its default) and over unary calls with WatchTable (--transport unary);
+the server's metrics show which of the two it used. `make test` builds it first (`make ts`);
+without Node.js or the build this test fails."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 import shutil
+import time
 from pathlib import Path
+from typing import Any
 
+import pytest
 from copas.v1 import copas_pb2
 
 from server.errors import ERROR_DOMAIN
@@ -18,21 +23,53 @@ ROOT = Path(__file__).resolve().parent.parent
 PLAY = ROOT / "clients" / "ts" / "dist" / "play.js"
 RULE_REASONS = {"MUST_FOLLOW_SUIT", "HEARTS_NOT_BROKEN", "NO_POINTS_ON_FIRST_TRICK",
                 "MUST_LEAD_OPENING_CARD"}
+ACTIONS = ("PassCards", "PlayCard", "ChooseMoon", "LeaveTable")
 
 
-async def test_the_typescript_client_plays_a_game_and_reads_the_error_details() -> None:
+def served(running: Any, metric: str, methods: tuple[str, ...], code: str | None = None) -> int:
+    """How many calls (copas_rpc_duration_seconds) or ended streams
+    (copas_stream_duration_seconds) of ``methods`` the server counted, with ``code`` or any."""
+    total = 0.0
+    for family in running.metrics.registry.collect():
+        for sample in family.samples:
+            if sample.name == f"{metric}_count" and sample.labels["method"] in methods \
+                    and code in (None, sample.labels["code"]):
+                total += sample.value
+    return int(total)
+
+
+async def ended_streams(running: Any, method: str, expected: int) -> None:
+    """Until the server has seen ``expected`` streams of ``method`` end (the client closed its
+    connection: the server notices within moments), at most 10 s."""
+    deadline = time.monotonic() + 10
+    while served(running, "copas_stream_duration_seconds", (method,)) < expected \
+            and time.monotonic() < deadline:
+        await asyncio.sleep(0.02)
+
+
+@pytest.mark.parametrize("transport", ["play", "unary"])
+async def test_the_typescript_client_plays_a_game_and_reads_the_error_details(
+        transport: str) -> None:
     node = shutil.which("node")
     assert node is not None, "Node.js is needed (see README: Other languages)"
     assert PLAY.is_file(), f"{PLAY} is missing: run `make ts`"
+    chosen = [] if transport == "play" else ["--transport", "unary"]  # Play is the default
     async with serving(allow_seed=True) as (running, stub):
         process = await asyncio.create_subprocess_exec(
             node, str(PLAY), "--server", f"127.0.0.1:{running.port}", "--seed", "3", "--json",
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+            *chosen, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
         out, err = await asyncio.wait_for(process.communicate(), 60)
         assert process.returncode == 0, err.decode()
         summary = json.loads(out.decode().strip().splitlines()[-1])
         table = (await stub.GetTable(copas_pb2.GetTableRequest(
             table_id=summary["table_id"]))).table
+        # Which transport the server saw (the client's own word is not enough): once the
+        # stream the client used has ended, the other kind's count is final too.
+        await ended_streams(running, "Play" if transport == "play" else "WatchTable", 1)
+        play_streams = served(running, "copas_stream_duration_seconds", ("Play",))
+        watch_streams = served(running, "copas_stream_duration_seconds", ("WatchTable",))
+        actions_ok = served(running, "copas_rpc_duration_seconds", ACTIONS, "OK")
+        actions_refused = served(running, "copas_rpc_duration_seconds", ACTIONS) - actions_ok
     assert table.phase == copas_pb2.PHASE_GAME_OVER
     assert table.seats[summary["seat"]].display_name == "TypeScript"
     assert summary["end_reason"] in ("HAND_LIMIT", "POINT_LIMIT")
@@ -42,3 +79,14 @@ async def test_the_typescript_client_plays_a_game_and_reads_the_error_details() 
     assert refused["code"] == "FAILED_PRECONDITION"
     assert refused["reason"] in RULE_REASONS and refused["domain"] == ERROR_DOMAIN
     assert refused["message"]
+    assert summary["transport"] == transport
+    if transport == "play":
+        # One stream: every move and the refused one answered on it, no unary action call.
+        assert (play_streams, watch_streams) == (1, 0)
+        assert (actions_ok, actions_refused) == (0, 0)
+        assert summary["results"] == summary["moves"] + 1
+    else:
+        # A unary call per move (and the refused one), the views from one WatchTable stream.
+        assert (play_streams, watch_streams) == (0, 1)
+        assert (actions_ok, actions_refused) == (summary["moves"], 1)
+        assert summary["results"] is None

@@ -1,22 +1,41 @@
 // copas-ts play: a Node client of copas.v1 over gRPC (Connect's gRPC transport on HTTP/2).
-// It creates a table with three bots, takes the free seat, watches its view and plays every
-// decision from the view's legal_cards until the game is over; once, it makes a move the rules
-// forbid and shows the google.rpc.ErrorInfo the server answers with. --json prints a summary.
+// It creates a table with three bots, takes the free seat and plays every decision from its
+// view's legal_cards until the game is over; once, it makes a move the rules forbid and shows
+// the google.rpc.ErrorInfo the server answers with. --json prints a summary.
+//
+// --transport play (the default): one bidirectional Play stream, actions in, the seat's
+// events and one result per action out. --transport unary: a unary call per action and a
+// WatchTable stream for the views.
 
 import { randomUUID } from "node:crypto";
 import { parseArgs } from "node:util";
-import { create } from "@bufbuild/protobuf";
-import { createClient } from "@connectrpc/connect";
+import { create, type DescMessage } from "@bufbuild/protobuf";
+import { anyUnpack } from "@bufbuild/protobuf/wkt";
+import { type Code, createClient } from "@connectrpc/connect";
 import { createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
 import { type Card, CardSchema } from "./gen/copas/v1/cards_pb.js";
 import {
+  ChooseMoonRequestSchema,
   CopasService,
   GameEndReason,
+  PassCardsRequestSchema,
   Phase,
+  PlayCardRequestSchema,
+  type PlayRequest,
+  PlayRequestSchema,
   type Standing,
   type TableView,
 } from "./gen/copas/v1/copas_pb.js";
-import { isOver, mustAct, pretty, type Refusal, refusal, sameCard } from "./copas.js";
+import type { Status } from "./gen/google/rpc/status_pb.js";
+import {
+  ErrorInfoSchema,
+  QuotaFailureSchema,
+  RetryInfoSchema,
+} from "./gen/google/rpc/error_details_pb.js";
+import { codeName, isOver, mustAct, pretty, type Refusal, refusal, sameCard } from "./copas.js";
+
+const TRANSPORTS = ["play", "unary"] as const;
+type Transport = (typeof TRANSPORTS)[number];
 
 const { values: args } = parseArgs({
   options: {
@@ -24,6 +43,7 @@ const { values: args } = parseArgs({
     name: { type: "string", default: "TypeScript" },
     preset: { type: "string", default: "online" },
     seed: { type: "string" },
+    transport: { type: "string", default: "play" }, // play | unary
     json: { type: "boolean", default: false },
   },
 });
@@ -34,8 +54,27 @@ const client = createClient(CopasService, createGrpcTransport({ baseUrl, session
 const say = (line: string) => {
   if (!args.json) console.log(line);
 };
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+const QUOTA_RETRIES = 5; // over a quota: wait as RetryInfo says, then the same request again
+const REFUSALS_IN_A_ROW = 3; // refused moves (not the deliberate one) before giving up
+
+/** One action, as a Play stream carries it (and as the unary calls take it). */
+type Action = Extract<PlayRequest["kind"], { case: "passCards" | "playCard" | "chooseMoon" }>;
+
+/** How one game went, whichever the transport. */
+interface Outcome {
+  view: TableView;
+  moves: number; // accepted actions of ours
+  refused?: Refusal; // the deliberate illegal move's refusal
+  results: number | null; // PlayResults received on the Play stream (quota retries too); null over unary
+}
 
 async function main(): Promise<void> {
+  const transport = args.transport as Transport;
+  if (!TRANSPORTS.includes(transport)) {
+    throw new Error(`--transport must be one of ${TRANSPORTS.join(", ")}, not ${args.transport}`);
+  }
   const { table } = await client.createTable({
     preset: args.preset,
     botSeats: 3,
@@ -53,8 +92,196 @@ async function main(): Promise<void> {
   const tableId = table!.tableId;
   const joined = await client.joinTable({ tableId, displayName: args.name, requestId: randomUUID() });
   const headers = { authorization: `Bearer ${joined.playerToken}` };
-  say(`table ${tableId}: seat ${joined.seat}`);
+  say(`table ${tableId}: seat ${joined.seat} (transport ${transport})`);
+  const outcome = transport === "play" ? await overPlay(tableId, headers) : await overUnary(tableId, headers);
+  report(tableId, joined.seat, transport, outcome);
+}
 
+/**
+ * One decision, from the view alone: the first legal cards (and the first moon choice); after
+ * `attempt` refusals of this decision, the next ones. A new request_id each time.
+ */
+function decide(tableId: string, view: TableView, attempt = 0): Action {
+  const requestId = randomUUID(); // the same id on a retry (over a quota): applied once
+  const at = <T>(options: T[]): T => options[attempt % options.length];
+  switch (view.phase) {
+    case Phase.PASSING: {
+      const legal = view.legalCards;
+      const start = legal.length > 3 ? attempt % (legal.length - 2) : 0;
+      const cards = legal.slice(start, start + 3);
+      return { case: "passCards", value: create(PassCardsRequestSchema, { tableId, cards, requestId }) };
+    }
+    case Phase.PLAYING: {
+      const card = at(view.legalCards);
+      return { case: "playCard", value: create(PlayCardRequestSchema, { tableId, card, requestId }) };
+    }
+    case Phase.MOON_CHOICE: {
+      const choice = at(view.moonChoices);
+      return { case: "chooseMoon", value: create(ChooseMoonRequestSchema, { tableId, choice, requestId }) };
+    }
+    default:
+      throw new Error(`nothing to do in phase ${Phase[view.phase]}`);
+  }
+}
+
+/** A card in the hand that the rules forbid now, if there is one. */
+function illegalCard(view: TableView): Card | undefined {
+  return view.hand.find((c) => !view.legalCards.some((l) => sameCard(c, l)));
+}
+
+/** The card as a request names it: suit and rank (the server reads no more). */
+function only(card: Card): Card {
+  return create(CardSchema, { suit: card.suit, rank: card.rank });
+}
+
+/** What an action is, in a few words: "Q♠", "the pass 2♣ 3♣ 4♣", "the moon choice". */
+function label(action: Action): string {
+  switch (action.case) {
+    case "playCard":
+      return action.value.card ? pretty(action.value.card) : "a card";
+    case "passCards":
+      return `the pass ${action.value.cards.map(pretty).join(" ")}`;
+    case "chooseMoon":
+      return "the moon choice";
+  }
+}
+
+function sayRefused(what: string, why: Refusal): void {
+  say(`refused ${what}: ${why.code} ${why.reason} (${why.domain}): ${why.message}`);
+}
+
+// ------------------------------------------------------------------------ over the Play stream
+
+/** An async queue of requests: the Play stream's request side, pushed into as the views ask. */
+class Outbox<T> implements AsyncIterable<T> {
+  private readonly items: T[] = [];
+  private wake?: () => void;
+  private closed = false;
+
+  push(item: T): void {
+    if (this.closed) throw new Error("the stream's request side is closed");
+    this.items.push(item);
+    this.wake?.();
+  }
+
+  close(): void {
+    this.closed = true;
+    this.wake?.();
+  }
+
+  async *[Symbol.asyncIterator](): AsyncIterator<T> {
+    for (;;) {
+      const item = this.items.shift();
+      if (item !== undefined) {
+        yield item;
+      } else if (this.closed) {
+        return;
+      } else {
+        await new Promise<void>((resolve) => (this.wake = resolve));
+        this.wake = undefined;
+      }
+    }
+  }
+}
+
+/** The action sent and not answered yet (one at a time: each waits for its result). */
+interface Pending {
+  action: Action;
+  what: string; // the action in a line, for its refusal
+  illegal: boolean; // the deliberate move the rules forbid
+  retries: number; // over a quota
+}
+
+/** A PlayResult's error (google.rpc.Status) as the server explains it: its details unpacked. */
+function statusRefusal(status: Status): Refusal {
+  const details = <Desc extends DescMessage>(schema: Desc) =>
+    status.details.flatMap((any) => anyUnpack(any, schema) ?? []);
+  const [info] = details(ErrorInfoSchema);
+  const [retry] = details(RetryInfoSchema);
+  const quotas = details(QuotaFailureSchema).flatMap((q) => q.violations.map((v) => v.subject));
+  const code = codeName(status.code as Code);
+  const delay = retry?.retryDelay;
+  return {
+    code,
+    message: status.message,
+    reason: info?.reason || code,
+    domain: info?.domain ?? "",
+    retryAfterMs: delay ? Number(delay.seconds) * 1000 + delay.nanos / 1e6 : undefined,
+    quotas,
+  };
+}
+
+/**
+ * The game over one Play stream: the view from each event (a snapshot first), an action when
+ * the view asks this seat to act and no action of ours is unanswered, its result read in turn
+ * (it comes after the events the action caused, so the view is already the one it led to).
+ */
+async function overPlay(tableId: string, headers: Record<string, string>): Promise<Outcome> {
+  const outbox = new Outbox<PlayRequest>();
+  outbox.push(create(PlayRequestSchema, { kind: { case: "open", value: { tableId } } }));
+  const cancel = new AbortController(); // the server keeps the stream open after the game
+  let view: TableView | undefined;
+  let pending: Pending | undefined;
+  let moves = 0;
+  let results = 0;
+  let inARow = 0; // our moves refused in a row (not the deliberate one)
+  let refused: Refusal | undefined;
+  const send = (next: Pending) => {
+    pending = next;
+    outbox.push(create(PlayRequestSchema, { kind: next.action }));
+  };
+  try {
+    for await (const { kind } of client.play(outbox, { headers, signal: cancel.signal })) {
+      if (kind.case === "event") {
+        view = kind.value.view ?? view;
+      } else if (kind.case === "result") {
+        results += 1;
+        const answered = pending;
+        pending = undefined;
+        if (answered === undefined) throw new Error("a result for no action of ours");
+        const { error } = kind.value;
+        const { what } = answered;
+        if (error === undefined) {
+          if (answered.illegal) throw new Error(`the server accepted ${what}, which is not a legal card now`);
+          moves += 1;
+          inARow = 0;
+        } else {
+          const why = statusRefusal(error);
+          if (why.retryAfterMs !== undefined && answered.retries < QUOTA_RETRIES) {
+            await sleep(why.retryAfterMs); // over a quota: the same request (same request_id) again
+            send({ ...answered, retries: answered.retries + 1 });
+            continue;
+          }
+          sayRefused(what, why);
+          if (answered.illegal) {
+            refused = why;
+          } else if (++inARow >= REFUSALS_IN_A_ROW) {
+            throw new Error(`${inARow} moves refused in a row, the last for ${why.reason}`);
+          }
+        }
+      }
+      if (view === undefined || pending !== undefined) continue;
+      if (isOver(view)) return { view, moves, refused, results };
+      if (!mustAct(view)) continue;
+      const card = refused === undefined && view.phase === Phase.PLAYING ? illegalCard(view) : undefined;
+      if (card !== undefined) {
+        const action: Action = { case: "playCard", value: create(PlayCardRequestSchema, { card: only(card) }) };
+        send({ action, what: pretty(card), illegal: true, retries: 0 });
+      } else {
+        const action = decide(tableId, view, inARow);
+        send({ action, what: label(action), illegal: false, retries: 0 });
+      }
+    }
+  } finally {
+    outbox.close();
+    cancel.abort();
+  }
+  throw new Error("the Play stream ended before the game was over");
+}
+
+// ------------------------------------------------- over unary calls and a WatchTable stream
+
+async function overUnary(tableId: string, headers: Record<string, string>): Promise<Outcome> {
   let acted = 0n; // the sequence of our last accepted action: older views are stale
   let moves = 0;
   let refused: Refusal | undefined;
@@ -62,65 +289,63 @@ async function main(): Promise<void> {
   for await (const { event } of stream) {
     const view = event?.view;
     if (!event || !view || event.sequence < acted) continue;
-    if (isOver(view)) {
-      report(tableId, joined.seat, moves, view, refused);
-      return;
-    }
+    if (isOver(view)) return { view, moves, refused, results: null };
     if (!mustAct(view)) continue;
     if (refused === undefined && view.phase === Phase.PLAYING) {
       refused = await tryIllegal(tableId, headers, view);
     }
-    acted = await act(tableId, headers, view);
+    acted = await act(headers, decide(tableId, view));
     moves += 1;
   }
   throw new Error("the stream ended before the game was over");
 }
 
-/** One decision, from the view alone: the first legal cards (and the first moon choice). */
-async function act(tableId: string, headers: Record<string, string>, view: TableView): Promise<bigint> {
-  const requestId = randomUUID(); // the same id on a retry: applied once
+/** One action as its unary call; over a quota, retried with the same request_id. */
+async function act(headers: Record<string, string>, action: Action): Promise<bigint> {
   for (let attempt = 0; ; attempt++) {
     try {
-      switch (view.phase) {
-        case Phase.PASSING:
-          return (await client.passCards({ tableId, cards: view.legalCards.slice(0, 3), requestId }, { headers }))
-            .sequence;
-        case Phase.PLAYING:
-          return (await client.playCard({ tableId, card: view.legalCards[0], requestId }, { headers })).sequence;
-        case Phase.MOON_CHOICE:
-          return (await client.chooseMoon({ tableId, choice: view.moonChoices[0], requestId }, { headers })).sequence;
-        default:
-          throw new Error(`nothing to do in phase ${Phase[view.phase]}`);
+      switch (action.case) {
+        case "passCards":
+          return (await client.passCards(action.value, { headers })).sequence;
+        case "playCard":
+          return (await client.playCard(action.value, { headers })).sequence;
+        case "chooseMoon":
+          return (await client.chooseMoon(action.value, { headers })).sequence;
       }
     } catch (error) {
       const why = refusal(error);
-      if (why.retryAfterMs === undefined || attempt >= 5) throw error; // not over a quota
-      await new Promise((resolve) => setTimeout(resolve, why.retryAfterMs));
+      if (why.retryAfterMs === undefined || attempt >= QUOTA_RETRIES) throw error; // not over a quota
+      await sleep(why.retryAfterMs);
     }
   }
 }
 
 /** Plays a card the rules forbid now (one in the hand but not legal) and returns the refusal. */
 async function tryIllegal(tableId: string, headers: Record<string, string>, view: TableView): Promise<Refusal | undefined> {
-  const card: Card | undefined = view.hand.find((c) => !view.legalCards.some((l) => sameCard(c, l)));
+  const card = illegalCard(view);
   if (card === undefined) return undefined; // every card is legal: try at the next decision
   try {
-    await client.playCard({ tableId, card: create(CardSchema, { suit: card.suit, rank: card.rank }) }, { headers });
+    await client.playCard({ tableId, card: only(card) }, { headers });
   } catch (error) {
     const why = refusal(error);
-    say(`refused ${pretty(card)}: ${why.code} ${why.reason} (${why.domain}): ${why.message}`);
+    sayRefused(pretty(card), why);
     return why;
   }
   throw new Error(`the server accepted ${card.text}, which is not among the legal cards`);
 }
 
-function report(tableId: string, seat: number, moves: number, view: TableView, refused?: Refusal): void {
+// ------------------------------------------------------------------------------ the summary
+
+function report(tableId: string, seat: number, transport: Transport, outcome: Outcome): void {
+  const { view, moves, refused, results } = outcome;
   const standings = view.standings.map((s: Standing) => ({ seat: s.seat, place: s.place, total: s.total }));
   if (args.json) {
     const summary = {
       table_id: tableId,
       seat,
+      transport,
       moves,
+      results,
       hands: view.handNumber + 1,
       end_reason: GameEndReason[view.endReason],
       standings,
@@ -134,6 +359,11 @@ function report(tableId: string, seat: number, moves: number, view: TableView, r
     const who = view.players[s.seat]?.displayName ?? `seat ${s.seat}`;
     say(`  ${s.place}. ${who}${s.seat === seat ? " (you)" : ""}: ${s.total}`);
   }
+  say(
+    transport === "play"
+      ? `transport play: one Play stream, ${results} results`
+      : "transport unary: a unary call per action, views from WatchTable",
+  );
 }
 
 main()
