@@ -93,7 +93,7 @@ bench: setup ## benchmarks: engine vs OpenSpiel; a move vs gRPC echo; durable vs
 bench-bots: setup ## bot strength: mc vs duck, random, greedy on duplicate deals; decision time (minutes)
 	$(BIN)/python bench/bots_strength.py
 
-bench-pace: setup ## 2,500 tables at a human pace (a move per table every 2 s): latency, memory
+bench-pace: setup ## 1,000 tables at a human pace (a move per table every 2 s) over Play: latency, memory
 	$(BIN)/python bench/human_pace.py
 
 bench-load: setup ## load test vs a bare gRPC echo swarm at 100 and 1000 tables (minutes)

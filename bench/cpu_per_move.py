@@ -1,16 +1,20 @@
-"""The server's CPU time per card played: Copas against a bare grpc.aio server of the same
-message shape, in the same run, alternating.
+"""The server's CPU time per card played, both ways a client can play: Copas against a bare
+grpc.aio server of the same message shape, in the same run, alternating.
 
 (a) The Copas server with its defaults (SQLite in a temporary directory, fsync per group
 commit, info logs) under `copas loadtest` (greedy bots, 4 players per table each on its own
-connection, passing included, finished tables replaced). (b) `bench/echo_swarm.py`: a
-grpc.aio server that answers one unary call per move and sends one stream message of the
-same size as Copas's average event to each of the table's four players, under a swarm of
-the same shape (tables, players, client processes). CPU is read from /proc (every thread of
-the server process) before and after; moves are cards played.
+connection, passing included, finished tables replaced), once over Play (one bidirectional
+stream per player, the clients' default) and once over unary calls plus WatchTable.
+(b) `bench/echo_swarm.py`: a grpc.aio server that takes one move per player's turn (a unary
+call, or a message on the player's bidirectional stream) and sends one stream message of the
+size of Copas's average event to each of the table's four players, under a swarm of the same
+shape (tables, players, client processes). CPU is read from /proc (every thread of the
+server process) before and after; moves are cards played.
 
-Prints ``server_cpu_ms_per_move=``, ``echo_cpu_ms_per_move=`` and
-``move_cpu_vs_echo_ratio=`` (medians over the rounds).
+Prints (medians over the rounds) ``play_stream_cpu_ms_per_move=``, ``unary_cpu_ms_per_move=``,
+``play_stream_vs_unary_ratio=``, ``play_echo_cpu_ms_per_move=``,
+``play_stream_vs_echo_ratio=``, and the unary path against its echo as before:
+``server_cpu_ms_per_move=``, ``echo_cpu_ms_per_move=``, ``move_cpu_vs_echo_ratio=``.
 """
 
 from __future__ import annotations
@@ -70,7 +74,7 @@ def server_flags(root: Path) -> list[str]:
     return flags
 
 
-def copas_round(args: argparse.Namespace) -> dict[str, Any]:
+def copas_round(args: argparse.Namespace, transport: str = "play") -> dict[str, Any]:
     port = free_port()
     root = Path(args.root)
     with tempfile.TemporaryDirectory() as data_dir:
@@ -85,7 +89,7 @@ def copas_round(args: argparse.Namespace) -> dict[str, Any]:
             report = last_json([sys.executable, "-m", "clients.cli", "loadtest", "--server",
                                 f"127.0.0.1:{port}", "--tables", str(args.tables),
                                 "--duration", str(args.duration), "--processes",
-                                str(args.processes), "--json"])
+                                str(args.processes), "--json", "--transport", transport])
             used = cpu_seconds(server.pid) - before
         finally:
             server.terminate()
@@ -94,7 +98,7 @@ def copas_round(args: argparse.Namespace) -> dict[str, Any]:
     return report
 
 
-def echo_round(args: argparse.Namespace) -> dict[str, Any]:
+def echo_round(args: argparse.Namespace, shape: str = "unary") -> dict[str, Any]:
     port = free_port()
     server = serve([sys.executable, "bench/echo_swarm.py", "serve", "--port", str(port)])
     try:
@@ -102,7 +106,7 @@ def echo_round(args: argparse.Namespace) -> dict[str, Any]:
         report = last_json([sys.executable, "bench/echo_swarm.py", "swarm", "--server",
                             f"127.0.0.1:{port}", "--tables", str(args.tables), "--duration",
                             str(args.duration), "--processes", str(args.processes),
-                            "--message-bytes", str(MESSAGE_BYTES), "--json"])
+                            "--message-bytes", str(MESSAGE_BYTES), "--json", "--shape", shape])
         used = cpu_seconds(server.pid) - before
     finally:
         server.terminate()
@@ -123,25 +127,40 @@ def main() -> None:
                              "older commit in the same run)")
     parser.add_argument("--server-args", default="",
                         help="extra copas-server flags, e.g. --server-args='--data-dir memory'")
+    parser.add_argument("--transports", default="play,unary",
+                        help="the ways to play to measure (an older --root has only unary)")
     args = parser.parse_args()
-    ours: list[float] = []
-    echo: list[float] = []
+    transports = [t for t in args.transports.split(",") if t]
+    copas: dict[str, list[float]] = {t: [] for t in transports}
+    echo: dict[str, list[float]] = {t: [] for t in transports}
     for round_number in range(1, args.rounds + 1):
-        copas = copas_round(args)
-        ours.append(copas["server_cpu_ms_per_move"])
-        print(f"round {round_number} copas: {copas['server_cpu_ms_per_move']:.3f} ms CPU per "
-              f"move, {copas['moves_per_s']} moves/s, move-to-view p99 "
-              f"{copas['move_to_view_latency_ms']['p99']} ms, errors {copas['errors'] or 0}",
-              flush=True)
-        base = echo_round(args)
-        echo.append(base["server_cpu_ms_per_move"])
-        print(f"round {round_number} echo:  {base['server_cpu_ms_per_move']:.3f} ms CPU per "
-              f"move, {base['moves_per_s']} moves/s, view p99 {base['view_p99_ms']} ms",
-              flush=True)
-    mine, theirs = statistics.median(ours), statistics.median(echo)
-    print(f"server_cpu_ms_per_move={mine:.3f}")
-    print(f"echo_cpu_ms_per_move={theirs:.3f}")
-    print(f"move_cpu_vs_echo_ratio={mine / theirs:.3f}")
+        for transport in transports:
+            report = copas_round(args, transport)
+            copas[transport].append(report["server_cpu_ms_per_move"])
+            print(f"round {round_number} copas {transport}: "
+                  f"{report['server_cpu_ms_per_move']:.3f} ms CPU per move, "
+                  f"{report['moves_per_s']} moves/s, move-to-view p99 "
+                  f"{report['move_to_view_latency_ms']['p99']} ms, errors "
+                  f"{report['errors'] or 0}", flush=True)
+            base = echo_round(args, transport)
+            echo[transport].append(base["server_cpu_ms_per_move"])
+            print(f"round {round_number} echo {transport}:  "
+                  f"{base['server_cpu_ms_per_move']:.3f} ms CPU per move, "
+                  f"{base['moves_per_s']} moves/s, view p99 {base['view_p99_ms']} ms",
+                  flush=True)
+    median = {t: statistics.median(v) for t, v in copas.items()}
+    baseline = {t: statistics.median(v) for t, v in echo.items()}
+    if "play" in median:
+        print(f"play_stream_cpu_ms_per_move={median['play']:.3f}")
+        print(f"play_echo_cpu_ms_per_move={baseline['play']:.3f}")
+        print(f"play_stream_vs_echo_ratio={median['play'] / baseline['play']:.3f}")
+    if "unary" in median:
+        print(f"unary_cpu_ms_per_move={median['unary']:.3f}")
+        if "play" in median:
+            print(f"play_stream_vs_unary_ratio={median['play'] / median['unary']:.3f}")
+        print(f"server_cpu_ms_per_move={median['unary']:.3f}")
+        print(f"echo_cpu_ms_per_move={baseline['unary']:.3f}")
+        print(f"move_cpu_vs_echo_ratio={median['unary'] / baseline['unary']:.3f}")
 
 
 if __name__ == "__main__":

@@ -40,10 +40,11 @@ def rss_mb(pid: int) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--tables", type=int, default=2500)
+    parser.add_argument("--tables", type=int, default=1000)
     parser.add_argument("--move-interval", type=float, default=2.0)
     parser.add_argument("--duration", type=float, default=60.0)
     parser.add_argument("--processes", type=int, default=4)
+    parser.add_argument("--transport", choices=("play", "unary"), default="play")
     args = parser.parse_args()
     port = free_port()
     with tempfile.TemporaryDirectory() as data_dir:
@@ -61,7 +62,7 @@ def main() -> None:
                 [sys.executable, "-m", "clients.cli", "loadtest", "--server",
                  f"127.0.0.1:{port}", "--tables", str(args.tables), "--duration",
                  str(args.duration), "--processes", str(args.processes), "--move-interval",
-                 str(args.move_interval), "--json"],
+                 str(args.move_interval), "--json", "--transport", args.transport],
                 cwd=ROOT, capture_output=True, text=True, check=True, env=ENV)
             report = json.loads(done.stdout.strip().splitlines()[-1])
         finally:
@@ -70,7 +71,8 @@ def main() -> None:
     view = report["move_to_view_latency_ms"]
     cpu = report["server_cpu_ms_per_move"] or 0.0
     per_table = ((report["server_peak_rss_mb"] or idle) - idle) * 1024 / args.tables
-    print(f"{args.tables} tables, a move per table every {args.move_interval} s: "
+    print(f"{args.tables} tables over {args.transport}, a move per table every "
+          f"{args.move_interval} s: "
           f"{report['moves_per_s']} moves/s, errors {report['errors'] or 0}")
     print(f"human_pace_view_p50_ms={view['p50']}")
     print(f"human_pace_view_p99_ms={view['p99']}")
