@@ -8,7 +8,13 @@ for them); use the pool as an async context manager to do that on the way out.
 from __future__ import annotations
 
 import asyncio
+import ctypes
 import multiprocessing
+import os
+import signal
+import sys
+import threading
+import time
 from concurrent.futures import ProcessPoolExecutor
 from types import TracebackType
 
@@ -16,14 +22,38 @@ from ai.infoset import InfoSet
 from ai.policies import Budget, decide
 from engine import Action
 
+PR_SET_PDEATHSIG = 1  # prctl(2): the signal a process gets when its parent dies
+
+
+def _die_with(parent: int) -> None:
+    """A worker's first act: go when the process that made it does, however it ended (a
+    kill -9 leaves no one to shut the pool down): the kernel's parent-death signal on
+    Linux, else a watch on the parent."""
+    if sys.platform == "linux":
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+        except (OSError, AttributeError):
+            pass
+    if os.getppid() != parent:  # it died before the signal was asked for
+        os._exit(0)
+    if sys.platform != "linux":
+        def watch() -> None:
+            while os.getppid() == parent:
+                time.sleep(1.0)
+            os._exit(0)
+        threading.Thread(target=watch, daemon=True).start()
+
 
 class BotPool:
-    """Worker processes that compute bot decisions (``workers`` processes, default 1)."""
+    """Worker processes that compute bot decisions (``workers`` processes, default 1); they
+    end with the pool (``shutdown``) or, at the latest, with the process that made them."""
 
     def __init__(self, workers: int = 1) -> None:
         # spawn: a fork of a process running grpc threads or an event loop is unsafe.
         self._executor = ProcessPoolExecutor(max_workers=max(1, workers),
-                                             mp_context=multiprocessing.get_context("spawn"))
+                                             mp_context=multiprocessing.get_context("spawn"),
+                                             initializer=_die_with, initargs=(os.getpid(),))
         self._closed = False
 
     async def decide(self, info: InfoSet, policy: str = "mc", seed: int = 0,

@@ -4,6 +4,8 @@ processes that stop with the server; a decision that comes back too late is drop
 from __future__ import annotations
 
 import multiprocessing
+import time
+from pathlib import Path
 from typing import Any
 
 import grpc
@@ -14,7 +16,7 @@ from engine import Leave, Phase
 from server.main import shutdown, start
 from server.tables.clock import ManualScheduler
 from tests.helpers.calls import Watch, auth, join_all, new_table
-from tests.helpers.servers import config_for_tests, registry_for_tests
+from tests.helpers.servers import ServerProcess, config_for_tests, registry_for_tests
 
 
 async def test_mc_bots_play_a_whole_game_and_their_pool_stops_with_the_server() -> None:
@@ -107,3 +109,35 @@ def test_a_late_decision_is_dropped_when_the_table_moved_on() -> None:
     moves = len(game.actions)
     done(answer)
     assert len(game.actions) == moves
+
+
+def children_of(pid: int) -> set[int]:
+    """The processes whose parent is ``pid`` (Linux /proc)."""
+    found = set()
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                found.add(int(entry.name))
+    return found
+
+
+def test_the_bots_workers_go_when_the_server_is_killed(tmp_path: Path) -> None:
+    """A kill -9 leaves nobody to stop the bot pool: its workers go with the server anyway
+    (else every crash and restart would leave one behind)."""
+    server = ServerProcess("--data-dir", "memory", "--bot-workers", "2")
+    try:
+        deadline = time.monotonic() + 30
+        while len(workers := children_of(server.proc.pid)) < 2:  # started at once (warm-up)
+            assert time.monotonic() < deadline, "the bot pool never started"
+            time.sleep(0.05)
+        server.kill9()
+        deadline = time.monotonic() + 10
+        while any(Path(f"/proc/{pid}").exists() for pid in workers):
+            assert time.monotonic() < deadline, "a bot worker outlived its server"
+            time.sleep(0.05)
+    finally:
+        server.kill9()
