@@ -195,7 +195,9 @@ class PlaySession:
 
     async def act(self, method: str, request: ActionRequest) -> copas_pb2.PlayResult:
         """Send one action (``method``: its unary call's name) and wait for its result."""
-        await asyncio.wait_for(self._ready.wait(), 30)
+        if not self._ready.is_set():  # (asyncio.timeout: wait_for may swallow a cancel)
+            async with asyncio.timeout(30):
+                await self._ready.wait()
         loop = asyncio.get_running_loop()
         async with self._sending:  # results come in the order the actions went
             waiting: asyncio.Future[copas_pb2.PlayResult] = loop.create_future()

@@ -24,6 +24,7 @@ from multiprocessing.context import BaseContext
 from multiprocessing.queues import Queue
 from multiprocessing.sharedctypes import Synchronized
 from pathlib import Path
+from queue import Empty
 from typing import TypedDict
 
 import grpc
@@ -369,8 +370,15 @@ async def loadtest_main(args: argparse.Namespace) -> int:
                             description=f"{counters.games.value} games, "
                                         f"{counters.moves.value} moves")
         results = main.result()
-        for _ in children:
-            results.merge(await asyncio.to_thread(queue.get))
+        missing = len(children)
+        while missing:  # a child that died gives nothing: do not wait for it forever
+            try:
+                results.merge(await asyncio.to_thread(queue.get, True, 1.0))
+                missing -= 1
+            except Empty:
+                if not any(child.is_alive() for child in children) and queue.empty():
+                    results.errors["LOAD_PROCESS_FAILED"] += missing
+                    break
         for child in children:
             child.join()
     elapsed = time.perf_counter() - start
