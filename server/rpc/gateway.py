@@ -377,7 +377,7 @@ class Gateway:
                                                      found.token_hash,
                                                      context.invocation_metadata() or ())
                     if address is None:
-                        await inner_bidi(_decoded(first, requests, parse), context)
+                        await inner_bidi(StreamRequests(first, requests, parse), context)
                     else:  # another node owns the table: relay the whole stream there
                         assert first_raw is not None
                         found.sent += await forwarder.bidi(
@@ -409,19 +409,19 @@ def _opened_table(first: Any) -> str:
     return table_id
 
 
-async def _decoded(first: Any, rest: AsyncIterator[bytes], parse: Callable[[bytes], Any]
-                   ) -> AsyncIterator[Any]:
-    """A stream's requests as messages: the first (already read), then the rest, each
-    decoded (bytes that are not the message: INVALID_ARGUMENT, the stream ends)."""
-    if first is None:
-        return
-    yield first
-    async for raw in rest:
-        yield parse(raw)
+@dataclass(slots=True)
+class StreamRequests:
+    """What a bidirectional method gets: its first request (read by the gateway to route
+    it; None when the client sent none), the rest as they come (bytes), and how to read one
+    (bytes that are not the message: INVALID_ARGUMENT MALFORMED_REQUEST)."""
+
+    first: Any
+    rest: AsyncIterator[bytes]
+    parse: Callable[[bytes], Any]
 
 
-def _async_bidi(behaviour: Any) -> Callable[[AsyncIterator[Any], Context], Awaitable[Any]]:
-    run: Callable[[AsyncIterator[Any], Context], Awaitable[Any]] = behaviour
+def _async_bidi(behaviour: Any) -> Callable[[StreamRequests, Context], Awaitable[Any]]:
+    run: Callable[[StreamRequests, Context], Awaitable[Any]] = behaviour
     return run
 
 

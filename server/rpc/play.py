@@ -1,12 +1,14 @@
 """A seated player's Play stream: actions in, events and one result per action out.
 
 Two halves run on one stream. The *reader* takes each action from the client, charges its
-quota (over it: a RESOURCE_EXHAUSTED result at once, never a held stream), applies it to the
+quota (over it: a RESOURCE_EXHAUSTED result at once, never a held stream) and applies it to the
 table exactly as the unary call does (``Table.act``: idempotency by request_id, the same
-fingerprint, the same refusals) and, once the store has it, makes its result. The *writer*
-sends the seat's events as WatchTable would (the same snapshot, sequences and pre-serialized
-bytes: a WatchTableResponse and a PlayResponse carry the event in the same field) and each
-result in its place: after the last event its action caused, before any later one.
+fingerprint, the same refusals); it never waits for the disk. The *writer* sends the seat's
+events as WatchTable would (the same snapshot, sequences and pre-serialized bytes: a
+WatchTableResponse and a PlayResponse carry the event in the same field) and each result in its
+place: once the last event its action caused is sent, and before any later one. That event is
+sent only after the commit that holds the action (events are delivered after their commit), so
+a result never runs ahead of the disk, and no action costs a wait of its own.
 
 What a client can make the stream hold is bounded: the events by the watcher's queue (a client
 that does not read gets a fresh snapshot instead of the backlog), the results by
@@ -19,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,10 +46,9 @@ Context = grpc.aio.ServicerContext[Any, Any]
 @dataclass(slots=True)
 class _Result:
     request_id: str
-    after: int  # the last event its action caused: the result is sent after it
+    after: int  # the last event its action caused: the result is sent once that one is
     sequence: int = 0
     error: ServiceError | None = None
-    is_ready: bool = False
 
 
 class PlayStream:
@@ -65,23 +66,24 @@ class PlayStream:
         self._ended: BaseException | None = None  # why the reader stopped, when it failed
         self._watcher: Watcher | None = None
 
-    async def run(self, requests: AsyncIterator[copas_pb2.PlayRequest],
+    async def run(self, requests: AsyncIterator[bytes], parse: Callable[[bytes], Any],
                   after_sequence: int) -> None:
         """Serve the stream until the client goes, the table does, or the stream is
-        malformed (INVALID_ARGUMENT)."""
+        malformed (INVALID_ARGUMENT). ``requests`` are the client's messages after its
+        opening, as bytes; ``parse`` reads one (INVALID_ARGUMENT for garbage)."""
         table, found = self._table, self._caller
         watcher = self._watcher = table.add_watcher(self._seat, found.token_hash)
-        reader = asyncio.get_running_loop().create_task(self._read(requests))
+        reader = asyncio.get_running_loop().create_task(self._read(requests, parse))
         try:
             await self._registry.durable()  # show only what is durable
             if not watcher.is_closed:  # the token may have been revoked meanwhile
-                await self._write_event(copas_pb2.PlayResponse(
+                await self._write(copas_pb2.PlayResponse(
                     event=table.snapshot(watcher, after_sequence)))
             written = watcher.seen
             while True:
                 written = await self._flush(watcher, written)
                 if watcher.is_closed or self._ended is not None:
-                    await self._last_results(watcher, written)
+                    await self._last_results(written)
                     if self._ended is not None:
                         raise self._ended
                     if watcher.close_error is not None:
@@ -90,7 +92,7 @@ class PlayStream:
                 await watcher.wakeup.wait()
                 watcher.wakeup.clear()
                 if watcher.needs_snapshot and not watcher.is_closed:
-                    await self._write_event(copas_pb2.PlayResponse(
+                    await self._write(copas_pb2.PlayResponse(
                         event=table.snapshot(watcher, 0)))
                     written = watcher.seen
         finally:
@@ -103,68 +105,73 @@ class PlayStream:
         """Actions taken whose result is not sent yet (at most PENDING_RESULTS)."""
         return len(self._results)
 
-    async def _write_event(self, message: copas_pb2.PlayResponse | bytes) -> None:
+    async def _write(self, message: copas_pb2.PlayResponse | bytes) -> None:
         await self._context.write(message)
         self._caller.sent += 1
 
     async def _flush(self, watcher: Watcher, written: int) -> int:
-        """Send what may go now, in order: queued events, each result once the events up to
-        its action's last are sent (and it is ready). Returns the last sequence sent."""
+        """Send what may go now, in order: the queued events, and each result once the
+        events up to its action's last are sent. Returns the last sequence sent."""
         results = self._results
+        queue = watcher.queue
+        write = self._context.write
         while not watcher.is_closed:
-            if results and results[0].is_ready and results[0].after <= written:
+            if results and results[0].after <= written:
                 await self._write_result(results.popleft(), written)
                 continue
-            if not watcher.queue:
+            if not queue:
                 break
-            sequence = watcher.queue[0][0]
-            if results and results[0].after < sequence:  # its result goes first
-                if not results[0].is_ready:
-                    break  # the action is not durable yet: wait for it
-                await self._write_result(results.popleft(), written)
-                continue
-            await self._write_event(watcher.pop()[1])
+            sequence, message = watcher.pop()
+            await write(message)
+            self._caller.sent += 1
             written = sequence
         return written
 
-    async def _last_results(self, watcher: Watcher, written: int) -> None:
+    async def _last_results(self, written: int) -> None:
         """The stream ends (the table went, the token was given up, the stream was
-        malformed): the results of the actions taken so far still go out, in order."""
+        malformed): the results of the actions taken so far still go out, in order, each
+        once the store holds what it did (or with the store's failure)."""
+        if not self._results:
+            return
+        failure: ServiceError | None = None
+        try:
+            await self._registry.durable(self._table)  # TABLE_MOVED if another node has it
+        except StorageFailed:
+            failure = ServiceError.storage_failed()
+        except ServiceError as error:
+            failure = error
         while self._results:
-            while not self._results[0].is_ready:
-                watcher.wakeup.clear()
-                await watcher.wakeup.wait()
-            await self._write_result(self._results.popleft(), written)
+            result = self._results.popleft()
+            if result.after > written and result.error is None and failure is not None:
+                result.error, result.sequence = failure, 0
+            await self._write_result(result, written)
 
     async def _write_result(self, result: _Result, written: int) -> None:
         answer = copas_pb2.PlayResult(request_id=result.request_id, sequence=result.sequence,
                                       last_sequence=written)
         if result.error is not None:
             answer.error.CopyFrom(result.error.to_status_pb())
-        await self._write_event(copas_pb2.PlayResponse(result=answer))
+        await self._write(copas_pb2.PlayResponse(result=answer))
         if len(self._results) < PENDING_RESULTS:
             self._room.set()
 
-    def _wake(self) -> None:
-        if self._watcher is not None:
-            self._watcher.wakeup.set()
-
-    async def _read(self, requests: AsyncIterator[copas_pb2.PlayRequest]) -> None:
+    async def _read(self, requests: AsyncIterator[bytes], parse: Callable[[bytes], Any]
+                    ) -> None:
         try:
-            async for request in requests:
+            async for raw in requests:
                 while len(self._results) >= PENDING_RESULTS:  # the client does not read
                     self._room.clear()
                     await self._room.wait()
-                await self._act(request)
+                self._act(parse(raw))
         except asyncio.CancelledError:
             raise
-        except BaseException as error:  # a malformed stream, the store failed, or a bug
-            if not isinstance(error, ServiceError):  # no answer can be trusted: none is sent
-                self._results = deque(r for r in self._results if r.is_ready)
+        except BaseException as error:  # a malformed stream, or a bug
             self._ended = error
-            self._wake()
+            if self._watcher is not None:
+                self._watcher.wakeup.set()
 
-    async def _act(self, request: copas_pb2.PlayRequest) -> None:
+    def _act(self, request: copas_pb2.PlayRequest) -> None:
+        """Apply one action now; its result waits in line for the events it caused."""
         kind = request.WhichOneof("kind")
         if kind is None or kind == "open":
             raise ServiceError.invalid(
@@ -187,18 +194,7 @@ class PlayStream:
                 self._seat, make(self._seat), action.request_id,
                 fingerprint(method, table.id, content) if action.request_id else "")
             result.after = table.sequence
-            await self._registry.durable(table)
         except ServiceError as error:
             result.error = error
-            if error.reason in ("STORAGE_FAILED", "TABLE_MOVED"):
-                self._finish(result)
-                raise
-        except StorageFailed:
-            result.error = ServiceError.storage_failed()
-            self._finish(result)
-            raise result.error from None
-        self._finish(result)
-
-    def _finish(self, result: _Result) -> None:
-        result.is_ready = True
-        self._wake()
+        if self._watcher is not None:
+            self._watcher.wakeup.set()

@@ -5,7 +5,7 @@ Nothing else lives here (the caller, quotas, routing, errors and logs are the ga
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import grpc
@@ -16,7 +16,7 @@ from server import codec
 from server.errors import ServiceError
 from server.rpc import inputs
 from server.rpc.actions import decode_action
-from server.rpc.gateway import caller
+from server.rpc.gateway import StreamRequests, caller
 from server.rpc.play import PlayStream
 from server.rpc.quotas import Quotas
 from server.store.records import record_to_pb
@@ -176,9 +176,9 @@ class CopasService(copas_pb2_grpc.CopasServiceServicer):
                          ) -> copas_pb2.LeaveTableResponse:
         return copas_pb2.LeaveTableResponse(sequence=await self._act(request, "LeaveTable"))
 
-    async def Play(  # type: ignore[override]  # it writes its messages (context.write)
-            self, requests: AsyncIterator[copas_pb2.PlayRequest], context: Context) -> None:
-        first = await anext(requests, None)
+    async def Play(  # type: ignore[override]  # the gateway's requests; it writes its own
+            self, requests: StreamRequests, context: Context) -> None:
+        first: copas_pb2.PlayRequest | None = requests.first
         if first is None or first.WhichOneof("kind") != "open":
             raise ServiceError.invalid("a Play stream starts with `open` (the table)",
                                        "INVALID_PLAY_STREAM")
@@ -193,7 +193,7 @@ class CopasService(copas_pb2_grpc.CopasServiceServicer):
         stream = PlayStream(self.registry, self.quotas, table, seat, found, context)
         self.play_streams.add(stream)
         try:
-            await stream.run(requests, opening.after_sequence)
+            await stream.run(requests.rest, requests.parse, opening.after_sequence)
         finally:
             self.play_streams.discard(stream)
 

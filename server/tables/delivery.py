@@ -32,7 +32,6 @@ class Delivery:
 
     def table_changed(self, table: Table) -> None:
         """A step of ``table`` ended: deliver its events after the next commit."""
-        self._store.note_sequence(table.id, table.sequence)
         self._undelivered[table] = table.sequence
         self.kick()
 

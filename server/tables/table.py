@@ -118,6 +118,7 @@ class TableLog(Protocol):
 
     def check_writable(self) -> None: ...
     def append(self, table_id: str, entry: str) -> int: ...
+    def note_sequence(self, table_id: str, sequence: int) -> None: ...
     def delete_entry(self, table_id: str, n: int) -> None: ...
     def finish_table(self, table_id: str, record: GameRecord) -> None: ...
 
@@ -191,6 +192,7 @@ class Table:
         self.is_released = False
         self.is_lost = False  # released because another node took it
         self._step_events: list[copas_pb2.TableEvent] = []
+        self._step_logged = False  # the step wrote a log entry (its events replay from it)
         self._step_engine: list[ev.Event] = []
         self.log = log.bind(table_id=table_id)
 
@@ -265,6 +267,7 @@ class Table:
         """Queue a log entry (not while replaying: it is already there); its position."""
         if self.is_replaying:
             return self._replay_position
+        self._step_logged = True
         return self._store.append(self.id, dumps(entry))
 
     def _emit(self, kind: str, body: Message) -> None:
@@ -291,11 +294,14 @@ class Table:
         the store commits them first. Replay only forgets them."""
         events, self._step_events = self._step_events, []
         engine_events, self._step_engine = self._step_engine, []
+        logged, self._step_logged = self._step_logged, False
         if not events:
             return
         events[-1].is_last_in_action = True
         if self.is_replaying:
             return
+        if not logged:  # events no log entry replays (a connection, a seat given up): the
+            self._store.note_sequence(self.id, self.sequence)  # numbering must not go back
         is_debug = self.log.is_enabled_for(logging.DEBUG)
         for event in engine_events:
             if is_debug:
