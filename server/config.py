@@ -68,14 +68,24 @@ class Config:
     token_calls_per_second: float = flag(20.0, "calls per second with one player token",
                                          is_quota=True)
     token_calls_burst: float = flag(60.0, "calls at once with one player token")
+    address_calls_per_second: float = flag(200.0, "calls per second from one address in all, "
+                                                 "with or without player tokens (many players "
+                                                 "behind one NAT share it)", is_quota=True)
+    address_calls_burst: float = flag(400.0, "calls at once from one address in all")
+    max_calls_in_flight_per_address: int = flag(64, "calls from one address waiting for their "
+                                                     "answers at once (streams have their own "
+                                                     "limits)", is_quota=True)
     tables_per_minute: float = flag(60.0, "tables one address may create per minute",
                                     is_quota=True)
     tables_burst: float = flag(30.0, "tables one address may create at once")
     joins_per_minute: float = flag(240.0, "joins per minute from one address", is_quota=True)
     joins_burst: float = flag(60.0, "joins at once from one address")
-    max_streams_per_peer: int = flag(1024, "open WatchTable streams per address", is_quota=True)
-    quota_penalty: float = flag(1.0, "seconds before a call over a quota is answered (slows "
-                                     "floods down)")
+    max_streams_per_peer: int = flag(1024, "open streams (WatchTable, Play, WatchLobby, "
+                                           "health Watch) per address", is_quota=True)
+    max_lobby_streams_per_peer: int = flag(8, "open WatchLobby streams per address (a client "
+                                              "needs one)", is_quota=True)
+    quota_penalty: float = flag(0.0, "seconds before a call over a quota is answered (0: at "
+                                     "once, the cheapest for the server)")
     trusted_proxies: str = flag("", "comma-separated addresses or networks (CIDR) of proxies "
                                     "in front whose x-forwarded-for names the client, for the "
                                     "quotas")
@@ -87,7 +97,12 @@ class Config:
     log_format: str = flag("auto", "auto (console on a terminal, JSON lines otherwise), json or "
                                    "console")
     log_level: str = flag("info", "debug, info, warning or error")
-    max_concurrent_streams: int = flag(256, "calls at once on one connection (HTTP/2 streams)")
+    log_queue: int = flag(10_000, "log lines held for a slow reader of stderr; beyond them "
+                                  "lines are dropped and counted "
+                                  "(copas_log_lines_dropped_total), never waited for")
+    max_concurrent_streams: int = flag(100, "calls and streams at once on one connection "
+                                            "(HTTP/2 streams; a client needing more opens "
+                                            "another connection)")
     max_pending_requests: int = flag(100_000, "calls gRPC may queue before refusing more (a "
                                               "reconnect storm after a restart is served)")
     max_message_bytes: int = flag(64 * 1024, "the largest request message accepted")

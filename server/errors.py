@@ -42,6 +42,7 @@ class ServiceError(Exception):
         self.message = message
         self.details = details
         self.penalty = penalty  # seconds to wait before answering (over a quota)
+        self.is_quota = False  # over a per-client quota (counted, not logged)
 
     @classmethod
     def invalid(cls, message: str, reason: str) -> ServiceError:
@@ -75,13 +76,16 @@ class ServiceError(Exception):
     def over_quota(cls, message: str, reason: str, subject: str, retry_after: float,
                    penalty: float = 0.0) -> ServiceError:
         """RESOURCE_EXHAUSTED with a QuotaFailure naming what ran out and a RetryInfo; the
-        answer comes after ``penalty`` seconds (the retry delay counts from then)."""
+        answer comes after ``penalty`` seconds (0: at once; the retry delay counts from the
+        answer)."""
         delay = duration_pb2.Duration()
         delay.FromNanoseconds(int(max(retry_after, 0.001) * 1e9))
-        return cls(grpc.StatusCode.RESOURCE_EXHAUSTED, reason, message, (
+        error = cls(grpc.StatusCode.RESOURCE_EXHAUSTED, reason, message, (
             error_details_pb2.QuotaFailure(violations=[error_details_pb2.QuotaFailure.Violation(
                 subject=subject, description=message)]),
             error_details_pb2.RetryInfo(retry_delay=delay)), penalty)
+        error.is_quota = True
+        return error
 
     @classmethod
     def storage_failed(cls) -> ServiceError:

@@ -264,7 +264,8 @@ async def start(config: Config) -> RunningServer:
         takeovers = Takeovers(registry, shared, lease)
         cluster_router = Router(registry, shared, lease, takeovers)
         cluster_key = await asyncio.to_thread(shared.cluster_key)
-        relay = Forwarder(cluster_key, cluster_router.forget_owner)
+        relay = Forwarder(cluster_key, cluster_router.forget_owner,
+                          config.max_concurrent_streams)
         router, forwarder = cluster_router, relay
         lobby = cluster_lobby = ClusterLobby(shared, registry.durable)
         metrics.add_gauges(lambda: _cluster_gauges(cluster_router, relay, takeovers,
@@ -401,8 +402,8 @@ async def serve(config: Config) -> int:
     failing.cancel()
     if running.failure is not None:
         await shutdown(running, 0)
-        print(f"copas-server: {running.failure}; stopped so a restart recovers from the log",
-              file=sys.stderr)
+        log.error("server_stopped_storage_failed", failure=str(running.failure),
+                  advice="a restart recovers every table from its log")
         return EXIT_STORAGE_FAILED
     log.info("server_stopping", grace=config.grace)
     await shutdown(running, config.grace)
@@ -416,7 +417,7 @@ def main(argv: list[str] | None = None) -> int:
         from server.workers import supervise
 
         return supervise(config, sys.argv[1:] if argv is None else argv)
-    configure_logging(config.log_format, config.log_level)
+    configure_logging(config.log_format, config.log_level, queue_lines=config.log_queue)
     return asyncio.run(serve(config))
 
 

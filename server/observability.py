@@ -146,14 +146,32 @@ def log_lines_dropped() -> int:
     return sum(w.dropped for w in _writers)
 
 
+class _LibraryRecords(logging.Handler):
+    """The libraries' stdlib log records (grpc, asyncio, uvicorn) rendered as the server's
+    own lines and handed to the same writer: nothing writes to stderr from the event loop."""
+
+    def __init__(self, writer: LineWriter, formatter: logging.Formatter) -> None:
+        super().__init__()
+        self.writer = writer
+        self.setFormatter(formatter)
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            self.writer.line(self.format(record))
+        except Exception:  # a record that does not render: dropped and counted, not raised
+            self.writer.dropped += 1
+
+
 def configure_logging(fmt: str = "auto", level: str = "info", file: TextIO | None = None,
-                      cache: bool = True) -> LineWriter:
+                      cache: bool = True, queue_lines: int = LOG_QUEUE) -> LineWriter:
     """JSON lines when not on a terminal (or asked), console otherwise; context from
-    contextvars (table_id, seat, rpc, request_id); written by a ``LineWriter``."""
+    contextvars (table_id, seat, rpc, request_id); written by a ``LineWriter`` holding at most
+    ``queue_lines`` lines for a stalled reader. The standard library's loggers (warnings and
+    above) go the same way."""
     for old in _writers:
         old.close()
     _writers.clear()
-    writer = LineWriter(file or sys.stderr)
+    writer = LineWriter(file or sys.stderr, queue_lines)
     _writers.append(writer)
     atexit.register(writer.close)
     use_json = fmt == "json" or (fmt == "auto" and not sys.stderr.isatty())
@@ -175,4 +193,13 @@ def configure_logging(fmt: str = "auto", level: str = "info", file: TextIO | Non
         logger_factory=lambda *_: _QueuedLogger(writer),
         cache_logger_on_first_use=cache,
     )
+    root = logging.getLogger()
+    for handler in list(root.handlers):
+        if isinstance(handler, _LibraryRecords):
+            root.removeHandler(handler)
+    root.addHandler(_LibraryRecords(writer, structlog.stdlib.ProcessorFormatter(
+        processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, renderer],
+        foreign_pre_chain=[structlog.stdlib.add_logger_name, *processors])))
+    root.setLevel(max(logging.WARNING,
+                      logging.getLevelNamesMapping().get(level.upper(), logging.INFO)))
     return writer

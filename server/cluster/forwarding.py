@@ -3,7 +3,7 @@ token as they came, the client's address vouched for by the cluster key (so the 
 quotas count the real client), and a mark that it was relayed once (``HOPS``: never again).
 The owner's answer, or its refusal (code, message, details), comes back as it was.
 
-A node's connection carries at most ``CALLS_PER_CONNECTION`` calls, and relayed streams
+A node's connection carries at most ``--max-concurrent-streams`` calls, and relayed streams
 last, so the calls to one node are spread over as many connections as they need; the idle
 connections of a node that stopped answering are closed.
 """
@@ -20,7 +20,6 @@ import grpc
 from server.errors import ServiceError
 from server.metadata import CLUSTER_KEY, FORWARDED_FOR, HOPS
 
-CALLS_PER_CONNECTION = 100  # relayed calls at once on one connection to another node
 Context = grpc.aio.ServicerContext[Any, Any]
 
 
@@ -31,8 +30,12 @@ class _Connection:
 
 
 class Forwarder:
-    def __init__(self, cluster_key: str, on_unreachable: Callable[[str], None]) -> None:
+    def __init__(self, cluster_key: str, on_unreachable: Callable[[str], None],
+                 calls_per_connection: int = 100) -> None:
         self.cluster_key = cluster_key
+        # At most the streams a node takes at once on one connection (--max-concurrent-
+        # streams): beyond them a call would wait for a free one, a stream forever.
+        self.calls_per_connection = max(1, calls_per_connection)
         self._on_unreachable = on_unreachable  # a table's owner did not answer
         self._connections: dict[str, list[_Connection]] = {}  # address -> connections
 
@@ -40,7 +43,7 @@ class Forwarder:
         """A connection to ``address`` with room for one more call."""
         pool = self._connections.setdefault(address, [])
         for connection in pool:
-            if connection.calls < CALLS_PER_CONNECTION:
+            if connection.calls < self.calls_per_connection:
                 connection.calls += 1
                 return connection
         connection = _Connection(grpc.aio.insecure_channel(address, options=[

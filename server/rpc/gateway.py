@@ -136,6 +136,7 @@ class Gateway:
         self.router = router
         self.forwarder = forwarder
         self._latency: dict[tuple[str, str], Callable[[float], None]] = {}
+        self._refusals: dict[str, Callable[[], None]] = {}
 
     def install(self, server: grpc.aio.Server,
                 services: dict[str, dict[str, Handler]]) -> None:
@@ -152,10 +153,17 @@ class Gateway:
         return self.trust.client_of(context.peer(), context.invocation_metadata() or ())
 
     async def _refuse(self, error: ServiceError, context: Context) -> None:
-        """Answer a quota refusal (after its penalty, jittered)."""
-        self.metrics.quota_refusals.labels(error.reason).inc()
-        await asyncio.sleep(error.penalty * _spread())
+        """Answer a quota refusal (at once, or after its penalty, jittered)."""
+        self._count_refusal(error.reason)
+        if error.penalty:
+            await asyncio.sleep(error.penalty * _spread())
         await context.abort_with_status(error.to_status())
+
+    def _count_refusal(self, reason: str) -> None:
+        count = self._refusals.get(reason)
+        if count is None:
+            count = self._refusals[reason] = self.metrics.quota_refusals.labels(reason).inc
+        count()
 
     def _wrap_other(self, handler: Handler) -> Handler:
         """Quotas for the standard services: calls per address, streams per address."""
@@ -165,11 +173,20 @@ class Gateway:
             inner_unary = _async(handler.unary_unary)
 
             async def unary(request: Any, context: Context) -> Any:
+                peer = self._client(context)
                 try:
-                    quotas.admit("", self._client(context), None)
+                    quotas.begin_call(peer)
                 except ServiceError as error:
                     await self._refuse(error, context)
-                return await inner_unary(request, context)
+                try:
+                    quotas.admit("", peer, None)
+                except ServiceError as error:
+                    quotas.end_call(peer)
+                    await self._refuse(error, context)
+                try:
+                    return await inner_unary(request, context)
+                finally:
+                    quotas.end_call(peer)
 
             return grpc.unary_unary_rpc_method_handler(
                 unary, request_deserializer=handler.request_deserializer,
@@ -209,11 +226,23 @@ class Gateway:
                     request_deserializer=handler.request_deserializer,
                     response_serializer=handler.response_serializer)
 
-    def _enter(self, method: str, context: Context) -> Caller:
+    def _enter(self, method: str, context: Context, in_flight: bool = False) -> Caller:
+        """The caller, admitted by the quotas (``in_flight``: also counted among its
+        address's calls in flight, first, until ``Quotas.end_call``)."""
         structlog.contextvars.clear_contextvars()
         structlog.contextvars.bind_contextvars(rpc=method)
         metadata = context.invocation_metadata() or ()
         peer = self.trust.client_of(context.peer(), metadata)
+        if in_flight:
+            self.quotas.begin_call(peer)
+            try:
+                return self._admitted(method, peer, metadata)
+            except BaseException:
+                self.quotas.end_call(peer)
+                raise
+        return self._admitted(method, peer, metadata)
+
+    def _admitted(self, method: str, peer: str, metadata: Metadata) -> Caller:
         try:
             token_hash = bearer_token_hash(metadata)
         except ServiceError:
@@ -230,8 +259,8 @@ class Gateway:
                 stream_messages: int | None = None) -> None:
         """The one outcome of every call: its metric sample, and its log line unless it
         was answered OK (debug) or refused by a quota (counted)."""
-        if error is not None and error.penalty:  # over a quota: counted, not logged
-            self.metrics.quota_refusals.labels(error.reason).inc()
+        if error is not None and error.is_quota:  # over a quota: counted, not logged
+            self._count_refusal(error.reason)
             return
         elapsed = time.perf_counter() - start
         if stream_messages is None:
@@ -281,13 +310,27 @@ class Gateway:
             return await router.route(method, getattr(request, "table_id", ""),
                                       found.token_hash, context.invocation_metadata() or ())
 
+        quotas = self.quotas
         if handler.unary_unary is not None:
             inner_unary = _async(handler.unary_unary)
 
             async def unary(raw: bytes, context: Context) -> Any:
+                """Counted among its address's calls in flight from before its request is
+                decoded until it is answered."""
                 start = time.perf_counter()
                 try:
-                    found = enter(method, context)
+                    found = enter(method, context, in_flight=True)
+                except (ServiceError, StorageFailed) as failure:
+                    await self._fail(method, start, failure, context, None)
+                    raise  # abort_with_status raises; this is never reached
+                try:
+                    return await served(found, raw, context, start)
+                finally:
+                    quotas.end_call(found.peer)
+
+            async def served(found: Caller, raw: bytes, context: Context, start: float
+                             ) -> Any:
+                try:
                     request = parse(raw)
                     address = await destination(found, request, context)
                     if address is None:
@@ -320,7 +363,6 @@ class Gateway:
 
         if handler.unary_stream is not None:
             inner_stream = _async(handler.unary_stream)
-            quotas = self.quotas
 
             async def stream(raw: bytes, context: Context) -> None:
                 """The servicer writes its messages itself (``context.write``): no
@@ -331,7 +373,7 @@ class Gateway:
                 try:
                     found = enter(method, context)
                     request = parse(raw)
-                    quotas.open_stream(found.peer)
+                    quotas.open_stream(found.peer, method)
                     opened = found.peer
                     address = await destination(found, request, context)
                     if address is None:
@@ -349,7 +391,7 @@ class Gateway:
                     raise
                 finally:
                     if opened:
-                        quotas.close_stream(opened)
+                        quotas.close_stream(opened, method)
                 finish(method, start, "OK", None, found.sent)
 
             return grpc.unary_stream_rpc_method_handler(
@@ -357,7 +399,6 @@ class Gateway:
                 response_serializer=_or_bytes(handler.response_serializer))
         if handler.stream_stream is not None:
             inner_bidi = _async_bidi(handler.stream_stream)
-            quotas = self.quotas
 
             async def bidi(requests: AsyncIterator[bytes], context: Context) -> None:
                 """A stream of requests: the first one routes the call (its ``open``
@@ -367,7 +408,7 @@ class Gateway:
                 opened = ""
                 try:
                     found = enter(method, context)
-                    quotas.open_stream(found.peer)
+                    quotas.open_stream(found.peer, method)
                     opened = found.peer
                     first_raw = await anext(aiter(requests), None)
                     first = parse(first_raw) if first_raw is not None else None
@@ -393,7 +434,7 @@ class Gateway:
                     raise
                 finally:
                     if opened:
-                        quotas.close_stream(opened)
+                        quotas.close_stream(opened, method)
                 finish(method, start, "OK", None, found.sent)
 
             return grpc.stream_stream_rpc_method_handler(

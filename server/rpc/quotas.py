@@ -1,13 +1,17 @@
-"""Per-client quotas: rates of calls, table creations and joins, and open streams.
+"""Per-client quotas: rates of calls, table creations and joins, calls in flight and open
+streams.
 
-A client is its peer address (the IP, without the port) and, for a call that carries a
-valid player token, that token. Beyond a quota the call is refused with RESOURCE_EXHAUSTED,
-a ``google.rpc.QuotaFailure`` naming the quota and a ``google.rpc.RetryInfo`` saying when to
-retry, and that answer comes only after ``--quota-penalty`` seconds: a gRPC call costs the
-server about the same whether it is served or refused, so a flooding client is slowed down
-(at most ``--max-concurrent-streams`` calls wait per connection) instead of answered fast.
-Every limiter keeps at most ``MAX_KEYS`` clients (the least recently seen are forgotten), so
-the quotas are bounded too.
+A client is its address (the IP, without the port; an IPv6 client its /64) and, for a call
+that carries a valid player token, also that token. The limits nest: a call with a token
+passes its token's bucket **and** its address's allowance for all calls, so many tokens from
+one address (as many players behind one NAT) share a bounded allowance, larger than one
+token's; a call without a token passes the address's bucket for such calls and the same
+allowance. Beyond a quota the call is refused at once with RESOURCE_EXHAUSTED, a
+``google.rpc.QuotaFailure`` naming the quota and a ``google.rpc.RetryInfo`` saying when to
+retry (``--quota-penalty`` can hold the answer back, default 0: holding refused calls costs
+the server memory for each, a flood gets its refusals as fast as it asks). Calls in flight
+per address are bounded too, before the request is decoded. Every limiter keeps at most
+``MAX_KEYS`` clients (the least recently seen are forgotten), so the quotas are bounded too.
 """
 
 from __future__ import annotations
@@ -34,6 +38,14 @@ class RateLimiter:
         """Take one; 0.0 when allowed, else the seconds until one is available."""
         if not self.rate:
             return 0.0
+        bucket = self.bucket(key, now)
+        if bucket[0] >= 1.0:
+            bucket[0] -= 1.0
+            return 0.0
+        return (1.0 - bucket[0]) / self.rate
+
+    def bucket(self, key: str, now: float) -> list[float]:
+        """``key``'s bucket, filled up to ``now`` (made full when new): [tokens, when]."""
         bucket = self._buckets.get(key)
         if bucket is None:
             bucket = self._buckets[key] = [self.burst, now]
@@ -43,10 +55,7 @@ class RateLimiter:
             self._buckets.move_to_end(key)
             bucket[0] = min(self.burst, bucket[0] + (now - bucket[1]) * self.rate)
             bucket[1] = now
-        if bucket[0] >= 1.0:
-            bucket[0] -= 1.0
-            return 0.0
-        return (1.0 - bucket[0]) / self.rate
+        return bucket
 
     def __len__(self) -> int:
         return len(self._buckets)
@@ -58,29 +67,42 @@ class Quotas:
     def __init__(self, config: Config) -> None:
         self.peer_calls = RateLimiter(config.peer_calls_per_second, config.peer_calls_burst)
         self.token_calls = RateLimiter(config.token_calls_per_second, config.token_calls_burst)
+        self.address_calls = RateLimiter(config.address_calls_per_second,
+                                         config.address_calls_burst)
         self.creates = RateLimiter(config.tables_per_minute / 60, config.tables_burst)
         self.joins = RateLimiter(config.joins_per_minute / 60, config.joins_burst)
         self.max_streams_per_peer = config.max_streams_per_peer
+        self.max_lobby_streams_per_peer = config.max_lobby_streams_per_peer
+        self.max_calls_in_flight = config.max_calls_in_flight_per_address
         self.penalty = config.quota_penalty
         self._streams: dict[str, int] = {}
+        self._lobby_streams: dict[str, int] = {}
+        self._in_flight: dict[str, int] = {}
 
     def admit(self, method: str, peer: str, token_hash: str | None) -> None:
         """Count one call; RESOURCE_EXHAUSTED (QuotaFailure, RetryInfo) beyond a quota.
-        ``token_hash`` is given only for a valid player token."""
+        ``token_hash`` is given only for a valid player token. A refused call takes
+        nothing from any bucket."""
         now = time.monotonic()
-        if token_hash is not None:
-            wait = self.token_calls.take(token_hash, now)
-            if wait:
+        first = self.token_calls if token_hash is not None else self.peer_calls
+        first_bucket = first.bucket(token_hash or peer, now) if first.rate else None
+        if first_bucket is not None and first_bucket[0] < 1.0:
+            wait = (1.0 - first_bucket[0]) / first.rate
+            if token_hash is not None:
                 raise ServiceError.over_quota(
-                    f"too many calls with this player token (at most "
-                    f"{self.token_calls.rate:g} per second)", "RATE_LIMITED", "player token",
-                    wait, self.penalty)
-        else:
-            wait = self.peer_calls.take(peer, now)
-            if wait:
-                raise ServiceError.over_quota(
-                    f"too many calls from {peer} (at most {self.peer_calls.rate:g} per second)",
-                    "RATE_LIMITED", f"peer {peer}", wait, self.penalty)
+                    f"too many calls with this player token (at most {first.rate:g} per "
+                    "second)", "RATE_LIMITED", "player token", wait, self.penalty)
+            raise ServiceError.over_quota(
+                f"too many calls from {peer} without a player token (at most "
+                f"{first.rate:g} per second)", "RATE_LIMITED", f"peer {peer}", wait,
+                self.penalty)
+        address = self.address_calls
+        address_bucket = address.bucket(peer, now) if address.rate else None
+        if address_bucket is not None and address_bucket[0] < 1.0:
+            raise ServiceError.over_quota(
+                f"too many calls from {peer} (at most {address.rate:g} per second from one "
+                "address, with or without player tokens)", "RATE_LIMITED",
+                f"address {peer}", (1.0 - address_bucket[0]) / address.rate, self.penalty)
         # Tables and seats are counted per address, token or not (each join makes a token).
         if method == "CreateTable":
             wait = self.creates.take(peer, now)
@@ -95,26 +117,63 @@ class Quotas:
                 raise ServiceError.over_quota(
                     f"too many joins from {peer} (at most {self.joins.rate * 60:g} per "
                     "minute)", "TOO_MANY_JOINS", f"peer {peer}", wait, self.penalty)
+        if first_bucket is not None:
+            first_bucket[0] -= 1.0
+        if address_bucket is not None:
+            address_bucket[0] -= 1.0
 
-    def open_stream(self, peer: str) -> None:
-        """Count an open stream of ``peer``; RESOURCE_EXHAUSTED beyond the quota."""
+    def begin_call(self, peer: str) -> None:
+        """Count a call of ``peer`` in flight (until ``end_call``); RESOURCE_EXHAUSTED beyond
+        ``--max-calls-in-flight-per-address``."""
+        count = self._in_flight.get(peer, 0)
+        if self.max_calls_in_flight and count >= self.max_calls_in_flight:
+            raise ServiceError.over_quota(
+                f"too many calls at once from {peer} (at most {self.max_calls_in_flight} "
+                "waiting for their answers)", "TOO_MANY_CALLS", f"peer {peer}", 0.1,
+                self.penalty)
+        self._in_flight[peer] = count + 1
+
+    def end_call(self, peer: str) -> None:
+        _less(self._in_flight, peer)
+
+    def calls_in_flight(self) -> int:
+        return sum(self._in_flight.values())
+
+    def open_stream(self, peer: str, method: str = "") -> None:
+        """Count an open stream of ``peer``; RESOURCE_EXHAUSTED beyond the quota (and, for
+        WatchLobby, beyond the lobby streams' own smaller one)."""
         count = self._streams.get(peer, 0)
         if self.max_streams_per_peer and count >= self.max_streams_per_peer:
             raise ServiceError.over_quota(
                 f"too many open streams from {peer} (at most {self.max_streams_per_peer})",
                 "TOO_MANY_STREAMS", f"peer {peer}", 1.0, self.penalty)
+        if method == "WatchLobby":
+            lobby = self._lobby_streams.get(peer, 0)
+            if self.max_lobby_streams_per_peer and lobby >= self.max_lobby_streams_per_peer:
+                raise ServiceError.over_quota(
+                    f"too many lobby streams from {peer} (at most "
+                    f"{self.max_lobby_streams_per_peer}: a client needs one)",
+                    "TOO_MANY_STREAMS", f"peer {peer}", 1.0, self.penalty)
+            self._lobby_streams[peer] = lobby + 1
         self._streams[peer] = count + 1
 
-    def close_stream(self, peer: str) -> None:
-        count = self._streams.get(peer, 0) - 1
-        if count > 0:
-            self._streams[peer] = count
-        else:
-            self._streams.pop(peer, None)
+    def close_stream(self, peer: str, method: str = "") -> None:
+        _less(self._streams, peer)
+        if method == "WatchLobby":
+            _less(self._lobby_streams, peer)
 
     def clients(self) -> int:
         """Clients the call quotas keep track of (addresses and tokens)."""
-        return len(self.peer_calls) + len(self.token_calls)
+        return len(self.peer_calls) + len(self.token_calls) + len(self.address_calls)
 
     def open_streams(self) -> int:
         return sum(self._streams.values())
+
+
+def _less(counts: dict[str, int], key: str) -> None:
+    """One less for ``key`` (gone at zero: the counts hold only clients with something open)."""
+    count = counts.get(key, 0) - 1
+    if count > 0:
+        counts[key] = count
+    else:
+        counts.pop(key, None)

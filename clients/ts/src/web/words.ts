@@ -187,6 +187,7 @@ export function refusalWords(why: Refusal, view?: TableView): string {
     RATE_LIMITED: "Too many requests at once." + retryWords(why),
     TOO_MANY_TABLES: "You opened many tables in a short time." + retryWords(why),
     TOO_MANY_JOINS: "You joined many tables in a short time." + retryWords(why),
+    TOO_MANY_CALLS: "Too many requests are waiting from your network." + retryWords(why),
     SHUTTING_DOWN: "The server is restarting." + retryWords(why),
     STORAGE_FAILED: "The server is restarting." + retryWords(why),
     TABLE_QUARANTINED: "This table cannot be played right now; the operators were told.",
