@@ -105,6 +105,17 @@ class Config:
                                             "another connection)")
     max_pending_requests: int = flag(100_000, "calls gRPC may queue before refusing more (a "
                                               "reconnect storm after a restart is served)")
+    max_connections: int = flag(10_000, "gRPC connections at once, from all addresses (a new "
+                                        "one beyond is closed at once)", is_quota=True)
+    max_connection_idle: float = flag(300.0, "seconds a gRPC connection with no call open may "
+                                             "stay before the server closes it (GOAWAY; 0: "
+                                             "forever)")
+    max_connection_age: float = flag(3600.0, "seconds a gRPC connection may live before the "
+                                             "server asks its client to reconnect (GOAWAY; "
+                                             "0: forever)")
+    max_connection_age_grace: float = flag(60.0, "seconds the calls of a connection past its "
+                                                 "age get to finish (streams then resume on a "
+                                                 "new one)")
     max_message_bytes: int = flag(64 * 1024, "the largest request message accepted")
     data_dir: str = flag("data", "directory of the SQLite database (tables' logs, game "
                                  "records); 'memory' keeps nothing across restarts")

@@ -168,6 +168,11 @@ class _Bound:
             self.page.close_sockets()
 
 
+def _ms(seconds: float) -> int:
+    """A duration flag (0: never) as grpc's milliseconds (its "never": INT_MAX)."""
+    return int(seconds * 1000) if seconds > 0 else 2**31 - 1
+
+
 async def _bind(config: Config) -> _Bound:
     credentials = _server_credentials(config)
     server = grpc.aio.server(
@@ -181,6 +186,12 @@ async def _bind(config: Config) -> _Bound:
             ("grpc.server.max_pending_requests", config.max_pending_requests),
             ("grpc.server.max_pending_requests_hard_limit", config.max_pending_requests),
             ("grpc.keepalive_time_ms", 60_000),
+            # Connection hygiene (gRFC A9): an idle connection is closed, an old one is asked
+            # to reconnect (its calls get a grace), and the connections at once are capped.
+            ("grpc.max_connection_idle_ms", _ms(config.max_connection_idle)),
+            ("grpc.max_connection_age_ms", _ms(config.max_connection_age)),
+            ("grpc.max_connection_age_grace_ms", _ms(config.max_connection_age_grace)),
+            ("grpc.max_allowed_incoming_connections", config.max_connections or 2**31 - 1),
             ("grpc.http2.max_pings_without_data", 0),
         ],
         maximum_concurrent_rpcs=None,

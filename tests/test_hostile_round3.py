@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import socket
 import subprocess
 import sys
 import threading
@@ -265,3 +266,52 @@ async def test_a_stalled_log_reader_never_stops_the_server(tmp_path: Path) -> No
     finally:
         proc.kill()
         proc.wait(10)
+
+
+GOAWAY = 0x7
+PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + b"\x00\x00\x00\x04\x00\x00\x00\x00\x00"
+
+
+def _frames_until_closed(sock: socket.socket, seconds: float) -> tuple[list[int], float]:
+    """The HTTP/2 frame types the server sends on a raw connection until it closes it, and
+    when it did (raises on no close within ``seconds``)."""
+    sock.settimeout(seconds)
+    began = time.monotonic()
+    data = b""
+    while chunk := sock.recv(1 << 16):
+        data += chunk
+    kinds, at = [], 0
+    while at + 9 <= len(data):
+        kinds.append(data[at + 3])
+        at += 9 + int.from_bytes(data[at:at + 3], "big")
+    return kinds, time.monotonic() - began
+
+
+async def test_idle_connections_are_closed_and_connections_are_capped() -> None:
+    """Finding 6: a connection with no call open is closed after --max-connection-idle
+    (GOAWAY, then the close), and connections beyond --max-connections are closed at once;
+    a client that needs the server again reconnects and is served."""
+    with ServerProcess("--web-port", "0", "--data-dir", "memory", "--max-connection-idle",
+                       "1", "--max-connections", "3") as server:
+        idle = [socket.create_connection(("127.0.0.1", server.port)) for _ in range(3)]
+        for sock in idle:
+            sock.sendall(PREFACE)
+        extra = socket.create_connection(("127.0.0.1", server.port))
+        extra.sendall(PREFACE)
+        try:
+            kinds, after = await asyncio.to_thread(_frames_until_closed, extra, 5.0)
+            assert GOAWAY not in kinds and after < 0.9, (kinds, after)  # at once: no room
+            for sock in idle:
+                kinds, after = await asyncio.to_thread(_frames_until_closed, sock, 10.0)
+                assert kinds[-1] == GOAWAY, kinds
+        finally:
+            for sock in (*idle, extra):
+                sock.close()
+        async with grpc.aio.insecure_channel(server.address) as channel:
+            stub = copas_pb2_grpc.CopasServiceStub(channel)
+            await stub.ListTables(copas_pb2.ListTablesRequest(), timeout=10)
+            assert channel.get_state() == grpc.ChannelConnectivity.READY
+            # The server closes it once idle (the channel then leaves READY).
+            await asyncio.wait_for(channel.wait_for_state_change(
+                grpc.ChannelConnectivity.READY), 10)
+            await stub.ListTables(copas_pb2.ListTablesRequest(), timeout=10)  # reconnects
