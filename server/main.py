@@ -191,8 +191,9 @@ async def _bind(config: Config) -> _Bound:
             ("grpc.max_connection_idle_ms", _ms(config.max_connection_idle)),
             ("grpc.max_connection_age_ms", _ms(config.max_connection_age)),
             ("grpc.max_connection_age_grace_ms", _ms(config.max_connection_age_grace)),
-            ("grpc.max_allowed_incoming_connections", config.max_connections or 2**31 - 1),
             ("grpc.http2.max_pings_without_data", 0),
+            *([("grpc.max_allowed_incoming_connections", config.max_connections)]
+              if config.max_connections else []),  # grpc-core's "none" is no option at all
         ],
         maximum_concurrent_rpcs=None,
     )

@@ -7,8 +7,13 @@ mark a truncated snapshot.
 
 Here, a table's lobby key (phase, hand number, seats) is compared at the end of each of its
 steps, only while someone watches the lobby; a change is staged with the table's summary and
-shown once the step is durable, like a table's own events. Each stream's queue is bounded; a
-stream that falls behind gets a fresh snapshot instead of its backlog.
+shown once the step is durable, like a table's own events. The changes of one commit are
+coalesced (a table's last summary only) and each message is serialized once for every
+watcher: a change costs each watcher a filter check and a write of the same bytes. Each
+stream's queue is bounded; a stream that falls behind gets a fresh snapshot instead of its
+backlog. The tables are indexed by preset, by number of players and by whether they are
+waiting with a free seat, so ListTables and snapshots with a filter read the smallest of
+those sets, not every table.
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ import asyncio
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 from copas.v1 import copas_pb2
 
@@ -69,8 +74,44 @@ class LobbySource(Protocol):
                    ) -> tuple[list[copas_pb2.TableSummary], str]:
         """Matching tables, newest first, after the page ``token``; and the next token."""
 
-    def watch(self, wanted: LobbyFilter) -> AsyncIterator[copas_pb2.WatchLobbyResponse]:
-        """A snapshot, then the tables added, changed and removed."""
+    def watch(self, wanted: LobbyFilter) -> AsyncIterator[LobbyMessage]:
+        """A snapshot, then the tables added, changed and removed (a message, or its
+        bytes)."""
+
+
+LobbyMessage = copas_pb2.WatchLobbyResponse | bytes  # bytes: serialized once for all
+
+
+class _Index:
+    """A set of tables kept in creation order (sorted again, once, when one came late: a
+    table recovered or taken over after newer ones)."""
+
+    __slots__ = ("_is_sorted", "_last", "tables")
+
+    def __init__(self) -> None:
+        self.tables: dict[str, TableFacts] = {}
+        self._last = -1
+        self._is_sorted = True
+
+    def add(self, table: TableFacts) -> None:
+        if table.id in self.tables:
+            return
+        self.tables[table.id] = table
+        if table.order < self._last:
+            self._is_sorted = False
+        self._last = max(self._last, table.order)
+
+    def discard(self, table_id: str) -> None:
+        self.tables.pop(table_id, None)
+
+    def newest_first(self) -> list[TableFacts]:
+        if not self._is_sorted:
+            self.tables = dict(sorted(self.tables.items(), key=lambda item: item[1].order))
+            self._is_sorted = True
+        return list(reversed(self.tables.values()))
+
+    def __len__(self) -> int:
+        return len(self.tables)
 
 
 class LobbyWatcher:
@@ -78,13 +119,13 @@ class LobbyWatcher:
 
     def __init__(self, lobby_filter: LobbyFilter) -> None:
         self.filter = lobby_filter
-        self.queue: deque[copas_pb2.WatchLobbyResponse] = deque()
+        self.queue: deque[LobbyMessage] = deque()
         self.shown: set[str] = set()
         self.wakeup = asyncio.Event()
         self.needs_snapshot = True
         self.is_closed = False
 
-    def push(self, message: copas_pb2.WatchLobbyResponse, limit: int) -> None:
+    def push(self, message: LobbyMessage, limit: int) -> None:
         if self.needs_snapshot:
             return
         if len(self.queue) >= limit:
@@ -111,9 +152,14 @@ class Lobby:
         self._durable = durable
         self._keys: dict[str, LobbyKey] = {}
         self._staged: list[tuple[TableFacts, copas_pb2.TableSummary]] = []
+        self._joinable = _Index()  # waiting for players, with a free seat
+        self._by_preset: dict[str, _Index] = {}
+        self._by_players: dict[int, _Index] = {}
 
     def table_changed(self, table: TableFacts) -> None:
-        """At a step's end: stage the table's summary when what the lobby shows changed."""
+        """At a step's end: keep the indexes, and stage the table's summary when what the
+        lobby shows changed."""
+        self._index(table)
         if not self.watchers:
             return
         key = lobby_key(table)
@@ -135,26 +181,35 @@ class Lobby:
         return staged
 
     def deliver(self, staged: list[tuple[TableFacts, copas_pb2.TableSummary]]) -> None:
-        """``staged`` is durable: show it."""
-        for table, summary in staged:
+        """``staged`` is durable: show it, a table's last summary only, each message
+        serialized once for all the watchers it goes to."""
+        latest = {table.id: (table, summary) for table, summary in staged}
+        limit = self.queue_limit
+        for table, summary in latest.values():
+            added = changed = removed = b""
             for watcher in self.watchers:
                 is_shown = table.id in watcher.shown
                 if watcher.filter.matches(table):
-                    watcher.shown.add(table.id)
-                    watcher.push(copas_pb2.WatchLobbyResponse(table_changed=summary)
-                                 if is_shown else
-                                 copas_pb2.WatchLobbyResponse(table_added=summary),
-                                 self.queue_limit)
+                    if is_shown:
+                        changed = changed or copas_pb2.WatchLobbyResponse(
+                            table_changed=summary).SerializeToString()
+                        watcher.push(changed, limit)
+                    else:
+                        watcher.shown.add(table.id)
+                        added = added or copas_pb2.WatchLobbyResponse(
+                            table_added=summary).SerializeToString()
+                        watcher.push(added, limit)
                 elif is_shown:
                     watcher.shown.discard(table.id)
-                    watcher.push(copas_pb2.WatchLobbyResponse(table_removed=table.id),
-                                 self.queue_limit)
+                    removed = removed or copas_pb2.WatchLobbyResponse(
+                        table_removed=table.id).SerializeToString()
+                    watcher.push(removed, limit)
 
     def _snapshot(self, watcher: LobbyWatcher) -> copas_pb2.WatchLobbyResponse:
         """The matching tables, newest first."""
         watcher.queue.clear()
         watcher.needs_snapshot = False
-        found = [t for t in reversed(list(self._tables())) if watcher.filter.matches(t)]
+        found = [t for t in self._newest_first(watcher.filter) if watcher.filter.matches(t)]
         shown = found[:SNAPSHOT_MAX]
         watcher.shown = {t.id for t in shown}
         for table in shown:
@@ -169,7 +224,7 @@ class Lobby:
         before = position[0] if position is not None else None
         page: list[TableFacts] = []
         more = False
-        for table in reversed(list(self._tables())):  # newest first
+        for table in self._newest_first(wanted):
             if before is not None and table.order >= before:
                 continue
             if not wanted.matches(table):
@@ -182,8 +237,36 @@ class Lobby:
         await self._durable()  # show only what is durable
         return summaries, paging.encode((page[-1].order, "")) if more else ""
 
+    def _index(self, table: TableFacts) -> None:
+        preset, players = table.preset, table.rules.players
+        if table.is_released:
+            self._joinable.discard(table.id)
+            _discard(self._by_preset, preset, table.id)
+            _discard(self._by_players, players, table.id)
+            return
+        if table.is_waiting and table.has_free_seat():
+            self._joinable.add(table)
+        else:
+            self._joinable.discard(table.id)
+        self._by_preset.setdefault(preset, _Index()).add(table)
+        self._by_players.setdefault(players, _Index()).add(table)
+
+    def _newest_first(self, wanted: LobbyFilter) -> list[TableFacts]:
+        """The tables ``wanted`` may match, newest first: the smallest index that holds
+        them all (every table when no filter narrows it)."""
+        candidates: list[_Index] = []
+        if wanted.only_joinable:
+            candidates.append(self._joinable)
+        if wanted.preset:
+            candidates.append(self._by_preset.get(wanted.preset) or _Index())
+        if wanted.players:
+            candidates.append(self._by_players.get(wanted.players) or _Index())
+        if candidates:
+            return min(candidates, key=len).newest_first()
+        return list(reversed(list(self._tables())))
+
     async def watch(self, wanted: LobbyFilter
-                    ) -> AsyncIterator[copas_pb2.WatchLobbyResponse]:
+                    ) -> AsyncIterator[LobbyMessage]:
         watcher = LobbyWatcher(wanted)
         self.watchers.add(watcher)
         try:
@@ -209,3 +292,15 @@ class Lobby:
         for watcher in list(self.watchers):
             watcher.close()
         self.watchers.clear()
+
+
+K = TypeVar("K")
+
+
+def _discard(indexes: dict[K, _Index], key: K, table_id: str) -> None:
+    """``table_id`` out of ``indexes[key]``; an index left empty goes too."""
+    index = indexes.get(key)
+    if index is not None:
+        index.discard(table_id)
+        if not index:
+            del indexes[key]
