@@ -1,12 +1,15 @@
 """What a table writes to its durable log: one frozen dataclass per kind of entry.
 
 Recovery replays these through the table's state machine, so a table after a restart is the
-table before it. Each entry carries ``seq``, the table's event sequence just before the entry
-was applied, so events that were never logged (connections) leave the numbering intact.
+table before it, its history of numbered events included. Each entry carries ``seq``, the
+table's event sequence just before the entry was applied; a jump in it is where numbered
+events no entry holds were (a seat given up before the game: its join and its leave), which
+keep their numbers, and a snapshot that would reach back past them says ``has_gap``.
 
 A table's log grows with its game's moves: joins (at most one live row per seat: a seat
 given up before the game starts deletes its join row), actions (players', bots' and
-timers'), and the pause and deadline times each step computed. Connections are not logged.
+timers'), and the pause and deadline times each step computed. Connections are not logged:
+presence events are not numbered, so the history has no hole where they were.
 """
 
 from __future__ import annotations

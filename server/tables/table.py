@@ -193,6 +193,7 @@ class Table:
         self.is_lost = False  # released because another node took it
         self._step_events: list[copas_pb2.TableEvent] = []
         self._step_logged = False  # the step wrote a log entry (its events replay from it)
+        self._step_numbered = False  # the step numbered an event
         self._step_engine: list[ev.Event] = []
         self.log = log.bind(table_id=table_id)
 
@@ -238,8 +239,9 @@ class Table:
         watcher.clear()  # the snapshot supersedes anything queued
         watcher.needs_snapshot = False
         watcher.seen = self.sequence
+        watcher.shown_step = self.fanout.steps
         snap = copas_pb2.Snapshot()
-        if after_sequence > 0:
+        if after_sequence > 0:  # the history holds consecutive events ending at the latest
             missed = [e for e in self.history if e.sequence > after_sequence]
             oldest = self.history[0].sequence if self.history else self.sequence + 1
             snap.has_gap = after_sequence + 1 < oldest and after_sequence < self.sequence
@@ -271,13 +273,24 @@ class Table:
         return self._store.append(self.id, dumps(entry))
 
     def _emit(self, kind: str, body: Message) -> None:
-        """Number the next event (``kind``, TableEvent's oneof field, holding ``body``)."""
+        """Number the next event (``kind``, TableEvent's oneof field, holding ``body``) and
+        keep it in the history."""
         self.sequence += 1
-        field: dict[str, Any] = {kind: body}  # TableEvent's oneof, by the event's kind
-        message = copas_pb2.TableEvent(sequence=self.sequence, time=timestamp(self.now()),
-                                       **field)
+        self._step_numbered = True
+        message = self._event(kind, body)
         self.history.append(message)
         self._step_events.append(message)
+
+    def _announce(self, kind: str, body: Message) -> None:
+        """An event outside the history (presence): shown live with its view but not
+        numbered (it repeats the latest sequence), so it is neither logged nor replayed, and
+        a restart leaves no hole where it was."""
+        self._step_events.append(self._event(kind, body))
+
+    def _event(self, kind: str, body: Message) -> copas_pb2.TableEvent:
+        field: dict[str, Any] = {kind: body}  # TableEvent's oneof, by the event's kind
+        return copas_pb2.TableEvent(sequence=self.sequence, time=timestamp(self.now()),
+                                    **field)
 
     def _emit_engine(self, events: list[ev.Event], phase_before: Phase | None = None) -> None:
         """Sequence the engine's events; ``phase_before`` is where a leave happened."""
@@ -295,13 +308,14 @@ class Table:
         events, self._step_events = self._step_events, []
         engine_events, self._step_engine = self._step_engine, []
         logged, self._step_logged = self._step_logged, False
+        numbered, self._step_numbered = self._step_numbered, False
         if not events:
             return
         events[-1].is_last_in_action = True
         if self.is_replaying:
             return
-        if not logged:  # events no log entry replays (a connection, a seat given up): the
-            self._store.note_sequence(self.id, self.sequence)  # numbering must not go back
+        if numbered and not logged:  # numbered events no log entry replays (a seat given
+            self._store.note_sequence(self.id, self.sequence)  # up): numbers never go back
         is_debug = self.log.is_enabled_for(logging.DEBUG)
         for event in engine_events:
             if is_debug:
@@ -434,8 +448,8 @@ class Table:
             if seat is not None and token_hash is not None \
                     and self.fanout.streams_of(token_hash) == 1:
                 self._cancel_watchdog_if_waiting()
-                self._emit("player_connection", copas_pb2.PlayerConnection(seat=seat,
-                                                                        is_connected=True))
+                self._announce("player_connection", copas_pb2.PlayerConnection(
+                    seat=seat, is_connected=True))
             return watcher
         return self._step(add)
 
@@ -450,8 +464,8 @@ class Table:
             seat = watcher.seat
 
             def disconnected() -> None:
-                self._emit("player_connection", copas_pb2.PlayerConnection(seat=seat,
-                                                                        is_connected=False))
+                self._announce("player_connection", copas_pb2.PlayerConnection(
+                    seat=seat, is_connected=False))
                 self._arm_watchdog()
             self._step(disconnected, needs_store=False)  # a stream's end is not a change
 
@@ -824,8 +838,9 @@ class Table:
     def replay_log(self, entries: list[tuple[int, Entry]], shown: int) -> None:
         """Rebuild the table from its log: each entry (with its position) through the code
         that wrote it, with ``is_replaying`` set; ``shown`` is the highest sequence the table
-        had shown (events never logged, connections, keep their numbers). The table stays
-        replaying until ``resume_after_recovery``.
+        had noted after a step no entry replays (a seat given up: those events keep their
+        numbers, and the history starts after them). The table stays replaying until
+        ``resume_after_recovery``.
 
         :raises ReplayMismatch: an entry does not fit the table (and engine errors alike).
         """
@@ -834,7 +849,7 @@ class Table:
             self._step(self._start)
         for position, entry in entries:
             self.replay(entry, position)
-        self.sequence = max(self.sequence, shown)
+        self._skip_to(shown)
 
     def replay(self, entry: Entry, position: int) -> None:
         """Re-apply one log entry (at ``position`` in the log) through the code that wrote
@@ -843,8 +858,17 @@ class Table:
         if isinstance(entry, (Joined, Acted, TimedOut, PauseEnded)):
             if entry.seq < self.sequence:
                 raise ReplayMismatch(f"entry at sequence {entry.seq} after {self.sequence}")
-            self.sequence = entry.seq  # events that were never logged keep their numbers
+            self._skip_to(entry.seq)
         self._step(lambda: self._replay(entry))
+
+    def _skip_to(self, sequence: int) -> None:
+        """Replay: the events numbered up to ``sequence`` that it did not rebuild were shown
+        but no log entry holds them (a seat given up before the game: its join row went).
+        They keep their numbers, and the history starts after them, so a snapshot that reaches
+        back past them says ``has_gap`` instead of skipping them."""
+        if sequence > self.sequence:
+            self.history.clear()
+            self.sequence = sequence
 
     def _replay(self, entry: Entry) -> None:
         match entry:
