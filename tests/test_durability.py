@@ -150,11 +150,11 @@ def numbered(messages: list[copas_pb2.TableEvent]) -> dict[int, copas_pb2.TableE
 
 
 def public(event: copas_pb2.TableEvent) -> copas_pb2.TableEvent:
-    """An event as a snapshot lists it: without its view."""
+    """An event as a snapshot lists it: without its view (its time, number and kind as they
+    were shown live)."""
     copy = copas_pb2.TableEvent()
     copy.CopyFrom(event)
     copy.ClearField("view")
-    copy.ClearField("time")
     return copy
 
 

@@ -67,6 +67,7 @@ from server.tables.log_entries import (
     Joined,
     PauseEnded,
     PauseStarted,
+    StepEntry,
     TimedOut,
     dumps,
 )
@@ -194,6 +195,7 @@ class Table:
         self._step_events: list[copas_pb2.TableEvent] = []
         self._step_logged = False  # the step wrote a log entry (its events replay from it)
         self._step_numbered = False  # the step numbered an event
+        self._step_time = created  # when the step happened (its events' time, its entry's)
         self._step_engine: list[ev.Event] = []
         self.log = log.bind(table_id=table_id)
 
@@ -252,14 +254,17 @@ class Table:
 
     # ------------------------------------------------------------ steps, log and events
 
-    def _step(self, body: Callable[[], T], *, needs_store: bool = True) -> T:
+    def _step(self, body: Callable[[], T], *, needs_store: bool = True,
+              at: float | None = None) -> T:
         """Run one step: refused once the store has failed (fail-stop), its events staged
-        at its end, whatever happened."""
+        at its end, whatever happened. Its time (``at``, else now) is kept to the
+        millisecond, in its log entry too, so a replayed event shows the time it had."""
         if needs_store and not self.is_replaying:
             try:
                 self._store.check_writable()
             except StorageFailed:
                 raise ServiceError.storage_failed() from None
+        self._step_time = round(self.now() if at is None else at, 3)
         try:
             return body()
         finally:
@@ -289,7 +294,7 @@ class Table:
 
     def _event(self, kind: str, body: Message) -> copas_pb2.TableEvent:
         field: dict[str, Any] = {kind: body}  # TableEvent's oneof, by the event's kind
-        return copas_pb2.TableEvent(sequence=self.sequence, time=timestamp(self.now()),
+        return copas_pb2.TableEvent(sequence=self.sequence, time=timestamp(self._step_time),
                                     **field)
 
     def _emit_engine(self, events: list[ev.Event], phase_before: Phase | None = None) -> None:
@@ -355,7 +360,7 @@ class Table:
         if self.has_people:
             self._arm_watchdog()
         else:
-            self._step(self._start)
+            self._step(self._start, at=self.created)
 
     # ------------------------------------------------------------ seats and watchers
 
@@ -389,7 +394,8 @@ class Table:
             token = tokens.new_token()
             sealed = seal(token, JOIN_SCOPE, request_id) if key else ""
             self._seat_person(Joined(self.sequence, seat.number, name,
-                                     tokens.hash_token(token), key, fingerprint, sealed))
+                                     tokens.hash_token(token), key, fingerprint, sealed,
+                                     self._step_time))
             return seat.number, token
         return self._step(seat_them)
 
@@ -521,7 +527,7 @@ class Table:
             events = game.apply(action)
         except EngineError as error:
             raise from_engine(error) from None
-        self._log(Acted(seq, action, "player", request_id, fingerprint))
+        self._log(Acted(seq, action, "player", request_id, fingerprint, self._step_time))
         self.last_person_action = self.now()
         if is_leave:
             if not self.is_replaying:
@@ -614,7 +620,8 @@ class Table:
             return
         thinker = self._thinker
         if self.bot_policy == AUTO_POLICY or thinker is None:
-            self._apply_automatic(Acted(self.sequence, game.auto_action(bot), "bot"))
+            self._apply_automatic(Acted(self.sequence, game.auto_action(bot), "bot",
+                                        at=self._step_time))
             return
         # The bot thinks in a worker process; the table goes on meanwhile (a leave, a
         # timeout). Its move is applied only if the table is still where it thought.
@@ -644,10 +651,11 @@ class Table:
         if action is None or action.seat != seat:
             action = game.auto_action(seat)
         try:
-            self._apply_automatic(Acted(self.sequence, action, "bot"))
+            self._apply_automatic(Acted(self.sequence, action, "bot", at=self._step_time))
         except EngineError:  # a policy's mistake must not stop the table
             self.log.error("bot_move_refused", seat=seat)
-            self._apply_automatic(Acted(self.sequence, game.auto_action(seat), "bot"))
+            self._apply_automatic(Acted(self.sequence, game.auto_action(seat), "bot",
+                                        at=self._step_time))
 
     def _apply_automatic(self, entry: Acted) -> None:
         game = self.game
@@ -673,7 +681,7 @@ class Table:
         self._set_timer(seconds, self._timer_step(self._end_pause))
 
     def _end_pause(self) -> None:
-        self._resume(PauseEnded(self.sequence))
+        self._resume(PauseEnded(self.sequence, self._step_time))
 
     def _resume(self, entry: PauseEnded) -> None:
         self._log(entry)
@@ -716,7 +724,7 @@ class Table:
             return
         actions = tuple(game.auto_action(s) for s in game.to_act() if not self.seats[s].is_bot)
         if actions:
-            self._time_out(TimedOut(self.sequence, actions))
+            self._time_out(TimedOut(self.sequence, actions, self._step_time))
 
     def _time_out(self, entry: TimedOut) -> None:
         game = self.game
@@ -797,7 +805,7 @@ class Table:
         if self.now() - self.last_person_action < self.settings.abandon_after:
             self._arm_watchdog()
             return
-        self._apply_automatic(Acted(self.sequence, ev.Abandon(), "idle"))
+        self._apply_automatic(Acted(self.sequence, ev.Abandon(), "idle", at=self._step_time))
 
     # ------------------------------------------------------------ the end
 
@@ -846,7 +854,7 @@ class Table:
         """
         self.is_replaying = True
         if self.bot_seats == self.rules.players:  # a table of bots started when it was made
-            self._step(self._start)
+            self._step(self._start, at=self.created)
         for position, entry in entries:
             self.replay(entry, position)
         self._skip_to(shown)
@@ -855,11 +863,13 @@ class Table:
         """Re-apply one log entry (at ``position`` in the log) through the code that wrote
         it (``is_replaying`` set)."""
         self._replay_position = position
-        if isinstance(entry, (Joined, Acted, TimedOut, PauseEnded)):
+        at = None
+        if isinstance(entry, StepEntry):
             if entry.seq < self.sequence:
                 raise ReplayMismatch(f"entry at sequence {entry.seq} after {self.sequence}")
             self._skip_to(entry.seq)
-        self._step(lambda: self._replay(entry))
+            at = entry.at or None  # an older log kept no time: its events show the replay's
+        self._step(lambda: self._replay(entry), at=at)
 
     def _skip_to(self, sequence: int) -> None:
         """Replay: the events numbered up to ``sequence`` that it did not rebuild were shown
