@@ -8,6 +8,7 @@ import json
 import sqlite3
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -245,6 +246,91 @@ async def test_the_history_after_a_restart_has_no_holes(tmp_path: Path) -> None:
         presence = [m for m in live.messages if m.WhichOneof("kind") == "player_connection"]
         assert len(presence) >= 6
         assert all(e.WhichOneof("kind") != "player_connection" for e in seen_live.values())
+    finally:
+        server.stop()
+
+
+async def test_a_finished_game_stays_its_ttl_after_a_restart(tmp_path: Path) -> None:
+    """A game that ended before a kill -9 is there after the restart, for what is left of
+    --finished-table-ttl counted from its end: its final view, its history and its players'
+    tokens for reading; not playable, and counted in neither --max-tables nor --max-players.
+    """
+    ttl = 8.0
+    port = free_port()
+    server = durable_server(tmp_path, port, "--finished-table-ttl", str(ttl))
+    try:
+        channel = grpc.aio.insecure_channel(f"127.0.0.1:{port}")
+        stub = copas_pb2_grpc.CopasServiceStub(channel)
+        older = await finished_bot_table(stub, preset="quick", seed="6")
+        table = await new_table(stub, preset="quick", seed="7", bots=2)
+        tid = table.table_id
+        live = Watch(stub, tid)
+        await live.opened()
+        tokens = {j.seat: j.player_token for j in await join_all(stub, tid, 2)}
+        watches = {s: Watch(stub, tid, t) for s, t in tokens.items()}
+        game = Game(rules_of(table), "7")
+        await drive(stub, tid, tokens, watches, game)
+        over = await live.wait_for(lambda m: m.WhichOneof("kind") == "game_over")
+        for watch in watches.values():  # the players go after the game, before the kill
+            await watch.close()
+        for seat in tokens:
+            await live.wait_for(lambda m, seat=seat: m.WhichOneof("kind") == "player_connection"
+                                and m.player_connection.seat == seat
+                                and not m.player_connection.is_connected
+                                and m.sequence >= over.sequence)
+        seen_live = numbered(live.messages)
+        record = (await stub.GetGameRecord(copas_pb2.GetGameRecordRequest(record_id=tid))).record
+        finished = record.finish_time.ToDatetime().timestamp()
+        server.kill9()
+        await live.close()
+        await channel.close()
+        # Down for a while: the table's time runs from its end, not from the restart.
+        await asyncio.sleep(2.0)
+        server = durable_server(tmp_path, port, "--finished-table-ttl", str(ttl),
+                                "--max-tables", "1", "--max-players", "2")
+        channel = grpc.aio.insecure_channel(f"127.0.0.1:{port}")
+        stub = copas_pb2_grpc.CopasServiceStub(channel)
+        summary = (await stub.GetTable(copas_pb2.GetTableRequest(table_id=tid))).table
+        assert summary.phase == copas_pb2.PHASE_GAME_OVER
+        mine = await stub.GetView(copas_pb2.GetViewRequest(table_id=tid), metadata=auth(tokens[0]))
+        assert mine.view.phase == copas_pb2.PHASE_GAME_OVER and mine.view.seat == 0
+        assert list(mine.view.standings) == list(over.game_over.standings)
+        late = Watch(stub, tid, tokens[1], after_sequence=1)  # held until the table goes
+        middle = Watch(stub, tid, tokens[1], after_sequence=over.sequence - 10)
+        for after, watch in ((1, late), (over.sequence - 10, middle)):
+            head = await watch.opened()
+            assert head.view.phase == copas_pb2.PHASE_GAME_OVER and head.view.seat == 1
+            check_history(head, after, seen_live)
+            assert not head.snapshot.has_gap and head.sequence == over.sequence
+        await middle.close()
+        assert mine.sequence == over.sequence  # the game over is the last numbered event
+        play = PlayStream(stub, tid, tokens[0], after_sequence=over.sequence - 3)
+        head = await play.wait_event(lambda e: True)
+        assert head.view.phase == copas_pb2.PHASE_GAME_OVER
+        assert check_history(head, over.sequence - 3, seen_live)[-1] == over.sequence
+        refused = await play.act(play_card=copas_pb2.PlayCardRequest(card=card_pb("2C")))
+        assert refused.error.code == grpc.StatusCode.FAILED_PRECONDITION.value[0]
+        await play.close()
+        # It holds no table slot and no player's: a new table for two people fits. And at
+        # most --max-tables finished tables wait, as before the restart: the older one went.
+        fresh = await new_table(stub, preset="quick", seed="8", bots=2)
+        await join_all(stub, fresh.table_id, 2)
+        with pytest.raises(grpc.aio.AioRpcError) as err:
+            await stub.GetTable(copas_pb2.GetTableRequest(table_id=older.table_id))
+        assert err.value.code() == grpc.StatusCode.NOT_FOUND
+        # It goes at its end plus the ttl: its streams end (OK), then it is not found.
+        await asyncio.wait_for(asyncio.shield(late.task), ttl + 10)
+        gone = time.time()
+        assert late.error is None
+        assert finished + ttl - 0.5 < gone < finished + ttl + 1.5, gone - finished
+        with pytest.raises(grpc.aio.AioRpcError) as err:
+            await stub.GetTable(copas_pb2.GetTableRequest(table_id=tid))
+        assert err.value.code() == grpc.StatusCode.NOT_FOUND
+        with pytest.raises(grpc.aio.AioRpcError) as err:
+            await stub.GetView(copas_pb2.GetViewRequest(table_id=tid),
+                               metadata=auth(tokens[0]))
+        assert err.value.code() == grpc.StatusCode.UNAUTHENTICATED
+        await channel.close()
     finally:
         server.stop()
 
