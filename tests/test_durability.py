@@ -8,6 +8,7 @@ import json
 import sqlite3
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -17,21 +18,30 @@ from copas.v1 import copas_pb2, copas_pb2_grpc
 
 from engine import Game, Phase, action_to_json, replay, result_of
 from server.main import shutdown, start
-from tests.helpers.calls import Watch, auth, card_pb, drive, finished_bot_table, join_all, new_table
+from tests.helpers.calls import (
+    PlayStream,
+    Watch,
+    auth,
+    card_pb,
+    drive,
+    finished_bot_table,
+    join_all,
+    new_table,
+)
 from tests.helpers.games import rules_of
 from tests.helpers.servers import ServerProcess, config_for_tests, free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def durable_server(data_dir: Path, port: int) -> ServerProcess:
+def durable_server(data_dir: Path, port: int, *flags: str) -> ServerProcess:
     """The server as a process on ``data_dir`` (its log in a file: a full pipe would stall
-    it), tables at full speed."""
+    it), tables at full speed; ``flags`` after those."""
     return ServerProcess(
         "--allow-seed", "--data-dir", str(data_dir), "--trick-pause", "0", "--hand-pause", "0",
         "--play-timeout", "0", "--pass-timeout", "0", "--moon-timeout", "0", "--log-format",
         "json", "--unlimited-quotas", "--bot-table-pace", "0.001", "--bot-policy", "auto",
-        "--bot-workers", "0", *store_options(data_dir), port=port, log_dir=data_dir)
+        "--bot-workers", "0", *store_options(data_dir), *flags, port=port, log_dir=data_dir)
 
 
 def store_options(data_dir: Path) -> tuple[str, ...]:
@@ -120,6 +130,206 @@ async def test_kill_9_mid_trick_mid_pass_and_in_a_pause_loses_nothing(tmp_path: 
             assert result_of(replay(data)) == result_of(game)
             for w in watches.values():
                 await w.close()
+        await channel.close()
+    finally:
+        server.stop()
+
+
+def numbered(messages: list[copas_pb2.TableEvent]) -> dict[int, copas_pb2.TableEvent]:
+    """A live stream's numbered events by sequence: consecutive from its snapshot on (an
+    event that repeats the latest number is not numbered: only presence may)."""
+    out: dict[int, copas_pb2.TableEvent] = {}
+    last = messages[0].sequence
+    assert messages[0].WhichOneof("kind") == "snapshot"
+    for m in messages[1:]:
+        if m.sequence == last:
+            assert m.WhichOneof("kind") == "player_connection", m
+            continue
+        assert m.sequence == last + 1, (m.sequence, last)
+        out[last := m.sequence] = m
+    return out
+
+
+def public(event: copas_pb2.TableEvent) -> copas_pb2.TableEvent:
+    """An event as a snapshot lists it: without its view (its time, number and kind as they
+    were shown live)."""
+    copy = copas_pb2.TableEvent()
+    copy.CopyFrom(event)
+    copy.ClearField("view")
+    return copy
+
+
+def check_history(head: copas_pb2.TableEvent, after: int,
+                  live: dict[int, copas_pb2.TableEvent]) -> list[int]:
+    """A snapshot asked for the events after ``after``: consecutive events ending at its own
+    sequence, all of them (no gap) or a tail (has_gap), each the event a live watcher saw
+    under that number. Returns the numbers listed."""
+    assert head.WhichOneof("kind") == "snapshot"
+    missed = list(head.snapshot.missed_events)
+    numbers = [e.sequence for e in missed]
+    first = after + 1 if not head.snapshot.has_gap else (numbers[0] if numbers else
+                                                          head.sequence + 1)
+    assert first > after
+    assert numbers == list(range(first, head.sequence + 1)), (after, head.snapshot.has_gap,
+                                                              numbers)
+    for event in missed:
+        if event.sequence in live:
+            assert public(event) == public(live[event.sequence]), event.sequence
+    return numbers
+
+
+async def test_the_history_after_a_restart_has_no_holes(tmp_path: Path) -> None:
+    """Presence is not numbered, so a restart rebuilds every numbered event as it was shown;
+    a seat given up (whose join row goes) is a hole a snapshot reaching past says it has."""
+    port = free_port()
+    server = durable_server(tmp_path, port)
+    try:
+        channel = grpc.aio.insecure_channel(f"127.0.0.1:{port}")
+        stub = copas_pb2_grpc.CopasServiceStub(channel)
+        table = await new_table(stub, preset="quick", seed="42", bots=1)
+        tid = table.table_id
+        live = Watch(stub, tid)  # a spectator from the first event on
+        await live.opened()
+        tokens = {0: (await join_all(stub, tid, 1))[0].player_token}
+        quitter = (await join_all(stub, tid, 1))[0].player_token
+        given_up = (await stub.LeaveTable(copas_pb2.LeaveTableRequest(table_id=tid),
+                                          metadata=auth(quitter))).sequence
+        watches = {0: Watch(stub, tid, tokens[0])}
+        await watches[0].opened()
+        for seat in (1, 2):  # the table is full: the game starts
+            tokens[seat] = (await join_all(stub, tid, 1))[0].player_token
+            watches[seat] = Watch(stub, tid, tokens[seat])
+        game = Game(rules_of(table), "42")
+        await drive(stub, tid, tokens, watches, game, stop=lambda g: g.phase is Phase.PLAYING)
+        await watches[0].close()  # seat 0 goes away and comes back
+        await live.wait_for(lambda m: m.player_connection.seat == 0
+                            and m.WhichOneof("kind") == "player_connection"
+                            and not m.player_connection.is_connected)
+        watches[0] = Watch(stub, tid, tokens[0])
+        answers = await drive(stub, tid, tokens, watches, game,
+                              stop=lambda g: g.trick_number == 3)
+        for watch in watches.values():  # everyone goes before the kill
+            await watch.close()
+        for seat in tokens:
+            await live.wait_for(lambda m, seat=seat: m.WhichOneof("kind") == "player_connection"
+                                and m.player_connection.seat == seat
+                                and not m.player_connection.is_connected
+                                and m.sequence >= answers[-1].sequence)
+        seen_live = numbered(live.messages)
+        server.kill9()
+        await live.close()
+        await channel.close()
+
+        server = durable_server(tmp_path, port)  # the same data directory
+        channel = grpc.aio.insecure_channel(f"127.0.0.1:{port}")
+        stub = copas_pb2_grpc.CopasServiceStub(channel)
+        latest = max(seen_live)
+        for after in sorted({1, given_up - 1, given_up, given_up + 1, latest // 2, latest - 1,
+                             latest}):
+            watch = Watch(stub, tid, after_sequence=after)
+            head = await watch.opened()
+            assert head.sequence == latest  # nothing shown was lost, no number taken twice
+            listed = check_history(head, after, seen_live)
+            # The only hole is the seat given up before the game (its join and its leave).
+            assert head.snapshot.has_gap == (after < given_up), (after, given_up)
+            assert listed[:1] == [max(after, given_up) + 1] if after < latest else not listed
+            await watch.close()
+        for after in (1, given_up):  # a player's Play stream opens on the same history
+            play = PlayStream(stub, tid, tokens[0], after_sequence=after)
+            head = await play.wait_event(lambda e: True)
+            check_history(head, after, seen_live)
+            assert head.snapshot.has_gap == (after < given_up)
+            await play.close()
+        await channel.close()
+        # Presence was shown live (each person's first stream, seat 0's going and coming
+        # back, everyone going), and never numbered: it is not history.
+        presence = [m for m in live.messages if m.WhichOneof("kind") == "player_connection"]
+        assert len(presence) >= 6
+        assert all(e.WhichOneof("kind") != "player_connection" for e in seen_live.values())
+    finally:
+        server.stop()
+
+
+async def test_a_finished_game_stays_its_ttl_after_a_restart(tmp_path: Path) -> None:
+    """A game that ended before a kill -9 is there after the restart, for what is left of
+    --finished-table-ttl counted from its end: its final view, its history and its players'
+    tokens for reading; not playable, and counted in neither --max-tables nor --max-players.
+    """
+    ttl = 8.0
+    port = free_port()
+    server = durable_server(tmp_path, port, "--finished-table-ttl", str(ttl))
+    try:
+        channel = grpc.aio.insecure_channel(f"127.0.0.1:{port}")
+        stub = copas_pb2_grpc.CopasServiceStub(channel)
+        older = await finished_bot_table(stub, preset="quick", seed="6")
+        table = await new_table(stub, preset="quick", seed="7", bots=2)
+        tid = table.table_id
+        live = Watch(stub, tid)
+        await live.opened()
+        tokens = {j.seat: j.player_token for j in await join_all(stub, tid, 2)}
+        watches = {s: Watch(stub, tid, t) for s, t in tokens.items()}
+        game = Game(rules_of(table), "7")
+        await drive(stub, tid, tokens, watches, game)
+        over = await live.wait_for(lambda m: m.WhichOneof("kind") == "game_over")
+        for watch in watches.values():  # the players go after the game, before the kill
+            await watch.close()
+        for seat in tokens:
+            await live.wait_for(lambda m, seat=seat: m.WhichOneof("kind") == "player_connection"
+                                and m.player_connection.seat == seat
+                                and not m.player_connection.is_connected
+                                and m.sequence >= over.sequence)
+        seen_live = numbered(live.messages)
+        record = (await stub.GetGameRecord(copas_pb2.GetGameRecordRequest(record_id=tid))).record
+        finished = record.finish_time.ToDatetime().timestamp()
+        server.kill9()
+        await live.close()
+        await channel.close()
+        # Down for a while: the table's time runs from its end, not from the restart.
+        await asyncio.sleep(2.0)
+        server = durable_server(tmp_path, port, "--finished-table-ttl", str(ttl),
+                                "--max-tables", "1", "--max-players", "2")
+        channel = grpc.aio.insecure_channel(f"127.0.0.1:{port}")
+        stub = copas_pb2_grpc.CopasServiceStub(channel)
+        summary = (await stub.GetTable(copas_pb2.GetTableRequest(table_id=tid))).table
+        assert summary.phase == copas_pb2.PHASE_GAME_OVER
+        mine = await stub.GetView(copas_pb2.GetViewRequest(table_id=tid), metadata=auth(tokens[0]))
+        assert mine.view.phase == copas_pb2.PHASE_GAME_OVER and mine.view.seat == 0
+        assert list(mine.view.standings) == list(over.game_over.standings)
+        late = Watch(stub, tid, tokens[1], after_sequence=1)  # held until the table goes
+        middle = Watch(stub, tid, tokens[1], after_sequence=over.sequence - 10)
+        for after, watch in ((1, late), (over.sequence - 10, middle)):
+            head = await watch.opened()
+            assert head.view.phase == copas_pb2.PHASE_GAME_OVER and head.view.seat == 1
+            check_history(head, after, seen_live)
+            assert not head.snapshot.has_gap and head.sequence == over.sequence
+        await middle.close()
+        assert mine.sequence == over.sequence  # the game over is the last numbered event
+        play = PlayStream(stub, tid, tokens[0], after_sequence=over.sequence - 3)
+        head = await play.wait_event(lambda e: True)
+        assert head.view.phase == copas_pb2.PHASE_GAME_OVER
+        assert check_history(head, over.sequence - 3, seen_live)[-1] == over.sequence
+        refused = await play.act(play_card=copas_pb2.PlayCardRequest(card=card_pb("2C")))
+        assert refused.error.code == grpc.StatusCode.FAILED_PRECONDITION.value[0]
+        await play.close()
+        # It holds no table slot and no player's: a new table for two people fits. And at
+        # most --max-tables finished tables wait, as before the restart: the older one went.
+        fresh = await new_table(stub, preset="quick", seed="8", bots=2)
+        await join_all(stub, fresh.table_id, 2)
+        with pytest.raises(grpc.aio.AioRpcError) as err:
+            await stub.GetTable(copas_pb2.GetTableRequest(table_id=older.table_id))
+        assert err.value.code() == grpc.StatusCode.NOT_FOUND
+        # It goes at its end plus the ttl: its streams end (OK), then it is not found.
+        await asyncio.wait_for(asyncio.shield(late.task), ttl + 10)
+        gone = time.time()
+        assert late.error is None
+        assert finished + ttl - 0.5 < gone < finished + ttl + 1.5, gone - finished
+        with pytest.raises(grpc.aio.AioRpcError) as err:
+            await stub.GetTable(copas_pb2.GetTableRequest(table_id=tid))
+        assert err.value.code() == grpc.StatusCode.NOT_FOUND
+        with pytest.raises(grpc.aio.AioRpcError) as err:
+            await stub.GetView(copas_pb2.GetViewRequest(table_id=tid),
+                               metadata=auth(tokens[0]))
+        assert err.value.code() == grpc.StatusCode.UNAUTHENTICATED
         await channel.close()
     finally:
         server.stop()

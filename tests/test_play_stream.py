@@ -48,14 +48,18 @@ def request_for(action: Any, request_id: str = "") -> dict[str, Any]:
 
 
 def check_order(messages: list[copas_pb2.PlayResponse]) -> None:
-    """Events come in sequence order; each result comes after the last event its action
-    caused (the one just before it ends its action) and before any event numbered later."""
+    """Events come in sequence order (presence is not numbered: it repeats the latest
+    sequence); each result comes after the last event its action caused (the one just before
+    it ends its action) and before any event numbered later."""
     last = 0
     for i, message in enumerate(messages):
         if message.WhichOneof("kind") == "event":
             event = message.event
             if event.WhichOneof("kind") == "snapshot":
                 last = event.sequence
+                continue
+            if event.WhichOneof("kind") == "player_connection":
+                assert event.sequence == last, (event.sequence, last)
                 continue
             assert event.sequence == last + 1, (event.sequence, last)
             last = event.sequence

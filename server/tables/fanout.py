@@ -9,6 +9,10 @@ Events reach the streams only once they are durable: a step's events wait in the
 until the store has committed them (``deliver``). They travel pre-serialized: each event is
 serialized once, each watched seat's view once per step, and a stream's message is their
 concatenation (protobuf fields concatenate), shared by every stream of that seat.
+
+A stream gets the steps staged after its snapshot, and none before (the snapshot shows them):
+steps are counted, not told apart by sequence, because a presence event (a player's stream
+opened or closed) is not numbered: it repeats the table's latest sequence.
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ class Watcher:
     turns the backlog into a fresh snapshot."""
 
     __slots__ = ("close_error", "is_closed", "max_bytes", "max_messages", "needs_snapshot",
-                 "queue", "queued_bytes", "seat", "seen", "token_hash", "wakeup")
+                 "queue", "queued_bytes", "seat", "seen", "shown_step", "token_hash", "wakeup")
 
     def __init__(self, seat: int | None, token_hash: str | None, max_messages: int,
                  max_bytes: int) -> None:
@@ -44,7 +48,8 @@ class Watcher:
         self.needs_snapshot = False
         self.is_closed = False
         self.close_error: ServiceError | None = None
-        self.seen = 0  # the sequence of its last snapshot: older messages are not sent
+        self.seen = 0  # the sequence of its last snapshot
+        self.shown_step = 0  # the last step its snapshot showed: older ones are not sent
 
     @property
     def is_player(self) -> bool:
@@ -52,7 +57,7 @@ class Watcher:
 
     def push(self, sequence: int, message: bytes) -> bool:
         """Queue a message; False when the watcher fell behind (backlog dropped)."""
-        if self.needs_snapshot or sequence <= self.seen or self.is_closed:
+        if self.needs_snapshot or self.is_closed:
             return True
         size = len(message)
         if len(self.queue) >= self.max_messages or self.queued_bytes + size > self.max_bytes:
@@ -90,8 +95,9 @@ class Fanout:
         self.watchers: set[Watcher] = set()
         self._spectators = 0
         self._by_token: dict[str, int] = {}
-        # Sequenced but not yet durable: (events, views after them) per step.
-        self.outbox: list[tuple[Staged, Views]] = []
+        # Sequenced but not yet durable: (step, events, views after them) per step.
+        self.outbox: list[tuple[int, Staged, Views]] = []
+        self.steps = 0  # steps staged so far (a snapshot shows every one of them)
 
     def __len__(self) -> int:
         return len(self.watchers)
@@ -143,22 +149,23 @@ class Fanout:
         return {w.seat for w in self.watchers if not w.needs_snapshot}
 
     def stage(self, events: Staged, views: Views) -> None:
-        self.outbox.append((events, views))
+        self.steps += 1
+        self.outbox.append((self.steps, events, views))
 
     def deliver(self, upto: int, on_resync: Callable[[], None]) -> None:
         """Send the staged events up to sequence ``upto`` (now durable) to the streams."""
         count = 0
-        while count < len(self.outbox) and self.outbox[count][0][-1][0] <= upto:
+        while count < len(self.outbox) and self.outbox[count][1][-1][0] <= upto:
             count += 1
         if not count:
             return
         ready, self.outbox = self.outbox[:count], self.outbox[count:]
         if not self.watchers:
             return
-        for events, views in ready:
+        for step, events, views in ready:
             built: dict[int | None, list[bytes]] = {}
             for watcher in list(self.watchers):
-                if watcher.needs_snapshot:
+                if watcher.needs_snapshot or step <= watcher.shown_step:
                     continue
                 messages = built.get(watcher.seat)
                 if messages is None:

@@ -1,12 +1,17 @@
 """What a table writes to its durable log: one frozen dataclass per kind of entry.
 
 Recovery replays these through the table's state machine, so a table after a restart is the
-table before it. Each entry carries ``seq``, the table's event sequence just before the entry
-was applied, so events that were never logged (connections) leave the numbering intact.
+table before it, its history of numbered events included. Each entry carries ``seq``, the
+table's event sequence just before the entry was applied; a jump in it is where numbered
+events no entry holds were (a seat given up before the game: its join and its leave), which
+keep their numbers, and a snapshot that would reach back past them says ``has_gap``. The
+entries that begin a step (joins, actions, timeouts, a pause's end) carry ``at``, the step's
+time to the millisecond, which its events show, so the rebuilt history shows when it happened.
 
 A table's log grows with its game's moves: joins (at most one live row per seat: a seat
 given up before the game starts deletes its join row), actions (players', bots' and
-timers'), and the pause and deadline times each step computed. Connections are not logged.
+timers'), and the pause and deadline times each step computed. Connections are not logged:
+presence events are not numbered, so the history has no hole where they were.
 """
 
 from __future__ import annotations
@@ -31,6 +36,8 @@ class Joined:
     request_key: str = ""
     fingerprint: str = ""
     sealed_token: str = ""
+    at: float = 0.0
+    """When (seconds since the epoch, to the millisecond); 0 when not kept (older logs)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +50,8 @@ class Acted:
     by: str
     request_id: str = ""
     fingerprint: str = ""
+    at: float = 0.0
+    """When (as ``Joined.at``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +60,8 @@ class TimedOut:
 
     seq: int
     actions: tuple[Action, ...]
+    at: float = 0.0
+    """When (as ``Joined.at``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +73,8 @@ class PauseStarted:
 @dataclass(frozen=True, slots=True)
 class PauseEnded:
     seq: int
+    at: float = 0.0
+    """When (as ``Joined.at``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +84,7 @@ class DeadlineSet:
 
 
 Entry = Joined | Acted | TimedOut | PauseStarted | PauseEnded | DeadlineSet
+StepEntry = Joined | Acted | TimedOut | PauseEnded  # those that begin a step
 
 
 def dumps(entry: Entry) -> str:
@@ -97,6 +111,8 @@ def dumps(entry: Entry) -> str:
             data = {"k": "resume", "seq": entry.seq}
         case DeadlineSet():
             data = {"k": "deadline", "seq": entry.seq, "at": entry.at}
+    if isinstance(entry, StepEntry) and entry.at:
+        data["t"] = entry.at
     return json.dumps(data, separators=(",", ":"), ensure_ascii=False)
 
 
@@ -104,20 +120,20 @@ def loads(text: str) -> Entry:
     """Read one entry back; ValueError when it is not one this server writes."""
     try:
         data = json.loads(text)
-        kind, seq = data["k"], int(data["seq"])
+        kind, seq, at = data["k"], int(data["seq"]), float(data.get("t", 0.0))
         if kind == "join":
             return Joined(seq, int(data["seat"]), str(data["name"]), str(data["token"]),
                           str(data.get("rk", "")), str(data.get("fp", "")),
-                          str(data.get("sealed", "")))
+                          str(data.get("sealed", "")), at)
         if kind == "act":
             return Acted(seq, action_from_json(data["a"]), str(data["by"]),
-                         str(data.get("rid", "")), str(data.get("fp", "")))
+                         str(data.get("rid", "")), str(data.get("fp", "")), at)
         if kind == "timeout":
-            return TimedOut(seq, tuple(action_from_json(a) for a in data["a"]))
+            return TimedOut(seq, tuple(action_from_json(a) for a in data["a"]), at)
         if kind == "pause":
             return PauseStarted(seq, float(data["until"]))
         if kind == "resume":
-            return PauseEnded(seq)
+            return PauseEnded(seq, at)
         if kind == "deadline":
             return DeadlineSet(seq, float(data["at"]))
     except (KeyError, TypeError, AttributeError) as exc:

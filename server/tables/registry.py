@@ -109,6 +109,10 @@ class TableRegistry:
             self.bot_tables -= 1
         self._finished[table.id] = None
         self._schedule_release(table, self.settings.finished_table_ttl)
+        self._trim_finished()
+
+    def _trim_finished(self) -> None:
+        """At most --max-tables finished tables wait for their ttl: the oldest go first."""
         while len(self._finished) > self.settings.max_tables:
             self.release(next(iter(self._finished)))
 
@@ -168,7 +172,8 @@ class TableRegistry:
 
     def adopt(self, table: Table) -> None:
         """Hold ``table`` (new, or rebuilt from its log): it counts, it is found, its
-        CreateTable request_id answers again, a finished one goes after its ttl."""
+        CreateTable request_id answers again; a finished one counts in no limit and goes
+        after what is left of its ttl (or sooner, as in ``table_finished``)."""
         self._tables[table.id] = table
         if table.request_key:
             self._create_requests[table.request_key] = Remembered(table.fingerprint, table.id)
@@ -180,6 +185,7 @@ class TableRegistry:
                 self._schedule_release(table, table.finished_at
                                        + self.settings.finished_table_ttl
                                        - self.scheduler.now())
+            self._trim_finished()
             return
         self.open_tables += 1
         if not table.has_people:

@@ -67,6 +67,7 @@ from server.tables.log_entries import (
     Joined,
     PauseEnded,
     PauseStarted,
+    StepEntry,
     TimedOut,
     dumps,
 )
@@ -193,6 +194,8 @@ class Table:
         self.is_lost = False  # released because another node took it
         self._step_events: list[copas_pb2.TableEvent] = []
         self._step_logged = False  # the step wrote a log entry (its events replay from it)
+        self._step_numbered = False  # the step numbered an event
+        self._step_time = created  # when the step happened (its events' time, its entry's)
         self._step_engine: list[ev.Event] = []
         self.log = log.bind(table_id=table_id)
 
@@ -238,8 +241,9 @@ class Table:
         watcher.clear()  # the snapshot supersedes anything queued
         watcher.needs_snapshot = False
         watcher.seen = self.sequence
+        watcher.shown_step = self.fanout.steps
         snap = copas_pb2.Snapshot()
-        if after_sequence > 0:
+        if after_sequence > 0:  # the history holds consecutive events ending at the latest
             missed = [e for e in self.history if e.sequence > after_sequence]
             oldest = self.history[0].sequence if self.history else self.sequence + 1
             snap.has_gap = after_sequence + 1 < oldest and after_sequence < self.sequence
@@ -250,14 +254,17 @@ class Table:
 
     # ------------------------------------------------------------ steps, log and events
 
-    def _step(self, body: Callable[[], T], *, needs_store: bool = True) -> T:
+    def _step(self, body: Callable[[], T], *, needs_store: bool = True,
+              at: float | None = None) -> T:
         """Run one step: refused once the store has failed (fail-stop), its events staged
-        at its end, whatever happened."""
+        at its end, whatever happened. Its time (``at``, else now) is kept to the
+        millisecond, in its log entry too, so a replayed event shows the time it had."""
         if needs_store and not self.is_replaying:
             try:
                 self._store.check_writable()
             except StorageFailed:
                 raise ServiceError.storage_failed() from None
+        self._step_time = round(self.now() if at is None else at, 3)
         try:
             return body()
         finally:
@@ -271,13 +278,24 @@ class Table:
         return self._store.append(self.id, dumps(entry))
 
     def _emit(self, kind: str, body: Message) -> None:
-        """Number the next event (``kind``, TableEvent's oneof field, holding ``body``)."""
+        """Number the next event (``kind``, TableEvent's oneof field, holding ``body``) and
+        keep it in the history."""
         self.sequence += 1
-        field: dict[str, Any] = {kind: body}  # TableEvent's oneof, by the event's kind
-        message = copas_pb2.TableEvent(sequence=self.sequence, time=timestamp(self.now()),
-                                       **field)
+        self._step_numbered = True
+        message = self._event(kind, body)
         self.history.append(message)
         self._step_events.append(message)
+
+    def _announce(self, kind: str, body: Message) -> None:
+        """An event outside the history (presence): shown live with its view but not
+        numbered (it repeats the latest sequence), so it is neither logged nor replayed, and
+        a restart leaves no hole where it was."""
+        self._step_events.append(self._event(kind, body))
+
+    def _event(self, kind: str, body: Message) -> copas_pb2.TableEvent:
+        field: dict[str, Any] = {kind: body}  # TableEvent's oneof, by the event's kind
+        return copas_pb2.TableEvent(sequence=self.sequence, time=timestamp(self._step_time),
+                                    **field)
 
     def _emit_engine(self, events: list[ev.Event], phase_before: Phase | None = None) -> None:
         """Sequence the engine's events; ``phase_before`` is where a leave happened."""
@@ -295,13 +313,14 @@ class Table:
         events, self._step_events = self._step_events, []
         engine_events, self._step_engine = self._step_engine, []
         logged, self._step_logged = self._step_logged, False
+        numbered, self._step_numbered = self._step_numbered, False
         if not events:
             return
         events[-1].is_last_in_action = True
         if self.is_replaying:
             return
-        if not logged:  # events no log entry replays (a connection, a seat given up): the
-            self._store.note_sequence(self.id, self.sequence)  # numbering must not go back
+        if numbered and not logged:  # numbered events no log entry replays (a seat given
+            self._store.note_sequence(self.id, self.sequence)  # up): numbers never go back
         is_debug = self.log.is_enabled_for(logging.DEBUG)
         for event in engine_events:
             if is_debug:
@@ -341,7 +360,7 @@ class Table:
         if self.has_people:
             self._arm_watchdog()
         else:
-            self._step(self._start)
+            self._step(self._start, at=self.created)
 
     # ------------------------------------------------------------ seats and watchers
 
@@ -375,7 +394,8 @@ class Table:
             token = tokens.new_token()
             sealed = seal(token, JOIN_SCOPE, request_id) if key else ""
             self._seat_person(Joined(self.sequence, seat.number, name,
-                                     tokens.hash_token(token), key, fingerprint, sealed))
+                                     tokens.hash_token(token), key, fingerprint, sealed,
+                                     self._step_time))
             return seat.number, token
         return self._step(seat_them)
 
@@ -434,8 +454,8 @@ class Table:
             if seat is not None and token_hash is not None \
                     and self.fanout.streams_of(token_hash) == 1:
                 self._cancel_watchdog_if_waiting()
-                self._emit("player_connection", copas_pb2.PlayerConnection(seat=seat,
-                                                                        is_connected=True))
+                self._announce("player_connection", copas_pb2.PlayerConnection(
+                    seat=seat, is_connected=True))
             return watcher
         return self._step(add)
 
@@ -450,8 +470,8 @@ class Table:
             seat = watcher.seat
 
             def disconnected() -> None:
-                self._emit("player_connection", copas_pb2.PlayerConnection(seat=seat,
-                                                                        is_connected=False))
+                self._announce("player_connection", copas_pb2.PlayerConnection(
+                    seat=seat, is_connected=False))
                 self._arm_watchdog()
             self._step(disconnected, needs_store=False)  # a stream's end is not a change
 
@@ -507,7 +527,7 @@ class Table:
             events = game.apply(action)
         except EngineError as error:
             raise from_engine(error) from None
-        self._log(Acted(seq, action, "player", request_id, fingerprint))
+        self._log(Acted(seq, action, "player", request_id, fingerprint, self._step_time))
         self.last_person_action = self.now()
         if is_leave:
             if not self.is_replaying:
@@ -600,7 +620,8 @@ class Table:
             return
         thinker = self._thinker
         if self.bot_policy == AUTO_POLICY or thinker is None:
-            self._apply_automatic(Acted(self.sequence, game.auto_action(bot), "bot"))
+            self._apply_automatic(Acted(self.sequence, game.auto_action(bot), "bot",
+                                        at=self._step_time))
             return
         # The bot thinks in a worker process; the table goes on meanwhile (a leave, a
         # timeout). Its move is applied only if the table is still where it thought.
@@ -630,10 +651,11 @@ class Table:
         if action is None or action.seat != seat:
             action = game.auto_action(seat)
         try:
-            self._apply_automatic(Acted(self.sequence, action, "bot"))
+            self._apply_automatic(Acted(self.sequence, action, "bot", at=self._step_time))
         except EngineError:  # a policy's mistake must not stop the table
             self.log.error("bot_move_refused", seat=seat)
-            self._apply_automatic(Acted(self.sequence, game.auto_action(seat), "bot"))
+            self._apply_automatic(Acted(self.sequence, game.auto_action(seat), "bot",
+                                        at=self._step_time))
 
     def _apply_automatic(self, entry: Acted) -> None:
         game = self.game
@@ -659,7 +681,7 @@ class Table:
         self._set_timer(seconds, self._timer_step(self._end_pause))
 
     def _end_pause(self) -> None:
-        self._resume(PauseEnded(self.sequence))
+        self._resume(PauseEnded(self.sequence, self._step_time))
 
     def _resume(self, entry: PauseEnded) -> None:
         self._log(entry)
@@ -702,7 +724,7 @@ class Table:
             return
         actions = tuple(game.auto_action(s) for s in game.to_act() if not self.seats[s].is_bot)
         if actions:
-            self._time_out(TimedOut(self.sequence, actions))
+            self._time_out(TimedOut(self.sequence, actions, self._step_time))
 
     def _time_out(self, entry: TimedOut) -> None:
         game = self.game
@@ -783,7 +805,7 @@ class Table:
         if self.now() - self.last_person_action < self.settings.abandon_after:
             self._arm_watchdog()
             return
-        self._apply_automatic(Acted(self.sequence, ev.Abandon(), "idle"))
+        self._apply_automatic(Acted(self.sequence, ev.Abandon(), "idle", at=self._step_time))
 
     # ------------------------------------------------------------ the end
 
@@ -824,27 +846,39 @@ class Table:
     def replay_log(self, entries: list[tuple[int, Entry]], shown: int) -> None:
         """Rebuild the table from its log: each entry (with its position) through the code
         that wrote it, with ``is_replaying`` set; ``shown`` is the highest sequence the table
-        had shown (events never logged, connections, keep their numbers). The table stays
-        replaying until ``resume_after_recovery``.
+        had noted after a step no entry replays (a seat given up: those events keep their
+        numbers, and the history starts after them). The table stays replaying until
+        ``resume_after_recovery``.
 
         :raises ReplayMismatch: an entry does not fit the table (and engine errors alike).
         """
         self.is_replaying = True
         if self.bot_seats == self.rules.players:  # a table of bots started when it was made
-            self._step(self._start)
+            self._step(self._start, at=self.created)
         for position, entry in entries:
             self.replay(entry, position)
-        self.sequence = max(self.sequence, shown)
+        self._skip_to(shown)
 
     def replay(self, entry: Entry, position: int) -> None:
         """Re-apply one log entry (at ``position`` in the log) through the code that wrote
         it (``is_replaying`` set)."""
         self._replay_position = position
-        if isinstance(entry, (Joined, Acted, TimedOut, PauseEnded)):
+        at = None
+        if isinstance(entry, StepEntry):
             if entry.seq < self.sequence:
                 raise ReplayMismatch(f"entry at sequence {entry.seq} after {self.sequence}")
-            self.sequence = entry.seq  # events that were never logged keep their numbers
-        self._step(lambda: self._replay(entry))
+            self._skip_to(entry.seq)
+            at = entry.at or None  # an older log kept no time: its events show the replay's
+        self._step(lambda: self._replay(entry), at=at)
+
+    def _skip_to(self, sequence: int) -> None:
+        """Replay: the events numbered up to ``sequence`` that it did not rebuild were shown
+        but no log entry holds them (a seat given up before the game: its join row went).
+        They keep their numbers, and the history starts after them, so a snapshot that reaches
+        back past them says ``has_gap`` instead of skipping them."""
+        if sequence > self.sequence:
+            self.history.clear()
+            self.sequence = sequence
 
     def _replay(self, entry: Entry) -> None:
         match entry:
