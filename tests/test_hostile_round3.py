@@ -391,7 +391,7 @@ async def test_lobby_streams_have_a_small_cap_and_a_change_costs_them_little() -
             few = await create(400)
             opened = await asyncio.gather(*(open_lobby(stubs[i % 20]) for i in range(992)))
             assert not any(opened)  # 8 in all from this address
-            assert refused[0] > 500
+            assert refused[0] >= 100  # the others: HTTP/2 REFUSED_STREAM, at once too
             many = await create(400)
         finally:
             for task in readers:
