@@ -5,8 +5,10 @@ own event loop).
 Each call is relayed to the server's own gRPC service on a loopback port, so quotas, errors,
 idempotency and authentication stay in one implementation, the gRPC one: the ``authorization``
 header goes along, the browser's address travels as ``x-forwarded-for`` with the process's
-forwarding key (``server.rpc.peers`` believes it only then), and a gRPC error comes back as the
-same Connect error: its code, its message and its google.rpc details byte for byte.
+forwarding key (``server.rpc.peers`` believes it only then), appended to the chain the request
+came with (a proxy's in front: the gateway reads it past the proxies it trusts), and a gRPC
+error comes back as the same Connect error: its code, its message and its google.rpc details
+byte for byte.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from google.rpc import status_pb2
 from protobuf.wkt import Any as ConnectAny
 
 from server.metadata import FORWARDED_FOR, FORWARDING_KEY
+from server.rpc.peers import forwarded_chain
 
 log = structlog.get_logger("copas.web")
 SERVICE = copas_pb2.DESCRIPTOR.services_by_name["CopasService"]
@@ -178,8 +181,9 @@ class Relay(copas_connect.CopasService):
     def _metadata(self, ctx: RequestContext[Any, Any]) -> tuple[tuple[str, str], ...]:
         metadata = [(FORWARDING_KEY, self.forwarding_key)]
         client = ctx.client_address
-        if client:
-            metadata.append((FORWARDED_FOR, client.rsplit(":", 1)[0].strip("[]")))
+        if client:  # the browser's chain as it came (a proxy's), and whom the bridge saw
+            metadata.append((FORWARDED_FOR, forwarded_chain(
+                ctx.request_headers.getall(FORWARDED_FOR), client.rsplit(":", 1)[0].strip("[]"))))
         authorization = ctx.request_headers.get("authorization")
         if authorization is not None:
             metadata.append(("authorization", authorization))
