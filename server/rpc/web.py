@@ -1,6 +1,6 @@
 """The browser's way in, on ``--web-port``: the page (``server/web/``) and the copas.v1 contract
 over the Connect protocol (connectrpc's ASGI application, served by uvicorn on the server's
-own event loop).
+own event loop, each connection held to the limits of ``server.rpc.web_connections``).
 
 Each call is relayed to the server's own gRPC service on a loopback port, so quotas, errors,
 idempotency and authentication stay in one implementation, the gRPC one: the ``authorization``
@@ -39,6 +39,7 @@ from protobuf.wkt import Any as ConnectAny
 
 from server.metadata import FORWARDED_FOR, FORWARDING_KEY
 from server.rpc.peers import forwarded_chain
+from server.rpc.web_connections import ConnectionLimits, WebConnections, protocol_for
 
 log = structlog.get_logger("copas.web")
 SERVICE = copas_pb2.DESCRIPTOR.services_by_name["CopasService"]
@@ -305,16 +306,21 @@ class WebServer:
     connections: _Connections
     server: _Uvicorn | None = None
     task: asyncio.Task[None] | None = None
+    books: WebConnections | None = None  # the open connections, once serving
     port: int = field(init=False)
 
     def __post_init__(self) -> None:
         self.port = self.sockets[0].getsockname()[1]
 
-    def serve(self, app: WebApp, *, grace: float, max_connections: int, tls_cert: str = "",
+    def serve(self, app: WebApp, books: WebConnections, *, grace: float, tls_cert: str = "",
               tls_key: str = "", tls_client_ca: str = "") -> None:
+        """Serve ``app``, each connection counted in ``books`` and held to its limits (they
+        replace uvicorn's limit_concurrency, which answers 503 while half-open connections
+        hold every slot)."""
+        self.books = books
         config = uvicorn.Config(
             app, lifespan="off", access_log=False, log_config=None, proxy_headers=False,
-            server_header=False, ws="none", limit_concurrency=max_connections,
+            server_header=False, ws="none", http=protocol_for(books), limit_concurrency=None,
             timeout_graceful_shutdown=math.ceil(grace), ssl_certfile=tls_cert or None,
             ssl_keyfile=tls_key or None, ssl_ca_certs=tls_client_ca or None,
             ssl_cert_reqs=ssl.CERT_REQUIRED if tls_client_ca else ssl.CERT_NONE)
@@ -347,10 +353,12 @@ def prepare(host: str, port: int, grpc_target: str, per_connection: int) -> WebS
     return WebServer(bind(host, port), _Connections(grpc_target, per_connection))
 
 
-def start(web: WebServer, forwarding_key: str, *, max_message_bytes: int, grace: float,
-          max_connections: int, tls_cert: str = "", tls_key: str = "",
-          tls_client_ca: str = "") -> None:
+def start(web: WebServer, forwarding_key: str, limits: ConnectionLimits,
+          closed: Callable[[str], None], *, max_message_bytes: int, grace: float,
+          tls_cert: str = "", tls_key: str = "", tls_client_ca: str = "") -> None:
+    """Serve the page and the relay on ``web``'s sockets, its connections held to ``limits``
+    (``closed`` counts each one closed or refused for a limit, by reason)."""
     relay = Relay(web.connections, forwarding_key)
     rpc = CopasServiceASGIApplication(relay, read_max_bytes=max_message_bytes)
-    web.serve(WebApp(rpc), grace=grace, max_connections=max_connections, tls_cert=tls_cert,
+    web.serve(WebApp(rpc), WebConnections(limits, closed), grace=grace, tls_cert=tls_cert,
               tls_key=tls_key, tls_client_ca=tls_client_ca)
