@@ -127,6 +127,13 @@ def test_a_hop_is_an_address_or_nothing(entry: str, expected: str | None) -> Non
     assert hop_address(entry) == expected
 
 
+@given(st.lists(st.text(max_size=200), max_size=5))
+def test_any_received_chain_is_passed_on_bounded(received: list[str]) -> None:
+    chain = forwarded_chain(received, "127.0.0.9")
+    assert chain.endswith("127.0.0.9") and len(chain.split(",")) <= MAX_HOPS
+    assert len(chain) <= MAX_HOPS * 66
+
+
 @given(st.text(max_size=300), st.sampled_from(["127.0.0.1", "10.1.2.3", "198.51.100.7"]))
 def test_any_chain_names_some_client_and_never_fails(chain: str, peer: str) -> None:
     call = Call(peer, (FORWARDED_FOR, chain), (FORWARDING_KEY, KEY))

@@ -139,6 +139,9 @@ async def test_browsers_behind_a_trusted_proxy_each_have_their_own_quota() -> No
         second = [await asyncio.to_thread(create, "127.0.0.9", "198.51.100.2") for _ in range(3)]
         assert [status for status, _ in second] == [200, 200, 429]
         assert "from 198.51.100.2 " in second[-1][1]["message"]
+        # Garbage from the proxy is nobody's address: the call counts against the proxy itself.
+        status, _ = await asyncio.to_thread(create, "127.0.0.9", "unknown, , [::1, 999.1.1.1")
+        assert status == 200
         # A browser that writes x-forwarded-for itself is still counted by its own address.
         spoofed = [await asyncio.to_thread(create, "127.0.0.2", f"203.0.113.{i}")
                    for i in range(3)]
