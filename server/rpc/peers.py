@@ -135,7 +135,8 @@ def _same_secret(presented: str | None, secret: str) -> bool:
     return presented is not None and hmac.compare_digest(presented.encode(), secret.encode())
 
 
-PEERS_CACHED = 65_536
+PEERS_CACHED = 65_536  # peers, and chains, whose client is remembered (then forgotten at once)
+_CHAIN_CACHED_CHARS = 256
 
 
 @dataclass(frozen=True)
@@ -146,6 +147,7 @@ class PeerTrust:
     proxies: Networks = ()  # --trusted-proxies
     cluster_key: str = ""  # the cluster's ("" outside a cluster)
     _direct: dict[str, tuple[str, bool]] = field(default_factory=dict, compare=False)
+    _chains: dict[str, str] = field(default_factory=dict, compare=False)
 
     def _own(self, peer: str) -> tuple[str, bool]:
         """A peer's own quota key, and whether it is a relay to listen to (cached: a
@@ -173,11 +175,23 @@ class PeerTrust:
         if is_bridge and not _is_in(address, self.proxies) \
                 and not _same_secret(_text(metadata, FORWARDING_KEY), self.forwarding_key or ""):
             return client_key(address)
-        # From the right: each hop is the address a believed relay saw, and it is a relay to
-        # believe in turn only when it is a trusted proxy. The first that is not is the client;
-        # when every hop is trusted, the farthest; after garbage, the last hop believed.
-        nearest = own
-        for entry in reversed(_texts(metadata, FORWARDED_FOR).split(",")[-MAX_HOPS:]):
+        chain = _texts(metadata, FORWARDED_FOR)
+        walked = self._chains.get(chain)
+        if walked is None:  # cached (short chains only): a client's calls repeat its chain
+            walked = self._walk(chain)
+            if len(chain) <= _CHAIN_CACHED_CHARS:
+                if len(self._chains) >= PEERS_CACHED:
+                    self._chains.clear()
+                self._chains[chain] = walked
+        return walked or own
+
+    def _walk(self, chain: str) -> str:
+        """The client an x-forwarded-for chain names ("": the relay itself). From the right:
+        each hop is the address a believed relay saw, and it is a relay to believe in turn
+        only when it is a trusted proxy. The first that is not is the client; when every hop
+        is trusted, the farthest; after garbage, the last hop believed."""
+        nearest = ""
+        for entry in reversed(chain.split(",")[-MAX_HOPS:]):
             hop = hop_address(entry)
             if hop is None:
                 return nearest
