@@ -31,7 +31,16 @@ class Config:
     web_port: int = flag(8080, "HTTP port of the web page (and the contract over Connect for "
                                "it), 0 to disable")
     web_host: str = flag("localhost", "web page address")
-    web_max_connections: int = flag(1024, "browser connections at once (HTTP 503 beyond)")
+    web_max_connections: int = flag(1024, "browser connections at once (beyond, a new one "
+                                          "takes the place of the oldest still waiting for a "
+                                          "request's headers; HTTP 503 when none is)")
+    web_max_connections_per_address: int = flag(64, "web connections one address may hold "
+                                                    "(HTTP 503 beyond; trusted proxies are "
+                                                    "exempt)", is_quota=True)
+    web_header_timeout: float = flag(10.0, "seconds a web connection has to send a request's "
+                                           "headers (then it is closed)")
+    web_body_timeout: float = flag(30.0, "seconds a web request has to send its body once its "
+                                         "headers are in (then it is closed)")
     # What clients can make the server hold.
     max_tables: int = flag(10_000, "tables not yet finished (RESOURCE_EXHAUSTED SERVER_FULL "
                                    "beyond)")

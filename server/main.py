@@ -44,6 +44,7 @@ from server.rpc.gateway import SERVE_HERE, CallForwarder, CallRouter, Gateway, s
 from server.rpc.peers import PeerTrust, trusted_networks
 from server.rpc.quotas import Quotas
 from server.rpc.service import CopasService
+from server.rpc.web_connections import ConnectionLimits
 from server.store import Node, PgStore, Storage, StorageFailed, StoreUnusable, open_local_store
 from server.tables import views
 from server.tables.bots import Thinker
@@ -124,6 +125,20 @@ def _cluster_gauges(router: Router, relay: Forwarder, takeovers: Takeovers,
              takeovers.claims_in_progress()),
             ("copas_cluster_lobby_reads_cached", "Lobby filters whose latest read is kept",
              lobby.reads_kept())):
+        gauge = GaugeMetricFamily(name, text)
+        gauge.add_metric([], value)
+        yield gauge
+
+
+def _web_gauges(page: web.WebServer) -> Iterable[GaugeMetricFamily]:
+    """The web port's connections: open, and those waiting for a request's headers."""
+    books = page.books
+    for name, text, value in (
+            ("copas_web_connections", "Web port connections open",
+             books.open() if books is not None else 0),
+            ("copas_web_connections_waiting", "Web port connections waiting for a request's "
+             "headers (a new or kept-alive connection)",
+             books.waiting() if books is not None else 0)):
         gauge = GaugeMetricFamily(name, text)
         gauge.add_metric([], value)
         yield gauge
@@ -311,11 +326,19 @@ async def start(config: Config) -> RunningServer:
         warm_up = asyncio.create_task(thinker.warm_up())
         warm_up.add_done_callback(lambda _: None)
     await bound.server.start()
-    if bound.page is not None and forwarding_key is not None:
-        web.start(bound.page, forwarding_key, max_message_bytes=config.max_message_bytes,
-                  grace=config.grace, max_connections=config.web_max_connections,
+    if (page := bound.page) is not None and forwarding_key is not None:
+        limits = ConnectionLimits(
+            max_connections=config.web_max_connections,
+            max_per_address=config.web_max_connections_per_address,
+            header_timeout=config.web_header_timeout, body_timeout=config.web_body_timeout,
+            exempt=proxies)
+        closed = metrics.web_connections_closed
+        web.start(page, forwarding_key, limits,
+                  lambda reason: closed.labels(reason=reason).inc(),
+                  max_message_bytes=config.max_message_bytes, grace=config.grace,
                   tls_cert=config.tls_cert, tls_key=config.tls_key,
                   tls_client_ca=config.tls_client_ca)
+        metrics.add_gauges(lambda: _web_gauges(page))
     retention = asyncio.create_task(_retention(records, config.retention_interval))
     running = RunningServer(bound.server, bound.port, registry, store, health_servicer,
                             metrics, metrics_port, retention, quotas, records, takeovers, relay,

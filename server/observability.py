@@ -69,6 +69,11 @@ class Metrics:
             "copas_watcher_resyncs_total",
             "Watchers that fell behind and got a fresh snapshot instead of the backlog",
             registry=r)
+        self.web_connections_closed = Counter(
+            "copas_web_connections_closed",
+            "Web port connections closed or refused for a limit, by reason: header_timeout, "
+            "body_timeout, per_address (refused), evicted (made room for a new one), full "
+            "(refused: every connection busy)", ["reason"], registry=r)
         r.register(_DroppedLines())
 
     def add_gauges(self, collect: Callable[[], Iterable[GaugeMetricFamily]]) -> None:

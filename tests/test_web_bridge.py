@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import http.client
-import json
 import signal
 import socket
 import time
@@ -27,6 +26,7 @@ from server.errors import ERROR_DOMAIN
 from server.rpc import web
 from tests.helpers.calls import auth
 from tests.helpers.servers import ServerProcess, free_port, run_server, serving
+from tests.helpers.web import post_json
 
 ROOT = Path(__file__).resolve().parent.parent
 SERVICE = copas_pb2.DESCRIPTOR.services_by_name["CopasService"]
@@ -102,20 +102,6 @@ async def test_a_player_through_the_web_port_gets_the_grpc_answers_and_errors() 
         assert "google.rpc.ErrorInfo" in refused_details(caught.value)
 
 
-def post_json(port: int, method: str, body: dict[str, Any], source: str
-              ) -> tuple[int, dict[str, Any]]:
-    """One Connect unary call in JSON from the address ``source`` (127.0.0.0/8)."""
-    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10,
-                                            source_address=(source, 0))
-    try:
-        connection.request("POST", f"/copas.v1.CopasService/{method}", json.dumps(body),
-                           {"content-type": "application/json"})
-        answer = connection.getresponse()
-        return answer.status, json.loads(answer.read() or b"{}")
-    finally:
-        connection.close()
-
-
 async def test_quotas_count_each_browser_address_and_say_when_to_retry() -> None:
     async with web_server(peer_calls_per_second=1, peer_calls_burst=3,
                           quota_penalty=0.01) as (running, stub, _):
@@ -132,6 +118,35 @@ async def test_quotas_count_each_browser_address_and_say_when_to_retry() -> None
         # served: the quota counted the first browser's address, not the relay's.
         assert (await asyncio.to_thread(post_json, port, "ListTables", {}, "127.0.0.3"))[0] == 200
         await stub.ListTables(copas_pb2.ListTablesRequest())
+
+
+async def test_browsers_behind_a_trusted_proxy_each_have_their_own_quota() -> None:
+    """A proxy at 127.0.0.9 (--trusted-proxies) names each browser in x-forwarded-for: each
+    has its own table quota, and a refusal names that browser's address. A client that is not
+    behind a trusted proxy cannot pick its address by sending the header itself."""
+    async with web_server(trusted_proxies="127.0.0.9", tables_per_minute=1, tables_burst=2,
+                          quota_penalty=0.01) as (running, _, _):
+        port = running.page.port
+
+        def create(source: str, forwarded_for: str) -> tuple[int, dict[str, Any]]:
+            return post_json(port, "CreateTable", {}, source,
+                             {"x-forwarded-for": forwarded_for})
+
+        first = [await asyncio.to_thread(create, "127.0.0.9", "198.51.100.1") for _ in range(3)]
+        assert [status for status, _ in first] == [200, 200, 429]
+        assert "too many tables created from 198.51.100.1 " in first[-1][1]["message"]
+        # The other browser behind the same proxy still has its whole quota.
+        second = [await asyncio.to_thread(create, "127.0.0.9", "198.51.100.2") for _ in range(3)]
+        assert [status for status, _ in second] == [200, 200, 429]
+        assert "from 198.51.100.2 " in second[-1][1]["message"]
+        # Garbage from the proxy is nobody's address: the call counts against the proxy itself.
+        status, _ = await asyncio.to_thread(create, "127.0.0.9", "unknown, , [::1, 999.1.1.1")
+        assert status == 200
+        # A browser that writes x-forwarded-for itself is still counted by its own address.
+        spoofed = [await asyncio.to_thread(create, "127.0.0.2", f"203.0.113.{i}")
+                   for i in range(3)]
+        assert [status for status, _ in spoofed] == [200, 200, 429]
+        assert "from 127.0.0.2 " in spoofed[-1][1]["message"]
 
 
 async def test_the_page_is_served_with_a_strict_policy() -> None:

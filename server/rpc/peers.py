@@ -5,6 +5,10 @@ A relay is believed about whom it forwards for (``x-forwarded-for``) only when i
 may be: the server's own web bridge (a loopback peer presenting the process's forwarding
 key), a proxy named by ``--trusted-proxies``, or another node of the cluster (presenting the
 cluster key). Anyone else's ``x-forwarded-for`` is ignored, so no client can pick an address.
+
+A chain of relays is read as nginx's ``real_ip_recursive`` reads it: from the right (the hop
+the believed relay itself saw) leftwards past every trusted proxy, to the nearest hop that is
+not one. Entries left of it were written by the client, or by proxies nobody vouches for.
 """
 
 from __future__ import annotations
@@ -83,11 +87,56 @@ def _text(metadata: Metadata, name: str) -> str | None:
     return None
 
 
+def _texts(metadata: Metadata, name: str) -> str:
+    """Every value of a repeated key, in order, as one comma-separated list."""
+    return ",".join(value for key, value in metadata if key == name and isinstance(value, str))
+
+
+MAX_HOPS = 16  # x-forwarded-for entries read from the right (and carried by the web bridge)
+_MAX_HOP_CHARS = 64  # the longest entry read: an IPv6 address with a zone and a port fits
+
+
+def hop_address(entry: str) -> str | None:
+    """One x-forwarded-for entry as an address: '198.51.100.1', '198.51.100.1:443',
+    '2001:db8::1' or '[2001:db8::1]:443' (the port dropped); None for anything else
+    ('unknown', a name, garbage)."""
+    entry = entry.strip()
+    if len(entry) > _MAX_HOP_CHARS:
+        return None
+    text, port = entry, ""
+    if entry.startswith("["):  # [IPv6] or [IPv6]:port
+        text, closed, rest = entry[1:].partition("]")
+        if not closed:
+            return None
+        if rest:
+            if not rest.startswith(":"):
+                return None
+            port = rest[1:]
+    elif entry.count(":") == 1:  # IPv4:port
+        text, port = entry.split(":")
+    if port and not (port.isdigit() and len(port) <= 5):
+        return None
+    try:
+        return str(ipaddress.ip_address(text))
+    except ValueError:
+        return None
+
+
+def forwarded_chain(received: Iterable[str], peer: str) -> str:
+    """The x-forwarded-for a relay passes on: the chain it received (its last ``MAX_HOPS``
+    - 1 entries, each at most 64 characters, anything longer made invalid) with the address
+    it saw the request come from appended."""
+    hops = [h.strip() for value in received for h in value.split(",") if h.strip()]
+    kept = [h if len(h) <= _MAX_HOP_CHARS else "invalid" for h in hops[-(MAX_HOPS - 1):]]
+    return ", ".join([*kept, peer])
+
+
 def _same_secret(presented: str | None, secret: str) -> bool:
     return presented is not None and hmac.compare_digest(presented.encode(), secret.encode())
 
 
-PEERS_CACHED = 65_536
+PEERS_CACHED = 65_536  # peers, and chains, whose client is remembered (then forgotten at once)
+_CHAIN_CACHED_CHARS = 256
 
 
 @dataclass(frozen=True)
@@ -98,6 +147,7 @@ class PeerTrust:
     proxies: Networks = ()  # --trusted-proxies
     cluster_key: str = ""  # the cluster's ("" outside a cluster)
     _direct: dict[str, tuple[str, bool]] = field(default_factory=dict, compare=False)
+    _chains: dict[str, str] = field(default_factory=dict, compare=False)
 
     def _own(self, peer: str) -> tuple[str, bool]:
         """A peer's own quota key, and whether it is a relay to listen to (cached: a
@@ -125,17 +175,30 @@ class PeerTrust:
         if is_bridge and not _is_in(address, self.proxies) \
                 and not _same_secret(_text(metadata, FORWARDING_KEY), self.forwarding_key or ""):
             return client_key(address)
-        # The nearest address that is not itself a trusted proxy (later entries were added by
-        # nearer proxies; earlier ones a client could write itself).
-        chain = _text(metadata, FORWARDED_FOR) or ""
-        for hop in reversed([h.strip() for h in chain.split(",")]):
-            try:
-                ipaddress.ip_address(hop)
-            except ValueError:
-                return client_key(address)
+        chain = _texts(metadata, FORWARDED_FOR)
+        walked = self._chains.get(chain)
+        if walked is None:  # cached (short chains only): a client's calls repeat its chain
+            walked = self._walk(chain)
+            if len(chain) <= _CHAIN_CACHED_CHARS:
+                if len(self._chains) >= PEERS_CACHED:
+                    self._chains.clear()
+                self._chains[chain] = walked
+        return walked or own
+
+    def _walk(self, chain: str) -> str:
+        """The client an x-forwarded-for chain names ("": the relay itself). From the right:
+        each hop is the address a believed relay saw, and it is a relay to believe in turn
+        only when it is a trusted proxy. The first that is not is the client; when every hop
+        is trusted, the farthest; after garbage, the last hop believed."""
+        nearest = ""
+        for entry in reversed(chain.split(",")[-MAX_HOPS:]):
+            hop = hop_address(entry)
+            if hop is None:
+                return nearest
+            nearest = client_key(hop)
             if not _is_in(hop, self.proxies):
-                return client_key(hop)
-        return client_key(address)
+                return nearest
+        return nearest
 
 
 def bearer_token_hash(metadata: Metadata) -> str | None:

@@ -1,12 +1,14 @@
 """The browser's way in, on ``--web-port``: the page (``server/web/``) and the copas.v1 contract
 over the Connect protocol (connectrpc's ASGI application, served by uvicorn on the server's
-own event loop).
+own event loop, each connection held to the limits of ``server.rpc.web_connections``).
 
 Each call is relayed to the server's own gRPC service on a loopback port, so quotas, errors,
 idempotency and authentication stay in one implementation, the gRPC one: the ``authorization``
 header goes along, the browser's address travels as ``x-forwarded-for`` with the process's
-forwarding key (``server.rpc.peers`` believes it only then), and a gRPC error comes back as the
-same Connect error: its code, its message and its google.rpc details byte for byte.
+forwarding key (``server.rpc.peers`` believes it only then), appended to the chain the request
+came with (a proxy's in front: the gateway reads it past the proxies it trusts), and a gRPC
+error comes back as the same Connect error: its code, its message and its google.rpc details
+byte for byte.
 """
 
 from __future__ import annotations
@@ -36,6 +38,8 @@ from google.rpc import status_pb2
 from protobuf.wkt import Any as ConnectAny
 
 from server.metadata import FORWARDED_FOR, FORWARDING_KEY
+from server.rpc.peers import forwarded_chain
+from server.rpc.web_connections import ConnectionLimits, WebConnections, protocol_for
 
 log = structlog.get_logger("copas.web")
 SERVICE = copas_pb2.DESCRIPTOR.services_by_name["CopasService"]
@@ -178,8 +182,9 @@ class Relay(copas_connect.CopasService):
     def _metadata(self, ctx: RequestContext[Any, Any]) -> tuple[tuple[str, str], ...]:
         metadata = [(FORWARDING_KEY, self.forwarding_key)]
         client = ctx.client_address
-        if client:
-            metadata.append((FORWARDED_FOR, client.rsplit(":", 1)[0].strip("[]")))
+        if client:  # the browser's chain as it came (a proxy's), and whom the bridge saw
+            metadata.append((FORWARDED_FOR, forwarded_chain(
+                ctx.request_headers.getall(FORWARDED_FOR), client.rsplit(":", 1)[0].strip("[]"))))
         authorization = ctx.request_headers.get("authorization")
         if authorization is not None:
             metadata.append(("authorization", authorization))
@@ -301,16 +306,21 @@ class WebServer:
     connections: _Connections
     server: _Uvicorn | None = None
     task: asyncio.Task[None] | None = None
+    books: WebConnections | None = None  # the open connections, once serving
     port: int = field(init=False)
 
     def __post_init__(self) -> None:
         self.port = self.sockets[0].getsockname()[1]
 
-    def serve(self, app: WebApp, *, grace: float, max_connections: int, tls_cert: str = "",
+    def serve(self, app: WebApp, books: WebConnections, *, grace: float, tls_cert: str = "",
               tls_key: str = "", tls_client_ca: str = "") -> None:
+        """Serve ``app``, each connection counted in ``books`` and held to its limits (they
+        replace uvicorn's limit_concurrency, which answers 503 while half-open connections
+        hold every slot)."""
+        self.books = books
         config = uvicorn.Config(
             app, lifespan="off", access_log=False, log_config=None, proxy_headers=False,
-            server_header=False, ws="none", limit_concurrency=max_connections,
+            server_header=False, ws="none", http=protocol_for(books), limit_concurrency=None,
             timeout_graceful_shutdown=math.ceil(grace), ssl_certfile=tls_cert or None,
             ssl_keyfile=tls_key or None, ssl_ca_certs=tls_client_ca or None,
             ssl_cert_reqs=ssl.CERT_REQUIRED if tls_client_ca else ssl.CERT_NONE)
@@ -343,10 +353,12 @@ def prepare(host: str, port: int, grpc_target: str, per_connection: int) -> WebS
     return WebServer(bind(host, port), _Connections(grpc_target, per_connection))
 
 
-def start(web: WebServer, forwarding_key: str, *, max_message_bytes: int, grace: float,
-          max_connections: int, tls_cert: str = "", tls_key: str = "",
-          tls_client_ca: str = "") -> None:
+def start(web: WebServer, forwarding_key: str, limits: ConnectionLimits,
+          closed: Callable[[str], None], *, max_message_bytes: int, grace: float,
+          tls_cert: str = "", tls_key: str = "", tls_client_ca: str = "") -> None:
+    """Serve the page and the relay on ``web``'s sockets, its connections held to ``limits``
+    (``closed`` counts each one closed or refused for a limit, by reason)."""
     relay = Relay(web.connections, forwarding_key)
     rpc = CopasServiceASGIApplication(relay, read_max_bytes=max_message_bytes)
-    web.serve(WebApp(rpc), grace=grace, max_connections=max_connections, tls_cert=tls_cert,
+    web.serve(WebApp(rpc), WebConnections(limits, closed), grace=grace, tls_cert=tls_cert,
               tls_key=tls_key, tls_client_ca=tls_client_ca)
