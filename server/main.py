@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import secrets
 import signal
 import ssl
@@ -424,6 +425,11 @@ async def serve(config: Config) -> int:
     if running.page is not None:
         scheme = "https" if config.tls_cert else "http"
         print(f"web page on {scheme}://{config.web_host}:{running.page.port}/", flush=True)
+    # What start-up made (modules, the recovered tables) lives as long as the process: moved
+    # out of the collector's reach, a full collection scans only what came after, ~1 ms
+    # instead of 25-33 ms with the loop held (measured under a refused-call flood).
+    gc.collect()
+    gc.freeze()
     log.info("server_started", listen=config.listen, port=running.port,
              metrics_port=running.metrics_port, rules_defaults=config.rule_defaults)
     stop = asyncio.Event()
