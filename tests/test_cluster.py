@@ -320,6 +320,7 @@ TABLE_BEHAVIOUR = ("tests/test_server_game.py", "tests/test_server_play.py",
                    "tests/test_round_trip.py")
 
 
+@pytest.mark.timeout(960)  # a suite of its own, bounded by its subprocess's 900 s
 def test_the_table_behaviour_suite_passes_on_postgresql(postgres: Any) -> None:
     """Rules, timers, leavers, reconnects, records: the same tests, every server they start
     on a database of its own on PostgreSQL (see ``config_for_tests``)."""

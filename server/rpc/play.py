@@ -75,10 +75,11 @@ class PlayStream:
         watcher = self._watcher = table.add_watcher(self._seat, found.token_hash)
         reader = asyncio.get_running_loop().create_task(self._read(requests, parse))
         try:
+            # The snapshot as of now, written once now is durable (later steps follow it).
+            first = table.snapshot(watcher, after_sequence)
             await self._registry.durable()  # show only what is durable
             if not watcher.is_closed:  # the token may have been revoked meanwhile
-                await self._write(copas_pb2.PlayResponse(
-                    event=table.snapshot(watcher, after_sequence)))
+                await self._write(copas_pb2.PlayResponse(event=first))
             written = watcher.seen
             while True:
                 written = await self._flush(watcher, written)

@@ -118,8 +118,11 @@ class CopasService(copas_pb2_grpc.CopasServiceServicer):
     async def GetTable(self, request: copas_pb2.GetTableRequest, context: Context
                        ) -> copas_pb2.GetTableResponse:
         table = self.registry.get(_table_id(request))
+        # The summary as of now, answered once now is committed: bots keep moving during the
+        # commit, and a phase shown (GAME_OVER) must already be on disk (its record too).
+        summary = table.summary()
         await self.registry.durable(table)
-        return copas_pb2.GetTableResponse(table=table.summary())
+        return copas_pb2.GetTableResponse(table=summary)
 
     async def JoinTable(self, request: copas_pb2.JoinTableRequest, context: Context
                         ) -> copas_pb2.JoinTableResponse:
@@ -210,10 +213,11 @@ class CopasService(copas_pb2_grpc.CopasServiceServicer):
         watcher = table.add_watcher(seat, token_hash if seat is not None else None)
         write = _writer(context)
         try:
+            # The snapshot as of now, written once now is durable (later steps follow it).
+            first = table.snapshot(watcher, request.after_sequence)
             await self.registry.durable()  # show only what is durable
             if not watcher.is_closed:  # the token may have been revoked meanwhile
-                await write(copas_pb2.WatchTableResponse(
-                    event=table.snapshot(watcher, request.after_sequence)))
+                await write(copas_pb2.WatchTableResponse(event=first))
             while True:
                 if watcher.is_closed:
                     if watcher.close_error is not None:
@@ -233,8 +237,9 @@ class CopasService(copas_pb2_grpc.CopasServiceServicer):
     async def GetView(self, request: copas_pb2.GetViewRequest, context: Context
                       ) -> copas_pb2.GetViewResponse:
         table, seat = self.registry.seat_for_watch(caller().token_hash, _table_id(request))
-        await self.registry.durable(table)  # show only what is durable
-        return copas_pb2.GetViewResponse(view=table.view(seat), sequence=table.sequence)
+        view, sequence = table.view(seat), table.sequence  # as of now, answered once durable
+        await self.registry.durable(table)
+        return copas_pb2.GetViewResponse(view=view, sequence=sequence)
 
     async def GetGameRecord(  # type: ignore[override]  # the stored answer, serialized
             self, request: copas_pb2.GetGameRecordRequest, context: Context) -> bytes:
