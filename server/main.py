@@ -30,7 +30,7 @@ import structlog
 from copas.v1 import copas_pb2, copas_pb2_grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from prometheus_client import start_http_server
-from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
 from server.cluster.directory import ClusterDirectory
 from server.cluster.forwarding import Forwarder
@@ -113,7 +113,7 @@ def _live_gauges(registry: TableRegistry, quotas: Quotas, service: CopasService
 
 
 def _cluster_gauges(router: Router, relay: Forwarder, takeovers: Takeovers,
-                    lobby: ClusterLobby) -> Iterable[GaugeMetricFamily]:
+                    lobby: ClusterLobby) -> Iterable[Metric]:
     """What a cluster node holds for the others: each bounded and given back."""
     for name, text, value in (
             ("copas_cluster_connections", "Connections held to other nodes",
@@ -129,6 +129,12 @@ def _cluster_gauges(router: Router, relay: Forwarder, takeovers: Takeovers,
         gauge = GaugeMetricFamily(name, text)
         gauge.add_metric([], value)
         yield gauge
+    lookups = CounterMetricFamily(
+        "copas_cluster_lookups", "Owners and tokens' tables looked up in the database "
+        "(read), or refused for want of the node's budget (shed)", labels=["outcome"])
+    lookups.add_metric(["read"], router.lookups_read)
+    lookups.add_metric(["shed"], router.lookups_shed)
+    yield lookups
 
 
 def _web_gauges(page: web.WebServer) -> Iterable[GaugeMetricFamily]:
@@ -208,6 +214,10 @@ async def _bind(config: Config) -> _Bound:
             ("grpc.max_connection_age_ms", _ms(config.max_connection_age)),
             ("grpc.max_connection_age_grace_ms", _ms(config.max_connection_age_grace)),
             ("grpc.http2.max_pings_without_data", 0),
+            # In a cluster the other nodes ping their relaying connections every half lease
+            # (see server/cluster/forwarding.py): pings that often are welcome, not strikes.
+            ("grpc.http2.min_recv_ping_interval_without_data_ms",
+             _ms(config.lease / 2) if config.database else 300_000),
             *([("grpc.max_allowed_incoming_connections", config.max_connections)]
               if config.max_connections else []),  # grpc-core's "none" is no option at all
         ],
@@ -293,7 +303,7 @@ async def start(config: Config) -> RunningServer:
         cluster_router = Router(registry, shared, lease, takeovers)
         cluster_key = await asyncio.to_thread(shared.cluster_key)
         relay = Forwarder(cluster_key, cluster_router.forget_owner,
-                          config.max_concurrent_streams)
+                          config.max_concurrent_streams, answer_within=config.lease / 2)
         router, forwarder = cluster_router, relay
         lobby = cluster_lobby = ClusterLobby(shared, registry.durable)
         metrics.add_gauges(lambda: _cluster_gauges(cluster_router, relay, takeovers,

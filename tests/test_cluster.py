@@ -5,6 +5,7 @@ server processes, calls through any node; and the table-behaviour suite run on P
 from __future__ import annotations
 
 import asyncio
+import collections
 import json
 import os
 import signal
@@ -33,6 +34,7 @@ from tests.helpers.calls import (
     is_over,
     join_all,
     new_table,
+    quota_details,
 )
 from tests.helpers.games import rules_of
 from tests.helpers.servers import (
@@ -311,6 +313,42 @@ async def test_sigstop_past_the_lease_the_old_owner_drops_the_table(
     assert "tables_lost" in log_a or "table_dropped" in log_a
 
 
+async def test_while_an_owner_is_frozen_every_other_node_serves_its_table(
+        postgres: Any, tmp_path: Path) -> None:
+    """Issue 19, finding 2: three nodes; c relays a's table (a call and a watching stream)
+    when a is SIGSTOPped. c's relayed stream ends (UNAVAILABLE, TABLE_MOVED) instead of
+    hanging, and both b and c serve the table within the lease and a few seconds: every
+    refusal meanwhile is UNAVAILABLE (retry), none a client's own deadline running out."""
+    dsn = fresh_database(postgres.dsn)
+    a, b, c = (NodeProcess(tmp_path, dsn, name) for name in "abc")
+    try:
+        table = await new_table(a.stub, preset="quick", seed="11")
+        tokens = {j.seat: j.player_token for j in await join_all(a.stub, table.table_id, 4)}
+        view = await c.stub.GetView(copas_pb2.GetViewRequest(table_id=table.table_id),
+                                    metadata=auth(tokens[0]), timeout=10)  # relayed by c
+        assert len(view.view.hand) == 13
+        through_c = Watch(c.stub, table.table_id, tokens[1])
+        await through_c.wait_for(lambda m: m.WhichOneof("kind") == "snapshot")
+        a.signal(signal.SIGSTOP)
+        frozen_at = time.monotonic()
+        await asyncio.wait_for(through_c.task, LEASE * 3 + 10)
+        assert through_c.error is not None
+        assert through_c.error.code() == grpc.StatusCode.UNAVAILABLE, through_c.error
+        served = await asyncio.gather(
+            _until_served(c.stub, table.table_id, timeout=LEASE * 3 + 10),
+            _until_served(b.stub, table.table_id, timeout=LEASE * 3 + 10))
+        assert max(served) < LEASE * 3 + 10, served
+        for node in (b, c):  # the players' tokens work through either survivor
+            answer = await node.stub.GetView(copas_pb2.GetViewRequest(
+                table_id=table.table_id), metadata=auth(tokens[2]), timeout=10)
+            assert len(answer.view.hand) == 13
+        print(f"stream ended, then served by b and c {time.monotonic() - frozen_at:.1f} s "
+              f"after the SIGSTOP (lease {LEASE} s)")
+    finally:
+        for node in (a, b, c):
+            await node.stop()
+
+
 # ------------------------------------------------------------------ the suite on PostgreSQL
 
 TABLE_BEHAVIOUR = ("tests/test_server_game.py", "tests/test_server_play.py",
@@ -451,6 +489,68 @@ async def test_any_node_answers_lobby_joins_views_and_records(
             assert list(first.snapshot.tables) == []
             watch.cancel()
         assert (held("copas_cluster_lobby_reads_cached") or 0) <= 3
+
+
+async def test_a_clients_own_hop_mark_changes_nothing(postgres: Any) -> None:
+    """Issue 19, finding 5: ``x-copas-hops`` from a client (with no cluster key, or a wrong
+    one) is not a relay's mark: the call is relayed to the owner and answered, and the owner
+    the relaying node remembers stays remembered (no database read for the next call)."""
+    dsn = fresh_database(postgres.dsn)
+    async with serving(database=dsn, node_id="a", allow_seed=True) as (_, on_a), \
+            serving(database=dsn, node_id="b", allow_seed=True) as (node_b, on_b):
+        table = await new_table(on_a, preset="quick", seed="5")
+        request = copas_pb2.GetTableRequest(table_id=table.table_id)
+        assert (await on_b.GetTable(request)).table.table_id == table.table_id
+        held = node_b.metrics.registry.get_sample_value
+        assert held("copas_cluster_owners_cached") == 1
+        for metadata in ((("x-copas-hops", "1"),),
+                         (("x-copas-hops", "1"), ("x-copas-cluster-key", "a guess"))):
+            answer = await on_b.GetTable(request, metadata=metadata, timeout=10)
+            assert answer.table.table_id == table.table_id
+            assert held("copas_cluster_owners_cached") == 1
+
+
+async def test_unknown_ids_cost_the_database_a_bounded_number_of_reads(
+        postgres: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 19, finding 5: 600 GetTable and GetView calls with made-up table ids and tokens
+    through one node: it reads the database at most its budget (here 50/s, a bucket as deep)
+    and refuses the rest at once (RATE_LIMITED, with a delay); a table whose owner it knows is
+    served meanwhile without a read."""
+    monkeypatch.setattr(server.cluster.routing, "LOOKUPS_PER_SECOND", 50.0)
+    dsn = fresh_database(postgres.dsn)
+    async with serving(database=dsn, node_id="a", allow_seed=True) as (_, on_a), \
+            serving(database=dsn, node_id="b", allow_seed=True) as (node_b, on_b):
+        table = await new_table(on_a, preset="quick", seed="5")
+        known = copas_pb2.GetTableRequest(table_id=table.table_id)
+        await on_b.GetTable(known)  # b remembers a owns it
+        sample = node_b.metrics.registry.get_sample_value
+        began, reads_before = time.monotonic(), sample("copas_cluster_lookups_total",
+                                                       {"outcome": "read"})
+
+        async def unknown(i: int) -> str:
+            try:
+                if i % 2:
+                    await on_b.GetTable(copas_pb2.GetTableRequest(table_id=f"t_nobody{i}"),
+                                        timeout=10)
+                else:
+                    await on_b.GetView(copas_pb2.GetViewRequest(),
+                                       metadata=auth(f"made-up-token-{i}"), timeout=10)
+                return "OK"
+            except grpc.aio.AioRpcError as error:
+                if error.code() == grpc.StatusCode.RESOURCE_EXHAUSTED:
+                    assert quota_details(error)[0] == "RATE_LIMITED", error
+                return error.code().name + (": " + (error.details() or "") if error.code() == grpc.StatusCode.UNAVAILABLE else "")
+
+        codes: collections.Counter[str] = collections.Counter()
+        for batch in range(12):  # 50 at once: within one connection's concurrent streams
+            codes.update(await asyncio.gather(*(unknown(batch * 50 + i) for i in range(50))))
+        assert (await on_b.GetTable(known, timeout=5)).table.table_id == table.table_id
+        elapsed = time.monotonic() - began
+        reads = sample("copas_cluster_lookups_total", {"outcome": "read"}) - reads_before
+        shed = sample("copas_cluster_lookups_total", {"outcome": "shed"})
+    assert reads <= 50 + 50 * elapsed + 1, (reads, elapsed)
+    assert codes["RESOURCE_EXHAUSTED"] == shed > 0, codes
+    assert set(codes) <= {"RESOURCE_EXHAUSTED", "NOT_FOUND", "UNAUTHENTICATED"}, codes
 
 
 async def test_a_clusters_list_pages_show_every_table_once(postgres: Any) -> None:

@@ -22,11 +22,9 @@ from typing import Any
 import grpc
 import pytest
 from copas.v1 import copas_pb2, copas_pb2_grpc
-from google.rpc import error_details_pb2
 from grpc_health.v1 import health_pb2, health_pb2_grpc
-from grpc_status import rpc_status
 
-from tests.helpers.calls import auth, join_all, new_table
+from tests.helpers.calls import auth, join_all, new_table, quota_details
 from tests.helpers.servers import ROOT, ServerProcess, free_port, metric, server_command, serving
 
 HONEST = "198.51.100.1"  # the honest client's address (through the trusted proxy, loopback)
@@ -35,23 +33,6 @@ HONEST = "198.51.100.1"  # the honest client's address (through the trusted prox
 def as_client(address: str, token: str | None = None) -> tuple[tuple[str, str], ...]:
     """Metadata of a call from ``address`` (the server trusts loopback as a proxy)."""
     return (("x-forwarded-for", address),) + (auth(token) if token else ())
-
-
-def quota_details(error: grpc.aio.AioRpcError) -> tuple[str, str, float]:
-    """(ErrorInfo reason, QuotaFailure subject, RetryInfo seconds) of a refusal."""
-    status = rpc_status.from_call(error)  # type: ignore[arg-type]
-    assert status is not None, "no rich status"
-    reason, subject, retry = "", "", -1.0
-    for detail in status.details:
-        info, quota, delay = (error_details_pb2.ErrorInfo(), error_details_pb2.QuotaFailure(),
-                              error_details_pb2.RetryInfo())
-        if detail.Unpack(info):
-            reason = info.reason
-        elif detail.Unpack(quota):
-            subject = quota.violations[0].subject
-        elif detail.Unpack(delay):
-            retry = delay.retry_delay.ToNanoseconds() / 1e9
-    return reason, subject, retry
 
 
 async def test_player_tokens_do_not_multiply_their_addresss_allowance() -> None:

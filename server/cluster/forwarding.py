@@ -6,6 +6,12 @@ The owner's answer, or its refusal (code, message, details), comes back as it wa
 A node's connection carries at most ``--max-concurrent-streams`` calls, and relayed streams
 last, so the calls to one node are spread over as many connections as they need; the idle
 connections of a node that stopped answering are closed.
+
+A node that stops answering without going away (SIGSTOP, a stall, a partition that drops
+packets) is noticed within ``answer_within`` seconds (half the lease): a relayed call gets
+no longer than that, and the connections ping it as often (HTTP/2 keepalive), so a relayed
+stream to it ends too. Then the table's owner is read again, and once the frozen node's
+lease has lapsed the table is claimed or found where another node took it.
 """
 
 from __future__ import annotations
@@ -31,8 +37,9 @@ class _Connection:
 
 class Forwarder:
     def __init__(self, cluster_key: str, on_unreachable: Callable[[str], None],
-                 calls_per_connection: int = 100) -> None:
+                 calls_per_connection: int = 100, answer_within: float = 5.0) -> None:
         self.cluster_key = cluster_key
+        self.answer_within = answer_within  # seconds a node has to answer (see above)
         # At most the streams a node takes at once on one connection (--max-concurrent-
         # streams): beyond them a call would wait for a free one, a stream forever.
         self.calls_per_connection = max(1, calls_per_connection)
@@ -46,8 +53,14 @@ class Forwarder:
             if connection.calls < self.calls_per_connection:
                 connection.calls += 1
                 return connection
+        within = max(1, int(self.answer_within * 1000))
         connection = _Connection(grpc.aio.insecure_channel(address, options=[
-            ("grpc.use_local_subchannel_pool", 1)]), 1)  # a connection of its own
+            ("grpc.use_local_subchannel_pool", 1),  # a connection of its own
+            # grpc-core waits for a ping's answer ping_timeout_ms (60 s by default), not
+            # keepalive_timeout_ms: both, so a frozen node is let go of within two periods.
+            ("grpc.keepalive_time_ms", within), ("grpc.keepalive_timeout_ms", within),
+            ("grpc.http2.ping_timeout_ms", within),
+            ("grpc.http2.max_pings_without_data", 0)]), 1)  # a quiet stream is pinged too
         pool.append(connection)
         return connection
 
@@ -84,10 +97,16 @@ class Forwarder:
         try:
             answer = await connection.channel.unary_unary(
                 path, request_serializer=_as_is, response_deserializer=_as_is)(
-                raw, metadata=self._metadata(context, client), timeout=_timeout(context))
+                raw, metadata=self._metadata(context, client),
+                timeout=min(_timeout(context), self.answer_within))
         except grpc.aio.AioRpcError as error:
             if error.code() == grpc.StatusCode.UNAVAILABLE:
                 self._unreachable(address, table_id, connection)
+            elif error.code() == grpc.StatusCode.DEADLINE_EXCEEDED \
+                    and (context.time_remaining() or 1.0) > 0:  # our deadline, not the client's
+                self._unreachable(address, table_id, connection)
+                await context.abort_with_status(ServiceError.table_moved(
+                    "the table's node did not answer in time").to_status())
             await _relay_error(error, context)
             raise
         finally:

@@ -10,6 +10,11 @@ A call for a table another live node owns is relayed there (``server.cluster.for
 a table whose owner's lease ran out is claimed first. Owners and tokens' tables are read
 from the database once per table however many calls ask, and remembered (bounded); a relay
 that finds the owner unreachable forgets it.
+
+Those reads are bounded: at most ``LOOKUPS_PER_SECOND`` per node (a bucket as deep), so a
+flood of unknown table ids or tokens costs the database a bounded load however many clients
+send it; a lookup beyond the budget is refused at once (RESOURCE_EXHAUSTED, RATE_LIMITED,
+with the delay to retry after) instead of queueing in front of the others.
 """
 
 from __future__ import annotations
@@ -18,19 +23,18 @@ import asyncio
 import enum
 import time
 from collections import OrderedDict
-from collections.abc import Iterable
 from dataclasses import dataclass
 
 from copas.v1 import copas_pb2
 
 from server.cluster.ownership import Lease, Takeovers
 from server.errors import ServiceError
-from server.metadata import HOPS
 from server.store.postgres import Owner, PgStore
 from server.tables.registry import TableRegistry
 
 OWNER_SECONDS = 30.0  # a live owner, as read, is believed this long (or until a relay fails)
 OWNER_CACHE = 100_000  # owners and tokens' tables remembered
+LOOKUPS_PER_SECOND = 200.0  # database reads of owners and tokens' tables, per node
 
 
 class Route(enum.Enum):
@@ -85,9 +89,28 @@ class Router:
         self._owners: OrderedDict[str, _Known] = OrderedDict()  # table -> owner, as last read
         self._reading: dict[str, asyncio.Future[Owner | None]] = {}
         self._token_tables: OrderedDict[str, str] = OrderedDict()  # token hash -> table
+        self._budget = LOOKUPS_PER_SECOND
+        self._budget_at = time.monotonic()
+        self.lookups_read = 0  # database reads done
+        self.lookups_shed = 0  # lookups refused for want of budget
+
+    def _spend_lookup(self) -> None:
+        """One database read from the node's budget, or RATE_LIMITED at once."""
+        now = time.monotonic()
+        self._budget = min(LOOKUPS_PER_SECOND,
+                           self._budget + (now - self._budget_at) * LOOKUPS_PER_SECOND)
+        self._budget_at = now
+        if self._budget < 1:
+            self.lookups_shed += 1
+            raise ServiceError.over_quota(
+                "this node is looking up too many tables right now: retry after the delay",
+                "RATE_LIMITED", "table lookups on this node",
+                (1 - self._budget) / LOOKUPS_PER_SECOND)
+        self._budget -= 1
+        self.lookups_read += 1
 
     async def route(self, method: str, table_id: str, token_hash: str | None,
-                    metadata: Iterable[tuple[str, str | bytes]]) -> str | None:
+                    relayed: bool) -> str | None:
         """The address to relay the call to, or None to serve it here (where the table is
         held, or nobody has it and the service answers NOT_FOUND).
 
@@ -97,10 +120,10 @@ class Router:
         if route is Route.HERE:
             return None
         return await self._locate(table_id, token_hash if route is Route.SEAT else None,
-                                  metadata)
+                                  relayed)
 
     async def _locate(self, table_id: str, token_hash: str | None,
-                      metadata: Iterable[tuple[str, str | bytes]]) -> str | None:
+                      relayed: bool) -> str | None:
         registry = self._registry
         if table_id and registry.holds(table_id):
             self._lease.check()
@@ -127,8 +150,7 @@ class Router:
             owner = await self._owner(table_id)
             if owner is None:
                 return None
-        if owner.is_alive and owner.node_id != self._me \
-                and not any(key == HOPS for key, _ in metadata):
+        if owner.is_alive and owner.node_id != self._me and not relayed:
             return owner.address
         self.forget_owner(table_id)
         raise ServiceError.table_moved("the table is moving between nodes")
@@ -137,6 +159,7 @@ class Router:
         table_id = self._token_tables.get(token_hash, "")
         if table_id:
             return table_id
+        self._spend_lookup()
         found = await asyncio.to_thread(self._store.table_of_token, token_hash)
         if found is None:
             return ""
@@ -154,6 +177,7 @@ class Router:
         pending = self._reading.get(table_id)
         if pending is not None:
             return await asyncio.shield(pending)
+        self._spend_lookup()
         pending = asyncio.ensure_future(asyncio.to_thread(self._store.owner_of, table_id))
         self._reading[table_id] = pending
         try:

@@ -59,7 +59,9 @@ class CallRouter(Protocol):
     """Where a call is served: here (None), or the address of the node to relay it to."""
 
     async def route(self, method: str, table_id: str, token_hash: str | None,
-                    metadata: Metadata) -> str | None: ...
+                    relayed: bool) -> str | None:
+        """``relayed``: another node of the cluster relayed this call (its cluster key and
+        its hop mark are both there): it is never relayed again."""
 
 
 class CallForwarder(Protocol):
@@ -79,7 +81,7 @@ class ServeHere:
     """One process: every call is served here, nothing is relayed."""
 
     async def route(self, method: str, table_id: str, token_hash: str | None,
-                    metadata: Metadata) -> str | None:
+                    relayed: bool) -> str | None:
         return None
 
     async def unary(self, address: str, table_id: str, path: str, raw: bytes,
@@ -308,9 +310,10 @@ class Gateway:
 
         async def destination(found: Caller, request: Any, context: Context) -> str | None:
             return await router.route(method, getattr(request, "table_id", ""),
-                                      found.token_hash, context.invocation_metadata() or ())
+                                      found.token_hash,
+                                      trust.is_relayed(context.invocation_metadata() or ()))
 
-        quotas = self.quotas
+        quotas, trust = self.quotas, self.trust
         if handler.unary_unary is not None:
             inner_unary = _async(handler.unary_unary)
 
@@ -414,9 +417,9 @@ class Gateway:
                     first = parse(first_raw) if first_raw is not None else None
                     address = None
                     if first is not None:
-                        address = await router.route(method, _opened_table(first),
-                                                     found.token_hash,
-                                                     context.invocation_metadata() or ())
+                        address = await router.route(
+                            method, _opened_table(first), found.token_hash,
+                            trust.is_relayed(context.invocation_metadata() or ()))
                     if address is None:
                         await inner_bidi(StreamRequests(first, requests, parse), context)
                     else:  # another node owns the table: relay the whole stream there

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 from server import tokens
 from server.errors import ServiceError
-from server.metadata import CLUSTER_KEY, FORWARDED_FOR, FORWARDING_KEY
+from server.metadata import CLUSTER_KEY, FORWARDED_FOR, FORWARDING_KEY, HOPS
 
 Networks = tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]
 Metadata = Iterable[tuple[str, str | bytes]]
@@ -162,6 +162,12 @@ class PeerTrust:
                 self._direct.clear()
             self._direct[peer] = known
         return known
+
+    def is_relayed(self, metadata: Metadata) -> bool:
+        """Another node relayed the call: the hop mark counts only beside the cluster key (a
+        client's own ``x-copas-hops`` changes nothing)."""
+        return bool(self.cluster_key) and _text(metadata, HOPS) is not None \
+            and _same_secret(_text(metadata, CLUSTER_KEY), self.cluster_key)
 
     def client_of(self, peer: str, metadata: Metadata) -> str:
         """The quota key of the client a call comes from (see the module's docstring)."""

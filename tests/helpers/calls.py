@@ -10,6 +10,8 @@ from typing import Any
 
 import grpc
 from copas.v1 import cards_pb2, copas_pb2, copas_pb2_grpc
+from google.rpc import error_details_pb2
+from grpc_status import rpc_status
 
 from engine import Card
 
@@ -20,6 +22,23 @@ def card_pb(card: Card | str) -> cards_pb2.Card:
 
 def cards_text(cards: Any) -> list[str]:
     return [c.text for c in cards]
+
+
+def quota_details(error: grpc.aio.AioRpcError) -> tuple[str, str, float]:
+    """(ErrorInfo reason, QuotaFailure subject, RetryInfo seconds) of a refusal."""
+    status = rpc_status.from_call(error)  # type: ignore[arg-type]
+    assert status is not None, "no rich status"
+    reason, subject, retry = "", "", -1.0
+    for detail in status.details:
+        info, quota, delay = (error_details_pb2.ErrorInfo(), error_details_pb2.QuotaFailure(),
+                              error_details_pb2.RetryInfo())
+        if detail.Unpack(info):
+            reason = info.reason
+        elif detail.Unpack(quota):
+            subject = quota.violations[0].subject
+        elif detail.Unpack(delay):
+            retry = delay.retry_delay.ToNanoseconds() / 1e9
+    return reason, subject, retry
 
 
 def auth(token: str) -> tuple[tuple[str, str], ...]:
