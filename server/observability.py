@@ -21,7 +21,7 @@ from prometheus_client import (
     PlatformCollector,
     ProcessCollector,
 )
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.core import CounterMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 LOG_QUEUE = 10_000  # log lines waiting for the writer thread before new ones are dropped
@@ -76,11 +76,12 @@ class Metrics:
             "(refused: every connection busy)", ["reason"], registry=r)
         r.register(_DroppedLines())
 
-    def add_gauges(self, collect: Callable[[], Iterable[GaugeMetricFamily]]) -> None:
-        """Gauges computed at scrape time from the live state (tables, seats, streams)."""
+    def add_gauges(self, collect: Callable[[], Iterable[Metric]]) -> None:
+        """Gauges (and counters kept by their owners) computed at scrape time from the live
+        state (tables, seats, streams)."""
 
         class _Live(Collector):
-            def collect(self) -> Iterable[GaugeMetricFamily]:
+            def collect(self) -> Iterable[Metric]:
                 return collect()
 
         self.registry.register(_Live())
