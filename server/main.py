@@ -113,7 +113,7 @@ def _live_gauges(registry: TableRegistry, quotas: Quotas, service: CopasService
 
 
 def _cluster_gauges(router: Router, relay: Forwarder, takeovers: Takeovers,
-                    lobby: ClusterLobby) -> Iterable[Metric]:
+                    lobby: ClusterLobby, lease: Lease) -> Iterable[Metric]:
     """What a cluster node holds for the others: each bounded and given back."""
     for name, text, value in (
             ("copas_cluster_connections", "Connections held to other nodes",
@@ -124,7 +124,9 @@ def _cluster_gauges(router: Router, relay: Forwarder, takeovers: Takeovers,
              router.remembered()),
             ("copas_cluster_claims", "Single-table takeovers in progress",
              takeovers.claims_in_progress()),
-            ("copas_cluster_lobby_reads_cached", "Lobby filters whose latest read is kept",
+            ("copas_cluster_lease_age_seconds", "Seconds since the last renewal of this "
+             "node's lease that the database took", time.monotonic() - lease.renewed_at),
+            ("copas_cluster_lobby_reads_cached", "The lobby's reads kept (at most two)",
              lobby.reads_kept())):
         gauge = GaugeMetricFamily(name, text)
         gauge.add_metric([], value)
@@ -307,7 +309,7 @@ async def start(config: Config) -> RunningServer:
         router, forwarder = cluster_router, relay
         lobby = cluster_lobby = ClusterLobby(shared, registry.durable)
         metrics.add_gauges(lambda: _cluster_gauges(cluster_router, relay, takeovers,
-                                                   cluster_lobby))
+                                                   cluster_lobby, lease))
     forwarding_key = secrets.token_urlsafe(32) if bound.page is not None else None
     gateway = Gateway(metrics, quotas, registry.is_valid_token,
                       PeerTrust(forwarding_key, proxies, cluster_key), router, forwarder)

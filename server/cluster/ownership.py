@@ -13,6 +13,7 @@ taking over the tables of nodes whose lease ran out.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import time
 
 import structlog
@@ -36,11 +37,18 @@ class Lease:
         self._store = store
         self.seconds = store.node.lease_seconds
         self.deadline = 0.0  # monotonic: past it, this node serves none of its tables
+        self.renewed_at = 0.0  # monotonic: the last renewal sent that the database took
+        # The renewal has a thread (and a database connection) of its own: never queued
+        # behind requests' lookups in the default pool, however many a flood makes.
+        self._thread = concurrent.futures.ThreadPoolExecutor(
+            max_workers=1, thread_name_prefix="copas-lease")
 
     async def renew(self) -> float:
         """Renew the lease; returns the local deadline it gives (not yet applied)."""
         sent = time.monotonic()
-        seconds = await asyncio.to_thread(self._store.heartbeat)
+        seconds = await asyncio.get_running_loop().run_in_executor(
+            self._thread, self._store.heartbeat)
+        self.renewed_at = sent
         return sent + seconds * LEASE_MARGIN
 
     def is_valid(self) -> bool:

@@ -489,6 +489,20 @@ class PgStore(GroupCommitStore[Write | ClusterWrite]):
                  "limit": limit}).fetchall()
         return [(float(c), str(t), bytes(s)) for c, t, s in rows]
 
+    def lobby_rows(self, *, include_finished: bool, limit: int
+                   ) -> list[tuple[float, str, bytes, str, str, int]]:
+        """Every node's newest tables for the lobby (at most ``limit``), newest first, then
+        by id: (created, table_id, summary, lobby state, preset, players) rows, for filters
+        applied in memory (``server.cluster.lobby``)."""
+        with self._read_lock:
+            rows = self._reader.execute(
+                "SELECT created, table_id, summary, lobby, preset, players FROM tables "
+                "WHERE summary IS NOT NULL AND (%(finished)s OR status = 'open') "
+                "ORDER BY created DESC, table_id ASC LIMIT %(limit)s",
+                {"finished": include_finished, "limit": limit}).fetchall()
+        return [(float(c), str(t), bytes(s), str(lo), str(p), int(n))
+                for c, t, s, lo, p, n in rows]
+
     # -- records
     def get_record(self, record_id: str) -> bytes | None:
         with self._read_lock:
