@@ -19,7 +19,7 @@ TS_SOURCES := $(wildcard $(TS_DIR)/src/*.ts $(TS_DIR)/src/web/*.ts $(TS_DIR)/tsc
 CONTRACT_BASE := 6f74c4a95deac2b0d10ce711010413c236c57beb
 
 .DEFAULT_GOAL := help
-.PHONY: help setup proto ts web run cluster play demo test lint bench bench-bots bench-pace bench-load bench-cluster clean
+.PHONY: help setup proto ts web run cluster monitor play demo test lint bench bench-bots bench-pace bench-load bench-cluster clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-11s %s\n", $$1, $$2}'
@@ -67,6 +67,13 @@ run: setup ## start the server on localhost:50051, the web page on http://localh
 
 cluster: setup ## a local PostgreSQL (data/pg) and a node per core sharing :50051 (needs postgresql)
 	$(BIN)/python -m tools.cluster $(CLUSTER_ARGS)
+
+monitor: ## Prometheus (Debian's prometheus package) scraping the local server with ops/prometheus's rules
+	@command -v prometheus >/dev/null || { echo "prometheus is missing: apt-get install -y prometheus"; exit 1; }
+	@mkdir -p data/prometheus
+	@echo "Prometheus on http://127.0.0.1:9090 (scraping localhost:9464; Ctrl-C stops it)"
+	prometheus --config.file=ops/prometheus/prometheus.yml --storage.tsdb.path=data/prometheus \
+		--web.listen-address=127.0.0.1:9090 --log.level=warn
 
 play: setup ## play against three bots on the local server (start it first: make run or make cluster)
 	$(BIN)/copas play

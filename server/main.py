@@ -91,10 +91,11 @@ def _live_gauges(registry: TableRegistry, quotas: Quotas, service: CopasService
                  ) -> Iterable[GaugeMetricFamily]:
     by_phase = GaugeMetricFamily("copas_tables", "Tables by phase", labels=["phase"])
     counts: dict[str, int] = {name: 0 for name in copas_pb2.Phase.keys()[1:]}
-    connected = watchers = 0
+    connected = watchers = stuck = 0
     for table in registry.live():
         counts[copas_pb2.Phase.Name(views.phase_of(table))] += 1  # type: ignore[arg-type]
         watchers += len(table.fanout)
+        stuck += table.is_stuck()
         connected += sum(1 for s in table.seats if table.is_connected(s.number))
     for phase, count in counts.items():
         by_phase.add_metric([phase.removeprefix("PHASE_").lower()], count)
@@ -103,6 +104,8 @@ def _live_gauges(registry: TableRegistry, quotas: Quotas, service: CopasService
             ("copas_seats_connected", "Player seats with a stream open", connected),
             ("copas_watch_streams", "WatchTable streams open", watchers),
             ("copas_players_seated", "People seated in games not finished", registry.seated),
+            ("copas_tables_stuck", "Games with no progress for longer than their rules allow "
+             "(a deadline passed and not played, a bot to act and nothing to make it)", stuck),
             ("copas_quota_clients", "Clients the quotas keep track of", quotas.clients()),
             ("copas_play_streams", "Play streams open", len(service.play_streams)),
             ("copas_play_results_waiting", "Actions on Play streams whose result is not sent",
@@ -137,6 +140,10 @@ def _cluster_gauges(router: Router, relay: Forwarder, takeovers: Takeovers,
     lookups.add_metric(["read"], router.lookups_read)
     lookups.add_metric(["shed"], router.lookups_shed)
     yield lookups
+    yield CounterMetricFamily("copas_cluster_relayed", "Calls and streams relayed to the "
+                              "node owning their table", value=relay.relayed)
+    yield CounterMetricFamily("copas_cluster_takeovers", "Tables taken over from nodes whose "
+                              "lease ran out", value=takeovers.taken_over)
 
 
 def _web_gauges(page: web.WebServer) -> Iterable[GaugeMetricFamily]:
@@ -217,9 +224,10 @@ async def _bind(config: Config) -> _Bound:
             ("grpc.max_connection_age_grace_ms", _ms(config.max_connection_age_grace)),
             ("grpc.http2.max_pings_without_data", 0),
             # In a cluster the other nodes ping their relaying connections every half lease
-            # (see server/cluster/forwarding.py): pings that often are welcome, not strikes.
+            # (see server/cluster/forwarding.py): pings that often (or a little early) are
+            # welcome, not strikes towards a GOAWAY.
             ("grpc.http2.min_recv_ping_interval_without_data_ms",
-             _ms(config.lease / 2) if config.database else 300_000),
+             _ms(config.lease / 4) if config.database else 300_000),
             *([("grpc.max_allowed_incoming_connections", config.max_connections)]
               if config.max_connections else []),  # grpc-core's "none" is no option at all
         ],
@@ -275,16 +283,17 @@ async def start(config: Config) -> RunningServer:
     bound = await _bind(config)
     store: Storage
     shared: PgStore | None = None  # a node among others sharing one PostgreSQL
+    metrics = Metrics()
     try:
         if config.database:
             store = shared = PgStore.open(config.database, Node(
-                config.node_id or bound.advertise, bound.advertise, config.lease))
+                config.node_id or bound.advertise, bound.advertise, config.lease),
+                metrics.observe_commit)
         else:
-            store = open_local_store(config.data_dir)
+            store = open_local_store(config.data_dir, metrics.observe_commit)
     except StoreUnusable as exc:
         await bound.abandon()
         raise SetupError(str(exc)) from None
-    metrics = Metrics()
     quotas = Quotas(config)
     scheduler = LoopScheduler()
     thinker = Thinker(config.bot_workers, config.bot_think_seconds) \

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import importlib.metadata
 import logging
 import queue
 import sys
@@ -47,6 +48,26 @@ class Metrics:
             "copas_stream_duration_seconds", "How long server streams stayed open, by method "
             "and the status they ended with", ["method", "code"], registry=r,
             buckets=(.1, 1, 10, 60, 300, 900, 1800, 3600, 7200))
+        self.move_to_view = Histogram(
+            "copas_move_to_view_seconds", "From a move (or timer, or bot move) taken by its "
+            "table to its event written on each watching stream: the commit, the fan-out "
+            "and the stream's write", registry=r,
+            buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5))
+        self.commit_duration = Histogram(
+            "copas_commit_duration_seconds", "How long one group commit took (the store's "
+            "transaction)", registry=r,
+            buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1))
+        self.commit_batch = Histogram(
+            "copas_commit_batch_writes", "Writes in one group commit", registry=r,
+            buckets=(1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024))
+        self.bot_decision = Histogram(
+            "copas_bot_decision_seconds", "How long a bot took to choose its move, by how "
+            "it was chosen (pool: the strong bot's workers; here: in the server)",
+            ["where"], registry=r,
+            buckets=(0.0001, 0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5))
+        self.build_info = Gauge("copas_build_info", "The server's version (always 1)",
+                                ["version"], registry=r)
+        self.build_info.labels(version=_version()).set(1)
         self.tables_quarantined = Gauge(
             "copas_tables_quarantined",
             "Tables whose log did not replay at start (kept, retried at the next start)",
@@ -76,6 +97,10 @@ class Metrics:
             "(refused: every connection busy)", ["reason"], registry=r)
         r.register(_DroppedLines())
 
+    def observe_commit(self, seconds: float, writes: int) -> None:
+        self.commit_duration.observe(seconds)
+        self.commit_batch.observe(writes)
+
     def add_gauges(self, collect: Callable[[], Iterable[Metric]]) -> None:
         """Gauges (and counters kept by their owners) computed at scrape time from the live
         state (tables, seats, streams)."""
@@ -85,6 +110,13 @@ class Metrics:
                 return collect()
 
         self.registry.register(_Live())
+
+
+def _version() -> str:
+    try:
+        return importlib.metadata.version("copas")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown"
 
 
 class _DroppedLines(Collector):

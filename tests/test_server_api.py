@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import importlib.metadata
 import urllib.request
 from typing import Any
 
@@ -298,6 +299,29 @@ async def test_health_reflection_and_metrics(server: Any, stub: Any) -> None:
     assert 'copas_tables{phase="game_over"} 1.0' in body
     assert 'copas_rpc_duration_seconds_count{code="OK",method="CreateTable"}' in body
     assert "copas_games_finished_total{" in body
+
+
+async def test_the_signals_an_on_call_dashboard_shows_first(server: Any, stub: Any) -> None:
+    """Issue 20's signals, on a real server with its SQLite log: a watched bot game fills
+    move-to-view (one sample per event written to the stream), commit latency and batch
+    size, bot decision time; the build's version is there."""
+    table = await new_table(stub, bots=4, seed="8")
+    watch = Watch(stub, table.table_id)
+    await watch.wait_for(is_over, timeout=60)
+    await watch.close()
+    sample = server.metrics.registry.get_sample_value
+    events = len([m for m in watch.messages if m.WhichOneof("kind") != "snapshot"])
+    assert events > 50
+    # Every event written was timed (the last few may be written after the client let go).
+    assert abs(sample("copas_move_to_view_seconds_count") - events) <= 5
+    assert 0 < sample("copas_move_to_view_seconds_sum") < 60
+    assert sample("copas_commit_duration_seconds_count") > 0
+    assert sample("copas_commit_batch_writes_count") == \
+        sample("copas_commit_duration_seconds_count")
+    assert sample("copas_commit_batch_writes_sum") >= sample("copas_commit_batch_writes_count")
+    decisions = sample("copas_bot_decision_seconds_count", {"where": "here"})
+    assert decisions is not None and decisions >= 52  # 13 tricks of 4 cards at least
+    assert sample("copas_build_info", {"version": importlib.metadata.version("copas")}) == 1
 
 
 async def test_finished_tables_are_released_after_their_ttl() -> None:

@@ -45,9 +45,11 @@ class Forwarder:
         self.calls_per_connection = max(1, calls_per_connection)
         self._on_unreachable = on_unreachable  # a table's owner did not answer
         self._connections: dict[str, list[_Connection]] = {}  # address -> connections
+        self.relayed = 0  # calls and streams relayed so far
 
     def _acquire(self, address: str) -> _Connection:
         """A connection to ``address`` with room for one more call."""
+        self.relayed += 1
         pool = self._connections.setdefault(address, [])
         for connection in pool:
             if connection.calls < self.calls_per_connection:

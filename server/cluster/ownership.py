@@ -73,6 +73,7 @@ class Takeovers:
         self._lease = lease
         self._tasks: list[asyncio.Task[None]] = []
         self._claiming: dict[str, asyncio.Future[None]] = {}
+        self.taken_over = 0  # tables this node took from nodes whose lease ran out
 
     async def start(self) -> None:
         """The first renewal (before serving), then the renewals' and sweeps' tasks."""
@@ -122,6 +123,7 @@ class Takeovers:
                 break
             count = adopt_all(self._registry, claimed)
             total += count
+            self.taken_over += count
             log.info("tables_taken_over", count=count)
             await asyncio.sleep(0)  # calls and timers run between batches
             if len(claimed) < TAKEOVER_BATCH:
@@ -142,7 +144,7 @@ class Takeovers:
         try:
             claimed = await asyncio.to_thread(self._store.claim, table_id=table_id)
             if claimed:
-                adopt_all(self._registry, claimed)
+                self.taken_over += adopt_all(self._registry, claimed)
                 log.info("table_taken_over", table_id=table_id)
         finally:
             del self._claiming[table_id]

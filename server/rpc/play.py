@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections import deque
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
@@ -116,6 +117,7 @@ class PlayStream:
         results = self._results
         queue = watcher.queue
         write = self._context.write
+        move_to_view = self._registry.metrics.move_to_view
         while not watcher.is_closed:
             if results and results[0].after <= written:
                 await self._write_result(results.popleft(), written)
@@ -124,6 +126,7 @@ class PlayStream:
                 break
             sequence, message = watcher.pop()
             await write(message)
+            move_to_view.observe(time.monotonic() - watcher.last_staged)
             self._caller.sent += 1
             written = sequence
         return written

@@ -5,6 +5,7 @@ Nothing else lives here (the caller, quotas, routing, errors and logs are the ga
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -229,8 +230,10 @@ class CopasService(copas_pb2_grpc.CopasServiceServicer):
                     continue
                 if watcher.needs_snapshot:
                     await write(copas_pb2.WatchTableResponse(event=table.snapshot(watcher, 0)))
+                move_to_view = self.registry.metrics.move_to_view
                 while watcher.queue and not watcher.is_closed:
                     await write(watcher.pop()[1])  # a serialized WatchTableResponse
+                    move_to_view.observe(time.monotonic() - watcher.last_staged)
         finally:
             table.remove_watcher(watcher)
 

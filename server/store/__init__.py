@@ -15,6 +15,7 @@ from server.store.base import (
     StoreUnusable,
     TableMeta,
 )
+from server.store.group_commit import CommitObserver
 from server.store.memory import MemoryStore
 from server.store.postgres import Node, PgStore
 from server.store.sqlite import SqliteStore
@@ -24,11 +25,12 @@ __all__ = ["GameRecord", "MemoryStore", "Node", "PgStore", "RecordSummary", "Sql
            "open_local_store"]
 
 
-def open_local_store(data_dir: str) -> MemoryStore | SqliteStore:
+def open_local_store(data_dir: str, on_commit: CommitObserver | None = None
+                     ) -> MemoryStore | SqliteStore:
     """``memory`` for no durability, else the SQLite database ``copas.db`` in ``data_dir``.
 
     :raises StoreUnusable: see :meth:`SqliteStore.open`.
     """
     if data_dir == "memory":
         return MemoryStore()
-    return SqliteStore.open(Path(data_dir) / "copas.db")
+    return SqliteStore.open(Path(data_dir) / "copas.db", on_commit)

@@ -12,6 +12,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Generic
 
@@ -29,12 +31,16 @@ from server.store.base import (
     Write,
 )
 
+CommitObserver = Callable[[float, int], None]
+"""Told after each commit: how long it took (seconds) and how many writes it held."""
+
 
 class GroupCommitStore(Generic[W]):
     """Queued writes, one writer thread, fail-stop. ``W`` is what a batch of this store
     holds (the common ``Write`` kinds, and a cluster's own)."""
 
-    def __init__(self) -> None:
+    def __init__(self, on_commit: CommitObserver | None = None) -> None:
+        self._on_commit = on_commit  # told each commit's seconds and writes (metrics)
         self._batch: Batch[W | Write] = Batch()
         self._counters: dict[str, int] = {}  # each table's last log position
         self._failure: StorageFailed | None = None
@@ -119,6 +125,7 @@ class GroupCommitStore(Generic[W]):
             while self.has_pending and self._failure is None:
                 batch, self._batch = self._batch, Batch()
                 done, self._batch_done = self._batch_done, None
+                began = time.perf_counter()
                 try:
                     await loop.run_in_executor(self._writer, self._commit, batch)
                 except Exception as exc:  # the disk said no: nothing in the batch is durable
@@ -129,6 +136,9 @@ class GroupCommitStore(Generic[W]):
                             waiter.exception()  # retrieved: every caller re-raises its own
                     return
                 self.commits += 1
+                if self._on_commit is not None:
+                    self._on_commit(time.perf_counter() - began,
+                                    len(batch.writes) + len(batch.sequences))
                 if done is not None and not done.done():
                     done.set_result(None)
         finally:

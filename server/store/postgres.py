@@ -37,7 +37,7 @@ from server.store.base import (
     Write,
     stored_table,
 )
-from server.store.group_commit import GroupCommitStore
+from server.store.group_commit import CommitObserver, GroupCommitStore
 from server.store.records import record_message, record_message_of_json
 from server.store.sqlite import SCHEMA_VERSION
 
@@ -142,8 +142,9 @@ ClusterWrite = LobbyEntry | RegisterToken | ForgetToken
 class PgStore(GroupCommitStore[Write | ClusterWrite]):
     """PostgreSQL, shared by the nodes of a cluster. Open it with :meth:`open`."""
 
-    def __init__(self, dsn: str, node: Node, writer: Any, reader: Any) -> None:
-        super().__init__()
+    def __init__(self, dsn: str, node: Node, writer: Any, reader: Any,
+                 on_commit: CommitObserver | None = None) -> None:
+        super().__init__(on_commit)
         self._closed = False
         self.dsn = dsn
         self.node = node
@@ -167,7 +168,8 @@ class PgStore(GroupCommitStore[Write | ClusterWrite]):
         return self._reader_conn
 
     @classmethod
-    def open(cls, dsn: str, node: Node | None) -> PgStore:
+    def open(cls, dsn: str, node: Node | None, on_commit: CommitObserver | None = None
+             ) -> PgStore:
         """Connect, migrate the schema (one node at a time), check it is Copas's.
 
         :raises StoreUnusable: the database cannot be reached or used.
@@ -190,7 +192,7 @@ class PgStore(GroupCommitStore[Write | ClusterWrite]):
             writer.close()
             reader.close()
             raise StoreUnusable(f"cannot use the database: {_first_line(exc)}") from None
-        return cls(dsn, node, writer, reader)
+        return cls(dsn, node, writer, reader, on_commit)
 
     @staticmethod
     def _prepare(db: Any) -> None:

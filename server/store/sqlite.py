@@ -32,7 +32,7 @@ from server.store.base import (
     Write,
     stored_table,
 )
-from server.store.group_commit import GroupCommitStore
+from server.store.group_commit import CommitObserver, GroupCommitStore
 from server.store.records import record_message, record_message_of_json
 
 log = structlog.get_logger("copas.store")
@@ -86,8 +86,9 @@ class SqliteStore(GroupCommitStore[Write]):
     """One SQLite database in WAL mode with synchronous=FULL; a single writer thread commits
     whatever is queued in one transaction (group commit). Open it with :meth:`open`."""
 
-    def __init__(self, db: sqlite3.Connection, path: Path, lock_fd: int) -> None:
-        super().__init__()
+    def __init__(self, db: sqlite3.Connection, path: Path, lock_fd: int,
+                 on_commit: CommitObserver | None = None) -> None:
+        super().__init__(on_commit)
         self._closed = False
         self.path = path
         self._db = db
@@ -98,7 +99,7 @@ class SqliteStore(GroupCommitStore[Write]):
         self._warn_of_legacy_tables()
 
     @classmethod
-    def open(cls, path: Path) -> SqliteStore:
+    def open(cls, path: Path, on_commit: CommitObserver | None = None) -> SqliteStore:
         """Open (or create) the database at ``path``, migrating it to this schema version.
 
         :raises StoreUnusable: the directory cannot be written; the file is not a SQLite
@@ -118,13 +119,14 @@ class SqliteStore(GroupCommitStore[Write]):
             os.close(lock_fd)
             raise StoreUnusable(f"another server is using {path.parent}") from None
         try:
-            return cls._open_locked(path, wal, lock_fd)
+            return cls._open_locked(path, wal, lock_fd, on_commit)
         except BaseException:
             os.close(lock_fd)
             raise
 
     @classmethod
-    def _open_locked(cls, path: Path, wal: Path, lock_fd: int) -> SqliteStore:
+    def _open_locked(cls, path: Path, wal: Path, lock_fd: int,
+                     on_commit: CommitObserver | None) -> SqliteStore:
         try:
             db_size = path.stat().st_size if path.exists() else 0
             wal_size = wal.stat().st_size if wal.exists() else -1
@@ -149,7 +151,7 @@ class SqliteStore(GroupCommitStore[Write]):
         except sqlite3.Error as exc:
             db.close()
             raise StoreUnusable(f"cannot use {path}: {exc}") from None
-        return cls(db, path, lock_fd)
+        return cls(db, path, lock_fd, on_commit)
 
     @staticmethod
     def _prepare(db: sqlite3.Connection, path: Path, had_wal: bool) -> None:

@@ -18,6 +18,7 @@ opened or closed) is not numbered: it repeats the table's latest sequence.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections import deque
 from collections.abc import Callable
 
@@ -33,8 +34,9 @@ class Watcher:
     WatchTableResponse messages (the same bytes as a PlayResponse's event); falling behind
     turns the backlog into a fresh snapshot."""
 
-    __slots__ = ("close_error", "is_closed", "max_bytes", "max_messages", "needs_snapshot",
-                 "queue", "queued_bytes", "seat", "seen", "shown_step", "token_hash", "wakeup")
+    __slots__ = ("close_error", "is_closed", "last_staged", "max_bytes", "max_messages",
+                 "needs_snapshot", "queue", "queued_bytes", "seat", "seen", "shown_step",
+                 "token_hash", "wakeup")
 
     def __init__(self, seat: int | None, token_hash: str | None, max_messages: int,
                  max_bytes: int) -> None:
@@ -42,8 +44,10 @@ class Watcher:
         self.token_hash = token_hash
         self.max_messages = max_messages
         self.max_bytes = max_bytes
-        self.queue: deque[tuple[int, bytes]] = deque()  # (sequence, message)
+        # (sequence, message, when its step was staged: time.monotonic())
+        self.queue: deque[tuple[int, bytes, float]] = deque()
         self.queued_bytes = 0
+        self.last_staged = 0.0  # the step of the message popped last: when it was staged
         self.wakeup = asyncio.Event()
         self.needs_snapshot = False
         self.is_closed = False
@@ -55,7 +59,7 @@ class Watcher:
     def is_player(self) -> bool:
         return self.token_hash is not None
 
-    def push(self, sequence: int, message: bytes) -> bool:
+    def push(self, sequence: int, message: bytes, staged: float = 0.0) -> bool:
         """Queue a message; False when the watcher fell behind (backlog dropped)."""
         if self.needs_snapshot or self.is_closed:
             return True
@@ -65,14 +69,14 @@ class Watcher:
             self.needs_snapshot = True
             self.wakeup.set()
             return False
-        self.queue.append((sequence, message))
+        self.queue.append((sequence, message, staged))
         self.queued_bytes += size
         self.wakeup.set()
         return True
 
     def pop(self) -> tuple[int, bytes]:
         """The oldest queued message, with its event's sequence."""
-        sequence, message = self.queue.popleft()
+        sequence, message, self.last_staged = self.queue.popleft()
         self.queued_bytes -= len(message)
         return sequence, message
 
@@ -96,7 +100,7 @@ class Fanout:
         self._spectators = 0
         self._by_token: dict[str, int] = {}
         # Sequenced but not yet durable: (step, events, views after them) per step.
-        self.outbox: list[tuple[int, Staged, Views]] = []
+        self.outbox: list[tuple[int, Staged, Views, float]] = []  # (step, .., staged at)
         self.steps = 0  # steps staged so far (a snapshot shows every one of them)
 
     def __len__(self) -> int:
@@ -150,7 +154,7 @@ class Fanout:
 
     def stage(self, events: Staged, views: Views) -> None:
         self.steps += 1
-        self.outbox.append((self.steps, events, views))
+        self.outbox.append((self.steps, events, views, time.monotonic()))
 
     def deliver(self, upto: int, on_resync: Callable[[], None]) -> None:
         """Send the staged events up to sequence ``upto`` (now durable) to the streams."""
@@ -162,7 +166,7 @@ class Fanout:
         ready, self.outbox = self.outbox[:count], self.outbox[count:]
         if not self.watchers:
             return
-        for step, events, views in ready:
+        for step, events, views, staged in ready:
             built: dict[int | None, list[bytes]] = {}
             for watcher in list(self.watchers):
                 if watcher.needs_snapshot or step <= watcher.shown_step:
@@ -175,7 +179,7 @@ class Fanout:
                     messages = built[watcher.seat] = [response(event, view)
                                                       for _, event in events]
                 for (sequence, _), message in zip(events, messages, strict=True):
-                    if not watcher.push(sequence, message):
+                    if not watcher.push(sequence, message, staged):
                         on_resync()
                         break
 

@@ -19,6 +19,7 @@ log through the narrow ``TableLog``. Recovery replays the log through the same c
 from __future__ import annotations
 
 import logging
+import time
 import zlib
 from collections import OrderedDict, deque
 from collections.abc import Callable
@@ -79,6 +80,7 @@ REQUEST_MEMORY = 256  # successful request_ids remembered per seat
 AUTO_POLICY = "auto"  # the timeout rules' choices (RULES.md), played at once
 JOIN_SCOPE = "join"  # JoinTable request ids are global: a quick match does not know its table
 T = TypeVar("T")
+STUCK_GRACE = 5.0  # seconds past what a table's rules allow before it counts as stuck
 
 
 class TableHost(Protocol):
@@ -610,6 +612,19 @@ class Table:
     def is_bot_step_pending(self) -> bool:
         return self._bot_timer is not None
 
+    def is_stuck(self, grace: float = STUCK_GRACE) -> bool:
+        """No progress for longer than its rules allow: a turn's deadline passed ``grace``
+        seconds ago and its timer has not played, or a bot is to act and nothing will make
+        it. A game waiting for a person with no timeout is not stuck: its rules allow it."""
+        game = self.game
+        if game is None or game.is_over or self.paused_until is not None or self.is_released:
+            return False
+        now = self.now()
+        if self.deadline is not None and now > self.deadline + grace:
+            return True
+        return any(self.seats[s].is_bot for s in game.to_act()) \
+            and not self.is_bot_step_pending and now - self._step_time > grace
+
     def _bot_moves(self) -> None:
         self._bot_timer = None
         game = self.game
@@ -620,16 +635,24 @@ class Table:
             return
         thinker = self._thinker
         if self.bot_policy == AUTO_POLICY or thinker is None:
-            self._apply_automatic(Acted(self.sequence, game.auto_action(bot), "bot",
-                                        at=self._step_time))
+            began = time.perf_counter()
+            action = game.auto_action(bot)
+            self.metrics.bot_decision.labels(where="here").observe(time.perf_counter() - began)
+            self._apply_automatic(Acted(self.sequence, action, "bot", at=self._step_time))
             return
         # The bot thinks in a worker process; the table goes on meanwhile (a leave, a
         # timeout). Its move is applied only if the table is still where it thought.
         key = self._decision_key(bot)
         seed = zlib.crc32(f"{self.seed}:{self.sequence}".encode())
-        self._bot_timer = thinker.think(
-            ai.info_from_game(game, bot), self.bot_policy, seed,
-            lambda action: self._timer_step(lambda: self._bot_decided(bot, key, action))())
+        began = time.perf_counter()
+        decisions = self.metrics.bot_decision.labels(where="pool")
+
+        def decided(action: Action | None) -> None:
+            decisions.observe(time.perf_counter() - began)
+            self._timer_step(lambda: self._bot_decided(bot, key, action))()
+
+        self._bot_timer = thinker.think(ai.info_from_game(game, bot), self.bot_policy, seed,
+                                        decided)
 
     def _decision_key(self, seat: int) -> tuple[object, ...]:
         game = self.game
