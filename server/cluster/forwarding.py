@@ -105,7 +105,7 @@ class Forwarder:
             if error.code() == grpc.StatusCode.UNAVAILABLE:
                 self._unreachable(address, table_id, connection)
             elif error.code() == grpc.StatusCode.DEADLINE_EXCEEDED \
-                    and (context.time_remaining() or 1.0) > 0:  # our deadline, not the client's
+                    and _client_has_time(context):  # our deadline, not the client's
                 self._unreachable(address, table_id, connection)
                 await context.abort_with_status(ServiceError.table_moved(
                     "the table's node did not answer in time").to_status())
@@ -176,6 +176,11 @@ class Forwarder:
 def _as_is(data: bytes) -> bytes:
     """A relayed message stays as it came: bytes."""
     return data
+
+
+def _client_has_time(context: Context) -> bool:
+    left = context.time_remaining()
+    return left is None or left > 0
 
 
 def _timeout(context: Context) -> float:
