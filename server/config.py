@@ -136,6 +136,10 @@ class Config:
                               "--listen's)")
     lease: float = flag(10.0, "seconds a node owns its tables without renewing (then others "
                               "take them over)")
+    cluster_lookups_per_second: float = flag(200.0, "database reads of tables' owners (and "
+                                             "tokens' tables) one node may make per second; "
+                                             "beyond, lookups are refused (RATE_LIMITED); "
+                                             "0: no limit")
     workers: int = flag(0, "start this many nodes sharing --listen, one process each (needs "
                            "--database); node ids <id>-w<i>, metrics on --metrics-port + i, "
                            "the page on worker 0")

@@ -311,7 +311,8 @@ async def start(config: Config) -> RunningServer:
     cluster_key = ""
     if shared is not None and lease is not None:
         takeovers = Takeovers(registry, shared, lease)
-        cluster_router = Router(registry, shared, lease, takeovers)
+        cluster_router = Router(registry, shared, lease, takeovers,
+                                config.cluster_lookups_per_second)
         cluster_key = await asyncio.to_thread(shared.cluster_key)
         relay = Forwarder(cluster_key, cluster_router.forget_owner,
                           config.max_concurrent_streams, answer_within=config.lease / 2)

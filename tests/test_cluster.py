@@ -568,15 +568,15 @@ async def test_a_clients_own_hop_mark_changes_nothing(postgres: Any) -> None:
 
 
 async def test_unknown_ids_cost_the_database_a_bounded_number_of_reads(
-        postgres: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+        postgres: Any) -> None:
     """Issue 19, finding 5: 600 GetTable and GetView calls with made-up table ids and tokens
     through one node: it reads the database at most its budget (here 50/s, a bucket as deep)
     and refuses the rest at once (RATE_LIMITED, with a delay); a table whose owner it knows is
     served meanwhile without a read."""
-    monkeypatch.setattr(server.cluster.routing, "LOOKUPS_PER_SECOND", 50.0)
     dsn = fresh_database(postgres.dsn)
     async with serving(database=dsn, node_id="a", allow_seed=True) as (_, on_a), \
-            serving(database=dsn, node_id="b", allow_seed=True) as (node_b, on_b):
+            serving(database=dsn, node_id="b", allow_seed=True,
+                    cluster_lookups_per_second=50.0) as (node_b, on_b):
         table = await new_table(on_a, preset="quick", seed="5")
         known = copas_pb2.GetTableRequest(table_id=table.table_id)
         await on_b.GetTable(known)  # b remembers a owns it

@@ -122,20 +122,7 @@ class Forwarder:
         call = connection.channel.unary_stream(
             path, request_serializer=_as_is, response_deserializer=_as_is)(
                 raw, metadata=self._metadata(context, client))
-        sent = 0
-        try:
-            async for message in call:
-                await context.write(message)
-                sent += 1
-        except grpc.aio.AioRpcError as error:
-            if error.code() == grpc.StatusCode.UNAVAILABLE:
-                self._unreachable(address, table_id, connection)
-            await _relay_error(error, context)
-            raise
-        finally:
-            call.cancel()
-            connection.calls -= 1
-        return sent
+        return await self._pass_down(call, connection, address, table_id, context)
 
     async def bidi(self, address: str, table_id: str, path: str, first: bytes,
                    rest: AsyncIterator[bytes], context: Context, client: str) -> int:
@@ -151,6 +138,12 @@ class Forwarder:
         call = connection.channel.stream_stream(
             path, request_serializer=_as_is, response_deserializer=_as_is)(
                 upward(), metadata=self._metadata(context, client))
+        return await self._pass_down(call, connection, address, table_id, context)
+
+    async def _pass_down(self, call: Any, connection: _Connection, address: str,
+                         table_id: str, context: Context) -> int:
+        """The owner's messages to the client, as they come, until the owner's stream
+        ends (or fails: its error relayed); returns how many were passed on."""
         sent = 0
         try:
             async for message in call:

@@ -11,10 +11,10 @@ a table whose owner's lease ran out is claimed first. Owners and tokens' tables 
 from the database once per table however many calls ask, and remembered (bounded); a relay
 that finds the owner unreachable forgets it.
 
-Those reads are bounded: at most ``LOOKUPS_PER_SECOND`` per node (a bucket as deep), so a
-flood of unknown table ids or tokens costs the database a bounded load however many clients
-send it; a lookup beyond the budget is refused at once (RESOURCE_EXHAUSTED, RATE_LIMITED,
-with the delay to retry after) instead of queueing in front of the others.
+Those reads are bounded: at most ``--cluster-lookups-per-second`` per node (a bucket as
+deep), so a flood of unknown table ids or tokens costs the database a bounded load however
+many clients send it; a lookup beyond the budget is refused at once (RESOURCE_EXHAUSTED,
+RATE_LIMITED, with the delay to retry after) instead of queueing in front of the others.
 """
 
 from __future__ import annotations
@@ -34,7 +34,6 @@ from server.tables.registry import TableRegistry
 
 OWNER_SECONDS = 30.0  # a live owner, as read, is believed this long (or until a relay fails)
 OWNER_CACHE = 100_000  # owners and tokens' tables remembered
-LOOKUPS_PER_SECOND = 200.0  # database reads of owners and tokens' tables, per node
 
 
 class Route(enum.Enum):
@@ -77,7 +76,7 @@ class Router:
     """Where each call goes, in a cluster."""
 
     def __init__(self, registry: TableRegistry, store: PgStore, lease: Lease,
-                 takeovers: Takeovers) -> None:
+                 takeovers: Takeovers, lookups_per_second: float = 200.0) -> None:
         missing = missing_routes()
         if missing:
             raise RuntimeError(f"no route for {', '.join(missing)} (server.cluster.routing)")
@@ -89,23 +88,26 @@ class Router:
         self._owners: OrderedDict[str, _Known] = OrderedDict()  # table -> owner, as last read
         self._reading: dict[str, asyncio.Future[Owner | None]] = {}
         self._token_tables: OrderedDict[str, str] = OrderedDict()  # token hash -> table
-        self._budget = LOOKUPS_PER_SECOND
+        self._rate = lookups_per_second  # database reads of owners and tokens' tables
+        self._budget = lookups_per_second
         self._budget_at = time.monotonic()
         self.lookups_read = 0  # database reads done
         self.lookups_shed = 0  # lookups refused for want of budget
 
     def _spend_lookup(self) -> None:
         """One database read from the node's budget, or RATE_LIMITED at once."""
+        if self._rate <= 0:  # no limit
+            self.lookups_read += 1
+            return
         now = time.monotonic()
-        self._budget = min(LOOKUPS_PER_SECOND,
-                           self._budget + (now - self._budget_at) * LOOKUPS_PER_SECOND)
+        self._budget = min(self._rate, self._budget + (now - self._budget_at) * self._rate)
         self._budget_at = now
         if self._budget < 1:
             self.lookups_shed += 1
             raise ServiceError.over_quota(
                 "this node is looking up too many tables right now: retry after the delay",
                 "RATE_LIMITED", "table lookups on this node",
-                (1 - self._budget) / LOOKUPS_PER_SECOND)
+                (1 - self._budget) / self._rate)
         self._budget -= 1
         self.lookups_read += 1
 
