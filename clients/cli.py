@@ -1,4 +1,4 @@
-"""`copas`: the reference clients (play, bot, loadtest, watch)."""
+"""`copas`: the reference clients (play, bot, loadtest, watch) and the operators' `admin`."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import argparse
 import asyncio
 import sys
 
-from clients import bots, loadtest, play, watch
+from clients import admin, bots, loadtest, play, watch
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -18,7 +18,9 @@ def main(argv: list[str] | None = None) -> int:
             ("play", play, play.play_main, "play at a table (with three bots by default)"),
             ("bot", bots, bots.bots_main, "join bot players to a table"),
             ("loadtest", loadtest, loadtest.loadtest_main, "keep many tables busy with bots"),
-            ("watch", watch, watch.watch_main, "list tables or follow one as a spectator")):
+            ("watch", watch, watch.watch_main, "list tables or follow one as a spectator"),
+            ("admin", admin, admin.admin_main, "operators: tables, close, remove, drain, "
+                                               "status (the admin service)")):
         sub = commands.add_parser(name, help=text, description=module.__doc__,
                                   formatter_class=argparse.RawDescriptionHelpFormatter)
         module.add_arguments(sub)

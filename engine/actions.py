@@ -49,6 +49,8 @@ class GameEndReason(StrEnum):
     # The table ended the game: no player who stayed is a person, or none has acted for too
     # long (the server decides when; see docs/RULES.md). Scored like LAST_PLAYER.
     ABANDONED = "ABANDONED"
+    # An operator ended the game (the server's admin service). Scored like ABANDONED.
+    CLOSED = "CLOSED"
 
 
 # ---------------------------------------------------------------- actions
@@ -79,7 +81,13 @@ class Abandon(NamedTuple):
     seat: int = -1
 
 
-Action = PassCards | PlayCard | ChooseMoon | Leave | Abandon
+class Close(NamedTuple):
+    """An operator ends the game at once (reason CLOSED); ``seat`` is always -1."""
+
+    seat: int = -1
+
+
+Action = PassCards | PlayCard | ChooseMoon | Leave | Abandon | Close
 
 
 def action_to_json(action: Action) -> dict[str, Any]:
@@ -92,6 +100,8 @@ def action_to_json(action: Action) -> dict[str, Any]:
         return {"type": "moon", "seat": action.seat, "choice": str(action.choice)}
     if isinstance(action, Abandon):
         return {"type": "abandon", "seat": -1}
+    if isinstance(action, Close):
+        return {"type": "close", "seat": -1}
     return {"type": "leave", "seat": action.seat}
 
 
@@ -108,6 +118,8 @@ def action_from_json(data: dict[str, Any]) -> Action:
             return Leave(seat)
         if kind == "abandon":
             return Abandon()
+        if kind == "close":
+            return Close()
     except (KeyError, TypeError, ValueError) as exc:
         raise InvalidActionError(f"unreadable action {data!r}: {exc}") from None
     raise InvalidActionError(f"unknown action type {kind!r}", Reason.INVALID_ACTION)

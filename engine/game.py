@@ -17,6 +17,7 @@ from engine.actions import (
     CardPlayed,
     CardsExchanged,
     ChooseMoon,
+    Close,
     Event,
     GameEndReason,
     GameOver,
@@ -296,6 +297,8 @@ class Game:
             return self.leave(fields.seat)
         if isinstance(action, Abandon):
             return self.abandon()
+        if isinstance(action, Close):
+            return self.close()
         raise InvalidActionError(f"not an action: {action!r}")
 
     def play(self, seat: int, card: object, *, is_automatic: bool = False) -> list[Event]:
@@ -392,6 +395,15 @@ class Game:
         self.actions.append(Abandon())
         events: list[Event] = []
         self._end_game(GameEndReason.ABANDONED, events)
+        return events
+
+    def close(self) -> list[Event]:
+        """An operator ends the game now (reason CLOSED), scored as ``abandon`` is."""
+        if self.phase is Phase.GAME_OVER:
+            raise IllegalActionError("the game is over", Reason.WRONG_PHASE)
+        self.actions.append(Close())
+        events: list[Event] = []
+        self._end_game(GameEndReason.CLOSED, events)
         return events
 
     # ------------------------------------------------------------ automatic choices

@@ -45,7 +45,8 @@ DIRECTION_TO_PB = {PassDirection.LEFT: copas_pb2.PASS_DIRECTION_LEFT,
 END_REASON_TO_PB = {GameEndReason.HAND_LIMIT: copas_pb2.GAME_END_REASON_HAND_LIMIT,
                     GameEndReason.POINT_LIMIT: copas_pb2.GAME_END_REASON_POINT_LIMIT,
                     GameEndReason.LAST_PLAYER: copas_pb2.GAME_END_REASON_LAST_PLAYER,
-                    GameEndReason.ABANDONED: copas_pb2.GAME_END_REASON_ABANDONED}
+                    GameEndReason.ABANDONED: copas_pb2.GAME_END_REASON_ABANDONED,
+                    GameEndReason.CLOSED: copas_pb2.GAME_END_REASON_CLOSED}
 
 _RULE_FIELDS = {  # proto field -> Rules attribute
     "players": "players", "max_hands": "max_hands", "point_limit": "point_limit",

@@ -155,6 +155,12 @@ class Config:
     tls_key: str = flag("", "PEM private key of --tls-cert")
     tls_client_ca: str = flag("", "PEM CA bundle: require client certificates signed by it "
                                   "(mutual TLS)")
+    admin_token_file: str = flag("", "a file whose first line (16 characters or more) is the "
+                                     "operators' token for copas.admin.v1.AdminService "
+                                     "(off without it or --admin-subjects)")
+    admin_subjects: str = flag("", "comma-separated client certificate names (common name "
+                                   "or subject alternative name; mutual TLS, --tls-client-ca) "
+                                   "allowed to call the admin service")
 
     def table_settings(self) -> TableSettings:
         return TableSettings(

@@ -27,11 +27,13 @@ from typing import Any
 
 import grpc
 import structlog
+from copas.admin.v1 import admin_pb2, admin_pb2_grpc
 from copas.v1 import copas_pb2, copas_pb2_grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from prometheus_client import start_http_server
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
+from server.cluster.admin import ClusterAdmin
 from server.cluster.directory import ClusterDirectory
 from server.cluster.forwarding import Forwarder
 from server.cluster.lobby import ClusterLobby
@@ -41,6 +43,7 @@ from server.config import Config, parse_args
 from server.errors import ServiceError
 from server.observability import Metrics, configure_logging
 from server.rpc import reflection, web
+from server.rpc.admin import AdminAuth, AdminService, admin_subjects, read_admin_token
 from server.rpc.gateway import SERVE_HERE, CallForwarder, CallRouter, Gateway, service_handlers
 from server.rpc.peers import PeerTrust, trusted_networks
 from server.rpc.quotas import Quotas
@@ -58,6 +61,7 @@ from server.tables.registry import TableRegistry
 
 log = structlog.get_logger("copas.server")
 SERVICE_NAME = copas_pb2.DESCRIPTOR.services_by_name["CopasService"].full_name
+ADMIN_SERVICE_NAME = admin_pb2.DESCRIPTOR.services_by_name["AdminService"].full_name
 EXIT_CANNOT_LISTEN, EXIT_BAD_SETUP, EXIT_STORAGE_FAILED = 1, 2, 3
 
 
@@ -280,6 +284,14 @@ async def start(config: Config) -> RunningServer:
         proxies = trusted_networks(config.trusted_proxies)
     except ValueError as exc:
         raise SetupError(f"--trusted-proxies: {exc}") from None
+    try:
+        admin_token = read_admin_token(config.admin_token_file)
+    except (OSError, ValueError) as exc:
+        raise SetupError(f"--admin-token-file: {exc}") from None
+    subjects = admin_subjects(config.admin_subjects)
+    if subjects and not config.tls_client_ca:
+        raise SetupError("--admin-subjects needs mutual TLS: give --tls-client-ca (and "
+                         "--tls-cert, --tls-key)")
     bound = await _bind(config)
     store: Storage
     shared: PgStore | None = None  # a node among others sharing one PostgreSQL
@@ -309,6 +321,7 @@ async def start(config: Config) -> RunningServer:
     forwarder: CallForwarder = SERVE_HERE
     takeovers = relay = None
     cluster_key = ""
+    cluster_admin = None
     if shared is not None and lease is not None:
         takeovers = Takeovers(registry, shared, lease)
         cluster_router = Router(registry, shared, lease, takeovers,
@@ -317,18 +330,26 @@ async def start(config: Config) -> RunningServer:
         relay = Forwarder(cluster_key, cluster_router.forget_owner,
                           config.max_concurrent_streams, answer_within=config.lease / 2)
         router, forwarder = cluster_router, relay
+        cluster_admin = ClusterAdmin(shared, lease, cluster_router, relay, takeovers)
         lobby = cluster_lobby = ClusterLobby(shared, registry.durable)
         metrics.add_gauges(lambda: _cluster_gauges(cluster_router, relay, takeovers,
                                                    cluster_lobby, lease))
     forwarding_key = secrets.token_urlsafe(32) if bound.page is not None else None
-    gateway = Gateway(metrics, quotas, registry.is_valid_token,
-                      PeerTrust(forwarding_key, proxies, cluster_key), router, forwarder)
+    trust = PeerTrust(forwarding_key, proxies, cluster_key)
+    gateway = Gateway(metrics, quotas, registry.is_valid_token, trust, router, forwarder)
     health_servicer = health.aio.HealthServicer()
     service = CopasService(registry, lobby, records, quotas)
+    failed = asyncio.Event()
+    admin = AdminService(
+        AdminAuth(admin_token, subjects, trust), registry, metrics, quotas, config,
+        "postgresql" if shared is not None else
+        "memory" if config.data_dir == "memory" else "sqlite",
+        lambda: not failed.is_set(), cluster_admin)
     gateway.install(bound.server, {
         **service_handlers(copas_pb2_grpc.add_CopasServiceServicer_to_server, service),
+        **service_handlers(admin_pb2_grpc.add_AdminServiceServicer_to_server, admin),
         **service_handlers(health_pb2_grpc.add_HealthServicer_to_server, health_servicer),
-        **reflection.services((SERVICE_NAME, health.SERVICE_NAME))})
+        **reflection.services((SERVICE_NAME, ADMIN_SERVICE_NAME, health.SERVICE_NAME))})
     metrics.add_gauges(lambda: _live_gauges(registry, quotas, service))
     metrics_port = 0
     http_server = None
@@ -365,7 +386,7 @@ async def start(config: Config) -> RunningServer:
     retention = asyncio.create_task(_retention(records, config.retention_interval))
     running = RunningServer(bound.server, bound.port, registry, store, health_servicer,
                             metrics, metrics_port, retention, quotas, records, takeovers, relay,
-                            thinker, http_server, bound.page)
+                            thinker, http_server, bound.page, failed)
     running.watchers.append(asyncio.create_task(_watch_store(running)))
     await health_servicer.set("", health_pb2.HealthCheckResponse.SERVING)
     await health_servicer.set(SERVICE_NAME, health_pb2.HealthCheckResponse.SERVING)

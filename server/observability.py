@@ -67,7 +67,10 @@ class Metrics:
             buckets=(0.0001, 0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5))
         self.build_info = Gauge("copas_build_info", "The server's version (always 1)",
                                 ["version"], registry=r)
-        self.build_info.labels(version=_version()).set(1)
+        self.build_info.labels(version=version()).set(1)
+        self.admin_actions = Counter(
+            "copas_admin_actions_total", "AdminService calls, by method and outcome (ok, or the "
+            "refusal's reason)", ["method", "outcome"], registry=r)
         self.tables_quarantined = Gauge(
             "copas_tables_quarantined",
             "Tables whose log did not replay at start (kept, retried at the next start)",
@@ -112,7 +115,8 @@ class Metrics:
         self.registry.register(_Live())
 
 
-def _version() -> str:
+def version() -> str:
+    """The installed copas package's version."""
     try:
         return importlib.metadata.version("copas")
     except importlib.metadata.PackageNotFoundError:

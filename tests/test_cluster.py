@@ -401,7 +401,7 @@ TABLE_BEHAVIOUR = ("tests/test_server_game.py", "tests/test_server_play.py",
                    "tests/test_server_api.py", "tests/test_views_and_records.py",
                    "tests/test_server_bots.py", "tests/test_durability.py",
                    "tests/test_hostile.py", "tests/test_play_stream.py",
-                   "tests/test_round_trip.py")
+                   "tests/test_round_trip.py", "tests/test_admin.py")
 
 
 @pytest.mark.timeout(960)  # a suite of its own, bounded by its subprocess's 900 s

@@ -74,6 +74,7 @@ class Takeovers:
         self._tasks: list[asyncio.Task[None]] = []
         self._claiming: dict[str, asyncio.Future[None]] = {}
         self.taken_over = 0  # tables this node took from nodes whose lease ran out
+        self.is_draining = False  # an operator drained this node: it claims nothing
 
     async def start(self) -> None:
         """The first renewal (before serving), then the renewals' and sweeps' tasks."""
@@ -106,7 +107,7 @@ class Takeovers:
     async def _sweeps(self) -> None:
         while True:
             await asyncio.sleep(self._lease.seconds / 2)
-            if self._lease.is_valid():
+            if self._lease.is_valid() and not self.is_draining:
                 await self.take_over_orphans()
 
     async def take_over_orphans(self) -> int:
@@ -133,6 +134,8 @@ class Takeovers:
     async def claim(self, table_id: str) -> bool:
         """Take over one table whose owner is gone (once, however many calls ask); whether
         it runs here now."""
+        if self.is_draining:
+            return False  # a draining node hands tables over; it takes none
         pending = self._claiming.get(table_id)
         if pending is not None:
             await asyncio.shield(pending)
@@ -150,6 +153,20 @@ class Takeovers:
             del self._claiming[table_id]
             done.set_result(None)
         return self._registry.holds(table_id)
+
+    async def drain(self) -> int:
+        """An operator's Drain: claim nothing more, and hand every table this node holds to
+        the others (after what is done so far is committed); returns how many went."""
+        self.is_draining = True
+        await self._registry.durable()
+        held = [table.id for table in self._registry.live()]
+        handed = await asyncio.to_thread(self._store.hand_over, held) if held else 0
+        for table_id in held:
+            self._store.forget(table_id)
+            self._registry.drop(table_id, ServiceError.table_moved(
+                "this node is draining: the table moved to another node"))
+        log.info("tables_handed_over", count=handed)
+        return handed
 
     def tables_lost(self, lost: set[str]) -> None:
         """Another node owns these tables now: drop them here, unseen; their streams end

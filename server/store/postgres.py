@@ -388,7 +388,7 @@ class PgStore(GroupCommitStore[Write | ClusterWrite]):
                 "AND (%(one)s::text IS NULL OR t.table_id = %(one)s) "
                 "AND (t.owner IS NULL OR n.lease_until IS NULL OR n.lease_until < now() "
                 "     OR (%(mine)s AND t.owner = %(me)s)) "
-                "AND NOT (t.owner = %(me)s AND NOT %(mine)s) "
+                "AND NOT (coalesce(t.owner, '') = %(me)s AND NOT %(mine)s) "
                 "AND (NOT %(only_mine)s OR t.owner = %(me)s) "
                 "ORDER BY t.created LIMIT %(limit)s) "
                 # Compare and swap on the epoch seen: a claimant that waited for another's
@@ -504,6 +504,39 @@ class PgStore(GroupCommitStore[Write | ClusterWrite]):
                 {"finished": include_finished, "limit": limit}).fetchall()
         return [(float(c), str(t), bytes(s), str(lo), str(p), int(n))
                 for c, t, s, lo, p, n in rows]
+
+    # -- operators (the admin service)
+    def nodes(self) -> list[tuple[str, str, bool]]:
+        """Every node that ever held a lease: (node_id, address, whether its lease holds)."""
+        with self._read_lock:
+            rows = self._reader.execute(
+                "SELECT node_id, address, lease_until > now() FROM nodes ORDER BY node_id"
+            ).fetchall()
+        return [(str(n), str(a), bool(alive)) for n, a, alive in rows]
+
+    def orphan_rows(self, limit: int) -> list[tuple[float, str, bytes, str]]:
+        """Tables not finished whose owner's lease ran out (or that have no owner), newest
+        first: (created, table_id, summary, owner)."""
+        with self._read_lock:
+            rows = self._reader.execute(
+                "SELECT t.created, t.table_id, t.summary, coalesce(t.owner, '') FROM tables t "
+                "LEFT JOIN nodes n ON n.node_id = t.owner WHERE t.summary IS NOT NULL "
+                "AND t.status = 'open' AND (t.owner IS NULL OR n.lease_until IS NULL "
+                "OR n.lease_until < now()) ORDER BY t.created DESC, t.table_id LIMIT %s",
+                (limit,)).fetchall()
+        return [(float(c), str(t), bytes(b), str(o)) for c, t, b, o in rows]
+
+    def hand_over(self, table_ids: list[str]) -> int:
+        """Give up this node's ownership of ``table_ids`` (a drain): they have no owner, so
+        any other node claims them (at once for a call, else at its next sweep). This node's
+        writes for them are refused from now on (fenced)."""
+        with self._read_lock:
+            rows = self._reader.execute(
+                "UPDATE tables SET owner = NULL WHERE owner = %s AND table_id = ANY(%s) "
+                "RETURNING table_id", (self.node.node_id, table_ids)).fetchall()
+        for (table_id,) in rows:
+            self.forget(table_id)
+        return len(rows)
 
     # -- records
     def get_record(self, record_id: str) -> bytes | None:

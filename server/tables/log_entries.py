@@ -83,8 +83,20 @@ class DeadlineSet:
     at: float
 
 
-Entry = Joined | Acted | TimedOut | PauseStarted | PauseEnded | DeadlineSet
-StepEntry = Joined | Acted | TimedOut | PauseEnded  # those that begin a step
+@dataclass(frozen=True, slots=True)
+class Removed:
+    """An operator took the person at ``seat`` out of a running game: their token is revoked
+    and, unless they had left already, the seat leaves (the engine's Leave, so the game's
+    record replays)."""
+
+    seq: int
+    seat: int
+    at: float = 0.0
+    """When (as ``Joined.at``)."""
+
+
+Entry = Joined | Acted | TimedOut | PauseStarted | PauseEnded | DeadlineSet | Removed
+StepEntry = Joined | Acted | TimedOut | PauseEnded | Removed  # those that begin a step
 
 
 def dumps(entry: Entry) -> str:
@@ -111,6 +123,8 @@ def dumps(entry: Entry) -> str:
             data = {"k": "resume", "seq": entry.seq}
         case DeadlineSet():
             data = {"k": "deadline", "seq": entry.seq, "at": entry.at}
+        case Removed():
+            data = {"k": "remove", "seq": entry.seq, "seat": entry.seat}
     if isinstance(entry, StepEntry) and entry.at:
         data["t"] = entry.at
     return json.dumps(data, separators=(",", ":"), ensure_ascii=False)
@@ -136,6 +150,8 @@ def loads(text: str) -> Entry:
             return PauseEnded(seq, at)
         if kind == "deadline":
             return DeadlineSet(seq, float(data["at"]))
+        if kind == "remove":
+            return Removed(seq, int(data["seat"]), at)
     except (KeyError, TypeError, AttributeError) as exc:
         raise ValueError(f"unreadable log entry: {exc!r}") from None
     raise ValueError(f"unknown log entry kind {kind!r}")

@@ -58,6 +58,7 @@ class TableRegistry:
         self._create_requests: OrderedDict[str, Remembered] = OrderedDict()
         self._order = itertools.count(1)
         self.is_accepting = True
+        self.is_draining = False  # an operator's Drain: no new tables or seats here
         self.seated = 0  # people holding a --max-players slot
         self.open_tables = 0  # tables not finished
         self.bot_tables = 0  # tables without a person, not finished
@@ -90,6 +91,10 @@ class TableRegistry:
     def seat_given_up(self, token_hash: str, table_id: str, join_key: str, request_id: str,
                       sequence: int) -> None:
         self.seating.given_up(token_hash, join_key, request_id, sequence)
+        self._directory.token_revoked(token_hash, table_id)
+
+    def token_removed(self, token_hash: str, table_id: str, join_key: str) -> None:
+        self.seating.removed(token_hash, join_key)
         self._directory.token_revoked(token_hash, table_id)
 
     def table_changed(self, table: Table) -> None:
@@ -136,6 +141,7 @@ class TableRegistry:
                 return self.get(str(known.answer))
         if not self.is_accepting:
             raise ServiceError.unavailable("the server is shutting down; no new tables")
+        self._check_not_draining()
         if self.open_tables >= self.settings.max_tables:
             raise ServiceError.exhausted("the server has no room for another table",
                                          "SERVER_FULL")
@@ -238,9 +244,37 @@ class TableRegistry:
                 table = self._tables[known]
                 seat_number, token = table.join(name, seat, request_id, fingerprint)
                 return table, seat_number, token
+        self._check_not_draining()
         table = self.get(table_id) if table_id or not preset else self._open_table(preset, players)
         seat_number, token = table.join(name, seat, request_id, fingerprint)
         return table, seat_number, token
+
+    def _check_not_draining(self) -> None:
+        if self.is_draining:
+            raise ServiceError.unavailable(
+                "this node is draining for maintenance and takes no new tables or seats: "
+                "retry through another node, or later", "NODE_DRAINING")
+
+    # ------------------------------------------------------------ operators
+
+    def close_table(self, table_id: str) -> Table:
+        """An operator ends a table: a running game ends now (CLOSED, its record kept); a
+        waiting table goes, its streams told TABLE_CLOSED.
+
+        :raises ServiceError: WRONG_PHASE for a finished game.
+        """
+        table = self.get(table_id)
+        if table.is_waiting:
+            self.release(table_id, ServiceError.not_found(
+                "an operator closed this table", "TABLE_CLOSED"))
+        else:
+            table.close_by_operator()
+        return table
+
+    def games_running(self) -> int:
+        """Games started and not finished on this node."""
+        return sum(1 for t in self._tables.values()
+                   if t.game is not None and not t.game.is_over)
 
     def _open_table(self, preset: str, players: int | None) -> Table:
         """Quick match: the oldest waiting table of this kind with a free seat, or a new one."""
@@ -258,6 +292,10 @@ class TableRegistry:
                 "missing player token: send metadata 'authorization: Bearer <token>'")
         entry = self.seating.seat_of(token_hash)
         if entry is None:
+            if self.seating.was_removed(token_hash):
+                raise ServiceError.unauthenticated(
+                    "an operator removed you from this table: your player token is no "
+                    "longer valid", "TOKEN_REVOKED")
             if self.seating.is_revoked(token_hash):
                 raise ServiceError.unauthenticated(
                     "you gave up this seat: your player token is no longer valid",

@@ -15,7 +15,8 @@ class Seating:
         self.joins: dict[str, str] = {}  # JoinTable request key -> table_id
         # Seats given up before their game: the token's LeaveTable answer (request id,
         # sequence), and the JoinTable keys that took them.
-        self._revoked: OrderedDict[str, tuple[str, int]] = OrderedDict()
+        # A token an operator removed has no answer (request id None).
+        self._revoked: OrderedDict[str, tuple[str | None, int]] = OrderedDict()
         self._spent_joins: OrderedDict[str, None] = OrderedDict()
 
     def seat_of(self, token_hash: str) -> tuple[str, int] | None:
@@ -40,6 +41,23 @@ class Seating:
         self._revoked[token_hash] = (request_id, sequence)
         if join_key:
             self._spent_joins[join_key] = None
+        self._trim()
+
+    def was_removed(self, token_hash: str) -> bool:
+        known = self._revoked.get(token_hash)
+        return known is not None and known[0] is None
+
+    def removed(self, token_hash: str, join_key: str) -> None:
+        """An operator took the token's holder out of a game: the token stops working and
+        the JoinTable request that seated them is spent."""
+        self.tokens.pop(token_hash, None)
+        self.joins.pop(join_key, None)
+        self._revoked[token_hash] = (None, -1)
+        if join_key:
+            self._spent_joins[join_key] = None
+        self._trim()
+
+    def _trim(self) -> None:
         for memory in (self._revoked, self._spent_joins):
             while len(memory) > MEMORY:
                 memory.popitem(last=False)

@@ -68,6 +68,7 @@ from server.tables.log_entries import (
     Joined,
     PauseEnded,
     PauseStarted,
+    Removed,
     StepEntry,
     TimedOut,
     dumps,
@@ -105,6 +106,9 @@ class TableHost(Protocol):
     def seat_given_up(self, token_hash: str, table_id: str, join_key: str, request_id: str,
                       sequence: int) -> None:
         """The token of a seat given up before its game stops working."""
+
+    def token_removed(self, token_hash: str, table_id: str, join_key: str) -> None:
+        """An operator took the token's holder out of a running game: it stops working."""
 
     def table_changed(self, table: Table) -> None:
         """A step ended: show its events once durable (and the lobby's change)."""
@@ -188,6 +192,8 @@ class Table:
         self._timer: Handle | None = None  # a pause's end or a deadline
         self._bot_timer: Handle | None = None  # the next bot move
         self._watchdog: Handle | None = None  # a waiting table's expiry, an idle game's end
+        self.watchdog_at: float | None = None  # when the watchdog fires
+        self.last_event_at = created  # the time of the latest numbered event
         self.finished_at: float | None = None
         self.last_person_action = created
         self.is_replaying = False
@@ -284,6 +290,7 @@ class Table:
         keep it in the history."""
         self.sequence += 1
         self._step_numbered = True
+        self.last_event_at = self._step_time
         message = self._event(kind, body)
         self.history.append(message)
         self._step_events.append(message)
@@ -421,13 +428,14 @@ class Table:
         if all(s.is_taken for s in self.seats):
             self._start()
 
-    def _give_up_seat(self, seat_number: int, request_id: str = "") -> int:
+    def _give_up_seat(self, seat_number: int, request_id: str = "", *,
+                      why: str = "you left this table") -> int:
         """A person leaves before the game starts: the seat is free again, their token and
         its streams end, and their join leaves the log."""
         seat = self.seats[seat_number]
         self._store.delete_entry(self.id, seat.log_n)
         self.fanout.close_token(seat.token_hash, ServiceError.unauthenticated(
-            "you left this table: your player token is no longer valid", "TOKEN_REVOKED"))
+            f"{why}: your player token is no longer valid", "TOKEN_REVOKED"))
         self.join_requests.pop(seat.join_key, None)
         self._free_slot(seat_number)
         self.seats[seat_number] = Seat(seat_number)
@@ -476,6 +484,91 @@ class Table:
                     seat=seat, is_connected=False))
                 self._arm_watchdog()
             self._step(disconnected, needs_store=False)  # a stream's end is not a change
+
+    # ------------------------------------------------------------ operators
+
+    def close_by_operator(self) -> None:
+        """End the running game now (reason CLOSED): scored as an abandoned game, every
+        stream gets its game_over, the record is kept.
+
+        :raises ServiceError: WRONG_PHASE when the game has not started or is over (a
+            waiting table is released by the registry instead).
+        """
+        game = self.game
+        if game is None or game.is_over:
+            raise ServiceError.precondition(
+                "the game is over" if game is not None else "the game has not started",
+                "WRONG_PHASE")
+        self._step(lambda: self._apply_automatic(
+            Acted(self.sequence, ev.Close(), "operator", at=self._step_time)))
+
+    def remove_person(self, seat_number: int) -> None:
+        """An operator takes the person at ``seat_number`` out: their token is revoked and
+        its streams end; in a running game the seat plays as a leaver's, before the game the
+        seat is free again.
+
+        :raises ServiceError: INVALID_SEAT, NOT_A_PERSON (free or a bot's), WRONG_PHASE
+            (the game is over).
+        """
+        if not 0 <= seat_number < len(self.seats):
+            raise ServiceError.invalid(f"seat must be 0..{len(self.seats) - 1}",
+                                       "INVALID_SEAT")
+        seat = self.seats[seat_number]
+        if not seat.is_taken or seat.is_bot or not seat.token_hash:
+            raise ServiceError.precondition(
+                f"seat {seat_number} holds no person (it is free, a bot's, or its person "
+                "was removed already)", "NOT_A_PERSON")
+        game = self.game
+        if game is None:
+            self._step(lambda: self._give_up_seat(
+                seat_number, why="an operator removed you from this table"))
+            return
+        if game.is_over:
+            raise ServiceError.precondition("the game is over", "WRONG_PHASE")
+        self._step(lambda: self._remove(Removed(self.sequence, seat_number, self._step_time)))
+
+    def _remove(self, entry: Removed) -> None:
+        game = self.game
+        if game is None:
+            raise ReplayMismatch("a removal before the game started")
+        seat = self.seats[entry.seat]
+        token_hash, join_key = seat.token_hash, seat.join_key
+        if not token_hash:
+            raise ReplayMismatch(f"seat {entry.seat} has no person to remove")
+        events: list[ev.Event] = []
+        phase_before = game.phase
+        if not game.is_over and not game.has_left[entry.seat]:
+            events = game.apply(Leave(entry.seat))
+        self._log(entry)
+        if events:
+            if not self.is_replaying:
+                self.metrics.leavers.inc()
+            self._free_slot(entry.seat)
+            self._emit_engine(events, phase_before)
+        seat.token_hash = ""
+        seat.join_key = ""
+        self.join_requests.pop(join_key, None)
+        self.fanout.close_token(token_hash, ServiceError.unauthenticated(
+            "an operator removed you from this table: your player token is no longer valid",
+            "TOKEN_REVOKED"))
+        self._host.token_removed(token_hash, self.id, join_key)
+        if events:
+            self._advance(events)
+
+    def timers(self) -> list[tuple[str, float, list[int]]]:
+        """The timers armed now: (kind, when, seats) for an operator's eyes."""
+        out: list[tuple[str, float, list[int]]] = []
+        game = self.game
+        if self.deadline is not None and game is not None and not game.is_over:
+            out.append(("turn", self.deadline,
+                        [s for s in game.to_act() if not self.seats[s].is_bot]))
+        if self.paused_until is not None:
+            out.append(("pause", self.paused_until, []))
+        if self._bot_timer is not None:
+            out.append(("bot", self.now(), []))
+        if self._watchdog is not None and self.watchdog_at is not None:
+            out.append(("watchdog", self.watchdog_at, []))
+        return out
 
     # ------------------------------------------------------------ actions
 
@@ -804,6 +897,7 @@ class Table:
         else:
             return
         self._cancel_watchdog()
+        self.watchdog_at = self.now() + max(0.0, delay)
         self._watchdog = self.scheduler.call_later(max(0.0, delay), check)
 
     def _cancel_watchdog(self) -> None:
@@ -927,6 +1021,8 @@ class Table:
                 self.paused_until = entry.until
             case DeadlineSet():
                 self.deadline = entry.at
+            case Removed():
+                self._remove(entry)
 
     def _remember(self, seat: int, request_id: str, fingerprint: str, answer: int) -> None:
         memory = self.seats[seat].requests

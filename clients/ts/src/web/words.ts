@@ -103,6 +103,7 @@ export const END_REASON: Record<number, string> = {
   [GameEndReason.POINT_LIMIT]: "A player reached the point limit.",
   [GameEndReason.LAST_PLAYER]: "Everyone else left.",
   [GameEndReason.ABANDONED]: "The table ended the game: no person was playing.",
+  [GameEndReason.CLOSED]: "An operator ended the game.",
 };
 
 export const MOON_CHOICE_BUTTON: Record<number, string> = {
@@ -179,6 +180,7 @@ export function refusalWords(why: Refusal, view?: TableView): string {
     SEED_NOT_ALLOWED: "This server does not take fixed deals.",
     TABLE_NOT_FOUND: "That table no longer exists.",
     TABLE_EXPIRED: "That table closed: nobody was at it.",
+    TABLE_CLOSED: "An operator closed that table.",
     TABLE_FULL: "That table is full, or its game has started.",
     SERVER_FULL: "The server is full right now." + retryWords(why),
     TOO_MANY_BOT_TABLES: "Too many games of bots are playing right now." + retryWords(why),
@@ -192,6 +194,7 @@ export function refusalWords(why: Refusal, view?: TableView): string {
     STORAGE_FAILED: "The server is restarting." + retryWords(why),
     TABLE_QUARANTINED: "This table cannot be played right now; the operators were told.",
     TABLE_MOVED: "The table moved to another server." + retryWords(why),
+    NODE_DRAINING: "This server is about to restart and takes no new games." + retryWords(why),
   };
   const byCode: Record<string, string> = {
     UNAVAILABLE: "The server cannot be reached." + retryWords(why),

@@ -1,0 +1,203 @@
+"""`copas admin`: the operators' commands (copas.admin.v1.AdminService).
+
+The server must have been started with --admin-token-file (or --admin-subjects, mutual TLS).
+Give the same token with --token-file FILE or the COPAS_ADMIN_TOKEN environment variable (or
+a client certificate with --cert/--key). Output is a table; --json prints the answer as JSON.
+
+  copas admin status                       the node: version, lease, store, tables, settings
+  copas admin tables [--stuck]             every table of every phase (newest first)
+  copas admin table TABLE_ID               one table: seats, timers, latest events
+  copas admin close TABLE_ID --reason TEXT end its game now (reason CLOSED, record kept)
+  copas admin remove TABLE_ID SEAT --reason TEXT
+                                           revoke a person's token; a bot plays the seat
+  copas admin drain                        take no new tables or seats here (a cluster
+                                           node hands its tables over)
+  copas admin undrain                      take them again
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import grpc
+from copas.admin.v1 import admin_pb2, admin_pb2_grpc
+from google.protobuf import json_format
+from google.protobuf.message import Message
+from rich.console import Console
+from rich.table import Table
+
+from clients.common import add_server_arguments, error_reason
+from clients.render import PHASE_TEXT
+
+TOKEN_ENV = "COPAS_ADMIN_TOKEN"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_server_arguments(parser)
+    parser.add_argument("--token-file", default="",
+                        help=f"file whose first line is the admin token (else ${TOKEN_ENV})")
+    parser.add_argument("--cert", default="", help="PEM client certificate (mutual TLS)")
+    parser.add_argument("--key", default="", help="PEM private key of --cert")
+    parser.add_argument("--json", action="store_true", help="print the answer as JSON")
+    commands = parser.add_subparsers(dest="admin_command", required=True)
+    commands.add_parser("status", help="the node's state and settings")
+    tables = commands.add_parser("tables", help="every table of every phase")
+    tables.add_argument("--stuck", action="store_true", help="only stuck tables")
+    tables.add_argument("--limit", type=int, default=100, help="at most this many")
+    one = commands.add_parser("table", help="one table: seats, timers, latest events")
+    one.add_argument("table_id")
+    close = commands.add_parser("close", help="end a table's game now")
+    close.add_argument("table_id")
+    close.add_argument("--reason", required=True, help="why (for the audit log)")
+    remove = commands.add_parser("remove", help="take a person out of a table")
+    remove.add_argument("table_id")
+    remove.add_argument("seat", type=int)
+    remove.add_argument("--reason", required=True, help="why (for the audit log)")
+    commands.add_parser("drain", help="take no new tables or seats on this node")
+    commands.add_parser("undrain", help="take new tables and seats again")
+
+
+def _token(args: argparse.Namespace) -> str:
+    if args.token_file:
+        return Path(args.token_file).read_text(encoding="utf-8").splitlines()[0].strip()
+    return os.environ.get(TOKEN_ENV, "").strip()
+
+
+def _channel(args: argparse.Namespace) -> grpc.aio.Channel:
+    if not (args.tls or args.ca or args.cert):
+        return grpc.aio.insecure_channel(args.server)
+    root = Path(args.ca).read_bytes() if args.ca else None
+    key = Path(args.key).read_bytes() if args.key else None
+    cert = Path(args.cert).read_bytes() if args.cert else None
+    return grpc.aio.secure_channel(args.server, grpc.ssl_channel_credentials(root, key, cert))
+
+
+def _seats(seats: Any) -> str:
+    out = []
+    for s in seats:
+        if not s.is_taken:
+            out.append("·")
+            continue
+        marks = "*" if s.is_bot else ("" if s.is_connected else " (away)")
+        out.append(f"{s.display_name}{marks}{' (left)' if s.has_left else ''}")
+    return ", ".join(out)
+
+
+def _tables(console: Console, tables: list[admin_pb2.AdminTable]) -> None:
+    grid = Table(title="tables (newest first)")
+    for col in ("table_id", "name", "phase", "hand", "age", "idle", "node", "stuck",
+                "bots", "seats"):
+        grid.add_column(col)
+    for t in tables:
+        grid.add_row(t.table_id, t.display_name, PHASE_TEXT.get(t.phase, "?"),
+                     str(t.hand_number + 1), f"{t.age_seconds:.0f}s", f"{t.idle_seconds:.0f}s",
+                     t.owner_node or "-", "STUCK" if t.is_stuck else "", t.bot_policy,
+                     _seats(t.seats))
+    console.print(grid)
+
+
+def _status(console: Console, answer: admin_pb2.ServerStatusResponse) -> None:
+    grid = Table(title="server status", show_header=False)
+    grid.add_column("what")
+    grid.add_column("value")
+    for name, value in (
+            ("version", answer.version), ("uptime", f"{answer.uptime_seconds:.0f}s"),
+            ("node", answer.node_id or "-"),
+            ("lease", f"{answer.lease_state} ({answer.lease_age_seconds:.1f}s ago)"
+             if answer.lease_state != "none" else "none"),
+            ("store", f"{answer.store} ({'ok' if answer.is_store_healthy else 'FAILED'})"),
+            ("draining", "yes" if answer.is_draining else "no"),
+            ("tables", ", ".join(f"{k} {v}" for k, v in sorted(answer.tables.items()))),
+            ("stuck tables", str(answer.tables_stuck)),
+            ("players", f"{answer.players} seated, {answer.players_connected} connected"),
+            ("quota clients", str(answer.quota_clients)),
+            ("bot workers", str(answer.bot_workers))):
+        grid.add_row(name, value)
+    console.print(grid)
+    settings = Table(title="settings in force")
+    settings.add_column("flag")
+    settings.add_column("value")
+    for name, value in sorted(answer.settings.items()):
+        settings.add_row(f"--{name}", value)
+    console.print(settings)
+
+
+def _table(console: Console, answer: admin_pb2.GetTableResponse) -> None:
+    _tables(console, [answer.table])
+    for timer in answer.timers:
+        seats = f" seats {', '.join(map(str, timer.seats))}" if timer.seats else ""
+        console.print(f"timer {timer.kind} at {timer.at.ToJsonString()}{seats}")
+    for event in answer.last_events:
+        kind = event.WhichOneof("kind") or "?"
+        console.print(f"#{event.sequence} {kind}")
+
+
+async def admin_main(args: argparse.Namespace) -> int:
+    console = Console()
+    token = _token(args)
+    metadata = (("authorization", f"Bearer {token}"),) if token else ()
+    async with _channel(args) as channel:
+        stub = admin_pb2_grpc.AdminServiceStub(channel)
+        command = args.admin_command
+
+        async def call(method: Callable[..., Awaitable[Any]], request: Message) -> Any:
+            return await method(request, metadata=metadata, timeout=30)
+        try:
+            answer: Message
+            if command == "status":
+                answer = await call(stub.ServerStatus, admin_pb2.ServerStatusRequest())
+            elif command == "tables":
+                found: list[admin_pb2.AdminTable] = []
+                page = ""
+                while len(found) < args.limit:
+                    listed = await call(stub.ListTables, admin_pb2.ListTablesRequest(
+                        page_size=min(1000, args.limit - len(found)), page_token=page,
+                        only_stuck=args.stuck))
+                    found += listed.tables
+                    page = listed.next_page_token
+                    if not page:
+                        break
+                answer = admin_pb2.ListTablesResponse(tables=found[:args.limit])
+            elif command == "table":
+                answer = await call(stub.GetTable,
+                                    admin_pb2.GetTableRequest(table_id=args.table_id))
+            elif command == "close":
+                answer = await call(stub.CloseTable, admin_pb2.CloseTableRequest(
+                    table_id=args.table_id, reason=args.reason))
+            elif command == "remove":
+                answer = await call(stub.RemovePlayer, admin_pb2.RemovePlayerRequest(
+                    table_id=args.table_id, seat=args.seat, reason=args.reason))
+            elif command == "drain":
+                answer = await call(stub.Drain, admin_pb2.DrainRequest())
+            else:
+                answer = await call(stub.Undrain, admin_pb2.UndrainRequest())
+        except grpc.aio.AioRpcError as error:
+            print(f"copas admin {command}: {error.code().name} {error_reason(error)}: "
+                  f"{error.details()}", file=sys.stderr)
+            return 1
+    if args.json:
+        print(json_format.MessageToJson(answer, preserving_proto_field_name=True))
+        return 0
+    if isinstance(answer, admin_pb2.ServerStatusResponse):
+        _status(console, answer)
+    elif isinstance(answer, admin_pb2.ListTablesResponse):
+        _tables(console, list(answer.tables))
+    elif isinstance(answer, admin_pb2.GetTableResponse):
+        _table(console, answer)
+    elif isinstance(answer, admin_pb2.CloseTableResponse):
+        _tables(console, [answer.table])
+        console.print(f"closed; record {answer.record_id or '(none: it was waiting)'}")
+    elif isinstance(answer, admin_pb2.RemovePlayerResponse):
+        _tables(console, [answer.table])
+        console.print(f"seat {args.seat} removed")
+    elif isinstance(answer, admin_pb2.DrainResponse):
+        console.print(f"draining: {answer.games_running} games still running here, "
+                      f"{answer.tables_handed_over} tables handed to other nodes")
+    else:
+        console.print("taking new tables and seats again")
+    return 0

@@ -1,0 +1,412 @@
+"""``copas.admin.v1.AdminService``: what an operator sees and does (see admin.proto).
+
+Who may call: the holder of ``--admin-token-file``'s token (``authorization: Bearer``,
+compared in constant time) or of a client certificate whose common name or a subject
+alternative name is in ``--admin-subjects`` (mutual TLS); in a cluster also another node
+relaying an operator's call (it checked the credential; the cluster key vouches for it).
+Nothing else, a player token least of all. Every call is audited: one ``admin_call`` log
+line with who, what, and how it ended, and ``copas_admin_actions_total``.
+
+In a cluster each node answers for all of them: ListTables asks every node with a lease for
+its own tables (the nodes are read from the database) and adds the tables nobody holds; a call
+about one table goes to its owner.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import hashlib
+import hmac
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol, TypeVar
+
+import grpc
+import structlog
+from copas.admin.v1 import admin_pb2, admin_pb2_grpc
+from copas.v1 import copas_pb2
+
+from server.config import Config
+from server.errors import ServiceError
+from server.metadata import HOPS
+from server.observability import Metrics, version
+from server.rpc import inputs
+from server.rpc.peers import PeerTrust
+from server.rpc.quotas import Quotas
+from server.tables import paging
+from server.tables.registry import TableRegistry
+from server.tables.table import Table
+from server.wire import timestamp
+
+log = structlog.get_logger("copas.admin")
+
+Context = grpc.aio.ServicerContext[Any, Any]
+M = TypeVar("M")
+
+SERVICE = "copas.admin.v1.AdminService"
+PAGE_DEFAULT = 100
+PAGE_MAX = 1_000
+EVENTS_SHOWN = 50  # GetTable's latest events
+REASON_MAX = 200
+SECRET_SETTINGS = frozenset({"database"})  # may hold a password
+REDACTED = "(redacted)"
+
+
+class Cluster(Protocol):
+    """What the admin service needs of a cluster (``server.cluster.admin``)."""
+
+    node_id: str
+
+    async def route(self, table_id: str, relayed: bool) -> str | None:
+        """The owner's address to relay a call about ``table_id`` to; None: serve here."""
+
+    async def other_nodes(self) -> list[str]:
+        """The addresses of the other nodes whose lease holds."""
+
+    async def orphans(self, limit: int) -> list[admin_pb2.AdminTable]:
+        """Tables not finished that no live node holds (stuck until one claims them)."""
+
+    async def relay(self, address: str, table_id: str, path: str, raw: bytes,
+                    context: Context) -> bytes: ...
+
+    async def drain(self) -> int: ...
+
+    def undrain(self) -> None: ...
+
+    def lease_state(self) -> tuple[str, float]: ...
+
+
+class AdminAuth:
+    def __init__(self, token: str, subjects: frozenset[str], trust: PeerTrust) -> None:
+        self._token = token.encode()
+        self._subjects = subjects
+        self._trust = trust
+
+    @property
+    def is_enabled(self) -> bool:
+        return bool(self._token or self._subjects)
+
+    def who(self, context: Context) -> str:
+        """Who is calling, for the audit line.
+
+        :raises ServiceError: ADMIN_DISABLED, ADMIN_CREDENTIAL_REQUIRED or ADMIN_DENIED.
+        """
+        if not self.is_enabled:
+            raise ServiceError.denied(
+                "the admin service is off on this server: start it with --admin-token-file "
+                "or --admin-subjects", "ADMIN_DISABLED")
+        metadata = context.invocation_metadata() or ()
+        if self._trust.is_relayed(metadata):
+            return "a node of the cluster"
+        if self._subjects:
+            peer = context.auth_context()  # empty without TLS
+            names = [*peer.get("x509_common_name", []),
+                     *peer.get("x509_subject_alternative_name", [])]
+            for name in names:
+                text = name.decode(errors="replace")
+                if text in self._subjects:
+                    return f"certificate {text}"
+        presented = [v for k, v in metadata if k == "authorization"]
+        if not presented:
+            raise ServiceError.unauthenticated(
+                "the admin service needs an operator credential: send 'authorization: Bearer "
+                "<admin token>' (or an operator's client certificate)",
+                "ADMIN_CREDENTIAL_REQUIRED")
+        value = presented[0]
+        text = value.decode(errors="replace") if isinstance(value, bytes) else value
+        scheme, _, secret = text.partition(" ")
+        given = secret.strip().encode()
+        # Constant time over the token's length: compare_digest looks at every byte.
+        if not self._token or scheme.lower() != "bearer" \
+                or not hmac.compare_digest(given, self._token):
+            raise ServiceError.denied("that is not an operator's credential", "ADMIN_DENIED")
+        return "token " + hashlib.sha256(self._token).hexdigest()[:8]
+
+
+def read_admin_token(path: str) -> str:
+    """The first line of ``--admin-token-file`` (at least 16 characters)."""
+    if not path:
+        return ""
+    with open(path, encoding="utf-8") as file:
+        token = file.readline().strip()
+    if len(token) < 16:
+        raise ValueError(f"{path}: the admin token must be at least 16 characters")
+    return token
+
+
+def admin_subjects(text: str) -> frozenset[str]:
+    return frozenset(s.strip() for s in text.split(",") if s.strip())
+
+
+def settings_in_force(config: Config) -> dict[str, str]:
+    """Every setting by flag name, secrets redacted."""
+    out: dict[str, str] = {}
+    for f in dataclasses.fields(config):
+        value = getattr(config, f.name)
+        name = f.name.replace("_", "-")
+        if f.name in SECRET_SETTINGS and value:
+            out[name] = REDACTED
+        elif isinstance(value, dict):
+            out[name] = ",".join(f"{k}={v}" for k, v in sorted(value.items()))
+        else:
+            out[name] = str(value)
+    return out
+
+
+def table_state(table: Table, owner: str) -> admin_pb2.AdminTable:
+    """A table as an operator sees it: its public summary and how it is doing."""
+    summary = table.summary()
+    now = table.now()
+    return _from_summary(summary, created=table.created, now=now,
+                         idle=now - table.last_event_at, owner=owner,
+                         stuck=table.is_stuck(), connected=table.people_connected())
+
+
+def _from_summary(summary: copas_pb2.TableSummary, *, created: float, now: float, idle: float,
+                  owner: str, stuck: bool, connected: int) -> admin_pb2.AdminTable:
+    return admin_pb2.AdminTable(
+        table_id=summary.table_id, display_name=summary.display_name, preset=summary.preset,
+        phase=summary.phase, hand_number=summary.hand_number,
+        create_time=summary.create_time, age_seconds=max(0.0, now - created),
+        idle_seconds=max(0.0, idle), owner_node=owner, bot_policy=summary.bot_policy,
+        is_stuck=stuck, rules=summary.rules, people_connected=connected,
+        seats=[admin_pb2.AdminSeat(
+            seat=s.seat, display_name=s.display_name, is_taken=s.is_taken, is_bot=s.is_bot,
+            is_connected=s.is_connected, has_left=s.has_left, total=s.total)
+            for s in summary.seats])
+
+
+def _sort_key(table: admin_pb2.AdminTable) -> tuple[float, str]:
+    created = table.create_time.seconds + table.create_time.nanos / 1e9
+    return (-created, table.table_id)
+
+
+def _check_table_id(table_id: str) -> None:
+    inputs.check_length("table_id", table_id, inputs.ID_MAX)
+    if not table_id:
+        raise ServiceError.invalid("table_id is required", "MISSING_TABLE_ID")
+
+
+def _reason(text: str) -> str:
+    text = inputs.check_length("reason", text.strip(), REASON_MAX)
+    if not text:
+        raise ServiceError.invalid("reason is required: say why, for the audit log",
+                                   "MISSING_REASON")
+    return text
+
+
+def _page_of(tables: list[admin_pb2.AdminTable], size: int, after: paging.Position | None
+             ) -> admin_pb2.ListTablesResponse:
+    """Newest first, then by id; each table once (a table moving between nodes may be
+    reported twice)."""
+    unique = {t.table_id: t for t in tables}
+    ordered = sorted(unique.values(), key=_sort_key)
+    if after is not None:
+        ordered = [t for t in ordered if _sort_key(t) > (-after[0], after[1])]
+    page = ordered[:size]
+    response = admin_pb2.ListTablesResponse(tables=page)
+    if len(ordered) > size:
+        last = page[-1]
+        response.next_page_token = paging.encode((-_sort_key(last)[0], last.table_id))
+    return response
+
+
+class AdminService(admin_pb2_grpc.AdminServiceServicer):
+    def __init__(self, auth: AdminAuth, registry: TableRegistry, metrics: Metrics,
+                 quotas: Quotas, config: Config, store_kind: str,
+                 store_healthy: Callable[[], bool], cluster: Cluster | None) -> None:
+        self._auth = auth
+        self._registry = registry
+        self._metrics = metrics
+        self._quotas = quotas
+        self._config = config
+        self._store_kind = store_kind
+        self._store_healthy = store_healthy
+        self._cluster = cluster
+        self._started = time.monotonic()
+        self._node = cluster.node_id if cluster is not None else ""
+
+    # ------------------------------------------------------------ every call
+
+    async def _audited(self, method: str, context: Context, body: Callable[[str], Awaitable[M]],
+                       **what: Any) -> M:
+        """Authenticate, run, write the audit line and count the outcome."""
+        who = "?"
+        try:
+            who = self._auth.who(context)
+            result = await body(who)
+        except ServiceError as error:
+            self._metrics.admin_actions.labels(method, error.reason).inc()
+            log.warning("admin_call", method=method, who=who, outcome=error.reason,
+                        detail=error.message, **what)
+            await context.abort_with_status(error.to_status())
+            raise  # abort raises; this is for the type checker
+        except grpc.aio.AbortError:  # the owner's refusal of a relayed call, passed on
+            self._metrics.admin_actions.labels(method, "refused_by_owner").inc()
+            log.warning("admin_call", method=method, who=who, outcome="refused_by_owner",
+                        **what)
+            raise
+        self._metrics.admin_actions.labels(method, "ok").inc()
+        log.info("admin_call", method=method, who=who, outcome="ok", **what)
+        return result
+
+    def _relayed(self, context: Context) -> bool:
+        return any(k == HOPS for k, _ in context.invocation_metadata() or ())
+
+    async def _at_owner(self, method: str, table_id: str, request: Any, context: Context,
+                        here: Callable[[], Awaitable[M]], parse: Callable[[bytes], M]) -> M:
+        """Run ``here`` where the table is: on this node, or relayed to its owner."""
+        if self._cluster is not None:
+            address = await self._cluster.route(table_id, self._relayed(context))
+            if address is not None:
+                raw = await self._cluster.relay(address, table_id, f"/{SERVICE}/{method}",
+                                                request.SerializeToString(), context)
+                return parse(raw)
+        return await here()
+
+    # ------------------------------------------------------------ tables
+
+    async def ListTables(self, request: admin_pb2.ListTablesRequest, context: Context
+                         ) -> admin_pb2.ListTablesResponse:
+        async def body(_: str) -> admin_pb2.ListTablesResponse:
+            if request.page_size < 0:
+                raise ServiceError.invalid("page_size must not be negative",
+                                           "INVALID_PAGE_SIZE")
+            size = min(request.page_size or PAGE_DEFAULT, PAGE_MAX)
+            after = paging.decode(inputs.check_length(
+                "page_token", request.page_token, inputs.PAGE_TOKEN_MAX, "INVALID_PAGE_TOKEN"))
+            tables = [table_state(t, self._node) for t in self._registry.live()]
+            if self._cluster is not None and not self._relayed(context):
+                tables += await self._others(request, context)
+            if request.only_stuck:
+                tables = [t for t in tables if t.is_stuck]
+            return _page_of(tables, size, after)
+        return await self._audited("ListTables", context, body)
+
+    async def _others(self, request: admin_pb2.ListTablesRequest, context: Context
+                      ) -> list[admin_pb2.AdminTable]:
+        """Every other live node's tables (each asked for as many as this page may show
+        after the token), and the tables nobody holds."""
+        cluster = self._cluster
+        assert cluster is not None
+        wanted = admin_pb2.ListTablesRequest(
+            page_size=min((request.page_size or PAGE_DEFAULT), PAGE_MAX) + 1,
+            page_token=request.page_token, only_stuck=request.only_stuck)
+        raw = wanted.SerializeToString()
+
+        async def ask(address: str) -> list[admin_pb2.AdminTable]:
+            try:
+                answer = await cluster.relay(address, "", f"/{SERVICE}/ListTables", raw,
+                                             context)
+            except grpc.aio.AioRpcError as error:
+                log.warning("admin_node_unreachable", address=address,
+                            code=error.code().name)
+                return []
+            return list(admin_pb2.ListTablesResponse.FromString(answer).tables)
+        found: list[admin_pb2.AdminTable] = []
+        for tables in await asyncio.gather(*(ask(a) for a in await cluster.other_nodes())):
+            found += tables
+        found += await cluster.orphans(PAGE_MAX)
+        return found
+
+    async def GetTable(self, request: admin_pb2.GetTableRequest, context: Context
+                       ) -> admin_pb2.GetTableResponse:
+        table_id = request.table_id[:inputs.ID_MAX]
+
+        async def here() -> admin_pb2.GetTableResponse:
+            table = self._registry.get(table_id)
+            answer = admin_pb2.GetTableResponse(
+                table=table_state(table, self._node), view=table.view(None),
+                last_events=list(table.history)[-EVENTS_SHOWN:])
+            for kind, at, seats in table.timers():
+                answer.timers.add(kind=kind, at=timestamp(at), seats=seats)
+            return answer
+
+        async def body(_: str) -> admin_pb2.GetTableResponse:
+            _check_table_id(request.table_id)
+            return await self._at_owner("GetTable", table_id, request, context, here,
+                                        admin_pb2.GetTableResponse.FromString)
+        return await self._audited("GetTable", context, body, table_id=table_id)
+
+    async def CloseTable(self, request: admin_pb2.CloseTableRequest, context: Context
+                         ) -> admin_pb2.CloseTableResponse:
+        table_id = request.table_id[:inputs.ID_MAX]
+
+        async def here() -> admin_pb2.CloseTableResponse:
+            why = _reason(request.reason)
+            table = self._registry.close_table(table_id)
+            await self._registry.durable(table)
+            log.warning("table_closed_by_operator", table_id=table_id, reason=why)
+            return admin_pb2.CloseTableResponse(
+                table=table_state(table, self._node),
+                record_id=table.id if table.finished_at is not None else "")
+
+        async def body(_: str) -> admin_pb2.CloseTableResponse:
+            _check_table_id(request.table_id)
+            return await self._at_owner("CloseTable", table_id, request, context, here,
+                                        admin_pb2.CloseTableResponse.FromString)
+        return await self._audited("CloseTable", context, body, table_id=table_id,
+                                   reason=request.reason[:REASON_MAX])
+
+    async def RemovePlayer(self, request: admin_pb2.RemovePlayerRequest, context: Context
+                           ) -> admin_pb2.RemovePlayerResponse:
+        table_id = request.table_id[:inputs.ID_MAX]
+
+        async def here() -> admin_pb2.RemovePlayerResponse:
+            _reason(request.reason)
+            table = self._registry.get(table_id)
+            table.remove_person(request.seat)
+            await self._registry.durable(table)
+            return admin_pb2.RemovePlayerResponse(table=table_state(table, self._node))
+
+        async def body(_: str) -> admin_pb2.RemovePlayerResponse:
+            _check_table_id(request.table_id)
+            return await self._at_owner("RemovePlayer", table_id, request, context, here,
+                                        admin_pb2.RemovePlayerResponse.FromString)
+        return await self._audited("RemovePlayer", context, body, table_id=table_id,
+                                   seat=request.seat, reason=request.reason[:REASON_MAX])
+
+    # ------------------------------------------------------------ the node
+
+    async def Drain(self, request: admin_pb2.DrainRequest, context: Context
+                    ) -> admin_pb2.DrainResponse:
+        async def body(_: str) -> admin_pb2.DrainResponse:
+            self._registry.is_draining = True
+            handed = await self._cluster.drain() if self._cluster is not None else 0
+            return admin_pb2.DrainResponse(is_draining=True, tables_handed_over=handed,
+                                           games_running=self._registry.games_running())
+        return await self._audited("Drain", context, body)
+
+    async def Undrain(self, request: admin_pb2.UndrainRequest, context: Context
+                      ) -> admin_pb2.UndrainResponse:
+        async def body(_: str) -> admin_pb2.UndrainResponse:
+            self._registry.is_draining = False
+            if self._cluster is not None:
+                self._cluster.undrain()
+            return admin_pb2.UndrainResponse(is_draining=False)
+        return await self._audited("Undrain", context, body)
+
+    async def ServerStatus(self, request: admin_pb2.ServerStatusRequest, context: Context
+                           ) -> admin_pb2.ServerStatusResponse:
+        async def body(_: str) -> admin_pb2.ServerStatusResponse:
+            registry = self._registry
+            phases = {"waiting": 0, "playing": 0, "finished": 0}
+            stuck = connected = 0
+            for table in registry.live():
+                phase = "waiting" if table.is_waiting else \
+                    "finished" if table.is_finished else "playing"
+                phases[phase] += 1
+                stuck += table.is_stuck()
+                connected += table.people_connected()
+            lease, lease_age = ("none", 0.0) if self._cluster is None \
+                else self._cluster.lease_state()
+            return admin_pb2.ServerStatusResponse(
+                version=version(), uptime_seconds=time.monotonic() - self._started,
+                node_id=self._node, lease_state=lease, lease_age_seconds=lease_age,
+                store=self._store_kind, is_store_healthy=self._store_healthy(),
+                is_draining=registry.is_draining, tables=phases, players=registry.seated,
+                players_connected=connected, quota_clients=self._quotas.clients(),
+                bot_workers=self._config.bot_workers, tables_stuck=stuck,
+                settings=settings_in_force(self._config))
+        return await self._audited("ServerStatus", context, body)
