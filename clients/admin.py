@@ -31,40 +31,62 @@ from google.protobuf.message import Message
 from rich.console import Console
 from rich.table import Table
 
-from clients.common import add_server_arguments, error_reason
+from clients.common import DEFAULT_SERVER, error_reason
 from clients.render import PHASE_TEXT
 
 TOKEN_ENV = "COPAS_ADMIN_TOKEN"
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    add_server_arguments(parser)
-    parser.add_argument("--token-file", default="",
+def _add_connection(parser: argparse.ArgumentParser, *, after: bool = False) -> None:
+    """Where and how to connect; ``after``: the same options after the command, which
+    override those before it only when given."""
+    def default(value: object) -> object:
+        return argparse.SUPPRESS if after else value
+    parser.add_argument("--server", default=default(DEFAULT_SERVER),
+                        help="host:port of the server")
+    parser.add_argument("--tls", action="store_true", default=default(False),
+                        help="connect with TLS")
+    parser.add_argument("--ca", default=default(""),
+                        help="PEM file of the CA to trust (implies --tls)")
+    parser.add_argument("--token-file", default=default(""),
                         help=f"file whose first line is the admin token (else ${TOKEN_ENV})")
-    parser.add_argument("--cert", default="", help="PEM client certificate (mutual TLS)")
-    parser.add_argument("--key", default="", help="PEM private key of --cert")
-    parser.add_argument("--json", action="store_true", help="print the answer as JSON")
+    parser.add_argument("--cert", default=default(""),
+                        help="PEM client certificate (mutual TLS)")
+    parser.add_argument("--key", default=default(""), help="PEM private key of --cert")
+    parser.add_argument("--json", action="store_true", default=default(False),
+                        help="print the answer as JSON")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    _add_connection(parser)
+    # The same options after the command too (`copas admin status --server H:P`).
+    shared = argparse.ArgumentParser(add_help=False)
+    _add_connection(shared, after=True)
     commands = parser.add_subparsers(dest="admin_command", required=True)
-    commands.add_parser("status", help="the node's state and settings")
-    tables = commands.add_parser("tables", help="every table of every phase")
+
+    def command(name: str, text: str) -> argparse.ArgumentParser:
+        return commands.add_parser(name, help=text, parents=[shared])
+    command("status", "the node's state and settings")
+    tables = command("tables", "every table of every phase")
     tables.add_argument("--stuck", action="store_true", help="only stuck tables")
     tables.add_argument("--limit", type=int, default=100, help="at most this many")
-    one = commands.add_parser("table", help="one table: seats, timers, latest events")
+    one = command("table", "one table: seats, timers, latest events")
     one.add_argument("table_id")
-    close = commands.add_parser("close", help="end a table's game now")
+    close = command("close", "end a table's game now")
     close.add_argument("table_id")
     close.add_argument("--reason", required=True, help="why (for the audit log)")
-    remove = commands.add_parser("remove", help="take a person out of a table")
+    remove = command("remove", "take a person out of a table")
     remove.add_argument("table_id")
     remove.add_argument("seat", type=int)
     remove.add_argument("--reason", required=True, help="why (for the audit log)")
-    commands.add_parser("drain", help="take no new tables or seats on this node")
-    commands.add_parser("undrain", help="take new tables and seats again")
+    command("drain", "take no new tables or seats on this node")
+    command("undrain", "take new tables and seats again")
 
 
 def _token(args: argparse.Namespace) -> str:
     if args.token_file:
-        return Path(args.token_file).read_text(encoding="utf-8").splitlines()[0].strip()
+        lines = Path(args.token_file).read_text(encoding="utf-8").splitlines()
+        return lines[0].strip() if lines else ""
     return os.environ.get(TOKEN_ENV, "").strip()
 
 
@@ -139,7 +161,11 @@ def _table(console: Console, answer: admin_pb2.GetTableResponse) -> None:
 
 async def admin_main(args: argparse.Namespace) -> int:
     console = Console()
-    token = _token(args)
+    try:
+        token = _token(args)
+    except OSError as exc:
+        print(f"copas admin: --token-file: {exc}", file=sys.stderr)
+        return 2
     metadata = (("authorization", f"Bearer {token}"),) if token else ()
     async with _channel(args) as channel:
         stub = admin_pb2_grpc.AdminServiceStub(channel)
@@ -153,16 +179,19 @@ async def admin_main(args: argparse.Namespace) -> int:
                 answer = await call(stub.ServerStatus, admin_pb2.ServerStatusRequest())
             elif command == "tables":
                 found: list[admin_pb2.AdminTable] = []
+                unreachable: set[str] = set()
                 page = ""
                 while len(found) < args.limit:
                     listed = await call(stub.ListTables, admin_pb2.ListTablesRequest(
                         page_size=min(1000, args.limit - len(found)), page_token=page,
                         only_stuck=args.stuck))
                     found += listed.tables
+                    unreachable |= set(listed.unreachable_nodes)
                     page = listed.next_page_token
                     if not page:
                         break
-                answer = admin_pb2.ListTablesResponse(tables=found[:args.limit])
+                answer = admin_pb2.ListTablesResponse(tables=found[:args.limit],
+                                                      unreachable_nodes=sorted(unreachable))
             elif command == "table":
                 answer = await call(stub.GetTable,
                                     admin_pb2.GetTableRequest(table_id=args.table_id))
@@ -187,6 +216,9 @@ async def admin_main(args: argparse.Namespace) -> int:
         _status(console, answer)
     elif isinstance(answer, admin_pb2.ListTablesResponse):
         _tables(console, list(answer.tables))
+        if answer.unreachable_nodes:
+            console.print("not answering (their tables are missing): "
+                          + ", ".join(answer.unreachable_nodes))
     elif isinstance(answer, admin_pb2.GetTableResponse):
         _table(console, answer)
     elif isinstance(answer, admin_pb2.CloseTableResponse):

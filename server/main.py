@@ -89,6 +89,7 @@ class RunningServer:
     failed: asyncio.Event = field(default_factory=asyncio.Event)
     failure: StorageFailed | None = None
     watchers: list[asyncio.Task[None]] = field(default_factory=list)
+    cluster_admin: ClusterAdmin | None = None  # the admin service's channels to other nodes
 
 
 def _live_gauges(registry: TableRegistry, quotas: Quotas, service: CopasService
@@ -330,7 +331,8 @@ async def start(config: Config) -> RunningServer:
         relay = Forwarder(cluster_key, cluster_router.forget_owner,
                           config.max_concurrent_streams, answer_within=config.lease / 2)
         router, forwarder = cluster_router, relay
-        cluster_admin = ClusterAdmin(shared, lease, cluster_router, relay, takeovers)
+        cluster_admin = ClusterAdmin(shared, lease, cluster_router, takeovers, cluster_key,
+                                     answer_within=config.lease / 2)
         lobby = cluster_lobby = ClusterLobby(shared, registry.durable)
         metrics.add_gauges(lambda: _cluster_gauges(cluster_router, relay, takeovers,
                                                    cluster_lobby, lease))
@@ -341,7 +343,7 @@ async def start(config: Config) -> RunningServer:
     service = CopasService(registry, lobby, records, quotas)
     failed = asyncio.Event()
     admin = AdminService(
-        AdminAuth(admin_token, subjects, trust), registry, metrics, quotas, config,
+        AdminAuth(admin_token, subjects, trust), trust, registry, metrics, quotas, config,
         "postgresql" if shared is not None else
         "memory" if config.data_dir == "memory" else "sqlite",
         lambda: not failed.is_set(), cluster_admin)
@@ -387,6 +389,7 @@ async def start(config: Config) -> RunningServer:
     running = RunningServer(bound.server, bound.port, registry, store, health_servicer,
                             metrics, metrics_port, retention, quotas, records, takeovers, relay,
                             thinker, http_server, bound.page, failed)
+    running.cluster_admin = cluster_admin
     running.watchers.append(asyncio.create_task(_watch_store(running)))
     await health_servicer.set("", health_pb2.HealthCheckResponse.SERVING)
     await health_servicer.set(SERVICE_NAME, health_pb2.HealthCheckResponse.SERVING)
@@ -438,6 +441,8 @@ async def shutdown(running: RunningServer, grace: float) -> None:
         await running.takeovers.stop()
     if running.forwarder is not None:
         await running.forwarder.close()
+    if running.cluster_admin is not None:
+        await running.cluster_admin.close()
     if running.thinker is not None:  # the bots' worker processes stop with the server
         await asyncio.to_thread(running.thinker.shutdown)
     if running.failure is None:

@@ -7,3 +7,4 @@ FORWARDED_FOR = "x-forwarded-for"  # the client a relay forwards for
 FORWARDING_KEY = "x-copas-forwarding-key"  # the web bridge's proof (one process's secret)
 CLUSTER_KEY = "x-copas-cluster-key"  # a node of the cluster vouching for the client
 HOPS = "x-copas-hops"  # a relayed call carries it: it is never relayed again
+ADMIN_BY = "x-copas-admin-by"  # the operator a relayed admin call is made for (its audit)

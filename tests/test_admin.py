@@ -93,12 +93,22 @@ async def test_admin_calls_need_the_operator_credential(tmp_path: Path) -> None:
         assert error.code() == grpc.StatusCode.PERMISSION_DENIED
         assert error_reason(error) == "ADMIN_DENIED"
         # Wrong tokens: one character off, a prefix, the token with more after it.
-        for wrong in (TOKEN[:-1] + "x", TOKEN[:8], TOKEN + "0", "Basic " + TOKEN):
-            metadata = (("authorization", wrong if " " in wrong else f"Bearer {wrong}"),)
-            error = await refused(admin.ServerStatus(request, metadata=metadata))
+        for wrong in (TOKEN[:-1] + "x", TOKEN[:8], TOKEN + "0", "x" * 4096):
+            error = await refused(admin.ServerStatus(request, metadata=auth(wrong)))
             assert error.code() == grpc.StatusCode.PERMISSION_DENIED, wrong
             assert error_reason(error) == "ADMIN_DENIED"
             assert TOKEN not in (error.details() or "")
+        # Malformed: no credential at all.
+        for header in ("Basic " + TOKEN, "Bearer", "Bearer  ", TOKEN):
+            error = await refused(admin.ServerStatus(
+                request, metadata=(("authorization", header),)))
+            assert error.code() == grpc.StatusCode.UNAUTHENTICATED, header
+            assert error_reason(error) == "ADMIN_CREDENTIAL_REQUIRED"
+        # A client's own hop mark and cluster key are no credential either.
+        error = await refused(admin.ServerStatus(request, metadata=(
+            ("x-copas-hops", "1"), ("x-copas-cluster-key", "guess"),
+            ("x-copas-admin-by", "me"))))
+        assert error_reason(error) == "ADMIN_CREDENTIAL_REQUIRED"
         # Nothing changed: the game goes on.
         summary = (await stub.GetTable(copas_pb2.GetTableRequest(table_id=table_id))).table
         assert summary.phase == copas_pb2.PHASE_PASSING
@@ -305,6 +315,7 @@ async def test_remove_before_the_game_frees_the_seat(tmp_path: Path) -> None:
         error = await refused(stub.GetView(copas_pb2.GetViewRequest(
             table_id=table.table_id), metadata=auth(seated[1].player_token)))
         assert error_reason(error) == "TOKEN_REVOKED"
+        assert "an operator removed you" in (error.details() or "")
         again = await stub.JoinTable(copas_pb2.JoinTableRequest(table_id=table.table_id,
                                                                 display_name="New"))
         assert again.seat == 1
@@ -399,8 +410,11 @@ def test_copas_admin_prints_tables_and_json(tmp_path: Path) -> None:
         assert table_id in listed.stdout and "Ops table" in listed.stdout
         as_json = admin("--json", "tables")
         assert '"table_id": "' + table_id + '"' in as_json.stdout
-        status = admin("status")
-        assert "sqlite" in status.stdout and "--admin-token-file" in status.stdout
+        status = subprocess.run(  # the options after the command work as well
+            [sys.executable, "-m", "tools.cli", "admin", "status", "--server", server.address,
+             "--token-file", str(token_file)], cwd=ROOT, capture_output=True, text=True,
+            timeout=60, env={"COLUMNS": "200", "PATH": "/usr/bin:/bin"})
+        assert "sqlite" in status.stdout and "--admin-token-file" in status.stdout, status
         closed = admin("close", table_id, "--reason", "test")
         assert closed.returncode == 0 and "closed" in closed.stdout, closed.stderr
         denied = admin("status", token=False)

@@ -1,10 +1,17 @@
 """What the admin service asks of a cluster: the other live nodes (from the database), the
 tables nobody holds, where one table is, relaying an operator's call there, and a drain that
-hands this node's tables to the others."""
+hands this node's tables to the others at once.
+
+An operator's call is relayed on a channel of its own (not the players' Forwarder, which ends
+the caller's call on a refusal): the refusal comes back to the admin service, so a listing
+over every node can name a node that did not answer instead of failing. The relayed call
+carries the operator's ``authorization`` as it came (the other node checks it), the cluster
+key and the hop mark, and the operator's name for that node's audit line."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from typing import Any
 
@@ -12,49 +19,99 @@ import grpc
 from copas.admin.v1 import admin_pb2
 from copas.v1 import copas_pb2
 
-from server.cluster.forwarding import Forwarder
 from server.cluster.ownership import Lease, Takeovers
 from server.cluster.routing import Router
+from server.metadata import ADMIN_BY, CLUSTER_KEY, HOPS
 from server.store.postgres import PgStore
 
 Context = grpc.aio.ServicerContext[Any, Any]
 
+NODES_SECONDS = 1.0  # the live nodes, as read from the database, are kept this long
+CHANNELS_MAX = 64  # channels to other nodes kept open
+NUDGES_AT_ONCE = 16  # a drain's calls asking other nodes to take its tables, in flight
+
 
 class ClusterAdmin:
-    def __init__(self, store: PgStore, lease: Lease, router: Router, forwarder: Forwarder,
-                 takeovers: Takeovers) -> None:
+    def __init__(self, store: PgStore, lease: Lease, router: Router, takeovers: Takeovers,
+                 cluster_key: str, answer_within: float) -> None:
         self._store = store
         self._lease = lease
         self._router = router
-        self._forwarder = forwarder
         self._takeovers = takeovers
+        self._key = cluster_key
+        self._answer_within = answer_within
+        self._channels: dict[str, grpc.aio.Channel] = {}
+        self._nodes: tuple[float, list[tuple[str, str]]] = (0.0, [])
         self.node_id = store.node.node_id
 
     async def route(self, table_id: str, relayed: bool) -> str | None:
         # A call about one table goes where GetTable of copas.v1 would.
         return await self._router.route("GetTable", table_id, None, relayed)
 
-    async def other_nodes(self) -> list[str]:
-        nodes = await asyncio.to_thread(self._store.nodes)
-        return [address for node_id, address, alive in nodes
-                if alive and node_id != self.node_id]
+    async def other_nodes(self) -> list[tuple[str, str]]:
+        read_at, nodes = self._nodes
+        if time.monotonic() - read_at > NODES_SECONDS:
+            rows = await asyncio.to_thread(self._store.nodes)
+            nodes = [(node_id, address) for node_id, address, alive in rows
+                     if alive and node_id != self.node_id]
+            self._nodes = (time.monotonic(), nodes)
+        return nodes
 
-    async def orphans(self, limit: int) -> list[admin_pb2.AdminTable]:
-        rows = await asyncio.to_thread(self._store.orphan_rows, limit)
+    async def orphans(self, limit: int, after_created: float | None
+                      ) -> list[admin_pb2.AdminTable]:
+        rows = await asyncio.to_thread(self._store.orphan_rows, limit, after_created)
         return [_orphan(created, summary, owner) for created, _, summary, owner in rows]
 
-    async def relay(self, address: str, table_id: str, path: str, raw: bytes,
-                    context: Context) -> bytes:
-        return await self._forwarder.unary(address, table_id, path, raw, context,
-                                           context.peer())
+    def _channel(self, address: str) -> grpc.aio.Channel:
+        channel = self._channels.get(address)
+        if channel is None:
+            if len(self._channels) >= CHANNELS_MAX:
+                oldest = self._channels.pop(next(iter(self._channels)))
+                asyncio.get_running_loop().create_task(oldest.close(None))
+            channel = self._channels[address] = grpc.aio.insecure_channel(address)
+        return channel
+
+    def _metadata(self, context: Context | None, who: str) -> tuple[tuple[str, str], ...]:
+        carried = [(k, v) for k, v in (context.invocation_metadata() or ()) if
+                   k == "authorization" and isinstance(v, str)] if context is not None else []
+        return (*carried, (CLUSTER_KEY, self._key), (HOPS, "1"), (ADMIN_BY, who))
+
+    async def relay(self, address: str, path: str, raw: bytes, context: Context,
+                    who: str) -> bytes:
+        left = context.time_remaining()
+        timeout = self._answer_within if left is None else min(left, self._answer_within)
+        call = self._channel(address).unary_unary(
+            path, request_serializer=_as_is, response_deserializer=_as_is)
+        answer: bytes = await call(raw, metadata=self._metadata(context, who),
+                                   timeout=max(0.001, timeout))
+        return answer
 
     async def drain(self) -> int:
-        """Hand this node's tables to the others; with no other node alive they stay, and
-        their games finish here."""
-        if not await self.other_nodes():
+        """Hand this node's tables to the others, then ask them to take each at once (a
+        GetTable relayed to one of them claims it; one the quotas refuse is taken at that
+        node's next sweep). With no other node alive they stay, and their games finish
+        here."""
+        others = await self.other_nodes()
+        if not others:
             self._takeovers.is_draining = True
             return 0
-        return await self._takeovers.drain()
+        handed = await self._takeovers.drain()
+        room = asyncio.Semaphore(NUDGES_AT_ONCE)
+
+        async def nudge(table_id: str, address: str) -> None:
+            call = self._channel(address).unary_unary(
+                "/copas.v1.CopasService/GetTable",
+                request_serializer=copas_pb2.GetTableRequest.SerializeToString,
+                response_deserializer=copas_pb2.GetTableResponse.FromString)
+            # A refusal: that node's sweep takes it over.
+            async with room:
+                with contextlib.suppress(grpc.aio.AioRpcError):
+                    await call(copas_pb2.GetTableRequest(table_id=table_id),
+                               metadata=self._metadata(None, "drain"),
+                               timeout=self._answer_within)
+        await asyncio.gather(*(nudge(t, others[i % len(others)][1])
+                               for i, t in enumerate(handed)))
+        return len(handed)
 
     def undrain(self) -> None:
         self._takeovers.is_draining = False
@@ -62,6 +119,15 @@ class ClusterAdmin:
     def lease_state(self) -> tuple[str, float]:
         age = time.monotonic() - self._lease.renewed_at
         return ("held" if self._lease.is_valid() else "renewing"), age
+
+    async def close(self) -> None:
+        for channel in self._channels.values():
+            await channel.close(None)
+        self._channels.clear()
+
+
+def _as_is(data: bytes) -> bytes:
+    return data
 
 
 def _orphan(created: float, summary: bytes, owner: str) -> admin_pb2.AdminTable:

@@ -154,18 +154,18 @@ class Takeovers:
             done.set_result(None)
         return self._registry.holds(table_id)
 
-    async def drain(self) -> int:
+    async def drain(self) -> list[str]:
         """An operator's Drain: claim nothing more, and hand every table this node holds to
-        the others (after what is done so far is committed); returns how many went."""
+        the others (after what is done so far is committed); returns those that went."""
         self.is_draining = True
         await self._registry.durable()
         held = [table.id for table in self._registry.live()]
-        handed = await asyncio.to_thread(self._store.hand_over, held) if held else 0
+        handed = await asyncio.to_thread(self._store.hand_over, held) if held else []
         for table_id in held:
             self._store.forget(table_id)
             self._registry.drop(table_id, ServiceError.table_moved(
                 "this node is draining: the table moved to another node"))
-        log.info("tables_handed_over", count=handed)
+        log.info("tables_handed_over", count=len(handed))
         return handed
 
     def tables_lost(self, lost: set[str]) -> None:

@@ -2,10 +2,13 @@
 
 Who may call: the holder of ``--admin-token-file``'s token (``authorization: Bearer``,
 compared in constant time) or of a client certificate whose common name or a subject
-alternative name is in ``--admin-subjects`` (mutual TLS); in a cluster also another node
-relaying an operator's call (it checked the credential; the cluster key vouches for it).
-Nothing else, a player token least of all. Every call is audited: one ``admin_call`` log
-line with who, what, and how it ended, and ``copas_admin_actions_total``.
+alternative name is in ``--admin-subjects`` (mutual TLS). A call another node relays carries
+the operator's token as it came, and every node checks it. Only without a token (mutual TLS
+alone) does a relayed call about one table, or a relayed ListTables, pass on the cluster
+key's word and the operator's name it carries (``x-copas-admin-by``): never Drain, Undrain or
+ServerStatus, which are never relayed. Nothing else, a player token least of all. Every
+call is audited: one ``admin_call`` log line with who, what, and how it ended, and
+``copas_admin_actions_total``.
 
 In a cluster each node answers for all of them: ListTables asks every node with a lease for
 its own tables (the nodes are read from the database) and adds the tables nobody holds; a call
@@ -17,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import hashlib
+import heapq
 import hmac
 import time
 from collections.abc import Awaitable, Callable
@@ -26,10 +30,11 @@ import grpc
 import structlog
 from copas.admin.v1 import admin_pb2, admin_pb2_grpc
 from copas.v1 import copas_pb2
+from google.rpc import error_details_pb2, status_pb2
 
 from server.config import Config
 from server.errors import ServiceError
-from server.metadata import HOPS
+from server.metadata import ADMIN_BY
 from server.observability import Metrics, version
 from server.rpc import inputs
 from server.rpc.peers import PeerTrust
@@ -51,6 +56,9 @@ EVENTS_SHOWN = 50  # GetTable's latest events
 REASON_MAX = 200
 SECRET_SETTINGS = frozenset({"database"})  # may hold a password
 REDACTED = "(redacted)"
+# The methods about tables a node relays to another (ListTables: asked of every node).
+RELAYED_METHODS = frozenset({"ListTables", "GetTable", "CloseTable", "RemovePlayer"})
+Position = tuple[int, str]  # a table's place in a listing: (-created µs, table_id)
 
 
 class Cluster(Protocol):
@@ -61,16 +69,23 @@ class Cluster(Protocol):
     async def route(self, table_id: str, relayed: bool) -> str | None:
         """The owner's address to relay a call about ``table_id`` to; None: serve here."""
 
-    async def other_nodes(self) -> list[str]:
-        """The addresses of the other nodes whose lease holds."""
+    async def other_nodes(self) -> list[tuple[str, str]]:
+        """The other nodes whose lease holds: (node_id, address)."""
 
-    async def orphans(self, limit: int) -> list[admin_pb2.AdminTable]:
-        """Tables not finished that no live node holds (stuck until one claims them)."""
+    async def orphans(self, limit: int, after_created: float | None
+                      ) -> list[admin_pb2.AdminTable]:
+        """Tables not finished that no live node holds (stuck until one claims them), newest
+        first, created at or before ``after_created`` when given."""
 
-    async def relay(self, address: str, table_id: str, path: str, raw: bytes,
-                    context: Context) -> bytes: ...
+    async def relay(self, address: str, path: str, raw: bytes, context: Context,
+                    who: str) -> bytes:
+        """The operator's call on the node at ``address``.
 
-    async def drain(self) -> int: ...
+        :raises grpc.aio.AioRpcError: its refusal, or that it did not answer in time.
+        """
+
+    async def drain(self) -> int:
+        """Hand this node's tables to the others; how many went."""
 
     def undrain(self) -> None: ...
 
@@ -87,7 +102,7 @@ class AdminAuth:
     def is_enabled(self) -> bool:
         return bool(self._token or self._subjects)
 
-    def who(self, context: Context) -> str:
+    def who(self, method: str, context: Context) -> str:
         """Who is calling, for the audit line.
 
         :raises ServiceError: ADMIN_DISABLED, ADMIN_CREDENTIAL_REQUIRED or ADMIN_DENIED.
@@ -97,8 +112,12 @@ class AdminAuth:
                 "the admin service is off on this server: start it with --admin-token-file "
                 "or --admin-subjects", "ADMIN_DISABLED")
         metadata = context.invocation_metadata() or ()
-        if self._trust.is_relayed(metadata):
-            return "a node of the cluster"
+        presented = [v for k, v in metadata if k == "authorization"]
+        if not presented and not self._token and method in RELAYED_METHODS \
+                and self._trust.is_relayed(metadata):
+            by = next((v for k, v in metadata if k == ADMIN_BY and isinstance(v, str)), "")
+            if by:
+                return f"{by[:80]} (relayed)"
         if self._subjects:
             peer = context.auth_context()  # empty without TLS
             names = [*peer.get("x509_common_name", []),
@@ -107,7 +126,6 @@ class AdminAuth:
                 text = name.decode(errors="replace")
                 if text in self._subjects:
                     return f"certificate {text}"
-        presented = [v for k, v in metadata if k == "authorization"]
         if not presented:
             raise ServiceError.unauthenticated(
                 "the admin service needs an operator credential: send 'authorization: Bearer "
@@ -117,9 +135,12 @@ class AdminAuth:
         text = value.decode(errors="replace") if isinstance(value, bytes) else value
         scheme, _, secret = text.partition(" ")
         given = secret.strip().encode()
+        if scheme.lower() != "bearer" or not given:
+            raise ServiceError.unauthenticated(
+                "authorization metadata must be 'Bearer <admin token>'",
+                "ADMIN_CREDENTIAL_REQUIRED")
         # Constant time over the token's length: compare_digest looks at every byte.
-        if not self._token or scheme.lower() != "bearer" \
-                or not hmac.compare_digest(given, self._token):
+        if not self._token or not hmac.compare_digest(given, self._token):
             raise ServiceError.denied("that is not an operator's credential", "ADMIN_DENIED")
         return "token " + hashlib.sha256(self._token).hexdigest()[:8]
 
@@ -177,9 +198,36 @@ def _from_summary(summary: copas_pb2.TableSummary, *, created: float, now: float
             for s in summary.seats])
 
 
-def _sort_key(table: admin_pb2.AdminTable) -> tuple[float, str]:
-    created = table.create_time.seconds + table.create_time.nanos / 1e9
-    return (-created, table.table_id)
+def _position(table: admin_pb2.AdminTable) -> Position:
+    """Newest first, then by id (microseconds: exact in a page token's number)."""
+    return (-table.create_time.ToMicroseconds(), table.table_id)
+
+
+def _position_of(table: Table) -> Position:
+    """As ``_position`` of its AdminTable (whose create_time is ``timestamp(created)``)."""
+    return (-(int(table.created * 1e9) // 1000), table.id)
+
+
+def _after(token: str) -> Position | None:
+    position = paging.decode(token)
+    return None if position is None else (-int(position[0]), position[1])
+
+
+def _relayed_error(error: grpc.aio.AioRpcError) -> ServiceError:
+    """Another node's refusal of a relayed call, as a ServiceError with its reason (or, when
+    it did not answer, TABLE_MOVED)."""
+    reason = ""
+    for key, value in error.trailing_metadata() or ():
+        if key == "grpc-status-details-bin" and isinstance(value, bytes):
+            status = status_pb2.Status.FromString(value)
+            for detail in status.details:
+                info = error_details_pb2.ErrorInfo()
+                if detail.Unpack(info):
+                    reason = info.reason
+    try:
+        return ServiceError(error.code(), reason, error.details() or "")
+    except ValueError:  # no reason: the node did not answer (in time)
+        return ServiceError.table_moved("the table's node did not answer in time")
 
 
 def _check_table_id(table_id: str) -> None:
@@ -196,27 +244,27 @@ def _reason(text: str) -> str:
     return text
 
 
-def _page_of(tables: list[admin_pb2.AdminTable], size: int, after: paging.Position | None
+def _page_of(tables: list[admin_pb2.AdminTable], size: int, after: Position | None
              ) -> admin_pb2.ListTablesResponse:
     """Newest first, then by id; each table once (a table moving between nodes may be
     reported twice)."""
     unique = {t.table_id: t for t in tables}
-    ordered = sorted(unique.values(), key=_sort_key)
-    if after is not None:
-        ordered = [t for t in ordered if _sort_key(t) > (-after[0], after[1])]
+    ordered = sorted((t for t in unique.values() if after is None or _position(t) > after),
+                     key=_position)
     page = ordered[:size]
     response = admin_pb2.ListTablesResponse(tables=page)
     if len(ordered) > size:
-        last = page[-1]
-        response.next_page_token = paging.encode((-_sort_key(last)[0], last.table_id))
+        created, table_id = _position(page[-1])
+        response.next_page_token = paging.encode((float(-created), table_id))
     return response
 
 
 class AdminService(admin_pb2_grpc.AdminServiceServicer):
-    def __init__(self, auth: AdminAuth, registry: TableRegistry, metrics: Metrics,
-                 quotas: Quotas, config: Config, store_kind: str,
+    def __init__(self, auth: AdminAuth, trust: PeerTrust, registry: TableRegistry,
+                 metrics: Metrics, quotas: Quotas, config: Config, store_kind: str,
                  store_healthy: Callable[[], bool], cluster: Cluster | None) -> None:
         self._auth = auth
+        self._trust = trust
         self._registry = registry
         self._metrics = metrics
         self._quotas = quotas
@@ -231,37 +279,39 @@ class AdminService(admin_pb2_grpc.AdminServiceServicer):
 
     async def _audited(self, method: str, context: Context, body: Callable[[str], Awaitable[M]],
                        **what: Any) -> M:
-        """Authenticate, run, write the audit line and count the outcome."""
-        who = "?"
+        """Authenticate, run, write the audit line (with the caller's address when it is
+        refused) and count the outcome."""
+        who = ""
         try:
-            who = self._auth.who(context)
+            who = self._auth.who(method, context)
             result = await body(who)
         except ServiceError as error:
             self._metrics.admin_actions.labels(method, error.reason).inc()
-            log.warning("admin_call", method=method, who=who, outcome=error.reason,
-                        detail=error.message, **what)
+            log.warning("admin_call", method=method, who=who or "(refused)",
+                        peer=self._trust.client_of(context.peer(), ()),
+                        outcome=error.reason, detail=error.message, **what)
             await context.abort_with_status(error.to_status())
             raise  # abort raises; this is for the type checker
-        except grpc.aio.AbortError:  # the owner's refusal of a relayed call, passed on
-            self._metrics.admin_actions.labels(method, "refused_by_owner").inc()
-            log.warning("admin_call", method=method, who=who, outcome="refused_by_owner",
-                        **what)
-            raise
         self._metrics.admin_actions.labels(method, "ok").inc()
         log.info("admin_call", method=method, who=who, outcome="ok", **what)
         return result
 
     def _relayed(self, context: Context) -> bool:
-        return any(k == HOPS for k, _ in context.invocation_metadata() or ())
+        return self._trust.is_relayed(context.invocation_metadata() or ())
 
     async def _at_owner(self, method: str, table_id: str, request: Any, context: Context,
-                        here: Callable[[], Awaitable[M]], parse: Callable[[bytes], M]) -> M:
-        """Run ``here`` where the table is: on this node, or relayed to its owner."""
+                        who: str, here: Callable[[], Awaitable[M]],
+                        parse: Callable[[bytes], M]) -> M:
+        """Run ``here`` where the table is: on this node, or relayed to its owner (whose
+        refusal comes back as it was)."""
         if self._cluster is not None:
             address = await self._cluster.route(table_id, self._relayed(context))
             if address is not None:
-                raw = await self._cluster.relay(address, table_id, f"/{SERVICE}/{method}",
-                                                request.SerializeToString(), context)
+                try:
+                    raw = await self._cluster.relay(address, f"/{SERVICE}/{method}",
+                                                    request.SerializeToString(), context, who)
+                except grpc.aio.AioRpcError as error:
+                    raise _relayed_error(error) from None
                 return parse(raw)
         return await here()
 
@@ -269,45 +319,62 @@ class AdminService(admin_pb2_grpc.AdminServiceServicer):
 
     async def ListTables(self, request: admin_pb2.ListTablesRequest, context: Context
                          ) -> admin_pb2.ListTablesResponse:
-        async def body(_: str) -> admin_pb2.ListTablesResponse:
+        async def body(who: str) -> admin_pb2.ListTablesResponse:
             if request.page_size < 0:
                 raise ServiceError.invalid("page_size must not be negative",
                                            "INVALID_PAGE_SIZE")
             size = min(request.page_size or PAGE_DEFAULT, PAGE_MAX)
-            after = paging.decode(inputs.check_length(
+            after = _after(inputs.check_length(
                 "page_token", request.page_token, inputs.PAGE_TOKEN_MAX, "INVALID_PAGE_TOKEN"))
-            tables = [table_state(t, self._node) for t in self._registry.live()]
+            tables = self._local_page(size + 1, after, request.only_stuck)
+            unreachable: list[str] = []
             if self._cluster is not None and not self._relayed(context):
-                tables += await self._others(request, context)
-            if request.only_stuck:
-                tables = [t for t in tables if t.is_stuck]
-            return _page_of(tables, size, after)
+                tables += await self._others(size + 1, after, request, context, who,
+                                             unreachable)
+            answer = _page_of(tables, size, after)
+            answer.unreachable_nodes.extend(unreachable)
+            return answer
         return await self._audited("ListTables", context, body)
 
-    async def _others(self, request: admin_pb2.ListTablesRequest, context: Context
-                      ) -> list[admin_pb2.AdminTable]:
-        """Every other live node's tables (each asked for as many as this page may show
-        after the token), and the tables nobody holds."""
+    def _local_page(self, count: int, after: Position | None, only_stuck: bool
+                    ) -> list[admin_pb2.AdminTable]:
+        """This node's first ``count`` tables after ``after``: positions are compared for
+        every table, messages built for those shown only."""
+        candidates: list[tuple[Position, Table]] = []
+        for table in self._registry.live():
+            position = _position_of(table)
+            if (after is None or position > after) and (not only_stuck or table.is_stuck()):
+                candidates.append((position, table))
+        chosen = heapq.nsmallest(count, candidates, key=lambda pair: pair[0])
+        return [table_state(table, self._node) for _, table in chosen]
+
+    async def _others(self, count: int, after: Position | None,
+                      request: admin_pb2.ListTablesRequest, context: Context, who: str,
+                      unreachable: list[str]) -> list[admin_pb2.AdminTable]:
+        """Every other live node's first ``count`` tables after the token (asked at once,
+        each within the relay's deadline: a node that does not answer is named in
+        ``unreachable``), and the tables nobody holds."""
         cluster = self._cluster
         assert cluster is not None
-        wanted = admin_pb2.ListTablesRequest(
-            page_size=min((request.page_size or PAGE_DEFAULT), PAGE_MAX) + 1,
-            page_token=request.page_token, only_stuck=request.only_stuck)
-        raw = wanted.SerializeToString()
+        raw = admin_pb2.ListTablesRequest(
+            page_size=count, page_token=request.page_token,
+            only_stuck=request.only_stuck).SerializeToString()
 
-        async def ask(address: str) -> list[admin_pb2.AdminTable]:
+        async def ask(node_id: str, address: str) -> list[admin_pb2.AdminTable]:
             try:
-                answer = await cluster.relay(address, "", f"/{SERVICE}/ListTables", raw,
-                                             context)
+                answer = await cluster.relay(address, f"/{SERVICE}/ListTables", raw, context,
+                                             who)
             except grpc.aio.AioRpcError as error:
-                log.warning("admin_node_unreachable", address=address,
-                            code=error.code().name)
+                log.warning("admin_node_unreachable", node_id=node_id, code=error.code().name)
+                unreachable.append(node_id)
                 return []
             return list(admin_pb2.ListTablesResponse.FromString(answer).tables)
         found: list[admin_pb2.AdminTable] = []
-        for tables in await asyncio.gather(*(ask(a) for a in await cluster.other_nodes())):
+        nodes = await cluster.other_nodes()
+        for tables in await asyncio.gather(*(ask(n, a) for n, a in nodes)):
             found += tables
-        found += await cluster.orphans(PAGE_MAX)
+        orphans = await cluster.orphans(count, None if after is None else -after[0] / 1e6)
+        found += [t for t in orphans if after is None or _position(t) > after]
         return found
 
     async def GetTable(self, request: admin_pb2.GetTableRequest, context: Context
@@ -323,9 +390,9 @@ class AdminService(admin_pb2_grpc.AdminServiceServicer):
                 answer.timers.add(kind=kind, at=timestamp(at), seats=seats)
             return answer
 
-        async def body(_: str) -> admin_pb2.GetTableResponse:
+        async def body(who: str) -> admin_pb2.GetTableResponse:
             _check_table_id(request.table_id)
-            return await self._at_owner("GetTable", table_id, request, context, here,
+            return await self._at_owner("GetTable", table_id, request, context, who, here,
                                         admin_pb2.GetTableResponse.FromString)
         return await self._audited("GetTable", context, body, table_id=table_id)
 
@@ -342,9 +409,9 @@ class AdminService(admin_pb2_grpc.AdminServiceServicer):
                 table=table_state(table, self._node),
                 record_id=table.id if table.finished_at is not None else "")
 
-        async def body(_: str) -> admin_pb2.CloseTableResponse:
+        async def body(who: str) -> admin_pb2.CloseTableResponse:
             _check_table_id(request.table_id)
-            return await self._at_owner("CloseTable", table_id, request, context, here,
+            return await self._at_owner("CloseTable", table_id, request, context, who, here,
                                         admin_pb2.CloseTableResponse.FromString)
         return await self._audited("CloseTable", context, body, table_id=table_id,
                                    reason=request.reason[:REASON_MAX])
@@ -360,9 +427,9 @@ class AdminService(admin_pb2_grpc.AdminServiceServicer):
             await self._registry.durable(table)
             return admin_pb2.RemovePlayerResponse(table=table_state(table, self._node))
 
-        async def body(_: str) -> admin_pb2.RemovePlayerResponse:
+        async def body(who: str) -> admin_pb2.RemovePlayerResponse:
             _check_table_id(request.table_id)
-            return await self._at_owner("RemovePlayer", table_id, request, context, here,
+            return await self._at_owner("RemovePlayer", table_id, request, context, who, here,
                                         admin_pb2.RemovePlayerResponse.FromString)
         return await self._audited("RemovePlayer", context, body, table_id=table_id,
                                    seat=request.seat, reason=request.reason[:REASON_MAX])
@@ -373,7 +440,15 @@ class AdminService(admin_pb2_grpc.AdminServiceServicer):
                     ) -> admin_pb2.DrainResponse:
         async def body(_: str) -> admin_pb2.DrainResponse:
             self._registry.is_draining = True
-            handed = await self._cluster.drain() if self._cluster is not None else 0
+            try:
+                handed = await self._cluster.drain() if self._cluster is not None else 0
+            except ServiceError:
+                raise
+            except Exception as exc:  # the database: nothing was handed over
+                log.error("drain_failed", error=str(exc)[:200])
+                raise ServiceError.unavailable(
+                    "this node is draining but could not hand its tables over (a database "
+                    "error): call Drain again", "NODE_DRAINING") from None
             return admin_pb2.DrainResponse(is_draining=True, tables_handed_over=handed,
                                            games_running=self._registry.games_running())
         return await self._audited("Drain", context, body)

@@ -514,19 +514,22 @@ class PgStore(GroupCommitStore[Write | ClusterWrite]):
             ).fetchall()
         return [(str(n), str(a), bool(alive)) for n, a, alive in rows]
 
-    def orphan_rows(self, limit: int) -> list[tuple[float, str, bytes, str]]:
+    def orphan_rows(self, limit: int, after_created: float | None = None
+                    ) -> list[tuple[float, str, bytes, str]]:
         """Tables not finished whose owner's lease ran out (or that have no owner), newest
-        first: (created, table_id, summary, owner)."""
+        first, made at or before ``after_created`` (about: the caller compares exactly):
+        (created, table_id, summary, owner)."""
         with self._read_lock:
             rows = self._reader.execute(
                 "SELECT t.created, t.table_id, t.summary, coalesce(t.owner, '') FROM tables t "
                 "LEFT JOIN nodes n ON n.node_id = t.owner WHERE t.summary IS NOT NULL "
                 "AND t.status = 'open' AND (t.owner IS NULL OR n.lease_until IS NULL "
-                "OR n.lease_until < now()) ORDER BY t.created DESC, t.table_id LIMIT %s",
-                (limit,)).fetchall()
+                "OR n.lease_until < now()) AND (%s::double precision IS NULL "
+                "OR t.created <= %s + 0.001) ORDER BY t.created DESC, t.table_id LIMIT %s",
+                (after_created, after_created, limit)).fetchall()
         return [(float(c), str(t), bytes(b), str(o)) for c, t, b, o in rows]
 
-    def hand_over(self, table_ids: list[str]) -> int:
+    def hand_over(self, table_ids: list[str]) -> list[str]:
         """Give up this node's ownership of ``table_ids`` (a drain): they have no owner, so
         any other node claims them (at once for a call, else at its next sweep). This node's
         writes for them are refused from now on (fenced)."""
@@ -536,7 +539,7 @@ class PgStore(GroupCommitStore[Write | ClusterWrite]):
                 "RETURNING table_id", (self.node.node_id, table_ids)).fetchall()
         for (table_id,) in rows:
             self.forget(table_id)
-        return len(rows)
+        return [str(table_id) for (table_id,) in rows]
 
     # -- records
     def get_record(self, record_id: str) -> bytes | None:

@@ -429,11 +429,13 @@ class Table:
             self._start()
 
     def _give_up_seat(self, seat_number: int, request_id: str = "", *,
-                      why: str = "you left this table") -> int:
+                      by_operator: bool = False) -> int:
         """A person leaves before the game starts: the seat is free again, their token and
         its streams end, and their join leaves the log."""
         seat = self.seats[seat_number]
         self._store.delete_entry(self.id, seat.log_n)
+        why = "an operator removed you from this table" if by_operator \
+            else "you left this table"
         self.fanout.close_token(seat.token_hash, ServiceError.unauthenticated(
             f"{why}: your player token is no longer valid", "TOKEN_REVOKED"))
         self.join_requests.pop(seat.join_key, None)
@@ -441,8 +443,11 @@ class Table:
         self.seats[seat_number] = Seat(seat_number)
         self._emit("player_left", copas_pb2.PlayerLeft(
             seat=seat_number, hand_number=-1, phase=copas_pb2.PHASE_WAITING_FOR_PLAYERS))
-        self._host.seat_given_up(seat.token_hash, self.id, seat.join_key, request_id,
-                                 self.sequence)
+        if by_operator:
+            self._host.token_removed(seat.token_hash, self.id, seat.join_key)
+        else:
+            self._host.seat_given_up(seat.token_hash, self.id, seat.join_key, request_id,
+                                     self.sequence)
         self._arm_watchdog()
         return self.sequence
 
@@ -520,8 +525,7 @@ class Table:
                 "was removed already)", "NOT_A_PERSON")
         game = self.game
         if game is None:
-            self._step(lambda: self._give_up_seat(
-                seat_number, why="an operator removed you from this table"))
+            self._step(lambda: self._give_up_seat(seat_number, by_operator=True))
             return
         if game.is_over:
             raise ServiceError.precondition("the game is over", "WRONG_PHASE")
