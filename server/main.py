@@ -35,13 +35,21 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from server.cluster.directory import ClusterDirectory
 from server.cluster.forwarding import Forwarder
 from server.cluster.lobby import ClusterLobby
+from server.cluster.matching import ClusterMatch
 from server.cluster.ownership import Lease, Takeovers
 from server.cluster.routing import Router
 from server.config import Config, parse_args
 from server.errors import ServiceError
 from server.observability import Metrics, configure_logging
 from server.rpc import reflection, web
-from server.rpc.gateway import SERVE_HERE, CallForwarder, CallRouter, Gateway, service_handlers
+from server.rpc.gateway import (
+    SERVE_HERE,
+    CallForwarder,
+    CallRouter,
+    Gateway,
+    ImpliedTables,
+    service_handlers,
+)
 from server.rpc.peers import PeerTrust, trusted_networks
 from server.rpc.quotas import Quotas
 from server.rpc.service import CopasService
@@ -307,6 +315,7 @@ async def start(config: Config) -> RunningServer:
     lobby: LobbySource = registry.lobby
     router: CallRouter = SERVE_HERE
     forwarder: CallForwarder = SERVE_HERE
+    implied: ImpliedTables = SERVE_HERE
     takeovers = relay = None
     cluster_key = ""
     if shared is not None and lease is not None:
@@ -317,12 +326,14 @@ async def start(config: Config) -> RunningServer:
         relay = Forwarder(cluster_key, cluster_router.forget_owner,
                           config.max_concurrent_streams, answer_within=config.lease / 2)
         router, forwarder = cluster_router, relay
+        implied = ClusterMatch(registry, shared, cluster_router.spend_lookup)
         lobby = cluster_lobby = ClusterLobby(shared, registry.durable)
         metrics.add_gauges(lambda: _cluster_gauges(cluster_router, relay, takeovers,
                                                    cluster_lobby, lease))
     forwarding_key = secrets.token_urlsafe(32) if bound.page is not None else None
     gateway = Gateway(metrics, quotas, registry.is_valid_token,
-                      PeerTrust(forwarding_key, proxies, cluster_key), router, forwarder)
+                      PeerTrust(forwarding_key, proxies, cluster_key), router, forwarder,
+                      implied)
     health_servicer = health.aio.HealthServicer()
     service = CopasService(registry, lobby, records, quotas)
     gateway.install(bound.server, {

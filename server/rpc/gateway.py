@@ -64,6 +64,13 @@ class CallRouter(Protocol):
         its hop mark are both there): it is never relayed again."""
 
 
+class ImpliedTables(Protocol):
+    """The table a call means without naming it (a quick match's, a retried request's),
+    wherever in the cluster it is: "" for none (served here)."""
+
+    async def implied_table(self, method: str, request: Any) -> str: ...
+
+
 class CallForwarder(Protocol):
     """Relays a call, as it came, to another node."""
 
@@ -83,6 +90,9 @@ class ServeHere:
     async def route(self, method: str, table_id: str, token_hash: str | None,
                     relayed: bool) -> str | None:
         return None
+
+    async def implied_table(self, method: str, request: Any) -> str:
+        return ""
 
     async def unary(self, address: str, table_id: str, path: str, raw: bytes,
                     context: Context, client: str) -> bytes:
@@ -129,14 +139,15 @@ class Gateway:
 
     def __init__(self, metrics: Metrics, quotas: Quotas,
                  is_valid_token: Callable[[str], bool], trust: PeerTrust,
-                 router: CallRouter = SERVE_HERE, forwarder: CallForwarder = SERVE_HERE
-                 ) -> None:
+                 router: CallRouter = SERVE_HERE, forwarder: CallForwarder = SERVE_HERE,
+                 implied: ImpliedTables = SERVE_HERE) -> None:
         self.metrics = metrics
         self.quotas = quotas
         self.is_valid_token = is_valid_token
         self.trust = trust
         self.router = router
         self.forwarder = forwarder
+        self.implied = implied
         self._latency: dict[tuple[str, str], Callable[[float], None]] = {}
         self._refusals: dict[str, Callable[[], None]] = {}
 
@@ -308,10 +319,17 @@ class Gateway:
                 raise ServiceError.invalid(f"the request is not a valid {method} request "
                                            "message", "MALFORMED_REQUEST") from None
 
-        async def destination(found: Caller, request: Any, context: Context) -> str | None:
-            return await router.route(method, getattr(request, "table_id", ""),
-                                      found.token_hash,
-                                      trust.is_relayed(context.invocation_metadata() or ()))
+        implied = self.implied
+
+        async def destination(found: Caller, request: Any, context: Context
+                              ) -> tuple[str | None, str]:
+            """Where the call is served (None: here) and the table it is for; a call that
+            names none may mean one (a quick match, a retry) unless another node relayed it."""
+            relayed = trust.is_relayed(context.invocation_metadata() or ())
+            table_id: str = getattr(request, "table_id", "")
+            if not table_id and not relayed:
+                table_id = await implied.implied_table(method, request)
+            return await router.route(method, table_id, found.token_hash, relayed), table_id
 
         quotas, trust = self.quotas, self.trust
         if handler.unary_unary is not None:
@@ -335,7 +353,7 @@ class Gateway:
                              ) -> Any:
                 try:
                     request = parse(raw)
-                    address = await destination(found, request, context)
+                    address, table_id = await destination(found, request, context)
                     if address is None:
                         response = await inner_unary(request, context)
                 except (ServiceError, StorageFailed) as failure:
@@ -352,7 +370,7 @@ class Gateway:
                     raise
                 if address is not None:  # another node owns the table: relay the call there
                     try:
-                        response = await forwarder.unary(address, request.table_id, path, raw,
+                        response = await forwarder.unary(address, table_id, path, raw,
                                                          context, found.peer)
                     except BaseException:  # the owner's refusal, relayed: counted here too
                         finish(method, start, _code_name(context, "UNAVAILABLE"), None)
@@ -378,7 +396,7 @@ class Gateway:
                     request = parse(raw)
                     quotas.open_stream(found.peer, method)
                     opened = found.peer
-                    address = await destination(found, request, context)
+                    address, _ = await destination(found, request, context)
                     if address is None:
                         await inner_stream(request, context)
                     else:  # another node owns the table: relay it

@@ -83,6 +83,16 @@ MIGRATIONS: tuple[str, ...] = (
                       lobby = split_part(lobby, ':', 1)
         WHERE lobby LIKE '%:%';
     """,
+    # 6: request ids answered on every node: a CreateTable's with its table row, a
+    # JoinTable's with the seat's token (each goes with its row: bounded like tables, seats).
+    """
+    ALTER TABLE tables ADD COLUMN request_key text;
+    CREATE INDEX tables_by_request_key ON tables (request_key) WHERE request_key IS NOT NULL;
+    ALTER TABLE tokens ADD COLUMN join_key text;
+    CREATE INDEX tokens_by_join_key ON tokens (join_key) WHERE join_key IS NOT NULL;
+    INSERT INTO copas VALUES ('cluster_key_previous', ''), ('cluster_key_rotated', '0')
+        ON CONFLICT (key) DO NOTHING;
+    """,
 )
 PG_SCHEMA_VERSION = len(MIGRATIONS)
 assert PG_SCHEMA_VERSION >= SCHEMA_VERSION
@@ -128,6 +138,9 @@ class RegisterToken:
     token_hash: str
     table_id: str
     seat: int
+    join_key: str = ""
+    """The JoinTable request that took the seat (its key, not the id), so a retry of it on
+    any node finds the table; "" without one."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -224,9 +237,10 @@ class PgStore(GroupCommitStore[Write | ClusterWrite]):
         super().create_table(table_id, created, meta)
         self.epochs[table_id] = 1
 
-    def register_token(self, token_hash: str, table_id: str, seat: int) -> None:
+    def register_token(self, token_hash: str, table_id: str, seat: int,
+                       join_key: str = "") -> None:
         """Where a token belongs, for the other nodes (in the same commit as the join)."""
-        self._queue(RegisterToken(token_hash, table_id, seat))
+        self._queue(RegisterToken(token_hash, table_id, seat, join_key))
 
     def forget_token(self, token_hash: str, table_id: str) -> None:
         self._queue(ForgetToken(token_hash, table_id))
@@ -287,9 +301,9 @@ class PgStore(GroupCommitStore[Write | ClusterWrite]):
                                         "(%s, %s, %s)", (write.table_id, write.n, write.entry))
                         case CreateTable():
                             cur.execute("INSERT INTO tables (table_id, created, meta, owner, "
-                                        "epoch) VALUES (%s, %s, %s, %s, 1)",
+                                        "epoch, request_key) VALUES (%s, %s, %s, %s, 1, %s)",
                                         (write.table_id, write.created, write.meta.to_json(),
-                                         me))
+                                         me, write.meta.request_key or None))
                         case DeleteEntry():
                             cur.execute("DELETE FROM log WHERE table_id = %s AND n = %s",
                                         (write.table_id, write.n))
@@ -312,9 +326,11 @@ class PgStore(GroupCommitStore[Write | ClusterWrite]):
                             cur.execute("DELETE FROM tables WHERE table_id = %s",
                                         (write.table_id,))
                         case RegisterToken():
-                            cur.execute("INSERT INTO tokens VALUES (%s, %s, %s) "
+                            cur.execute("INSERT INTO tokens (token_hash, table_id, seat, "
+                                        "join_key) VALUES (%s, %s, %s, %s) "
                                         "ON CONFLICT (token_hash) DO NOTHING",
-                                        (write.token_hash, write.table_id, write.seat))
+                                        (write.token_hash, write.table_id, write.seat,
+                                         write.join_key or None))
                         case ForgetToken():
                             cur.execute("DELETE FROM tokens WHERE token_hash = %s "
                                         "AND table_id = %s", (write.token_hash, write.table_id))
@@ -462,6 +478,27 @@ class PgStore(GroupCommitStore[Write | ClusterWrite]):
                 "FROM tables t LEFT JOIN nodes n ON n.node_id = t.owner WHERE t.table_id = %s",
                 (table_id,)).fetchone()
         return None if row is None else Owner(row[0] or "", row[1], bool(row[2]))
+
+    def table_of_request(self, create_key: str, join_key: str) -> str | None:
+        """The table a CreateTable request (``create_key``) made, or where a JoinTable
+        request (``join_key``) took a seat, on any node ("": no such key)."""
+        with self._read_lock:
+            row = self._reader.execute(
+                "(SELECT table_id FROM tables WHERE request_key = %s AND %s <> '' LIMIT 1) "
+                "UNION ALL (SELECT table_id FROM tokens WHERE join_key = %s AND %s <> '' "
+                "LIMIT 1) LIMIT 1", (create_key, create_key, join_key, join_key)).fetchone()
+        return None if row is None else str(row[0])
+
+    def joinable(self, preset: str, players: int, limit: int) -> list[tuple[str, bytes]]:
+        """Quick match: the oldest waiting tables of a kind with a free seat whose owner's
+        lease holds, on any node: (table_id, summary) rows, oldest first."""
+        with self._read_lock:
+            rows = self._reader.execute(
+                "SELECT t.table_id, t.summary FROM tables t JOIN nodes n ON n.node_id = t.owner "
+                "WHERE t.lobby = 'joinable' AND t.preset = %s AND t.players = %s "
+                "AND t.status = 'open' AND t.summary IS NOT NULL AND n.lease_until > now() "
+                "ORDER BY t.created, t.table_id LIMIT %s", (preset, players, limit)).fetchall()
+        return [(str(t), bytes(s)) for t, s in rows]
 
     def table_of_token(self, token_hash: str) -> tuple[str, int] | None:
         with self._read_lock:
