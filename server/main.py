@@ -34,6 +34,8 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 
 from server.cluster.directory import ClusterDirectory
 from server.cluster.forwarding import Forwarder
+from server.cluster.keys import GRACE_SECONDS as KEY_GRACE_SECONDS
+from server.cluster.keys import ClusterKeys
 from server.cluster.lobby import ClusterLobby
 from server.cluster.matching import ClusterMatch
 from server.cluster.ownership import Lease, Takeovers
@@ -93,6 +95,8 @@ class RunningServer:
     failed: asyncio.Event = field(default_factory=asyncio.Event)
     failure: StorageFailed | None = None
     watchers: list[asyncio.Task[None]] = field(default_factory=list)
+    internal: grpc.aio.Server | None = None  # the port the other nodes relay calls to
+    internal_port: int = 0
 
 
 def _live_gauges(registry: TableRegistry, quotas: Quotas, service: CopasService
@@ -200,9 +204,13 @@ class _Bound:
     port: int
     advertise: str
     page: web.WebServer | None
+    internal: grpc.aio.Server | None = None  # a cluster node's port for the other nodes
+    internal_port: int = 0
 
     async def abandon(self) -> None:
         await self.server.stop(None)
+        if self.internal is not None:
+            await self.internal.stop(None)
         if self.page is not None:
             self.page.close_sockets()
 
@@ -212,9 +220,8 @@ def _ms(seconds: float) -> int:
     return int(seconds * 1000) if seconds > 0 else 2**31 - 1
 
 
-async def _bind(config: Config) -> _Bound:
-    credentials = _server_credentials(config)
-    server = grpc.aio.server(
+def _grpc_server(config: Config) -> grpc.aio.Server:
+    return grpc.aio.server(
         options=[
             # A second server on a taken port must fail, not share; --workers' nodes share.
             ("grpc.so_reuseport", 1 if config.reuse_port else 0),
@@ -241,6 +248,21 @@ async def _bind(config: Config) -> _Bound:
         ],
         maximum_concurrent_rpcs=None,
     )
+
+
+def internal_address(config: Config) -> str:
+    """Where a node listens for the other nodes' relayed calls: ``--internal-listen``, or
+    in a cluster a free port on the host the others reach it at ("" for one process)."""
+    if config.internal_listen or not config.database:
+        return config.internal_listen
+    host = config.advertise.rsplit(":", 1)[0] if ":" in config.advertise.rsplit("]", 1)[-1] \
+        else config.advertise
+    return f"{host or config.listen.rsplit(':', 1)[0]}:0"
+
+
+async def _bind(config: Config) -> _Bound:
+    credentials = _server_credentials(config)
+    server = _grpc_server(config)
     try:
         port = (server.add_secure_port(config.listen, credentials) if credentials
                 else server.add_insecure_port(config.listen))
@@ -249,14 +271,21 @@ async def _bind(config: Config) -> _Bound:
     if port == 0:
         raise OSError(f"cannot listen on {config.listen}: address in use or unavailable")
     bound = _Bound(server, port, config.advertise, None)
-    if config.internal_listen:  # a worker's own address, for the other nodes' forwarding
-        internal = server.add_insecure_port(config.internal_listen)
+    if internal_listen := internal_address(config):  # the other nodes relay calls here
+        # A server of its own: only its calls may carry the cluster key (see rpc.peers).
+        bound.internal = _grpc_server(config)
+        try:
+            internal = bound.internal.add_insecure_port(internal_listen)
+        except RuntimeError:
+            internal = 0
         if internal == 0:
-            raise OSError(f"cannot listen on {config.internal_listen}")
+            await bound.abandon()
+            raise OSError(f"cannot listen on {internal_listen}")
+        bound.internal_port = internal
         advertise = config.advertise
         if advertise and ":" not in advertise.rsplit("]", 1)[-1]:  # a host: this port on it
             advertise = f"{advertise}:{internal}"
-        bound.advertise = advertise or f"{config.internal_listen.rsplit(':', 1)[0]}:{internal}"
+        bound.advertise = advertise or f"{internal_listen.rsplit(':', 1)[0]}:{internal}"
     bound.advertise = bound.advertise or f"{config.listen.rsplit(':', 1)[0]}:{port}"
     if config.database and bound.advertise.rsplit(":", 1)[0].strip("[]") in ("0.0.0.0", "::",
                                                                              ""):
@@ -317,13 +346,13 @@ async def start(config: Config) -> RunningServer:
     forwarder: CallForwarder = SERVE_HERE
     implied: ImpliedTables = SERVE_HERE
     takeovers = relay = None
-    cluster_key = ""
+    keys: ClusterKeys | None = None
     if shared is not None and lease is not None:
         takeovers = Takeovers(registry, shared, lease)
         cluster_router = Router(registry, shared, lease, takeovers,
                                 config.cluster_lookups_per_second)
-        cluster_key = await asyncio.to_thread(shared.cluster_key)
-        relay = Forwarder(cluster_key, cluster_router.forget_owner,
+        keys = ClusterKeys(*await asyncio.to_thread(shared.cluster_keys, KEY_GRACE_SECONDS))
+        relay = Forwarder(keys, cluster_router.forget_owner,
                           config.max_concurrent_streams, answer_within=config.lease / 2)
         router, forwarder = cluster_router, relay
         implied = ClusterMatch(registry, shared, cluster_router.spend_lookup)
@@ -332,14 +361,17 @@ async def start(config: Config) -> RunningServer:
                                                    cluster_lobby, lease))
     forwarding_key = secrets.token_urlsafe(32) if bound.page is not None else None
     gateway = Gateway(metrics, quotas, registry.is_valid_token,
-                      PeerTrust(forwarding_key, proxies, cluster_key), router, forwarder,
-                      implied)
+                      PeerTrust(forwarding_key, proxies), router, forwarder, implied)
     health_servicer = health.aio.HealthServicer()
     service = CopasService(registry, lobby, records, quotas)
-    gateway.install(bound.server, {
+    services = {
         **service_handlers(copas_pb2_grpc.add_CopasServiceServicer_to_server, service),
         **service_handlers(health_pb2_grpc.add_HealthServicer_to_server, health_servicer),
-        **reflection.services((SERVICE_NAME, health.SERVICE_NAME))})
+        **reflection.services((SERVICE_NAME, health.SERVICE_NAME))}
+    gateway.install(bound.server, services)
+    if bound.internal is not None:  # the same services; the cluster key counts only here
+        Gateway(metrics, quotas, registry.is_valid_token, PeerTrust(None, proxies, keys),
+                router, forwarder, implied).install(bound.internal, services)
     metrics.add_gauges(lambda: _live_gauges(registry, quotas, service))
     metrics_port = 0
     http_server = None
@@ -360,6 +392,8 @@ async def start(config: Config) -> RunningServer:
         warm_up = asyncio.create_task(thinker.warm_up())
         warm_up.add_done_callback(lambda _: None)
     await bound.server.start()
+    if bound.internal is not None:
+        await bound.internal.start()
     if (page := bound.page) is not None and forwarding_key is not None:
         limits = ConnectionLimits(
             max_connections=config.web_max_connections,
@@ -376,8 +410,11 @@ async def start(config: Config) -> RunningServer:
     retention = asyncio.create_task(_retention(records, config.retention_interval))
     running = RunningServer(bound.server, bound.port, registry, store, health_servicer,
                             metrics, metrics_port, retention, quotas, records, takeovers, relay,
-                            thinker, http_server, bound.page)
+                            thinker, http_server, bound.page, internal=bound.internal,
+                            internal_port=bound.internal_port)
     running.watchers.append(asyncio.create_task(_watch_store(running)))
+    if keys is not None and shared is not None:
+        running.watchers.append(asyncio.create_task(keys.keep_fresh(shared)))
     await health_servicer.set("", health_pb2.HealthCheckResponse.SERVING)
     await health_servicer.set(SERVICE_NAME, health_pb2.HealthCheckResponse.SERVING)
     return running
@@ -420,7 +457,9 @@ async def shutdown(running: RunningServer, grace: float) -> None:
     began = time.monotonic()
     if running.page is not None:  # the browsers' calls first: they are relayed to gRPC
         await running.page.stop(grace)
-    await running.server.stop(max(0.0, grace - (time.monotonic() - began)))
+    left = max(0.0, grace - (time.monotonic() - began))
+    await asyncio.gather(running.server.stop(left), *(
+        [running.internal.stop(left)] if running.internal is not None else []))
     running.retention.cancel()
     for task in running.watchers:
         task.cancel()

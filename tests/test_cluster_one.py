@@ -8,6 +8,7 @@ fixture, or one of the test's own where it restarts it)."""
 from __future__ import annotations
 
 import asyncio
+import sys
 import uuid
 from typing import Any
 
@@ -135,3 +136,115 @@ async def test_a_request_id_retried_on_another_node_gets_the_same_answer(
         a_join = await on_b.JoinTable(named, timeout=10)
         b_join = await on_a.JoinTable(named, timeout=10)
         assert (a_join.seat, a_join.player_token) == (b_join.seat, b_join.player_token)
+
+
+# ------------------------------------------------------------------ the internal port
+
+def _cluster_key(dsn: str) -> str:
+    with psycopg.connect(dsn) as db:
+        return str(db.execute("SELECT value FROM copas WHERE key = 'cluster_key'").fetchone()[0])
+
+
+async def _get_table(address: str, table_id: str, metadata: tuple[tuple[str, str], ...]
+                     ) -> str:
+    """GetTable through ``address`` with ``metadata``: OK, or the refusal's code and reason."""
+    from copas.v1 import copas_pb2_grpc
+
+    from tests.helpers.calls import quota_details
+
+    async with grpc.aio.insecure_channel(address) as channel:
+        try:
+            await copas_pb2_grpc.CopasServiceStub(channel).GetTable(
+                copas_pb2.GetTableRequest(table_id=table_id), metadata=metadata, timeout=10)
+            return "OK"
+        except grpc.aio.AioRpcError as error:
+            if error.code() == grpc.StatusCode.RESOURCE_EXHAUSTED:
+                return f"RESOURCE_EXHAUSTED {quota_details(error)[0]}"
+            return f"{error.code().name} {error.details()}"
+
+
+async def test_the_cluster_key_and_hop_mark_from_a_client_on_the_public_port_change_nothing(
+        postgres: Any) -> None:
+    """A client that knows the cluster key (the worst case) sends it with ``x-copas-hops``
+    and made-up ``x-forwarded-for`` addresses to b's public port: the quota of its own
+    address still applies, the call is relayed to the owner as any call is, and what b knows
+    of the owner stays as it was (no database read). On b's internal port the same metadata
+    is a relay's: not relayed again (TABLE_MOVED), counted for the address it names."""
+    dsn = fresh_database(postgres.dsn)
+    async with serving(database=dsn, node_id="a", allow_seed=True) as (_, on_a), \
+            serving(database=dsn, node_id="b", peer_calls_per_second=0.5,
+                    peer_calls_burst=10) as (node_b, _):
+        table = await new_table(on_a, preset="quick", seed="5")
+        key = _cluster_key(dsn)
+        public = f"127.0.0.1:{node_b.port}"
+        internal = f"127.0.0.1:{node_b.internal_port}"
+        assert node_b.internal_port and node_b.internal_port != node_b.port
+        assert node_b.store.node.address == internal  # where the others relay to
+        assert await _get_table(public, table.table_id, ()) == "OK"  # b reads a's address
+        sample = node_b.metrics.registry.get_sample_value
+        assert sample("copas_cluster_owners_cached") == 1
+        reads = sample("copas_cluster_lookups_total", {"outcome": "read"})
+        answers = [await _get_table(public, table.table_id, (
+            ("x-copas-cluster-key", key), ("x-copas-hops", "1"),
+            ("x-forwarded-for", f"198.51.100.{i}"))) for i in range(30)]
+        assert answers.count("OK") <= 10, answers  # the burst of 127.0.0.1's own quota
+        assert set(answers) == {"OK", "RESOURCE_EXHAUSTED RATE_LIMITED"}, set(answers)
+        assert sample("copas_cluster_owners_cached") == 1  # nothing forgotten, nothing read
+        assert sample("copas_cluster_lookups_total", {"outcome": "read"}) == reads
+        # The internal port takes the same metadata as a relay's: the hop mark holds (b does
+        # not own the table: TABLE_MOVED, never relayed again), and each call counts for the
+        # address it names, so none is refused by 127.0.0.1's spent quota.
+        relayed = [await _get_table(internal, table.table_id, (
+            ("x-copas-cluster-key", key), ("x-copas-hops", "1"),
+            ("x-forwarded-for", f"198.51.100.{i}"))) for i in range(5)]
+        assert all(r.startswith("UNAVAILABLE") and "moving" in r for r in relayed), relayed
+        # A wrong key on the internal port is nobody's: the caller's own (spent) quota.
+        wrong = await _get_table(internal, table.table_id, (
+            ("x-copas-cluster-key", "a guess"), ("x-copas-hops", "1"),
+            ("x-forwarded-for", "198.51.100.99")))
+        assert wrong == "RESOURCE_EXHAUSTED RATE_LIMITED"
+
+
+async def test_a_rotated_cluster_key_is_taken_up_and_the_previous_one_kept_for_a_grace(
+        postgres: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    import server.cluster.keys
+
+    monkeypatch.setattr(server.cluster.keys, "REFRESH_SECONDS", 0.1)
+    dsn = fresh_database(postgres.dsn)
+    async with serving(database=dsn, node_id="a", allow_seed=True) as (node_a, on_a), \
+            serving(database=dsn, node_id="b") as (node_b, on_b):
+        table = await new_table(on_a, preset="quick", seed="5")
+        old = _cluster_key(dsn)
+        internal = f"127.0.0.1:{node_b.internal_port}"
+        as_relay = (("x-copas-hops", "1"), ("x-copas-cluster-key", old))
+        assert (await _get_table(internal, table.table_id, as_relay)).startswith("UNAVAILABLE")
+        done = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "server.cluster.keys", "rotate", "--database", dsn,
+            stderr=asyncio.subprocess.PIPE)
+        _, said = await asyncio.wait_for(done.communicate(), 60)
+        assert done.returncode == 0 and b"rotated" in said
+        new = _cluster_key(dsn)
+        assert new != old
+        for node in (node_a, node_b):  # both present the new key within a refresh or two
+            await _until(lambda node=node: node.forwarder.keys.current == new)
+        # Relays work throughout (b presents the new key to a), and the old key is still a
+        # relay's within the grace.
+        assert (await on_b.GetTable(copas_pb2.GetTableRequest(table_id=table.table_id),
+                                    timeout=10)).table.table_id == table.table_id
+        assert (await _get_table(internal, table.table_id, as_relay)).startswith("UNAVAILABLE")
+        # After the grace the old key is nobody's: the call is relayed like a client's.
+        with psycopg.connect(dsn, autocommit=True) as db:
+            db.execute("UPDATE copas SET value = '0' WHERE key = 'cluster_key_rotated'")
+        await _until(lambda: not node_b.forwarder.keys.accepts(old))
+        assert await _get_table(internal, table.table_id, as_relay) == "OK"
+        renewed = (("x-copas-hops", "1"), ("x-copas-cluster-key", new))
+        assert (await _get_table(internal, table.table_id, renewed)).startswith("UNAVAILABLE")
+
+
+async def _until(condition: Any, timeout: float = 10.0) -> None:
+    """Wait for ``condition()`` (polled; it changes on another task's timer)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not condition():
+        assert loop.time() < deadline, "the condition never held"
+        await asyncio.sleep(0.02)

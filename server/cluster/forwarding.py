@@ -23,6 +23,7 @@ from typing import Any
 
 import grpc
 
+from server.cluster.keys import ClusterKeys
 from server.errors import ServiceError
 from server.metadata import CLUSTER_KEY, FORWARDED_FOR, HOPS
 
@@ -36,9 +37,9 @@ class _Connection:
 
 
 class Forwarder:
-    def __init__(self, cluster_key: str, on_unreachable: Callable[[str], None],
+    def __init__(self, keys: ClusterKeys, on_unreachable: Callable[[str], None],
                  calls_per_connection: int = 100, answer_within: float = 5.0) -> None:
-        self.cluster_key = cluster_key
+        self.keys = keys  # the cluster key presented is the current one (it rotates)
         self.answer_within = answer_within  # seconds a node has to answer (see above)
         # At most the streams a node takes at once on one connection (--max-concurrent-
         # streams): beyond them a call would wait for a free one, a stream forever.
@@ -77,7 +78,7 @@ class Forwarder:
     def _metadata(self, context: Context, client: str) -> tuple[tuple[str, str], ...]:
         carried = [(k, v) for k, v in context.invocation_metadata() or ()
                    if k == "authorization" and isinstance(v, str)]
-        return (*carried, (FORWARDED_FOR, client), (CLUSTER_KEY, self.cluster_key),
+        return (*carried, (FORWARDED_FOR, client), (CLUSTER_KEY, self.keys.current),
                 (HOPS, "1"))
 
     def _unreachable(self, address: str, table_id: str, own: _Connection) -> None:

@@ -450,17 +450,41 @@ class PgStore(GroupCommitStore[Write | ClusterWrite]):
         self.epochs.pop(table_id, None)
         self._counters.pop(table_id, None)
 
-    def cluster_key(self) -> str:
-        """The secret nodes present when they forward a call (made by the first node)."""
+    def cluster_keys(self, grace: float) -> tuple[str, str]:
+        """The secret nodes present when they relay a call (made by the first node), and
+        the one before it while a rotation's ``grace`` seconds last ("" after)."""
         import secrets
 
         with self._read_lock:
             self._reader.execute(
                 "INSERT INTO copas VALUES ('cluster_key', %s) ON CONFLICT (key) DO NOTHING",
                 (secrets.token_urlsafe(32),))
-            row = self._reader.execute(
-                "SELECT value FROM copas WHERE key = 'cluster_key'").fetchone()
-        return str(row[0])
+            rows = dict(self._reader.execute(
+                "SELECT key, value FROM copas WHERE key IN ('cluster_key', "
+                "'cluster_key_previous') OR (key = 'cluster_key_rotated' AND "
+                "value::double precision > extract(epoch FROM now()) - %s)",
+                (grace,)).fetchall())
+        is_in_grace = "cluster_key_rotated" in rows
+        return str(rows["cluster_key"]), str(rows.get("cluster_key_previous", "")) \
+            if is_in_grace else ""
+
+    def rotate_cluster_key(self) -> None:
+        """A new cluster key; the current one becomes the previous (see cluster.keys)."""
+        import secrets
+
+        with self._read_lock, self._reader.transaction():
+            self._reader.execute("SELECT value FROM copas WHERE key = 'cluster_key' FOR UPDATE")
+            self._reader.execute(
+                "INSERT INTO copas SELECT 'cluster_key_previous', value FROM copas "
+                "WHERE key = 'cluster_key' ON CONFLICT (key) DO UPDATE SET value = "
+                "excluded.value")
+            self._reader.execute(
+                "INSERT INTO copas VALUES ('cluster_key', %s) ON CONFLICT (key) DO UPDATE "
+                "SET value = excluded.value", (secrets.token_urlsafe(32),))
+            self._reader.execute(
+                "INSERT INTO copas VALUES ('cluster_key_rotated', "
+                "extract(epoch FROM now())::text) ON CONFLICT (key) DO UPDATE SET "
+                "value = excluded.value")
 
     def epochs_of(self, table_ids: list[str]) -> dict[str, tuple[str, int]]:
         """Each table's owner and epoch, as the database has them."""
