@@ -8,17 +8,29 @@ fixture, or one of the test's own where it restarts it)."""
 from __future__ import annotations
 
 import asyncio
+import collections
+import contextlib
+import shutil
 import sys
+import tempfile
+import time
 import uuid
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import grpc
 import psycopg
 import pytest
-from copas.v1 import copas_pb2
+from copas.v1 import copas_pb2, copas_pb2_grpc
+from google.rpc import error_details_pb2
+from grpc_status import rpc_status
 
-from tests.helpers.calls import auth, new_table
-from tests.helpers.servers import fresh_database, serving
+from tests.helpers.calls import auth, join_all, new_table
+from tests.helpers.servers import ServerProcess, free_port, fresh_database, serving
+from tools.pglocal import LocalPostgres
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def _quick(name: str, request_id: str = "", preset: str = "quick",
@@ -148,8 +160,6 @@ def _cluster_key(dsn: str) -> str:
 async def _get_table(address: str, table_id: str, metadata: tuple[tuple[str, str], ...]
                      ) -> str:
     """GetTable through ``address`` with ``metadata``: OK, or the refusal's code and reason."""
-    from copas.v1 import copas_pb2_grpc
-
     from tests.helpers.calls import quota_details
 
     async with grpc.aio.insecure_channel(address) as channel:
@@ -248,3 +258,230 @@ async def _until(condition: Any, timeout: float = 10.0) -> None:
     while not condition():
         assert loop.time() < deadline, "the condition never held"
         await asyncio.sleep(0.02)
+
+
+# ------------------------------------------------------------------ a PostgreSQL restart
+
+UNIT = ROOT / "ops" / "systemd" / "copas.service"
+NODE_FLAGS = ("--lease", "2", "--trick-pause", "0", "--hand-pause", "0", "--play-timeout",
+              "0", "--pass-timeout", "0", "--moon-timeout", "0", "--unlimited-quotas",
+              "--bot-table-pace", "0.002", "--bot-policy", "auto", "--bot-workers", "0",
+              "--log-format", "json", "--allow-seed")
+
+
+def _reason(error: grpc.aio.AioRpcError) -> str:
+    """The ErrorInfo reason of a server's refusal ("" for none: a bare status)."""
+    status = rpc_status.from_call(error)  # type: ignore[arg-type]
+    for detail in status.details if status is not None else ():
+        info = error_details_pb2.ErrorInfo()
+        if detail.Unpack(info):
+            return info.reason
+    return ""
+
+
+def _is_unreachable(error: grpc.aio.AioRpcError) -> bool:
+    """The client's own channel found no server there (no process listening: a node between
+    its exit and its restart), as opposed to a server's answer."""
+    details = error.details() or ""
+    return error.code() == grpc.StatusCode.UNAVAILABLE and (
+        "failed to connect" in details or "Connection refused" in details
+        or "connections to all backends failing" in details)
+
+
+@dataclass
+class _Acked:
+    table_id: str
+    seat: int
+    sequence: int
+    card: str  # a played card's text ("" for a pass)
+
+
+class _Players:
+    """Four people at each table, playing through ``stub`` with unary calls: each seat
+    reads its view and plays its first legal card (or passes its first three). Every
+    answer is kept: the acknowledged actions, and each refusal as (code, reason)."""
+
+    def __init__(self, stub: Any, table_id: str, tokens: dict[int, str]) -> None:
+        self.stub, self.table_id, self.tokens = stub, table_id, tokens
+        self.acked: list[_Acked] = []
+        self.refusals: collections.Counter[tuple[str, str]] = collections.Counter()
+        self.unreachable = 0
+        self.examples: dict[tuple[str, str], str] = {}  # a refusal's message, by kind
+        self.progress = asyncio.Event()
+
+    async def run(self, stop: asyncio.Event) -> None:
+        while not stop.is_set():
+            for seat, token in self.tokens.items():
+                try:
+                    await self._act(seat, token)
+                except grpc.aio.AioRpcError as error:
+                    if _is_unreachable(error):
+                        self.unreachable += 1
+                    else:
+                        kind = (error.code().name, _reason(error))
+                        self.refusals[kind] += 1
+                        self.examples.setdefault(kind, error.details() or "")
+                    await asyncio.sleep(0.05)  # a client's pause before its retry
+
+    async def _act(self, seat: int, token: str) -> None:
+        view = (await self.stub.GetView(copas_pb2.GetViewRequest(table_id=self.table_id),
+                                        metadata=auth(token), timeout=5)).view
+        if seat not in view.to_act or not view.legal_cards:
+            await asyncio.sleep(0.01)
+            return
+        if view.phase == copas_pb2.PHASE_PASSING:
+            answer = await self.stub.PassCards(copas_pb2.PassCardsRequest(
+                table_id=self.table_id, cards=list(view.legal_cards)[:3]),
+                metadata=auth(token), timeout=5)
+            card = ""
+        else:
+            first = view.legal_cards[0]
+            answer = await self.stub.PlayCard(copas_pb2.PlayCardRequest(
+                table_id=self.table_id, card=first), metadata=auth(token), timeout=5)
+            card = first.text
+        self.acked.append(_Acked(self.table_id, seat, answer.sequence, card))
+        self.progress.set()
+
+
+async def _events(stub: Any, table_id: str, token: str, after: int) -> dict[int, Any]:
+    """The table's numbered events after sequence ``after``, as a node tells them now (the
+    snapshot's missed events)."""
+    call = stub.WatchTable(copas_pb2.WatchTableRequest(table_id=table_id,
+                                                       after_sequence=max(1, after)),
+                           metadata=auth(token), timeout=30)
+    try:
+        first = (await call.read()).event
+    finally:
+        call.cancel()
+    assert not first.snapshot.has_gap, "the table no longer keeps those events"
+    return {e.sequence: e for e in first.snapshot.missed_events}
+
+
+async def _serving(stub: Any, table_ids: list[str], tokens: dict[str, str]) -> None:
+    """Until every table answers through ``stub`` (a GetView with one of its tokens)."""
+    while True:
+        try:
+            for table_id in table_ids:
+                await stub.GetView(copas_pb2.GetViewRequest(table_id=table_id),
+                                   metadata=auth(tokens[table_id]), timeout=3)
+            return
+        except grpc.aio.AioRpcError:
+            await asyncio.sleep(0.1)
+
+
+def test_the_systemd_unit_restarts_a_node_that_fail_stops() -> None:
+    """The unit starts a node again after any exit but a clean one (exit 3 included), and
+    never gives up: while PostgreSQL is down each start fails fast (exit 2)."""
+    text = UNIT.read_text().replace("\\\n", " ")  # continued lines as one
+    unit = dict(line.split("=", 1) for line in text.splitlines()
+                if "=" in line and not line.startswith("#"))
+    assert unit["Restart"] in ("on-failure", "always")
+    assert float(unit["RestartSec"]) <= 2 and unit["StartLimitIntervalSec"] == "0"
+    assert "RestartPreventExitStatus" not in unit and "SuccessExitStatus" not in unit
+    assert "--internal-listen" in unit["ExecStart"]
+
+
+@pytest.mark.timeout(300)
+async def test_a_5_s_postgresql_restart_under_load(tmp_path: Path) -> None:
+    """Two layouts on one PostgreSQL of the test's own: ``--workers 2`` (its supervisor
+    restarts them) and one node as the systemd unit runs it (the test restarts it when it
+    exits, as Restart=on-failure does). Tables of people playing by unary calls and tables
+    of bots keep commits in flight; PostgreSQL stops for 5 s and starts again. Nodes with a
+    commit in flight fail-stop (exit 3); every answer a client gets from a server meanwhile
+    names its reason (STORAGE_FAILED, TABLE_MOVED, ...); nothing acknowledged is lost; and
+    every node serves every table again within seconds of PostgreSQL's return."""
+    base = Path(tempfile.mkdtemp(prefix="copas-pg-restart-"))
+    base.chmod(0o755)  # the postgres user (when run as root) reaches its directory
+    pg = LocalPostgres(base / "pg", free_port())
+    await asyncio.to_thread(pg.create)
+    await asyncio.to_thread(pg.start)
+    dsn = fresh_database(pg.dsn)
+    workers = ServerProcess("--database", dsn, "--workers", "2", *NODE_FLAGS,
+                            log_dir=tmp_path)
+    solo_port = free_port()
+    solo_flags = ("--database", dsn, "--node-id", "solo", *NODE_FLAGS)
+    solo = ServerProcess(*solo_flags, port=solo_port, log_dir=tmp_path)
+    stop = asyncio.Event()
+    channels = [grpc.aio.insecure_channel(a) for a in (workers.address, solo.address)]
+    try:
+        stubs = [copas_pb2_grpc.CopasServiceStub(c) for c in channels]
+        players: list[_Players] = []
+        first_tokens: dict[str, str] = {}
+        for i in range(6):  # people's tables, three through each layout's port
+            stub = stubs[i % 2]
+            table = await new_table(stub, preset="quick", seed=str(i))
+            joins = await join_all(stub, table.table_id, 4)
+            tokens = {j.seat: j.player_token for j in joins}
+            first_tokens[table.table_id] = tokens[0]
+            players.append(_Players(stub, table.table_id, tokens))
+        for i in range(4):  # bots' tables: commits all the time
+            await new_table(stubs[i % 2], preset="quick", seed=str(100 + i), bots=4,
+                            max_hands=100)
+        load = [asyncio.create_task(p.run(stop)) for p in players]
+        await asyncio.wait_for(_more_acks(players, 60), 60)
+        before = sum(len(p.acked) for p in players)
+        await asyncio.to_thread(pg.stop)
+        await asyncio.sleep(5.0)  # the outage itself
+        await asyncio.to_thread(pg.start)
+        back = time.monotonic()
+        # systemd's part: the node exits (3 with a commit in flight) and is started again.
+        code = await asyncio.to_thread(solo.proc.wait, 60)
+        assert code == 3, solo.log()[-3000:]
+        while True:
+            await asyncio.sleep(1.0)  # RestartSec=1
+            try:
+                solo = ServerProcess(*solo_flags, port=solo_port, log_dir=tmp_path)
+                break
+            except AssertionError:  # the database not yet there: exit 2, started again
+                assert time.monotonic() - back < 60
+        await asyncio.wait_for(asyncio.gather(*(
+            _serving(stub, list(first_tokens), first_tokens) for stub in stubs)), 60)
+        served_again = time.monotonic() - back
+        mark = sum(len(p.acked) for p in players)
+        await asyncio.wait_for(_more_acks(players, mark + 20), 60)  # play goes on
+        stop.set()
+        await asyncio.gather(*load)
+        # Nothing acknowledged was lost: every acknowledged action is the event at its
+        # sequence in the table's history, as every node tells it now.
+        for p in players:
+            acked = [a for a in p.acked if a.card]
+            if not acked:
+                continue
+            history = await _events(stubs[0], p.table_id, p.tokens[0],
+                                    min(a.sequence for a in p.acked) - 1)
+            for a in acked:
+                event = history.get(a.sequence)
+                assert event is not None and event.WhichOneof("kind") == "card_played", a
+                assert (event.card_played.seat, event.card_played.card.text) == \
+                    (a.seat, a.card), a
+        refusals: collections.Counter[tuple[str, str]] = collections.Counter()
+        for p in players:
+            refusals.update(p.refusals)
+        unreachable = sum(p.unreachable for p in players)
+        print(f"PostgreSQL restart: {before} actions acknowledged before, "
+              f"{sum(len(p.acked) for p in players)} in all; served again "
+              f"{served_again:.1f} s after PostgreSQL came back; refusals {dict(refusals)}; "
+              f"{unreachable} calls found no process listening")
+        bare = {k: [p.examples.get(k) for p in players] for k in refusals if not k[1]}
+        assert not bare, (bare, refusals)
+        assert ("UNAVAILABLE", "STORAGE_FAILED") in refusals  # the outage was seen, and said
+        assert served_again < 20, served_again  # seconds, on a loaded machine
+        supervisor = workers.log()
+        assert "exited (3)" in supervisor, supervisor[-3000:]
+    finally:
+        stop.set()
+        for channel in channels:
+            await channel.close()
+        for server in (workers, solo):
+            with contextlib.suppress(Exception):
+                server.stop(30)
+        await asyncio.to_thread(pg.stop)
+        shutil.rmtree(base, ignore_errors=True)
+
+
+async def _more_acks(players: list[_Players], count: int) -> None:
+    while sum(len(p.acked) for p in players) < count:
+        for p in players:
+            p.progress.clear()
+        await asyncio.wait([asyncio.create_task(p.progress.wait()) for p in players],
+                           return_when=asyncio.FIRST_COMPLETED)

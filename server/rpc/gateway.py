@@ -31,7 +31,7 @@ from server.errors import ServiceError
 from server.observability import Metrics
 from server.rpc.peers import PeerTrust, bearer_token_hash
 from server.rpc.quotas import Quotas
-from server.store.base import StorageFailed
+from server.store.base import StorageError, StoreUnreachable
 
 log = structlog.get_logger("copas.rpc")
 Context = grpc.aio.ServicerContext[Any, Any]
@@ -298,7 +298,9 @@ class Gateway:
     async def _fail(self, method: str, start: float, failure: Exception, context: Context,
                     stream_messages: int | None) -> None:
         """A refusal or failure: its outcome, then the status (this raises)."""
-        error = failure if isinstance(failure, ServiceError) else ServiceError.storage_failed()
+        error = failure if isinstance(failure, ServiceError) else ServiceError.unavailable(
+            "the database cannot be reached right now; retry shortly", "STORAGE_FAILED") \
+            if isinstance(failure, StoreUnreachable) else ServiceError.storage_failed()
         self._finish(method, start, error.code.name, error, stream_messages)
         if error.penalty:
             await asyncio.sleep(error.penalty * _spread())
@@ -341,7 +343,7 @@ class Gateway:
                 start = time.perf_counter()
                 try:
                     found = enter(method, context, in_flight=True)
-                except (ServiceError, StorageFailed) as failure:
+                except (ServiceError, StorageError) as failure:
                     await self._fail(method, start, failure, context, None)
                     raise  # abort_with_status raises; this is never reached
                 try:
@@ -356,7 +358,7 @@ class Gateway:
                     address, table_id = await destination(found, request, context)
                     if address is None:
                         response = await inner_unary(request, context)
-                except (ServiceError, StorageFailed) as failure:
+                except (ServiceError, StorageError) as failure:
                     await self._fail(method, start, failure, context, None)
                     raise  # abort_with_status raises; this is never reached
                 except Exception:
@@ -402,7 +404,7 @@ class Gateway:
                     else:  # another node owns the table: relay it
                         found.sent += await forwarder.stream(
                             address, request.table_id, path, raw, context, found.peer)
-                except (ServiceError, StorageFailed) as failure:
+                except (ServiceError, StorageError) as failure:
                     await self._fail(method, start, failure, context,
                                      found.sent if found else 0)
                     raise
@@ -445,7 +447,7 @@ class Gateway:
                         found.sent += await forwarder.bidi(
                             address, _opened_table(first), path, first_raw, requests,
                             context, found.peer)
-                except (ServiceError, StorageFailed) as failure:
+                except (ServiceError, StorageError) as failure:
                     await self._fail(method, start, failure, context,
                                      found.sent if found else 0)
                     raise

@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -32,6 +33,7 @@ from server.store.base import (
     RecordSummary,
     ReleaseTable,
     StoredTable,
+    StoreUnreachable,
     StoreUnusable,
     TableMeta,
     Write,
@@ -179,6 +181,19 @@ class PgStore(GroupCommitStore[Write | ClusterWrite]):
             self._reader_conn.close()
             self._reader_conn = psycopg.connect(self.dsn, autocommit=True, connect_timeout=5)
         return self._reader_conn
+
+    @contextlib.contextmanager
+    def _reading(self) -> Iterator[None]:
+        """The lookups' connection to oneself; a database that cannot be reached (restarting,
+        say) is ``StoreUnreachable``: that call is refused, and the next one connects again."""
+        import psycopg
+
+        with self._read_lock:
+            try:
+                yield
+            except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
+                raise StoreUnreachable(f"the database cannot be read: {_first_line(exc)}"
+                                       ) from None
 
     @classmethod
     def open(cls, dsn: str, node: Node | None, on_commit: CommitObserver | None = None
@@ -396,7 +411,7 @@ class PgStore(GroupCommitStore[Write | ClusterWrite]):
     def _claim(self, table_id: str | None, include_mine: bool, only_mine: bool,
                limit: int) -> list[StoredTable]:
         me = self.node.node_id
-        with self._read_lock, self._reader.transaction():
+        with self._reading(), self._reader.transaction():
             claimed = self._reader.execute(
                 "WITH claimable AS (SELECT t.table_id, t.epoch FROM tables t "
                 "LEFT JOIN nodes n ON n.node_id = t.owner "
@@ -455,7 +470,7 @@ class PgStore(GroupCommitStore[Write | ClusterWrite]):
         the one before it while a rotation's ``grace`` seconds last ("" after)."""
         import secrets
 
-        with self._read_lock:
+        with self._reading():
             self._reader.execute(
                 "INSERT INTO copas VALUES ('cluster_key', %s) ON CONFLICT (key) DO NOTHING",
                 (secrets.token_urlsafe(32),))
@@ -472,7 +487,7 @@ class PgStore(GroupCommitStore[Write | ClusterWrite]):
         """A new cluster key; the current one becomes the previous (see cluster.keys)."""
         import secrets
 
-        with self._read_lock, self._reader.transaction():
+        with self._reading(), self._reader.transaction():
             self._reader.execute("SELECT value FROM copas WHERE key = 'cluster_key' FOR UPDATE")
             self._reader.execute(
                 "INSERT INTO copas SELECT 'cluster_key_previous', value FROM copas "
@@ -488,7 +503,7 @@ class PgStore(GroupCommitStore[Write | ClusterWrite]):
 
     def epochs_of(self, table_ids: list[str]) -> dict[str, tuple[str, int]]:
         """Each table's owner and epoch, as the database has them."""
-        with self._read_lock:
+        with self._reading():
             rows = self._reader.execute(
                 "SELECT table_id, coalesce(owner, ''), epoch FROM tables "
                 "WHERE table_id = ANY(%s)", (table_ids,)).fetchall()
@@ -496,7 +511,7 @@ class PgStore(GroupCommitStore[Write | ClusterWrite]):
 
     # -- lookups for routing
     def owner_of(self, table_id: str) -> Owner | None:
-        with self._read_lock:
+        with self._reading():
             row = self._reader.execute(
                 "SELECT t.owner, coalesce(n.address, ''), coalesce(n.lease_until > now(), false) "
                 "FROM tables t LEFT JOIN nodes n ON n.node_id = t.owner WHERE t.table_id = %s",
@@ -506,7 +521,7 @@ class PgStore(GroupCommitStore[Write | ClusterWrite]):
     def table_of_request(self, create_key: str, join_key: str) -> str | None:
         """The table a CreateTable request (``create_key``) made, or where a JoinTable
         request (``join_key``) took a seat, on any node ("": no such key)."""
-        with self._read_lock:
+        with self._reading():
             row = self._reader.execute(
                 "(SELECT table_id FROM tables WHERE request_key = %s AND %s <> '' LIMIT 1) "
                 "UNION ALL (SELECT table_id FROM tokens WHERE join_key = %s AND %s <> '' "
@@ -516,7 +531,7 @@ class PgStore(GroupCommitStore[Write | ClusterWrite]):
     def joinable(self, preset: str, players: int, limit: int) -> list[tuple[str, bytes]]:
         """Quick match: the oldest waiting tables of a kind with a free seat whose owner's
         lease holds, on any node: (table_id, summary) rows, oldest first."""
-        with self._read_lock:
+        with self._reading():
             rows = self._reader.execute(
                 "SELECT t.table_id, t.summary FROM tables t JOIN nodes n ON n.node_id = t.owner "
                 "WHERE t.lobby = 'joinable' AND t.preset = %s AND t.players = %s "
@@ -525,7 +540,7 @@ class PgStore(GroupCommitStore[Write | ClusterWrite]):
         return [(str(t), bytes(s)) for t, s in rows]
 
     def table_of_token(self, token_hash: str) -> tuple[str, int] | None:
-        with self._read_lock:
+        with self._reading():
             row = self._reader.execute("SELECT table_id, seat FROM tokens WHERE token_hash = %s",
                                        (token_hash,)).fetchone()
         return None if row is None else (row[0], int(row[1]))
@@ -537,7 +552,7 @@ class PgStore(GroupCommitStore[Write | ClusterWrite]):
         after the position ``after`` (created, table_id) of a previous page; an empty preset
         or 0 players match any. Returns (created, table_id, summary) rows."""
         created, table_id = after if after is not None else (None, "")
-        with self._read_lock:
+        with self._reading():
             rows = self._reader.execute(
                 "SELECT created, table_id, summary FROM tables WHERE summary IS NOT NULL "
                 "AND (NOT %(joinable)s OR lobby = 'joinable') "
@@ -557,7 +572,7 @@ class PgStore(GroupCommitStore[Write | ClusterWrite]):
         """Every node's newest tables for the lobby (at most ``limit``), newest first, then
         by id: (created, table_id, summary, lobby state, preset, players) rows, for filters
         applied in memory (``server.cluster.lobby``)."""
-        with self._read_lock:
+        with self._reading():
             rows = self._reader.execute(
                 "SELECT created, table_id, summary, lobby, preset, players FROM tables "
                 "WHERE summary IS NOT NULL AND (%(finished)s OR status = 'open') "
@@ -568,7 +583,7 @@ class PgStore(GroupCommitStore[Write | ClusterWrite]):
 
     # -- records
     def get_record(self, record_id: str) -> bytes | None:
-        with self._read_lock:
+        with self._reading():
             row = self._reader.execute(
                 "SELECT record_pb, record FROM records WHERE record_id = %s",
                 (record_id,)).fetchone()
@@ -578,7 +593,7 @@ class PgStore(GroupCommitStore[Write | ClusterWrite]):
 
     def list_records(self, limit: int, before: tuple[float, str] | None
                      ) -> list[RecordSummary]:
-        with self._read_lock:
+        with self._reading():
             if before is None:
                 rows = self._reader.execute(
                     "SELECT summary FROM records ORDER BY finished DESC, record_id ASC "
@@ -591,7 +606,7 @@ class PgStore(GroupCommitStore[Write | ClusterWrite]):
         return [RecordSummary.from_json(summary) for (summary,) in rows]
 
     def prune_records(self, keep: int, max_age: float, now: float) -> int:
-        with self._read_lock, self._reader.transaction():
+        with self._reading(), self._reader.transaction():
             removed = 0
             if max_age:
                 removed += self._reader.execute("DELETE FROM records WHERE finished < %s",
