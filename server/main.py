@@ -197,6 +197,30 @@ def _server_credentials(config: Config) -> grpc.ServerCredentials | None:
                                        require_client_auth=client_ca is not None)
 
 
+def _internal_credentials(config: Config
+                          ) -> tuple[grpc.ServerCredentials, grpc.ChannelCredentials] | None:
+    """Mutual TLS between nodes (``--internal-tls-*``): the internal port's credentials, and
+    a relay's towards the other nodes' (the same certificate, the same CA); None: plaintext."""
+    if not config.internal_tls_cert:
+        return None
+    try:
+        cert, key, ca = (Path(name).read_bytes() for name in (
+            config.internal_tls_cert, config.internal_tls_key, config.internal_tls_ca))
+    except OSError as exc:
+        raise SetupError(f"cannot read TLS file {exc.filename}: {exc.strerror}") from None
+    check = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    try:
+        check.load_cert_chain(config.internal_tls_cert, config.internal_tls_key)
+        check.load_verify_locations(cadata=ca.decode("ascii", "replace"))
+    except (ssl.SSLError, OSError, ValueError) as exc:
+        raise SetupError(f"--internal-tls-*: not a usable certificate, key and CA: {exc}"
+                         ) from None
+    return (grpc.ssl_server_credentials([(key, cert)], root_certificates=ca,
+                                        require_client_auth=True),
+            grpc.ssl_channel_credentials(root_certificates=ca, private_key=key,
+                                         certificate_chain=cert))
+
+
 @dataclass
 class _Bound:
     """The gRPC server with its ports bound (nothing served yet)."""
@@ -207,6 +231,7 @@ class _Bound:
     page: web.WebServer | None
     internal: grpc.aio.Server | None = None  # a cluster node's port for the other nodes
     internal_port: int = 0
+    relay_credentials: grpc.ChannelCredentials | None = None  # mutual TLS to the others
 
     async def abandon(self) -> None:
         await self.server.stop(None)
@@ -263,6 +288,7 @@ def internal_address(config: Config) -> str:
 
 async def _bind(config: Config) -> _Bound:
     credentials = _server_credentials(config)
+    mutual = _internal_credentials(config)
     server = _grpc_server(config)
     try:
         port = (server.add_secure_port(config.listen, credentials) if credentials
@@ -275,8 +301,10 @@ async def _bind(config: Config) -> _Bound:
     if internal_listen := internal_address(config):  # the other nodes relay calls here
         # A server of its own: only its calls may carry the cluster key (see rpc.peers).
         bound.internal = _grpc_server(config)
+        bound.relay_credentials = mutual[1] if mutual is not None else None
         try:
-            internal = bound.internal.add_insecure_port(internal_listen)
+            internal = bound.internal.add_secure_port(internal_listen, mutual[0]) \
+                if mutual is not None else bound.internal.add_insecure_port(internal_listen)
         except RuntimeError:
             internal = 0
         if internal == 0:
@@ -354,7 +382,8 @@ async def start(config: Config) -> RunningServer:
                                 config.cluster_lookups_per_second)
         keys = ClusterKeys(*await asyncio.to_thread(shared.cluster_keys, KEY_GRACE_SECONDS))
         relay = Forwarder(keys, cluster_router.forget_owner,
-                          config.max_concurrent_streams, answer_within=config.lease / 2)
+                          config.max_concurrent_streams, answer_within=config.lease / 2,
+                          credentials=bound.relay_credentials)
         router, forwarder = cluster_router, relay
         implied = ClusterMatch(registry, shared, cluster_router.spend_lookup)
         lobby = cluster_lobby = ClusterLobby(shared, registry.durable)

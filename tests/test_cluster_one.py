@@ -485,3 +485,60 @@ async def _more_acks(players: list[_Players], count: int) -> None:
             p.progress.clear()
         await asyncio.wait([asyncio.create_task(p.progress.wait()) for p in players],
                            return_when=asyncio.FIRST_COMPLETED)
+
+
+async def test_with_mutual_tls_the_internal_port_takes_only_the_nodes_certificates(
+        postgres: Any, tmp_path: Path) -> None:
+    """``--internal-tls-*``: the nodes relay to each other over TLS with client
+    certificates of the cluster's CA; the internal port turns away plaintext, a TLS client
+    without a certificate, and one whose certificate another CA signed."""
+    import trustme
+
+    ca, stranger = trustme.CA(), trustme.CA()
+    files = {}
+    for name, authority in (("node", ca), ("other", stranger)):
+        cert = authority.issue_cert("127.0.0.1", "localhost")
+        cert.private_key_pem.write_to_path(str(tmp_path / f"{name}-key.pem"))
+        cert.cert_chain_pems[0].write_to_path(str(tmp_path / f"{name}-cert.pem"))
+        files[name] = cert
+    ca.cert_pem.write_to_path(str(tmp_path / "ca.pem"))
+    mutual = {"internal_tls_cert": str(tmp_path / "node-cert.pem"),
+              "internal_tls_key": str(tmp_path / "node-key.pem"),
+              "internal_tls_ca": str(tmp_path / "ca.pem")}
+    dsn = fresh_database(postgres.dsn)
+    async with serving(database=dsn, node_id="a", allow_seed=True, **mutual) as (_, on_a), \
+            serving(database=dsn, node_id="b", **mutual) as (node_b, on_b):
+        table = await new_table(on_a, preset="quick", seed="8")
+        joined = await on_b.JoinTable(copas_pb2.JoinTableRequest(  # relayed to a, over TLS
+            table_id=table.table_id, display_name="Ann"), timeout=10)
+        view = await on_b.GetView(copas_pb2.GetViewRequest(), metadata=auth(joined.player_token),
+                                  timeout=10)
+        assert view.view.table_id == table.table_id
+        assert node_b.forwarder is not None and node_b.forwarder.connections() == 1
+        internal = f"127.0.0.1:{node_b.internal_port}"
+        as_relay = (("x-copas-hops", "1"), ("x-copas-cluster-key", _cluster_key(dsn)))
+        ca_pem = ca.cert_pem.bytes()
+
+        async def call(credentials: grpc.ChannelCredentials | None) -> str:
+            channel = grpc.aio.secure_channel(internal, credentials) \
+                if credentials is not None else grpc.aio.insecure_channel(internal)
+            try:
+                await copas_pb2_grpc.CopasServiceStub(channel).GetTable(
+                    copas_pb2.GetTableRequest(table_id=table.table_id), metadata=as_relay,
+                    timeout=3)
+                return "OK"
+            except grpc.aio.AioRpcError as error:
+                return f"{error.code().name} {_reason(error)}"
+            finally:
+                await channel.close()
+
+        def chain(name: str) -> bytes:
+            return files[name].cert_chain_pems[0].bytes()
+
+        assert await call(grpc.ssl_channel_credentials(
+            ca_pem, files["node"].private_key_pem.bytes(), chain("node"))) == \
+            "UNAVAILABLE TABLE_MOVED"  # a node's: the hop mark holds
+        assert (await call(None)).startswith("UNAVAILABLE ")  # plaintext: no answer
+        assert (await call(grpc.ssl_channel_credentials(ca_pem))) == "UNAVAILABLE "
+        assert (await call(grpc.ssl_channel_credentials(
+            ca_pem, files["other"].private_key_pem.bytes(), chain("other")))) == "UNAVAILABLE "

@@ -38,8 +38,10 @@ class _Connection:
 
 class Forwarder:
     def __init__(self, keys: ClusterKeys, on_unreachable: Callable[[str], None],
-                 calls_per_connection: int = 100, answer_within: float = 5.0) -> None:
+                 calls_per_connection: int = 100, answer_within: float = 5.0,
+                 credentials: grpc.ChannelCredentials | None = None) -> None:
         self.keys = keys  # the cluster key presented is the current one (it rotates)
+        self._credentials = credentials  # mutual TLS to the internal ports (None: plaintext)
         self.answer_within = answer_within  # seconds a node has to answer (see above)
         # At most the streams a node takes at once on one connection (--max-concurrent-
         # streams): beyond them a call would wait for a free one, a stream forever.
@@ -57,13 +59,17 @@ class Forwarder:
                 connection.calls += 1
                 return connection
         within = max(1, int(self.answer_within * 1000))
-        connection = _Connection(grpc.aio.insecure_channel(address, options=[
+        options = [
             ("grpc.use_local_subchannel_pool", 1),  # a connection of its own
             # grpc-core waits for a ping's answer ping_timeout_ms (60 s by default), not
             # keepalive_timeout_ms: both, so a frozen node is let go of within two periods.
             ("grpc.keepalive_time_ms", within), ("grpc.keepalive_timeout_ms", within),
             ("grpc.http2.ping_timeout_ms", within),
-            ("grpc.http2.max_pings_without_data", 0)]), 1)  # a quiet stream is pinged too
+            ("grpc.http2.max_pings_without_data", 0)]  # a quiet stream is pinged too
+        connection = _Connection(
+            grpc.aio.secure_channel(address, self._credentials, options=options)
+            if self._credentials is not None else
+            grpc.aio.insecure_channel(address, options=options), 1)
         pool.append(connection)
         return connection
 
