@@ -281,14 +281,17 @@ def internal_address(config: Config) -> str:
     in a cluster a free port on the host the others reach it at ("" for one process)."""
     if config.internal_listen or not config.database:
         return config.internal_listen
-    host = config.advertise.rsplit(":", 1)[0] if ":" in config.advertise.rsplit("]", 1)[-1] \
-        else config.advertise
-    return f"{host or config.listen.rsplit(':', 1)[0]}:0"
+    if ":" in config.advertise.rsplit("]", 1)[-1]:
+        raise SetupError(f"--advertise {config.advertise}: the other nodes relay to the "
+                         "internal port, not the public one; give --advertise HOST (a free "
+                         "internal port on it) or --internal-listen HOST:PORT as well")
+    return f"{config.advertise or config.listen.rsplit(':', 1)[0]}:0"
 
 
 async def _bind(config: Config) -> _Bound:
     credentials = _server_credentials(config)
     mutual = _internal_credentials(config)
+    internal_listen = internal_address(config)
     server = _grpc_server(config)
     try:
         port = (server.add_secure_port(config.listen, credentials) if credentials
@@ -298,7 +301,7 @@ async def _bind(config: Config) -> _Bound:
     if port == 0:
         raise OSError(f"cannot listen on {config.listen}: address in use or unavailable")
     bound = _Bound(server, port, config.advertise, None)
-    if internal_listen := internal_address(config):  # the other nodes relay calls here
+    if internal_listen:  # the other nodes relay calls here
         # A server of its own: only its calls may carry the cluster key (see rpc.peers).
         bound.internal = _grpc_server(config)
         bound.relay_credentials = mutual[1] if mutual is not None else None

@@ -542,3 +542,13 @@ async def test_with_mutual_tls_the_internal_port_takes_only_the_nodes_certificat
         assert (await call(grpc.ssl_channel_credentials(ca_pem))) == "UNAVAILABLE "
         assert (await call(grpc.ssl_channel_credentials(
             ca_pem, files["other"].private_key_pem.bytes(), chain("other")))) == "UNAVAILABLE "
+
+
+def test_an_advertised_port_without_an_internal_one_is_refused_at_start(postgres: Any) -> None:
+    """``--advertise HOST:PORT`` used to name the port the others relay to, the public one:
+    in a cluster that must be the internal port, so a node started so says what to give."""
+    from tests.helpers.servers import run_server
+
+    done = run_server("--database", fresh_database(postgres.dsn), "--advertise",
+                      "127.0.0.1:50051", timeout=60)
+    assert done.returncode == 2 and "internal port" in done.stderr, done.stderr
