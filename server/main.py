@@ -69,7 +69,7 @@ from server.tables.registry import TableRegistry
 log = structlog.get_logger("copas.server")
 SERVICE_NAME = copas_pb2.DESCRIPTOR.services_by_name["CopasService"].full_name
 EXIT_CANNOT_LISTEN, EXIT_BAD_SETUP, EXIT_STORAGE_FAILED = 1, 2, 3
-FAIL_STOP_GRACE = 1.0  # seconds a failed server gives its calls in flight to be answered
+FAIL_STOP_GRACE = 2.0  # seconds a failed server gives its calls in flight to be answered
 
 
 class SetupError(Exception):
@@ -547,8 +547,10 @@ async def serve(config: Config) -> int:
     stopping.cancel()
     failing.cancel()
     if running.failure is not None:
-        # Calls in flight end with STORAGE_FAILED (their commits fail at once), not with a
-        # bare UNAVAILABLE for being cancelled.
+        # Calls in flight end with STORAGE_FAILED (their commits fail at once), relayed ones
+        # with TABLE_MOVED (their relays closed first), not cancelled without a reason.
+        if running.forwarder is not None:
+            await running.forwarder.close()
         await shutdown(running, FAIL_STOP_GRACE)
         log.error("server_stopped_storage_failed", failure=str(running.failure),
                   advice="a restart recovers every table from its log")

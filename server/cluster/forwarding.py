@@ -192,8 +192,10 @@ def _timeout(context: Context) -> float:
 async def _relay_error(error: grpc.aio.AioRpcError, context: Context) -> None:
     """The owner's refusal, as it was (code, message, details)."""
     code = error.code()
-    if code == grpc.StatusCode.UNAVAILABLE and not error.trailing_metadata():
-        # The owner went away mid-call: say so in the contract's words.
+    if code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED) \
+            and not error.trailing_metadata():
+        # The owner went away mid-call (or stopped, cancelling its calls; or this node
+        # closed its relays to fail-stop): say so in the contract's words.
         await context.abort_with_status(
             ServiceError.table_moved("the table's node went away").to_status())
     trailing = tuple((k, v) for k, v in (error.trailing_metadata() or ())
