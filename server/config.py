@@ -145,9 +145,18 @@ class Config:
                            "the page on worker 0")
     reuse_port: bool = flag(False, "share --listen with other nodes of this machine "
                                    "(SO_REUSEPORT; set by --workers for its nodes)")
-    internal_listen: str = flag("", "a second, plaintext gRPC port for the other nodes' "
-                                    "forwarded calls (needed with TLS; it serves the whole "
-                                    "API: firewall it)")
+    internal_listen: str = flag("", "HOST:PORT of the plaintext gRPC port the other nodes "
+                                    "relay calls to, the only port where the cluster key "
+                                    "counts (a cluster node always has one; default: a free "
+                                    "port on the --advertise host): firewall it to the nodes")
+    internal_tls_cert: str = flag("", "PEM certificate chain of this node on the internal "
+                                      "port, also its client certificate to the other nodes "
+                                      "(mutual TLS between nodes, with --internal-tls-key "
+                                      "and --internal-tls-ca)")
+    internal_tls_key: str = flag("", "PEM private key of --internal-tls-cert")
+    internal_tls_ca: str = flag("", "PEM CA bundle the nodes' certificates are signed by: "
+                                    "the internal port requires a client certificate it "
+                                    "signed, and a relay checks the other node's by it")
     keep_records: int = flag(0, "finished-game records to keep, newest first; 0 = all")
     keep_records_days: float = flag(0.0, "days to keep finished-game records; 0 = forever")
     retention_interval: float = flag(60.0, "seconds between retention sweeps")
@@ -262,10 +271,9 @@ def parse_args(argv: list[str] | None = None) -> Config:
         p.error("--tls-cert and --tls-key go together")
     if values["workers"] and not values["database"]:
         p.error("--workers needs --database (the nodes share a PostgreSQL)")
-    if values["database"] and values["tls_cert"] and not (values["internal_listen"]
-                                                          or values["workers"]):
-        p.error("--database with TLS needs --internal-listen: the plaintext port the other "
-                "nodes forward calls to (keep it on a private network)")
+    internal_tls = [values[f"internal_tls_{part}"] for part in ("cert", "key", "ca")]
+    if any(internal_tls) and not all(internal_tls):
+        p.error("--internal-tls-cert, --internal-tls-key and --internal-tls-ca go together")
     if values["tls_client_ca"] and not values["tls_cert"]:
         p.error("--tls-client-ca needs --tls-cert and --tls-key")
     defaults = {name: float(getattr(args, name)) for name in _TIMING

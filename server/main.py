@@ -36,7 +36,10 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from server.cluster.admin import ClusterAdmin
 from server.cluster.directory import ClusterDirectory
 from server.cluster.forwarding import Forwarder
+from server.cluster.keys import GRACE_SECONDS as KEY_GRACE_SECONDS
+from server.cluster.keys import ClusterKeys
 from server.cluster.lobby import ClusterLobby
+from server.cluster.matching import ClusterMatch
 from server.cluster.ownership import Lease, Takeovers
 from server.cluster.routing import Router
 from server.config import Config, parse_args
@@ -44,7 +47,14 @@ from server.errors import ServiceError
 from server.observability import Metrics, configure_logging
 from server.rpc import reflection, web
 from server.rpc.admin import AdminAuth, AdminService, admin_subjects, read_admin_token
-from server.rpc.gateway import SERVE_HERE, CallForwarder, CallRouter, Gateway, service_handlers
+from server.rpc.gateway import (
+    SERVE_HERE,
+    CallForwarder,
+    CallRouter,
+    Gateway,
+    ImpliedTables,
+    service_handlers,
+)
 from server.rpc.peers import PeerTrust, trusted_networks
 from server.rpc.quotas import Quotas
 from server.rpc.service import CopasService
@@ -63,6 +73,7 @@ log = structlog.get_logger("copas.server")
 SERVICE_NAME = copas_pb2.DESCRIPTOR.services_by_name["CopasService"].full_name
 ADMIN_SERVICE_NAME = admin_pb2.DESCRIPTOR.services_by_name["AdminService"].full_name
 EXIT_CANNOT_LISTEN, EXIT_BAD_SETUP, EXIT_STORAGE_FAILED = 1, 2, 3
+FAIL_STOP_GRACE = 2.0  # seconds a failed server gives its calls in flight to be answered
 
 
 class SetupError(Exception):
@@ -89,6 +100,8 @@ class RunningServer:
     failed: asyncio.Event = field(default_factory=asyncio.Event)
     failure: StorageFailed | None = None
     watchers: list[asyncio.Task[None]] = field(default_factory=list)
+    internal: grpc.aio.Server | None = None  # the port the other nodes relay calls to
+    internal_port: int = 0
     cluster_admin: ClusterAdmin | None = None  # the admin service's channels to other nodes
 
 
@@ -189,6 +202,30 @@ def _server_credentials(config: Config) -> grpc.ServerCredentials | None:
                                        require_client_auth=client_ca is not None)
 
 
+def _internal_credentials(config: Config
+                          ) -> tuple[grpc.ServerCredentials, grpc.ChannelCredentials] | None:
+    """Mutual TLS between nodes (``--internal-tls-*``): the internal port's credentials, and
+    a relay's towards the other nodes' (the same certificate, the same CA); None: plaintext."""
+    if not config.internal_tls_cert:
+        return None
+    try:
+        cert, key, ca = (Path(name).read_bytes() for name in (
+            config.internal_tls_cert, config.internal_tls_key, config.internal_tls_ca))
+    except OSError as exc:
+        raise SetupError(f"cannot read TLS file {exc.filename}: {exc.strerror}") from None
+    check = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    try:
+        check.load_cert_chain(config.internal_tls_cert, config.internal_tls_key)
+        check.load_verify_locations(cadata=ca.decode("ascii", "replace"))
+    except (ssl.SSLError, OSError, ValueError) as exc:
+        raise SetupError(f"--internal-tls-*: not a usable certificate, key and CA: {exc}"
+                         ) from None
+    return (grpc.ssl_server_credentials([(key, cert)], root_certificates=ca,
+                                        require_client_auth=True),
+            grpc.ssl_channel_credentials(root_certificates=ca, private_key=key,
+                                         certificate_chain=cert))
+
+
 @dataclass
 class _Bound:
     """The gRPC server with its ports bound (nothing served yet)."""
@@ -197,9 +234,14 @@ class _Bound:
     port: int
     advertise: str
     page: web.WebServer | None
+    internal: grpc.aio.Server | None = None  # a cluster node's port for the other nodes
+    internal_port: int = 0
+    relay_credentials: grpc.ChannelCredentials | None = None  # mutual TLS to the others
 
     async def abandon(self) -> None:
         await self.server.stop(None)
+        if self.internal is not None:
+            await self.internal.stop(None)
         if self.page is not None:
             self.page.close_sockets()
 
@@ -209,9 +251,8 @@ def _ms(seconds: float) -> int:
     return int(seconds * 1000) if seconds > 0 else 2**31 - 1
 
 
-async def _bind(config: Config) -> _Bound:
-    credentials = _server_credentials(config)
-    server = grpc.aio.server(
+def _grpc_server(config: Config) -> grpc.aio.Server:
+    return grpc.aio.server(
         options=[
             # A second server on a taken port must fail, not share; --workers' nodes share.
             ("grpc.so_reuseport", 1 if config.reuse_port else 0),
@@ -238,6 +279,25 @@ async def _bind(config: Config) -> _Bound:
         ],
         maximum_concurrent_rpcs=None,
     )
+
+
+def internal_address(config: Config) -> str:
+    """Where a node listens for the other nodes' relayed calls: ``--internal-listen``, or
+    in a cluster a free port on the host the others reach it at ("" for one process)."""
+    if config.internal_listen or not config.database:
+        return config.internal_listen
+    if ":" in config.advertise.rsplit("]", 1)[-1]:
+        raise SetupError(f"--advertise {config.advertise}: the other nodes relay to the "
+                         "internal port, not the public one; give --advertise HOST (a free "
+                         "internal port on it) or --internal-listen HOST:PORT as well")
+    return f"{config.advertise or config.listen.rsplit(':', 1)[0]}:0"
+
+
+async def _bind(config: Config) -> _Bound:
+    credentials = _server_credentials(config)
+    mutual = _internal_credentials(config)
+    internal_listen = internal_address(config)
+    server = _grpc_server(config)
     try:
         port = (server.add_secure_port(config.listen, credentials) if credentials
                 else server.add_insecure_port(config.listen))
@@ -246,14 +306,23 @@ async def _bind(config: Config) -> _Bound:
     if port == 0:
         raise OSError(f"cannot listen on {config.listen}: address in use or unavailable")
     bound = _Bound(server, port, config.advertise, None)
-    if config.internal_listen:  # a worker's own address, for the other nodes' forwarding
-        internal = server.add_insecure_port(config.internal_listen)
+    if internal_listen:  # the other nodes relay calls here
+        # A server of its own: only its calls may carry the cluster key (see rpc.peers).
+        bound.internal = _grpc_server(config)
+        bound.relay_credentials = mutual[1] if mutual is not None else None
+        try:
+            internal = bound.internal.add_secure_port(internal_listen, mutual[0]) \
+                if mutual is not None else bound.internal.add_insecure_port(internal_listen)
+        except RuntimeError:
+            internal = 0
         if internal == 0:
-            raise OSError(f"cannot listen on {config.internal_listen}")
+            await bound.abandon()
+            raise OSError(f"cannot listen on {internal_listen}")
+        bound.internal_port = internal
         advertise = config.advertise
         if advertise and ":" not in advertise.rsplit("]", 1)[-1]:  # a host: this port on it
             advertise = f"{advertise}:{internal}"
-        bound.advertise = advertise or f"{config.internal_listen.rsplit(':', 1)[0]}:{internal}"
+        bound.advertise = advertise or f"{internal_listen.rsplit(':', 1)[0]}:{internal}"
     bound.advertise = bound.advertise or f"{config.listen.rsplit(':', 1)[0]}:{port}"
     if config.database and bound.advertise.rsplit(":", 1)[0].strip("[]") in ("0.0.0.0", "::",
                                                                              ""):
@@ -320,38 +389,51 @@ async def start(config: Config) -> RunningServer:
     lobby: LobbySource = registry.lobby
     router: CallRouter = SERVE_HERE
     forwarder: CallForwarder = SERVE_HERE
+    implied: ImpliedTables = SERVE_HERE
     takeovers = relay = None
-    cluster_key = ""
+    keys: ClusterKeys | None = None
     cluster_admin = None
     if shared is not None and lease is not None:
         takeovers = Takeovers(registry, shared, lease)
         cluster_router = Router(registry, shared, lease, takeovers,
                                 config.cluster_lookups_per_second)
-        cluster_key = await asyncio.to_thread(shared.cluster_key)
-        relay = Forwarder(cluster_key, cluster_router.forget_owner,
-                          config.max_concurrent_streams, answer_within=config.lease / 2)
+        keys = ClusterKeys(*await asyncio.to_thread(shared.cluster_keys, KEY_GRACE_SECONDS))
+        relay = Forwarder(keys, cluster_router.forget_owner,
+                          config.max_concurrent_streams, answer_within=config.lease / 2,
+                          credentials=bound.relay_credentials)
         router, forwarder = cluster_router, relay
-        cluster_admin = ClusterAdmin(shared, lease, cluster_router, takeovers, cluster_key,
-                                     answer_within=config.lease / 2)
+        implied = ClusterMatch(registry, shared, cluster_router.spend_lookup)
+        cluster_admin = ClusterAdmin(shared, lease, cluster_router, takeovers, keys,
+                                     answer_within=config.lease / 2,
+                                     credentials=bound.relay_credentials)
         lobby = cluster_lobby = ClusterLobby(shared, registry.durable)
         metrics.add_gauges(lambda: _cluster_gauges(cluster_router, relay, takeovers,
                                                    cluster_lobby, lease))
     forwarding_key = secrets.token_urlsafe(32) if bound.page is not None else None
-    trust = PeerTrust(forwarding_key, proxies, cluster_key)
-    gateway = Gateway(metrics, quotas, registry.is_valid_token, trust, router, forwarder)
+    public = PeerTrust(forwarding_key, proxies)
+    gateway = Gateway(metrics, quotas, registry.is_valid_token, public, router, forwarder,
+                      implied)
     health_servicer = health.aio.HealthServicer()
     service = CopasService(registry, lobby, records, quotas)
     failed = asyncio.Event()
-    admin = AdminService(
-        AdminAuth(admin_token, subjects, trust), trust, registry, metrics, quotas, config,
-        "postgresql" if shared is not None else
-        "memory" if config.data_dir == "memory" else "sqlite",
-        lambda: not failed.is_set(), cluster_admin)
-    gateway.install(bound.server, {
-        **service_handlers(copas_pb2_grpc.add_CopasServiceServicer_to_server, service),
-        **service_handlers(admin_pb2_grpc.add_AdminServiceServicer_to_server, admin),
-        **service_handlers(health_pb2_grpc.add_HealthServicer_to_server, health_servicer),
-        **reflection.services((SERVICE_NAME, ADMIN_SERVICE_NAME, health.SERVICE_NAME))})
+    store_kind = "postgresql" if shared is not None else \
+        "memory" if config.data_dir == "memory" else "sqlite"
+
+    def services(trust: PeerTrust) -> dict[str, dict[str, Any]]:
+        """Every service, the admin service trusting what ``trust`` trusts."""
+        admin = AdminService(AdminAuth(admin_token, subjects, trust), trust, registry,
+                             metrics, quotas, config, store_kind, lambda: not failed.is_set(),
+                             cluster_admin)
+        return {
+            **service_handlers(copas_pb2_grpc.add_CopasServiceServicer_to_server, service),
+            **service_handlers(admin_pb2_grpc.add_AdminServiceServicer_to_server, admin),
+            **service_handlers(health_pb2_grpc.add_HealthServicer_to_server, health_servicer),
+            **reflection.services((SERVICE_NAME, ADMIN_SERVICE_NAME, health.SERVICE_NAME))}
+    gateway.install(bound.server, services(public))
+    if bound.internal is not None:  # the same services; the cluster key counts only here
+        internal_trust = PeerTrust(None, proxies, keys)
+        Gateway(metrics, quotas, registry.is_valid_token, internal_trust, router, forwarder,
+                implied).install(bound.internal, services(internal_trust))
     metrics.add_gauges(lambda: _live_gauges(registry, quotas, service))
     metrics_port = 0
     http_server = None
@@ -372,6 +454,8 @@ async def start(config: Config) -> RunningServer:
         warm_up = asyncio.create_task(thinker.warm_up())
         warm_up.add_done_callback(lambda _: None)
     await bound.server.start()
+    if bound.internal is not None:
+        await bound.internal.start()
     if (page := bound.page) is not None and forwarding_key is not None:
         limits = ConnectionLimits(
             max_connections=config.web_max_connections,
@@ -388,9 +472,11 @@ async def start(config: Config) -> RunningServer:
     retention = asyncio.create_task(_retention(records, config.retention_interval))
     running = RunningServer(bound.server, bound.port, registry, store, health_servicer,
                             metrics, metrics_port, retention, quotas, records, takeovers, relay,
-                            thinker, http_server, bound.page, failed)
-    running.cluster_admin = cluster_admin
+                            thinker, http_server, bound.page, failed, internal=bound.internal,
+                            internal_port=bound.internal_port, cluster_admin=cluster_admin)
     running.watchers.append(asyncio.create_task(_watch_store(running)))
+    if keys is not None and shared is not None:
+        running.watchers.append(asyncio.create_task(keys.keep_fresh(shared)))
     await health_servicer.set("", health_pb2.HealthCheckResponse.SERVING)
     await health_servicer.set(SERVICE_NAME, health_pb2.HealthCheckResponse.SERVING)
     return running
@@ -433,7 +519,9 @@ async def shutdown(running: RunningServer, grace: float) -> None:
     began = time.monotonic()
     if running.page is not None:  # the browsers' calls first: they are relayed to gRPC
         await running.page.stop(grace)
-    await running.server.stop(max(0.0, grace - (time.monotonic() - began)))
+    left = max(0.0, grace - (time.monotonic() - began))
+    await asyncio.gather(running.server.stop(left), *(
+        [running.internal.stop(left)] if running.internal is not None else []))
     running.retention.cancel()
     for task in running.watchers:
         task.cancel()
@@ -490,7 +578,11 @@ async def serve(config: Config) -> int:
     stopping.cancel()
     failing.cancel()
     if running.failure is not None:
-        await shutdown(running, 0)
+        # Calls in flight end with STORAGE_FAILED (their commits fail at once), relayed ones
+        # with TABLE_MOVED (their relays closed first), not cancelled without a reason.
+        if running.forwarder is not None:
+            await running.forwarder.close()
+        await shutdown(running, FAIL_STOP_GRACE)
         log.error("server_stopped_storage_failed", failure=str(running.failure),
                   advice="a restart recovers every table from its log")
         return EXIT_STORAGE_FAILED

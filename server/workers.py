@@ -7,6 +7,13 @@ nodes forward calls to (``--internal-listen``; advertised on loopback, or on the
 ``--advertise``). Worker 0 also serves the web page; worker i serves metrics on the metrics
 port + i. The supervisor restarts a worker that dies (its tables wait for it, or for another
 node once its lease runs out) and passes SIGTERM/SIGINT on, then waits for all of them.
+
+A worker that exits (a fail-stop when PostgreSQL restarts: exit 3; a start refused while it
+is still down: exit 2) is started again after ``RESTART_PAUSE`` seconds, doubled after each
+start that did not last ``STABLE_SECONDS``, at most ``RESTART_PAUSE_MAX`` (a start refused
+costs a worker about a second of CPU: while the database is away, one every two seconds;
+once it is back, every worker serves within about three). The other workers are never held
+up meanwhile.
 """
 
 from __future__ import annotations
@@ -21,7 +28,9 @@ import time
 
 from server.config import Config
 
-RESTART_PAUSE = 1.0  # seconds before a dead worker is started again
+RESTART_PAUSE = 0.5  # seconds before a dead worker is started again (then doubled)
+RESTART_PAUSE_MAX = 2.0  # the longest pause between two starts of one worker
+STABLE_SECONDS = 30.0  # a worker up this long starts its next restart from RESTART_PAUSE
 
 
 def _strip(argv: list[str], flags: tuple[str, ...], switches: tuple[str, ...] = ()
@@ -63,6 +72,9 @@ class Supervisor:
                            ("--reuse-port",))
         self.node_prefix = config.node_id or f"{socket.gethostname()}-{self.port}"
         self.procs: list[subprocess.Popen[str] | None] = [None] * config.workers
+        self.started = [0.0] * config.workers  # monotonic: each worker's last start
+        self.pauses = [0.0] * config.workers  # each worker's pause before its next start
+        self.due = [0.0] * config.workers  # monotonic: when an exited worker starts again
         self.stopping = False
 
     def command(self, i: int) -> list[str]:
@@ -82,6 +94,7 @@ class Supervisor:
         proc = subprocess.Popen(self.command(i), stdout=subprocess.PIPE, text=True,
                                 env={**os.environ, "PYTHONUNBUFFERED": "1"})
         self.procs[i] = proc
+        self.started[i] = time.monotonic()
         assert proc.stdout is not None
         first = proc.stdout.readline()
         if "listening" not in first:
@@ -128,18 +141,40 @@ class Supervisor:
             print(f"web page on http://{self.config.web_host}:{self.config.web_port}/",
                   flush=True)
         while not self.stopping:
-            for i, proc in enumerate(self.procs):
-                if proc is not None and proc.poll() is not None and not self.stopping:
-                    print(f"copas-server: worker {i} exited ({proc.returncode}); "
-                          "starting it again", file=sys.stderr, flush=True)
-                    time.sleep(RESTART_PAUSE)
-                    try:
-                        self.launch(i)
-                    except (RuntimeError, OSError) as exc:
-                        print(f"copas-server: {exc}", file=sys.stderr, flush=True)
-            time.sleep(0.2)
+            for i in range(len(self.procs)):
+                self._restart_if_exited(i)
+            time.sleep(0.1)
         codes = [proc.wait() for proc in self.procs if proc is not None]
         return max(codes, default=0)
+
+
+    def _restart_if_exited(self, i: int) -> None:
+        """Worker i, when it exited: its next start scheduled, or made when it is due."""
+        proc = self.procs[i]
+        if proc is None or proc.poll() is None or self.stopping or self.due[i] < 0:
+            return  # (due < 0: being started)
+        now = time.monotonic()
+        if not self.due[i]:
+            lasted = now - self.started[i]
+            self.pauses[i] = RESTART_PAUSE if lasted >= STABLE_SECONDS or not self.pauses[i] \
+                else min(RESTART_PAUSE_MAX, self.pauses[i] * 2)
+            self.due[i] = now + self.pauses[i]
+            print(f"copas-server: worker {i} exited ({proc.returncode}) after {lasted:.1f} s; "
+                  f"starting it again in {self.pauses[i]:g} s", file=sys.stderr, flush=True)
+            return
+        if now < self.due[i]:
+            return
+        self.due[i] = -1.0
+        threading.Thread(target=self._start_again, args=(i,), daemon=True).start()
+
+    def _start_again(self, i: int) -> None:
+        """Start worker i again (on a thread: its start-up holds up no other worker)."""
+        try:
+            self.launch(i)
+        except (RuntimeError, OSError) as exc:
+            print(f"copas-server: {exc}", file=sys.stderr, flush=True)
+        finally:
+            self.due[i] = 0.0
 
 
 def supervise(config: Config, argv: list[str]) -> int:

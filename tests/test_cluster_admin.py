@@ -113,3 +113,44 @@ async def test_each_node_answers_for_the_cluster_and_a_drain_hands_tables_over(
         await admin_a.Undrain(admin_pb2.UndrainRequest(), metadata=OPERATOR)
         made = await stub_a.CreateTable(copas_pb2.CreateTableRequest(preset="online"))
         assert made.table.table_id
+
+
+async def test_a_listing_names_a_node_that_does_not_answer_and_the_key_alone_opens_nothing(
+        postgres: Any, tmp_path: Path) -> None:
+    import psycopg
+
+    token_file = tmp_path / "admin-token"
+    token_file.write_text(TOKEN + "\n")
+    dsn = fresh_database(postgres.dsn)
+
+    async def silent(_: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await asyncio.sleep(30)  # takes the connection, never speaks HTTP/2
+        writer.close()
+    ghost = await asyncio.start_server(silent, "127.0.0.1", 0)
+    ghost_port = ghost.sockets[0].getsockname()[1]
+    async with node(dsn, "a", token_file) as (running, stub_a, admin_a):
+        table = await new_table(stub_a, seed="13")
+        with psycopg.connect(dsn, autocommit=True) as db:  # a node frozen with a live lease
+            db.execute("INSERT INTO nodes (node_id, address, lease_until) VALUES "
+                       "('ghost', %s, now() + interval '1 hour')", (f"127.0.0.1:{ghost_port}",))
+            key = db.execute("SELECT value FROM copas WHERE key = 'cluster_key'").fetchone()[0]
+        started = asyncio.get_running_loop().time()
+        listed = await admin_a.ListTables(admin_pb2.ListTablesRequest(), metadata=OPERATOR)
+        took = asyncio.get_running_loop().time() - started
+        assert [t.table_id for t in listed.tables] == [table.table_id]
+        assert list(listed.unreachable_nodes) == ["ghost"]
+        assert took < 5  # the relay's deadline (half the 2 s lease), not the client's
+        # The cluster key and a hop mark are no operator's credential, on either port.
+        for port in (running.port, running.internal_port):
+            async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+                admin = admin_pb2_grpc.AdminServiceStub(channel)
+                for method, request in ((admin.ServerStatus, admin_pb2.ServerStatusRequest()),
+                                        (admin.ListTables, admin_pb2.ListTablesRequest())):
+                    try:
+                        await method(request, metadata=(
+                            ("x-copas-cluster-key", key), ("x-copas-hops", "1"),
+                            ("x-copas-admin-by", "intruder")))
+                        raise AssertionError(f"the cluster key opened {port}")
+                    except grpc.aio.AioRpcError as error:
+                        assert error_reason(error) == "ADMIN_CREDENTIAL_REQUIRED", port
+    ghost.close()

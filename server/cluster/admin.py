@@ -19,6 +19,7 @@ import grpc
 from copas.admin.v1 import admin_pb2
 from copas.v1 import copas_pb2
 
+from server.cluster.keys import ClusterKeys
 from server.cluster.ownership import Lease, Takeovers
 from server.cluster.routing import Router
 from server.metadata import ADMIN_BY, CLUSTER_KEY, HOPS
@@ -33,12 +34,14 @@ NUDGES_AT_ONCE = 16  # a drain's calls asking other nodes to take its tables, in
 
 class ClusterAdmin:
     def __init__(self, store: PgStore, lease: Lease, router: Router, takeovers: Takeovers,
-                 cluster_key: str, answer_within: float) -> None:
+                 keys: ClusterKeys, answer_within: float,
+                 credentials: grpc.ChannelCredentials | None = None) -> None:
         self._store = store
         self._lease = lease
         self._router = router
         self._takeovers = takeovers
-        self._key = cluster_key
+        self._keys = keys
+        self._credentials = credentials  # mutual TLS to the other nodes' internal ports
         self._answer_within = answer_within
         self._channels: dict[str, grpc.aio.Channel] = {}
         self._nodes: tuple[float, list[tuple[str, str]]] = (0.0, [])
@@ -68,13 +71,15 @@ class ClusterAdmin:
             if len(self._channels) >= CHANNELS_MAX:
                 oldest = self._channels.pop(next(iter(self._channels)))
                 asyncio.get_running_loop().create_task(oldest.close(None))
-            channel = self._channels[address] = grpc.aio.insecure_channel(address)
+            channel = self._channels[address] = \
+                grpc.aio.secure_channel(address, self._credentials) \
+                if self._credentials is not None else grpc.aio.insecure_channel(address)
         return channel
 
     def _metadata(self, context: Context | None, who: str) -> tuple[tuple[str, str], ...]:
         carried = [(k, v) for k, v in (context.invocation_metadata() or ()) if
                    k == "authorization" and isinstance(v, str)] if context is not None else []
-        return (*carried, (CLUSTER_KEY, self._key), (HOPS, "1"), (ADMIN_BY, who))
+        return (*carried, (CLUSTER_KEY, self._keys.current), (HOPS, "1"), (ADMIN_BY, who))
 
     async def relay(self, address: str, path: str, raw: bytes, context: Context,
                     who: str) -> bytes:

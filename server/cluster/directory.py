@@ -20,8 +20,8 @@ class ClusterDirectory:
     def check_serving(self) -> None:
         self._lease.check()
 
-    def token_issued(self, token_hash: str, table_id: str, seat: int) -> None:
-        self._store.register_token(token_hash, table_id, seat)
+    def token_issued(self, token_hash: str, table_id: str, seat: int, join_key: str) -> None:
+        self._store.register_token(token_hash, table_id, seat, join_key)
 
     def token_revoked(self, token_hash: str, table_id: str) -> None:
         self._store.forget_token(token_hash, table_id)

@@ -23,6 +23,7 @@ from typing import Any
 
 import grpc
 
+from server.cluster.keys import ClusterKeys
 from server.errors import ServiceError
 from server.metadata import CLUSTER_KEY, FORWARDED_FOR, HOPS
 
@@ -36,9 +37,11 @@ class _Connection:
 
 
 class Forwarder:
-    def __init__(self, cluster_key: str, on_unreachable: Callable[[str], None],
-                 calls_per_connection: int = 100, answer_within: float = 5.0) -> None:
-        self.cluster_key = cluster_key
+    def __init__(self, keys: ClusterKeys, on_unreachable: Callable[[str], None],
+                 calls_per_connection: int = 100, answer_within: float = 5.0,
+                 credentials: grpc.ChannelCredentials | None = None) -> None:
+        self.keys = keys  # the cluster key presented is the current one (it rotates)
+        self._credentials = credentials  # mutual TLS to the internal ports (None: plaintext)
         self.answer_within = answer_within  # seconds a node has to answer (see above)
         # At most the streams a node takes at once on one connection (--max-concurrent-
         # streams): beyond them a call would wait for a free one, a stream forever.
@@ -56,13 +59,17 @@ class Forwarder:
                 connection.calls += 1
                 return connection
         within = max(1, int(self.answer_within * 1000))
-        connection = _Connection(grpc.aio.insecure_channel(address, options=[
+        options = [
             ("grpc.use_local_subchannel_pool", 1),  # a connection of its own
             # grpc-core waits for a ping's answer ping_timeout_ms (60 s by default), not
             # keepalive_timeout_ms: both, so a frozen node is let go of within two periods.
             ("grpc.keepalive_time_ms", within), ("grpc.keepalive_timeout_ms", within),
             ("grpc.http2.ping_timeout_ms", within),
-            ("grpc.http2.max_pings_without_data", 0)]), 1)  # a quiet stream is pinged too
+            ("grpc.http2.max_pings_without_data", 0)]  # a quiet stream is pinged too
+        connection = _Connection(
+            grpc.aio.secure_channel(address, self._credentials, options=options)
+            if self._credentials is not None else
+            grpc.aio.insecure_channel(address, options=options), 1)
         pool.append(connection)
         return connection
 
@@ -77,7 +84,7 @@ class Forwarder:
     def _metadata(self, context: Context, client: str) -> tuple[tuple[str, str], ...]:
         carried = [(k, v) for k, v in context.invocation_metadata() or ()
                    if k == "authorization" and isinstance(v, str)]
-        return (*carried, (FORWARDED_FOR, client), (CLUSTER_KEY, self.cluster_key),
+        return (*carried, (FORWARDED_FOR, client), (CLUSTER_KEY, self.keys.current),
                 (HOPS, "1"))
 
     def _unreachable(self, address: str, table_id: str, own: _Connection) -> None:
@@ -185,8 +192,10 @@ def _timeout(context: Context) -> float:
 async def _relay_error(error: grpc.aio.AioRpcError, context: Context) -> None:
     """The owner's refusal, as it was (code, message, details)."""
     code = error.code()
-    if code == grpc.StatusCode.UNAVAILABLE and not error.trailing_metadata():
-        # The owner went away mid-call: say so in the contract's words.
+    if code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED) \
+            and not error.trailing_metadata():
+        # The owner went away mid-call (or stopped, cancelling its calls; or this node
+        # closed its relays to fail-stop): say so in the contract's words.
         await context.abort_with_status(
             ServiceError.table_moved("the table's node went away").to_status())
     trailing = tuple((k, v) for k, v in (error.trailing_metadata() or ())

@@ -94,7 +94,7 @@ class Router:
         self.lookups_read = 0  # database reads done
         self.lookups_shed = 0  # lookups refused for want of budget
 
-    def _spend_lookup(self) -> None:
+    def spend_lookup(self) -> None:
         """One database read from the node's budget, or RATE_LIMITED at once."""
         if self._rate <= 0:  # no limit
             self.lookups_read += 1
@@ -119,7 +119,7 @@ class Router:
         :raises ServiceError: TABLE_MOVED while the table moves between nodes.
         """
         route = ROUTES[method]
-        if route is Route.HERE:
+        if route is Route.HERE and not table_id:  # (a table: the one a retry made)
             return None
         return await self._locate(table_id, token_hash if route is Route.SEAT else None,
                                   relayed)
@@ -161,7 +161,7 @@ class Router:
         table_id = self._token_tables.get(token_hash, "")
         if table_id:
             return table_id
-        self._spend_lookup()
+        self.spend_lookup()
         found = await asyncio.to_thread(self._store.table_of_token, token_hash)
         if found is None:
             return ""
@@ -179,7 +179,7 @@ class Router:
         pending = self._reading.get(table_id)
         if pending is not None:
             return await asyncio.shield(pending)
-        self._spend_lookup()
+        self.spend_lookup()
         pending = asyncio.ensure_future(asyncio.to_thread(self._store.owner_of, table_id))
         self._reading[table_id] = pending
         try:

@@ -39,6 +39,7 @@ from server.observability import Metrics, version
 from server.rpc import inputs
 from server.rpc.peers import PeerTrust
 from server.rpc.quotas import Quotas
+from server.store.base import StorageError, StorageFailed
 from server.tables import paging
 from server.tables.registry import TableRegistry
 from server.tables.table import Table
@@ -283,8 +284,14 @@ class AdminService(admin_pb2_grpc.AdminServiceServicer):
         refused) and count the outcome."""
         who = ""
         try:
-            who = self._auth.who(method, context)
-            result = await body(who)
+            try:
+                who = self._auth.who(method, context)
+                result = await body(who)
+            except StorageError as failure:  # a read or a commit the database refused
+                raise (ServiceError.storage_failed() if isinstance(failure, StorageFailed)
+                       else ServiceError.unavailable(
+                           "the database cannot be reached right now; retry shortly",
+                           "STORAGE_FAILED")) from failure
         except ServiceError as error:
             self._metrics.admin_actions.labels(method, error.reason).inc()
             log.warning("admin_call", method=method, who=who or "(refused)",

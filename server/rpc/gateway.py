@@ -31,7 +31,7 @@ from server.errors import ServiceError
 from server.observability import Metrics
 from server.rpc.peers import PeerTrust, bearer_token_hash
 from server.rpc.quotas import Quotas
-from server.store.base import StorageFailed
+from server.store.base import StorageError, StoreUnreachable
 
 log = structlog.get_logger("copas.rpc")
 Context = grpc.aio.ServicerContext[Any, Any]
@@ -64,6 +64,13 @@ class CallRouter(Protocol):
         its hop mark are both there): it is never relayed again."""
 
 
+class ImpliedTables(Protocol):
+    """The table a call means without naming it (a quick match's, a retried request's),
+    wherever in the cluster it is: "" for none (served here)."""
+
+    async def implied_table(self, method: str, request: Any) -> str: ...
+
+
 class CallForwarder(Protocol):
     """Relays a call, as it came, to another node."""
 
@@ -83,6 +90,9 @@ class ServeHere:
     async def route(self, method: str, table_id: str, token_hash: str | None,
                     relayed: bool) -> str | None:
         return None
+
+    async def implied_table(self, method: str, request: Any) -> str:
+        return ""
 
     async def unary(self, address: str, table_id: str, path: str, raw: bytes,
                     context: Context, client: str) -> bytes:
@@ -129,14 +139,15 @@ class Gateway:
 
     def __init__(self, metrics: Metrics, quotas: Quotas,
                  is_valid_token: Callable[[str], bool], trust: PeerTrust,
-                 router: CallRouter = SERVE_HERE, forwarder: CallForwarder = SERVE_HERE
-                 ) -> None:
+                 router: CallRouter = SERVE_HERE, forwarder: CallForwarder = SERVE_HERE,
+                 implied: ImpliedTables = SERVE_HERE) -> None:
         self.metrics = metrics
         self.quotas = quotas
         self.is_valid_token = is_valid_token
         self.trust = trust
         self.router = router
         self.forwarder = forwarder
+        self.implied = implied
         self._latency: dict[tuple[str, str], Callable[[float], None]] = {}
         self._refusals: dict[str, Callable[[], None]] = {}
 
@@ -287,7 +298,9 @@ class Gateway:
     async def _fail(self, method: str, start: float, failure: Exception, context: Context,
                     stream_messages: int | None) -> None:
         """A refusal or failure: its outcome, then the status (this raises)."""
-        error = failure if isinstance(failure, ServiceError) else ServiceError.storage_failed()
+        error = failure if isinstance(failure, ServiceError) else ServiceError.unavailable(
+            "the database cannot be reached right now; retry shortly", "STORAGE_FAILED") \
+            if isinstance(failure, StoreUnreachable) else ServiceError.storage_failed()
         self._finish(method, start, error.code.name, error, stream_messages)
         if error.penalty:
             await asyncio.sleep(error.penalty * _spread())
@@ -308,10 +321,17 @@ class Gateway:
                 raise ServiceError.invalid(f"the request is not a valid {method} request "
                                            "message", "MALFORMED_REQUEST") from None
 
-        async def destination(found: Caller, request: Any, context: Context) -> str | None:
-            return await router.route(method, getattr(request, "table_id", ""),
-                                      found.token_hash,
-                                      trust.is_relayed(context.invocation_metadata() or ()))
+        implied = self.implied
+
+        async def destination(found: Caller, request: Any, context: Context
+                              ) -> tuple[str | None, str]:
+            """Where the call is served (None: here) and the table it is for; a call that
+            names none may mean one (a quick match, a retry) unless another node relayed it."""
+            relayed = trust.is_relayed(context.invocation_metadata() or ())
+            table_id: str = getattr(request, "table_id", "")
+            if not table_id and not relayed:
+                table_id = await implied.implied_table(method, request)
+            return await router.route(method, table_id, found.token_hash, relayed), table_id
 
         quotas, trust = self.quotas, self.trust
         if handler.unary_unary is not None:
@@ -323,7 +343,7 @@ class Gateway:
                 start = time.perf_counter()
                 try:
                     found = enter(method, context, in_flight=True)
-                except (ServiceError, StorageFailed) as failure:
+                except (ServiceError, StorageError) as failure:
                     await self._fail(method, start, failure, context, None)
                     raise  # abort_with_status raises; this is never reached
                 try:
@@ -335,10 +355,10 @@ class Gateway:
                              ) -> Any:
                 try:
                     request = parse(raw)
-                    address = await destination(found, request, context)
+                    address, table_id = await destination(found, request, context)
                     if address is None:
                         response = await inner_unary(request, context)
-                except (ServiceError, StorageFailed) as failure:
+                except (ServiceError, StorageError) as failure:
                     await self._fail(method, start, failure, context, None)
                     raise  # abort_with_status raises; this is never reached
                 except Exception:
@@ -352,7 +372,7 @@ class Gateway:
                     raise
                 if address is not None:  # another node owns the table: relay the call there
                     try:
-                        response = await forwarder.unary(address, request.table_id, path, raw,
+                        response = await forwarder.unary(address, table_id, path, raw,
                                                          context, found.peer)
                     except BaseException:  # the owner's refusal, relayed: counted here too
                         finish(method, start, _code_name(context, "UNAVAILABLE"), None)
@@ -378,13 +398,13 @@ class Gateway:
                     request = parse(raw)
                     quotas.open_stream(found.peer, method)
                     opened = found.peer
-                    address = await destination(found, request, context)
+                    address, _ = await destination(found, request, context)
                     if address is None:
                         await inner_stream(request, context)
                     else:  # another node owns the table: relay it
                         found.sent += await forwarder.stream(
                             address, request.table_id, path, raw, context, found.peer)
-                except (ServiceError, StorageFailed) as failure:
+                except (ServiceError, StorageError) as failure:
                     await self._fail(method, start, failure, context,
                                      found.sent if found else 0)
                     raise
@@ -427,7 +447,7 @@ class Gateway:
                         found.sent += await forwarder.bidi(
                             address, _opened_table(first), path, first_raw, requests,
                             context, found.peer)
-                except (ServiceError, StorageFailed) as failure:
+                except (ServiceError, StorageError) as failure:
                     await self._fail(method, start, failure, context,
                                      found.sent if found else 0)
                     raise

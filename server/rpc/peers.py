@@ -4,7 +4,9 @@ hash of its bearer token.
 A relay is believed about whom it forwards for (``x-forwarded-for``) only when it proves it
 may be: the server's own web bridge (a loopback peer presenting the process's forwarding
 key), a proxy named by ``--trusted-proxies``, or another node of the cluster (presenting the
-cluster key). Anyone else's ``x-forwarded-for`` is ignored, so no client can pick an address.
+cluster key, on the internal port: the public port's ``PeerTrust`` has no cluster keys, so
+there a client's cluster key, hop mark and ``x-forwarded-for`` change nothing). Anyone else's
+``x-forwarded-for`` is ignored, so no client can pick an address.
 
 A chain of relays is read as nginx's ``real_ip_recursive`` reads it: from the right (the hop
 the believed relay itself saw) leftwards past every trusted proxy, to the nearest hop that is
@@ -17,6 +19,7 @@ import hmac
 import ipaddress
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from server import tokens
 from server.errors import ServiceError
@@ -135,6 +138,12 @@ def _same_secret(presented: str | None, secret: str) -> bool:
     return presented is not None and hmac.compare_digest(presented.encode(), secret.encode())
 
 
+class KeyRing(Protocol):
+    """The cluster keys a node accepts (``server.cluster.keys``: they rotate)."""
+
+    def accepts(self, presented: str | None) -> bool: ...
+
+
 PEERS_CACHED = 65_536  # peers, and chains, whose client is remembered (then forgotten at once)
 _CHAIN_CACHED_CHARS = 256
 
@@ -145,7 +154,7 @@ class PeerTrust:
 
     forwarding_key: str | None = None  # the web bridge's (None: no bridge)
     proxies: Networks = ()  # --trusted-proxies
-    cluster_key: str = ""  # the cluster's ("" outside a cluster)
+    cluster_keys: KeyRing | None = None  # the internal port's (None: public, or one process)
     _direct: dict[str, tuple[str, bool]] = field(default_factory=dict, compare=False)
     _chains: dict[str, str] = field(default_factory=dict, compare=False)
 
@@ -166,13 +175,14 @@ class PeerTrust:
     def is_relayed(self, metadata: Metadata) -> bool:
         """Another node relayed the call: the hop mark counts only beside the cluster key (a
         client's own ``x-copas-hops`` changes nothing)."""
-        return bool(self.cluster_key) and _text(metadata, HOPS) is not None \
-            and _same_secret(_text(metadata, CLUSTER_KEY), self.cluster_key)
+        return self.cluster_keys is not None and _text(metadata, HOPS) is not None \
+            and self.cluster_keys.accepts(_text(metadata, CLUSTER_KEY))
 
     def client_of(self, peer: str, metadata: Metadata) -> str:
         """The quota key of the client a call comes from (see the module's docstring)."""
         own, is_relay = self._own(peer)
-        if self.cluster_key and _same_secret(_text(metadata, CLUSTER_KEY), self.cluster_key):
+        if self.cluster_keys is not None and self.cluster_keys.accepts(
+                _text(metadata, CLUSTER_KEY)):
             return (_text(metadata, FORWARDED_FOR) or "").strip() or own
         if not is_relay:
             return own

@@ -51,6 +51,11 @@ class StorageFailed(StorageError):
     """A commit failed: nothing in it (or after it) is durable; the server must stop."""
 
 
+class StoreUnreachable(StorageError):
+    """A read found the database away (restarting, say): the call that needed it is refused
+    (retry shortly); nothing was written, so the server goes on."""
+
+
 # ---------------------------------------------------------------- typed values
 
 

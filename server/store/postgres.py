@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -32,6 +33,7 @@ from server.store.base import (
     RecordSummary,
     ReleaseTable,
     StoredTable,
+    StoreUnreachable,
     StoreUnusable,
     TableMeta,
     Write,
@@ -83,6 +85,16 @@ MIGRATIONS: tuple[str, ...] = (
                       lobby = split_part(lobby, ':', 1)
         WHERE lobby LIKE '%:%';
     """,
+    # 6: request ids answered on every node: a CreateTable's with its table row, a
+    # JoinTable's with the seat's token (each goes with its row: bounded like tables, seats).
+    """
+    ALTER TABLE tables ADD COLUMN request_key text;
+    CREATE INDEX tables_by_request_key ON tables (request_key) WHERE request_key IS NOT NULL;
+    ALTER TABLE tokens ADD COLUMN join_key text;
+    CREATE INDEX tokens_by_join_key ON tokens (join_key) WHERE join_key IS NOT NULL;
+    INSERT INTO copas VALUES ('cluster_key_previous', ''), ('cluster_key_rotated', '0')
+        ON CONFLICT (key) DO NOTHING;
+    """,
 )
 PG_SCHEMA_VERSION = len(MIGRATIONS)
 assert PG_SCHEMA_VERSION >= SCHEMA_VERSION
@@ -128,6 +140,9 @@ class RegisterToken:
     token_hash: str
     table_id: str
     seat: int
+    join_key: str = ""
+    """The JoinTable request that took the seat (its key, not the id), so a retry of it on
+    any node finds the table; "" without one."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,6 +181,19 @@ class PgStore(GroupCommitStore[Write | ClusterWrite]):
             self._reader_conn.close()
             self._reader_conn = psycopg.connect(self.dsn, autocommit=True, connect_timeout=5)
         return self._reader_conn
+
+    @contextlib.contextmanager
+    def _reading(self) -> Iterator[None]:
+        """The lookups' connection to oneself; a database that cannot be reached (restarting,
+        say) is ``StoreUnreachable``: that call is refused, and the next one connects again."""
+        import psycopg
+
+        with self._read_lock:
+            try:
+                yield
+            except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
+                raise StoreUnreachable(f"the database cannot be read: {_first_line(exc)}"
+                                       ) from None
 
     @classmethod
     def open(cls, dsn: str, node: Node | None, on_commit: CommitObserver | None = None
@@ -224,9 +252,10 @@ class PgStore(GroupCommitStore[Write | ClusterWrite]):
         super().create_table(table_id, created, meta)
         self.epochs[table_id] = 1
 
-    def register_token(self, token_hash: str, table_id: str, seat: int) -> None:
+    def register_token(self, token_hash: str, table_id: str, seat: int,
+                       join_key: str = "") -> None:
         """Where a token belongs, for the other nodes (in the same commit as the join)."""
-        self._queue(RegisterToken(token_hash, table_id, seat))
+        self._queue(RegisterToken(token_hash, table_id, seat, join_key))
 
     def forget_token(self, token_hash: str, table_id: str) -> None:
         self._queue(ForgetToken(token_hash, table_id))
@@ -287,9 +316,9 @@ class PgStore(GroupCommitStore[Write | ClusterWrite]):
                                         "(%s, %s, %s)", (write.table_id, write.n, write.entry))
                         case CreateTable():
                             cur.execute("INSERT INTO tables (table_id, created, meta, owner, "
-                                        "epoch) VALUES (%s, %s, %s, %s, 1)",
+                                        "epoch, request_key) VALUES (%s, %s, %s, %s, 1, %s)",
                                         (write.table_id, write.created, write.meta.to_json(),
-                                         me))
+                                         me, write.meta.request_key or None))
                         case DeleteEntry():
                             cur.execute("DELETE FROM log WHERE table_id = %s AND n = %s",
                                         (write.table_id, write.n))
@@ -312,9 +341,11 @@ class PgStore(GroupCommitStore[Write | ClusterWrite]):
                             cur.execute("DELETE FROM tables WHERE table_id = %s",
                                         (write.table_id,))
                         case RegisterToken():
-                            cur.execute("INSERT INTO tokens VALUES (%s, %s, %s) "
+                            cur.execute("INSERT INTO tokens (token_hash, table_id, seat, "
+                                        "join_key) VALUES (%s, %s, %s, %s) "
                                         "ON CONFLICT (token_hash) DO NOTHING",
-                                        (write.token_hash, write.table_id, write.seat))
+                                        (write.token_hash, write.table_id, write.seat,
+                                         write.join_key or None))
                         case ForgetToken():
                             cur.execute("DELETE FROM tokens WHERE token_hash = %s "
                                         "AND table_id = %s", (write.token_hash, write.table_id))
@@ -380,7 +411,7 @@ class PgStore(GroupCommitStore[Write | ClusterWrite]):
     def _claim(self, table_id: str | None, include_mine: bool, only_mine: bool,
                limit: int) -> list[StoredTable]:
         me = self.node.node_id
-        with self._read_lock, self._reader.transaction():
+        with self._reading(), self._reader.transaction():
             claimed = self._reader.execute(
                 "WITH claimable AS (SELECT t.table_id, t.epoch FROM tables t "
                 "LEFT JOIN nodes n ON n.node_id = t.owner "
@@ -434,21 +465,45 @@ class PgStore(GroupCommitStore[Write | ClusterWrite]):
         self.epochs.pop(table_id, None)
         self._counters.pop(table_id, None)
 
-    def cluster_key(self) -> str:
-        """The secret nodes present when they forward a call (made by the first node)."""
+    def cluster_keys(self, grace: float) -> tuple[str, str]:
+        """The secret nodes present when they relay a call (made by the first node), and
+        the one before it while a rotation's ``grace`` seconds last ("" after)."""
         import secrets
 
-        with self._read_lock:
+        with self._reading():
             self._reader.execute(
                 "INSERT INTO copas VALUES ('cluster_key', %s) ON CONFLICT (key) DO NOTHING",
                 (secrets.token_urlsafe(32),))
-            row = self._reader.execute(
-                "SELECT value FROM copas WHERE key = 'cluster_key'").fetchone()
-        return str(row[0])
+            rows = dict(self._reader.execute(
+                "SELECT key, value FROM copas WHERE key IN ('cluster_key', "
+                "'cluster_key_previous') OR (key = 'cluster_key_rotated' AND "
+                "value::double precision > extract(epoch FROM now()) - %s)",
+                (grace,)).fetchall())
+        is_in_grace = "cluster_key_rotated" in rows
+        return str(rows["cluster_key"]), str(rows.get("cluster_key_previous", "")) \
+            if is_in_grace else ""
+
+    def rotate_cluster_key(self) -> None:
+        """A new cluster key; the current one becomes the previous (see cluster.keys)."""
+        import secrets
+
+        with self._reading(), self._reader.transaction():
+            self._reader.execute("SELECT value FROM copas WHERE key = 'cluster_key' FOR UPDATE")
+            self._reader.execute(
+                "INSERT INTO copas SELECT 'cluster_key_previous', value FROM copas "
+                "WHERE key = 'cluster_key' ON CONFLICT (key) DO UPDATE SET value = "
+                "excluded.value")
+            self._reader.execute(
+                "INSERT INTO copas VALUES ('cluster_key', %s) ON CONFLICT (key) DO UPDATE "
+                "SET value = excluded.value", (secrets.token_urlsafe(32),))
+            self._reader.execute(
+                "INSERT INTO copas VALUES ('cluster_key_rotated', "
+                "extract(epoch FROM now())::text) ON CONFLICT (key) DO UPDATE SET "
+                "value = excluded.value")
 
     def epochs_of(self, table_ids: list[str]) -> dict[str, tuple[str, int]]:
         """Each table's owner and epoch, as the database has them."""
-        with self._read_lock:
+        with self._reading():
             rows = self._reader.execute(
                 "SELECT table_id, coalesce(owner, ''), epoch FROM tables "
                 "WHERE table_id = ANY(%s)", (table_ids,)).fetchall()
@@ -456,15 +511,36 @@ class PgStore(GroupCommitStore[Write | ClusterWrite]):
 
     # -- lookups for routing
     def owner_of(self, table_id: str) -> Owner | None:
-        with self._read_lock:
+        with self._reading():
             row = self._reader.execute(
                 "SELECT t.owner, coalesce(n.address, ''), coalesce(n.lease_until > now(), false) "
                 "FROM tables t LEFT JOIN nodes n ON n.node_id = t.owner WHERE t.table_id = %s",
                 (table_id,)).fetchone()
         return None if row is None else Owner(row[0] or "", row[1], bool(row[2]))
 
+    def table_of_request(self, create_key: str, join_key: str) -> str | None:
+        """The table a CreateTable request (``create_key``) made, or where a JoinTable
+        request (``join_key``) took a seat, on any node ("": no such key)."""
+        with self._reading():
+            row = self._reader.execute(
+                "(SELECT table_id FROM tables WHERE request_key = %s AND %s <> '' LIMIT 1) "
+                "UNION ALL (SELECT table_id FROM tokens WHERE join_key = %s AND %s <> '' "
+                "LIMIT 1) LIMIT 1", (create_key, create_key, join_key, join_key)).fetchone()
+        return None if row is None else str(row[0])
+
+    def joinable(self, preset: str, players: int, limit: int) -> list[tuple[str, bytes]]:
+        """Quick match: the oldest waiting tables of a kind with a free seat whose owner's
+        lease holds, on any node: (table_id, summary) rows, oldest first."""
+        with self._reading():
+            rows = self._reader.execute(
+                "SELECT t.table_id, t.summary FROM tables t JOIN nodes n ON n.node_id = t.owner "
+                "WHERE t.lobby = 'joinable' AND t.preset = %s AND t.players = %s "
+                "AND t.status = 'open' AND t.summary IS NOT NULL AND n.lease_until > now() "
+                "ORDER BY t.created, t.table_id LIMIT %s", (preset, players, limit)).fetchall()
+        return [(str(t), bytes(s)) for t, s in rows]
+
     def table_of_token(self, token_hash: str) -> tuple[str, int] | None:
-        with self._read_lock:
+        with self._reading():
             row = self._reader.execute("SELECT table_id, seat FROM tokens WHERE token_hash = %s",
                                        (token_hash,)).fetchone()
         return None if row is None else (row[0], int(row[1]))
@@ -476,7 +552,7 @@ class PgStore(GroupCommitStore[Write | ClusterWrite]):
         after the position ``after`` (created, table_id) of a previous page; an empty preset
         or 0 players match any. Returns (created, table_id, summary) rows."""
         created, table_id = after if after is not None else (None, "")
-        with self._read_lock:
+        with self._reading():
             rows = self._reader.execute(
                 "SELECT created, table_id, summary FROM tables WHERE summary IS NOT NULL "
                 "AND (NOT %(joinable)s OR lobby = 'joinable') "
@@ -496,7 +572,7 @@ class PgStore(GroupCommitStore[Write | ClusterWrite]):
         """Every node's newest tables for the lobby (at most ``limit``), newest first, then
         by id: (created, table_id, summary, lobby state, preset, players) rows, for filters
         applied in memory (``server.cluster.lobby``)."""
-        with self._read_lock:
+        with self._reading():
             rows = self._reader.execute(
                 "SELECT created, table_id, summary, lobby, preset, players FROM tables "
                 "WHERE summary IS NOT NULL AND (%(finished)s OR status = 'open') "
@@ -508,7 +584,7 @@ class PgStore(GroupCommitStore[Write | ClusterWrite]):
     # -- operators (the admin service)
     def nodes(self) -> list[tuple[str, str, bool]]:
         """Every node that ever held a lease: (node_id, address, whether its lease holds)."""
-        with self._read_lock:
+        with self._reading():
             rows = self._reader.execute(
                 "SELECT node_id, address, lease_until > now() FROM nodes ORDER BY node_id"
             ).fetchall()
@@ -519,7 +595,7 @@ class PgStore(GroupCommitStore[Write | ClusterWrite]):
         """Tables not finished whose owner's lease ran out (or that have no owner), newest
         first, made at or before ``after_created`` (about: the caller compares exactly):
         (created, table_id, summary, owner)."""
-        with self._read_lock:
+        with self._reading():
             rows = self._reader.execute(
                 "SELECT t.created, t.table_id, t.summary, coalesce(t.owner, '') FROM tables t "
                 "LEFT JOIN nodes n ON n.node_id = t.owner WHERE t.summary IS NOT NULL "
@@ -533,7 +609,7 @@ class PgStore(GroupCommitStore[Write | ClusterWrite]):
         """Give up this node's ownership of ``table_ids`` (a drain): they have no owner, so
         any other node claims them (at once for a call, else at its next sweep). This node's
         writes for them are refused from now on (fenced)."""
-        with self._read_lock:
+        with self._reading():
             rows = self._reader.execute(
                 "UPDATE tables SET owner = NULL WHERE owner = %s AND table_id = ANY(%s) "
                 "RETURNING table_id", (self.node.node_id, table_ids)).fetchall()
@@ -543,7 +619,7 @@ class PgStore(GroupCommitStore[Write | ClusterWrite]):
 
     # -- records
     def get_record(self, record_id: str) -> bytes | None:
-        with self._read_lock:
+        with self._reading():
             row = self._reader.execute(
                 "SELECT record_pb, record FROM records WHERE record_id = %s",
                 (record_id,)).fetchone()
@@ -553,7 +629,7 @@ class PgStore(GroupCommitStore[Write | ClusterWrite]):
 
     def list_records(self, limit: int, before: tuple[float, str] | None
                      ) -> list[RecordSummary]:
-        with self._read_lock:
+        with self._reading():
             if before is None:
                 rows = self._reader.execute(
                     "SELECT summary FROM records ORDER BY finished DESC, record_id ASC "
@@ -566,7 +642,7 @@ class PgStore(GroupCommitStore[Write | ClusterWrite]):
         return [RecordSummary.from_json(summary) for (summary,) in rows]
 
     def prune_records(self, keep: int, max_age: float, now: float) -> int:
-        with self._read_lock, self._reader.transaction():
+        with self._reading(), self._reader.transaction():
             removed = 0
             if max_age:
                 removed += self._reader.execute("DELETE FROM records WHERE finished < %s",

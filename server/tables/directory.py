@@ -14,8 +14,9 @@ class Directory(Protocol):
     def check_serving(self) -> None:
         """:raises ServiceError: this node may not serve or make tables now."""
 
-    def token_issued(self, token_hash: str, table_id: str, seat: int) -> None:
-        """A seat's token is valid (written with the join's commit)."""
+    def token_issued(self, token_hash: str, table_id: str, seat: int, join_key: str) -> None:
+        """A seat's token is valid (written with the join's commit); ``join_key``: the
+        JoinTable request that took the seat ("" without one)."""
 
     def token_revoked(self, token_hash: str, table_id: str) -> None: ...
 
@@ -33,7 +34,7 @@ class LocalDirectory:
     def check_serving(self) -> None:
         return None
 
-    def token_issued(self, token_hash: str, table_id: str, seat: int) -> None:
+    def token_issued(self, token_hash: str, table_id: str, seat: int, join_key: str) -> None:
         return None
 
     def token_revoked(self, token_hash: str, table_id: str) -> None:

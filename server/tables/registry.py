@@ -86,7 +86,7 @@ class TableRegistry:
 
     def token_issued(self, token_hash: str, table_id: str, seat: int, join_key: str) -> None:
         self.seating.seated(token_hash, table_id, seat, join_key)
-        self._directory.token_issued(token_hash, table_id, seat)
+        self._directory.token_issued(token_hash, table_id, seat, join_key)
 
     def seat_given_up(self, token_hash: str, table_id: str, join_key: str, request_id: str,
                       sequence: int) -> None:
@@ -222,6 +222,13 @@ class TableRegistry:
 
     def holds(self, table_id: str) -> bool:
         return table_id in self._tables
+
+    def remembers(self, create_key: str, join_key: str) -> bool:
+        """A CreateTable (``create_key``) or JoinTable (``join_key``) request a table held
+        here answers (see ``idempotency.request_key``)."""
+        return create_key in self._create_requests or (
+            self.seating.joins.get(join_key, "") in self._tables) or \
+            self.seating.is_spent(join_key)
 
     def live(self) -> Iterator[Table]:
         return iter(self._tables.values())
