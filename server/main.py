@@ -130,7 +130,12 @@ def _cluster_gauges(router: Router, relay: Forwarder, takeovers: Takeovers,
             ("copas_cluster_lease_age_seconds", "Seconds since the last renewal of this "
              "node's lease that the database took", time.monotonic() - lease.renewed_at),
             ("copas_cluster_lobby_reads_cached", "The lobby's reads kept (at most two)",
-             lobby.reads_kept())):
+             lobby.reads_kept()),
+            ("copas_cluster_shared_watch_upstreams", "Relayed WatchTable streams open to "
+             "other nodes that this node's spectators of one table share (one per table)",
+             relay.shared.upstreams()),
+            ("copas_cluster_shared_watchers", "This node's spectator streams fed by those "
+             "shared upstreams", relay.shared.watchers())):
         gauge = GaugeMetricFamily(name, text)
         gauge.add_metric([], value)
         yield gauge
@@ -142,6 +147,9 @@ def _cluster_gauges(router: Router, relay: Forwarder, takeovers: Takeovers,
     yield lookups
     yield CounterMetricFamily("copas_cluster_relayed", "Calls and streams relayed to the "
                               "node owning their table", value=relay.relayed)
+    yield CounterMetricFamily("copas_cluster_shared_watch_upstreams_opened", "Shared "
+                              "upstream WatchTable streams opened to other nodes",
+                              value=relay.shared.opened)
     yield CounterMetricFamily("copas_cluster_takeovers", "Tables taken over from nodes whose "
                               "lease ran out", value=takeovers.taken_over)
 
@@ -192,6 +200,7 @@ class _Bound:
     port: int
     advertise: str
     page: web.WebServer | None
+    public: str = ""  # host:port clients reach this node at (x-copas-owner)
 
     async def abandon(self) -> None:
         await self.server.stop(None)
@@ -202,6 +211,14 @@ class _Bound:
 def _ms(seconds: float) -> int:
     """A duration flag (0: never) as grpc's milliseconds (its "never": INT_MAX)."""
     return int(seconds * 1000) if seconds > 0 else 2**31 - 1
+
+
+def _public_address(given: str, advertise: str, port: int) -> str:
+    """Where clients reach this node: ``given`` (host:port, or a host: with ``port``), else
+    the host the other nodes reach it at, with ``port``."""
+    if given and ":" in given.rsplit("]", 1)[-1]:
+        return given
+    return f"{given or advertise.rsplit(':', 1)[0]}:{port}"
 
 
 async def _bind(config: Config) -> _Bound:
@@ -250,6 +267,14 @@ async def _bind(config: Config) -> _Bound:
             advertise = f"{advertise}:{internal}"
         bound.advertise = advertise or f"{config.internal_listen.rsplit(':', 1)[0]}:{internal}"
     bound.advertise = bound.advertise or f"{config.listen.rsplit(':', 1)[0]}:{port}"
+    public_port = port
+    if config.public_listen:  # a port of this node alone, for clients told to call it
+        public_port = (server.add_secure_port(config.public_listen, credentials) if credentials
+                       else server.add_insecure_port(config.public_listen))
+        if public_port == 0:
+            await bound.abandon()
+            raise OSError(f"cannot listen on {config.public_listen}")
+    bound.public = _public_address(config.public_address, bound.advertise, public_port)
     if config.database and bound.advertise.rsplit(":", 1)[0].strip("[]") in ("0.0.0.0", "::",
                                                                              ""):
         await bound.abandon()
@@ -287,7 +312,7 @@ async def start(config: Config) -> RunningServer:
     try:
         if config.database:
             store = shared = PgStore.open(config.database, Node(
-                config.node_id or bound.advertise, bound.advertise, config.lease),
+                config.node_id or bound.advertise, bound.advertise, config.lease, bound.public),
                 metrics.observe_commit)
         else:
             store = open_local_store(config.data_dir, metrics.observe_commit)
@@ -315,7 +340,9 @@ async def start(config: Config) -> RunningServer:
                                 config.cluster_lookups_per_second)
         cluster_key = await asyncio.to_thread(shared.cluster_key)
         relay = Forwarder(cluster_key, cluster_router.forget_owner,
-                          config.max_concurrent_streams, answer_within=config.lease / 2)
+                          config.max_concurrent_streams, answer_within=config.lease / 2,
+                          history=config.history, watcher_queue=config.watcher_queue,
+                          max_watchers_per_table=config.max_watchers_per_table)
         router, forwarder = cluster_router, relay
         lobby = cluster_lobby = ClusterLobby(shared, registry.durable)
         metrics.add_gauges(lambda: _cluster_gauges(cluster_router, relay, takeovers,

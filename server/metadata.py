@@ -7,3 +7,7 @@ FORWARDED_FOR = "x-forwarded-for"  # the client a relay forwards for
 FORWARDING_KEY = "x-copas-forwarding-key"  # the web bridge's proof (one process's secret)
 CLUSTER_KEY = "x-copas-cluster-key"  # a node of the cluster vouching for the client
 HOPS = "x-copas-hops"  # a relayed call carries it: it is never relayed again
+# Initial metadata of the answers that seat a player or name a table (CreateTable,
+# JoinTable, GetTable, the first message of Play and WatchTable), from a cluster node: the
+# public host:port of the node that owns the table, for the client to call it directly.
+OWNER = "x-copas-owner"

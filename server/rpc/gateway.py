@@ -27,7 +27,9 @@ import grpc
 import structlog
 from google.protobuf.message import DecodeError
 
+from server.cluster.destination import HERE, Destination
 from server.errors import ServiceError
+from server.metadata import OWNER
 from server.observability import Metrics
 from server.rpc.peers import PeerTrust, bearer_token_hash
 from server.rpc.quotas import Quotas
@@ -56,10 +58,10 @@ def caller() -> Caller:
 
 
 class CallRouter(Protocol):
-    """Where a call is served: here (None), or the address of the node to relay it to."""
+    """Where a call is served: here, or relayed to the node owning its table."""
 
     async def route(self, method: str, table_id: str, token_hash: str | None,
-                    relayed: bool) -> str | None:
+                    relayed: bool) -> Destination:
         """``relayed``: another node of the cluster relayed this call (its cluster key and
         its hop mark are both there): it is never relayed again."""
 
@@ -81,8 +83,8 @@ class ServeHere:
     """One process: every call is served here, nothing is relayed."""
 
     async def route(self, method: str, table_id: str, token_hash: str | None,
-                    relayed: bool) -> str | None:
-        return None
+                    relayed: bool) -> Destination:
+        return HERE
 
     async def unary(self, address: str, table_id: str, path: str, raw: bytes,
                     context: Context, client: str) -> bytes:
@@ -309,9 +311,10 @@ class Gateway:
                                            "message", "MALFORMED_REQUEST") from None
 
         async def destination(found: Caller, request: Any, context: Context) -> str | None:
-            return await router.route(method, getattr(request, "table_id", ""),
-                                      found.token_hash,
-                                      trust.is_relayed(context.invocation_metadata() or ()))
+            """The node to relay to (None: here), the table's owner told to the client."""
+            return await told(await router.route(
+                method, getattr(request, "table_id", ""), found.token_hash,
+                trust.is_relayed(context.invocation_metadata() or ())), context)
 
         quotas, trust = self.quotas, self.trust
         if handler.unary_unary is not None:
@@ -417,9 +420,9 @@ class Gateway:
                     first = parse(first_raw) if first_raw is not None else None
                     address = None
                     if first is not None:
-                        address = await router.route(
+                        address = await told(await router.route(
                             method, _opened_table(first), found.token_hash,
-                            trust.is_relayed(context.invocation_metadata() or ()))
+                            trust.is_relayed(context.invocation_metadata() or ())), context)
                     if address is None:
                         await inner_bidi(StreamRequests(first, requests, parse), context)
                     else:  # another node owns the table: relay the whole stream there
@@ -444,6 +447,14 @@ class Gateway:
                 bidi, request_deserializer=None,
                 response_serializer=_or_bytes(handler.response_serializer))
         return handler
+
+
+async def told(destination: Destination, context: Context) -> str | None:
+    """Tell the client the table's owner (initial metadata, before any answer), when the
+    router names one; returns where the call goes (None: here)."""
+    if destination.owner:
+        await context.send_initial_metadata(((OWNER, destination.owner),))
+    return destination.relay_to
 
 
 def _opened_table(first: Any) -> str:
