@@ -7,6 +7,9 @@ spectators' streams relayed by one node share one upstream stream per table."""
 from __future__ import annotations
 
 import asyncio
+import json
+import os
+import shutil
 import signal
 import time
 from collections.abc import Awaitable, Callable
@@ -19,12 +22,14 @@ from copas.v1 import copas_pb2, copas_pb2_grpc
 
 from clients.bots import POLICIES, take_turn
 from clients.common import OWNER_KEY, Player, join, moved_to, must_act, seat_stream
+from clients.loadtest import server_pids
 from engine import Game, Phase
 from tests.helpers.calls import Watch, auth, drive, is_over, join_all, new_table
 from tests.helpers.games import rules_of
 from tests.helpers.servers import ServerProcess, free_port, fresh_database, metric
 
 LEASE = 2.0  # seconds: short, so that takeovers happen within a test
+TS_PLAY = Path(__file__).resolve().parent.parent / "clients" / "ts" / "dist" / "play.js"
 
 
 class Node:
@@ -276,7 +281,8 @@ async def test_with_workers_each_worker_has_a_public_port_of_its_own(
     dsn = fresh_database(postgres.dsn)
     port = free_port()
     supervisor = ServerProcess("--database", dsn, "--workers", "2", "--unlimited-quotas",
-                               "--lease", str(LEASE), port=port, log_dir=tmp_path)
+                               "--web-port", "0", "--lease", str(LEASE), port=port,
+                               log_dir=tmp_path)
     try:
         async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as shared:
             stub = copas_pb2_grpc.CopasServiceStub(shared)
@@ -297,6 +303,47 @@ async def test_with_workers_each_worker_has_a_public_port_of_its_own(
             with psycopg.connect(dsn) as db:
                 publics = {r[0] for r in db.execute("SELECT public_address FROM nodes")}
             assert owners <= publics and len(publics) == 2
+    finally:
+        supervisor.proc.send_signal(signal.SIGTERM)
+        supervisor.proc.wait(30)
+
+
+async def test_the_typescript_client_follows_the_owner_and_after_a_kill_9_the_new_one(
+        postgres: Any, tmp_path: Path) -> None:
+    """`--workers 2` on one port: the TypeScript client starts at the shared port, plays at
+    its table's worker's own port, and when that worker is killed (the supervisor starts it
+    again, on a new port, or the other takes the table over) it finds the table's new
+    address through the shared port and plays the game to its end."""
+    node = shutil.which("node")
+    assert node is not None, "Node.js is needed (see README: Other languages)"
+    assert TS_PLAY.is_file(), f"{TS_PLAY} is missing: run `make ts`"
+    dsn = fresh_database(postgres.dsn)
+    port = free_port()
+    supervisor = ServerProcess("--database", dsn, "--workers", "2", "--unlimited-quotas",
+                               "--web-port", "0", "--lease", str(LEASE), "--allow-seed",
+                               port=port, log_dir=tmp_path)
+    try:
+        client = await asyncio.create_subprocess_exec(
+            node, str(TS_PLAY), "--server", f"127.0.0.1:{port}", "--seed", "4", "--json",
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+
+        async def seated() -> bool:  # the client's seat is taken: its game begins
+            with psycopg.connect(dsn) as db:
+                return db.execute("SELECT count(*) FROM tokens").fetchone()[0] > 0
+        await _until(seated, 60, "the TypeScript client never took its seat")
+        with psycopg.connect(dsn) as db:
+            table_id = str(db.execute("SELECT table_id FROM tokens").fetchone()[0])
+        first = _db_owner(dsn, table_id)
+        [pid] = server_pids(first)  # the worker behind that public port
+        os.kill(pid, signal.SIGKILL)
+        out, err = await asyncio.wait_for(client.communicate(), LEASE * 10 + 90)
+        assert client.returncode == 0, err.decode()
+        summary = json.loads(out.decode().strip().splitlines()[-1])
+        assert summary["table_id"] == table_id and summary["end_reason"]
+        followed = summary["followed"]
+        assert followed[0] == first != f"127.0.0.1:{port}"
+        assert len(followed) >= 2 and followed[-1] != first  # the table's next address
+        assert summary["owner"] == followed[-1] == _db_owner(dsn, table_id)
     finally:
         supervisor.proc.send_signal(signal.SIGTERM)
         supervisor.proc.wait(30)
