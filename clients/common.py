@@ -103,6 +103,13 @@ def owner_in(metadata: Iterable[tuple[str, str | bytes]] | None) -> str:
     return ""
 
 
+def _is_cut_off(error: grpc.aio.AioRpcError) -> bool:
+    """The call's connection broke under it (gRPC core's INTERNAL or UNKNOWN, no refusal
+    details): the server went away mid-call, as after a kill -9."""
+    return error.code() in (grpc.StatusCode.INTERNAL, grpc.StatusCode.UNKNOWN) \
+        and rich_status(error) is None
+
+
 class TableRoute:
     """Where one table's calls go: straight to the node that owns it, as the server said
     (``x-copas-owner`` on the answers that name a table, or the owner a TABLE_MOVED names),
@@ -135,7 +142,8 @@ class TableRoute:
         owner = moved_to(error)
         if owner and self._go(owner):
             return True
-        if self._stub is not None and error.code() in RETRYABLE and not owner:
+        if self._stub is not None and not owner and (
+                error.code() in RETRYABLE or _is_cut_off(error)):
             if error_reason(error) != "TABLE_MOVED":  # it did not answer: not again soon
                 self._shunned[self.owner] = asyncio.get_running_loop().time() + SHUN_SECONDS
             self._stub, self.owner = None, ""
@@ -260,11 +268,16 @@ class PlaySession:
                     return
                 except grpc.aio.AioRpcError as error:
                     self._ready.clear()
-                    self._fail_pending(error)
                     if failures < self.retries and route is not None \
                             and route.after_error(error):
+                        # The owner moved, or is away: at once where it is now; actions
+                        # waiting for a result are retried there (the same request_id).
+                        self._fail_pending(grpc.aio.AioRpcError(
+                            grpc.StatusCode.UNAVAILABLE, grpc.aio.Metadata(),
+                            grpc.aio.Metadata(), "the Play stream moved"))
                         failures += 1
-                        continue  # the owner moved, or is away: at once where it is now
+                        continue
+                    self._fail_pending(error)
                     if error.code() not in RETRYABLE or failures >= self.retries:
                         self._events.put_nowait(error)
                         return
