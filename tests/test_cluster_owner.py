@@ -21,9 +21,18 @@ import psycopg
 from copas.v1 import copas_pb2, copas_pb2_grpc
 
 from clients.bots import POLICIES, take_turn
-from clients.common import OWNER_KEY, Player, join, moved_to, must_act, seat_stream
+from clients.common import (
+    OWNER_KEY,
+    Player,
+    error_reason,
+    join,
+    moved_to,
+    must_act,
+    seat_stream,
+)
 from clients.loadtest import server_pids
 from engine import Game, Phase
+from server.cluster.shared_watch import LocalWatcher, SharedWatch
 from tests.helpers.calls import Watch, auth, drive, is_over, join_all, new_table
 from tests.helpers.games import rules_of
 from tests.helpers.servers import ServerProcess, free_port, fresh_database, metric
@@ -276,6 +285,29 @@ async def test_relayed_spectator_streams_of_one_table_share_one_upstream(
         await c.stop()
 
 
+async def test_a_shared_upstream_feeds_at_most_max_watchers_per_table_of_a_node(
+        postgres: Any, tmp_path: Path) -> None:
+    dsn = fresh_database(postgres.dsn)
+    a = Node(tmp_path, dsn, "a")
+    c = Node(tmp_path, dsn, "c", "--max-watchers-per-table", "2")
+    try:
+        table = await new_table(a.stub, preset="quick", seed="2")
+        two = [Watch(c.stub, table.table_id) for _ in range(2)]
+        for w in two:
+            await w.wait_for(lambda m: m.WhichOneof("kind") == "snapshot")
+        third = Watch(c.stub, table.table_id)
+        await asyncio.wait_for(third.task, 10)
+        assert third.error is not None
+        assert third.error.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+        assert error_reason(third.error) == "TOO_MANY_WATCHERS"
+        assert c.metric("copas_cluster_shared_watchers") == 2
+        for w in two:
+            await w.close()
+    finally:
+        await a.stop()
+        await c.stop()
+
+
 async def test_with_workers_each_worker_has_a_public_port_of_its_own(
         postgres: Any, tmp_path: Path) -> None:
     dsn = fresh_database(postgres.dsn)
@@ -347,3 +379,56 @@ async def test_the_typescript_client_follows_the_owner_and_after_a_kill_9_the_ne
     finally:
         supervisor.proc.send_signal(signal.SIGTERM)
         supervisor.proc.wait(30)
+
+
+# ------------------------------------------------- a shared upstream's bookkeeping, in-process
+
+def _event(sequence: int, kind: str, trick: int = 0) -> bytes:
+    event = copas_pb2.TableEvent(sequence=sequence, view=copas_pb2.TableView(
+        table_id="t", trick_number=trick), is_last_in_action=True)
+    if kind == "snapshot":
+        event.snapshot.SetInParent()
+        event.ClearField("is_last_in_action")
+    elif kind == "card_played":
+        event.card_played.seat = sequence % 4
+    else:
+        event.player_connection.seat = 1
+    return copas_pb2.WatchTableResponse(event=event).SerializeToString()
+
+
+def _snapshot_of(shared: SharedWatch, after_sequence: int) -> copas_pb2.TableEvent | None:
+    made = shared.snapshot(after_sequence)
+    return None if made is None else copas_pb2.WatchTableResponse.FromString(made).event
+
+
+def test_a_shared_upstreams_snapshots_list_what_a_watcher_missed_as_the_owner_would() -> None:
+    shared = SharedWatch(history=3, queue=8)
+    shared.take(_event(4, "snapshot", trick=1))
+    for sequence in (5, 6, 7, 8):
+        shared.take(_event(sequence, "card_played", trick=sequence))
+    shared.take(_event(8, "player_connection", trick=8))  # presence: not history
+    fresh = _snapshot_of(shared, 0)
+    assert fresh is not None and fresh.sequence == 8 and fresh.view.trick_number == 8
+    assert not fresh.snapshot.missed_events and not fresh.snapshot.has_gap
+    resumed = _snapshot_of(shared, 6)
+    assert resumed is not None
+    assert [e.sequence for e in resumed.snapshot.missed_events] == [7, 8]
+    assert not any(e.HasField("view") for e in resumed.snapshot.missed_events)
+    assert _snapshot_of(shared, 5) is not None  # 6, 7, 8 are kept (history 3)
+    assert _snapshot_of(shared, 4) is None  # 5 is gone here: the owner answers that one
+    up_to_date = _snapshot_of(shared, 8)
+    assert up_to_date is not None and not up_to_date.snapshot.missed_events
+
+
+def test_a_watcher_that_falls_behind_a_shared_upstream_gets_a_fresh_snapshot() -> None:
+    shared = SharedWatch(history=16, queue=2)
+    shared.take(_event(1, "snapshot"))
+    slow = LocalWatcher()
+    shared.watchers.add(slow)
+    for sequence in (2, 3):
+        shared.take(_event(sequence, "card_played"))
+    assert len(slow.queue) == 2 and not slow.needs_snapshot
+    shared.take(_event(4, "card_played"))  # one more than it may hold
+    assert slow.needs_snapshot and not slow.queue
+    shared.take(_event(5, "card_played"))  # its fresh snapshot, made when sent, shows it
+    assert not slow.queue

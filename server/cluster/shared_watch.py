@@ -32,7 +32,7 @@ PRESENCE = ("snapshot", "player_connection")  # not numbered: they repeat the la
 
 
 @dataclass(eq=False)
-class _Watcher:
+class LocalWatcher:
     """One local stream on a shared upstream: what it has yet to be sent."""
 
     queue: deque[bytes] = field(default_factory=deque)
@@ -44,7 +44,7 @@ class SharedWatch:
     """One upstream WatchTable stream of one table, and the local watchers it feeds."""
 
     def __init__(self, history: int, queue: int) -> None:
-        self.watchers: set[_Watcher] = set()
+        self.watchers: set[LocalWatcher] = set()
         self._history: deque[copas_pb2.TableEvent] = deque(maxlen=max(1, history))
         self._queue = max(1, queue)
         self.sequence = 0  # the latest sequence the upstream carried
@@ -150,7 +150,7 @@ class SharedWatches:
         if len(shared.watchers) + shared.joining >= self._max_watchers:
             raise ServiceError.exhausted("too many spectators on this table",
                                          "TOO_MANY_WATCHERS")
-        watcher = _Watcher()
+        watcher = LocalWatcher()
         first: bytes | None = None
         shared.joining += 1
         try:
@@ -206,7 +206,7 @@ class SharedWatches:
         shared.task = asyncio.get_running_loop().create_task(pump())
         return shared
 
-    async def _serve(self, shared: SharedWatch, watcher: _Watcher, first: bytes | None,
+    async def _serve(self, shared: SharedWatch, watcher: LocalWatcher, first: bytes | None,
                      context: Context) -> int:
         sent = 0
         if first is not None:
