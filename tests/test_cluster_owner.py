@@ -251,7 +251,10 @@ async def test_relayed_spectator_streams_of_one_table_share_one_upstream(
         await direct.close()
         assert c.metric("copas_cluster_shared_watch_upstreams") == 1
         assert c.metric("copas_cluster_shared_watchers") == 6
-        assert a.metric("copas_watch_streams") == on_owner + 1  # one relay for six watchers
+
+        async def one_relay() -> bool:  # for six watchers (once a has seen `direct` go)
+            return a.metric("copas_watch_streams") == on_owner + 1
+        await _until(one_relay, 10, "the owner does not see one stream for c's spectators")
         # A player's stream through c is its own relay (its own view, its hand).
         seat = next(iter(tokens))
         mine = Watch(c.stub, table.table_id, tokens[seat])
@@ -261,14 +264,19 @@ async def test_relayed_spectator_streams_of_one_table_share_one_upstream(
         assert c.metric("copas_cluster_shared_watch_upstreams") == 1
         # Every spectator sees the same game as a spectator at a.
         reference = Watch(a.stub, table.table_id)
-        await drive(a.stub, table.table_id, tokens, players, game,
-                    stop=lambda g: g.phase is Phase.PLAYING and g.trick_number == 3)
+        answers = await drive(a.stub, table.table_id, tokens, players, game,
+                              stop=lambda g: g.phase is Phase.PLAYING and g.trick_number == 3)
+        final = answers[-1].sequence
         for w in (*spectators, late, reference):
-            await w.wait_for(lambda m: m.view.trick_number == 3)
-        expected = [m for m in reference.messages if m.WhichOneof("kind") != "snapshot"]
+            await w.wait_for(lambda m: m.sequence >= final and m.is_last_in_action)
+
+        def history(w: Watch) -> list[copas_pb2.TableEvent]:
+            return [m for m in w.messages if m.WhichOneof("kind") not in
+                    ("snapshot", "player_connection") and m.sequence <= final]
+        expected = history(reference)
+        assert expected
         for w in (*spectators, late):
-            seen = [m for m in w.messages if m.WhichOneof("kind") != "snapshot"]
-            assert seen[-len(expected):] == expected
+            assert history(w)[-len(expected):] == expected
         # The upstream goes with the last local watcher.
         for w in (*spectators, late, mine, reference):
             await w.close()
