@@ -5,7 +5,8 @@ Bearer``) into a context variable, so servicer methods never parse metadata; app
 per-client quotas before the request is even decoded; decodes the request itself (bytes
 that are not the method's message get INVALID_ARGUMENT, not UNKNOWN); routes it (a call for a
 table another node of the cluster owns is relayed there, decided here for every method, so
-no servicer method can forget); turns a ``ServiceError`` (or the store's failure) into its
+no servicer method can forget; the answers that name a table tell the client its owner,
+``x-copas-owner``); turns a ``ServiceError`` (or the store's failure) into its
 status with details; and writes one log line and one latency sample per call (streams:
 their lifetime, in a metric of their own). Unary calls and streams share one outcome path
 (``_finish``).
