@@ -2,16 +2,19 @@
 measured against one node in the same run.
 
 1. Server CPU per move (`copas loadtest`, every server process on the port counted): one
-   node vs two nodes (`--workers 2`), printing ``cluster_cpu_vs_one_node_ratio=``
-   (target <= 1.2).
+   node vs two nodes (`--workers 2`), the clients following each table's owner
+   (``x-copas-owner``: each player calls its table's worker on that worker's own port),
+   printing ``cluster_cpu_vs_one_node_ratio=`` (target <= 1.2).
 2. A forwarded move vs a direct one: tables made on node A, played through A (direct) or
-   through node B (every call and stream relayed to A); CPU of both nodes per move, printing
-   ``forwarded_vs_direct_cpu_ratio=`` (target <= 1.5) and the latencies.
+   through node B by old clients that do not follow the owner (every call and stream relayed
+   to A); CPU of both nodes per move, printing ``forwarded_vs_direct_cpu_ratio=`` and the
+   latencies.
 3. Takeover after kill -9: N open tables (one person and three bots each, waiting for the
    person) on node A; A is killed; the time until node B owns and serves every one of them,
    printing ``takeover_seconds=`` and the lease it includes.
 4. Moves/s and p99 at 100 and 1,000 tables: one process (the embedded default, SQLite)
-   against `--workers 2` on PostgreSQL (1,000 tables run 40 s: their start is slow).
+   against `--workers 2` on PostgreSQL, clients following the owner (1,000 tables run 40 s:
+   their start is slow), printing ``workers2_vs_one_moves_per_s_ratio=``.
 """
 
 from __future__ import annotations
@@ -85,12 +88,16 @@ def stop(proc: subprocess.Popen[str]) -> None:
 
 
 def loadtest(server: str, tables: int, duration: float, processes: int,
-             via: str = "") -> dict[str, Any]:
+             via: str = "", follow: bool = True) -> dict[str, Any]:
+    """``follow``: players call their table's owner (False: old clients, all through
+    ``via`` or ``server``)."""
     command = [sys.executable, "-m", "clients.cli", "loadtest", "--server", server,
                "--tables", str(tables), "--duration", str(duration), "--processes",
                str(processes), "--json"]
     if via:
         command += ["--via", via]
+    if not follow:
+        command += ["--no-follow-owner"]
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=True,
                           env=ENV)
     result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
@@ -140,12 +147,12 @@ def forwarded_vs_direct(pg: Postgres, args: argparse.Namespace) -> None:
         for round_number in range(1, args.rounds + 1):
             # Direct: made and played on A (B idle, its CPU counted too).
             report = loadtest(f"127.0.0.1:{a_port}", args.tables, args.duration, 2,
-                              via=f"127.0.0.1:{a_port}")
+                              via=f"127.0.0.1:{a_port}", follow=False)
             both = report  # loadtest counts the processes on --server and --via
             direct.append(both["server_cpu_ms_per_move"])
             print(line(f"round {round_number} direct   ", both), flush=True)
             report = loadtest(f"127.0.0.1:{a_port}", args.tables, args.duration, 2,
-                              via=f"127.0.0.1:{b_port}")
+                              via=f"127.0.0.1:{b_port}", follow=False)  # old clients
             forwarded.append(report["server_cpu_ms_per_move"])
             print(line(f"round {round_number} forwarded", report), flush=True)
     finally:
@@ -235,6 +242,8 @@ def workers_vs_one(pg: Postgres, args: argparse.Namespace) -> None:
               f"one_process_p99_ms={single['play_card_latency_ms']['p99']} "
               f"workers2_moves_per_s={pair['moves_per_s']} "
               f"workers2_p99_ms={pair['play_card_latency_ms']['p99']}", flush=True)
+        print(f"tables={tables} workers2_vs_one_moves_per_s_ratio="
+              f"{pair['moves_per_s'] / max(single['moves_per_s'], 1e-9):.3f}", flush=True)
 
 
 def main() -> None:

@@ -210,7 +210,11 @@ async def bots_main(args: argparse.Namespace) -> int:
             # Each bot gets its own channel, like a separate device.
             bot_stub = copas_pb2_grpc.CopasServiceStub(
                 await channels.enter_async_context(channel(connection(args))))
-            players.append(await join(bot_stub, table_id, f"{args.policy}-bot-{i + 1}"))
+            player = await join(bot_stub, table_id, f"{args.policy}-bot-{i + 1}",
+                                connection(args))
+            if player.route is not None:  # its channel to the table's owner, closed too
+                channels.push_async_callback(player.route.close)
+            players.append(player)
         print(f"{len(players)} {args.policy} bots joined table {table_id} "
               f"(seats {', '.join(str(p.seat) for p in players)})", flush=True)
         views = await asyncio.gather(*(run_bot(p, args.policy, seed=args.seed + i,

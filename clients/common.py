@@ -11,7 +11,7 @@ import asyncio
 import contextlib
 import uuid
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, overload
@@ -80,6 +80,99 @@ def error_reason(error: grpc.aio.AioRpcError) -> str:
     return error.code().name
 
 
+OWNER_KEY = "x-copas-owner"  # initial metadata: the public host:port of the table's owner
+SHUN_SECONDS = 10.0  # an owner's address that could not be reached is not followed again
+
+
+def moved_to(error: grpc.aio.AioRpcError) -> str:
+    """The owner a TABLE_MOVED refusal names (its ErrorInfo's ``metadata["owner"]``), or ''."""
+    status = rich_status(error)
+    if status is not None:
+        for detail in status.details:
+            info = error_details_pb2.ErrorInfo()
+            if detail.Unpack(info) and info.reason == "TABLE_MOVED":
+                return info.metadata.get("owner", "")
+    return ""
+
+
+def owner_in(metadata: Iterable[tuple[str, str | bytes]] | None) -> str:
+    """The owner an answer's initial metadata names (``x-copas-owner``), or ''."""
+    for key, value in metadata or ():
+        if key == OWNER_KEY and isinstance(value, str):
+            return value
+    return ""
+
+
+def _is_cut_off(error: grpc.aio.AioRpcError) -> bool:
+    """The call's connection broke under it (gRPC core's INTERNAL or UNKNOWN, no refusal
+    details): the server went away mid-call, as after a kill -9."""
+    return error.code() in (grpc.StatusCode.INTERNAL, grpc.StatusCode.UNKNOWN) \
+        and rich_status(error) is None
+
+
+class TableRoute:
+    """Where one table's calls go: straight to the node that owns it, as the server said
+    (``x-copas-owner`` on the answers that name a table, or the owner a TABLE_MOVED names),
+    on a channel of its own with the entry's TLS settings; else, or while that node cannot
+    be reached, through the address the client started from (which relays)."""
+
+    def __init__(self, entry: copas_pb2_grpc.CopasServiceStub, where: Connection | str,
+                 follow: bool = True) -> None:
+        self.entry = entry
+        self.where = where if isinstance(where, Connection) else Connection(where)
+        self.follow = follow  # False: an old client, every call through the entry
+        self.owner = ""  # the address followed now ('' : the entry)
+        self._stub: copas_pb2_grpc.CopasServiceStub | None = None
+        self._channels: list[grpc.aio.Channel] = []  # every channel opened (closed at the end)
+        self._shunned: dict[str, float] = {}  # owners that could not be reached, until when
+        self.followed = 0  # times it switched to an owner's address
+
+    @property
+    def stub(self) -> copas_pb2_grpc.CopasServiceStub:
+        return self._stub if self._stub is not None else self.entry
+
+    def told(self, metadata: Iterable[tuple[str, str | bytes]] | None) -> bool:
+        """An answer's initial metadata: follow the owner it names; whether calls go
+        elsewhere now (a stream open at the old address should be opened again)."""
+        return self._go(owner_in(metadata))
+
+    def after_error(self, error: grpc.aio.AioRpcError) -> bool:
+        """A failed call: follow the owner a TABLE_MOVED names, or, when the owner followed
+        did not answer, go back to the entry; whether calls go elsewhere now (retry at once)."""
+        owner = moved_to(error)
+        if owner and self._go(owner):
+            return True
+        if self._stub is not None and not owner and (
+                error.code() in RETRYABLE or _is_cut_off(error)):
+            if error_reason(error) != "TABLE_MOVED":  # it did not answer: not again soon
+                self._shunned[self.owner] = asyncio.get_running_loop().time() + SHUN_SECONDS
+            self._stub, self.owner = None, ""
+            return True
+        return False
+
+    def _go(self, owner: str) -> bool:
+        if not self.follow or not owner or owner == self.owner:
+            return False
+        if self._shunned.get(owner, 0.0) > asyncio.get_running_loop().time():
+            return False
+        if owner == self.where.server:  # the entry is the owner
+            changed = self._stub is not None
+            self._stub, self.owner = None, ""
+            return changed
+        opened = channel(Connection(owner, self.where.tls, self.where.ca))
+        self._channels.append(opened)
+        if len(self._channels) > 2:  # the one before the last: its calls had a grace
+            asyncio.get_running_loop().create_task(self._channels.pop(0).close(5))
+        self._stub, self.owner = copas_pb2_grpc.CopasServiceStub(opened), owner
+        self.followed += 1
+        return True
+
+    async def close(self) -> None:
+        for opened in self._channels:
+            await opened.close()
+        self._channels.clear()
+
+
 ActionRequest = (copas_pb2.PlayCardRequest | copas_pb2.PassCardsRequest
                  | copas_pb2.ChooseMoonRequest | copas_pb2.LeaveTableRequest)
 ActionResponse = (copas_pb2.PlayCardResponse | copas_pb2.PassCardsResponse
@@ -121,8 +214,9 @@ class PlaySession:
     once (``Player._call`` retries)."""
 
     def __init__(self, stub: copas_pb2_grpc.CopasServiceStub, table_id: str, token: str,
-                 retries: int = 20) -> None:
+                 retries: int = 20, route: TableRoute | None = None) -> None:
         self.stub = stub
+        self.route = route  # the table's owner, followed (None: always ``stub``)
         self.table_id = table_id
         self.token = token
         self.retries = retries
@@ -151,10 +245,14 @@ class PlaySession:
         metadata = (("authorization", f"Bearer {self.token}"),)
         try:
             while True:
-                call = self._call = self.stub.Play(metadata=metadata)
+                route = self.route
+                stub = route.stub if route is not None else self.stub
+                call = self._call = stub.Play(metadata=metadata)
                 try:
                     await call.write(copas_pb2.PlayRequest(open=copas_pb2.WatchTableRequest(
                         table_id=self.table_id, after_sequence=self.after)))
+                    if route is not None and route.told(await call.initial_metadata()):
+                        continue  # another node owns the table: open the stream there
                     self._ready.set()
                     async for response in call:
                         failures = 0
@@ -170,6 +268,15 @@ class PlaySession:
                     return
                 except grpc.aio.AioRpcError as error:
                     self._ready.clear()
+                    if failures < self.retries and route is not None \
+                            and route.after_error(error):
+                        # The owner moved, or is away: at once where it is now; actions
+                        # waiting for a result are retried there (the same request_id).
+                        self._fail_pending(grpc.aio.AioRpcError(
+                            grpc.StatusCode.UNAVAILABLE, grpc.aio.Metadata(),
+                            grpc.aio.Metadata(), "the Play stream moved"))
+                        failures += 1
+                        continue
                     self._fail_pending(error)
                     if error.code() not in RETRYABLE or failures >= self.retries:
                         self._events.put_nowait(error)
@@ -235,10 +342,16 @@ class Player:
     seat: int
     token: str
     session: PlaySession | None = None
+    route: TableRoute | None = None  # the table's owner, followed (None: always ``stub``)
 
     @property
     def metadata(self) -> tuple[tuple[str, str], ...]:
         return (("authorization", f"Bearer {self.token}"),)
+
+    @property
+    def current(self) -> copas_pb2_grpc.CopasServiceStub:
+        """The stub this table's calls go to now (its owner's, when followed)."""
+        return self.route.stub if self.route is not None else self.stub
 
     @overload
     async def _call(self, method: Literal["PlayCard"], request: copas_pb2.PlayCardRequest
@@ -256,8 +369,6 @@ class Player:
     async def _call(self, method: str, request: ActionRequest) -> ActionResponse:
         """Act (on the Play stream, or by the unary call); on UNAVAILABLE retry with the same
         request_id (applied once)."""
-        # The overloads tie each method name to its request and response types.
-        rpc: Callable[..., Awaitable[ActionResponse]] = getattr(self.stub, method)
         request.request_id = uuid.uuid4().hex
         delay = 0.2
         for attempt in range(8):
@@ -266,8 +377,13 @@ class Player:
                     result = await self.session.act(method, request)
                     answer: ActionResponse = _RESPONSES[method](sequence=result.sequence)
                     return answer
+                # The overloads tie each method name to its request and response types.
+                rpc: Callable[..., Awaitable[ActionResponse]] = getattr(self.current, method)
                 return await rpc(request, metadata=self.metadata)
             except grpc.aio.AioRpcError as error:
+                if self.session is None and self.route is not None \
+                        and self.route.after_error(error) and attempt < 7:
+                    continue  # the owner moved, or is away: at once where it is now
                 asked = retry_delay(error)  # over a quota: wait as the server says
                 if (error.code() not in RETRYABLE and asked is None) or attempt == 7:
                     raise
@@ -304,9 +420,9 @@ async def seat_stream(player: Player, transport: Transport = "play"
     """The seat's events, for as long as the block runs: on a Play stream that also carries
     the player's actions (``play``), or on WatchTable (``unary``: actions are calls)."""
     if transport == "unary":
-        yield watch(player.stub, player.table_id, player.token)
+        yield watch(player.stub, player.table_id, player.token, route=player.route)
         return
-    session = PlaySession(player.stub, player.table_id, player.token)
+    session = PlaySession(player.stub, player.table_id, player.token, route=player.route)
     session.start()
     player.session = session
     try:
@@ -364,10 +480,17 @@ def retry_delay(error: grpc.aio.AioRpcError) -> float | None:
     return None
 
 
-async def join(stub: copas_pb2_grpc.CopasServiceStub, table_id: str, name: str) -> Player:
-    answer = await stub.JoinTable(copas_pb2.JoinTableRequest(table_id=table_id,
-                                                             display_name=name))
-    return Player(stub, table_id, answer.seat, answer.player_token)
+async def join(stub: copas_pb2_grpc.CopasServiceStub, table_id: str, name: str,
+               where: Connection | str | None = None, follow: bool = True) -> Player:
+    """Take a seat through ``stub``; with ``where`` (the address ``stub`` reaches), the
+    player then follows the table's owner (``TableRoute``) unless ``follow`` is False."""
+    call = stub.JoinTable(copas_pb2.JoinTableRequest(table_id=table_id, display_name=name))
+    answer = await call
+    route = None
+    if where is not None:
+        route = TableRoute(stub, where, follow)
+        route.told(await call.initial_metadata())
+    return Player(stub, table_id, answer.seat, answer.player_token, route=route)
 
 
 def zero_timing() -> copas_pb2.RulesOverrides:
@@ -378,24 +501,31 @@ def zero_timing() -> copas_pb2.RulesOverrides:
 
 
 async def watch(stub: copas_pb2_grpc.CopasServiceStub, table_id: str,
-                token: str | None = None, retries: int = 20
+                token: str | None = None, retries: int = 20, route: TableRoute | None = None
                 ) -> AsyncIterator[copas_pb2.TableEvent]:
     """A table's events; when the connection drops, reconnect from the last sequence seen
-    (the server's snapshot then lists what was missed). Ends when the stream ends."""
+    (the server's snapshot then lists what was missed). Ends when the stream ends. With a
+    ``route``, the stream goes to the table's owner (and follows it when it moves)."""
     after = 0
     failures = 0
     metadata = (("authorization", f"Bearer {token}"),) if token else None
     while True:
-        call = stub.WatchTable(copas_pb2.WatchTableRequest(table_id=table_id,
-                                                           after_sequence=after),
-                               metadata=metadata)
+        current = route.stub if route is not None else stub
+        call = current.WatchTable(copas_pb2.WatchTableRequest(table_id=table_id,
+                                                              after_sequence=after),
+                                  metadata=metadata)
         try:
+            if route is not None and route.told(await call.initial_metadata()):
+                continue  # another node owns the table: watch it there
             async for response in call:
                 failures = 0
                 after = response.event.sequence
                 yield response.event
             return
         except grpc.aio.AioRpcError as error:
+            if failures < retries and route is not None and route.after_error(error):
+                failures += 1
+                continue  # the owner moved, or is away: at once where it is now
             if error.code() not in RETRYABLE or failures >= retries:
                 raise
             failures += 1

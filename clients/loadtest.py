@@ -37,6 +37,7 @@ from clients.bots import POLICIES, POLICY_SETUP, Policy, decision_key, take_turn
 from clients.common import (
     Connection,
     Player,
+    TableRoute,
     Transport,
     add_server_arguments,
     add_transport_argument,
@@ -84,6 +85,7 @@ class Plan:
     move_interval: float = 0.0  # seconds a bot waits before each move (0: at once)
     via: Connection | None = None  # players act and watch through this address (a node)
     transport: Transport = "play"  # a Play stream per seat, or unary calls and WatchTable
+    follow: bool = True  # players call the table's owner directly (x-copas-owner)
 
 
 class Counters:
@@ -177,6 +179,8 @@ async def run_table_slot(plan: Plan, slot: int, results: Results, counters: Coun
     if plan.via is not None:  # tables made through --server, played through --via
         channels += [channel(plan.via) for _ in range(plan.players)]
         playing = [copas_pb2_grpc.CopasServiceStub(c) for c in channels[plan.players:]]
+    # Each player follows its table's owner on a channel of its own (one per player).
+    routes = [TableRoute(stub, plan.via or plan.server, plan.follow) for stub in playing]
     game = 0
     try:
         while True:
@@ -193,10 +197,13 @@ async def run_table_slot(plan: Plan, slot: int, results: Results, counters: Coun
                     preset=plan.preset, rules=overrides, display_name=f"load-{slot}"))).table
                 players = []
                 for s, stub in enumerate(stubs):
-                    answer = await stub.JoinTable(copas_pb2.JoinTableRequest(
+                    call = stub.JoinTable(copas_pb2.JoinTableRequest(
                         table_id=table.table_id, display_name=f"load-{s}"))
+                    answer = await call
+                    route = routes[s]
+                    route.told(await call.initial_metadata())
                     players.append(Player(playing[s], table.table_id, answer.seat,
-                                          answer.player_token))
+                                          answer.player_token, route=route))
             except grpc.aio.AioRpcError as error:
                 results.errors[error.code().name] += 1
                 await asyncio.sleep(0.1)
@@ -229,6 +236,8 @@ async def run_table_slot(plan: Plan, slot: int, results: Results, counters: Coun
     finally:
         for c in channels:
             await c.close()
+        for route in routes:
+            await route.close()
 
 
 async def run_swarm(plan: Plan, counters: Counters) -> Results:
@@ -342,7 +351,7 @@ async def loadtest_main(args: argparse.Namespace) -> int:
         via = dataclasses.replace(connection(args), server=args.via) if args.via else None
         plans.append(Plan(connection(args), tables, args.players, args.preset, args.policy,
                           deadline, games, tuple(POLICY_SETUP), args.move_interval, via,
-                          args.transport))
+                          args.transport, not args.no_follow_owner))
     # Every local process serving the port (--workers' nodes), and --via's.
     pids = list(dict.fromkeys(server_pids(args.server)
                               + (server_pids(args.via) if args.via else [])))
@@ -440,6 +449,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--via", default="",
                         help="host:port of another node of a cluster: tables are made through "
                              "--server and played through this one (forwarded moves)")
+    parser.add_argument("--no-follow-owner", action="store_true",
+                        help="an old client: every call through --server (or --via), relayed "
+                             "by a node that does not own the table, instead of straight to "
+                             "the owner the server names (x-copas-owner)")
     parser.add_argument("--move-interval", type=float, default=0.0,
                         help="seconds each bot waits before a move: a table moves about once "
                              "per interval (a human pace; 0 = at once)")

@@ -253,13 +253,17 @@ async def play_main(args: argparse.Namespace) -> int:
                 request = copas_pb2.CreateTableRequest(preset=args.preset, bot_seats=3,
                                                        display_name=f"{args.name}'s table")
                 table_id = (await stub.CreateTable(request)).table.table_id
-            player = await join(stub, table_id, args.name)
+            player = await join(stub, table_id, args.name, connection(args))
         except grpc.aio.AioRpcError as error:
             console.print(f"copas play: {error.code().name}: {error.details()}")
             return 1
         console.print(f"You are {args.name}, seat {player.seat} at table {table_id}. "
                       "Ctrl-C to leave.")
-        return await Session(console, player, lines, args.transport).run()
+        try:
+            return await Session(console, player, lines, args.transport).run()
+        finally:
+            if player.route is not None:
+                await player.route.close()
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

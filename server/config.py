@@ -157,6 +157,12 @@ class Config:
     internal_tls_ca: str = flag("", "PEM CA bundle the nodes' certificates are signed by: "
                                     "the internal port requires a client certificate it "
                                     "signed, and a relay checks the other node's by it")
+    public_listen: str = flag("", "a further gRPC port of this node alone, on --listen's TLS "
+                                  "settings, for clients told to call this node (set per "
+                                  "worker by --workers, beside the shared --listen)")
+    public_address: str = flag("", "host[:port] clients reach this node at, told them as "
+                                   "x-copas-owner for its tables (default: --advertise's "
+                                   "host, with --public-listen's port, else --listen's)")
     keep_records: int = flag(0, "finished-game records to keep, newest first; 0 = all")
     keep_records_days: float = flag(0.0, "days to keep finished-game records; 0 = forever")
     retention_interval: float = flag(60.0, "seconds between retention sweeps")

@@ -18,6 +18,7 @@ from engine import EngineError, IllegalActionError, InvalidActionError, RecordEr
 
 ERROR_DOMAIN = "copas.v1.CopasService"
 QUOTE_MAX = 24
+OWNER_INFO_KEY = "owner"  # TABLE_MOVED's ErrorInfo metadata: the table's owner, host:port
 REASONS = frozenset(errors_pb2.ErrorReason.keys()) - {"ERROR_REASON_UNSPECIFIED"}
 
 
@@ -33,7 +34,8 @@ class ServiceError(Exception):
     readable message."""
 
     def __init__(self, code: grpc.StatusCode, reason: str, message: str,
-                 details: tuple[Message, ...] = (), penalty: float = 0.0) -> None:
+                 details: tuple[Message, ...] = (), penalty: float = 0.0,
+                 info: dict[str, str] | None = None) -> None:
         if reason not in REASONS:
             raise ValueError(f"{reason!r} is not a copas.v1.ErrorReason")
         super().__init__(message)
@@ -43,6 +45,7 @@ class ServiceError(Exception):
         self.details = details
         self.penalty = penalty  # seconds to wait before answering (over a quota)
         self.is_quota = False  # over a per-client quota (counted, not logged)
+        self.info = dict(info or {})  # the ErrorInfo's metadata (e.g. TABLE_MOVED's owner)
 
     @classmethod
     def invalid(cls, message: str, reason: str) -> ServiceError:
@@ -95,15 +98,21 @@ class ServiceError(Exception):
             "STORAGE_FAILED")
 
     @classmethod
-    def table_moved(cls, why: str) -> ServiceError:
+    def table_moved(cls, why: str, owner: str = "") -> ServiceError:
         """The table is (or may be) served by another node of the cluster now; ``why`` says
-        what happened, in a few words."""
-        return cls.unavailable(f"{why}: retry, through any node", "TABLE_MOVED")
+        what happened, in a few words; ``owner``, when known, is the public address of the
+        node that owns it now (the ErrorInfo's ``metadata["owner"]``, OWNER_INFO_KEY)."""
+        if not owner:
+            return cls.unavailable(f"{why}: retry, through any node", "TABLE_MOVED")
+        return cls(grpc.StatusCode.UNAVAILABLE, "TABLE_MOVED",
+                   f"{why}: retry at {owner}, or through any node",
+                   info={OWNER_INFO_KEY: owner})
 
     def to_status_pb(self) -> status_pb2.Status:
         """The error as a google.rpc.Status: code, message, ErrorInfo and the details."""
         packed = []
-        for detail in (error_details_pb2.ErrorInfo(reason=self.reason, domain=ERROR_DOMAIN),
+        for detail in (error_details_pb2.ErrorInfo(reason=self.reason, domain=ERROR_DOMAIN,
+                                                   metadata=self.info),
                        *self.details):
             any_detail = any_pb2.Any()
             any_detail.Pack(detail)

@@ -148,7 +148,12 @@ def _cluster_gauges(router: Router, relay: Forwarder, takeovers: Takeovers,
             ("copas_cluster_lease_age_seconds", "Seconds since the last renewal of this "
              "node's lease that the database took", time.monotonic() - lease.renewed_at),
             ("copas_cluster_lobby_reads_cached", "The lobby's reads kept (at most two)",
-             lobby.reads_kept())):
+             lobby.reads_kept()),
+            ("copas_cluster_shared_watch_upstreams", "Relayed WatchTable streams open to "
+             "other nodes that this node's spectators of one table share (one per table)",
+             relay.shared.upstreams()),
+            ("copas_cluster_shared_watchers", "This node's spectator streams fed by those "
+             "shared upstreams", relay.shared.watchers())):
         gauge = GaugeMetricFamily(name, text)
         gauge.add_metric([], value)
         yield gauge
@@ -160,6 +165,9 @@ def _cluster_gauges(router: Router, relay: Forwarder, takeovers: Takeovers,
     yield lookups
     yield CounterMetricFamily("copas_cluster_relayed", "Calls and streams relayed to the "
                               "node owning their table", value=relay.relayed)
+    yield CounterMetricFamily("copas_cluster_shared_watch_upstreams_opened", "Shared "
+                              "upstream WatchTable streams opened to other nodes",
+                              value=relay.shared.opened)
     yield CounterMetricFamily("copas_cluster_takeovers", "Tables taken over from nodes whose "
                               "lease ran out", value=takeovers.taken_over)
 
@@ -237,6 +245,7 @@ class _Bound:
     internal: grpc.aio.Server | None = None  # a cluster node's port for the other nodes
     internal_port: int = 0
     relay_credentials: grpc.ChannelCredentials | None = None  # mutual TLS to the others
+    public: str = ""  # host:port clients reach this node at (x-copas-owner)
 
     async def abandon(self) -> None:
         await self.server.stop(None)
@@ -249,6 +258,14 @@ class _Bound:
 def _ms(seconds: float) -> int:
     """A duration flag (0: never) as grpc's milliseconds (its "never": INT_MAX)."""
     return int(seconds * 1000) if seconds > 0 else 2**31 - 1
+
+
+def _public_address(given: str, advertise: str, port: int) -> str:
+    """Where clients reach this node: ``given`` (host:port, or a host: with ``port``), else
+    the host the other nodes reach it at, with ``port``."""
+    if given and ":" in given.rsplit("]", 1)[-1]:
+        return given
+    return f"{given or advertise.rsplit(':', 1)[0]}:{port}"
 
 
 def _grpc_server(config: Config) -> grpc.aio.Server:
@@ -324,6 +341,14 @@ async def _bind(config: Config) -> _Bound:
             advertise = f"{advertise}:{internal}"
         bound.advertise = advertise or f"{internal_listen.rsplit(':', 1)[0]}:{internal}"
     bound.advertise = bound.advertise or f"{config.listen.rsplit(':', 1)[0]}:{port}"
+    public_port = port
+    if config.public_listen:  # a port of this node alone, for clients told to call it
+        public_port = (server.add_secure_port(config.public_listen, credentials) if credentials
+                       else server.add_insecure_port(config.public_listen))
+        if public_port == 0:
+            await bound.abandon()
+            raise OSError(f"cannot listen on {config.public_listen}")
+    bound.public = _public_address(config.public_address, bound.advertise, public_port)
     if config.database and bound.advertise.rsplit(":", 1)[0].strip("[]") in ("0.0.0.0", "::",
                                                                              ""):
         await bound.abandon()
@@ -369,7 +394,7 @@ async def start(config: Config) -> RunningServer:
     try:
         if config.database:
             store = shared = PgStore.open(config.database, Node(
-                config.node_id or bound.advertise, bound.advertise, config.lease),
+                config.node_id or bound.advertise, bound.advertise, config.lease, bound.public),
                 metrics.observe_commit)
         else:
             store = open_local_store(config.data_dir, metrics.observe_commit)
@@ -400,7 +425,9 @@ async def start(config: Config) -> RunningServer:
         keys = ClusterKeys(*await asyncio.to_thread(shared.cluster_keys, KEY_GRACE_SECONDS))
         relay = Forwarder(keys, cluster_router.forget_owner,
                           config.max_concurrent_streams, answer_within=config.lease / 2,
-                          credentials=bound.relay_credentials)
+                          credentials=bound.relay_credentials, history=config.history,
+                          watcher_queue=config.watcher_queue,
+                          max_watchers_per_table=config.max_watchers_per_table)
         router, forwarder = cluster_router, relay
         implied = ClusterMatch(registry, shared, cluster_router.spend_lookup)
         cluster_admin = ClusterAdmin(shared, lease, cluster_router, takeovers, keys,

@@ -4,9 +4,11 @@
 Each worker is a full node (``--node-id <id>-w<i>``, stable across restarts so a restarted
 worker takes its own tables back at once) with a second, private gRPC port that the other
 nodes forward calls to (``--internal-listen``; advertised on loopback, or on the host named by
-``--advertise``). Worker 0 also serves the web page; worker i serves metrics on the metrics
-port + i. The supervisor restarts a worker that dies (its tables wait for it, or for another
-node once its lease runs out) and passes SIGTERM/SIGINT on, then waits for all of them.
+``--advertise``), and a public port of its own beside the shared one (``--public-listen``, on
+the same TLS settings): the address clients are told to call for its tables. Worker 0 also
+serves the web page; worker i serves metrics on the metrics port + i. The supervisor restarts
+a worker that dies (its tables wait for it, or for another node once its lease runs out) and
+passes SIGTERM/SIGINT on, then waits for all of them.
 
 A worker that exits (a fail-stop when PostgreSQL restarts: exit 3; a start refused while it
 is still down: exit 2) is started again after ``RESTART_PAUSE`` seconds, doubled after each
@@ -68,7 +70,8 @@ class Supervisor:
         self.host = host
         self.port = _shared_port(host, int(port))
         self.base = _strip(argv, ("--workers", "--listen", "--node-id", "--web-port",
-                                  "--metrics-port", "--internal-listen", "--advertise"),
+                                  "--metrics-port", "--internal-listen", "--advertise",
+                                  "--public-listen", "--public-address"),
                            ("--reuse-port",))
         self.node_prefix = config.node_id or f"{socket.gethostname()}-{self.port}"
         self.procs: list[subprocess.Popen[str] | None] = [None] * config.workers
@@ -83,10 +86,14 @@ class Supervisor:
         internal = f"{advertise}:0" if advertise else "127.0.0.1:0"  # never all interfaces
         metrics = config.metrics_port + i if config.metrics_port else 0
         web = config.web_port if i == 0 else 0
+        public = config.public_address.rsplit(":", 1)[0] if config.public_address \
+            else advertise  # a host: each worker adds its own public port
         return [sys.executable, "-m", "server.main", *self.base,
                 "--listen", f"{self.host}:{self.port}", "--reuse-port", "--workers", "0",
                 "--node-id", f"{self.node_prefix}-w{i}", "--internal-listen", internal,
+                "--public-listen", f"{self.host}:0",
                 *(["--advertise", advertise] if advertise else []),
+                *(["--public-address", public] if public else []),
                 "--metrics-port", str(metrics), "--web-port", str(web)]
 
     def launch(self, i: int) -> list[str]:

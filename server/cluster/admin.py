@@ -49,7 +49,7 @@ class ClusterAdmin:
 
     async def route(self, table_id: str, relayed: bool) -> str | None:
         # A call about one table goes where GetTable of copas.v1 would.
-        return await self._router.route("GetTable", table_id, None, relayed)
+        return (await self._router.route("GetTable", table_id, None, relayed)).relay_to
 
     async def other_nodes(self) -> list[tuple[str, str]]:
         read_at, nodes = self._nodes

@@ -12,6 +12,9 @@ packets) is noticed within ``answer_within`` seconds (half the lease): a relayed
 no longer than that, and the connections ping it as often (HTTP/2 keepalive), so a relayed
 stream to it ends too. Then the table's owner is read again, and once the frozen node's
 lease has lapsed the table is claimed or found where another node took it.
+
+Spectators' WatchTable streams of one table share one upstream stream to its owner
+(``server.cluster.shared_watch``); every other stream is relayed on its own.
 """
 
 from __future__ import annotations
@@ -24,10 +27,12 @@ from typing import Any
 import grpc
 
 from server.cluster.keys import ClusterKeys
+from server.cluster.shared_watch import SharedWatches, relay_error
 from server.errors import ServiceError
 from server.metadata import CLUSTER_KEY, FORWARDED_FOR, HOPS
 
 Context = grpc.aio.ServicerContext[Any, Any]
+WATCH_TABLE = "/copas.v1.CopasService/WatchTable"
 
 
 @dataclass
@@ -39,7 +44,8 @@ class _Connection:
 class Forwarder:
     def __init__(self, keys: ClusterKeys, on_unreachable: Callable[[str], None],
                  calls_per_connection: int = 100, answer_within: float = 5.0,
-                 credentials: grpc.ChannelCredentials | None = None) -> None:
+                 credentials: grpc.ChannelCredentials | None = None, history: int = 1024,
+                 watcher_queue: int = 512, max_watchers_per_table: int = 64) -> None:
         self.keys = keys  # the cluster key presented is the current one (it rotates)
         self._credentials = credentials  # mutual TLS to the internal ports (None: plaintext)
         self.answer_within = answer_within  # seconds a node has to answer (see above)
@@ -49,6 +55,8 @@ class Forwarder:
         self._on_unreachable = on_unreachable  # a table's owner did not answer
         self._connections: dict[str, list[_Connection]] = {}  # address -> connections
         self.relayed = 0  # calls and streams relayed so far
+        self.shared = SharedWatches(self._open_shared, history, watcher_queue,
+                                    max_watchers_per_table)
 
     def _acquire(self, address: str) -> _Connection:
         """A connection to ``address`` with room for one more call."""
@@ -116,7 +124,7 @@ class Forwarder:
                 self._unreachable(address, table_id, connection)
                 await context.abort_with_status(ServiceError.table_moved(
                     "the table's node did not answer in time").to_status())
-            await _relay_error(error, context)
+            await relay_error(error, context)
             raise
         finally:
             connection.calls -= 1
@@ -124,7 +132,31 @@ class Forwarder:
 
     async def stream(self, address: str, table_id: str, path: str, raw: bytes,
                      context: Context, client: str) -> int:
-        """Relay a server stream; returns how many messages it passed on."""
+        """Relay a server stream (a spectator's WatchTable: on its table's shared upstream);
+        returns how many messages it passed on."""
+        if path == WATCH_TABLE and not _has_token(context):
+            return await self.shared.watch(
+                address, table_id, raw, context, client,
+                lambda: self._stream(address, table_id, path, raw, context, client))
+        return await self._stream(address, table_id, path, raw, context, client)
+
+    def _open_shared(self, address: str, table_id: str, raw: bytes, context: Context,
+                     client: str) -> tuple[Any, Callable[[grpc.aio.AioRpcError | None], None]]:
+        """A shared upstream WatchTable (see ``SharedWatches``), and what to do at its end."""
+        connection = self._acquire(address)
+        call = connection.channel.unary_stream(
+            WATCH_TABLE, request_serializer=_as_is, response_deserializer=_as_is)(
+                raw, metadata=self._metadata(context, client))
+
+        def ended(error: grpc.aio.AioRpcError | None) -> None:
+            if error is not None and error.code() == grpc.StatusCode.UNAVAILABLE:
+                self._unreachable(address, table_id, connection)
+            connection.calls -= 1
+
+        return call, ended
+
+    async def _stream(self, address: str, table_id: str, path: str, raw: bytes,
+                      context: Context, client: str) -> int:
         connection = self._acquire(address)
         call = connection.channel.unary_stream(
             path, request_serializer=_as_is, response_deserializer=_as_is)(
@@ -159,7 +191,7 @@ class Forwarder:
         except grpc.aio.AioRpcError as error:
             if error.code() == grpc.StatusCode.UNAVAILABLE:
                 self._unreachable(address, table_id, connection)
-            await _relay_error(error, context)
+            await relay_error(error, context)
             raise
         finally:
             call.cancel()
@@ -178,6 +210,11 @@ def _as_is(data: bytes) -> bytes:
     return data
 
 
+def _has_token(context: Context) -> bool:
+    """The call carries a player token (its own view: never shared)."""
+    return any(k == "authorization" for k, _ in context.invocation_metadata() or ())
+
+
 def _client_has_time(context: Context) -> bool:
     left = context.time_remaining()
     return left is None or left > 0
@@ -187,17 +224,3 @@ def _timeout(context: Context) -> float:
     """The client's deadline, passed on (at most 30 s)."""
     left = context.time_remaining()
     return 30.0 if left is None else max(0.001, min(30.0, left))
-
-
-async def _relay_error(error: grpc.aio.AioRpcError, context: Context) -> None:
-    """The owner's refusal, as it was (code, message, details)."""
-    code = error.code()
-    if code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED) \
-            and not error.trailing_metadata():
-        # The owner went away mid-call (or stopped, cancelling its calls; or this node
-        # closed its relays to fail-stop): say so in the contract's words.
-        await context.abort_with_status(
-            ServiceError.table_moved("the table's node went away").to_status())
-    trailing = tuple((k, v) for k, v in (error.trailing_metadata() or ())
-                     if k == "grpc-status-details-bin")
-    await context.abort(code, error.details() or "", trailing)

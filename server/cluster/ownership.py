@@ -102,7 +102,8 @@ class Takeovers:
         lost = {t for t, epoch in held.items() if current.get(t) != (me, epoch)}
         if lost:
             log.warning("tables_lost", count=len(lost))
-            self.tables_lost(lost)
+            owners = await asyncio.to_thread(self._store.public_owners_of, list(lost))
+            self.tables_lost(lost, owners)
 
     async def _sweeps(self) -> None:
         while True:
@@ -168,13 +169,14 @@ class Takeovers:
         log.info("tables_handed_over", count=len(handed))
         return handed
 
-    def tables_lost(self, lost: set[str]) -> None:
+    def tables_lost(self, lost: set[str], owners: dict[str, str] | None = None) -> None:
         """Another node owns these tables now: drop them here, unseen; their streams end
-        with UNAVAILABLE and clients come back through any node to the owner."""
+        with UNAVAILABLE TABLE_MOVED, naming the new owner's public address where ``owners``
+        has it, and clients come back to the owner (directly, or through any node)."""
         for table_id in lost:
             self._store.forget(table_id)
             self._registry.drop(table_id, ServiceError.table_moved(
-                "this table moved to another node"))
+                "this table moved to another node", (owners or {}).get(table_id, "")))
 
     def claims_in_progress(self) -> int:
         return len(self._claiming)

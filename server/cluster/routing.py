@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 from copas.v1 import copas_pb2
 
+from server.cluster.destination import HERE, Destination
 from server.cluster.ownership import Lease, Takeovers
 from server.errors import ServiceError
 from server.store.postgres import Owner, PgStore
@@ -59,6 +60,9 @@ ROUTES: dict[str, Route] = {
     "Play": Route.SEAT,  # the table its first message opens
 }
 SERVICE = copas_pb2.DESCRIPTOR.services_by_name["CopasService"]
+# The answers that seat a player or name a table: they tell the client the public address of
+# the table's owner (x-copas-owner), for it to call that node directly from then on.
+TELLS_OWNER = frozenset({"CreateTable", "JoinTable", "GetTable", "WatchTable", "Play"})
 
 
 def missing_routes() -> list[str]:
@@ -85,6 +89,7 @@ class Router:
         self._lease = lease
         self._takeovers = takeovers
         self._me = store.node.node_id
+        self._here_told = Destination(None, store.node.public_address)  # ours: call us
         self._owners: OrderedDict[str, _Known] = OrderedDict()  # table -> owner, as last read
         self._reading: dict[str, asyncio.Future[Owner | None]] = {}
         self._token_tables: OrderedDict[str, str] = OrderedDict()  # token hash -> table
@@ -112,50 +117,59 @@ class Router:
         self.lookups_read += 1
 
     async def route(self, method: str, table_id: str, token_hash: str | None,
-                    relayed: bool) -> str | None:
-        """The address to relay the call to, or None to serve it here (where the table is
-        held, or nobody has it and the service answers NOT_FOUND).
+                    relayed: bool) -> Destination:
+        """Where to serve the call: relayed to the table's owner, or here (where the table
+        is held, or made, or nobody has it and the service answers NOT_FOUND); with the
+        owner's public address to tell the client, for the methods that tell it.
 
-        :raises ServiceError: TABLE_MOVED while the table moves between nodes.
+        :raises ServiceError: TABLE_MOVED while the table moves between nodes (with the
+            new owner's address when it is known).
         """
         route = ROUTES[method]
-        if route is Route.HERE and not table_id:  # (a table: the one a retry made)
-            return None
-        return await self._locate(table_id, token_hash if route is Route.SEAT else None,
-                                  relayed)
+        if route is Route.HERE and not table_id:  # (a table: the one a retry or match found)
+            return self._here_told if method in TELLS_OWNER else HERE
+        found = await self._locate(table_id, token_hash if route is Route.SEAT else None,
+                                   relayed)
+        if method not in TELLS_OWNER:
+            return HERE if found.relay_to is None else Destination(found.relay_to)
+        if found is HERE and not table_id and method == "JoinTable":
+            return self._here_told  # a quick match seats here
+        return found
 
     async def _locate(self, table_id: str, token_hash: str | None,
-                      relayed: bool) -> str | None:
+                      relayed: bool) -> Destination:
         registry = self._registry
         if table_id and registry.holds(table_id):
             self._lease.check()
-            return None
+            return self._here_told
         if not table_id and token_hash is not None:
             if registry.is_valid_token(token_hash):
                 self._lease.check()
-                return None
+                return self._here_told
             table_id = await self._table_of_token(token_hash)
             if registry.holds(table_id):
                 self._lease.check()
-                return None
+                return self._here_told
         if not table_id:
-            return None
+            return HERE
         owner = await self._owner(table_id)
         if owner is None or owner.node_id == self._me:
-            return None  # nobody's, or ours and not served: quarantined (the service says so)
+            return HERE  # nobody's, or ours and not served: quarantined (the service says so)
         if not owner.is_alive:
             self._lease.check()
             if await self._takeovers.claim(table_id):  # its owner is gone: ours now
                 self.forget_owner(table_id)
-                return None
+                return self._here_told
             self.forget_owner(table_id)  # another node claimed it first: ask again
             owner = await self._owner(table_id)
             if owner is None:
-                return None
+                return HERE
         if owner.is_alive and owner.node_id != self._me and not relayed:
-            return owner.address
+            return Destination(owner.address, owner.public_address)
         self.forget_owner(table_id)
-        raise ServiceError.table_moved("the table is moving between nodes")
+        raise ServiceError.table_moved(
+            "the table is moving between nodes",
+            owner.public_address if owner.is_alive and owner.node_id != self._me else "")
 
     async def _table_of_token(self, token_hash: str) -> str:
         table_id = self._token_tables.get(token_hash, "")

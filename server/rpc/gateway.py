@@ -5,7 +5,8 @@ Bearer``) into a context variable, so servicer methods never parse metadata; app
 per-client quotas before the request is even decoded; decodes the request itself (bytes
 that are not the method's message get INVALID_ARGUMENT, not UNKNOWN); routes it (a call for a
 table another node of the cluster owns is relayed there, decided here for every method, so
-no servicer method can forget); turns a ``ServiceError`` (or the store's failure) into its
+no servicer method can forget; the answers that name a table tell the client its owner,
+``x-copas-owner``); turns a ``ServiceError`` (or the store's failure) into its
 status with details; and writes one log line and one latency sample per call (streams:
 their lifetime, in a metric of their own). Unary calls and streams share one outcome path
 (``_finish``).
@@ -27,7 +28,9 @@ import grpc
 import structlog
 from google.protobuf.message import DecodeError
 
+from server.cluster.destination import HERE, Destination
 from server.errors import ServiceError
+from server.metadata import OWNER
 from server.observability import Metrics
 from server.rpc.peers import PeerTrust, bearer_token_hash
 from server.rpc.quotas import Quotas
@@ -56,10 +59,10 @@ def caller() -> Caller:
 
 
 class CallRouter(Protocol):
-    """Where a call is served: here (None), or the address of the node to relay it to."""
+    """Where a call is served: here, or relayed to the node owning its table."""
 
     async def route(self, method: str, table_id: str, token_hash: str | None,
-                    relayed: bool) -> str | None:
+                    relayed: bool) -> Destination:
         """``relayed``: another node of the cluster relayed this call (its cluster key and
         its hop mark are both there): it is never relayed again."""
 
@@ -88,8 +91,8 @@ class ServeHere:
     """One process: every call is served here, nothing is relayed."""
 
     async def route(self, method: str, table_id: str, token_hash: str | None,
-                    relayed: bool) -> str | None:
-        return None
+                    relayed: bool) -> Destination:
+        return HERE
 
     async def implied_table(self, method: str, request: Any) -> str:
         return ""
@@ -325,13 +328,15 @@ class Gateway:
 
         async def destination(found: Caller, request: Any, context: Context
                               ) -> tuple[str | None, str]:
-            """Where the call is served (None: here) and the table it is for; a call that
-            names none may mean one (a quick match, a retry) unless another node relayed it."""
+            """Where the call is served (None: here) and the table it is for, the table's
+            owner told to the client; a call that names none may mean one (a quick match, a
+            retry) unless another node relayed it."""
             relayed = trust.is_relayed(context.invocation_metadata() or ())
             table_id: str = getattr(request, "table_id", "")
             if not table_id and not relayed:
                 table_id = await implied.implied_table(method, request)
-            return await router.route(method, table_id, found.token_hash, relayed), table_id
+            return await told(await router.route(method, table_id, found.token_hash, relayed),
+                              context), table_id
 
         quotas, trust = self.quotas, self.trust
         if handler.unary_unary is not None:
@@ -437,9 +442,9 @@ class Gateway:
                     first = parse(first_raw) if first_raw is not None else None
                     address = None
                     if first is not None:
-                        address = await router.route(
+                        address = await told(await router.route(
                             method, _opened_table(first), found.token_hash,
-                            trust.is_relayed(context.invocation_metadata() or ()))
+                            trust.is_relayed(context.invocation_metadata() or ())), context)
                     if address is None:
                         await inner_bidi(StreamRequests(first, requests, parse), context)
                     else:  # another node owns the table: relay the whole stream there
@@ -464,6 +469,14 @@ class Gateway:
                 bidi, request_deserializer=None,
                 response_serializer=_or_bytes(handler.response_serializer))
         return handler
+
+
+async def told(destination: Destination, context: Context) -> str | None:
+    """Tell the client the table's owner (initial metadata, before any answer), when the
+    router names one; returns where the call goes (None: here)."""
+    if destination.owner:
+        await context.send_initial_metadata(((OWNER, destination.owner),))
+    return destination.relay_to
 
 
 def _opened_table(first: Any) -> str:

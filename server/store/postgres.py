@@ -95,6 +95,10 @@ MIGRATIONS: tuple[str, ...] = (
     INSERT INTO copas VALUES ('cluster_key_previous', ''), ('cluster_key_rotated', '0')
         ON CONFLICT (key) DO NOTHING;
     """,
+    # 7: the address clients reach each node at (told them as x-copas-owner).
+    """
+    ALTER TABLE nodes ADD COLUMN public_address text NOT NULL DEFAULT '';
+    """,
 )
 PG_SCHEMA_VERSION = len(MIGRATIONS)
 assert PG_SCHEMA_VERSION >= SCHEMA_VERSION
@@ -103,11 +107,13 @@ assert PG_SCHEMA_VERSION >= SCHEMA_VERSION
 @dataclass(frozen=True)
 class Node:
     """This process as a node of a cluster: its id, the address other nodes reach it at,
-    and how long its lease lasts."""
+    how long its lease lasts, and the address clients reach it at."""
 
     node_id: str
     address: str
     lease_seconds: float = 10.0
+    public_address: str = ""
+    """host:port clients are told to call for this node's tables (x-copas-owner)."""
 
 
 @dataclass(frozen=True)
@@ -115,6 +121,8 @@ class Owner:
     node_id: str
     address: str
     is_alive: bool
+    public_address: str = ""
+    """Where clients reach the owner ('' when it did not say)."""
 
 
 LobbyState = Literal["joinable", "playing", "finished"]
@@ -389,11 +397,13 @@ class PgStore(GroupCommitStore[Write | ClusterWrite]):
 
     def _renew_lease(self) -> float:
         row = self._lease_db.execute(
-            "INSERT INTO nodes (node_id, address, lease_until) VALUES "
-            "(%s, %s, now() + make_interval(secs => %s)) ON CONFLICT (node_id) DO UPDATE "
-            "SET address = excluded.address, lease_until = excluded.lease_until "
+            "INSERT INTO nodes (node_id, address, lease_until, public_address) VALUES "
+            "(%s, %s, now() + make_interval(secs => %s), %s) ON CONFLICT (node_id) DO UPDATE "
+            "SET address = excluded.address, lease_until = excluded.lease_until, "
+            "public_address = excluded.public_address "
             "RETURNING extract(epoch FROM lease_until - now())",
-            (self.node.node_id, self.node.address, self.node.lease_seconds)).fetchone()
+            (self.node.node_id, self.node.address, self.node.lease_seconds,
+             self.node.public_address)).fetchone()
         return float(row[0])
 
     def claim(self, *, table_id: str | None = None, include_mine: bool = False,
@@ -513,10 +523,22 @@ class PgStore(GroupCommitStore[Write | ClusterWrite]):
     def owner_of(self, table_id: str) -> Owner | None:
         with self._reading():
             row = self._reader.execute(
-                "SELECT t.owner, coalesce(n.address, ''), coalesce(n.lease_until > now(), false) "
+                "SELECT t.owner, coalesce(n.address, ''), coalesce(n.lease_until > now(), false), "
+                "coalesce(n.public_address, '') "
                 "FROM tables t LEFT JOIN nodes n ON n.node_id = t.owner WHERE t.table_id = %s",
                 (table_id,)).fetchone()
-        return None if row is None else Owner(row[0] or "", row[1], bool(row[2]))
+        return None if row is None else Owner(row[0] or "", row[1], bool(row[2]), row[3])
+
+    def public_owners_of(self, table_ids: list[str]) -> dict[str, str]:
+        """Each table's owner's public address, where its owner's lease holds and it gave
+        one (what a node that lost the tables tells their clients)."""
+        with self._read_lock:
+            rows = self._reader.execute(
+                "SELECT t.table_id, n.public_address FROM tables t "
+                "JOIN nodes n ON n.node_id = t.owner "
+                "WHERE t.table_id = ANY(%s) AND n.lease_until > now() "
+                "AND n.public_address <> ''", (table_ids,)).fetchall()
+        return {t: a for t, a in rows}
 
     def table_of_request(self, create_key: str, join_key: str) -> str | None:
         """The table a CreateTable request (``create_key``) made, or where a JoinTable

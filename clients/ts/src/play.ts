@@ -6,12 +6,17 @@
 // --transport play (the default): one bidirectional Play stream, actions in, the seat's
 // events and one result per action out. --transport unary: a unary call per action and a
 // WatchTable stream for the views.
+//
+// In a cluster it calls the table's owner directly: the address JoinTable's initial metadata
+// names (x-copas-owner), on a connection of its own. When the game's stream fails with
+// UNAVAILABLE (or its connection is reset), it follows the owner a TABLE_MOVED names, or goes back to --server and asks
+// it (GetTable's x-copas-owner) where the table is now, and plays on.
 
 import { randomUUID } from "node:crypto";
 import { parseArgs } from "node:util";
 import { create, type DescMessage } from "@bufbuild/protobuf";
 import { anyUnpack } from "@bufbuild/protobuf/wkt";
-import { type Code, createClient } from "@connectrpc/connect";
+import { type Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
 import { type Card, CardSchema } from "./gen/copas/v1/cards_pb.js";
 import {
@@ -34,6 +39,15 @@ import {
 } from "./gen/google/rpc/error_details_pb.js";
 import { codeName, isOver, mustAct, pretty, type Refusal, refusal, sameCard } from "./copas.js";
 
+/** Initial metadata of the answers that name a table, in a cluster: the owner's host:port. */
+const OWNER_KEY = "x-copas-owner";
+
+/** The new owner a TABLE_MOVED refusal names (its ErrorInfo's metadata.owner), or "". */
+function movedTo(error: unknown): string {
+  const [info] = ConnectError.from(error).findDetails(ErrorInfoSchema);
+  return info?.reason === "TABLE_MOVED" ? (info.metadata.owner ?? "") : "";
+}
+
 const TRANSPORTS = ["play", "unary"] as const;
 type Transport = (typeof TRANSPORTS)[number];
 
@@ -48,9 +62,46 @@ const { values: args } = parseArgs({
   },
 });
 
-const baseUrl = `http://${args.server}`;
-const connection = new Http2SessionManager(baseUrl); // one HTTP/2 connection, closed at the end
-const client = createClient(CopasService, createGrpcTransport({ baseUrl, sessionManager: connection }));
+type Client = ReturnType<typeof createClient<typeof CopasService>>;
+
+/** A client of one address, on one HTTP/2 connection (closed at the end). */
+function clientOf(address: string): { client: Client; connection: Http2SessionManager } {
+  const baseUrl = `http://${address}`;
+  const connection = new Http2SessionManager(baseUrl);
+  return { client: createClient(CopasService, createGrpcTransport({ baseUrl, sessionManager: connection })), connection };
+}
+
+const entry = clientOf(args.server); // where the client starts: any node
+const opened: Http2SessionManager[] = [entry.connection];
+
+/** Where the table's calls go: its owner's address (x-copas-owner), else the entry. */
+const route = {
+  owner: "",
+  client: entry.client,
+  followed: [] as string[],
+  /** Call `owner` from now on (the entry when it is the entry, or empty). */
+  follow(owner: string | null | undefined): void {
+    if (!owner || owner === this.owner || (owner === args.server && this.owner === "")) return;
+    if (owner === args.server) {
+      this.owner = "";
+      this.client = entry.client;
+      return;
+    }
+    const direct = clientOf(owner);
+    opened.push(direct.connection);
+    this.owner = owner;
+    this.client = direct.client;
+    this.followed.push(owner);
+  },
+  back(): void {
+    this.owner = "";
+    this.client = entry.client;
+  },
+};
+const FOLLOWS = 10; // the owner moved (or went away) at most this often in one game
+// UNAVAILABLE: refused for now (TABLE_MOVED, ...) or not reached; ABORTED and CANCELED: how
+// Node reports a connection reset, or its streams closed, under a call (its server went away).
+const GONE = new Set(["UNAVAILABLE", "ABORTED", "CANCELED"]);
 const say = (line: string) => {
   if (!args.json) console.log(line);
 };
@@ -75,7 +126,7 @@ async function main(): Promise<void> {
   if (!TRANSPORTS.includes(transport)) {
     throw new Error(`--transport must be one of ${TRANSPORTS.join(", ")}, not ${args.transport}`);
   }
-  const { table } = await client.createTable({
+  const { table } = await entry.client.createTable({
     preset: args.preset,
     botSeats: 3,
     displayName: `${args.name}'s table`,
@@ -90,11 +141,40 @@ async function main(): Promise<void> {
     seed: args.seed,
   });
   const tableId = table!.tableId;
-  const joined = await client.joinTable({ tableId, displayName: args.name, requestId: randomUUID() });
+  const joined = await entry.client.joinTable(
+    { tableId, displayName: args.name, requestId: randomUUID() },
+    { onHeader: (header) => route.follow(header.get(OWNER_KEY)) },
+  );
   const headers = { authorization: `Bearer ${joined.playerToken}` };
-  say(`table ${tableId}: seat ${joined.seat} (transport ${transport})`);
-  const outcome = transport === "play" ? await overPlay(tableId, headers) : await overUnary(tableId, headers);
-  report(tableId, joined.seat, transport, outcome);
+  say(`table ${tableId}: seat ${joined.seat} (transport ${transport})${route.owner ? ` at its owner ${route.owner}` : ""}`);
+  for (let follows = 0; ; follows++) {
+    try {
+      const outcome = transport === "play" ? await overPlay(tableId, headers) : await overUnary(tableId, headers);
+      report(tableId, joined.seat, transport, outcome);
+      return;
+    } catch (error) {
+      if (!GONE.has(refusal(error).code) || follows >= FOLLOWS) throw error;
+      await relocate(tableId, movedTo(error));
+    }
+  }
+}
+
+/** The game's stream failed (UNAVAILABLE, or a reset): follow the owner a TABLE_MOVED names, or ask the entry. */
+async function relocate(tableId: string, owner: string): Promise<void> {
+  if (owner) {
+    route.follow(owner);
+    return;
+  }
+  route.back();
+  for (let attempt = 0; ; attempt++) {
+    try {
+      await entry.client.getTable({ tableId }, { onHeader: (header) => route.follow(header.get(OWNER_KEY)) });
+      return;
+    } catch (error) {
+      if (!GONE.has(refusal(error).code) || attempt >= 30) throw error;
+      await sleep(Math.min(200 * 2 ** attempt, 2000)); // the table is moving: its lease runs out first
+    }
+  }
 }
 
 /**
@@ -231,7 +311,7 @@ async function overPlay(tableId: string, headers: Record<string, string>): Promi
     outbox.push(create(PlayRequestSchema, { kind: next.action }));
   };
   try {
-    for await (const { kind } of client.play(outbox, { headers, signal: cancel.signal })) {
+    for await (const { kind } of route.client.play(outbox, { headers, signal: cancel.signal })) {
       if (kind.case === "event") {
         view = kind.value.view ?? view;
       } else if (kind.case === "result") {
@@ -285,7 +365,7 @@ async function overUnary(tableId: string, headers: Record<string, string>): Prom
   let acted = 0n; // the sequence of our last accepted action: older views are stale
   let moves = 0;
   let refused: Refusal | undefined;
-  const stream = client.watchTable({ tableId }, { headers });
+  const stream = route.client.watchTable({ tableId }, { headers });
   for await (const { event } of stream) {
     const view = event?.view;
     if (!event || !view || event.sequence < acted) continue;
@@ -306,11 +386,11 @@ async function act(headers: Record<string, string>, action: Action): Promise<big
     try {
       switch (action.case) {
         case "passCards":
-          return (await client.passCards(action.value, { headers })).sequence;
+          return (await route.client.passCards(action.value, { headers })).sequence;
         case "playCard":
-          return (await client.playCard(action.value, { headers })).sequence;
+          return (await route.client.playCard(action.value, { headers })).sequence;
         case "chooseMoon":
-          return (await client.chooseMoon(action.value, { headers })).sequence;
+          return (await route.client.chooseMoon(action.value, { headers })).sequence;
       }
     } catch (error) {
       const why = refusal(error);
@@ -325,7 +405,7 @@ async function tryIllegal(tableId: string, headers: Record<string, string>, view
   const card = illegalCard(view);
   if (card === undefined) return undefined; // every card is legal: try at the next decision
   try {
-    await client.playCard({ tableId, card: only(card) }, { headers });
+    await route.client.playCard({ tableId, card: only(card) }, { headers });
   } catch (error) {
     const why = refusal(error);
     sayRefused(pretty(card), why);
@@ -350,6 +430,8 @@ function report(tableId: string, seat: number, transport: Transport, outcome: Ou
       end_reason: GameEndReason[view.endReason],
       standings,
       refused: refused ?? null,
+      owner: route.owner || null, // the address it played at, when not --server
+      followed: route.followed,
     };
     console.log(JSON.stringify(summary));
     return;
@@ -371,4 +453,6 @@ main()
     console.error(`copas-ts: ${error instanceof Error ? error.message : String(error)}`);
     process.exitCode = 1;
   })
-  .finally(() => connection.abort());
+  .finally(() => {
+    for (const connection of opened) connection.abort();
+  });
