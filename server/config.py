@@ -143,6 +143,10 @@ class Config:
     workers: int = flag(0, "start this many nodes sharing --listen, one process each (needs "
                            "--database); node ids <id>-w<i>, metrics on --metrics-port + i, "
                            "the page on worker 0")
+    worker_public_port_base: int = flag(0, "with --workers: worker i's own public port is this "
+                                           "+ i (0: a free port each, new at each restart)")
+    worker_internal_port_base: int = flag(0, "with --workers: worker i's internal port is this "
+                                             "+ i (0: a free port each, new at each restart)")
     reuse_port: bool = flag(False, "share --listen with other nodes of this machine "
                                    "(SO_REUSEPORT; set by --workers for its nodes)")
     internal_listen: str = flag("", "HOST:PORT of the plaintext gRPC port the other nodes "

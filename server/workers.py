@@ -69,9 +69,16 @@ class Supervisor:
         host, _, port = config.listen.rpartition(":")
         self.host = host
         self.port = _shared_port(host, int(port))
+        if host.strip("[]") in ("", "0.0.0.0", "::") and not (
+                config.advertise or config.public_address):
+            raise ValueError(f"--listen {config.listen} with --workers: the other nodes and the "
+                             "clients told to call a worker cannot reach it there: give "
+                             "--advertise HOST (and --public-address HOST when clients reach "
+                             "this machine at another name)")
         self.base = _strip(argv, ("--workers", "--listen", "--node-id", "--web-port",
                                   "--metrics-port", "--internal-listen", "--advertise",
-                                  "--public-listen", "--public-address"),
+                                  "--public-listen", "--public-address",
+                                  "--worker-public-port-base", "--worker-internal-port-base"),
                            ("--reuse-port",))
         self.node_prefix = config.node_id or f"{socket.gethostname()}-{self.port}"
         self.procs: list[subprocess.Popen[str] | None] = [None] * config.workers
@@ -83,7 +90,11 @@ class Supervisor:
     def command(self, i: int) -> list[str]:
         config = self.config
         advertise = config.advertise.rsplit(":", 1)[0] if config.advertise else ""
-        internal = f"{advertise}:0" if advertise else "127.0.0.1:0"  # never all interfaces
+        internal_port = config.worker_internal_port_base + i \
+            if config.worker_internal_port_base else 0
+        internal = f"{advertise or '127.0.0.1'}:{internal_port}"  # never all interfaces
+        public_port = config.worker_public_port_base + i if config.worker_public_port_base \
+            else 0
         metrics = config.metrics_port + i if config.metrics_port else 0
         web = config.web_port if i == 0 else 0
         public = config.public_address.rsplit(":", 1)[0] if config.public_address \
@@ -91,7 +102,7 @@ class Supervisor:
         return [sys.executable, "-m", "server.main", *self.base,
                 "--listen", f"{self.host}:{self.port}", "--reuse-port", "--workers", "0",
                 "--node-id", f"{self.node_prefix}-w{i}", "--internal-listen", internal,
-                "--public-listen", f"{self.host}:0",
+                "--public-listen", f"{self.host}:{public_port}",
                 *(["--advertise", advertise] if advertise else []),
                 *(["--public-address", public] if public else []),
                 "--metrics-port", str(metrics), "--web-port", str(web)]
@@ -185,4 +196,9 @@ class Supervisor:
 
 
 def supervise(config: Config, argv: list[str]) -> int:
-    return Supervisor(config, argv).run()
+    try:
+        supervisor = Supervisor(config, argv)
+    except ValueError as exc:  # a setup that cannot work: exit 2, as a node's would
+        print(f"copas-server: {exc}", file=sys.stderr)
+        return 2
+    return supervisor.run()

@@ -561,3 +561,50 @@ def test_an_advertised_port_without_an_internal_one_is_refused_at_start(postgres
     done = run_server("--database", fresh_database(postgres.dsn), "--advertise",
                       "127.0.0.1:50051", timeout=60)
     assert done.returncode == 2 and "internal port" in done.stderr, done.stderr
+
+
+async def test_a_quick_match_on_any_node_never_joins_a_bait_table(postgres: Any) -> None:
+    """A table made with the preset's name but other rules (a point limit of 1,000, no
+    clock) or with bots is not what a quick match opens: a quick match through either node
+    sits at the quick-match table instead, however much older the bait is."""
+    dsn = fresh_database(postgres.dsn)
+    async with serving(database=dsn, node_id="a") as (_, on_a), \
+            serving(database=dsn, node_id="b") as (_, on_b):
+        bait = (await on_b.CreateTable(copas_pb2.CreateTableRequest(
+            preset="quick", rules=copas_pb2.RulesOverrides(
+                point_limit=1000, play_timeout_seconds=0)), timeout=10)).table
+        await on_b.JoinTable(copas_pb2.JoinTableRequest(table_id=bait.table_id,
+                                                        display_name="Bait"), timeout=10)
+        botty = (await on_b.CreateTable(copas_pb2.CreateTableRequest(
+            preset="quick", bot_seats=1), timeout=10)).table
+        await on_b.JoinTable(copas_pb2.JoinTableRequest(table_id=botty.table_id,
+                                                        display_name="Botty"), timeout=10)
+        first = await on_a.JoinTable(_quick("Ann"), timeout=10)
+        second = await on_b.JoinTable(_quick("Bob"), timeout=10)
+        assert first.table.table_id not in (bait.table_id, botty.table_id)
+        assert second.table.table_id == first.table.table_id
+        assert first.table.rules.point_limit == 100 and not any(
+            s.is_bot for s in second.table.seats)
+
+
+def test_workers_on_all_interfaces_need_an_address_and_can_have_fixed_ports() -> None:
+    """`--workers` listening on all interfaces without --advertise would tell clients and
+    the other nodes 127.0.0.1: refused at start. With the port bases, worker i's public and
+    internal ports are base + i (a firewall can name them; a restart keeps them)."""
+    from server.config import parse_args
+    from server.workers import Supervisor
+    from tests.helpers.servers import run_server
+
+    done = run_server("--database", "postgresql://nobody@127.0.0.1:1/none", "--workers", "2",
+                      "--listen", "0.0.0.0:0")
+    assert done.returncode == 2, done.stderr
+    assert "--advertise" in done.stderr and "0.0.0.0" in done.stderr
+    argv = ["--database", "postgresql://x@127.0.0.1:1/db", "--workers", "2",
+            "--listen", "0.0.0.0:50051", "--advertise", "10.0.0.5",
+            "--worker-public-port-base", "51000", "--worker-internal-port-base", "52000"]
+    supervisor = Supervisor(parse_args(argv), argv)
+    for i in (0, 1):
+        command = supervisor.command(i)
+        assert command[command.index("--public-listen") + 1] == f"0.0.0.0:{51000 + i}"
+        assert command[command.index("--internal-listen") + 1] == f"10.0.0.5:{52000 + i}"
+        assert "--worker-public-port-base" not in command

@@ -440,3 +440,22 @@ async def test_list_tables_with_a_filter_reads_an_index() -> None:
     print(f"the lobby's ListTables(preset) work: {few * 1e6:.0f} us at 41 tables, "
           f"{many * 1e6:.0f} us at 4,001: ratio {many / few:.2f}")
     assert many <= 3.0 * few, (many, few)
+
+
+async def test_a_quick_match_never_joins_a_table_made_with_other_rules() -> None:
+    """One node: the oldest waiting "quick" table is a bait (a point limit of 1,000 and no
+    clock); a quick match opens a table of the preset's own rules instead, and the next
+    quick match joins that one."""
+    async with serving() as (_, stub):
+        bait = (await stub.CreateTable(copas_pb2.CreateTableRequest(
+            preset="quick", rules=copas_pb2.RulesOverrides(
+                point_limit=1000, play_timeout_seconds=0)))).table
+        await stub.JoinTable(copas_pb2.JoinTableRequest(table_id=bait.table_id,
+                                                        display_name="Bait"))
+        first = await stub.JoinTable(copas_pb2.JoinTableRequest(preset="quick",
+                                                                display_name="Ann"))
+        second = await stub.JoinTable(copas_pb2.JoinTableRequest(preset="quick",
+                                                                 display_name="Bob"))
+        assert first.table.table_id != bait.table_id
+        assert second.table.table_id == first.table.table_id
+        assert first.table.rules.point_limit != 1000

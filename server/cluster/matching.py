@@ -18,6 +18,7 @@ from typing import Any
 
 from copas.v1 import copas_pb2
 
+from server import codec
 from server.errors import ServiceError
 from server.store.postgres import PgStore
 from server.tables.idempotency import request_key
@@ -73,8 +74,13 @@ class ClusterMatch:
             if error.reason == "RATE_LIMITED":
                 return ""  # over budget: matched among this node's tables
             raise
+        rules = codec.rules_to_pb(self._registry.quick_match_rules(
+            request.preset, players or None))
         for table_id, data in rows:
-            if _has_person(copas_pb2.TableSummary.FromString(data)):
+            summary = copas_pb2.TableSummary.FromString(data)
+            # Only a table a quick match could have opened: the preset's rules, no bots.
+            if _has_person(summary) and summary.rules == rules \
+                    and not any(s.is_bot for s in summary.seats):
                 if not self._registry.holds(table_id):
                     self.matched_elsewhere += 1
                 return table_id

@@ -82,8 +82,7 @@ class SharedWatch:
         elif kind not in PRESENCE:
             kept = copas_pb2.TableEvent()
             kept.CopyFrom(event)
-            kept.ClearField("view")
-            kept.ClearField("is_last_in_action")
+            kept.ClearField("view")  # missed events come without views, as the owner's
             self._history.append(kept)
         self.sequence = event.sequence
         if event.HasField("view"):

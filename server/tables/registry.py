@@ -19,6 +19,7 @@ from collections.abc import Iterator
 
 import structlog
 
+from engine import Rules
 from server.codec import RuleOverrides
 from server.config import RegistrySettings, TableSettings
 from server.errors import ServiceError, quote
@@ -283,11 +284,26 @@ class TableRegistry:
         return sum(1 for t in self._tables.values()
                    if t.game is not None and not t.game.is_over)
 
+    def quick_match_rules(self, preset: str, players: int | None) -> Rules:
+        """The rules of a table a quick match opens: the preset's, with this server's
+        defaults (--play-timeout ...), for ``players``.
+
+        :raises ServiceError: INVALID_RULES for a preset or player count it does not take.
+        """
+        overrides: RuleOverrides = {"players": players} if players is not None else {}
+        return check_new_table(self.settings, preset=preset, overrides=overrides, bot_seats=0,
+                               bot_policy="", has_seed=False).rules
+
     def _open_table(self, preset: str, players: int | None) -> Table:
-        """Quick match: the oldest waiting table of this kind with a free seat, or a new one."""
+        """Quick match: the oldest waiting table of this kind with a free seat, or a new one.
+        A table of the kind is joined only when a quick match could have opened it: the
+        preset's rules and this server's defaults, no bots (not a table someone made with a
+        point limit of 1,000 and no clock, to catch every quick match)."""
+        rules = self.quick_match_rules(preset, players)
         wanted = LobbyFilter(only_joinable=True, preset=preset, players=players or 4)
         for table in self._tables.values():  # oldest first
-            if table.has_people and wanted.matches(table):
+            if table.has_people and not table.bot_seats and table.rules == rules \
+                    and wanted.matches(table):
                 return table
         overrides: RuleOverrides = {"players": players} if players is not None else {}
         return self.create(preset=preset, overrides=overrides, bot_seats=0, name="", seed=None)
