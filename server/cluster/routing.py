@@ -35,6 +35,7 @@ from server.tables.registry import TableRegistry
 
 OWNER_SECONDS = 30.0  # a live owner, as read, is believed this long (or until a relay fails)
 OWNER_CACHE = 100_000  # owners and tokens' tables remembered
+UNKNOWN_SECONDS = 1.0  # an id the database does not know is not read again this long
 
 
 class Route(enum.Enum):
@@ -72,7 +73,7 @@ def missing_routes() -> list[str]:
 
 @dataclass
 class _Known:
-    owner: Owner
+    owner: Owner | None  # None: no such table (a short negative entry)
     until: float
 
 
@@ -93,6 +94,8 @@ class Router:
         self._owners: OrderedDict[str, _Known] = OrderedDict()  # table -> owner, as last read
         self._reading: dict[str, asyncio.Future[Owner | None]] = {}
         self._token_tables: OrderedDict[str, str] = OrderedDict()  # token hash -> table
+        # Tokens the database did not know, and until when that is believed.
+        self._unknown_tokens: OrderedDict[str, float] = OrderedDict()
         self._rate = lookups_per_second  # database reads of owners and tokens' tables
         self._budget = lookups_per_second
         self._budget_at = time.monotonic()
@@ -175,9 +178,16 @@ class Router:
         table_id = self._token_tables.get(token_hash, "")
         if table_id:
             return table_id
+        unknown_until = self._unknown_tokens.get(token_hash)
+        if unknown_until is not None and unknown_until > time.monotonic():
+            return ""  # read a moment ago and not found: not read again
         self.spend_lookup()
         found = await asyncio.to_thread(self._store.table_of_token, token_hash)
         if found is None:
+            self._unknown_tokens[token_hash] = time.monotonic() + UNKNOWN_SECONDS
+            self._unknown_tokens.move_to_end(token_hash)
+            while len(self._unknown_tokens) > OWNER_CACHE:
+                self._unknown_tokens.popitem(last=False)
             return ""
         self._token_tables[token_hash] = found[0]  # a token never changes table
         while len(self._token_tables) > OWNER_CACHE:
@@ -200,12 +210,11 @@ class Router:
             owner = await asyncio.shield(pending)
         finally:
             del self._reading[table_id]
-        if owner is not None:
-            self._owners[table_id] = _Known(owner, time.monotonic() + (
-                OWNER_SECONDS if owner.is_alive else 0.2))
-            self._owners.move_to_end(table_id)
-            while len(self._owners) > OWNER_CACHE:
-                self._owners.popitem(last=False)
+        self._owners[table_id] = _Known(owner, time.monotonic() + (
+            UNKNOWN_SECONDS if owner is None else OWNER_SECONDS if owner.is_alive else 0.2))
+        self._owners.move_to_end(table_id)
+        while len(self._owners) > OWNER_CACHE:
+            self._owners.popitem(last=False)
         return owner
 
     def forget_owner(self, table_id: str) -> None:
@@ -214,5 +223,5 @@ class Router:
 
     def remembered(self) -> int:
         """Owners and tokens' tables held in memory (bounded by OWNER_CACHE each)."""
-        return len(self._owners) + len(self._token_tables)
+        return len(self._owners) + len(self._token_tables) + len(self._unknown_tokens)
 
