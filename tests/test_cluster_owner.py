@@ -355,7 +355,7 @@ async def test_the_typescript_client_follows_the_owner_and_after_a_kill_9_the_ne
     again, on a new port, or the other takes the table over) it finds the table's new
     address through the shared port and plays the game to its end."""
     node = shutil.which("node")
-    assert node is not None, "Node.js is needed (see README: Other languages)"
+    assert node is not None, "Node.js is needed (see docs/CLIENTS.md: Other languages)"
     assert TS_PLAY.is_file(), f"{TS_PLAY} is missing: run `make ts`"
     dsn = fresh_database(postgres.dsn)
     port = free_port()

@@ -51,7 +51,7 @@ async def ended_streams(running: Any, method: str, expected: int) -> None:
 async def test_the_typescript_client_plays_a_game_and_reads_the_error_details(
         transport: str) -> None:
     node = shutil.which("node")
-    assert node is not None, "Node.js is needed (see README: Other languages)"
+    assert node is not None, "Node.js is needed (see docs/CLIENTS.md: Other languages)"
     assert PLAY.is_file(), f"{PLAY} is missing: run `make ts`"
     chosen = [] if transport == "play" else ["--transport", "unary"]  # Play is the default
     async with serving(allow_seed=True) as (running, stub):

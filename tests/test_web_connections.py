@@ -223,7 +223,7 @@ async def test_one_address_holds_at_most_its_cap_of_connections() -> None:
 
 
 async def test_a_trusted_proxy_is_not_held_to_the_cap_of_an_address() -> None:
-    """Many browsers come through one proxy: it must bound its own clients (see README)."""
+    """Many browsers come through one proxy: it must bound its own clients (docs/OPERATING.md)."""
     async with web_port(web_max_connections_per_address=8,
                         trusted_proxies="127.0.0.9") as (running, port):
         opened = [await connect_from(port, "127.0.0.9", HALF_SENT) for _ in range(20)]
