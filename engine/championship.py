@@ -26,7 +26,7 @@ POINTS_FOR_FIRST = 120
 """Championship points of a table's sole winner; its last gets 0, places in between are
 spaced evenly. 120 makes every split of shared places a whole number at tables of 3, 4 and 5."""
 
-SEARCH_BUDGET = 20_000
+SEARCH_BUDGET = 30_000
 """Candidates the seating search may try for each allowed number of repeated pairs before it
 gives up on that number (docs/RULES.md, "Seating a round")."""
 
