@@ -14,6 +14,7 @@ from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import IntEnum
 from fractions import Fraction
+from itertools import pairwise
 
 from engine.errors import RulesError
 from engine.game import Game
@@ -45,6 +46,9 @@ class TieBreak(IntEnum):
     RELATIVE_POINTS = 2
     HEAD_TO_HEAD = 3
     DRAW = 4
+
+
+_TIE_BREAKS = tuple(TieBreak)
 
 
 @dataclass(frozen=True, slots=True)
@@ -473,23 +477,27 @@ class Tally:
         keys = {p: (*level(p), -head[p], self._draw[p]) for p in self.players}
         ranked = sorted(self.players, key=keys.__getitem__)
 
-        def split(a: str, b: str) -> int:
-            return next(i for i, (x, y) in enumerate(zip(keys[a], keys[b], strict=True))
-                        if x != y)
+        # gaps[i]: the first criterion that separates ranked[i - 1] from ranked[i]
+        gaps = [0]
+        for above, below in pairwise(ranked):
+            upper, lower = keys[above], keys[below]
+            gaps.append(next(i for i in range(5) if upper[i] != lower[i]))
+        gaps.append(0)
+        sixtieths: dict[int, Fraction] = {}
+
+        def fraction(value: int) -> Fraction:
+            if value not in sixtieths:
+                sixtieths[value] = Fraction(value, _SCALE)
+            return sixtieths[value]
 
         rows = []
         for i, player in enumerate(ranked):
-            decided = 0
-            if i > 0:
-                decided = split(ranked[i - 1], player)
-            if i + 1 < len(ranked):
-                decided = max(decided, split(player, ranked[i + 1]))
             rows.append(Standing(
                 place=i + 1, player=player, points=self._points[player],
-                firsts=Fraction(self._firsts[player], _SCALE),
-                relative_points=Fraction(self._relative[player], _SCALE),
+                firsts=fraction(self._firsts[player]),
+                relative_points=fraction(self._relative[player]),
                 head_to_head=head[player], games=len(self._games[player]),
-                decided_by=TieBreak(decided)))
+                decided_by=_TIE_BREAKS[max(gaps[i], gaps[i + 1])]))
         return rows
 
     def _head_to_head(self, tied: list[str]) -> dict[str, int]:
