@@ -28,8 +28,9 @@ POINTS_FOR_FIRST = 120
 spaced evenly. 120 makes every split of shared places a whole number at tables of 3, 4 and 5."""
 
 SEARCH_BUDGET = 30_000
-"""Candidates the seating search may try for each allowed number of repeated pairs before it
-gives up on that number (docs/RULES.md, "Seating a round")."""
+"""Candidates the exact seating search may try in all (over 0, 1, 2... allowed repeated
+pairs) before the greedy seating takes over: enough for any 9 players (docs/RULES.md,
+"Seating a round")."""
 
 _SCALE = 60  # sixtieths: 1/m for m in 1..5 and 1/n for n in 3..5 are whole numbers of them
 
