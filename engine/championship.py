@@ -1,0 +1,524 @@
+"""Championships: rounds of tables, championship points, standings and tie-breaks.
+
+The rules are those of docs/RULES.md, "Championships". Everything here is a pure function of
+the championship's seed, its players and its game results: no I/O, no clock, no global RNG.
+Start with ``table_sizes(n)`` and ``seat_round(...)`` for a round's tables, ``deal_seed`` for
+their games, then feed each finished game to a ``Tally`` (or call ``standings``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+from collections.abc import Collection, Iterable, Sequence
+from dataclasses import dataclass, field
+from enum import IntEnum
+from fractions import Fraction
+from itertools import pairwise
+
+from engine.errors import RulesError
+from engine.game import Game
+from engine.rules import Rules
+
+MAX_ROUNDS = 20
+"""The most rounds a championship may have."""
+
+POINTS_FOR_FIRST = 120
+"""Championship points of a table's sole winner; its last gets 0, places in between are
+spaced evenly. 120 makes every split of shared places a whole number at tables of 3, 4 and 5."""
+
+SEARCH_BUDGET = 30_000
+"""Candidates the exact seating search may try in all (over 0, 1, 2... allowed repeated
+pairs) before the greedy seating takes over: enough for any 9 players (docs/RULES.md,
+"Seating a round")."""
+
+_SCALE = 60  # sixtieths: 1/m for m in 1..5 and 1/n for n in 3..5 are whole numbers of them
+
+
+class ChampionshipError(RulesError):
+    """Championship rules, players or results that do not fit together."""
+
+
+class TieBreak(IntEnum):
+    """What decided a place in the standings, in the order the criteria apply."""
+
+    POINTS = 0
+    FIRSTS = 1
+    RELATIVE_POINTS = 2
+    HEAD_TO_HEAD = 3
+    DRAW = 4
+
+
+_TIE_BREAKS = tuple(TieBreak)
+
+
+@dataclass(frozen=True, slots=True)
+class ChampionshipRules:
+    """The options of a championship."""
+
+    rounds: int = 5
+    """Rounds played (1 to 20); every registered player plays one game in each."""
+    game: Rules = field(default_factory=Rules)
+    """The rules of every game; ``players`` is set per table to the table's size."""
+    duplicate_deals: bool = False
+    """All tables of one size in a round get the same deals (one seed per round and size)."""
+
+    def __post_init__(self) -> None:
+        if (not isinstance(self.rounds, int) or isinstance(self.rounds, bool)
+                or not 1 <= self.rounds <= MAX_ROUNDS):
+            raise ChampionshipError(f"rounds must be 1 to {MAX_ROUNDS}, got {self.rounds!r}")
+        if not isinstance(self.duplicate_deals, bool):
+            raise ChampionshipError("duplicate_deals must be true or false")
+
+    def table_rules(self, size: int) -> Rules:
+        """The game rules of a table of ``size`` players."""
+        return self.game.replace(players=size)
+
+
+@dataclass(frozen=True, slots=True)
+class GameResult:
+    """One finished game of a championship: who sat where and how it ended.
+
+    :raises ChampionshipError: on players, totals, leavers or no-shows that do not fit.
+    """
+
+    round_no: int
+    """The round (1-based)."""
+    table: int
+    """The table within the round (1-based, in ``seat_round``'s order)."""
+    players: tuple[str, ...]
+    """The players by seat (3 to 5)."""
+    totals: tuple[int, ...]
+    """Game points by seat at the end of the game (fewest wins)."""
+    leavers: tuple[str, ...] = ()
+    """Players who left during the game, in the order they left (first to leave first)."""
+    no_shows: tuple[str, ...] = ()
+    """Players seated who never came: their seat played automatically from the start."""
+    places: tuple[int, ...] = field(init=False)
+    """Places by seat, computed: fewest points first, equal totals share a place; then the
+    leavers, the first to leave last; then the no-shows, sharing the last places."""
+
+    def __post_init__(self) -> None:
+        n = len(self.players)
+        if not 3 <= n <= 5 or len(set(self.players)) != n:
+            raise ChampionshipError(f"a table seats 3 to 5 different players, got {self.players}")
+        if len(self.totals) != n:
+            raise ChampionshipError(f"{n} players need {n} totals, got {len(self.totals)}")
+        gone = (*self.leavers, *self.no_shows)
+        if len(set(gone)) != len(gone) or not set(gone) <= set(self.players):
+            raise ChampionshipError("leavers and no-shows are distinct players of the table")
+        stayers = [i for i, p in enumerate(self.players) if p not in gone]
+        places = [0] * n
+        for i in stayers:
+            places[i] = 1 + sum(self.totals[o] < self.totals[i] for o in stayers)
+        seat = {p: i for i, p in enumerate(self.players)}
+        for k, player in enumerate(self.leavers):
+            places[seat[player]] = len(stayers) + len(self.leavers) - k
+        for player in self.no_shows:
+            places[seat[player]] = n - len(self.no_shows) + 1
+        object.__setattr__(self, "places", tuple(places))
+
+    @classmethod
+    def from_game(cls, game: Game, players: Sequence[str], round_no: int, table: int,
+                  no_shows: Collection[str] = ()) -> GameResult:
+        """The result of a finished engine game whose seat ``i`` was ``players[i]``."""
+        left = tuple(players[lv.seat] for lv in game.left if players[lv.seat] not in no_shows)
+        return cls(round_no, table, tuple(players), tuple(game.totals), left,
+                   tuple(p for p in players if p in no_shows))
+
+    def place_of(self, player: str) -> int:
+        return self.places[self.players.index(player)]
+
+
+@dataclass(frozen=True, slots=True)
+class Standing:
+    """One line of the standings."""
+
+    place: int
+    """1 to N; never shared (the draw separates whoever is still tied)."""
+    player: str
+    """The player."""
+    points: int
+    """Championship points, summed over the player's games."""
+    firsts: Fraction
+    """First places; a first shared by m players counts 1/m."""
+    relative_points: Fraction
+    """Sum over games of (own game points - the table's average); fewer is better."""
+    head_to_head: int
+    """Among the players tied on the criteria above: games in which this player placed ahead
+    of another of them minus games placed behind, counted per pair (0 when not tied)."""
+    games: int
+    """Games played (leavers and no-shows included)."""
+    decided_by: TieBreak
+    """The first criterion that separates this player from everyone else."""
+
+
+def table_sizes(n: int) -> list[int]:
+    """The tables of a round of ``n`` players, largest first: as many tables of 4 as possible
+    with at most two tables of another size, fives before threes (13 -> [5, 4, 4]).
+
+    :raises ChampionshipError: for fewer than 3 players.
+    """
+    if n < 3:
+        raise ChampionshipError(f"a championship needs at least 3 players, got {n}")
+    fours, rest = divmod(n, 4)
+    if rest == 0:
+        return [4] * fours
+    if rest == 1:
+        return [5] + [4] * (fours - 1)
+    if rest == 2:
+        return [3, 3] if n == 6 else [5, 5] + [4] * (fours - 2)
+    return [4] * fours + [3]
+
+
+def derive_seed(seed: int | str, *parts: int | str) -> int:
+    """A 64-bit seed derived one way from the championship's seed: publishing it reveals
+    neither the championship's seed nor any other derived seed."""
+    text = "/".join(str(p) for p in ("copas-championship", seed, *parts))
+    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big")
+
+
+def deal_seed(rules: ChampionshipRules, seed: int | str, round_no: int, table: int,
+              size: int) -> int:
+    """The seed of the game at ``table`` (1-based) of ``round_no``: one per round and table,
+    or with duplicate deals one per round and table size."""
+    if rules.duplicate_deals:
+        return derive_seed(seed, "deal", round_no, "size", size)
+    return derive_seed(seed, "deal", round_no, "table", table)
+
+
+def draw_order(players: Iterable[str], seed: int | str, purpose: str = "draw") -> list[str]:
+    """The players in the order of a seeded draw (the same for any order of ``players``)."""
+    return sorted(players, key=lambda p: (derive_seed(seed, purpose, p), p))
+
+
+def championship_points(result: GameResult) -> dict[str, int]:
+    """Championship points of each player of a game: the place's points, with shared places
+    splitting the points of the places they cover."""
+    n = len(result.players)
+    step = POINTS_FOR_FIRST // (n - 1)
+    points: dict[str, int] = {}
+    for player, place in zip(result.players, result.places, strict=True):
+        shared = result.places.count(place)
+        covered = range(place, place + shared)
+        points[player] = sum(step * (n - q) for q in covered) // shared
+    return points
+
+
+def met_pairs(results: Iterable[GameResult]) -> set[frozenset[str]]:
+    """Every pair of players who sat at one table."""
+    met: set[frozenset[str]] = set()
+    for result in results:
+        met.update(_pairs(result.players))
+    return met
+
+
+def _pairs(players: Sequence[str]) -> Iterable[frozenset[str]]:
+    return (frozenset((a, b)) for i, a in enumerate(players) for b in players[i + 1:])
+
+
+# ---------------------------------------------------------------- seating
+
+
+def seat_round(players: Collection[str], standings: Sequence[Standing],
+               met: Collection[frozenset[str]], seed: int | str, round_no: int,
+               *, budget: int = SEARCH_BUDGET) -> list[list[str]]:
+    """The tables of a round, largest first, each listed in seat order.
+
+    Round 1 (or no standings yet) orders the players by a seeded draw, later rounds by the
+    standings; the search then seats neighbours together with the fewest repeated pairs.
+
+    :raises ChampionshipError: for fewer than 3 players, repeated players, or standings that
+        do not list exactly the players.
+    """
+    names = list(players)
+    if len(set(names)) != len(names):
+        raise ChampionshipError("a player is registered twice")
+    sizes = table_sizes(len(names))
+    if standings:
+        order = [s.player for s in standings]
+        if len(order) != len(names) or set(order) != set(names):
+            raise ChampionshipError("the standings must list exactly the round's players")
+    else:
+        order = draw_order(names, seed, f"round-{round_no}")
+    index = {p: i for i, p in enumerate(order)}
+    known: list[set[int]] = [set() for _ in order]
+    for pair in met:
+        a, b = sorted(index.get(p, -1) for p in pair) if len(pair) == 2 else (-1, -1)
+        if a >= 0:
+            known[a].add(b)
+            known[b].add(a)
+    tables = _seat(sizes, known, budget)
+    seated = []
+    for t, table in enumerate(tables, start=1):
+        members = [order[i] for i in table]
+        random.Random(derive_seed(seed, "seats", round_no, t)).shuffle(members)
+        seated.append(members)
+    return seated
+
+
+def _seat(sizes: list[int], met: list[set[int]], budget: int) -> list[list[int]]:
+    """The exact search for 0, 1, 2... allowed repeats while its budget lasts; past the
+    budget, the greedy seating improved by swaps."""
+    left = budget
+    allowed = 0
+    while left > 0:
+        found, tries = _search(sizes, met, allowed, left)
+        if found is not None:
+            return found
+        left -= tries
+        allowed += 1
+    return _improve(_greedy(sizes, met), met)
+
+
+def _greedy(sizes: list[int], met: list[set[int]]) -> list[list[int]]:
+    """Tables in order; the best unseated player opens each, and each next seat takes the
+    best-placed unseated player who adds the fewest repeated pairs."""
+    unseated = list(range(len(met)))
+    tables = []
+    for size in sizes:
+        members = [unseated.pop(0)]
+        while len(members) < size:
+            best, fewest = 0, size
+            for i, c in enumerate(unseated):
+                seen = met[c]
+                repeats = sum(m in seen for m in members)
+                if repeats < fewest:
+                    best, fewest = i, repeats
+                    if not repeats:
+                        break
+            members.append(unseated.pop(best))
+        tables.append(members)
+    return tables
+
+
+def _improve(tables: list[list[int]], met: list[set[int]]) -> list[list[int]]:
+    """Swap players between tables while a swap removes repeated pairs: tables in order, each
+    repeated player in standings order, tables nearest first (below before above), players
+    in standings order; the first swap that lowers the count is made, then the table is
+    looked at again. Each swap removes at least one repeat, so this ends."""
+    def repeats(x: int, table: list[int], without: int) -> int:
+        seen = met[x]
+        return sum(m in seen for m in table if m != without and m != x)
+
+    count = len(tables)
+    t = 0
+    while t < count:
+        here = tables[t]
+        swapped = False
+        for a in sorted(here):
+            own = repeats(a, here, a)
+            if not own:
+                continue
+            for d in range(1, count):
+                for u in (t + d, t - d):
+                    if not 0 <= u < count:
+                        continue
+                    there = tables[u]
+                    for b in sorted(there):
+                        gain = own + repeats(b, there, b)
+                        if repeats(a, there, b) + repeats(b, here, a) < gain:
+                            here[here.index(a)] = b
+                            there[there.index(b)] = a
+                            swapped = True
+                            break
+                    if swapped:
+                        break
+                if swapped:
+                    break
+            if swapped:
+                break
+        if swapped:
+            t = min(t, u)
+        else:
+            t += 1
+    return [sorted(table) for table in tables]
+
+
+def _search(sizes: list[int], met: list[set[int]], allowed: int,
+            budget: int) -> tuple[list[list[int]] | None, int]:
+    """Depth-first, seat by seat (tables in order, seats by standings index, ascending), each
+    seat taking the best-placed candidate that keeps the repeats within ``allowed``.
+
+    Players are standings indices 0..n-1. A table's players ascend; a table after another of
+    its size opens above that table's first player; a table of the last size opens with the
+    best unseated player. Returns the seating (None when nothing fits or the budget runs
+out) and the candidates tried."""
+    n = len(met)
+    table_of: list[int] = []
+    opening: list[int] = []  # position of each table's first seat
+    for t, size in enumerate(sizes):
+        opening.append(len(table_of))
+        table_of.extend([t] * size)
+    last_size_from = next(t for t in range(len(sizes)) if sizes[t] == sizes[-1])
+    assign = [-1] * n
+    added = [0] * n
+    resume = [0] * (n + 1)
+    seated = bytearray(n)
+    low = 0  # every player below it is seated
+    repeats = 0
+    tries = 0
+    p = 0
+    while p < n:
+        t = table_of[p]
+        first = opening[t]
+        if p > first:
+            bound = assign[p - 1] + 1
+        elif t > 0 and sizes[t] == sizes[t - 1]:
+            bound = assign[opening[t - 1]] + 1
+        else:
+            bound = 0
+        c = max(bound, low, resume[p])
+        forced = p == first and t >= last_size_from  # the best unseated player opens it
+        chosen = -1
+        while c < n:
+            if not seated[c]:
+                if forced and c != low:
+                    break
+                tries += 1
+                if tries > budget:
+                    return None, tries
+                extra = 0
+                if p > first:
+                    seen = met[c]
+                    for q in range(first, p):
+                        if assign[q] in seen:
+                            extra += 1
+                if repeats + extra <= allowed:
+                    chosen = c
+                    break
+                if forced:
+                    break
+            c += 1
+        if chosen >= 0:
+            assign[p] = chosen
+            added[p] = extra
+            repeats += extra
+            seated[chosen] = 1
+            resume[p] = chosen + 1
+            while low < n and seated[low]:
+                low += 1
+            p += 1
+            resume[p] = 0
+            continue
+        resume[p] = 0
+        p -= 1
+        if p < 0:
+            return None, tries
+        undone = assign[p]
+        seated[undone] = 0
+        repeats -= added[p]
+        assign[p] = -1
+        low = min(low, undone)
+    return [assign[opening[t]:opening[t] + size] for t, size in enumerate(sizes)], tries
+
+
+# ---------------------------------------------------------------- standings
+
+
+class Tally:
+    """The running standings of a championship: add each finished game, read the standings.
+
+    ``add`` costs the size of one table; ``standings`` sorts the players once.
+    """
+
+    def __init__(self, players: Iterable[str], seed: int | str) -> None:
+        self.players = tuple(players)
+        if len(set(self.players)) != len(self.players):
+            raise ChampionshipError("a player is registered twice")
+        self.seed = seed
+        self.results: list[GameResult] = []
+        self._games: dict[str, list[GameResult]] = {p: [] for p in self.players}
+        self._points = dict.fromkeys(self.players, 0)
+        self._firsts = dict.fromkeys(self.players, 0)  # sixtieths
+        self._relative = dict.fromkeys(self.players, 0)  # sixtieths
+        self._draw = {p: (derive_seed(seed, "draw", p), p) for p in self.players}
+        self._seen: set[tuple[int, int]] = set()
+
+    def add(self, result: GameResult) -> None:
+        """Count one finished game.
+
+        :raises ChampionshipError: for a table already counted or a player not registered.
+        """
+        if (result.round_no, result.table) in self._seen:
+            raise ChampionshipError(
+                f"round {result.round_no} table {result.table} is already counted")
+        unknown = [p for p in result.players if p not in self._games]
+        if unknown:
+            raise ChampionshipError(f"not registered: {', '.join(unknown)}")
+        self._seen.add((result.round_no, result.table))
+        self.results.append(result)
+        n = len(result.players)
+        table_total = sum(result.totals) * (_SCALE // n)
+        winners = result.places.count(1)
+        for player, points in championship_points(result).items():
+            self._points[player] += points
+        for player, total, place in zip(result.players, result.totals, result.places,
+                                        strict=True):
+            self._games[player].append(result)
+            self._relative[player] += total * _SCALE - table_total
+            if place == 1:
+                self._firsts[player] += _SCALE // winners
+
+    def met_pairs(self) -> set[frozenset[str]]:
+        return met_pairs(self.results)
+
+    def standings(self) -> list[Standing]:
+        """Every player, best first (docs/RULES.md, "Standings")."""
+        def level(p: str) -> tuple[int, int, int]:
+            return (-self._points[p], -self._firsts[p], self._relative[p])
+
+        groups: dict[tuple[int, int, int], list[str]] = {}
+        for player in self.players:
+            groups.setdefault(level(player), []).append(player)
+        head = dict.fromkeys(self.players, 0)
+        for tied in groups.values():
+            if len(tied) > 1:
+                head.update(self._head_to_head(tied))
+        keys = {p: (*level(p), -head[p], self._draw[p]) for p in self.players}
+        ranked = sorted(self.players, key=keys.__getitem__)
+
+        # gaps[i]: the first criterion that separates ranked[i - 1] from ranked[i]
+        gaps = [0]
+        for above, below in pairwise(ranked):
+            upper, lower = keys[above], keys[below]
+            gaps.append(next(i for i in range(5) if upper[i] != lower[i]))
+        gaps.append(0)
+        sixtieths: dict[int, Fraction] = {}
+
+        def fraction(value: int) -> Fraction:
+            if value not in sixtieths:
+                sixtieths[value] = Fraction(value, _SCALE)
+            return sixtieths[value]
+
+        rows = []
+        for i, player in enumerate(ranked):
+            rows.append(Standing(
+                place=i + 1, player=player, points=self._points[player],
+                firsts=fraction(self._firsts[player]),
+                relative_points=fraction(self._relative[player]),
+                head_to_head=head[player], games=len(self._games[player]),
+                decided_by=_TIE_BREAKS[max(gaps[i], gaps[i + 1])]))
+        return rows
+
+    def _head_to_head(self, tied: list[str]) -> dict[str, int]:
+        group = set(tied)
+        score = {}
+        for player in tied:
+            net = 0
+            for result in self._games[player]:
+                mine = result.place_of(player)
+                for other, place in zip(result.players, result.places, strict=True):
+                    if other != player and other in group:
+                        net += (place > mine) - (place < mine)
+            score[player] = net
+        return score
+
+
+def standings(results: Iterable[GameResult], players: Iterable[str],
+              seed: int | str) -> list[Standing]:
+    """The standings of a championship from its game results alone."""
+    tally = Tally(players, seed)
+    for result in results:
+        tally.add(result)
+    return tally.standings()
