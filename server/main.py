@@ -34,7 +34,6 @@ from prometheus_client import start_http_server
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
 from server.cluster.admin import ClusterAdmin
-from server.cluster.directory import ClusterDirectory
 from server.cluster.forwarding import Forwarder
 from server.cluster.keys import GRACE_SECONDS as KEY_GRACE_SECONDS
 from server.cluster.keys import ClusterKeys
@@ -42,6 +41,7 @@ from server.cluster.lobby import ClusterLobby
 from server.cluster.matching import ClusterMatch
 from server.cluster.ownership import Lease, Takeovers
 from server.cluster.routing import Router
+from server.cluster.shared_ownership import ClusterOwnership
 from server.config import Config, parse_args
 from server.errors import ServiceError
 from server.observability import Metrics, configure_logging
@@ -63,8 +63,8 @@ from server.store import Node, PgStore, Storage, StorageFailed, StoreUnusable, o
 from server.tables import views
 from server.tables.bots import Thinker
 from server.tables.clock import LoopScheduler
-from server.tables.directory import Directory, LocalDirectory
 from server.tables.lobby import LobbySource
+from server.tables.ownership import LocalOwnership, OwnershipPort
 from server.tables.records import Records
 from server.tables.recovery import recover
 from server.tables.registry import TableRegistry
@@ -406,10 +406,10 @@ async def start(config: Config) -> RunningServer:
     thinker = Thinker(config.bot_workers, config.bot_think_seconds) \
         if config.bot_workers > 0 else None
     lease = Lease(shared) if shared is not None else None
-    directory: Directory = ClusterDirectory(shared, lease) \
-        if shared is not None and lease is not None else LocalDirectory()
+    ownership: OwnershipPort = ClusterOwnership(shared, lease) \
+        if shared is not None and lease is not None else LocalOwnership()
     registry = TableRegistry(config.registry_settings(), config.table_settings(), metrics,
-                             store, scheduler, directory, thinker)
+                             store, scheduler, ownership, thinker)
     records = Records(store, scheduler, config.keep_records, config.keep_records_days)
     lobby: LobbySource = registry.lobby
     router: CallRouter = SERVE_HERE
@@ -433,7 +433,7 @@ async def start(config: Config) -> RunningServer:
         cluster_admin = ClusterAdmin(shared, lease, cluster_router, takeovers, keys,
                                      answer_within=config.lease / 2,
                                      credentials=bound.relay_credentials)
-        lobby = cluster_lobby = ClusterLobby(shared, registry.durable)
+        lobby = cluster_lobby = ClusterLobby(shared, registry.delivery.committed)
         metrics.add_gauges(lambda: _cluster_gauges(cluster_router, relay, takeovers,
                                                    cluster_lobby, lease))
     forwarding_key = secrets.token_urlsafe(32) if bound.page is not None else None

@@ -1,5 +1,5 @@
 """A cluster's lobby: every node's tables, read from the shared database (each node writes its
-tables' entries, ``server.cluster.directory``). It is a ``tables.lobby.LobbySource`` like one
+tables' entries, ``server.cluster.shared_ownership``). It is a ``tables.lobby.LobbySource`` like one
 node's lobby: the same pages, filters and snapshot.
 
 ListTables reads the page it shows. WatchLobby does not read per watcher or per filter: the
@@ -72,16 +72,16 @@ class _Snapshot:
 
 
 class ClusterLobby:
-    def __init__(self, store: PgStore, durable: Callable[[], Awaitable[None]]) -> None:
+    def __init__(self, store: PgStore, committed: Callable[[], Awaitable[None]]) -> None:
         self._store = store
-        self._durable = durable
+        self._committed = committed  # the delivery's barrier
         # include_finished -> (when read, the read): at most two, shared by every watcher
         self._reads: dict[bool, tuple[float, asyncio.Future[_Snapshot]]] = {}
 
     async def _rows(self, wanted: LobbyFilter, limit: int,
                     after: paging.Position | None = None) -> list[tuple[float, str, bytes]]:
         """Tables of every node matching ``wanted``, newest first, then by id."""
-        await self._durable()  # this node's latest entries first
+        await self._committed()  # this node's latest entries first
         return await asyncio.to_thread(
             self._store.summaries, only_joinable=wanted.only_joinable, preset=wanted.preset,
             players=wanted.players, include_finished=wanted.include_finished, limit=limit,
@@ -100,7 +100,7 @@ class ClusterLobby:
         return page, paging.encode((created, table_id))
 
     async def _read(self, include_finished: bool) -> _Snapshot:
-        await self._durable()  # this node's latest entries first
+        await self._committed()  # this node's latest entries first
         rows = await asyncio.to_thread(self._store.lobby_rows,
                                        include_finished=include_finished, limit=WATCHED_MAX)
         return _Snapshot([(t, data, lobby, preset, players)

@@ -159,7 +159,7 @@ class Takeovers:
         """An operator's Drain: claim nothing more, and hand every table this node holds to
         the others (after what is done so far is committed); returns those that went."""
         self.is_draining = True
-        await self._registry.durable()
+        await self._registry.delivery.committed()
         held = [table.id for table in self._registry.live()]
         handed = await asyncio.to_thread(self._store.hand_over, held) if held else []
         for table_id in held:

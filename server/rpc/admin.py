@@ -410,7 +410,7 @@ class AdminService(admin_pb2_grpc.AdminServiceServicer):
         async def here() -> admin_pb2.CloseTableResponse:
             why = _reason(request.reason)
             table = self._registry.close_table(table_id)
-            await self._registry.durable(table)
+            await self._registry.delivery.committed(table)
             log.warning("table_closed_by_operator", table_id=table_id, reason=why)
             return admin_pb2.CloseTableResponse(
                 table=table_state(table, self._node),
@@ -431,7 +431,7 @@ class AdminService(admin_pb2_grpc.AdminServiceServicer):
             _reason(request.reason)
             table = self._registry.get(table_id)
             table.remove_person(request.seat)
-            await self._registry.durable(table)
+            await self._registry.delivery.committed(table)
             return admin_pb2.RemovePlayerResponse(table=table_state(table, self._node))
 
         async def body(who: str) -> admin_pb2.RemovePlayerResponse:

@@ -335,7 +335,7 @@ class Gateway:
             table_id: str = getattr(request, "table_id", "")
             if not table_id and not relayed:
                 table_id = await implied.implied_table(method, request)
-            return await told(await router.route(method, table_id, found.token_hash, relayed),
+            return await with_owner(await router.route(method, table_id, found.token_hash, relayed),
                               context), table_id
 
         quotas, trust = self.quotas, self.trust
@@ -442,7 +442,7 @@ class Gateway:
                     first = parse(first_raw) if first_raw is not None else None
                     address = None
                     if first is not None:
-                        address = await told(await router.route(
+                        address = await with_owner(await router.route(
                             method, _opened_table(first), found.token_hash,
                             trust.is_relayed(context.invocation_metadata() or ())), context)
                     if address is None:
@@ -471,7 +471,7 @@ class Gateway:
         return handler
 
 
-async def told(destination: Destination, context: Context) -> str | None:
+async def with_owner(destination: Destination, context: Context) -> str | None:
     """Tell the client the table's owner (initial metadata, before any answer), when the
     router names one; returns where the call goes (None: here)."""
     if destination.owner:

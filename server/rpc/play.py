@@ -56,6 +56,7 @@ class PlayStream:
     def __init__(self, registry: TableRegistry, quotas: Quotas, table: Table, seat: int,
                  found: Caller, context: Context) -> None:
         self._registry = registry
+        self._delivery = registry.delivery  # the barrier: shown, answered once committed
         self._quotas = quotas
         self._table = table
         self._seat = seat
@@ -78,7 +79,7 @@ class PlayStream:
         try:
             # The snapshot as of now, written once now is durable (later steps follow it).
             first = table.snapshot(watcher, after_sequence)
-            await self._registry.durable()  # show only what is durable
+            await self._delivery.committed()  # show only what is durable
             if not watcher.is_closed:  # the token may have been revoked meanwhile
                 await self._write(copas_pb2.PlayResponse(event=first))
             written = watcher.seen
@@ -139,7 +140,7 @@ class PlayStream:
             return
         failure: ServiceError | None = None
         try:
-            await self._registry.durable(self._table)  # TABLE_MOVED if another node has it
+            await self._delivery.committed(self._table)  # TABLE_MOVED if another node has it
         except StorageFailed:
             failure = ServiceError.storage_failed()
         except ServiceError as error:

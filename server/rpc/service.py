@@ -79,6 +79,7 @@ class CopasService(copas_pb2_grpc.CopasServiceServicer):
     def __init__(self, registry: TableRegistry, lobby: LobbySource, records: Records,
                  quotas: Quotas) -> None:
         self.registry = registry
+        self.delivery = registry.delivery  # the barrier: answer once committed
         self.lobby = lobby
         self.records = records
         self.quotas = quotas
@@ -101,7 +102,7 @@ class CopasService(copas_pb2_grpc.CopasServiceServicer):
                                     request.bot_seats, name, seed, request.bot_policy)
             if request_id else "")
         structlog.contextvars.bind_contextvars(table_id=table.id)
-        await self.registry.durable(table)
+        await self.delivery.committed(table)
         return copas_pb2.CreateTableResponse(table=table.summary())
 
     async def ListTables(self, request: copas_pb2.ListTablesRequest, context: Context
@@ -122,7 +123,7 @@ class CopasService(copas_pb2_grpc.CopasServiceServicer):
         # The summary as of now, answered once now is committed: bots keep moving during the
         # commit, and a phase shown (GAME_OVER) must already be on disk (its record too).
         summary = table.summary()
-        await self.registry.durable(table)
+        await self.delivery.committed(table)
         return copas_pb2.GetTableResponse(table=summary)
 
     async def JoinTable(self, request: copas_pb2.JoinTableRequest, context: Context
@@ -141,7 +142,7 @@ class CopasService(copas_pb2_grpc.CopasServiceServicer):
             fingerprint("JoinTable", table_id, request.preset, players, name, seat_asked)
             if request_id else "", preset=request.preset, players=players)
         structlog.contextvars.bind_contextvars(seat=seat)
-        await self.registry.durable(table)  # the seat is durable before the token is given
+        await self.delivery.committed(table)  # the seat is durable before the token is given
         return copas_pb2.JoinTableResponse(seat=seat, player_token=token, table=table.summary())
 
     async def _act(self, request: Any, method: str) -> int:
@@ -161,7 +162,7 @@ class CopasService(copas_pb2_grpc.CopasServiceServicer):
         structlog.contextvars.bind_contextvars(seat=seat)
         sequence = table.act(seat, make(seat), request_id,
                              fingerprint(method, table.id, content) if request_id else "")
-        await self.registry.durable(table)
+        await self.delivery.committed(table)
         return sequence
 
     async def PassCards(self, request: copas_pb2.PassCardsRequest, context: Context
@@ -216,7 +217,7 @@ class CopasService(copas_pb2_grpc.CopasServiceServicer):
         try:
             # The snapshot as of now, written once now is durable (later steps follow it).
             first = table.snapshot(watcher, request.after_sequence)
-            await self.registry.durable()  # show only what is durable
+            await self.delivery.committed()  # show only what is durable
             if not watcher.is_closed:  # the token may have been revoked meanwhile
                 await write(copas_pb2.WatchTableResponse(event=first))
             while True:
@@ -241,7 +242,7 @@ class CopasService(copas_pb2_grpc.CopasServiceServicer):
                       ) -> copas_pb2.GetViewResponse:
         table, seat = self.registry.seat_for_watch(caller().token_hash, _table_id(request))
         view, sequence = table.view(seat), table.sequence  # as of now, answered once durable
-        await self.registry.durable(table)
+        await self.delivery.committed(table)
         return copas_pb2.GetViewResponse(view=view, sequence=sequence)
 
     async def GetGameRecord(  # type: ignore[override]  # the stored answer, serialized

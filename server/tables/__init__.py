@@ -2,4 +2,4 @@
 (``registry``), what watchers see (``views``, ``fanout``, ``lobby``), commit-to-visible
 delivery, recovery from the log, and the bots. Never imports grpc.aio, rpc/ or cluster/:
 what a table may ask of its owner is a protocol (``table.TableHost``), what it shares with a
-cluster another (``directory.Directory``)."""
+cluster another (``ownership.OwnershipPort``)."""

@@ -145,20 +145,21 @@ class Lobby:
     and table changes waiting for the disk."""
 
     def __init__(self, queue_limit: int, tables: Callable[[], Iterable[TableFacts]],
-                 durable: Callable[[], Awaitable[None]]) -> None:
+                 committed: Callable[[], Awaitable[None]]) -> None:
         self.watchers: set[LobbyWatcher] = set()
         self.queue_limit = queue_limit
         self._tables = tables
-        self._durable = durable
+        self._committed = committed  # the delivery's barrier
         self._keys: dict[str, LobbyKey] = {}
         self._staged: list[tuple[TableFacts, copas_pb2.TableSummary]] = []
         self._joinable = _Index()  # waiting for players, with a free seat
         self._by_preset: dict[str, _Index] = {}
         self._by_players: dict[int, _Index] = {}
 
-    def table_changed(self, table: TableFacts) -> None:
-        """At a step's end: keep the indexes, and stage the table's summary when what the
-        lobby shows changed."""
+    def track(self, table: TableFacts) -> None:
+        """At a step's end (or when the table is made, or leaves): keep the indexes, and
+        stage the table's summary when what the lobby shows changed (the delivery shows it
+        once committed)."""
         self._index(table)
         if not self.watchers:
             return
@@ -182,7 +183,7 @@ class Lobby:
 
     def deliver(self, staged: list[tuple[TableFacts, copas_pb2.TableSummary]]) -> None:
         """``staged`` is durable: show it, a table's last summary only, each message
-        serialized once for all the watchers it goes to."""
+        serialized once for all the watchers it goes to (called by the delivery alone)."""
         latest = {table.id: (table, summary) for table, summary in staged}
         limit = self.queue_limit
         for table, summary in latest.values():
@@ -234,7 +235,7 @@ class Lobby:
                 break
             page.append(table)
         summaries = [views.summary(t) for t in page]
-        await self._durable()  # show only what is durable
+        await self._committed()  # show only what is durable
         return summaries, paging.encode((page[-1].order, "")) if more else ""
 
     def _index(self, table: TableFacts) -> None:
@@ -272,7 +273,7 @@ class Lobby:
         try:
             while not watcher.is_closed:
                 if watcher.needs_snapshot:
-                    await self._durable()  # show only what is durable
+                    await self._committed()  # show only what is durable
                     yield self._snapshot(watcher)
                 while watcher.queue and not watcher.is_closed:
                     yield watcher.queue.popleft()

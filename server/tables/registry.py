@@ -1,6 +1,8 @@
 """The registry of one node's tables: making them, finding them, seating people at them
 (also by quick match), whose token opens which seat, and letting tables go. It is each
-table's ``TableHost``, and keeps what clients can make the server hold bounded and given back:
+table's ``TableHost``: the end of each table's step goes to its listeners, registered here at
+construction (the lobby, the ownership port, the delivery). It keeps what clients can make the
+server hold bounded and given back:
 
 - ``--max-tables`` counts tables not yet finished; finished ones stay ``--finished-table-ttl``
   seconds for late watchers (and at most ``--max-tables`` of them), then go.
@@ -15,7 +17,7 @@ from __future__ import annotations
 import itertools
 import secrets
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import structlog
 
@@ -29,9 +31,9 @@ from server.tables.bots import Thinker
 from server.tables.clock import Handle, Scheduler
 from server.tables.creation import check_new_table
 from server.tables.delivery import Delivery
-from server.tables.directory import Directory
 from server.tables.idempotency import Remembered, check_reuse, request_key
 from server.tables.lobby import Lobby, LobbyFilter
+from server.tables.ownership import OwnershipPort
 from server.tables.seating import Seating
 from server.tables.table import JOIN_SCOPE, Table
 
@@ -45,13 +47,13 @@ class TableRegistry:
 
     def __init__(self, settings: RegistrySettings, table_settings: TableSettings,
                  metrics: Metrics, store: Storage, scheduler: Scheduler,
-                 directory: Directory, thinker: Thinker | None = None) -> None:
+                 ownership: OwnershipPort, thinker: Thinker | None = None) -> None:
         self.settings = settings
         self.table_settings = table_settings
         self.metrics = metrics
         self.store = store
         self.scheduler = scheduler
-        self._directory = directory
+        self._ownership = ownership
         self._thinker = thinker
         self._tables: dict[str, Table] = {}  # in creation order
         self.seating = Seating()
@@ -65,8 +67,13 @@ class TableRegistry:
         self.bot_tables = 0  # tables without a person, not finished
         self._finished: OrderedDict[str, None] = OrderedDict()  # finished tables, oldest first
         self._release_handles: dict[str, Handle] = {}
-        self.lobby = Lobby(settings.watcher_queue, self._tables.values, self.durable)
-        self._delivery = Delivery(store, self.lobby, metrics, self.durable)
+        # The lobby waits for the delivery's barrier, which shows the lobby's changes.
+        self.lobby = Lobby(settings.watcher_queue, self._tables.values,
+                           lambda: self.delivery.committed())
+        self.delivery = Delivery(store, self.lobby, metrics, ownership, self.drop)
+        # Told of each table made, changed (a step ended) or gone, in this order.
+        self._listeners: tuple[Callable[[Table], None], ...] = (
+            self.lobby.track, ownership.share_summary, self.delivery.step_ended)
 
     # ------------------------------------------------------------ TableHost
 
@@ -87,25 +94,27 @@ class TableRegistry:
 
     def token_issued(self, token_hash: str, table_id: str, seat: int, join_key: str) -> None:
         self.seating.seated(token_hash, table_id, seat, join_key)
-        self._directory.token_issued(token_hash, table_id, seat, join_key)
+        self._ownership.token_issued(token_hash, table_id, seat, join_key)
 
     def seat_given_up(self, token_hash: str, table_id: str, join_key: str, request_id: str,
                       sequence: int) -> None:
         self.seating.given_up(token_hash, join_key, request_id, sequence)
-        self._directory.token_revoked(token_hash, table_id)
+        self._ownership.token_revoked(token_hash, table_id)
 
     def token_removed(self, token_hash: str, table_id: str, join_key: str) -> None:
         self.seating.removed(token_hash, join_key)
-        self._directory.token_revoked(token_hash, table_id)
+        self._ownership.token_revoked(token_hash, table_id)
 
     def table_changed(self, table: Table) -> None:
-        """Show a table's new events to its watchers once they are on disk; commit what
-        the server did by itself (bots, timers) without waiting for a request."""
-        if table.is_released:
-            return
-        self.lobby.table_changed(table)
-        self._directory.table_changed(table)
-        self._delivery.table_changed(table)
+        """A step of a table ended: its listeners hear of it (the delivery shows its events
+        once they are on disk, and commits what the server did by itself, bots and timers,
+        without waiting for a request)."""
+        if not table.is_released:
+            self._tell_listeners(table)
+
+    def _tell_listeners(self, table: Table) -> None:
+        for listener in self._listeners:
+            listener(table)
 
     def table_finished(self, table: Table) -> None:
         """A game ended: the table no longer counts as open; it goes after the ttl (or
@@ -134,7 +143,7 @@ class TableRegistry:
                seed: str | None, request_id: str = "", fingerprint: str = "",
                bot_policy: str = "") -> Table:
         """A new table (or, for a retried request_id, the table it created)."""
-        self._directory.check_serving()  # a node without its lease makes no tables
+        self._ownership.check_serving()  # a node without its lease makes no tables
         key = request_key("create", request_id) if request_id else ""
         if key:
             known = check_reuse(self._create_requests.get(key), fingerprint)
@@ -166,9 +175,7 @@ class TableRegistry:
         table.log.debug("table_created", preset=new.preset, players=new.rules.players,
                         bots=new.bot_seats)
         table.open()
-        self.lobby.table_changed(table)
-        self._directory.table_changed(table)
-        self._delivery.kick()
+        self._tell_listeners(table)
         return table
 
     def new_table(self, table_id: str, created: float, meta: TableMeta) -> Table:
@@ -337,20 +344,6 @@ class TableRegistry:
     def is_valid_token(self, token_hash: str) -> bool:
         return self.seating.seat_of(token_hash) is not None
 
-    # ------------------------------------------------------------ durability
-
-    async def durable(self, table: Table | None = None) -> None:
-        """Return once everything done so far is committed. Tables another node took from
-        this one meanwhile are dropped first; ``table`` among them: TABLE_MOVED.
-
-        :raises StorageFailed: the store failed (fail-stop).
-        """
-        await self.store.sync()
-        for table_id in self._directory.take_lost():
-            self.drop(table_id, ServiceError.table_moved("this table moved to another node"))
-        if table is not None and table.is_lost:
-            raise ServiceError.table_moved("this table moved to another node")
-
     # ------------------------------------------------------------ the end of tables
 
     def _schedule_release(self, table: Table, delay: float) -> None:
@@ -364,20 +357,19 @@ class TableRegistry:
         self.store.release_table(table_id)  # refused once the store failed: nothing changes
         table = self._let_go(table_id, error, is_ours=True)
         if table is not None:
-            self._delivery.kick()
             table.log.debug("table_released")
 
     def drop(self, table_id: str, error: ServiceError) -> None:
-        """Forget a table this node lost to another (nothing is written: it is not ours)."""
+        """Forget a table this node lost to another (nothing is written: it is not ours):
+        the one way a lost table leaves, for the delivery's barrier and the takeovers."""
         table = self._let_go(table_id, error, is_ours=False)
         if table is not None:
-            self._delivery.forget(table)
             table.log.warning("table_dropped")
 
     def _let_go(self, table_id: str, error: ServiceError | None, *, is_ours: bool
                 ) -> Table | None:
         """The table leaves this node's memory: counts, seats, tokens, timers, streams,
-        the lobby. ``is_ours``: its tokens are given up in the store too."""
+        the listeners told. ``is_ours``: its tokens are given up in the store too."""
         table = self._tables.pop(table_id, None)
         handle = self._release_handles.pop(table_id, None)
         if handle is not None:
@@ -394,17 +386,17 @@ class TableRegistry:
         self.seating.forget(token_hashes, table.join_keys())
         if is_ours:
             for token_hash in token_hashes:
-                self._directory.token_revoked(token_hash, table.id)
+                self._ownership.token_revoked(token_hash, table.id)
         table.free_all_slots()
         table.release(error, is_lost=not is_ours)
-        self.lobby.table_changed(table)
+        self._tell_listeners(table)
         if table.request_key:
             self._create_requests.pop(table.request_key, None)
         return table
 
     def close_all(self) -> None:
         """The server stops: every table's timers and streams end (their logs stay)."""
-        self._delivery.stop()
+        self.delivery.stop()
         self.lobby.close_all()
         for handle in self._release_handles.values():
             handle.cancel()
@@ -419,7 +411,7 @@ class TableRegistry:
         """The store failed: nothing more is accepted or released (memory stays as the log
         has it), every stream ends with ``error``."""
         self.is_accepting = False
-        self._delivery.stop()
+        self.delivery.stop()
         for handle in self._release_handles.values():
             handle.cancel()
         self._release_handles.clear()

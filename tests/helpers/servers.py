@@ -85,13 +85,13 @@ def registry_for_tests(clock: Any, **options: Any) -> Any:
     settings of ``config_for_tests`` with ``options``."""
     from server.observability import Metrics
     from server.store import MemoryStore
-    from server.tables.directory import LocalDirectory
+    from server.tables.ownership import LocalOwnership
     from server.tables.registry import TableRegistry
 
     thinker = options.pop("thinker", None)
     config = config_for_tests(**options)
     return TableRegistry(config.registry_settings(), config.table_settings(), Metrics(),
-                         MemoryStore(), clock, LocalDirectory(), thinker)
+                         MemoryStore(), clock, LocalOwnership(), thinker)
 
 
 def _database_of(store: Any) -> Any:

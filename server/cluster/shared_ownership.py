@@ -1,7 +1,7 @@
 """What this node's tables share with the other nodes through the database: where each valid
 token belongs (so any node finds the seat), what every node's lobby shows of each table, and
-the lease that says whether this node may serve at all. ``tables.directory.Directory`` is the
-protocol; the writes ride in the same commit as the change they describe (fenced like it)."""
+the lease that says whether this node may serve at all. ``tables.ownership.OwnershipPort`` is
+the protocol; the writes ride in the same commit as the change they describe (fenced like it)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from server.tables.lobby import LobbyKey, lobby_key
 from server.tables.views import TableFacts, summary
 
 
-class ClusterDirectory:
+class ClusterOwnership:
     def __init__(self, store: PgStore, lease: Lease) -> None:
         self._store = store
         self._lease = lease
@@ -26,7 +26,7 @@ class ClusterDirectory:
     def token_revoked(self, token_hash: str, table_id: str) -> None:
         self._store.forget_token(token_hash, table_id)
 
-    def table_changed(self, table: TableFacts) -> None:
+    def share_summary(self, table: TableFacts) -> None:
         """Write the table's lobby entry when what the lobby shows of it changed."""
         if table.is_released:
             self._shown.pop(table.id, None)  # its row goes with the table
