@@ -68,7 +68,7 @@ def _internal_credentials(config: Config
 
 @dataclass
 class Bound:
-    """The gRPC server with its ports bound (nothing served yet)."""
+    """The gRPC server with its ports bound (nothing served until ``start``)."""
 
     server: grpc.aio.Server
     port: int
@@ -78,11 +78,24 @@ class Bound:
     internal_port: int = 0
     relay_credentials: grpc.ChannelCredentials | None = None  # mutual TLS to the others
     public: str = ""  # host:port clients reach this node at (x-copas-owner)
+    is_started: bool = False
+
+    async def start(self) -> None:
+        """Serve on the gRPC ports (the public and loopback ones, then the internal one)."""
+        self.is_started = True
+        await self.server.start()
+        if self.internal is not None:
+            await self.internal.start()
 
     async def abandon(self) -> None:
-        await self.server.stop(None)
-        if self.internal is not None:
-            await self.internal.stop(None)
+        """Close every port now (calls still running are cancelled). gRPC frees the ports
+        of a server only when it stops after a start: one never started is started and
+        stopped at once."""
+        for server in (self.server, self.internal):
+            if server is not None:
+                if not self.is_started:
+                    await server.start()
+                await server.stop(None)
         if self.page is not None:
             self.page.close_sockets()
 

@@ -175,9 +175,7 @@ async def start(config: Config) -> RunningServer:
         parts.push_async_callback(tasks.close)
         if thinker is not None:
             tasks.spawn(thinker.warm_up())
-        await bound.server.start()
-        if bound.internal is not None:
-            await bound.internal.start()
+        await bound.start()
         if (page := bound.page) is not None and forwarding_key is not None:
             limits = ConnectionLimits(
                 max_connections=config.web_max_connections,
