@@ -22,7 +22,7 @@ from prometheus_client import (
     PlatformCollector,
     ProcessCollector,
 )
-from prometheus_client.core import CounterMetricFamily, Metric
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 LOG_QUEUE = 10_000  # log lines waiting for the writer thread before new ones are dropped
@@ -113,6 +113,14 @@ class Metrics:
                 return collect()
 
         self.registry.register(_Live())
+
+
+def gauges(*rows: tuple[str, str, float]) -> Iterable[GaugeMetricFamily]:
+    """One gauge without labels per ``(name, help, value)``, for a part's ``gauges()``."""
+    for name, text, value in rows:
+        gauge = GaugeMetricFamily(name, text)
+        gauge.add_metric([], value)
+        yield gauge
 
 
 def version() -> str:

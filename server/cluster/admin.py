@@ -44,6 +44,7 @@ class ClusterAdmin:
         self._credentials = credentials  # mutual TLS to the other nodes' internal ports
         self._answer_within = answer_within
         self._channels: dict[str, grpc.aio.Channel] = {}
+        self._closing: set[asyncio.Task[None]] = set()  # the oldest channels being closed
         self._nodes: tuple[float, list[tuple[str, str]]] = (0.0, [])
         self.node_id = store.node.node_id
 
@@ -70,7 +71,9 @@ class ClusterAdmin:
         if channel is None:
             if len(self._channels) >= CHANNELS_MAX:
                 oldest = self._channels.pop(next(iter(self._channels)))
-                asyncio.get_running_loop().create_task(oldest.close(None))
+                closing = asyncio.get_running_loop().create_task(oldest.close(None))
+                self._closing.add(closing)
+                closing.add_done_callback(self._closing.discard)
             channel = self._channels[address] = \
                 grpc.aio.secure_channel(address, self._credentials) \
                 if self._credentials is not None else grpc.aio.insecure_channel(address)
@@ -129,6 +132,7 @@ class ClusterAdmin:
         for channel in self._channels.values():
             await channel.close(None)
         self._channels.clear()
+        await asyncio.gather(*self._closing)
 
 
 def _as_is(data: bytes) -> bytes:

@@ -54,6 +54,7 @@ class Forwarder:
         self.calls_per_connection = max(1, calls_per_connection)
         self._on_unreachable = on_unreachable  # a table's owner did not answer
         self._connections: dict[str, list[_Connection]] = {}  # address -> connections
+        self._closing: set[asyncio.Task[None]] = set()  # idle connections being closed
         self.relayed = 0  # calls and streams relayed so far
         self.shared = SharedWatches(self._open_shared, history, watcher_queue,
                                     max_watchers_per_table)
@@ -104,7 +105,9 @@ class Forwarder:
         idle = [c for c in pool if c.calls == 0 or (c is own and c.calls == 1)]
         for connection in idle:
             pool.remove(connection)
-            asyncio.get_running_loop().create_task(connection.channel.close(None))
+            closing = asyncio.get_running_loop().create_task(connection.channel.close(None))
+            self._closing.add(closing)
+            closing.add_done_callback(self._closing.discard)
         if not pool:
             self._connections.pop(address, None)
 
@@ -203,6 +206,7 @@ class Forwarder:
             for connection in pool:
                 await connection.channel.close(None)
         self._connections.clear()
+        await asyncio.gather(*self._closing)
 
 
 def _as_is(data: bytes) -> bytes:

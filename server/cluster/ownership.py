@@ -184,3 +184,4 @@ class Takeovers:
     async def stop(self) -> None:
         for task in self._tasks:
             task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)

@@ -18,9 +18,13 @@ from __future__ import annotations
 
 import time
 from collections import OrderedDict
+from collections.abc import Iterable
+
+from prometheus_client.core import GaugeMetricFamily
 
 from server.config import Config
 from server.errors import ServiceError
+from server.observability import gauges
 
 MAX_KEYS = 65_536
 
@@ -168,6 +172,10 @@ class Quotas:
 
     def open_streams(self) -> int:
         return sum(self._streams.values())
+
+    def gauges(self) -> Iterable[GaugeMetricFamily]:
+        return gauges(("copas_quota_clients", "Clients the quotas keep track of",
+                       self.clients()))
 
 
 def _less(counts: dict[str, int], key: str) -> None:

@@ -6,15 +6,17 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 import grpc
 import structlog
 from copas.v1 import copas_pb2, copas_pb2_grpc
+from prometheus_client.core import GaugeMetricFamily
 
 from server import codec
 from server.errors import ServiceError
+from server.observability import gauges
 from server.rpc import inputs
 from server.rpc.actions import decode_action
 from server.rpc.gateway import StreamRequests, caller
@@ -84,6 +86,12 @@ class CopasService(copas_pb2_grpc.CopasServiceServicer):
         self.records = records
         self.quotas = quotas
         self.play_streams: set[PlayStream] = set()  # open Play streams (for the gauges)
+
+    def gauges(self) -> Iterable[GaugeMetricFamily]:
+        return gauges(
+            ("copas_play_streams", "Play streams open", len(self.play_streams)),
+            ("copas_play_results_waiting", "Actions on Play streams whose result is not sent",
+             sum(s.results_waiting() for s in self.play_streams)))
 
     async def CreateTable(self, request: copas_pb2.CreateTableRequest, context: Context
                           ) -> copas_pb2.CreateTableResponse:

@@ -21,7 +21,7 @@ import math
 import re
 import socket
 import ssl
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,9 +35,11 @@ from connectrpc.request import RequestContext
 from copas.v1 import copas_connect, copas_pb2, copas_pb2_grpc
 from copas.v1.copas_connect import CopasServiceASGIApplication
 from google.rpc import status_pb2
+from prometheus_client.core import GaugeMetricFamily
 from protobuf.wkt import Any as ConnectAny
 
 from server.metadata import FORWARDED_FOR, FORWARDING_KEY
+from server.observability import gauges
 from server.rpc.peers import forwarded_chain
 from server.rpc.web_connections import ConnectionLimits, WebConnections, protocol_for
 
@@ -346,6 +348,16 @@ class WebServer:
     def close_sockets(self) -> None:
         for sock in self.sockets:
             sock.close()
+
+    def gauges(self) -> Iterable[GaugeMetricFamily]:
+        """The web port's connections: open, and those waiting for a request's headers."""
+        books = self.books
+        return gauges(
+            ("copas_web_connections", "Web port connections open",
+             books.open() if books is not None else 0),
+            ("copas_web_connections_waiting", "Web port connections waiting for a request's "
+             "headers (a new or kept-alive connection)",
+             books.waiting() if books is not None else 0))
 
 
 def prepare(host: str, port: int, grpc_target: str, per_connection: int) -> WebServer:

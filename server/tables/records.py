@@ -3,6 +3,8 @@ first, and pruned by ``--keep-records`` and ``--keep-records-days``."""
 
 from __future__ import annotations
 
+import asyncio
+
 import structlog
 
 from server.errors import ServiceError, quote
@@ -45,3 +47,13 @@ class Records:
         if removed:
             log.info("records_pruned", removed=removed)
         return removed
+
+    async def keep_pruned(self, interval: float) -> None:
+        """Enforce the limits every ``interval`` seconds, off the event loop (a background
+        task of the server's)."""
+        while True:
+            try:
+                await asyncio.to_thread(self.prune)
+            except Exception as exc:  # keep sweeping; the next sweep may succeed
+                log.error("retention_failed", error=str(exc))
+            await asyncio.sleep(interval)

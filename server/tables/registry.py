@@ -17,16 +17,19 @@ from __future__ import annotations
 import itertools
 import secrets
 from collections import OrderedDict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 import structlog
+from copas.v1 import copas_pb2
+from prometheus_client.core import GaugeMetricFamily
 
 from engine import Rules
 from server.codec import RuleOverrides
 from server.config import RegistrySettings, TableSettings
 from server.errors import ServiceError, quote
-from server.observability import Metrics
+from server.observability import Metrics, gauges
 from server.store.base import Storage, TableMeta
+from server.tables import views
 from server.tables.bots import Thinker
 from server.tables.clock import Handle, Scheduler
 from server.tables.creation import check_new_table
@@ -240,6 +243,26 @@ class TableRegistry:
 
     def live(self) -> Iterator[Table]:
         return iter(self._tables.values())
+
+    def gauges(self) -> Iterable[GaugeMetricFamily]:
+        """The tables by phase, and the seats, streams and people they hold now."""
+        by_phase = GaugeMetricFamily("copas_tables", "Tables by phase", labels=["phase"])
+        counts: dict[str, int] = {name: 0 for name in copas_pb2.Phase.keys()[1:]}
+        connected = watchers = stuck = 0
+        for table in self.live():
+            counts[copas_pb2.Phase.Name(views.phase_of(table))] += 1  # type: ignore[arg-type]
+            watchers += len(table.fanout)
+            stuck += table.is_stuck()
+            connected += sum(1 for s in table.seats if table.is_connected(s.number))
+        for phase, count in counts.items():
+            by_phase.add_metric([phase.removeprefix("PHASE_").lower()], count)
+        yield by_phase
+        yield from gauges(
+            ("copas_seats_connected", "Player seats with a stream open", connected),
+            ("copas_watch_streams", "WatchTable streams open", watchers),
+            ("copas_players_seated", "People seated in games not finished", self.seated),
+            ("copas_tables_stuck", "Games with no progress for longer than their rules allow "
+             "(a deadline passed and not played, a bot to act and nothing to make it)", stuck))
 
     # ------------------------------------------------------------ seats
 

@@ -1,0 +1,118 @@
+"""A running server's lifecycle: each part's close pushed on one ``AsyncExitStack`` as the
+part is made (``server.main.start``), so that a start that fails gives back exactly what it
+made and a stop is that stack unwound, the serving itself first, the store and the ports last;
+its background tasks in one owned set; and fail-stop when the store says no."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Coroutine
+from dataclasses import dataclass, field
+from typing import Any
+
+import structlog
+from grpc_health.v1 import health
+
+from server.cluster.build import ClusterNode
+from server.errors import ServiceError
+from server.listen import Bound
+from server.observability import Metrics
+from server.rpc import web
+from server.rpc.quotas import Quotas
+from server.store import Storage, StorageFailed
+from server.tables.records import Records
+from server.tables.registry import TableRegistry
+
+log = structlog.get_logger("copas.server")
+
+
+class Tasks:
+    """The server's background tasks, each kept until it ends; ``close`` cancels and awaits
+    them all (one that fails says so in the log)."""
+
+    def __init__(self) -> None:
+        self._running: set[asyncio.Task[None]] = set()
+
+    def spawn(self, work: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.get_running_loop().create_task(
+            work, name=getattr(work, "__qualname__", None))
+        self._running.add(task)
+        task.add_done_callback(self._ended)
+
+    def _ended(self, task: asyncio.Task[None]) -> None:
+        self._running.discard(task)
+        if not task.cancelled() and (error := task.exception()) is not None:
+            log.error("background_task_failed", task=task.get_name(),
+                      error=f"{type(error).__name__}: {error}"[:200])
+
+    async def close(self) -> None:
+        for task in self._running:
+            task.cancel()
+        await asyncio.gather(*self._running, return_exceptions=True)
+
+
+async def close_store(store: Storage) -> None:
+    """What the store holds is made durable (unless it failed), then it closes."""
+    if store.failure is None:
+        with contextlib.suppress(StorageFailed):
+            await store.sync()
+    await store.close()
+
+
+@dataclass
+class RunningServer:
+    """A server serving, and its one ``stop``."""
+
+    port: int
+    metrics_port: int
+    internal_port: int  # the port the other nodes relay calls to (0: none)
+    registry: TableRegistry
+    store: Storage
+    records: Records
+    quotas: Quotas
+    metrics: Metrics
+    health: health.aio.HealthServicer
+    page: web.WebServer | None  # the web page, when --web-port is set
+    cluster: ClusterNode | None  # a node among others sharing one PostgreSQL
+    failed: asyncio.Event  # set once the store failed (``failure``)
+    parts: contextlib.AsyncExitStack  # every part's close, pushed as the part was made
+    failure: StorageFailed | None = None
+    grace: float = field(default=0.0, init=False)  # what the stop under way gives calls
+
+    async def stop(self, grace: float) -> None:
+        """Health NOT_SERVING, no new tables, running RPCs given ``grace`` seconds to finish,
+        then every part given back in the reverse order of its making."""
+        self.grace = grace
+        await self.parts.aclose()
+
+    async def stop_serving(self, bound: Bound) -> None:
+        """The first step of a stop (pushed last): refuse new tables, health NOT_SERVING,
+        the web page's calls and then the gRPC calls given what is left of ``grace``."""
+        self.registry.stop_accepting()
+        if bound.page is not None:
+            bound.page.begin_stop()
+        await self.health.enter_graceful_shutdown()
+        self.registry.close_all()
+        began = time.monotonic()
+        if bound.page is not None:  # the browsers' calls first: they are relayed to gRPC
+            await bound.page.stop(self.grace)
+        left = max(0.0, self.grace - (time.monotonic() - began))
+        await asyncio.gather(bound.server.stop(left), *(
+            [bound.internal.stop(left)] if bound.internal is not None else []))
+
+    async def watch_store(self) -> None:
+        await self.fail_stop(await self.store.failed())
+
+    async def fail_stop(self, failure: StorageFailed) -> None:
+        """The store failed: stop believing memory. Health NOT_SERVING, no new work, every
+        stream ends with UNAVAILABLE; ``serve`` then exits non-zero."""
+        if self.failure is not None:
+            return
+        self.failure = failure
+        log.error("storage_failed", error=str(failure),
+                  detail="not serving; restart the server to recover from the log")
+        await self.health.enter_graceful_shutdown()
+        self.registry.fail_all(ServiceError.storage_failed())
+        self.failed.set()
