@@ -29,8 +29,8 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from prometheus_client import start_http_server
 
 from server.cluster.build import build as build_cluster
-from server.cluster.shared_ownership import ClusterOwnership
 from server.cluster.ownership import Lease
+from server.cluster.shared_ownership import ClusterOwnership
 from server.config import Config, parse_args
 from server.lifecycle import RunningServer, Tasks, close_store
 from server.listen import SetupError, bind, internal_address
@@ -52,8 +52,8 @@ from server.rpc.web_connections import ConnectionLimits
 from server.store import Node, PgStore, Storage, StoreUnusable, open_local_store
 from server.tables.bots import Thinker
 from server.tables.clock import LoopScheduler
-from server.tables.ownership import LocalOwnership, OwnershipPort
 from server.tables.lobby import LobbySource
+from server.tables.ownership import LocalOwnership, OwnershipPort
 from server.tables.records import Records
 from server.tables.recovery import recover
 from server.tables.registry import TableRegistry
