@@ -41,6 +41,7 @@ from server.cluster.keys import ClusterKeys
 from server.cluster.lobby import ClusterLobby
 from server.cluster.matching import ClusterMatch
 from server.cluster.ownership import Lease, Takeovers
+from server.cluster.queries import PgClusterQueries
 from server.cluster.routing import Router
 from server.config import Config, parse_args
 from server.errors import ServiceError
@@ -405,7 +406,8 @@ async def start(config: Config) -> RunningServer:
     scheduler = LoopScheduler()
     thinker = Thinker(config.bot_workers, config.bot_think_seconds) \
         if config.bot_workers > 0 else None
-    lease = Lease(shared) if shared is not None else None
+    queries = PgClusterQueries(shared) if shared is not None else None
+    lease = Lease(queries) if queries is not None else None
     directory: Directory = ClusterDirectory(shared, lease) \
         if shared is not None and lease is not None else LocalDirectory()
     registry = TableRegistry(config.registry_settings(), config.table_settings(), metrics,
@@ -418,22 +420,22 @@ async def start(config: Config) -> RunningServer:
     takeovers = relay = None
     keys: ClusterKeys | None = None
     cluster_admin = None
-    if shared is not None and lease is not None:
-        takeovers = Takeovers(registry, shared, lease)
-        cluster_router = Router(registry, shared, lease, takeovers,
+    if queries is not None and lease is not None:
+        takeovers = Takeovers(registry, queries, lease)
+        cluster_router = Router(registry, queries, lease, takeovers,
                                 config.cluster_lookups_per_second)
-        keys = ClusterKeys(*await asyncio.to_thread(shared.cluster_keys, KEY_GRACE_SECONDS))
+        keys = ClusterKeys(*await asyncio.to_thread(queries.cluster_keys, KEY_GRACE_SECONDS))
         relay = Forwarder(keys, cluster_router.forget_owner,
                           config.max_concurrent_streams, answer_within=config.lease / 2,
                           credentials=bound.relay_credentials, history=config.history,
                           watcher_queue=config.watcher_queue,
                           max_watchers_per_table=config.max_watchers_per_table)
         router, forwarder = cluster_router, relay
-        implied = ClusterMatch(registry, shared, cluster_router.spend_lookup)
-        cluster_admin = ClusterAdmin(shared, lease, cluster_router, takeovers, keys,
+        implied = ClusterMatch(registry, queries, cluster_router.spend_lookup)
+        cluster_admin = ClusterAdmin(queries, lease, cluster_router, takeovers, keys,
                                      answer_within=config.lease / 2,
                                      credentials=bound.relay_credentials)
-        lobby = cluster_lobby = ClusterLobby(shared, registry.durable)
+        lobby = cluster_lobby = ClusterLobby(queries, registry.durable)
         metrics.add_gauges(lambda: _cluster_gauges(cluster_router, relay, takeovers,
                                                    cluster_lobby, lease))
     forwarding_key = secrets.token_urlsafe(32) if bound.page is not None else None
@@ -502,8 +504,8 @@ async def start(config: Config) -> RunningServer:
                             thinker, http_server, bound.page, failed, internal=bound.internal,
                             internal_port=bound.internal_port, cluster_admin=cluster_admin)
     running.watchers.append(asyncio.create_task(_watch_store(running)))
-    if keys is not None and shared is not None:
-        running.watchers.append(asyncio.create_task(keys.keep_fresh(shared)))
+    if keys is not None and queries is not None:
+        running.watchers.append(asyncio.create_task(keys.keep_fresh(queries)))
     await health_servicer.set("", health_pb2.HealthCheckResponse.SERVING)
     await health_servicer.set(SERVICE_NAME, health_pb2.HealthCheckResponse.SERVING)
     return running
