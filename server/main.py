@@ -30,6 +30,7 @@ from prometheus_client import start_http_server
 
 from server.cluster.build import build as build_cluster
 from server.cluster.ownership import Lease
+from server.cluster.queries import PgClusterQueries
 from server.cluster.shared_ownership import ClusterOwnership
 from server.config import Config, parse_args
 from server.lifecycle import RunningServer, Tasks, close_store
@@ -107,7 +108,8 @@ async def start(config: Config) -> RunningServer:
             parts.push_async_callback(asyncio.to_thread, thinker.shutdown)
         quotas = Quotas(config)
         scheduler = LoopScheduler()
-        lease = Lease(shared) if shared is not None else None
+        queries = PgClusterQueries(shared) if shared is not None else None
+        lease = Lease(queries) if queries is not None else None
         ownership: OwnershipPort = ClusterOwnership(shared, lease) \
             if shared is not None and lease is not None else LocalOwnership()
         registry = TableRegistry(config.registry_settings(), config.table_settings(), metrics,
@@ -118,8 +120,8 @@ async def start(config: Config) -> RunningServer:
         forwarder: CallForwarder = SERVE_HERE
         implied: ImpliedTables = SERVE_HERE
         cluster = None
-        if shared is not None and lease is not None:
-            cluster = await build_cluster(config, registry, shared, lease,
+        if queries is not None and lease is not None:
+            cluster = await build_cluster(config, registry, queries, lease,
                                           bound.relay_credentials)
             parts.push_async_callback(cluster.close)
             metrics.add_gauges(cluster.gauges)
@@ -195,7 +197,7 @@ async def start(config: Config) -> RunningServer:
         tasks.spawn(records.keep_pruned(config.retention_interval))
         tasks.spawn(running.watch_store())
         if cluster is not None:
-            tasks.spawn(cluster.keys.keep_fresh(cluster.store))
+            tasks.spawn(cluster.keys.keep_fresh(cluster.queries))
         parts.push_async_callback(running.stop_serving, bound)  # the first step of a stop
         await health_servicer.set("", health_pb2.HealthCheckResponse.SERVING)
         await health_servicer.set(SERVICE_NAME, health_pb2.HealthCheckResponse.SERVING)

@@ -13,6 +13,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +24,9 @@ from copas.v1 import copas_pb2, copas_pb2_grpc
 
 import server.cluster.routing
 from engine import Game, Phase, Rules, action_to_json, replay, result_of
+from server.cluster.queries import PgClusterQueries
 from server.store import Node, PgStore, StoreUnusable, TableMeta
+from server.store.base import StoreUnreachable
 from tests.helpers.calls import (
     PlayStream,
     Watch,
@@ -71,14 +74,15 @@ async def test_a_node_that_lost_its_table_can_never_write_for_it_again(postgres:
     dsn = fresh_database(postgres.dsn)
     a, b = _open(dsn, "a"), _open(dsn, "b")
     try:
-        a.heartbeat()
-        b.heartbeat()
+        PgClusterQueries(a).heartbeat()
+        b_asks = PgClusterQueries(b)
+        b_asks.heartbeat()
         a.create_table("t1", 1.0, META)
         a.append("t1", json.dumps({"kind": "first"}))
         a.register_token("hash-1", "t1", 0)
         await a.sync()
         _expire(dsn, "a")
-        taken = await asyncio.to_thread(b.claim)
+        taken = await asyncio.to_thread(b_asks.claim)
         assert [t.table_id for t in taken] == ["t1"] and b.epochs["t1"] == 2
         assert [json.loads(e) for _, e in taken[0].entries] == [{"kind": "first"}]
         # a wakes up late and writes for the table: nothing reaches the log, a is told.
@@ -96,10 +100,39 @@ async def test_a_node_that_lost_its_table_can_never_write_for_it_again(postgres:
             owner = db.execute("SELECT owner, epoch, seq FROM tables").fetchone()
         assert entries == [{"kind": "first"}, {"kind": "second"}]
         assert owner == ("b", 2, 0)
-        assert b.table_of_token("hash-1") == ("t1", 0)  # the player's token still works
+        assert b_asks.table_of_token("hash-1") == ("t1", 0)  # the player's token still works
     finally:
         await a.close()
         await b.close()
+
+
+def _cut_off(dsn: str) -> None:
+    """Every other connection to the database ends (as in an outage, or a restart)."""
+    with psycopg.connect(dsn, autocommit=True) as db:
+        db.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                   "WHERE datname = current_database() AND pid <> pg_backend_pid()")
+
+
+async def test_a_lookup_that_finds_the_database_away_is_store_unreachable(
+        postgres: Any) -> None:
+    """Each routing lookup refuses the call that needed it (StoreUnreachable: STORAGE_FAILED,
+    retry shortly) and the next one connects again; public_owners_of too."""
+    dsn = fresh_database(postgres.dsn)
+    store = _open(dsn, "a")
+    asks = PgClusterQueries(store)
+    try:
+        asks.heartbeat()
+        lookups: list[Callable[[], object]] = [
+            lambda: asks.public_owners_of(["t1"]), lambda: asks.owner_of("t1"),
+            lambda: asks.epochs_of(["t1"]), lambda: asks.table_of_token("h"),
+            lambda: asks.table_of_request("k", ""), lambda: asks.nodes()]
+        for lookup in lookups:
+            _cut_off(dsn)
+            with pytest.raises(StoreUnreachable):
+                lookup()
+            lookup()  # connected again
+    finally:
+        await store.close()
 
 
 def test_a_foreign_or_newer_database_is_refused(postgres: Any) -> None:
@@ -123,9 +156,10 @@ def test_two_nodes_racing_for_an_expired_table_exactly_one_owns_it(postgres: Any
     dead = _open(dsn, "dead")
     racers = [_open(dsn, f"r{i}") for i in range(2)]
     try:
-        dead.heartbeat()
-        for racer in racers:
-            racer.heartbeat()
+        PgClusterQueries(dead).heartbeat()
+        asks = {racer.node.node_id: PgClusterQueries(racer) for racer in racers}
+        for racer_asks in asks.values():
+            racer_asks.heartbeat()
         for round_ in range(20):
             table_id = f"t{round_}"
             with psycopg.connect(dsn, autocommit=True) as db:
@@ -138,7 +172,8 @@ def test_two_nodes_racing_for_an_expired_table_exactly_one_owns_it(postgres: Any
             def race(racer: PgStore, table_id: str = table_id,
                      start: threading.Barrier = start, won: dict[str, list[str]] = won) -> None:
                 start.wait()
-                won[racer.node.node_id] = [t.table_id for t in racer.claim(table_id=table_id)]
+                won[racer.node.node_id] = [t.table_id for t in
+                                          asks[racer.node.node_id].claim(table_id=table_id)]
 
             threads = [threading.Thread(target=race, args=(r,)) for r in racers]
             for thread in threads:
@@ -152,7 +187,7 @@ def test_two_nodes_racing_for_an_expired_table_exactly_one_owns_it(postgres: Any
                                   (table_id,)).fetchone() == (winners[0], 2)
             # A live owner's table is nobody else's to claim.
             loser = next(r for r in racers if r.node.node_id != winners[0])
-            assert loser.claim(table_id=table_id) == []
+            assert asks[loser.node.node_id].claim(table_id=table_id) == []
     finally:
         for store in (dead, *racers):
             asyncio.run(store.close())

@@ -143,3 +143,18 @@ def test_every_method_of_the_service_has_a_route() -> None:
     assert set(ROUTES) == {m.name for m in
                            __import__("copas.v1.copas_pb2", fromlist=["x"]).DESCRIPTOR
                            .services_by_name["CopasService"].methods}
+
+
+def test_the_clusters_queries_read_the_store_and_nothing_above_it() -> None:
+    """server/cluster/queries.py (the cluster's SQL, its protocol) may use the store's
+    connections, never the tables, the edge or main: every cluster class depends on it, so
+    it sits at the bottom of the cluster package (and the store never imports it back)."""
+    names = server_imports("cluster")["server/cluster/queries.py"]
+    assert not reaches(names, ("grpc", "server.tables", "server.rpc", "server.main")), names
+    assert reaches(names, ("server.store",))
+    for path, others in server_imports("cluster").items():  # the protocol, not PgStore
+        if path != "server/cluster/queries.py":
+            assert not reaches(others, ("server.store.postgres.PgStore",)) \
+                or "server.cluster.queries.PgClusterQueries" in others, path
+    for path, store_names in server_imports("store").items():
+        assert not reaches(store_names, ("server.cluster.queries",)), path

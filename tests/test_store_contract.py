@@ -15,6 +15,7 @@ import pytest
 from copas.v1 import copas_pb2
 
 from engine import Game, Rules
+from server.cluster.queries import PgClusterQueries
 from server.store import GameRecord, Node, PgStore, SqliteStore, StorageFailed, TableMeta
 from server.store.base import GameResult, RecordSummary, SeatRecord
 from tests.helpers.servers import fresh_database
@@ -49,7 +50,7 @@ async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator
     else:
         postgres: Any = request.getfixturevalue("postgres")
         opened = PgStore.open(fresh_database(postgres.dsn), Node("n1", "n1:1", 30.0))
-        opened.heartbeat()
+        PgClusterQueries(opened).heartbeat()
     yield opened
     await opened.close()
 
@@ -60,7 +61,7 @@ async def reopen(store: Store, tmp_path: Path) -> Store:
     if isinstance(store, SqliteStore):
         return SqliteStore.open(tmp_path / "copas.db")
     again = PgStore.open(store.dsn, store.node)
-    again.heartbeat()
+    PgClusterQueries(again).heartbeat()
     return again
 
 

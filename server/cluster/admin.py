@@ -21,9 +21,9 @@ from copas.v1 import copas_pb2
 
 from server.cluster.keys import ClusterKeys
 from server.cluster.ownership import Lease, Takeovers
+from server.cluster.queries import ClusterQueries
 from server.cluster.routing import Router
 from server.metadata import ADMIN_BY, CLUSTER_KEY, HOPS
-from server.store.postgres import PgStore
 
 Context = grpc.aio.ServicerContext[Any, Any]
 
@@ -33,10 +33,10 @@ NUDGES_AT_ONCE = 16  # a drain's calls asking other nodes to take its tables, in
 
 
 class ClusterAdmin:
-    def __init__(self, store: PgStore, lease: Lease, router: Router, takeovers: Takeovers,
+    def __init__(self, queries: ClusterQueries, lease: Lease, router: Router, takeovers: Takeovers,
                  keys: ClusterKeys, answer_within: float,
                  credentials: grpc.ChannelCredentials | None = None) -> None:
-        self._store = store
+        self._queries = queries
         self._lease = lease
         self._router = router
         self._takeovers = takeovers
@@ -46,7 +46,7 @@ class ClusterAdmin:
         self._channels: dict[str, grpc.aio.Channel] = {}
         self._closing: set[asyncio.Task[None]] = set()  # the oldest channels being closed
         self._nodes: tuple[float, list[tuple[str, str]]] = (0.0, [])
-        self.node_id = store.node.node_id
+        self.node_id = queries.node.node_id
 
     async def route(self, table_id: str, relayed: bool) -> str | None:
         # A call about one table goes where GetTable of copas.v1 would.
@@ -55,7 +55,7 @@ class ClusterAdmin:
     async def other_nodes(self) -> list[tuple[str, str]]:
         read_at, nodes = self._nodes
         if time.monotonic() - read_at > NODES_SECONDS:
-            rows = await asyncio.to_thread(self._store.nodes)
+            rows = await asyncio.to_thread(self._queries.nodes)
             nodes = [(node_id, address) for node_id, address, alive in rows
                      if alive and node_id != self.node_id]
             self._nodes = (time.monotonic(), nodes)
@@ -63,7 +63,7 @@ class ClusterAdmin:
 
     async def orphans(self, limit: int, after_created: float | None
                       ) -> list[admin_pb2.AdminTable]:
-        rows = await asyncio.to_thread(self._store.orphan_rows, limit, after_created)
+        rows = await asyncio.to_thread(self._queries.orphan_rows, limit, after_created)
         return [_orphan(created, summary, owner) for created, _, summary, owner in rows]
 
     def _channel(self, address: str) -> grpc.aio.Channel:
@@ -100,8 +100,7 @@ class ClusterAdmin:
         node's next sweep). With no other node alive they stay, and their games finish
         here."""
         others = await self.other_nodes()
-        if not others:
-            self._takeovers.is_draining = True
+        if not others:  # (draining all the same: the registry's flag, set by the caller)
             return 0
         handed = await self._takeovers.drain()
         room = asyncio.Semaphore(NUDGES_AT_ONCE)
@@ -120,9 +119,6 @@ class ClusterAdmin:
         await asyncio.gather(*(nudge(t, others[i % len(others)][1])
                                for i, t in enumerate(handed)))
         return len(handed)
-
-    def undrain(self) -> None:
-        self._takeovers.is_draining = False
 
     def lease_state(self) -> tuple[str, float]:
         age = time.monotonic() - self._lease.renewed_at

@@ -18,10 +18,10 @@ from server.cluster.keys import GRACE_SECONDS, ClusterKeys
 from server.cluster.lobby import ClusterLobby
 from server.cluster.matching import ClusterMatch
 from server.cluster.ownership import Lease, Takeovers
+from server.cluster.queries import ClusterQueries
 from server.cluster.routing import Router
 from server.config import Config
 from server.observability import gauges
-from server.store.postgres import PgStore
 from server.tables.registry import TableRegistry
 
 
@@ -30,7 +30,7 @@ class ClusterNode:
     """What a node among others holds for them (each part given back by ``close`` or, for
     ``takeovers``, by its own ``stop``)."""
 
-    store: PgStore
+    queries: ClusterQueries
     lease: Lease
     takeovers: Takeovers  # the lease's renewals and the sweeps, once started
     router: Router  # where each call goes
@@ -81,19 +81,19 @@ class ClusterNode:
                                   "whose lease ran out", value=takeovers.taken_over)
 
 
-async def build(config: Config, registry: TableRegistry, store: PgStore, lease: Lease,
+async def build(config: Config, registry: TableRegistry, queries: ClusterQueries, lease: Lease,
                 credentials: grpc.ChannelCredentials | None) -> ClusterNode:
     """The node's parts (nothing started: ``takeovers.start`` renews the lease first);
     ``credentials``: mutual TLS towards the other nodes' internal ports (None: plaintext)."""
-    takeovers = Takeovers(registry, store, lease)
-    router = Router(registry, store, lease, takeovers, config.cluster_lookups_per_second)
-    keys = ClusterKeys(*await asyncio.to_thread(store.cluster_keys, GRACE_SECONDS))
+    takeovers = Takeovers(registry, queries, lease)
+    router = Router(registry, queries, lease, takeovers, config.cluster_lookups_per_second)
+    keys = ClusterKeys(*await asyncio.to_thread(queries.cluster_keys, GRACE_SECONDS))
     relay = Forwarder(keys, router.forget_owner, config.max_concurrent_streams,
                       answer_within=config.lease / 2, credentials=credentials,
                       history=config.history, watcher_queue=config.watcher_queue,
                       max_watchers_per_table=config.max_watchers_per_table)
-    admin = ClusterAdmin(store, lease, router, takeovers, keys, answer_within=config.lease / 2,
+    admin = ClusterAdmin(queries, lease, router, takeovers, keys, answer_within=config.lease / 2,
                          credentials=credentials)
-    return ClusterNode(store, lease, takeovers, router, keys, relay,
-                       ClusterMatch(registry, store, router.spend_lookup), admin,
-                       ClusterLobby(store, registry.delivery.committed))
+    return ClusterNode(queries, lease, takeovers, router, keys, relay,
+                       ClusterMatch(registry, queries, router.spend_lookup), admin,
+                       ClusterLobby(queries, registry.delivery.committed))

@@ -21,6 +21,7 @@ import sys
 
 import structlog
 
+from server.cluster.queries import ClusterQueries, PgClusterQueries
 from server.store.postgres import PgStore
 
 log = structlog.get_logger("copas.cluster")
@@ -50,12 +51,13 @@ class ClusterKeys:
         given = presented.encode()
         return any([hmac.compare_digest(given, key) for key in self._accepted])
 
-    async def keep_fresh(self, store: PgStore) -> None:
+    async def keep_fresh(self, queries: ClusterQueries) -> None:
         """Re-read the keys every ``REFRESH_SECONDS`` (a failed read keeps what was read)."""
         while True:
             await asyncio.sleep(REFRESH_SECONDS)
             try:
-                current, previous = await asyncio.to_thread(store.cluster_keys, GRACE_SECONDS)
+                current, previous = await asyncio.to_thread(queries.cluster_keys,
+                                                         GRACE_SECONDS)
             except Exception as exc:  # the database is away: the next read may succeed
                 log.warning("cluster_keys_unread", error=str(exc))
                 continue
@@ -73,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--database (or COPAS_DATABASE) is required")
     store = PgStore.open(args.database, None)
     try:
-        store.rotate_cluster_key()
+        PgClusterQueries(store).rotate_cluster_key()
     finally:
         asyncio.run(store.close())
     print(f"cluster key rotated: nodes present the new key within {REFRESH_SECONDS:g} s and "

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from copas.v1 import copas_pb2
 
-from server.store.postgres import PgStore
+from server.cluster.queries import ClusterQueries
 from server.tables import paging
 from server.tables.lobby import SNAPSHOT_MAX, LobbyFilter
 
@@ -72,8 +72,9 @@ class _Snapshot:
 
 
 class ClusterLobby:
-    def __init__(self, store: PgStore, committed: Callable[[], Awaitable[None]]) -> None:
-        self._store = store
+    def __init__(self, queries: ClusterQueries, committed: Callable[[], Awaitable[None]]
+                 ) -> None:
+        self._queries = queries
         self._committed = committed  # the delivery's barrier
         # include_finished -> (when read, the read): at most two, shared by every watcher
         self._reads: dict[bool, tuple[float, asyncio.Future[_Snapshot]]] = {}
@@ -83,7 +84,7 @@ class ClusterLobby:
         """Tables of every node matching ``wanted``, newest first, then by id."""
         await self._committed()  # this node's latest entries first
         return await asyncio.to_thread(
-            self._store.summaries, only_joinable=wanted.only_joinable, preset=wanted.preset,
+            self._queries.summaries, only_joinable=wanted.only_joinable, preset=wanted.preset,
             players=wanted.players, include_finished=wanted.include_finished, limit=limit,
             after=after)
 
@@ -101,7 +102,7 @@ class ClusterLobby:
 
     async def _read(self, include_finished: bool) -> _Snapshot:
         await self._committed()  # this node's latest entries first
-        rows = await asyncio.to_thread(self._store.lobby_rows,
+        rows = await asyncio.to_thread(self._queries.lobby_rows,
                                        include_finished=include_finished, limit=WATCHED_MAX)
         return _Snapshot([(t, data, lobby, preset, players)
                           for _, t, data, lobby, preset, players in rows])

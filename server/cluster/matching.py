@@ -19,8 +19,8 @@ from typing import Any
 from copas.v1 import copas_pb2
 
 from server import codec
+from server.cluster.queries import ClusterQueries
 from server.errors import ServiceError
-from server.store.postgres import PgStore
 from server.tables.idempotency import request_key
 from server.tables.registry import TableRegistry
 from server.tables.table import JOIN_SCOPE
@@ -33,10 +33,10 @@ def _has_person(summary: copas_pb2.TableSummary) -> bool:
 
 
 class ClusterMatch:
-    def __init__(self, registry: TableRegistry, store: PgStore,
+    def __init__(self, registry: TableRegistry, queries: ClusterQueries,
                  spend_lookup: Callable[[], None]) -> None:
         self._registry = registry
-        self._store = store
+        self._queries = queries
         self._spend_lookup = spend_lookup  # the node's budget of database reads (routing)
         self.matched_elsewhere = 0  # quick matches sent to a table another node held
 
@@ -54,7 +54,7 @@ class ClusterMatch:
             if self._registry.remembers(create_key, ""):
                 return ""
             self._spend_lookup()
-            return await asyncio.to_thread(self._store.table_of_request, create_key, "") or ""
+            return await asyncio.to_thread(self._queries.table_of_request, create_key, "") or ""
         if method != "JoinTable" or request.table_id or not request.preset:
             return ""
         if request_id:  # a retry is answered where its seat is, or refused: never seated twice
@@ -62,13 +62,13 @@ class ClusterMatch:
             if self._registry.remembers("", join_key):
                 return ""
             self._spend_lookup()
-            seated = await asyncio.to_thread(self._store.table_of_request, "", join_key)
+            seated = await asyncio.to_thread(self._queries.table_of_request, "", join_key)
             if seated:
                 return seated
         try:
             self._spend_lookup()
             players = request.players if request.HasField("players") else 0
-            rows = await asyncio.to_thread(self._store.joinable, request.preset,
+            rows = await asyncio.to_thread(self._queries.joinable, request.preset,
                                            players or 4, CANDIDATES)
         except ServiceError as error:
             if error.reason == "RATE_LIMITED":

@@ -18,8 +18,8 @@ import time
 
 import structlog
 
+from server.cluster.queries import ClusterQueries
 from server.errors import ServiceError
-from server.store.postgres import PgStore
 from server.tables.recovery import adopt_all
 from server.tables.registry import TableRegistry
 
@@ -33,9 +33,9 @@ LEASE_MARGIN = 0.8  # of the lease the database grants, believed locally (clocks
 class Lease:
     """Whether this node may serve its tables now."""
 
-    def __init__(self, store: PgStore) -> None:
-        self._store = store
-        self.seconds = store.node.lease_seconds
+    def __init__(self, queries: ClusterQueries) -> None:
+        self._queries = queries
+        self.seconds = queries.node.lease_seconds
         self.deadline = 0.0  # monotonic: past it, this node serves none of its tables
         self.renewed_at = 0.0  # monotonic: the last renewal sent that the database took
         # The renewal has a thread (and a database connection) of its own: never queued
@@ -47,7 +47,7 @@ class Lease:
         """Renew the lease; returns the local deadline it gives (not yet applied)."""
         sent = time.monotonic()
         seconds = await asyncio.get_running_loop().run_in_executor(
-            self._thread, self._store.heartbeat)
+            self._thread, self._queries.heartbeat)
         self.renewed_at = sent
         return sent + seconds * LEASE_MARGIN
 
@@ -67,14 +67,13 @@ class Lease:
 class Takeovers:
     """The lease's renewal and the sweeps that claim other nodes' orphaned tables."""
 
-    def __init__(self, registry: TableRegistry, store: PgStore, lease: Lease) -> None:
+    def __init__(self, registry: TableRegistry, queries: ClusterQueries, lease: Lease) -> None:
         self._registry = registry
-        self._store = store
+        self._queries = queries
         self._lease = lease
         self._tasks: list[asyncio.Task[None]] = []
         self._claiming: dict[str, asyncio.Future[None]] = {}
         self.taken_over = 0  # tables this node took from nodes whose lease ran out
-        self.is_draining = False  # an operator drained this node: it claims nothing
 
     async def start(self) -> None:
         """The first renewal (before serving), then the renewals' and sweeps' tasks."""
@@ -96,19 +95,19 @@ class Takeovers:
             self._lease.extend(deadline)
 
     async def _recheck(self) -> None:
-        held = dict(self._store.epochs)
-        current = await asyncio.to_thread(self._store.epochs_of, list(held))
-        me = self._store.node.node_id
+        held = self._queries.held()
+        current = await asyncio.to_thread(self._queries.epochs_of, list(held))
+        me = self._queries.node.node_id
         lost = {t for t, epoch in held.items() if current.get(t) != (me, epoch)}
         if lost:
             log.warning("tables_lost", count=len(lost))
-            owners = await asyncio.to_thread(self._store.public_owners_of, list(lost))
+            owners = await asyncio.to_thread(self._queries.public_owners_of, list(lost))
             self.tables_lost(lost, owners)
 
     async def _sweeps(self) -> None:
         while True:
             await asyncio.sleep(self._lease.seconds / 2)
-            if self._lease.is_valid() and not self.is_draining:
+            if self._lease.is_valid() and not self._registry.is_draining:
                 await self.take_over_orphans()
 
     async def take_over_orphans(self) -> int:
@@ -117,7 +116,7 @@ class Takeovers:
         total = 0
         while self._lease.is_valid():
             try:
-                claimed = await asyncio.to_thread(self._store.claim, limit=TAKEOVER_BATCH)
+                claimed = await asyncio.to_thread(self._queries.claim, limit=TAKEOVER_BATCH)
             except Exception as exc:
                 log.error("takeover_failed", error=str(exc)[:200])
                 break
@@ -135,7 +134,7 @@ class Takeovers:
     async def claim(self, table_id: str) -> bool:
         """Take over one table whose owner is gone (once, however many calls ask); whether
         it runs here now."""
-        if self.is_draining:
+        if self._registry.is_draining:
             return False  # a draining node hands tables over; it takes none
         pending = self._claiming.get(table_id)
         if pending is not None:
@@ -146,7 +145,7 @@ class Takeovers:
         done = asyncio.get_running_loop().create_future()
         self._claiming[table_id] = done
         try:
-            claimed = await asyncio.to_thread(self._store.claim, table_id=table_id)
+            claimed = await asyncio.to_thread(self._queries.claim, table_id=table_id)
             if claimed:
                 self.taken_over += adopt_all(self._registry, claimed)
                 log.info("table_taken_over", table_id=table_id)
@@ -158,12 +157,12 @@ class Takeovers:
     async def drain(self) -> list[str]:
         """An operator's Drain: claim nothing more, and hand every table this node holds to
         the others (after what is done so far is committed); returns those that went."""
-        self.is_draining = True
+        self._registry.set_draining(True)
         await self._registry.delivery.committed()
         held = [table.id for table in self._registry.live()]
-        handed = await asyncio.to_thread(self._store.hand_over, held) if held else []
+        handed = await asyncio.to_thread(self._queries.hand_over, held) if held else []
         for table_id in held:
-            self._store.forget(table_id)
+            self._queries.forget(table_id)
             self._registry.drop(table_id, ServiceError.table_moved(
                 "this node is draining: the table moved to another node"))
         log.info("tables_handed_over", count=len(handed))
@@ -174,7 +173,7 @@ class Takeovers:
         with UNAVAILABLE TABLE_MOVED, naming the new owner's public address where ``owners``
         has it, and clients come back to the owner (directly, or through any node)."""
         for table_id in lost:
-            self._store.forget(table_id)
+            self._queries.forget(table_id)
             self._registry.drop(table_id, ServiceError.table_moved(
                 "this table moved to another node", (owners or {}).get(table_id, "")))
 

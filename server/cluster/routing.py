@@ -29,8 +29,8 @@ from copas.v1 import copas_pb2
 
 from server.cluster.destination import HERE, Destination
 from server.cluster.ownership import Lease, Takeovers
+from server.cluster.queries import ClusterQueries, Owner
 from server.errors import ServiceError
-from server.store.postgres import Owner, PgStore
 from server.tables.registry import TableRegistry
 
 OWNER_SECONDS = 30.0  # a live owner, as read, is believed this long (or until a relay fails)
@@ -80,17 +80,17 @@ class _Known:
 class Router:
     """Where each call goes, in a cluster."""
 
-    def __init__(self, registry: TableRegistry, store: PgStore, lease: Lease,
+    def __init__(self, registry: TableRegistry, queries: ClusterQueries, lease: Lease,
                  takeovers: Takeovers, lookups_per_second: float = 200.0) -> None:
         missing = missing_routes()
         if missing:
             raise RuntimeError(f"no route for {', '.join(missing)} (server.cluster.routing)")
         self._registry = registry
-        self._store = store
+        self._queries = queries
         self._lease = lease
         self._takeovers = takeovers
-        self._me = store.node.node_id
-        self._here_told = Destination(None, store.node.public_address)  # ours: call us
+        self._me = queries.node.node_id
+        self._here_told = Destination(None, queries.node.public_address)  # ours: call us
         self._owners: OrderedDict[str, _Known] = OrderedDict()  # table -> owner, as last read
         self._reading: dict[str, asyncio.Future[Owner | None]] = {}
         self._token_tables: OrderedDict[str, str] = OrderedDict()  # token hash -> table
@@ -182,7 +182,7 @@ class Router:
         if unknown_until is not None and unknown_until > time.monotonic():
             return ""  # read a moment ago and not found: not read again
         self.spend_lookup()
-        found = await asyncio.to_thread(self._store.table_of_token, token_hash)
+        found = await asyncio.to_thread(self._queries.table_of_token, token_hash)
         if found is None:
             self._unknown_tokens[token_hash] = time.monotonic() + UNKNOWN_SECONDS
             self._unknown_tokens.move_to_end(token_hash)
@@ -204,7 +204,7 @@ class Router:
         if pending is not None:
             return await asyncio.shield(pending)
         self.spend_lookup()
-        pending = asyncio.ensure_future(asyncio.to_thread(self._store.owner_of, table_id))
+        pending = asyncio.ensure_future(asyncio.to_thread(self._queries.owner_of, table_id))
         self._reading[table_id] = pending
         try:
             owner = await asyncio.shield(pending)

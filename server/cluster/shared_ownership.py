@@ -5,14 +5,30 @@ the protocol; the writes ride in the same commit as the change they describe (fe
 
 from __future__ import annotations
 
+from typing import Protocol
+
 from server.cluster.ownership import Lease
-from server.store.postgres import LobbyEntry, LobbyState, PgStore
+from server.store.postgres import LobbyEntry, LobbyState
 from server.tables.lobby import LobbyKey, lobby_key
 from server.tables.views import TableFacts, summary
 
 
+class SharedWrites(Protocol):
+    """The writes a commit carries for the other nodes (``server.store.postgres.PgStore``),
+    and the tables whose writes a commit refused (another node owns them now)."""
+
+    def register_token(self, token_hash: str, table_id: str, seat: int,
+                       join_key: str = "") -> None: ...
+
+    def forget_token(self, token_hash: str, table_id: str) -> None: ...
+
+    def update_lobby(self, entry: LobbyEntry) -> None: ...
+
+    def take_fenced(self) -> set[str]: ...
+
+
 class ClusterOwnership:
-    def __init__(self, store: PgStore, lease: Lease) -> None:
+    def __init__(self, store: SharedWrites, lease: Lease) -> None:
         self._store = store
         self._lease = lease
         self._shown: dict[str, LobbyKey] = {}  # each held table's lobby key, as last written

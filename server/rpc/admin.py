@@ -88,8 +88,6 @@ class Cluster(Protocol):
     async def drain(self) -> int:
         """Hand this node's tables to the others; how many went."""
 
-    def undrain(self) -> None: ...
-
     def lease_state(self) -> tuple[str, float]: ...
 
 
@@ -446,7 +444,7 @@ class AdminService(admin_pb2_grpc.AdminServiceServicer):
     async def Drain(self, request: admin_pb2.DrainRequest, context: Context
                     ) -> admin_pb2.DrainResponse:
         async def body(_: str) -> admin_pb2.DrainResponse:
-            self._registry.is_draining = True
+            self._registry.set_draining(True)
             try:
                 handed = await self._cluster.drain() if self._cluster is not None else 0
             except ServiceError:
@@ -463,9 +461,7 @@ class AdminService(admin_pb2_grpc.AdminServiceServicer):
     async def Undrain(self, request: admin_pb2.UndrainRequest, context: Context
                       ) -> admin_pb2.UndrainResponse:
         async def body(_: str) -> admin_pb2.UndrainResponse:
-            self._registry.is_draining = False
-            if self._cluster is not None:
-                self._cluster.undrain()
+            self._registry.set_draining(False)
             return admin_pb2.UndrainResponse(is_draining=False)
         return await self._audited("Undrain", context, body)
 

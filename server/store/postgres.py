@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -116,15 +116,6 @@ class Node:
     """host:port clients are told to call for this node's tables (x-copas-owner)."""
 
 
-@dataclass(frozen=True)
-class Owner:
-    node_id: str
-    address: str
-    is_alive: bool
-    public_address: str = ""
-    """Where clients reach the owner ('' when it did not say)."""
-
-
 LobbyState = Literal["joinable", "playing", "finished"]
 
 
@@ -174,8 +165,7 @@ class PgStore(GroupCommitStore[Write | ClusterWrite]):
         self._db = writer  # the writer thread's connection
         self._reader_conn = reader  # lookups, records, claims (its own lock)
         self._read_lock = threading.Lock()
-        self._lease_db: Any = None  # the lease's own connection: no lookup delays it
-        self._lease_lock = threading.Lock()
+        self._at_close: list[Callable[[bool], None]] = []  # cluster.queries: the lease
         self.epochs: dict[str, int] = {}  # the tables this node owns, at which epoch
         self._fenced: set[str] = set()  # tables whose writes a commit refused, not yet taken
         self._fenced_lock = threading.Lock()
@@ -191,17 +181,24 @@ class PgStore(GroupCommitStore[Write | ClusterWrite]):
         return self._reader_conn
 
     @contextlib.contextmanager
-    def _reading(self) -> Iterator[None]:
-        """The lookups' connection to oneself; a database that cannot be reached (restarting,
-        say) is ``StoreUnreachable``: that call is refused, and the next one connects again."""
+    def reading(self) -> Iterator[Any]:
+        """The lookups' connection to oneself (records here; the cluster's lookups, claims
+        and hand-overs in ``server.cluster.queries``); a database that cannot be reached
+        (restarting, say) is ``StoreUnreachable``: that call is refused, and the next one
+        connects again."""
         import psycopg
 
         with self._read_lock:
             try:
-                yield
+                yield self._reader
             except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
                 raise StoreUnreachable(f"the database cannot be read: {_first_line(exc)}"
                                        ) from None
+
+    def on_clean_close(self, closing: Callable[[bool], None]) -> None:
+        """Call ``closing`` when the store closes, after its last commit (with whether the
+        store stopped cleanly), before its connections close: the lease's release."""
+        self._at_close.append(closing)
 
     @classmethod
     def open(cls, dsn: str, node: Node | None, on_commit: CommitObserver | None = None
@@ -372,83 +369,11 @@ class PgStore(GroupCommitStore[Write | ClusterWrite]):
                 self.epochs.pop(write.table_id, None)
         return fenced
 
-    # -- ownership
-    def heartbeat(self) -> float:
-        """Renew this node's lease; returns the seconds it lasts (by the database's clock).
-        The lease has a connection of its own, made again when it was lost."""
-        import psycopg
-
-        with self._lease_lock:
-            if self._lease_db is None or self._lease_db.closed:
-                self._lease_db = psycopg.connect(self.dsn, autocommit=True, connect_timeout=5)
-            try:
-                return self._renew_lease()
-            except psycopg.OperationalError:
-                self._lease_db.close()
-                self._lease_db = None
-                raise
-
-    def release_lease(self) -> None:
-        """A clean stop: the others may take this node's tables over at once."""
-        with self._lease_lock:
-            if self._lease_db is not None and not self._lease_db.closed:
-                self._lease_db.execute("UPDATE nodes SET lease_until = now() WHERE node_id = %s",
-                                       (self.node.node_id,))
-
-    def _renew_lease(self) -> float:
-        row = self._lease_db.execute(
-            "INSERT INTO nodes (node_id, address, lease_until, public_address) VALUES "
-            "(%s, %s, now() + make_interval(secs => %s), %s) ON CONFLICT (node_id) DO UPDATE "
-            "SET address = excluded.address, lease_until = excluded.lease_until, "
-            "public_address = excluded.public_address "
-            "RETURNING extract(epoch FROM lease_until - now())",
-            (self.node.node_id, self.node.address, self.node.lease_seconds,
-             self.node.public_address)).fetchone()
-        return float(row[0])
-
-    def claim(self, *, table_id: str | None = None, include_mine: bool = False,
-              only_mine: bool = False, limit: int = 200) -> list[StoredTable]:
-        """Take over tables whose owner's lease has run out (or that have none; with
-        ``include_mine``, this node's own from an earlier run; with ``only_mine``, nothing
-        else): epoch + 1, one claimant wins. Returns them, ready to replay."""
-        import psycopg
-
-        try:
-            return self._claim(table_id, include_mine or only_mine, only_mine, limit)
-        except (psycopg.errors.DeadlockDetected, psycopg.errors.SerializationFailure):
-            return []  # a commit of the old owner's held the rows: the next sweep tries again
-
-    def _claim(self, table_id: str | None, include_mine: bool, only_mine: bool,
-               limit: int) -> list[StoredTable]:
-        me = self.node.node_id
-        with self._reading(), self._reader.transaction():
-            claimed = self._reader.execute(
-                "WITH claimable AS (SELECT t.table_id, t.epoch FROM tables t "
-                "LEFT JOIN nodes n ON n.node_id = t.owner "
-                "WHERE t.status IN ('open', 'finished') "
-                "AND (%(one)s::text IS NULL OR t.table_id = %(one)s) "
-                "AND (t.owner IS NULL OR n.lease_until IS NULL OR n.lease_until < now() "
-                "     OR (%(mine)s AND t.owner = %(me)s)) "
-                "AND NOT (coalesce(t.owner, '') = %(me)s AND NOT %(mine)s) "
-                "AND (NOT %(only_mine)s OR t.owner = %(me)s) "
-                "ORDER BY t.created LIMIT %(limit)s) "
-                # Compare and swap on the epoch seen: a claimant that waited for another's
-                # update re-checks this against the row it wrote (epoch + 1) and gets nothing.
-                "UPDATE tables SET owner = %(me)s, epoch = tables.epoch + 1 FROM claimable "
-                "WHERE tables.table_id = claimable.table_id "
-                "AND tables.epoch = claimable.epoch "
-                "RETURNING tables.table_id, tables.epoch",
-                {"one": table_id, "mine": include_mine, "only_mine": only_mine, "me": me,
-                 "limit": limit}).fetchall()
-            stored = self._load([table_id for table_id, _ in claimed])
-        for table_id, epoch in claimed:
-            self.epochs[table_id] = epoch
-        return stored
-
-    def _load(self, table_ids: list[str]) -> list[StoredTable]:
+    def load_logs(self, db: Any, table_ids: list[str]) -> list[StoredTable]:
+        """The tables' logs and rows, read on ``db`` (the lookups' connection, inside the
+        transaction of the claim that took them), ready to replay."""
         if not table_ids:
             return []
-        db = self._reader
         out = []
         entries: dict[str, list[tuple[int, str]]] = {t: [] for t in table_ids}
         for table_id, n, entry in db.execute(
@@ -463,186 +388,33 @@ class PgStore(GroupCommitStore[Write | ClusterWrite]):
             out.append(stored_table(table_id, created, meta, rows, status, seq, finished))
         return out
 
+    def hold(self, epochs: dict[str, int]) -> None:
+        """This node owns these tables now, at these epochs (a claim took them): its
+        commits write for them."""
+        self.epochs.update(epochs)
+
     def load_tables(self) -> list[StoredTable]:
-        """At start: this node's own tables from an earlier run (orphans of other nodes are
-        the takeover sweep's, in batches, once this node serves)."""
-        found = self.claim(only_mine=True, limit=1_000_000)
-        self.heartbeat()
-        return found
+        """At start: this node's own tables from an earlier run, at epoch + 1 (that run's
+        late writes are fenced); orphans of other nodes are the takeover sweep's
+        (``server.cluster.queries``), in batches, once this node serves."""
+        with self.reading() as db, db.transaction():
+            claimed = db.execute(
+                "UPDATE tables SET epoch = epoch + 1 WHERE owner = %s "
+                "AND status IN ('open', 'finished') RETURNING table_id, epoch",
+                (self.node.node_id,)).fetchall()
+            stored = self.load_logs(db, [t for t, _ in claimed])
+        self.hold({str(t): int(epoch) for t, epoch in claimed})
+        return stored
 
     def forget(self, table_id: str) -> None:
         """This node no longer holds the table (released, or lost to another node)."""
         self.epochs.pop(table_id, None)
         self._counters.pop(table_id, None)
 
-    def cluster_keys(self, grace: float) -> tuple[str, str]:
-        """The secret nodes present when they relay a call (made by the first node), and
-        the one before it while a rotation's ``grace`` seconds last ("" after)."""
-        import secrets
-
-        with self._reading():
-            self._reader.execute(
-                "INSERT INTO copas VALUES ('cluster_key', %s) ON CONFLICT (key) DO NOTHING",
-                (secrets.token_urlsafe(32),))
-            rows = dict(self._reader.execute(
-                "SELECT key, value FROM copas WHERE key IN ('cluster_key', "
-                "'cluster_key_previous') OR (key = 'cluster_key_rotated' AND "
-                "value::double precision > extract(epoch FROM now()) - %s)",
-                (grace,)).fetchall())
-        is_in_grace = "cluster_key_rotated" in rows
-        return str(rows["cluster_key"]), str(rows.get("cluster_key_previous", "")) \
-            if is_in_grace else ""
-
-    def rotate_cluster_key(self) -> None:
-        """A new cluster key; the current one becomes the previous (see cluster.keys)."""
-        import secrets
-
-        with self._reading(), self._reader.transaction():
-            self._reader.execute("SELECT value FROM copas WHERE key = 'cluster_key' FOR UPDATE")
-            self._reader.execute(
-                "INSERT INTO copas SELECT 'cluster_key_previous', value FROM copas "
-                "WHERE key = 'cluster_key' ON CONFLICT (key) DO UPDATE SET value = "
-                "excluded.value")
-            self._reader.execute(
-                "INSERT INTO copas VALUES ('cluster_key', %s) ON CONFLICT (key) DO UPDATE "
-                "SET value = excluded.value", (secrets.token_urlsafe(32),))
-            self._reader.execute(
-                "INSERT INTO copas VALUES ('cluster_key_rotated', "
-                "extract(epoch FROM now())::text) ON CONFLICT (key) DO UPDATE SET "
-                "value = excluded.value")
-
-    def epochs_of(self, table_ids: list[str]) -> dict[str, tuple[str, int]]:
-        """Each table's owner and epoch, as the database has them."""
-        with self._reading():
-            rows = self._reader.execute(
-                "SELECT table_id, coalesce(owner, ''), epoch FROM tables "
-                "WHERE table_id = ANY(%s)", (table_ids,)).fetchall()
-        return {t: (o, int(e)) for t, o, e in rows}
-
-    # -- lookups for routing
-    def owner_of(self, table_id: str) -> Owner | None:
-        with self._reading():
-            row = self._reader.execute(
-                "SELECT t.owner, coalesce(n.address, ''), coalesce(n.lease_until > now(), false), "
-                "coalesce(n.public_address, '') "
-                "FROM tables t LEFT JOIN nodes n ON n.node_id = t.owner WHERE t.table_id = %s",
-                (table_id,)).fetchone()
-        return None if row is None else Owner(row[0] or "", row[1], bool(row[2]), row[3])
-
-    def public_owners_of(self, table_ids: list[str]) -> dict[str, str]:
-        """Each table's owner's public address, where its owner's lease holds and it gave
-        one (what a node that lost the tables tells their clients)."""
-        with self._read_lock:
-            rows = self._reader.execute(
-                "SELECT t.table_id, n.public_address FROM tables t "
-                "JOIN nodes n ON n.node_id = t.owner "
-                "WHERE t.table_id = ANY(%s) AND n.lease_until > now() "
-                "AND n.public_address <> ''", (table_ids,)).fetchall()
-        return {t: a for t, a in rows}
-
-    def table_of_request(self, create_key: str, join_key: str) -> str | None:
-        """The table a CreateTable request (``create_key``) made, or where a JoinTable
-        request (``join_key``) took a seat, on any node ("": no such key)."""
-        with self._reading():
-            row = self._reader.execute(
-                "(SELECT table_id FROM tables WHERE request_key = %s AND %s <> '' LIMIT 1) "
-                "UNION ALL (SELECT table_id FROM tokens WHERE join_key = %s AND %s <> '' "
-                "LIMIT 1) LIMIT 1", (create_key, create_key, join_key, join_key)).fetchone()
-        return None if row is None else str(row[0])
-
-    def joinable(self, preset: str, players: int, limit: int) -> list[tuple[str, bytes]]:
-        """Quick match: the oldest waiting tables of a kind with a free seat whose owner's
-        lease holds, on any node: (table_id, summary) rows, oldest first."""
-        with self._reading():
-            rows = self._reader.execute(
-                "SELECT t.table_id, t.summary FROM tables t JOIN nodes n ON n.node_id = t.owner "
-                "WHERE t.lobby = 'joinable' AND t.preset = %s AND t.players = %s "
-                "AND t.status = 'open' AND t.summary IS NOT NULL AND n.lease_until > now() "
-                "ORDER BY t.created, t.table_id LIMIT %s", (preset, players, limit)).fetchall()
-        return [(str(t), bytes(s)) for t, s in rows]
-
-    def table_of_token(self, token_hash: str) -> tuple[str, int] | None:
-        with self._reading():
-            row = self._reader.execute("SELECT table_id, seat FROM tokens WHERE token_hash = %s",
-                                       (token_hash,)).fetchone()
-        return None if row is None else (row[0], int(row[1]))
-
-    def summaries(self, *, only_joinable: bool, preset: str, players: int,
-                  include_finished: bool, limit: int, after: tuple[float, str] | None
-                  ) -> list[tuple[float, str, bytes]]:
-        """Tables' summaries for the lobby, newest first, then by id (from every node),
-        after the position ``after`` (created, table_id) of a previous page; an empty preset
-        or 0 players match any. Returns (created, table_id, summary) rows."""
-        created, table_id = after if after is not None else (None, "")
-        with self._reading():
-            rows = self._reader.execute(
-                "SELECT created, table_id, summary FROM tables WHERE summary IS NOT NULL "
-                "AND (NOT %(joinable)s OR lobby = 'joinable') "
-                "AND (%(preset)s = '' OR preset = %(preset)s) "
-                "AND (%(players)s = 0 OR players = %(players)s) "
-                "AND (%(finished)s OR status = 'open') "
-                "AND (%(created)s::double precision IS NULL OR created < %(created)s "
-                "     OR (created = %(created)s AND table_id > %(table_id)s)) "
-                "ORDER BY created DESC, table_id ASC LIMIT %(limit)s",
-                {"joinable": only_joinable, "preset": preset, "players": players,
-                 "finished": include_finished, "created": created, "table_id": table_id,
-                 "limit": limit}).fetchall()
-        return [(float(c), str(t), bytes(s)) for c, t, s in rows]
-
-    def lobby_rows(self, *, include_finished: bool, limit: int
-                   ) -> list[tuple[float, str, bytes, str, str, int]]:
-        """Every node's newest tables for the lobby (at most ``limit``), newest first, then
-        by id: (created, table_id, summary, lobby state, preset, players) rows, for filters
-        applied in memory (``server.cluster.lobby``)."""
-        with self._reading():
-            rows = self._reader.execute(
-                "SELECT created, table_id, summary, lobby, preset, players FROM tables "
-                "WHERE summary IS NOT NULL AND (%(finished)s OR status = 'open') "
-                "ORDER BY created DESC, table_id ASC LIMIT %(limit)s",
-                {"finished": include_finished, "limit": limit}).fetchall()
-        return [(float(c), str(t), bytes(s), str(lo), str(p), int(n))
-                for c, t, s, lo, p, n in rows]
-
-    # -- operators (the admin service)
-    def nodes(self) -> list[tuple[str, str, bool]]:
-        """Every node that ever held a lease: (node_id, address, whether its lease holds)."""
-        with self._reading():
-            rows = self._reader.execute(
-                "SELECT node_id, address, lease_until > now() FROM nodes ORDER BY node_id"
-            ).fetchall()
-        return [(str(n), str(a), bool(alive)) for n, a, alive in rows]
-
-    def orphan_rows(self, limit: int, after_created: float | None = None
-                    ) -> list[tuple[float, str, bytes, str]]:
-        """Tables not finished whose owner's lease ran out (or that have no owner), newest
-        first, made at or before ``after_created`` (about: the caller compares exactly):
-        (created, table_id, summary, owner)."""
-        with self._reading():
-            rows = self._reader.execute(
-                "SELECT t.created, t.table_id, t.summary, coalesce(t.owner, '') FROM tables t "
-                "LEFT JOIN nodes n ON n.node_id = t.owner WHERE t.summary IS NOT NULL "
-                "AND t.status = 'open' AND (t.owner IS NULL OR n.lease_until IS NULL "
-                "OR n.lease_until < now()) AND (%s::double precision IS NULL "
-                "OR t.created <= %s + 0.001) ORDER BY t.created DESC, t.table_id LIMIT %s",
-                (after_created, after_created, limit)).fetchall()
-        return [(float(c), str(t), bytes(b), str(o)) for c, t, b, o in rows]
-
-    def hand_over(self, table_ids: list[str]) -> list[str]:
-        """Give up this node's ownership of ``table_ids`` (a drain): they have no owner, so
-        any other node claims them (at once for a call, else at its next sweep). This node's
-        writes for them are refused from now on (fenced)."""
-        with self._reading():
-            rows = self._reader.execute(
-                "UPDATE tables SET owner = NULL WHERE owner = %s AND table_id = ANY(%s) "
-                "RETURNING table_id", (self.node.node_id, table_ids)).fetchall()
-        for (table_id,) in rows:
-            self.forget(table_id)
-        return [str(table_id) for (table_id,) in rows]
-
     # -- records
     def get_record(self, record_id: str) -> bytes | None:
-        with self._reading():
-            row = self._reader.execute(
+        with self.reading() as db:
+            row = db.execute(
                 "SELECT record_pb, record FROM records WHERE record_id = %s",
                 (record_id,)).fetchone()
         if row is None:
@@ -651,26 +423,26 @@ class PgStore(GroupCommitStore[Write | ClusterWrite]):
 
     def list_records(self, limit: int, before: tuple[float, str] | None
                      ) -> list[RecordSummary]:
-        with self._reading():
+        with self.reading() as db:
             if before is None:
-                rows = self._reader.execute(
+                rows = db.execute(
                     "SELECT summary FROM records ORDER BY finished DESC, record_id ASC "
                     "LIMIT %s", (limit,)).fetchall()
             else:
-                rows = self._reader.execute(
+                rows = db.execute(
                     "SELECT summary FROM records WHERE finished < %s OR (finished = %s AND "
                     "record_id > %s) ORDER BY finished DESC, record_id ASC LIMIT %s",
                     (before[0], before[0], before[1], limit)).fetchall()
         return [RecordSummary.from_json(summary) for (summary,) in rows]
 
     def prune_records(self, keep: int, max_age: float, now: float) -> int:
-        with self._reading(), self._reader.transaction():
+        with self.reading() as db, db.transaction():
             removed = 0
             if max_age:
-                removed += self._reader.execute("DELETE FROM records WHERE finished < %s",
+                removed += db.execute("DELETE FROM records WHERE finished < %s",
                                                 (now - max_age,)).rowcount
             if keep:
-                removed += self._reader.execute(
+                removed += db.execute(
                     "DELETE FROM records WHERE record_id NOT IN (SELECT record_id FROM "
                     "records ORDER BY finished DESC, record_id ASC LIMIT %s)", (keep,)).rowcount
         return removed
@@ -680,12 +452,10 @@ class PgStore(GroupCommitStore[Write | ClusterWrite]):
             return
         self._closed = True
         await self._stop_writer()
-        if self.failure is None:
+        is_clean = self.failure is None
+        for closing in self._at_close:
             with contextlib.suppress(Exception):
-                await asyncio.to_thread(self.release_lease)
-        with self._lease_lock:
-            if self._lease_db is not None:
-                self._lease_db.close()
+                await asyncio.to_thread(closing, is_clean)
         with self._read_lock:
             self._reader_conn.close()
         self._db.close()

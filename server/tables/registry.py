@@ -64,7 +64,7 @@ class TableRegistry:
         self._create_requests: OrderedDict[str, Remembered] = OrderedDict()
         self._order = itertools.count(1)
         self.is_accepting = True
-        self.is_draining = False  # an operator's Drain: no new tables or seats here
+        self._is_draining = False  # an operator's Drain: no new tables, seats or takeovers
         self.seated = 0  # people holding a --max-players slot
         self.open_tables = 0  # tables not finished
         self.bot_tables = 0  # tables without a person, not finished
@@ -77,6 +77,15 @@ class TableRegistry:
         # Told of each table made, changed (a step ended) or gone, in this order.
         self._listeners: tuple[Callable[[Table], None], ...] = (
             self.lobby.track, ownership.share_summary, self.delivery.step_ended)
+
+    @property
+    def is_draining(self) -> bool:
+        """An operator drained this node: it takes no new tables or seats, and (in a
+        cluster) claims none of the others' tables. The one flag every part reads."""
+        return self._is_draining
+
+    def set_draining(self, is_draining: bool) -> None:
+        self._is_draining = is_draining
 
     # ------------------------------------------------------------ TableHost
 
