@@ -12,7 +12,9 @@ request or timer ever plays a game through.
 
 A table asks its owner for what it cannot decide alone only through ``TableHost`` (slots
 against --max-players, where tokens belong, delivery), given at construction; it writes its
-log through the narrow ``TableLog``. Recovery replays the log through the same code with
+log through the narrow ``TableLog`` (both in ``ports``). Its seats (``seats.Seats``) and its
+timer handles (``timers.TableTimers``) are state of their own; the table decides what happens
+when a person sits or a timer fires. Recovery replays the log through the same code with
 ``is_replaying`` set, which schedules nothing, logs nothing, counts nothing and sends nothing.
 """
 
@@ -21,9 +23,10 @@ from __future__ import annotations
 import logging
 import time
 import zlib
-from collections import OrderedDict, deque
+from collections import deque
 from collections.abc import Callable
-from typing import Any, Protocol, TypeVar
+from dataclasses import dataclass
+from typing import Any, TypeVar
 
 import structlog
 from copas.v1 import copas_pb2
@@ -58,9 +61,9 @@ from server.store.base import (
 )
 from server.tables import views
 from server.tables.bots import Thinker
-from server.tables.clock import Handle, Scheduler
+from server.tables.clock import Scheduler
 from server.tables.fanout import Fanout, Watcher
-from server.tables.idempotency import Remembered, check_reuse, request_key, seal, unseal
+from server.tables.idempotency import request_key, seal, unseal
 from server.tables.log_entries import (
     Acted,
     DeadlineSet,
@@ -73,87 +76,35 @@ from server.tables.log_entries import (
     TimedOut,
     dumps,
 )
+from server.tables.ports import TableHost, TableLog
+from server.tables.seats import Seats
+from server.tables.timers import TableTimers, TimerKind
 from server.wire import timestamp
 
 log = structlog.get_logger("copas.table")
 
-REQUEST_MEMORY = 256  # successful request_ids remembered per seat
 AUTO_POLICY = "auto"  # the timeout rules' choices (RULES.md), played at once
 JOIN_SCOPE = "join"  # JoinTable request ids are global: a quick match does not know its table
 T = TypeVar("T")
 STUCK_GRACE = 5.0  # seconds past what a table's rules allow before it counts as stuck
 
 
-class TableHost(Protocol):
-    """What a table may ask of its owner (the registry of one node's tables)."""
-
-    @property
-    def is_stopping(self) -> bool:
-        """The server is stopping: connections that end are not news."""
-
-    def check_room_for_player(self) -> None:
-        """:raises ServiceError: the server has no room for another seated person."""
-
-    def slot_taken(self) -> None:
-        """A person took a --max-players slot."""
-
-    def slot_freed(self) -> None:
-        """A person gave theirs back (left, gave the seat up, or the game ended)."""
-
-    def token_issued(self, token_hash: str, table_id: str, seat: int, join_key: str) -> None:
-        """A seat's token now opens ``table_id``; ``join_key`` finds the join by request id."""
-
-    def seat_given_up(self, token_hash: str, table_id: str, join_key: str, request_id: str,
-                      sequence: int) -> None:
-        """The token of a seat given up before its game stops working."""
-
-    def token_removed(self, token_hash: str, table_id: str, join_key: str) -> None:
-        """An operator took the token's holder out of a running game: it stops working."""
-
-    def table_changed(self, table: Table) -> None:
-        """A step ended: show its events once durable (and the lobby's change)."""
-
-    def table_finished(self, table: Table) -> None:
-        """The game ended (once)."""
-
-    def table_idle(self, table: Table) -> None:
-        """A waiting table nobody is at: it may go."""
-
-
-class TableLog(Protocol):
-    """What a table writes to the store."""
-
-    def check_writable(self) -> None: ...
-    def append(self, table_id: str, entry: str) -> int: ...
-    def note_sequence(self, table_id: str, sequence: int) -> None: ...
-    def delete_entry(self, table_id: str, n: int) -> None: ...
-    def finish_table(self, table_id: str, record: GameRecord) -> None: ...
-
-
-class Seat:
-    """One seat: who holds it (a bot, or a person known by their token's hash)."""
-
-    __slots__ = ("holds_slot", "is_bot", "is_taken", "join_key", "log_n", "name", "number",
-                 "requests", "token_hash")
-
-    def __init__(self, number: int) -> None:
-        self.number = number
-        self.name = ""
-        self.is_taken = False
-        self.is_bot = False
-        self.token_hash = ""
-        self.log_n = 0  # the position of its join in the table's log
-        self.join_key = ""
-        self.holds_slot = False  # counts against --max-players
-        self.requests: OrderedDict[str, Remembered] = OrderedDict()
-
-
 class ReplayMismatch(ValueError):
     """A log entry does not fit the table it is replayed into."""
 
 
+@dataclass(frozen=True, slots=True)
+class ActResult:
+    """What a person's action numbered (a retry: what the first one did)."""
+
+    first: int
+    """The sequence of its first event."""
+    last: int
+    """The table's latest sequence after it: its result follows the events up to here."""
+
+
 class Table:
-    def __init__(self, host: TableHost, store: TableLog, *, table_id: str, created: float,
+    def __init__(self, host: TableHost[Table], store: TableLog, *, table_id: str, created: float,
                  meta: TableMeta, settings: TableSettings, metrics: Metrics,
                  scheduler: Scheduler, thinker: Thinker | None) -> None:
         self._host = host
@@ -176,23 +127,16 @@ class Table:
         self.fingerprint = meta.fingerprint
         self.rules_pb = codec.rules_to_pb(self.rules)
         self.view_cache = views.ViewCache(self.rules_pb)
-        players = self.rules.players
-        self.seats = [Seat(i) for i in range(players)]
-        for seat in self.seats[players - self.bot_seats:]:
-            seat.is_taken, seat.is_bot, seat.name = True, True, f"Bot {seat.number + 1}"
-        self.has_people = self.bot_seats < players
-        self.join_requests: dict[str, tuple[Remembered, str]] = {}  # key -> (seat, sealed)
+        self.seats = Seats(self.rules.players, self.bot_seats, host)
+        self.has_people = self.bot_seats < self.rules.players
         self.game: Game | None = None
         self.sequence = 0
         self.history: deque[copas_pb2.TableEvent] = deque(maxlen=settings.history)
         self.fanout = Fanout()
         self.paused_until: float | None = None
         self.deadline: float | None = None
-        self._deadline_key: tuple[Any, ...] | None = None
-        self._timer: Handle | None = None  # a pause's end or a deadline
-        self._bot_timer: Handle | None = None  # the next bot move
-        self._watchdog: Handle | None = None  # a waiting table's expiry, an idle game's end
-        self.watchdog_at: float | None = None  # when the watchdog fires
+        self._deadline_key: tuple[Any, ...] | None = None  # the turn the deadline is for
+        self._timers = TableTimers(scheduler)
         self.last_event_at = created  # the time of the latest numbered event
         self.finished_at: float | None = None
         self.last_person_action = created
@@ -221,7 +165,7 @@ class Table:
         return self.scheduler.now()
 
     def has_free_seat(self) -> bool:
-        return any(not s.is_taken for s in self.seats)
+        return self.seats.has_free_seat()
 
     def is_connected(self, seat: int) -> bool:
         token_hash = self.seats[seat].token_hash
@@ -232,11 +176,11 @@ class Table:
 
     def token_hashes(self) -> list[str]:
         """The tokens of the seats' current holders."""
-        return [s.token_hash for s in self.seats if s.token_hash]
+        return self.seats.token_hashes()
 
     def join_keys(self) -> list[str]:
         """The JoinTable request keys that seated its people."""
-        return [s.join_key for s in self.seats if s.join_key]
+        return self.seats.join_keys()
 
     def summary(self) -> copas_pb2.TableSummary:
         return views.summary(self)
@@ -378,25 +322,12 @@ class Table:
         """Seat a person; returns (seat, token). A retry with the same request_id gets the
         same seat and token."""
         key = request_key(JOIN_SCOPE, request_id) if request_id else ""
-        if key:
-            known = self.join_requests.get(key)
-            if known is not None:
-                check_reuse(known[0], fingerprint)
-                return int(known[0].answer), unseal(known[1], JOIN_SCOPE, request_id)
+        known = self.seats.recall_join(key, fingerprint) if key else None
+        if known is not None:
+            return known[0], unseal(known[1], JOIN_SCOPE, request_id)
         if self.game is not None:
             raise ServiceError.exhausted("the game has started", "TABLE_FULL")
-        if seat_number is not None:
-            if not 0 <= seat_number < len(self.seats):
-                raise ServiceError.invalid(f"seat must be 0..{len(self.seats) - 1}",
-                                           "INVALID_SEAT")
-            if self.seats[seat_number].is_taken:
-                raise ServiceError.precondition(f"seat {seat_number} is taken", "SEAT_TAKEN")
-            seat = self.seats[seat_number]
-        else:
-            free = [s for s in self.seats if not s.is_taken]
-            if not free:
-                raise ServiceError.exhausted("the table is full", "TABLE_FULL")
-            seat = free[0]
+        seat = self.seats.choose(seat_number)
 
         def seat_them() -> tuple[int, str]:
             self._host.check_room_for_player()
@@ -410,22 +341,16 @@ class Table:
 
     def _seat_person(self, entry: Joined) -> None:
         """Seat a person (only the hash of their token is kept); start when full."""
-        seat = self.seats[entry.seat]
-        if seat.is_taken:
+        if self.seats[entry.seat].is_taken:
             raise ReplayMismatch(f"seat {entry.seat} is taken")
-        seat.is_taken, seat.name, seat.token_hash = True, entry.name, entry.token_hash
-        seat.log_n = self._log(entry)
-        self._take_slot(seat)
-        if entry.request_key:
-            seat.join_key = entry.request_key
-            self.join_requests[entry.request_key] = (
-                Remembered(entry.fingerprint, entry.seat), entry.sealed_token)
+        self.seats.seat_person(entry.seat, entry.name, entry.token_hash, self._log(entry),
+                               entry.request_key, entry.fingerprint, entry.sealed_token)
         self._host.token_issued(entry.token_hash, self.id, entry.seat, entry.request_key)
         self._emit("player_joined", copas_pb2.PlayerJoined(seat=entry.seat,
                                                            display_name=entry.name))
         if not self.is_replaying:
             self.log.debug("player_joined", seat=entry.seat)
-        if all(s.is_taken for s in self.seats):
+        if self.seats.is_full():
             self._start()
 
     def _give_up_seat(self, seat_number: int, request_id: str = "", *,
@@ -438,9 +363,7 @@ class Table:
             else "you left this table"
         self.fanout.close_token(seat.token_hash, ServiceError.unauthenticated(
             f"{why}: your player token is no longer valid", "TOKEN_REVOKED"))
-        self.join_requests.pop(seat.join_key, None)
-        self._free_slot(seat_number)
-        self.seats[seat_number] = Seat(seat_number)
+        self.seats.vacate(seat_number)
         self._emit("player_left", copas_pb2.PlayerLeft(
             seat=seat_number, hand_number=-1, phase=copas_pb2.PHASE_WAITING_FOR_PLAYERS))
         if by_operator:
@@ -468,7 +391,8 @@ class Table:
             self.fanout.add(watcher)
             if seat is not None and token_hash is not None \
                     and self.fanout.streams_of(token_hash) == 1:
-                self._cancel_watchdog_if_waiting()
+                if self.game is None:
+                    self._timers.cancel(TimerKind.WATCHDOG)
                 self._announce("player_connection", copas_pb2.PlayerConnection(
                     seat=seat, is_connected=True))
             return watcher
@@ -515,14 +439,7 @@ class Table:
         :raises ServiceError: INVALID_SEAT, NOT_A_PERSON (free or a bot's), WRONG_PHASE
             (the game is over).
         """
-        if not 0 <= seat_number < len(self.seats):
-            raise ServiceError.invalid(f"seat must be 0..{len(self.seats) - 1}",
-                                       "INVALID_SEAT")
-        seat = self.seats[seat_number]
-        if not seat.is_taken or seat.is_bot or not seat.token_hash:
-            raise ServiceError.precondition(
-                f"seat {seat_number} holds no person (it is free, a bot's, or its person "
-                "was removed already)", "NOT_A_PERSON")
+        self.seats.person_at(seat_number)
         game = self.game
         if game is None:
             self._step(lambda: self._give_up_seat(seat_number, by_operator=True))
@@ -535,9 +452,7 @@ class Table:
         game = self.game
         if game is None:
             raise ReplayMismatch("a removal before the game started")
-        seat = self.seats[entry.seat]
-        token_hash, join_key = seat.token_hash, seat.join_key
-        if not token_hash:
+        if not self.seats[entry.seat].token_hash:
             raise ReplayMismatch(f"seat {entry.seat} has no person to remove")
         events: list[ev.Event] = []
         phase_before = game.phase
@@ -547,11 +462,9 @@ class Table:
         if events:
             if not self.is_replaying:
                 self.metrics.leavers.inc()
-            self._free_slot(entry.seat)
+            self.seats.free_slot(entry.seat)
             self._emit_engine(events, phase_before)
-        seat.token_hash = ""
-        seat.join_key = ""
-        self.join_requests.pop(join_key, None)
+        token_hash, join_key = self.seats.revoke(entry.seat)
         self.fanout.close_token(token_hash, ServiceError.unauthenticated(
             "an operator removed you from this table: your player token is no longer valid",
             "TOKEN_REVOKED"))
@@ -564,30 +477,27 @@ class Table:
         out: list[tuple[str, float, list[int]]] = []
         game = self.game
         if self.deadline is not None and game is not None and not game.is_over:
-            out.append(("turn", self.deadline,
-                        [s for s in game.to_act() if not self.seats[s].is_bot]))
+            out.append(("turn", self.deadline, self.seats.people_among(game.to_act())))
         if self.paused_until is not None:
             out.append(("pause", self.paused_until, []))
-        if self._bot_timer is not None:
-            out.append(("bot", self.now(), []))
-        if self._watchdog is not None and self.watchdog_at is not None:
-            out.append(("watchdog", self.watchdog_at, []))
+        for kind, due in self._timers.armed():  # a bot's move is due now, a watchdog later
+            if kind in (TimerKind.BOT, TimerKind.WATCHDOG):
+                out.append((kind.value, self.now() if kind is TimerKind.BOT else due, []))
         return out
 
     # ------------------------------------------------------------ actions
 
     def act(self, seat: int, action: Action, request_id: str = "", fingerprint: str = ""
-            ) -> int:
-        """Apply a person's action; return the sequence of its first event. A retry with
-        the same request_id and content gets the first answer; refusals are not kept.
+            ) -> ActResult:
+        """Apply a person's action; return the sequences of its first event and of the
+        latest after it. A retry with the same request_id and content gets the first
+        answer; refusals are not kept.
 
         :raises ServiceError: the action is malformed or illegal now (nothing changed).
         """
-        memory = self.seats[seat].requests
-        if request_id:
-            known = check_reuse(memory.get(request_id), fingerprint)
-            if known is not None:
-                return int(known.answer)
+        known = self.seats.recall(seat, request_id, fingerprint) if request_id else None
+        if known is not None:
+            return ActResult(known, self.sequence)
         kind = type(action).__name__
         try:
             first = self._step(lambda: self._person_acts(seat, action, request_id,
@@ -598,11 +508,9 @@ class Table:
             raise
         if not self.is_replaying:
             self.metrics.actions.labels(kind, "OK").inc()
-        if request_id and self.seats[seat].is_taken:
-            memory[request_id] = Remembered(fingerprint, first)
-            while len(memory) > REQUEST_MEMORY:
-                memory.popitem(last=False)
-        return first
+        if request_id:
+            self.seats.remember(seat, request_id, fingerprint, first)
+        return ActResult(first, self.sequence)
 
     def _person_acts(self, seat: int, action: Action, request_id: str, fingerprint: str
                      ) -> int:
@@ -631,34 +539,20 @@ class Table:
         if is_leave:
             if not self.is_replaying:
                 self.metrics.leavers.inc()
-            self._free_slot(seat)
+            self.seats.free_slot(seat)
         self._emit_engine(events, phase_before)
         self._advance(events)
         return seq + 1
 
-    # ------------------------------------------------------------ --max-players slots
-
-    def _take_slot(self, seat: Seat) -> None:
-        seat.holds_slot = True
-        self._host.slot_taken()
-
-    def _free_slot(self, seat_number: int) -> None:
-        """The one place a slot is given back."""
-        seat = self.seats[seat_number]
-        if seat.holds_slot:
-            seat.holds_slot = False
-            self._host.slot_freed()
-
     def free_all_slots(self) -> None:
         """The table leaves this node: every slot its people hold goes back."""
-        for seat in self.seats:
-            self._free_slot(seat.number)
+        self.seats.free_all_slots()
 
     # ------------------------------------------------------------ the game
 
     def _start(self) -> None:
         self.game = Game(self.rules, self.seed)
-        self._cancel_watchdog()
+        self._timers.cancel(TimerKind.WATCHDOG)
         self.last_person_action = self.now()
         if not self.is_replaying:
             self.log.debug("game_started")
@@ -687,9 +581,9 @@ class Table:
             self._start_pause(pause)
             return
         to_act = game.to_act()
-        if any(self.seats[s].is_bot for s in to_act):
+        if self.seats.any_bot(to_act):
             self._schedule_bot()
-            if any(not self.seats[s].is_bot for s in to_act):
+            if self.seats.people_among(to_act):
                 self._arm_deadline()  # people pass while bots do: their clock runs
             else:
                 self._clear_deadline()
@@ -697,17 +591,14 @@ class Table:
         self._arm_deadline()
 
     def _schedule_bot(self) -> None:
-        if self.is_replaying:
-            return
-        if self._bot_timer is not None:
-            self._bot_timer.cancel()  # a pending step, or a decision being thought
-        self._bot_timer = self.scheduler.call_later(
-            0.0 if self.has_people else self.settings.bot_table_pace,
-            self._timer_step(self._bot_moves))
+        if not self.is_replaying:  # instead of a pending step, or a decision being thought
+            self._timers.arm(TimerKind.BOT,
+                             0.0 if self.has_people else self.settings.bot_table_pace,
+                             self._timer_step(self._bot_moves))
 
     @property
     def is_bot_step_pending(self) -> bool:
-        return self._bot_timer is not None
+        return self._timers.is_armed(TimerKind.BOT)
 
     def is_stuck(self, grace: float = STUCK_GRACE) -> bool:
         """No progress for longer than its rules allow: a turn's deadline passed ``grace``
@@ -719,11 +610,10 @@ class Table:
         now = self.now()
         if self.deadline is not None and now > self.deadline + grace:
             return True
-        return any(self.seats[s].is_bot for s in game.to_act()) \
-            and not self.is_bot_step_pending and now - self._step_time > grace
+        return self.seats.any_bot(game.to_act()) and not self.is_bot_step_pending \
+            and now - self._step_time > grace
 
     def _bot_moves(self) -> None:
-        self._bot_timer = None
         game = self.game
         if game is None or game.is_over or self.paused_until is not None:
             return
@@ -748,8 +638,9 @@ class Table:
             decisions.observe(time.perf_counter() - began)
             self._timer_step(lambda: self._bot_decided(bot, key, action))()
 
-        self._bot_timer = thinker.think(ai.info_from_game(game, bot), self.bot_policy, seed,
-                                        decided)
+        self._timers.hold(TimerKind.BOT, thinker.think(ai.info_from_game(game, bot),
+                                                       self.bot_policy, seed, decided),
+                          self.now())
 
     def _decision_key(self, seat: int) -> tuple[object, ...]:
         game = self.game
@@ -760,12 +651,12 @@ class Table:
     def _bot_decided(self, seat: int, key: tuple[object, ...], action: Action | None) -> None:
         """A bot's decision came back: apply it if the table is still where it was (else
         think again); None (no answer in time) plays the automatic choice."""
-        self._bot_timer = None
+        self._timers.forget(TimerKind.BOT)
         game = self.game
         if game is None or game.is_over or self.paused_until is not None \
                 or self._decision_key(seat) != key:
             if game is not None and not game.is_over and self.paused_until is None \
-                    and any(self.seats[s].is_bot for s in game.to_act()):
+                    and self.seats.any_bot(game.to_act()):
                 self._schedule_bot()
             return
         if action is None or action.seat != seat:
@@ -798,7 +689,9 @@ class Table:
         self._clear_deadline()
         self.paused_until = self.now() + seconds
         self._log(PauseStarted(self.sequence, self.paused_until))
-        self._set_timer(seconds, self._timer_step(self._end_pause))
+        if not self.is_replaying:  # replay: time there is stored
+            self._timers.arm(TimerKind.PAUSE, seconds, self._timer_step(self._end_pause),
+                             due=self.paused_until)
 
     def _end_pause(self) -> None:
         self._resume(PauseEnded(self.sequence, self._step_time))
@@ -823,17 +716,18 @@ class Table:
         key, timeout = self._deadline_for()
         if key == self._deadline_key:
             return  # the same turn (e.g. another seat passed): the deadline stands
-        self._cancel_timer()
+        self._timers.cancel(TimerKind.TURN)
         self._deadline_key = key
         self.deadline = None
         if not timeout or self.is_replaying:
             return  # replay: the stored deadline follows in the log
         self.deadline = self.now() + timeout
         self._log(DeadlineSet(self.sequence, self.deadline))
-        self._set_timer(timeout, self._timer_step(self._on_timeout))
+        self._timers.arm(TimerKind.TURN, timeout, self._timer_step(self._on_timeout),
+                         due=self.deadline)
 
     def _clear_deadline(self) -> None:
-        self._cancel_timer()
+        self._timers.cancel(TimerKind.TURN)
         self.deadline = None
         self._deadline_key = None
 
@@ -842,7 +736,7 @@ class Table:
         game = self.game
         if game is None or game.is_over or self.paused_until is not None:
             return
-        actions = tuple(game.auto_action(s) for s in game.to_act() if not self.seats[s].is_bot)
+        actions = tuple(game.auto_action(s) for s in self.seats.people_among(game.to_act()))
         if actions:
             self._time_out(TimedOut(self.sequence, actions, self._step_time))
 
@@ -865,24 +759,6 @@ class Table:
             events += step
         self._advance(events)
 
-    def _set_timer(self, delay: float, callback: Callable[[], None]) -> None:
-        """The table's one timer (none while replaying a log: time there is stored)."""
-        self._cancel_timer()
-        if not self.is_replaying:
-            self._timer = self.scheduler.call_later(delay, callback)
-
-    def _cancel_timer(self) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
-
-    def _cancel_all_timers(self) -> None:
-        self._cancel_timer()
-        self._cancel_watchdog()
-        if self._bot_timer is not None:
-            self._bot_timer.cancel()
-            self._bot_timer = None
-
     # ------------------------------------------------------------ the watchdog
 
     def _arm_watchdog(self) -> None:
@@ -900,26 +776,13 @@ class Table:
             check = self._timer_step(self._abandon_if_idle)
         else:
             return
-        self._cancel_watchdog()
-        self.watchdog_at = self.now() + max(0.0, delay)
-        self._watchdog = self.scheduler.call_later(max(0.0, delay), check)
-
-    def _cancel_watchdog(self) -> None:
-        if self._watchdog is not None:
-            self._watchdog.cancel()
-            self._watchdog = None
-
-    def _cancel_watchdog_if_waiting(self) -> None:
-        if self.game is None:
-            self._cancel_watchdog()
+        self._timers.arm(TimerKind.WATCHDOG, max(0.0, delay), check)
 
     def _expire_if_idle(self) -> None:
-        self._watchdog = None
         if self.game is None and not self.people_connected() and not self.is_released:
             self._host.table_idle(self)
 
     def _abandon_if_idle(self) -> None:
-        self._watchdog = None
         game = self.game
         if game is None or game.is_over:
             return
@@ -931,7 +794,7 @@ class Table:
     # ------------------------------------------------------------ the end
 
     def _finish(self) -> None:
-        self._cancel_all_timers()
+        self._timers.cancel_all()
         self.deadline = None
         self._deadline_key = None
         self.paused_until = None
@@ -959,7 +822,7 @@ class Table:
         another node holds it now."""
         self.is_released = True
         self.is_lost = is_lost
-        self._cancel_all_timers()
+        self._timers.cancel_all()
         self.fanout.close_all(error)
 
     # ------------------------------------------------------------ recovery
@@ -1008,9 +871,9 @@ class Table:
             case Acted(by="player"):
                 self._person_acts(entry.action.seat, entry.action, entry.request_id,
                                   entry.fingerprint)
-                if entry.request_id and self.seats[entry.action.seat].is_taken:
-                    self._remember(entry.action.seat, entry.request_id, entry.fingerprint,
-                                   entry.seq + 1)
+                if entry.request_id:
+                    self.seats.remember(entry.action.seat, entry.request_id,
+                                        entry.fingerprint, entry.seq + 1)
             case Acted():
                 if self.game is None:
                     raise ReplayMismatch("an automatic action before the game started")
@@ -1028,12 +891,6 @@ class Table:
             case Removed():
                 self._remove(entry)
 
-    def _remember(self, seat: int, request_id: str, fingerprint: str, answer: int) -> None:
-        memory = self.seats[seat].requests
-        memory[request_id] = Remembered(fingerprint, answer)
-        while len(memory) > REQUEST_MEMORY:
-            memory.popitem(last=False)
-
     def resume_after_recovery(self, finished_at: float | None) -> None:
         """After a replay: timers resume from the stored times (at once when past), bots
         move, the watchdog starts over."""
@@ -1048,11 +905,13 @@ class Table:
             return
         now = self.now()
         if self.paused_until is not None:
-            self._set_timer(self.paused_until - now, self._timer_step(self._end_pause))
+            self._timers.arm(TimerKind.PAUSE, self.paused_until - now,
+                             self._timer_step(self._end_pause), due=self.paused_until)
         else:
             if self.deadline is not None:
-                self._set_timer(self.deadline - now, self._timer_step(self._on_timeout))
-            if any(self.seats[s].is_bot for s in game.to_act()):
+                self._timers.arm(TimerKind.TURN, self.deadline - now,
+                                 self._timer_step(self._on_timeout), due=self.deadline)
+            if self.seats.any_bot(game.to_act()):
                 self._schedule_bot()
         self._arm_watchdog()
 
