@@ -20,13 +20,12 @@ when a person sits or a timer fires. Recovery replays the log through the same c
 
 from __future__ import annotations
 
-import logging
 import time
 import zlib
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import structlog
 from copas.v1 import copas_pb2
@@ -35,16 +34,10 @@ from google.protobuf.message import Message
 import ai
 from engine import (
     Action,
-    Card,
     EngineError,
     Game,
-    GameOver,
-    HandScored,
     Leave,
-    MoonShot,
     Phase,
-    PlayerLeft,
-    TrickWon,
 )
 from engine import actions as ev
 from server import codec, tokens
@@ -62,6 +55,7 @@ from server.store.base import (
 from server.tables import views
 from server.tables.bots import Thinker
 from server.tables.clock import Scheduler
+from server.tables.events import TableEvents, observe
 from server.tables.fanout import Fanout, Watcher
 from server.tables.idempotency import request_key, seal, unseal
 from server.tables.log_entries import (
@@ -78,7 +72,7 @@ from server.tables.log_entries import (
 )
 from server.tables.ports import TableHost, TableLog
 from server.tables.seats import Seats
-from server.tables.timers import TableTimers, TimerKind
+from server.tables.timers import TableTimers, TimerKind, TurnClock
 from server.wire import timestamp
 
 log = structlog.get_logger("copas.table")
@@ -130,28 +124,47 @@ class Table:
         self.seats = Seats(self.rules.players, self.bot_seats, host)
         self.has_people = self.bot_seats < self.rules.players
         self.game: Game | None = None
-        self.sequence = 0
-        self.history: deque[copas_pb2.TableEvent] = deque(maxlen=settings.history)
+        self._events = TableEvents(settings.history, created)
         self.fanout = Fanout()
-        self.paused_until: float | None = None
-        self.deadline: float | None = None
-        self._deadline_key: tuple[Any, ...] | None = None  # the turn the deadline is for
         self._timers = TableTimers(scheduler)
-        self.last_event_at = created  # the time of the latest numbered event
+        self._clock = TurnClock(self._timers, self.rules, self._timer_step(self._on_timeout),
+                                self._timer_step(self._end_pause))
         self.finished_at: float | None = None
         self.last_person_action = created
         self.is_replaying = False
         self._replay_position = 0
         self.is_released = False
         self.is_lost = False  # released because another node took it
-        self._step_events: list[copas_pb2.TableEvent] = []
-        self._step_logged = False  # the step wrote a log entry (its events replay from it)
-        self._step_numbered = False  # the step numbered an event
-        self._step_time = created  # when the step happened (its events' time, its entry's)
-        self._step_engine: list[ev.Event] = []
         self.log = log.bind(table_id=table_id)
 
     # ------------------------------------------------------------ reading
+
+    @property
+    def sequence(self) -> int:
+        """The latest event's number."""
+        return self._events.sequence
+
+    @property
+    def history(self) -> deque[copas_pb2.TableEvent]:
+        """The latest numbered events (at most --history)."""
+        return self._events.history
+
+    @property
+    def last_event_at(self) -> float:
+        return self._events.last_event_at
+
+    @property
+    def paused_until(self) -> float | None:
+        return self._clock.paused_until
+
+    @property
+    def deadline(self) -> float | None:
+        return self._clock.deadline
+
+    @property
+    def _step_time(self) -> float:
+        """When the step under way happened: its events' time, its log entry's."""
+        return self._events.step_time
 
     @property
     def is_finished(self) -> bool:
@@ -194,15 +207,9 @@ class Table:
         watcher.needs_snapshot = False
         watcher.seen = self.sequence
         watcher.shown_step = self.fanout.steps
-        snap = copas_pb2.Snapshot()
-        if after_sequence > 0:  # the history holds consecutive events ending at the latest
-            missed = [e for e in self.history if e.sequence > after_sequence]
-            oldest = self.history[0].sequence if self.history else self.sequence + 1
-            snap.has_gap = after_sequence + 1 < oldest and after_sequence < self.sequence
-            snap.missed_events.extend(missed)
         return copas_pb2.TableEvent(
             sequence=self.sequence, time=timestamp(self.now()),
-            snapshot=snap, view=self.view(watcher.seat))
+            snapshot=self._events.missed_since(after_sequence), view=self.view(watcher.seat))
 
     # ------------------------------------------------------------ steps, log and events
 
@@ -216,7 +223,7 @@ class Table:
                 self._store.check_writable()
             except StorageFailed:
                 raise ServiceError.storage_failed() from None
-        self._step_time = round(self.now() if at is None else at, 3)
+        self._events.begin(self.now() if at is None else at)
         try:
             return body()
         finally:
@@ -226,69 +233,33 @@ class Table:
         """Queue a log entry (not while replaying: it is already there); its position."""
         if self.is_replaying:
             return self._replay_position
-        self._step_logged = True
+        self._events.note_logged()
         return self._store.append(self.id, dumps(entry))
 
     def _emit(self, kind: str, body: Message) -> None:
-        """Number the next event (``kind``, TableEvent's oneof field, holding ``body``) and
-        keep it in the history."""
-        self.sequence += 1
-        self._step_numbered = True
-        self.last_event_at = self._step_time
-        message = self._event(kind, body)
-        self.history.append(message)
-        self._step_events.append(message)
+        self._events.number(kind, body)
 
     def _announce(self, kind: str, body: Message) -> None:
-        """An event outside the history (presence): shown live with its view but not
-        numbered (it repeats the latest sequence), so it is neither logged nor replayed, and
-        a restart leaves no hole where it was."""
-        self._step_events.append(self._event(kind, body))
-
-    def _event(self, kind: str, body: Message) -> copas_pb2.TableEvent:
-        field: dict[str, Any] = {kind: body}  # TableEvent's oneof, by the event's kind
-        return copas_pb2.TableEvent(sequence=self.sequence, time=timestamp(self._step_time),
-                                    **field)
+        self._events.announce(kind, body)
 
     def _emit_engine(self, events: list[ev.Event], phase_before: Phase | None = None) -> None:
-        """Sequence the engine's events; ``phase_before`` is where a leave happened."""
-        n = len(self.seats)
-        for event in events:
-            kind, body = codec.event_to_pb(event, n)
-            if phase_before is not None and isinstance(body, copas_pb2.PlayerLeft):
-                body.phase = codec.PHASE_TO_PB[phase_before]
-            self._emit(kind, body)
-        self._step_engine.extend(events)
+        self._events.number_engine(events, len(self.seats), phase_before)
 
     def _end_step(self) -> None:
         """Stage the step's events, with the view after the whole step, for the watchers;
         the store commits them first. Replay only forgets them."""
-        events, self._step_events = self._step_events, []
-        engine_events, self._step_engine = self._step_engine, []
-        logged, self._step_logged = self._step_logged, False
-        numbered, self._step_numbered = self._step_numbered, False
-        if not events:
+        step = self._events.end()
+        if step is None or self.is_replaying:
             return
-        events[-1].is_last_in_action = True
-        if self.is_replaying:
-            return
-        if numbered and not logged:  # numbered events no log entry replays (a seat given
-            self._store.note_sequence(self.id, self.sequence)  # up): numbers never go back
-        is_debug = self.log.is_enabled_for(logging.DEBUG)
-        for event in engine_events:
-            if is_debug:
-                self.log.debug("game_event", kind=type(event).__name__, **_public_fields(event))
-            if isinstance(event, MoonShot):
-                self.metrics.moons.inc()
-            elif isinstance(event, GameOver):
-                self.metrics.games_finished.labels(event.reason.value.lower()).inc()
-            elif isinstance(event, PlayerLeft):
-                self.log.debug("player_left", seat=event.seat)
-        self.metrics.events.inc(len(events))
+        # Numbered events no log entry replays (a seat given up): numbers never go back.
+        if step.is_numbered and not step.is_logged:
+            self._store.note_sequence(self.id, self.sequence)
+        observe(step.engine, self.metrics, self.log)
+        self.metrics.events.inc(len(step.events))
         seats = self.fanout.seats_watching()
         if seats:  # nobody watching: no views to build
             shared = views.public_bytes(self)
-            self.fanout.stage([(e.sequence, e.SerializeToString()) for e in events],
+            self.fanout.stage([(e.sequence, e.SerializeToString()) for e in step.events],
                               {seat: views.view_bytes(self, shared, seat) for seat in seats})
         self._host.table_changed(self)
 
@@ -576,7 +547,7 @@ class Table:
             return
         if self.paused_until is not None:
             return  # a leave during a pause: the pause stands and its end goes on
-        pause = self._pause_after(events)
+        pause = self._clock.pause_after(game, events)
         if pause:
             self._start_pause(pause)
             return
@@ -586,7 +557,7 @@ class Table:
             if self.seats.people_among(to_act):
                 self._arm_deadline()  # people pass while bots do: their clock runs
             else:
-                self._clear_deadline()
+                self._clock.clear_deadline()
             return
         self._arm_deadline()
 
@@ -676,60 +647,25 @@ class Table:
         self._emit_engine(events)
         self._advance(events)
 
-    def _pause_after(self, events: list[ev.Event]) -> float:
-        game = self.game
-        assert game is not None
-        if any(isinstance(e, HandScored) for e in events):
-            return self.rules.hand_pause
-        if any(isinstance(e, TrickWon) for e in events) and game.phase is Phase.PLAYING:
-            return self.rules.trick_pause
-        return 0.0
-
     def _start_pause(self, seconds: float) -> None:
-        self._clear_deadline()
-        self.paused_until = self.now() + seconds
-        self._log(PauseStarted(self.sequence, self.paused_until))
-        if not self.is_replaying:  # replay: time there is stored
-            self._timers.arm(TimerKind.PAUSE, seconds, self._timer_step(self._end_pause),
-                             due=self.paused_until)
+        until = self._clock.start_pause(self.now(), seconds, is_live=not self.is_replaying)
+        self._log(PauseStarted(self.sequence, until))
 
     def _end_pause(self) -> None:
         self._resume(PauseEnded(self.sequence, self._step_time))
 
     def _resume(self, entry: PauseEnded) -> None:
         self._log(entry)
-        self.paused_until = None
+        self._clock.paused_until = None
         self._emit("pause_ended", copas_pb2.PauseEnded())
         self._advance([])
 
-    def _deadline_for(self) -> tuple[tuple[Any, ...], float]:
+    def _arm_deadline(self) -> None:
         game = self.game
         assert game is not None
-        if game.phase is Phase.PASSING:
-            return (game.phase, game.hand_number), self.rules.pass_timeout
-        if game.phase is Phase.PLAYING:
-            return ((game.phase, game.hand_number, game.trick_number, len(game.trick_cards)),
-                    self.rules.play_timeout)
-        return (game.phase, game.hand_number), self.rules.moon_timeout
-
-    def _arm_deadline(self) -> None:
-        key, timeout = self._deadline_for()
-        if key == self._deadline_key:
-            return  # the same turn (e.g. another seat passed): the deadline stands
-        self._timers.cancel(TimerKind.TURN)
-        self._deadline_key = key
-        self.deadline = None
-        if not timeout or self.is_replaying:
-            return  # replay: the stored deadline follows in the log
-        self.deadline = self.now() + timeout
-        self._log(DeadlineSet(self.sequence, self.deadline))
-        self._timers.arm(TimerKind.TURN, timeout, self._timer_step(self._on_timeout),
-                         due=self.deadline)
-
-    def _clear_deadline(self) -> None:
-        self._timers.cancel(TimerKind.TURN)
-        self.deadline = None
-        self._deadline_key = None
+        deadline = self._clock.next_deadline(game, self.now(), is_live=not self.is_replaying)
+        if deadline is not None:
+            self._log(DeadlineSet(self.sequence, deadline))
 
     def _on_timeout(self) -> None:
         """Out of time: the automatic choice for every person who still had to act."""
@@ -744,8 +680,7 @@ class Table:
         game = self.game
         assert game is not None
         self._log(entry)
-        self._deadline_key = None
-        self.deadline = None
+        self._clock.timed_out()
         events: list[ev.Event] = []
         for action in entry.actions:
             phase = game.phase
@@ -795,9 +730,7 @@ class Table:
 
     def _finish(self) -> None:
         self._timers.cancel_all()
-        self.deadline = None
-        self._deadline_key = None
-        self.paused_until = None
+        self._clock.stop()
         self.free_all_slots()
         if self.finished_at is None:
             self.finished_at = self.now()
@@ -841,7 +774,7 @@ class Table:
             self._step(self._start, at=self.created)
         for position, entry in entries:
             self.replay(entry, position)
-        self._skip_to(shown)
+        self._events.skip_to(shown)
 
     def replay(self, entry: Entry, position: int) -> None:
         """Re-apply one log entry (at ``position`` in the log) through the code that wrote
@@ -851,18 +784,9 @@ class Table:
         if isinstance(entry, StepEntry):
             if entry.seq < self.sequence:
                 raise ReplayMismatch(f"entry at sequence {entry.seq} after {self.sequence}")
-            self._skip_to(entry.seq)
+            self._events.skip_to(entry.seq)
             at = entry.at or None  # an older log kept no time: its events show the replay's
         self._step(lambda: self._replay(entry), at=at)
-
-    def _skip_to(self, sequence: int) -> None:
-        """Replay: the events numbered up to ``sequence`` that it did not rebuild were shown
-        but no log entry holds them (a seat given up before the game: its join row went).
-        They keep their numbers, and the history starts after them, so a snapshot that reaches
-        back past them says ``has_gap`` instead of skipping them."""
-        if sequence > self.sequence:
-            self.history.clear()
-            self.sequence = sequence
 
     def _replay(self, entry: Entry) -> None:
         match entry:
@@ -885,9 +809,9 @@ class Table:
             case PauseEnded():
                 self._resume(entry)
             case PauseStarted():
-                self.paused_until = entry.until
+                self._clock.paused_until = entry.until
             case DeadlineSet():
-                self.deadline = entry.at
+                self._clock.deadline = entry.at
             case Removed():
                 self._remove(entry)
 
@@ -903,29 +827,7 @@ class Table:
         if game.is_over:
             self.finished_at = finished_at if finished_at is not None else self.finished_at
             return
-        now = self.now()
-        if self.paused_until is not None:
-            self._timers.arm(TimerKind.PAUSE, self.paused_until - now,
-                             self._timer_step(self._end_pause), due=self.paused_until)
-        else:
-            if self.deadline is not None:
-                self._timers.arm(TimerKind.TURN, self.deadline - now,
-                                 self._timer_step(self._on_timeout), due=self.deadline)
-            if self.seats.any_bot(game.to_act()):
-                self._schedule_bot()
+        self._clock.resume(self.now())
+        if self.paused_until is None and self.seats.any_bot(game.to_act()):
+            self._schedule_bot()
         self._arm_watchdog()
-
-
-def _public_fields(event: ev.Event) -> dict[str, Any]:
-    """Log fields of an engine event; engine events hold only public information."""
-    out: dict[str, Any] = {}
-    for key, value in event._asdict().items():
-        if key == "standings":
-            out[key] = [(r.seat, r.place, r.total) for r in value]
-        elif key == "cards":
-            out[key] = " ".join(map(str, value))
-        elif isinstance(value, (int, bool, tuple, type(None))) and not isinstance(value, Card):
-            out[key] = value
-        else:
-            out[key] = str(value)
-    return out
