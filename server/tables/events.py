@@ -37,10 +37,11 @@ class TableEvents:
     """The events of one table: numbered ones kept in a bounded history, announced ones
     (presence) shown once; each carries its step's time, kept to the millisecond."""
 
-    __slots__ = ("_engine", "_events", "_is_logged", "_is_numbered", "history",
+    __slots__ = ("_engine", "_events", "_is_logged", "_is_numbered", "_players", "history",
                  "last_event_at", "sequence", "step_time")
 
-    def __init__(self, history: int, created: float) -> None:
+    def __init__(self, players: int, history: int, created: float) -> None:
+        self._players = players
         self.sequence = 0
         self.history: deque[copas_pb2.TableEvent] = deque(maxlen=history)
         self.last_event_at = created  # the time of the latest numbered event
@@ -74,11 +75,11 @@ class TableEvents:
         a restart leaves no hole where it was."""
         self._events.append(self._event(kind, body))
 
-    def number_engine(self, events: list[ev.Event], players: int,
-                      phase_before: Phase | None = None) -> None:
+    def number_engine(self, events: list[ev.Event], phase_before: Phase | None = None
+                      ) -> None:
         """Number the engine's events; ``phase_before`` is where a leave happened."""
         for event in events:
-            kind, body = codec.event_to_pb(event, players)
+            kind, body = codec.event_to_pb(event, self._players)
             if phase_before is not None and isinstance(body, copas_pb2.PlayerLeft):
                 body.phase = codec.PHASE_TO_PB[phase_before]
             self.number(kind, body)

@@ -12,16 +12,16 @@ request or timer ever plays a game through.
 
 A table asks its owner for what it cannot decide alone only through ``TableHost`` (slots
 against --max-players, where tokens belong, delivery), given at construction; it writes its
-log through the narrow ``TableLog`` (both in ``ports``). Its seats (``seats.Seats``) and its
-timer handles (``timers.TableTimers``) are state of their own; the table decides what happens
-when a person sits or a timer fires. Recovery replays the log through the same code with
-``is_replaying`` set, which schedules nothing, logs nothing, counts nothing and sends nothing.
+log through the narrow ``TableLog`` (both in ``ports``). What it owns is split by state: its
+seats (``seats.Seats``), its numbered events (``events.TableEvents``), its timer handles and
+its turn's clock (``timers``), its bots' moves (``bots.BotTurns``); the table decides what
+happens when a person sits, acts or leaves, or a timer fires. Recovery replays the log
+through the same code with ``is_replaying`` set, which schedules nothing, logs nothing, counts
+nothing and sends nothing.
 """
 
 from __future__ import annotations
 
-import time
-import zlib
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -29,16 +29,8 @@ from typing import TypeVar
 
 import structlog
 from copas.v1 import copas_pb2
-from google.protobuf.message import Message
 
-import ai
-from engine import (
-    Action,
-    EngineError,
-    Game,
-    Leave,
-    Phase,
-)
+from engine import Action, EngineError, Game, Leave
 from engine import actions as ev
 from server import codec, tokens
 from server.config import TableSettings
@@ -53,7 +45,7 @@ from server.store.base import (
     TableMeta,
 )
 from server.tables import views
-from server.tables.bots import Thinker
+from server.tables.bots import BotTurns, Thinker
 from server.tables.clock import Scheduler
 from server.tables.events import TableEvents, observe
 from server.tables.fanout import Fanout, Watcher
@@ -66,6 +58,7 @@ from server.tables.log_entries import (
     PauseEnded,
     PauseStarted,
     Removed,
+    ReplayMismatch,
     StepEntry,
     TimedOut,
     dumps,
@@ -77,14 +70,9 @@ from server.wire import timestamp
 
 log = structlog.get_logger("copas.table")
 
-AUTO_POLICY = "auto"  # the timeout rules' choices (RULES.md), played at once
 JOIN_SCOPE = "join"  # JoinTable request ids are global: a quick match does not know its table
 T = TypeVar("T")
 STUCK_GRACE = 5.0  # seconds past what a table's rules allow before it counts as stuck
-
-
-class ReplayMismatch(ValueError):
-    """A log entry does not fit the table it is replayed into."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,7 +94,6 @@ class Table:
         self.settings = settings
         self.metrics = metrics
         self.scheduler = scheduler
-        self._thinker = thinker
         self.id = table_id
         self.created = created
         self.meta = meta
@@ -124,11 +111,14 @@ class Table:
         self.seats = Seats(self.rules.players, self.bot_seats, host)
         self.has_people = self.bot_seats < self.rules.players
         self.game: Game | None = None
-        self._events = TableEvents(settings.history, created)
+        self._events = TableEvents(self.rules.players, settings.history, created)
         self.fanout = Fanout()
         self._timers = TableTimers(scheduler)
         self._clock = TurnClock(self._timers, self.rules, self._timer_step(self._on_timeout),
                                 self._timer_step(self._end_pause))
+        self._bots = BotTurns(self, self._timers, thinker,
+                              0.0 if self.has_people else settings.bot_table_pace,
+                              self._play_bot, self._timer_step)
         self.finished_at: float | None = None
         self.last_person_action = created
         self.is_replaying = False
@@ -203,10 +193,7 @@ class Table:
 
     def snapshot(self, watcher: Watcher, after_sequence: int) -> copas_pb2.TableEvent:
         """A snapshot for ``watcher``: the current view plus the events it missed."""
-        watcher.clear()  # the snapshot supersedes anything queued
-        watcher.needs_snapshot = False
-        watcher.seen = self.sequence
-        watcher.shown_step = self.fanout.steps
+        self.fanout.snapshot_sent(watcher, self.sequence)
         return copas_pb2.TableEvent(
             sequence=self.sequence, time=timestamp(self.now()),
             snapshot=self._events.missed_since(after_sequence), view=self.view(watcher.seat))
@@ -235,15 +222,6 @@ class Table:
             return self._replay_position
         self._events.note_logged()
         return self._store.append(self.id, dumps(entry))
-
-    def _emit(self, kind: str, body: Message) -> None:
-        self._events.number(kind, body)
-
-    def _announce(self, kind: str, body: Message) -> None:
-        self._events.announce(kind, body)
-
-    def _emit_engine(self, events: list[ev.Event], phase_before: Phase | None = None) -> None:
-        self._events.number_engine(events, len(self.seats), phase_before)
 
     def _end_step(self) -> None:
         """Stage the step's events, with the view after the whole step, for the watchers;
@@ -317,8 +295,8 @@ class Table:
         self.seats.seat_person(entry.seat, entry.name, entry.token_hash, self._log(entry),
                                entry.request_key, entry.fingerprint, entry.sealed_token)
         self._host.token_issued(entry.token_hash, self.id, entry.seat, entry.request_key)
-        self._emit("player_joined", copas_pb2.PlayerJoined(seat=entry.seat,
-                                                           display_name=entry.name))
+        self._events.number("player_joined", copas_pb2.PlayerJoined(
+            seat=entry.seat, display_name=entry.name))
         if not self.is_replaying:
             self.log.debug("player_joined", seat=entry.seat)
         if self.seats.is_full():
@@ -335,7 +313,7 @@ class Table:
         self.fanout.close_token(seat.token_hash, ServiceError.unauthenticated(
             f"{why}: your player token is no longer valid", "TOKEN_REVOKED"))
         self.seats.vacate(seat_number)
-        self._emit("player_left", copas_pb2.PlayerLeft(
+        self._events.number("player_left", copas_pb2.PlayerLeft(
             seat=seat_number, hand_number=-1, phase=copas_pb2.PHASE_WAITING_FOR_PLAYERS))
         if by_operator:
             self._host.token_removed(seat.token_hash, self.id, seat.join_key)
@@ -347,14 +325,8 @@ class Table:
 
     def add_watcher(self, seat: int | None, token_hash: str | None) -> Watcher:
         settings = self.settings
-        if token_hash is None:
-            if self.fanout.spectators() >= settings.max_watchers_per_table:
-                raise ServiceError.exhausted("too many spectators on this table",
-                                             "TOO_MANY_WATCHERS")
-        elif self.fanout.streams_of(token_hash) >= settings.max_streams_per_token:
-            raise ServiceError.exhausted(
-                f"at most {settings.max_streams_per_token} streams per player; close one first",
-                "TOO_MANY_STREAMS")
+        self.fanout.check_room(token_hash, settings.max_watchers_per_table,
+                               settings.max_streams_per_token)
 
         def add() -> Watcher:
             watcher = Watcher(seat, token_hash, settings.watcher_queue,
@@ -364,7 +336,7 @@ class Table:
                     and self.fanout.streams_of(token_hash) == 1:
                 if self.game is None:
                     self._timers.cancel(TimerKind.WATCHDOG)
-                self._announce("player_connection", copas_pb2.PlayerConnection(
+                self._events.announce("player_connection", copas_pb2.PlayerConnection(
                     seat=seat, is_connected=True))
             return watcher
         return self._step(add)
@@ -380,7 +352,7 @@ class Table:
             seat = watcher.seat
 
             def disconnected() -> None:
-                self._announce("player_connection", copas_pb2.PlayerConnection(
+                self._events.announce("player_connection", copas_pb2.PlayerConnection(
                     seat=seat, is_connected=False))
                 self._arm_watchdog()
             self._step(disconnected, needs_store=False)  # a stream's end is not a change
@@ -434,7 +406,7 @@ class Table:
             if not self.is_replaying:
                 self.metrics.leavers.inc()
             self.seats.free_slot(entry.seat)
-            self._emit_engine(events, phase_before)
+            self._events.number_engine(events, phase_before)
         token_hash, join_key = self.seats.revoke(entry.seat)
         self.fanout.close_token(token_hash, ServiceError.unauthenticated(
             "an operator removed you from this table: your player token is no longer valid",
@@ -511,7 +483,7 @@ class Table:
             if not self.is_replaying:
                 self.metrics.leavers.inc()
             self.seats.free_slot(seat)
-        self._emit_engine(events, phase_before)
+        self._events.number_engine(events, phase_before)
         self._advance(events)
         return seq + 1
 
@@ -527,9 +499,9 @@ class Table:
         self.last_person_action = self.now()
         if not self.is_replaying:
             self.log.debug("game_started")
-        self._emit("game_started", copas_pb2.GameStarted())
+        self._events.number("game_started", copas_pb2.GameStarted())
         events = list(self.game.started_events)
-        self._emit_engine(events)
+        self._events.number_engine(events)
         self._advance(events)
         self._arm_watchdog()
 
@@ -542,7 +514,7 @@ class Table:
             self._finish()
             return
         if self.has_people and all(s.is_bot or game.has_left[s.number] for s in self.seats):
-            self._emit_engine(game.abandon())  # no person is left to play for
+            self._events.number_engine(game.abandon())  # no person is left to play for
             self._finish()
             return
         if self.paused_until is not None:
@@ -553,7 +525,7 @@ class Table:
             return
         to_act = game.to_act()
         if self.seats.any_bot(to_act):
-            self._schedule_bot()
+            self._bots.schedule()
             if self.seats.people_among(to_act):
                 self._arm_deadline()  # people pass while bots do: their clock runs
             else:
@@ -561,15 +533,9 @@ class Table:
             return
         self._arm_deadline()
 
-    def _schedule_bot(self) -> None:
-        if not self.is_replaying:  # instead of a pending step, or a decision being thought
-            self._timers.arm(TimerKind.BOT,
-                             0.0 if self.has_people else self.settings.bot_table_pace,
-                             self._timer_step(self._bot_moves))
-
     @property
     def is_bot_step_pending(self) -> bool:
-        return self._timers.is_armed(TimerKind.BOT)
+        return self._bots.is_pending
 
     def is_stuck(self, grace: float = STUCK_GRACE) -> bool:
         """No progress for longer than its rules allow: a turn's deadline passed ``grace``
@@ -584,67 +550,15 @@ class Table:
         return self.seats.any_bot(game.to_act()) and not self.is_bot_step_pending \
             and now - self._step_time > grace
 
-    def _bot_moves(self) -> None:
-        game = self.game
-        if game is None or game.is_over or self.paused_until is not None:
-            return
-        bot = next((s for s in game.to_act() if self.seats[s].is_bot), None)
-        if bot is None:
-            return
-        thinker = self._thinker
-        if self.bot_policy == AUTO_POLICY or thinker is None:
-            began = time.perf_counter()
-            action = game.auto_action(bot)
-            self.metrics.bot_decision.labels(where="here").observe(time.perf_counter() - began)
-            self._apply_automatic(Acted(self.sequence, action, "bot", at=self._step_time))
-            return
-        # The bot thinks in a worker process; the table goes on meanwhile (a leave, a
-        # timeout). Its move is applied only if the table is still where it thought.
-        key = self._decision_key(bot)
-        seed = zlib.crc32(f"{self.seed}:{self.sequence}".encode())
-        began = time.perf_counter()
-        decisions = self.metrics.bot_decision.labels(where="pool")
-
-        def decided(action: Action | None) -> None:
-            decisions.observe(time.perf_counter() - began)
-            self._timer_step(lambda: self._bot_decided(bot, key, action))()
-
-        self._timers.hold(TimerKind.BOT, thinker.think(ai.info_from_game(game, bot),
-                                                       self.bot_policy, seed, decided),
-                          self.now())
-
-    def _decision_key(self, seat: int) -> tuple[object, ...]:
-        game = self.game
-        assert game is not None
-        return (game.phase, game.hand_number, game.trick_number, len(game.trick_cards),
-                seat in game.to_act(), self.paused_until)
-
-    def _bot_decided(self, seat: int, key: tuple[object, ...], action: Action | None) -> None:
-        """A bot's decision came back: apply it if the table is still where it was (else
-        think again); None (no answer in time) plays the automatic choice."""
-        self._timers.forget(TimerKind.BOT)
-        game = self.game
-        if game is None or game.is_over or self.paused_until is not None \
-                or self._decision_key(seat) != key:
-            if game is not None and not game.is_over and self.paused_until is None \
-                    and self.seats.any_bot(game.to_act()):
-                self._schedule_bot()
-            return
-        if action is None or action.seat != seat:
-            action = game.auto_action(seat)
-        try:
-            self._apply_automatic(Acted(self.sequence, action, "bot", at=self._step_time))
-        except EngineError:  # a policy's mistake must not stop the table
-            self.log.error("bot_move_refused", seat=seat)
-            self._apply_automatic(Acted(self.sequence, game.auto_action(seat), "bot",
-                                        at=self._step_time))
+    def _play_bot(self, action: Action) -> None:
+        self._apply_automatic(Acted(self.sequence, action, "bot", at=self._step_time))
 
     def _apply_automatic(self, entry: Acted) -> None:
         game = self.game
         assert game is not None
         events = game.apply(entry.action, is_automatic=True)
         self._log(entry)
-        self._emit_engine(events)
+        self._events.number_engine(events)
         self._advance(events)
 
     def _start_pause(self, seconds: float) -> None:
@@ -657,7 +571,7 @@ class Table:
     def _resume(self, entry: PauseEnded) -> None:
         self._log(entry)
         self._clock.paused_until = None
-        self._emit("pause_ended", copas_pb2.PauseEnded())
+        self._events.number("pause_ended", copas_pb2.PauseEnded())
         self._advance([])
 
     def _arm_deadline(self) -> None:
@@ -687,10 +601,10 @@ class Table:
             if not self.is_replaying:
                 self.metrics.timeouts.labels(phase.value.lower()).inc()
                 self.log.info("turn_timed_out", seat=action.seat, phase=phase.value)
-            self._emit("turn_timed_out", copas_pb2.TurnTimedOut(seat=action.seat,
-                                                             phase=codec.PHASE_TO_PB[phase]))
+            self._events.number("turn_timed_out", copas_pb2.TurnTimedOut(
+                seat=action.seat, phase=codec.PHASE_TO_PB[phase]))
             step = game.apply(action, is_automatic=True)
-            self._emit_engine(step)
+            self._events.number_engine(step)
             events += step
         self._advance(events)
 
@@ -829,5 +743,5 @@ class Table:
             return
         self._clock.resume(self.now())
         if self.paused_until is None and self.seats.any_bot(game.to_act()):
-            self._schedule_bot()
+            self._bots.schedule()
         self._arm_watchdog()

@@ -47,11 +47,11 @@ class TableTimers:
 
         self._armed[kind] = (self._scheduler.call_later(delay, fire), when)
 
-    def hold(self, kind: TimerKind, handle: Handle, due: float) -> None:
-        """Keep a handle made elsewhere (a bot's decision being thought), instead of any
-        timer of its kind; its owner calls ``forget`` when it answers."""
+    def hold(self, kind: TimerKind, handle: Handle) -> None:
+        """Keep a handle made elsewhere (a bot's decision being thought), due now, instead
+        of any timer of its kind; its owner calls ``forget`` when it answers."""
         self.cancel(kind)
-        self._armed[kind] = (handle, due)
+        self._armed[kind] = (handle, self._scheduler.now())
 
     def forget(self, kind: TimerKind) -> None:
         """A held handle answered: it is no longer armed (nothing is cancelled)."""
