@@ -112,6 +112,19 @@ class Fanout:
     def streams_of(self, token_hash: str) -> int:
         return self._by_token.get(token_hash, 0)
 
+    def check_room(self, token_hash: str | None, max_spectators: int, max_per_token: int
+                   ) -> None:
+        """:raises ServiceError: TOO_MANY_WATCHERS (a spectator, ``token_hash`` None) or
+            TOO_MANY_STREAMS (a player) when another stream would pass its bound."""
+        if token_hash is None:
+            if self._spectators >= max_spectators:
+                raise ServiceError.exhausted("too many spectators on this table",
+                                             "TOO_MANY_WATCHERS")
+        elif self.streams_of(token_hash) >= max_per_token:
+            raise ServiceError.exhausted(
+                f"at most {max_per_token} streams per player; close one first",
+                "TOO_MANY_STREAMS")
+
     def add(self, watcher: Watcher) -> None:
         self.watchers.add(watcher)
         if watcher.token_hash is None:
@@ -147,6 +160,14 @@ class Fanout:
             self.remove(watcher)
             watcher.close(error)
         self.outbox.clear()
+
+    def snapshot_sent(self, watcher: Watcher, sequence: int) -> None:
+        """``watcher`` gets a snapshot as of ``sequence``: it supersedes anything queued and
+        shows every step staged so far."""
+        watcher.clear()
+        watcher.needs_snapshot = False
+        watcher.seen = sequence
+        watcher.shown_step = self.steps
 
     def seats_watching(self) -> set[int | None]:
         """The views a new step needs: one per watched seat (None: the spectators')."""
