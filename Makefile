@@ -88,6 +88,10 @@ STEP := $(BIN)/python -m tools.testrun --
 PYTEST := $(BIN)/python -m pytest -q -p no:cacheprovider
 # Tests on two workers (pytest-xdist): every test takes free ports and its own directories.
 WORKERS ?= 2
+# Property tests and the fuzzer run a small budget (tests/helpers/budget.py); CI's `make test`
+# too: the thorough one (HYPOTHESIS_PROFILE=thorough make test, for a change to the engine, the
+# table machine or the request handling) adds about 70 s of CPU, which would take make test
+# past half the time of the suite before it was split into steps.
 # The table-behaviour tests again, every store on a throw-away PostgreSQL (tools/pgrun.py).
 POSTGRESQL_TESTS := tests/test_server_game.py tests/test_server_play.py tests/test_server_api.py \
 	tests/test_views_and_records.py tests/test_server_bots.py tests/test_durability.py \
@@ -98,7 +102,7 @@ PURE_ENGINE_TESTS := tests/test_cards.py tests/test_deal_and_passing.py tests/te
 	tests/test_scoring.py tests/test_tricks.py tests/test_views_and_records.py tests/test_ai.py \
 	tests/test_pure_engine.py
 
-check: setup lint ## lint and the unit tests (no server, no browser, no PostgreSQL): a minute
+check: setup lint $(NPM_STAMP) ## lint and the unit tests (no server, no browser, no PostgreSQL): a minute
 	$(PYTEST) -m unit -n $(WORKERS)
 	cd $(TS_DIR) && npm run --silent lint
 
@@ -118,12 +122,13 @@ lint: setup ## ruff, mypy --strict (engine/, ai/, server/, clients/, tools/, gen
 	cd $(PROTO_DIR) && ../$(BIN)/buf lint
 	cd $(PROTO_DIR) && ../$(BIN)/buf breaking --against '../.git#ref=$(CONTRACT_BASE),subdir=protos'
 
-bench: setup ## benchmarks: engine vs OpenSpiel; a move vs gRPC echo; durable vs memory; a flood; CPU per move
+bench: setup ## benchmarks: engine vs OpenSpiel; a move vs gRPC echo; durable vs memory; a flood; CPU per move; the perf tests' figures
 	$(BIN)/python bench/engine_vs_openspiel.py
 	$(BIN)/python bench/move_cost.py
 	$(BIN)/python bench/durability.py
 	$(BIN)/python bench/flood.py
 	$(BIN)/python bench/cpu_per_move.py
+	$(STEP) $(PYTEST) -s -m perf  # the figures the tests print (p99 under floods, costs)
 
 bench-bots: setup ## bot strength: mc vs duck, random, greedy on duplicate deals; decision time (minutes)
 	$(BIN)/python bench/bots_strength.py
