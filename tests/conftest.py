@@ -123,12 +123,22 @@ def _descendants(root: int) -> list[int]:
     return found
 
 
+# Every process this one starts inherits this mark (a process of its own, and its children,
+# also after its parent died and it went to init); each xdist worker has its own.
+SESSION_MARK = "COPAS_TEST_SESSION"
+os.environ[SESSION_MARK] = f"{os.getpid()}-{os.urandom(6).hex()}"
+
+
 def pytest_unconfigure(config: pytest.Config) -> None:
-    """A server, bot worker or tool a test started and did not stop (a test that failed
-    half-way, an interrupted run) is killed at the end of the session."""
+    """A server, bot worker, PostgreSQL or tool a test started and did not stop (a test that
+    failed half-way, an interrupted run) is killed at the end of the session: this process's
+    descendants and every process that carries its mark."""
     import signal
 
-    for pid in _descendants(os.getpid()):
+    from tools.testrun import holders
+
+    mark = f"{SESSION_MARK}={os.environ[SESSION_MARK]}"
+    for pid in {*_descendants(os.getpid()), *holders(mark)}:
         with contextlib.suppress(OSError):
             os.kill(pid, signal.SIGKILL)
 

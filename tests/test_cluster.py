@@ -446,9 +446,13 @@ def test_make_cluster_serves_loadtest_and_play_unchanged_and_stops_cleanly(
         rest = cluster.stdout.read()
         assert "PostgreSQL stopped" in rest
     finally:
-        if cluster.poll() is None:
-            cluster.kill()
-            cluster.wait()
+        if cluster.poll() is None:  # a failed or interrupted test: Ctrl-C stops it all
+            cluster.send_signal(signal.SIGINT)
+            try:
+                cluster.wait(60)
+            except subprocess.TimeoutExpired:
+                cluster.kill()
+                cluster.wait()
     assert not LocalPostgres(pg_dir, 0).is_running()
 
 

@@ -38,7 +38,10 @@ def main(argv: list[str] | None = None) -> int:
 
     def forward(signum: int, _frame: FrameType | None) -> None:
         if child is not None and child.poll() is None:
-            child.send_signal(signum)  # the command stops itself; then the server is stopped
+            # The command stops itself, then the server is stopped. A Ctrl-C reached it from
+            # the terminal already (a second SIGINT would break off its clean-up).
+            if signum != signal.SIGINT:
+                child.send_signal(signum)
         else:
             raise KeyboardInterrupt
 
@@ -48,11 +51,7 @@ def main(argv: list[str] | None = None) -> int:
         server.start()
         print(f"PostgreSQL on {server.dsn} for: {' '.join(command)}", flush=True)
         child = subprocess.Popen(command, env={**os.environ, VARIABLE: server.dsn})
-        while True:
-            try:
-                return child.wait()
-            except KeyboardInterrupt:  # a second Ctrl-C: stop waiting politely
-                child.kill()
+        return child.wait()
     except PostgresMissing as missing:
         print(f"tools.pgrun: {missing}", file=sys.stderr)
         return 2

@@ -66,8 +66,10 @@ def main(argv: list[str] | None = None) -> int:
         if child.poll() is None:
             child.send_signal(signum)
 
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signum, forward)
+    # A SIGTERM is passed on; a Ctrl-C reaches the command from the terminal itself (a second
+    # SIGINT would break off its clean-up), so here it only lets the check below run.
+    signal.signal(signal.SIGTERM, forward)
+    signal.signal(signal.SIGINT, lambda _signum, _frame: None)
     code = child.wait()
     left = leftovers(str(run_dir))
     for pid, line in left.items():
