@@ -146,7 +146,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 @pytest.fixture(scope="session")
 def postgres() -> Any:
     """A throw-away PostgreSQL server (Debian's initdb/pg_ctl) for the session's tests; a
-    test that needs one fails when the postgresql package is missing (.ci/run installs it)."""
+    test that needs one fails when the postgresql package is missing (make test installs it)."""
     import shutil
     import tempfile
 
