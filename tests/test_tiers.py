@@ -27,7 +27,7 @@ def test_the_tiers_are_registered_markers() -> None:
 
 def test_unit_files_start_no_server_process_or_database() -> None:
     starts = re.compile(r"\b(serving|ServerProcess|run_server|clients_server|subprocess|"
-                        r"postgres|chromium|grpc\.aio\.insecure_channel)\b")
+                        r"(?<!\.)postgres(?!\.)|chromium|grpc\.aio\.insecure_channel)\b")
     for name, tier in TIERS.items():
         if tier == "unit" and name != "test_tiers.py":
             found = starts.findall((TESTS / name).read_text())
