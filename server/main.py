@@ -37,14 +37,7 @@ from server.lifecycle import RunningServer, Tasks, close_store
 from server.listen import SetupError, bind, internal_address
 from server.observability import Metrics, configure_logging
 from server.rpc import reflection, web
-from server.rpc.admin import (
-    AdminAudit,
-    AdminAuth,
-    AdminService,
-    OneProcess,
-    admin_subjects,
-    read_admin_token,
-)
+from server.rpc.admin import AdminService, OneProcess
 from server.rpc.gateway import (
     SERVE_HERE,
     CallForwarder,
@@ -54,6 +47,7 @@ from server.rpc.gateway import (
     Routing,
     service_handlers,
 )
+from server.rpc.operators import AdminAudit, AdminAuth, admin_subjects, read_admin_token
 from server.rpc.peers import PeerTrust, trusted_networks
 from server.rpc.quotas import Quotas
 from server.rpc.service import CopasService
