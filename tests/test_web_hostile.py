@@ -16,6 +16,8 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.helpers.servers import ServerProcess, free_port, metric, serving
 from tests.helpers.web import (
     connect_from,
@@ -64,6 +66,35 @@ def wait_for(server: ServerProcess, is_reached: Any, timeout: float = 15.0) -> N
         time.sleep(0.05)
 
 
+def certificates(directory: Path) -> tuple[dict[str, str], ssl.SSLContext]:
+    """A CA's server certificate for 127.0.0.1 and a client certificate in ``directory``: the
+    server's TLS options, and a client's context trusting the CA."""
+    import trustme
+
+    ca = trustme.CA()
+    cert = ca.issue_cert("localhost", "127.0.0.1")
+    cert.private_key_pem.write_to_path(str(directory / "key.pem"))
+    cert.cert_chain_pems[0].write_to_path(str(directory / "cert.pem"))
+    ca.cert_pem.write_to_path(str(directory / "ca.pem"))
+    client = ca.issue_cert("player@example.org")
+    client.private_key_pem.write_to_path(str(directory / "client-key.pem"))
+    client.cert_chain_pems[0].write_to_path(str(directory / "client.pem"))
+    return ({"tls_cert": str(directory / "cert.pem"), "tls_key": str(directory / "key.pem")},
+            ssl.create_default_context(cadata=ca.cert_pem.bytes().decode()))
+
+
+def https_status(port: int, client_tls: ssl.SSLContext) -> int:
+    """The HTTP status of a browser's GET of the page over TLS."""
+    connection = http.client.HTTPSConnection("127.0.0.1", port, timeout=10, context=client_tls)
+    try:
+        connection.request("GET", "/")
+        answer = connection.getresponse()
+        answer.read()
+        return answer.status
+    finally:
+        connection.close()
+
+
 # ---------------------------------------------------------------- finding 1: TLS
 
 SILENT = 300  # TCP connections from one address that never send a ClientHello
@@ -77,31 +108,18 @@ def test_tls_connections_that_never_say_hello_are_capped_at_accept(tmp_path: Pat
     Now they are counted at accept: one address gets its 64, the rest are refused before any
     TLS state is made; the 64 are closed at the header deadline, their memory is given back,
     and a browser speaking TLS is served throughout."""
-    import trustme
-
-    ca = trustme.CA()
-    cert = ca.issue_cert("localhost", "127.0.0.1")
-    cert.private_key_pem.write_to_path(str(tmp_path / "key.pem"))
-    cert.cert_chain_pems[0].write_to_path(str(tmp_path / "cert.pem"))
+    _, client_tls = certificates(tmp_path)
     web, metrics_port = free_port(), free_port()
+
+    def browser_status() -> int:
+        return https_status(web, client_tls)
+
     server = ServerProcess("--web-port", str(web), "--web-host", "127.0.0.1", "--metrics-port",
                            str(metrics_port), "--metrics-host", "127.0.0.1", "--data-dir",
                            "memory", "--log-level", "warning", "--web-header-timeout", "2",
                            "--tls-cert", str(tmp_path / "cert.pem"), "--tls-key",
                            str(tmp_path / "key.pem"), log_dir=tmp_path)
     server.metrics_port = metrics_port
-    client_tls = ssl.create_default_context(cadata=ca.cert_pem.bytes().decode())
-
-    def browser_status() -> int:
-        connection = http.client.HTTPSConnection("127.0.0.1", web, timeout=10,
-                                                 context=client_tls)
-        try:
-            connection.request("GET", "/")
-            answer = connection.getresponse()
-            answer.read()
-            return answer.status
-        finally:
-            connection.close()
 
     held: list[socket.socket] = []
     try:
@@ -219,19 +237,46 @@ async def test_a_port_full_of_streams_makes_room_from_the_address_holding_most()
         newcomer[1].close()
 
 
-async def test_a_client_that_never_reads_its_answers_is_closed_at_the_write_deadline() -> None:
+@pytest.mark.parametrize("is_tls", [False, True], ids=["http", "tls"])
+async def test_a_client_that_never_reads_its_answers_is_closed_at_the_write_deadline(
+        is_tls: bool, tmp_path: Path) -> None:
     """Pipelined requests for the page's script (155 KB each) from a client that never reads:
     the answers pile up in the kernel, then in the server; once its output has not drained
     for the write deadline the connection is closed (aborted: the held output is dropped)."""
-    async with web_port(web_write_timeout=0.5) as (running, port):
+    tls, client_tls = certificates(tmp_path) if is_tls else ({}, None)
+    async with web_port(web_write_timeout=0.5, **tls) as (running, port):
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
         sock.bind(("127.0.0.40", 0))
         sock.setblocking(False)
         await asyncio.get_running_loop().sock_connect(sock, ("127.0.0.1", port))
-        _reader, writer = await asyncio.open_connection(sock=sock)
+        _reader, writer = await asyncio.open_connection(
+            sock=sock, ssl=client_tls, server_hostname="localhost" if is_tls else None)
         writer.write(b"GET /app.js HTTP/1.1\r\nHost: x\r\n\r\n" * 200)
         await until(lambda: sample(running, CLOSED, reason="write_timeout") == 1, timeout=20)
         await until(lambda: sample(running, "copas_web_connections") == 0)
         writer.close()
-        assert await asyncio.to_thread(get_status, port) == 200
+        if client_tls is None:
+            assert await asyncio.to_thread(get_status, port) == 200
+        else:
+            assert await asyncio.to_thread(https_status, port, client_tls) == 200
+
+
+async def test_mutual_tls_on_the_web_port_after_the_admission(tmp_path: Path) -> None:
+    """The protocol's own TLS keeps --tls-client-ca: a browser without a client certificate
+    is turned away in the handshake (and counted out), one with a certificate is served."""
+    tls, client_tls = certificates(tmp_path)
+    async with web_port(tls_client_ca=str(tmp_path / "ca.pem"), **tls) as (running, port):
+        reader, writer = await asyncio.open_connection("127.0.0.1", port, ssl=client_tls,
+                                                      server_hostname="localhost")
+        writer.write(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        with contextlib.suppress(ssl.SSLError, ConnectionError):
+            assert await read_to_end(reader, 5) == b""
+        writer.close()
+        await until(lambda: sample(running, "copas_web_connections") == 0)
+        client_tls.load_cert_chain(tmp_path / "client.pem", tmp_path / "client-key.pem")
+        reader, writer = await asyncio.open_connection("127.0.0.1", port, ssl=client_tls,
+                                                      server_hostname="localhost")
+        writer.write(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert (await read_head(reader, 5)).startswith(b"HTTP/1.1 200 ")
+        writer.close()
