@@ -368,7 +368,7 @@ class WebServer:
             ("copas_web_connections", "Web port connections open",
              books.open() if books is not None else 0),
             ("copas_web_connections_waiting", "Web port connections waiting for a request's "
-             "headers (a new or kept-alive connection)",
+             "headers (a new or kept-alive connection) or their TLS handshake",
              books.waiting() if books is not None else 0),
             ("copas_web_streams", "Web port connections answering a streaming call",
              books.streams() if books is not None else 0))
