@@ -186,8 +186,9 @@ async def start(config: Config) -> RunningServer:
             limits = ConnectionLimits(
                 max_connections=config.web_max_connections,
                 max_per_address=config.web_max_connections_per_address,
+                max_streams_per_address=config.web_max_streams_per_address,
                 header_timeout=config.web_header_timeout, body_timeout=config.web_body_timeout,
-                exempt=proxies)
+                write_timeout=config.web_write_timeout, exempt=proxies)
             closed = metrics.web_connections_closed
             web.start(page, forwarding_key, limits,
                       lambda reason: closed.labels(reason=reason).inc(),
