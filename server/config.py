@@ -67,6 +67,9 @@ class Config:
                                            "nobody connected")
     abandon_after: float = flag(900.0, "seconds without a move by a person before a game ends "
                                        "(ABANDONED)")
+    reservation_seconds: float = flag(15.0, "seconds a quick-match seat stays reserved for "
+                                            "its player to open a WatchTable or Play stream; "
+                                            "then it goes back (RESERVATION_EXPIRED)")
     bot_table_pace: float = flag(0.5, "seconds between moves at a table of bots only")
     bot_policy: str = flag("mc", "how bot seats play unless a table says: mc (strong), duck, "
                                  "greedy, random or auto (the timeout rules' choices)")
@@ -97,6 +100,9 @@ class Config:
     tables_burst: float = flag(30.0, "tables one address may create at once")
     joins_per_minute: float = flag(240.0, "joins per minute from one address", is_quota=True)
     joins_burst: float = flag(60.0, "joins at once from one address")
+    quick_match_seats_per_client: int = flag(1, "seats of one quick-match table one client "
+                                                "may hold (its account when signed in, else "
+                                                "its address)", is_quota=True)
     max_streams_per_peer: int = flag(1024, "open streams (WatchTable, Play, WatchLobby, "
                                            "health Watch) per address", is_quota=True)
     max_lobby_streams_per_peer: int = flag(8, "open WatchLobby streams per address (a client "
@@ -195,7 +201,8 @@ class Config:
             max_streams_per_token=self.max_streams_per_token, watcher_queue=self.watcher_queue,
             watcher_buffer_bytes=self.watcher_buffer_bytes,
             waiting_table_ttl=self.waiting_table_ttl, abandon_after=self.abandon_after,
-            bot_table_pace=self.bot_table_pace)
+            bot_table_pace=self.bot_table_pace, reservation_seconds=self.reservation_seconds,
+            quick_match_seats_per_client=self.quick_match_seats_per_client)
 
     def registry_settings(self) -> RegistrySettings:
         return RegistrySettings(
@@ -219,6 +226,8 @@ class TableSettings:
     waiting_table_ttl: float = 600.0
     abandon_after: float = 900.0
     bot_table_pace: float = 0.5
+    reservation_seconds: float = 15.0
+    quick_match_seats_per_client: int = 1  # 0: no limit
 
 
 @dataclass(frozen=True, slots=True)

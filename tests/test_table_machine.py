@@ -44,12 +44,14 @@ def check_someone_can_act(table: Any, clock: ManualScheduler) -> None:
     if any(table.seats[s].is_bot for s in to_act):
         assert table.is_bot_step_pending, "a bot must act but no step is scheduled"
     people = [s for s in to_act if not table.seats[s].is_bot and not game.has_left[s]]
+    # A turn of away seats only takes no clock: the away timer plays it (RULES.md).
+    is_timed = table.deadline is not None or any(k == "away" for k, _, _ in table.timers())
     for seat in people:
         assert game.legal_mask(seat) or game.phase is Phase.MOON_CHOICE
         if table.rules.pass_timeout and game.phase is Phase.PASSING:
-            assert table.deadline is not None, "people pass without a deadline"
+            assert is_timed, "people pass without a deadline"
         if table.rules.play_timeout and game.phase is Phase.PLAYING:
-            assert table.deadline is not None, "a person plays without a deadline"
+            assert is_timed, "a person plays without a deadline"
 
 
 def random_person_action(table: Any, rng: random.Random) -> tuple[int, Any] | None:

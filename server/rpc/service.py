@@ -148,7 +148,8 @@ class CopasService(copas_pb2_grpc.CopasServiceServicer):
         table, seat, token = self.registry.join(
             table_id, name, seat_asked, request_id,
             fingerprint("JoinTable", table_id, request.preset, players, name, seat_asked)
-            if request_id else "", preset=request.preset, players=players)
+            if request_id else "", preset=request.preset, players=players,
+            client=getattr(caller(), "account_id", "") or caller().peer)
         structlog.contextvars.bind_contextvars(seat=seat)
         await self.delivery.committed(table)  # the seat is durable before the token is given
         return copas_pb2.JoinTableResponse(seat=seat, player_token=token, table=table.summary())

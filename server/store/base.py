@@ -87,12 +87,15 @@ class TableMeta:
     """The digest of that request's content (AIP-155)."""
     bot_policy: str = "auto"
     """How its bot seats play."""
+    is_quick: bool = False
+    """A quick match opened it: its seats are reservations, one client holds one of them."""
 
     def to_json(self) -> str:
         return json.dumps({
             "name": self.name, "preset": self.preset, "rules": self.rules.to_dict(),
             "seed": self.seed, "bots": self.bot_seats, "order": self.order,
-            "rk": self.request_key, "fp": self.fingerprint, "bot_policy": self.bot_policy})
+            "rk": self.request_key, "fp": self.fingerprint, "bot_policy": self.bot_policy}
+            | ({"quick": True} if self.is_quick else {}))
 
     @classmethod
     def from_json(cls, text: str) -> TableMeta:
@@ -106,7 +109,7 @@ class TableMeta:
                        Rules.from_dict(_object(data["rules"], "rules")), seed,
                        int(data["bots"]), int(data.get("order", 0) or 0),
                        str(data.get("rk", "")), str(data.get("fp", "")),
-                       str(data.get("bot_policy", "auto")))
+                       str(data.get("bot_policy", "auto")), data.get("quick") is True)
         except (KeyError, TypeError, RulesError) as exc:
             raise ValueError(f"unreadable table meta: {exc!r}") from None
 

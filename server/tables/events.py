@@ -20,6 +20,16 @@ from server.wire import timestamp
 
 
 @dataclass(frozen=True, slots=True)
+class ActResult:
+    """What a person's action numbered (a retry: what the first one did)."""
+
+    first: int
+    """The sequence of its first event."""
+    last: int
+    """The table's latest sequence after it: its result follows the events up to here."""
+
+
+@dataclass(frozen=True, slots=True)
 class StepEvents:
     """What one step made."""
 

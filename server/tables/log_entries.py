@@ -38,6 +38,8 @@ class Joined:
     sealed_token: str = ""
     at: float = 0.0
     """When (seconds since the epoch, to the millisecond); 0 when not kept (older logs)."""
+    client: str = ""
+    """Who joined (their account, else their address): one seat each at a quick-match table."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +62,20 @@ class TimedOut:
 
     seq: int
     actions: tuple[Action, ...]
+    at: float = 0.0
+    """When (as ``Joined.at``)."""
+    is_away: bool = False
+    """Away seats played at once (their seats are away now); the turn's clock runs on for
+    the others."""
+
+
+@dataclass(frozen=True, slots=True)
+class TakenUp:
+    """The person at ``seat`` of a quick-match table took up their reservation (opened a
+    stream with its token); the game starts once every seat is taken up."""
+
+    seq: int
+    seat: int
     at: float = 0.0
     """When (as ``Joined.at``)."""
 
@@ -95,8 +111,8 @@ class Removed:
     """When (as ``Joined.at``)."""
 
 
-Entry = Joined | Acted | TimedOut | PauseStarted | PauseEnded | DeadlineSet | Removed
-StepEntry = Joined | Acted | TimedOut | PauseEnded | Removed  # those that begin a step
+Entry = Joined | Acted | TimedOut | PauseStarted | PauseEnded | DeadlineSet | Removed | TakenUp
+StepEntry = Joined | Acted | TimedOut | PauseEnded | Removed | TakenUp  # those begin a step
 
 
 class ReplayMismatch(ValueError):
@@ -113,6 +129,8 @@ def dumps(entry: Entry) -> str:
             if entry.request_key:
                 data |= {"rk": entry.request_key, "fp": entry.fingerprint,
                          "sealed": entry.sealed_token}
+            if entry.client:
+                data["c"] = entry.client
         case Acted():
             data = {"k": "act", "seq": entry.seq, "a": action_to_json(entry.action),
                     "by": entry.by}
@@ -121,6 +139,8 @@ def dumps(entry: Entry) -> str:
         case TimedOut():
             data = {"k": "timeout", "seq": entry.seq,
                     "a": [action_to_json(a) for a in entry.actions]}
+            if entry.is_away:
+                data["away"] = True
         case PauseStarted():
             data = {"k": "pause", "seq": entry.seq, "until": entry.until}
         case PauseEnded():
@@ -129,6 +149,8 @@ def dumps(entry: Entry) -> str:
             data = {"k": "deadline", "seq": entry.seq, "at": entry.at}
         case Removed():
             data = {"k": "remove", "seq": entry.seq, "seat": entry.seat}
+        case TakenUp():
+            data = {"k": "takeup", "seq": entry.seq, "seat": entry.seat}
     if isinstance(entry, StepEntry) and entry.at:
         data["t"] = entry.at
     return json.dumps(data, separators=(",", ":"), ensure_ascii=False)
@@ -142,12 +164,13 @@ def loads(text: str) -> Entry:
         if kind == "join":
             return Joined(seq, int(data["seat"]), str(data["name"]), str(data["token"]),
                           str(data.get("rk", "")), str(data.get("fp", "")),
-                          str(data.get("sealed", "")), at)
+                          str(data.get("sealed", "")), at, str(data.get("c", "")))
         if kind == "act":
             return Acted(seq, action_from_json(data["a"]), str(data["by"]),
                          str(data.get("rid", "")), str(data.get("fp", "")), at)
         if kind == "timeout":
-            return TimedOut(seq, tuple(action_from_json(a) for a in data["a"]), at)
+            return TimedOut(seq, tuple(action_from_json(a) for a in data["a"]), at,
+                            data.get("away") is True)
         if kind == "pause":
             return PauseStarted(seq, float(data["until"]))
         if kind == "resume":
@@ -156,6 +179,8 @@ def loads(text: str) -> Entry:
             return DeadlineSet(seq, float(data["at"]))
         if kind == "remove":
             return Removed(seq, int(data["seat"]), at)
+        if kind == "takeup":
+            return TakenUp(seq, int(data["seat"]), at)
     except (KeyError, TypeError, AttributeError) as exc:
         raise ValueError(f"unreadable log entry: {exc!r}") from None
     raise ValueError(f"unknown log entry kind {kind!r}")

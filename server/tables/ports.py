@@ -36,6 +36,9 @@ class TableHost(Protocol[TableT_contra]):
                       sequence: int) -> None:
         """The token of a seat given up before its game stops working."""
 
+    def reservation_expired(self, token_hash: str, table_id: str, join_key: str) -> None:
+        """A quick-match seat not taken up in time went back: its token stops working."""
+
     def token_removed(self, token_hash: str, table_id: str, join_key: str) -> None:
         """An operator took the token's holder out of a running game: it stops working."""
 

@@ -114,6 +114,10 @@ class TableRegistry:
         self.seating.given_up(token_hash, join_key, request_id, sequence)
         self._ownership.token_revoked(token_hash, table_id)
 
+    def reservation_expired(self, token_hash: str, table_id: str, join_key: str) -> None:
+        self.seating.expired(token_hash, join_key)
+        self._ownership.token_revoked(token_hash, table_id)
+
     def token_removed(self, token_hash: str, table_id: str, join_key: str) -> None:
         self.seating.removed(token_hash, join_key)
         self._ownership.token_revoked(token_hash, table_id)
@@ -154,8 +158,9 @@ class TableRegistry:
 
     def create(self, *, preset: str, overrides: RuleOverrides, bot_seats: int, name: str,
                seed: str | None, request_id: str = "", fingerprint: str = "",
-               bot_policy: str = "") -> Table:
-        """A new table (or, for a retried request_id, the table it created)."""
+               bot_policy: str = "", is_quick: bool = False) -> Table:
+        """A new table (or, for a retried request_id, the table it created); ``is_quick``:
+        a quick match opens it."""
         self._ownership.check_serving()  # a node without its lease makes no tables
         key = request_key("create", request_id) if request_id else ""
         if key:
@@ -180,7 +185,7 @@ class TableRegistry:
         meta = TableMeta(name=name or table_id, preset=new.preset, rules=new.rules,
                          seed=seed if seed is not None else secrets.randbits(64),
                          bot_seats=new.bot_seats, order=next(self._order), request_key=key,
-                         fingerprint=fingerprint, bot_policy=new.bot_policy)
+                         fingerprint=fingerprint, bot_policy=new.bot_policy, is_quick=is_quick)
         created = self.scheduler.now()
         self.store.create_table(table_id, created, meta)  # refused once the store failed
         table = self.new_table(table_id, created, meta)
@@ -275,10 +280,11 @@ class TableRegistry:
     # ------------------------------------------------------------ seats
 
     def join(self, table_id: str, name: str, seat: int | None, request_id: str = "",
-             fingerprint: str = "", *, preset: str = "", players: int | None = None
-             ) -> tuple[Table, int, str]:
-        """Seat a person at ``table_id``, or (quick match, ``preset`` instead) at the oldest
-        waiting table of that kind with a free seat, or at a new one."""
+             fingerprint: str = "", *, preset: str = "", players: int | None = None,
+             client: str = "") -> tuple[Table, int, str]:
+        """Seat a person (``client``: their account, else their address) at ``table_id``,
+        or (quick match, ``preset`` instead) at the oldest waiting table a quick match
+        opened of that kind with a free seat, or at a new one."""
         if request_id:
             key = request_key(JOIN_SCOPE, request_id)
             if self.seating.is_spent(key):
@@ -288,11 +294,11 @@ class TableRegistry:
             known = self.seating.joins.get(key)
             if known is not None and known in self._tables:  # a retry: the same table
                 table = self._tables[known]
-                seat_number, token = table.join(name, seat, request_id, fingerprint)
+                seat_number, token = table.join(name, seat, request_id, fingerprint, client)
                 return table, seat_number, token
         self._check_not_draining()
         table = self.get(table_id) if table_id or not preset else self._open_table(preset, players)
-        seat_number, token = table.join(name, seat, request_id, fingerprint)
+        seat_number, token = table.join(name, seat, request_id, fingerprint, client)
         return table, seat_number, token
 
     def _check_not_draining(self) -> None:
@@ -340,11 +346,11 @@ class TableRegistry:
         rules = self.quick_match_rules(preset, players)
         wanted = LobbyFilter(only_joinable=True, preset=preset, players=players or 4)
         for table in self._tables.values():  # oldest first
-            if table.has_people and not table.bot_seats and table.rules == rules \
-                    and wanted.matches(table):
+            if table.meta.is_quick and table.rules == rules and wanted.matches(table):
                 return table
         overrides: RuleOverrides = {"players": players} if players is not None else {}
-        return self.create(preset=preset, overrides=overrides, bot_seats=0, name="", seed=None)
+        return self.create(preset=preset, overrides=overrides, bot_seats=0, name="", seed=None,
+                           is_quick=True)
 
     def authenticate(self, token_hash: str | None, table_id: str) -> tuple[Table, int]:
         """The table and seat a token belongs to."""
@@ -357,6 +363,10 @@ class TableRegistry:
                 raise ServiceError.unauthenticated(
                     "an operator removed you from this table: your player token is no "
                     "longer valid", "TOKEN_REVOKED")
+            if self.seating.has_expired(token_hash):
+                raise ServiceError.unauthenticated(
+                    "your quick-match seat was reserved for you to connect and you did not "
+                    "in time: it went back; join again", "RESERVATION_EXPIRED")
             if self.seating.is_revoked(token_hash):
                 raise ServiceError.unauthenticated(
                     "you gave up this seat: your player token is no longer valid",

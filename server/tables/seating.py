@@ -18,6 +18,7 @@ class Seating:
         # A token an operator removed has no answer (request id None).
         self._revoked: Bounded[str, tuple[str | None, int]] = Bounded(MEMORY)
         self._spent_joins: Bounded[str, None] = Bounded(MEMORY)
+        self._expired: Bounded[str, None] = Bounded(MEMORY)  # reservations not taken up
 
     def seat_of(self, token_hash: str) -> tuple[str, int] | None:
         return self.tokens.get(token_hash)
@@ -54,6 +55,15 @@ class Seating:
         self._revoked[token_hash] = (None, -1)
         if join_key:
             self._spent_joins[join_key] = None
+
+    def expired(self, token_hash: str, join_key: str) -> None:
+        """A quick-match reservation not taken up in time: its token stops working and the
+        JoinTable request that made it is spent."""
+        self.given_up(token_hash, join_key, "", -1)
+        self._expired[token_hash] = None
+
+    def has_expired(self, token_hash: str) -> bool:
+        return token_hash in self._expired
 
     def first_answer_of_revoked(self, token_hash: str, request_id: str) -> int | None:
         known = self._revoked.get(token_hash)

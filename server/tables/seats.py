@@ -1,6 +1,8 @@
 """A table's seats: who holds each (a bot, or a person known by their token's hash), the
 choice of a seat for a join and its checks, the --max-players slots its people hold, the
-JoinTable requests that seated them and each seat's remembered request ids."""
+JoinTable requests that seated them and each seat's remembered request ids; at a quick-match
+table, the reservations not yet taken up and who holds each seat (one seat per client); and
+which people are away (docs/RULES.md, "Away seats")."""
 
 from __future__ import annotations
 
@@ -12,6 +14,19 @@ from server.tables.bounded import Bounded
 from server.tables.idempotency import Remembered, check_reuse
 
 REQUEST_MEMORY = 256  # successful request_ids remembered per seat
+AWAY_AFTER_TIMEOUTS = 2  # timeouts in a row that make a person away
+
+
+def revoked(by_operator: bool, is_expired: bool) -> ServiceError:
+    """Why a seat given up before its game ends its token's streams."""
+    if is_expired:
+        return ServiceError.unauthenticated(
+            "your quick-match seat was reserved for you to connect (open a WatchTable or "
+            "Play stream with its token) and you did not in time: it went back; join again",
+            "RESERVATION_EXPIRED")
+    why = "an operator removed you from this table" if by_operator else "you left this table"
+    return ServiceError.unauthenticated(f"{why}: your player token is no longer valid",
+                                        "TOKEN_REVOKED")
 
 
 class Slots(Protocol):
@@ -24,8 +39,9 @@ class Slots(Protocol):
 class Seat:
     """One seat: who holds it (a bot, or a person known by their token's hash)."""
 
-    __slots__ = ("holds_slot", "is_bot", "is_taken", "join_key", "log_n", "name", "number",
-                 "requests", "token_hash")
+    __slots__ = ("client", "has_streamed", "holds_slot", "is_away", "is_bot", "is_taken",
+                 "join_key", "log_n", "name", "number", "requests", "reserved_until",
+                 "timeouts_in_row", "token_hash")
 
     def __init__(self, number: int) -> None:
         self.number = number
@@ -36,6 +52,11 @@ class Seat:
         self.log_n = 0  # the position of its join in the table's log
         self.join_key = ""
         self.holds_slot = False  # counts against --max-players
+        self.client = ""  # who joined: their account, else their address
+        self.reserved_until: float | None = None  # a quick-match seat not yet taken up
+        self.has_streamed = False  # its person had a stream open (live only, never logged)
+        self.is_away = False
+        self.timeouts_in_row = 0
         # request_id -> its first answer, for retries
         self.requests: Bounded[str, Remembered] = Bounded(REQUEST_MEMORY)
 
@@ -88,6 +109,19 @@ class Seats(Sequence[Seat]):
         """The JoinTable request keys that seated its people."""
         return [s.join_key for s in self._seats if s.join_key]
 
+    def is_ready(self) -> bool:
+        """Every seat is taken, and taken up: the game may start."""
+        return self.is_full() and not any(s.reserved_until is not None for s in self._seats)
+
+    def next_reservation(self) -> float | None:
+        """When the first reservation not yet taken up falls due; None when none waits."""
+        return min((s.reserved_until for s in self._seats if s.reserved_until is not None),
+                   default=None)
+
+    def reservations_due(self, now: float) -> list[int]:
+        return [s.number for s in self._seats
+                if s.reserved_until is not None and s.reserved_until <= now]
+
     # ------------------------------------------------------------ checks
 
     def choose(self, number: int | None) -> Seat:
@@ -104,6 +138,19 @@ class Seats(Sequence[Seat]):
         if free is None:
             raise ServiceError.exhausted("the table is full", "TABLE_FULL")
         return free
+
+    def check_one_each(self, client: str, limit: int) -> None:
+        """A quick-match table seats one client (their account when the seat knows one, else
+        their address) at most ``limit`` times (0: no limit).
+
+        :raises ServiceError: ALREADY_SEATED.
+        """
+        held = sum(1 for s in self._seats if s.is_taken and not s.is_bot
+                   and (getattr(s, "account_id", "") or s.client) == client)
+        if limit and client and held >= limit:
+            raise ServiceError.precondition(
+                "you already hold a seat at this quick-match table: one seat each; play the "
+                "one you have", "ALREADY_SEATED")
 
     def person_at(self, number: int) -> Seat:
         """The seat ``number``, which a person holds now (an operator may remove them).
@@ -148,6 +195,19 @@ class Seats(Sequence[Seat]):
         self.free_slot(number)
         self._seats[number] = Seat(number)
         return seat
+
+    def acted(self, number: int) -> None:
+        """The person acted: not away, no timeout in a row."""
+        seat = self._seats[number]
+        seat.is_away, seat.timeouts_in_row = False, 0
+
+    def timed_out(self, number: int, *, is_away_play: bool) -> None:
+        """The seat's turn was played for it: by its clock (away after two in a row), or at
+        once because it was away (it stays away)."""
+        seat = self._seats[number]
+        seat.timeouts_in_row += 1
+        if is_away_play or seat.timeouts_in_row >= AWAY_AFTER_TIMEOUTS:
+            seat.is_away = True
 
     def revoke(self, number: int) -> tuple[str, str]:
         """An operator removes the person at ``number`` from a running game: the seat keeps

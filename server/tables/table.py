@@ -24,7 +24,6 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TypeVar
 
 import structlog
@@ -36,18 +35,11 @@ from server import codec, tokens
 from server.config import TableSettings
 from server.errors import ServiceError, from_engine
 from server.observability import Metrics
-from server.store.base import (
-    GameRecord,
-    GameResult,
-    RecordSummary,
-    SeatRecord,
-    StorageFailed,
-    TableMeta,
-)
+from server.store.base import GameRecord, StorageFailed, TableMeta
 from server.tables import views
 from server.tables.bots import BotTurns, Thinker
 from server.tables.clock import Scheduler
-from server.tables.events import TableEvents, observe
+from server.tables.events import ActResult, TableEvents, observe
 from server.tables.fanout import Fanout, Watcher
 from server.tables.idempotency import request_key, seal, unseal
 from server.tables.log_entries import (
@@ -60,12 +52,13 @@ from server.tables.log_entries import (
     Removed,
     ReplayMismatch,
     StepEntry,
+    TakenUp,
     TimedOut,
     dumps,
 )
 from server.tables.ports import TableHost, TableLog
-from server.tables.seats import Seats
-from server.tables.timers import TableTimers, TimerKind, TurnClock
+from server.tables.seats import Seats, revoked
+from server.tables.timers import AwayTurns, TableTimers, TimerKind, TurnClock
 from server.wire import timestamp
 
 log = structlog.get_logger("copas.table")
@@ -73,16 +66,6 @@ log = structlog.get_logger("copas.table")
 JOIN_SCOPE = "join"  # JoinTable request ids are global: a quick match does not know its table
 T = TypeVar("T")
 STUCK_GRACE = 5.0  # seconds past what a table's rules allow before it counts as stuck
-
-
-@dataclass(frozen=True, slots=True)
-class ActResult:
-    """What a person's action numbered (a retry: what the first one did)."""
-
-    first: int
-    """The sequence of its first event."""
-    last: int
-    """The table's latest sequence after it: its result follows the events up to here."""
 
 
 class Table:
@@ -116,6 +99,8 @@ class Table:
         self._timers = TableTimers(scheduler)
         self._clock = TurnClock(self._timers, self.rules, self._timer_step(self._on_timeout),
                                 self._timer_step(self._end_pause))
+        self._away = AwayTurns(self._timers, self.seats, self.is_connected,
+                               self._timer_step(self._play_away))
         self._bots = BotTurns(self, self._timers, thinker,
                               0.0 if self.has_people else settings.bot_table_pace,
                               self._play_bot, self._timer_step)
@@ -269,15 +254,18 @@ class Table:
     # ------------------------------------------------------------ seats and watchers
 
     def join(self, name: str, seat_number: int | None, request_id: str = "",
-             fingerprint: str = "") -> tuple[int, str]:
-        """Seat a person; returns (seat, token). A retry with the same request_id gets the
-        same seat and token."""
+             fingerprint: str = "", client: str = "") -> tuple[int, str]:
+        """Seat a person (``client``: their account, else their address); returns (seat,
+        token). A retry with the same request_id gets the same seat and token. A quick-match
+        table seats a client once (ALREADY_SEATED) and only reserves the seat."""
         key = request_key(JOIN_SCOPE, request_id) if request_id else ""
         known = self.seats.recall_join(key, fingerprint) if key else None
         if known is not None:
             return known[0], unseal(known[1], JOIN_SCOPE, request_id)
         if self.game is not None:
             raise ServiceError.exhausted("the game has started", "TABLE_FULL")
+        if self.meta.is_quick:
+            self.seats.check_one_each(client, self.settings.quick_match_seats_per_client)
         seat = self.seats.choose(seat_number)
 
         def seat_them() -> tuple[int, str]:
@@ -286,39 +274,64 @@ class Table:
             sealed = seal(token, JOIN_SCOPE, request_id) if key else ""
             self._seat_person(Joined(self.sequence, seat.number, name,
                                      tokens.hash_token(token), key, fingerprint, sealed,
-                                     self._step_time))
+                                     self._step_time, client))
             return seat.number, token
         return self._step(seat_them)
 
     def _seat_person(self, entry: Joined) -> None:
-        """Seat a person (only the hash of their token is kept); start when full."""
+        """Seat a person (only the hash of their token is kept; at a quick-match table, a
+        reservation until taken up); start when every seat is taken up."""
         if self.seats[entry.seat].is_taken:
             raise ReplayMismatch(f"seat {entry.seat} is taken")
-        self.seats.seat_person(entry.seat, entry.name, entry.token_hash, self._log(entry),
-                               entry.request_key, entry.fingerprint, entry.sealed_token)
+        seat = self.seats.seat_person(entry.seat, entry.name, entry.token_hash,
+                                      self._log(entry), entry.request_key, entry.fingerprint,
+                                      entry.sealed_token)
+        seat.client = entry.client
+        if self.meta.is_quick:
+            seat.reserved_until = self._step_time + self.settings.reservation_seconds
+            self._arm_reservations()
         self._host.token_issued(entry.token_hash, self.id, entry.seat, entry.request_key)
         self._events.number("player_joined", copas_pb2.PlayerJoined(
             seat=entry.seat, display_name=entry.name))
         if not self.is_replaying:
             self.log.debug("player_joined", seat=entry.seat)
-        if self.seats.is_full():
+        if self.seats.is_ready():
             self._start()
 
+    def _take_up(self, entry: TakenUp) -> None:
+        """A reserved seat's person connected: it is theirs; the game starts once every seat
+        is taken up."""
+        self._log(entry)
+        self.seats[entry.seat].reserved_until = None
+        if self.seats.is_ready():
+            self._start()
+
+    def _arm_reservations(self) -> None:
+        due = self.seats.next_reservation()
+        if due is not None and not self.is_replaying:
+            self._timers.arm(TimerKind.RESERVATION, due - self.now(),
+                             self._timer_step(self._expire_reservations), due=due)
+
+    def _expire_reservations(self) -> None:
+        """Reservations not taken up in time go back (RESERVATION_EXPIRED)."""
+        for number in self.seats.reservations_due(self.now()):
+            self._give_up_seat(number, is_expired=True)
+        self._arm_reservations()
+
     def _give_up_seat(self, seat_number: int, request_id: str = "", *,
-                      by_operator: bool = False) -> int:
-        """A person leaves before the game starts: the seat is free again, their token and
-        its streams end, and their join leaves the log."""
+                      by_operator: bool = False, is_expired: bool = False) -> int:
+        """A person leaves before the game starts (or their reservation expired): the seat
+        is free again, their token and its streams end, and their join leaves the log."""
         seat = self.seats[seat_number]
         self._store.delete_entry(self.id, seat.log_n)
-        why = "an operator removed you from this table" if by_operator \
-            else "you left this table"
-        self.fanout.close_token(seat.token_hash, ServiceError.unauthenticated(
-            f"{why}: your player token is no longer valid", "TOKEN_REVOKED"))
+        self.fanout.close_token(seat.token_hash, revoked(by_operator, is_expired))
         self.seats.vacate(seat_number)
         self._events.number("player_left", copas_pb2.PlayerLeft(
             seat=seat_number, hand_number=-1, phase=copas_pb2.PHASE_WAITING_FOR_PLAYERS))
         if by_operator:
             self._host.token_removed(seat.token_hash, self.id, seat.join_key)
+        elif is_expired:
+            self._host.reservation_expired(seat.token_hash, self.id, seat.join_key)
         else:
             self._host.seat_given_up(seat.token_hash, self.id, seat.join_key, request_id,
                                      self.sequence)
@@ -334,6 +347,10 @@ class Table:
             watcher = Watcher(seat, token_hash, settings.watcher_queue,
                               settings.watcher_buffer_bytes)
             self.fanout.add(watcher)
+            if seat is not None and token_hash is not None:
+                self.seats[seat].has_streamed = True
+                if self.seats[seat].reserved_until is not None:
+                    self._take_up(TakenUp(self.sequence, seat, self._step_time))
             if seat is not None and token_hash is not None \
                     and self.fanout.streams_of(token_hash) == 1:
                 if self.game is None:
@@ -419,16 +436,10 @@ class Table:
 
     def timers(self) -> list[tuple[str, float, list[int]]]:
         """The timers armed now: (kind, when, seats) for an operator's eyes."""
-        out: list[tuple[str, float, list[int]]] = []
-        game = self.game
+        game, turn = self.game, None
         if self.deadline is not None and game is not None and not game.is_over:
-            out.append(("turn", self.deadline, self.seats.people_among(game.to_act())))
-        if self.paused_until is not None:
-            out.append(("pause", self.paused_until, []))
-        for kind, due in self._timers.armed():  # a bot's move is due now, a watchdog later
-            if kind in (TimerKind.BOT, TimerKind.WATCHDOG):
-                out.append((kind.value, self.now() if kind is TimerKind.BOT else due, []))
-        return out
+            turn = (self.deadline, self.seats.people_among(game.to_act()))
+        return self._timers.listing(turn, self.paused_until)
 
     # ------------------------------------------------------------ actions
 
@@ -481,6 +492,7 @@ class Table:
             raise from_engine(error) from None
         self._log(Acted(seq, action, "player", request_id, fingerprint, self._step_time))
         self.last_person_action = self.now()
+        self.seats.acted(seat)
         if is_leave:
             if not self.is_replaying:
                 self.metrics.leavers.inc()
@@ -529,11 +541,11 @@ class Table:
         if self.seats.any_bot(to_act):
             self._bots.schedule()
             if self.seats.people_among(to_act):
-                self._arm_deadline()  # people pass while bots do: their clock runs
+                self._arm_turn()  # people pass while bots do: their clock runs
             else:
                 self._clock.clear_deadline()
             return
-        self._arm_deadline()
+        self._arm_turn()
 
     @property
     def is_bot_step_pending(self) -> bool:
@@ -583,6 +595,34 @@ class Table:
         if deadline is not None:
             self._log(DeadlineSet(self.sequence, deadline))
 
+    def _arm_turn(self) -> None:
+        """The people to act get their deadline, unless all of them are away: on a clock,
+        away seats' turns play as their timeouts would (``AwayTurns``). Live only: replay
+        reads the log's TimedOut entries."""
+        game = self.game
+        assert game is not None
+        people = self.seats.people_among(game.to_act())
+        if self._away.arm(people, is_on=not self.is_replaying
+                          and bool(self._clock.timeout_of(game))):
+            self._clock.clear_deadline()  # the turn takes no clock
+        else:
+            self._arm_deadline()
+
+    def _play_away(self) -> None:
+        game = self.game
+        if game is None or game.is_over or self.paused_until is not None:
+            return
+        seats = self._away.due(self.seats.people_among(game.to_act()))
+        if seats:
+            self._time_out(TimedOut(self.sequence, tuple(game.auto_action(s) for s in seats),
+                                    self._step_time, is_away=True))
+        elif self.deadline is None:  # back in time: the turn gets its clock
+            self._arm_turn()
+
+    def _rearm_turn(self) -> None:
+        self._clock.clear_deadline()
+        self._arm_turn()
+
     def _on_timeout(self) -> None:
         """Out of time: the automatic choice for every person who still had to act."""
         game = self.game
@@ -596,9 +636,11 @@ class Table:
         game = self.game
         assert game is not None
         self._log(entry)
-        self._clock.timed_out()
+        if not entry.is_away:  # the others' clock runs on while the away seats play
+            self._clock.timed_out()
         events: list[ev.Event] = []
         for action in entry.actions:
+            self.seats.timed_out(action.seat, is_away_play=entry.is_away)
             phase = game.phase
             if not self.is_replaying:
                 self.metrics.timeouts.labels(phase.value.lower()).inc()
@@ -657,14 +699,7 @@ class Table:
     def record(self) -> GameRecord:
         """The finished game: replayable by the engine (rules, seed, actions) and carrying
         its result, seats and times."""
-        game = self.game
-        assert game is not None and self.finished_at is not None
-        summary = RecordSummary(
-            record_id=self.id, table_id=self.id, display_name=self.name, preset=self.preset,
-            created=self.created, finished=self.finished_at, seed=self.seed, rules=self.rules,
-            seats=tuple(SeatRecord(s.number, s.name, s.is_bot) for s in self.seats),
-            result=GameResult.of(game))
-        return GameRecord(summary, tuple(game.actions))
+        return views.record(self)
 
     def release(self, error: ServiceError | None = None, *, is_lost: bool = False) -> None:
         """The table goes: timers stop, streams end (with ``error`` when given); ``is_lost``:
@@ -730,6 +765,8 @@ class Table:
                 self._clock.deadline = entry.at
             case Removed():
                 self._remove(entry)
+            case TakenUp():
+                self._take_up(entry)
 
     def resume_after_recovery(self, finished_at: float | None) -> None:
         """After a replay: timers resume from the stored times (at once when past), bots
@@ -738,12 +775,16 @@ class Table:
         self.last_person_action = self.now()
         game = self.game
         if game is None:
+            self._arm_reservations()
             self._arm_watchdog()
             return
         if game.is_over:
             self.finished_at = finished_at if finished_at is not None else self.finished_at
             return
         self._clock.resume(self.now())
+        if self.paused_until is None and self.deadline is None \
+                and self.seats.people_among(game.to_act()):
+            self._step(self._rearm_turn)  # no clock stored: an away seat's turn, or none
         if self.paused_until is None and self.seats.any_bot(game.to_act()):
             self._bots.schedule()
         self._arm_watchdog()

@@ -2,17 +2,19 @@
 with the time it falls due; armed, cancelled one by one or all at once, and listed. What
 happens when one fires is the table's business: here is only when, and which. A table's turn
 clock (``TurnClock``) keeps the two times it shows and logs, a turn's deadline and a pause's
-end, each with its timer."""
+end, each with its timer; ``AwayTurns`` says when the turns of away seats play."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from enum import StrEnum
-from typing import Any
+from typing import Any, Protocol
 
 from engine import Game, HandScored, Phase, Rules, TrickWon
 from engine import actions as ev
 from server.tables.clock import Handle, Scheduler
+
+AWAY_GRACE = 2.0  # seconds an away person who is connected gets to act before their turn plays
 
 
 class TimerKind(StrEnum):
@@ -21,6 +23,8 @@ class TimerKind(StrEnum):
     TURN = "turn"  # the deadline of the people who must act
     PAUSE = "pause"  # the end of a pause between tricks or hands
     BOT = "bot"  # the next bot move (a step due, or a decision being thought)
+    AWAY = "away"  # away seats' turns, played at once (or after a connected one's grace)
+    RESERVATION = "reservation"  # the first quick-match reservation not taken up falls due
     WATCHDOG = "watchdog"  # a waiting table's expiry, an idle game's end
 
 
@@ -79,6 +83,55 @@ class TableTimers:
         """The timers armed now, (kind, due), in ``TimerKind``'s order."""
         return [(kind, self._armed[kind][1]) for kind in TimerKind if kind in self._armed]
 
+    def listing(self, turn: tuple[float, list[int]] | None, paused_until: float | None
+                ) -> list[tuple[str, float, list[int]]]:
+        """For an operator's eyes: (kind, when, seats), the turn's (its deadline and the
+        people it waits for) and the pause's from the clock, a bot's move due now."""
+        out = [("turn", turn[0], turn[1])] if turn is not None else []
+        if paused_until is not None:
+            out.append(("pause", paused_until, []))
+        for kind, due in self.armed():
+            if kind is not TimerKind.TURN and kind is not TimerKind.PAUSE:
+                out.append((kind.value, self._scheduler.now() if kind is TimerKind.BOT
+                            else due, []))
+        return out
+
+
+class AwaySeat(Protocol):
+    @property
+    def is_away(self) -> bool: ...
+    @property
+    def has_streamed(self) -> bool: ...
+
+
+class AwayTurns:
+    """When the turns of away seats play (docs/RULES.md, "Away seats"): at once while the
+    person has no stream, after ``AWAY_GRACE`` while they are connected (time to act and
+    be back). Away: marked so (two timeouts in a row, or played this way before), or its
+    person had a stream and has none now."""
+
+    __slots__ = ("_is_connected", "_on_due", "_seats", "_timers")
+
+    def __init__(self, timers: TableTimers, seats: Sequence[AwaySeat],
+                 is_connected: Callable[[int], bool], on_due: Callable[[], None]) -> None:
+        self._timers, self._seats = timers, seats
+        self._is_connected, self._on_due = is_connected, on_due
+
+    def due(self, people: list[int]) -> list[int]:
+        """The seats of ``people`` (to act now) whose turns play this way."""
+        return [n for n in people if self._seats[n].is_away
+                or (self._seats[n].has_streamed and not self._is_connected(n))]
+
+    def arm(self, people: list[int], *, is_on: bool) -> bool:
+        """Arm the away seats' play among ``people`` (``is_on``: live, and the turn has a
+        clock); whether every one of them plays this way (the turn then takes no clock)."""
+        self._timers.cancel(TimerKind.AWAY)
+        seats = self.due(people) if is_on else []
+        if seats:
+            wait = AWAY_GRACE if all(self._is_connected(n) for n in seats) else 0.0
+            self._timers.arm(TimerKind.AWAY, wait, self._on_due)
+        return bool(seats) and len(seats) == len(people)
+
 
 class TurnClock:
     """The deadline of the people who must act and the end of a pause, with their timers
@@ -128,6 +181,10 @@ class TurnClock:
         self.deadline = now + timeout
         self._timers.arm(TimerKind.TURN, timeout, self._on_deadline, due=self.deadline)
         return self.deadline
+
+    def timeout_of(self, game: Game) -> float:
+        """The time the rules give the turn now (0: no limit)."""
+        return self._turn_of(game)[1]
 
     def _turn_of(self, game: Game) -> tuple[tuple[Any, ...], float]:
         """The turn now (a deadline lasts while it does) and its timeout."""

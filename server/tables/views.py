@@ -14,6 +14,7 @@ from copas.v1 import copas_pb2
 
 from engine import Game, PassDirection, Phase, Rules, private_view, public_view
 from server import codec
+from server.store.base import GameRecord, GameResult, RecordSummary, SeatRecord
 from server.wire import duration, field, timestamp, varint
 
 
@@ -26,6 +27,8 @@ class SeatFacts(Protocol):
     def is_taken(self) -> bool: ...
     @property
     def is_bot(self) -> bool: ...
+    @property
+    def is_away(self) -> bool: ...
 
 
 class TableFacts(Protocol):
@@ -69,6 +72,28 @@ class TableFacts(Protocol):
     def has_free_seat(self) -> bool: ...
 
 
+class RecordFacts(TableFacts, Protocol):
+    """What a finished table's record reads besides."""
+
+    @property
+    def seed(self) -> int | str: ...
+    @property
+    def finished_at(self) -> float | None: ...
+
+
+def record(table: RecordFacts) -> GameRecord:
+    """A finished table's game: replayable by the engine (rules, seed, actions) and carrying
+    its result, seats and times."""
+    game = table.game
+    assert game is not None and table.finished_at is not None
+    summary = RecordSummary(
+        record_id=table.id, table_id=table.id, display_name=table.name, preset=table.preset,
+        created=table.created, finished=table.finished_at, seed=table.seed, rules=table.rules,
+        seats=tuple(SeatRecord(s.number, s.name, s.is_bot) for s in table.seats),
+        result=GameResult.of(game))
+    return GameRecord(summary, tuple(game.actions))
+
+
 def phase_of(table: TableFacts) -> int:
     if table.game is None:
         return copas_pb2.PHASE_WAITING_FOR_PLAYERS
@@ -86,7 +111,8 @@ def summary(table: TableFacts) -> copas_pb2.TableSummary:
         create_time=timestamp(table.created), bot_policy=table.bot_policy,
         seats=[copas_pb2.SeatSummary(seat=s.number, display_name=s.name, is_taken=s.is_taken,
                                      is_bot=s.is_bot, is_connected=table.is_connected(s.number),
-                                     has_left=left[s.number], total=totals[s.number])
+                                     has_left=left[s.number], total=totals[s.number],
+                                     is_away=s.is_away)
                for s in table.seats])
 
 
@@ -124,7 +150,8 @@ def public(table: TableFacts) -> copas_pb2.TableView:
         seat=s.number, display_name=s.name, is_bot=s.is_bot,
         is_connected=table.is_connected(s.number), has_left=v.has_left[s.number],
         card_count=v.card_counts[s.number], hand_points=v.hand_points[s.number],
-        total=v.totals[s.number], has_passed=v.has_passed[s.number]) for s in table.seats)
+        total=v.totals[s.number], has_passed=v.has_passed[s.number], is_away=s.is_away)
+        for s in table.seats)
     if v.moon_shooter is not None:
         message.moon_shooter = v.moon_shooter
     message.standings.extend(codec.standing_to_pb(r) for r in v.standings)
@@ -200,13 +227,13 @@ def public_bytes(table: TableFacts) -> bytes:
     for s in table.seats:
         n = s.number
         key = (s.name, s.is_bot, table.is_connected(n), left[n], hands[n].bit_count(),
-               taken[n], totals[n], passes[n] is not None)
+               taken[n], totals[n], passes[n] is not None, s.is_away)
         known = cache.players.get(n)
         if known is None or known[0] != key:
             state = copas_pb2.PlayerState(
                 seat=n, display_name=s.name, is_bot=s.is_bot, is_connected=key[2],
                 has_left=key[3], card_count=key[4], hand_points=key[5], total=key[6],
-                has_passed=key[7])
+                has_passed=key[7], is_away=key[8])
             known = cache.players[n] = (key, field(15, state.SerializeToString()))
         parts.append(known[1])
     return b"".join(parts)
