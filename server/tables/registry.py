@@ -229,8 +229,8 @@ class TableRegistry:
     def forget_replayed(self, table: Table) -> None:
         """A table whose replay failed: undo what replaying it registered (its tokens, its
         slots); its log stays in the store as it is."""
-        self.seating.forget(table.token_hashes(), table.join_keys())
-        table.free_all_slots()
+        self.seating.forget(table.seats.token_hashes(), table.seats.join_keys())
+        table.seats.free_all_slots()
 
     def get(self, table_id: str) -> Table:
         if not table_id:
@@ -423,12 +423,12 @@ class TableRegistry:
             self.open_tables -= 1
             if not table.has_people:
                 self.bot_tables -= 1
-        token_hashes = table.token_hashes()
-        self.seating.forget(token_hashes, table.join_keys())
+        token_hashes = table.seats.token_hashes()
+        self.seating.forget(token_hashes, table.seats.join_keys())
         if is_ours:
             for token_hash in token_hashes:
                 self._ownership.token_revoked(token_hash, table.id)
-        table.free_all_slots()
+        table.seats.free_all_slots()
         table.release(error, is_lost=not is_ours)
         self._tell_listeners(table)
         if table.request_key:

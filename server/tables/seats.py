@@ -6,12 +6,13 @@ which people are away (docs/RULES.md, "Away seats")."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Protocol, overload
 
 from server.errors import ServiceError
 from server.tables.bounded import Bounded
 from server.tables.idempotency import Remembered, check_reuse
+from server.tables.timers import TableTimers, TimerKind
 
 REQUEST_MEMORY = 256  # successful request_ids remembered per seat
 AWAY_AFTER_TIMEOUTS = 2  # timeouts in a row that make a person away
@@ -113,14 +114,6 @@ class Seats(Sequence[Seat]):
         """Every seat is taken, and taken up: the game may start."""
         return self.is_full() and not any(s.reserved_until is not None for s in self._seats)
 
-    def next_reservation(self) -> float | None:
-        """When the first reservation not yet taken up falls due; None when none waits."""
-        return min((s.reserved_until for s in self._seats if s.reserved_until is not None),
-                   default=None)
-
-    def reservations_due(self, now: float) -> list[int]:
-        return [s.number for s in self._seats
-                if s.reserved_until is not None and s.reserved_until <= now]
 
     # ------------------------------------------------------------ checks
 
@@ -173,13 +166,14 @@ class Seats(Sequence[Seat]):
     # ------------------------------------------------------------ people come and go
 
     def seat_person(self, number: int, name: str, token_hash: str, log_n: int,
-                    join_key: str = "", fingerprint: str = "", sealed_token: str = ""
-                    ) -> Seat:
-        """A person sits at the free seat ``number`` (its join at ``log_n`` in the log) and
-        takes a slot; ``join_key`` (with the request's fingerprint and sealed token) lets a
-        retried join find them."""
+                    join_key: str = "", fingerprint: str = "", sealed_token: str = "",
+                    client: str = "") -> Seat:
+        """A person (``client``) sits at the free seat ``number`` (its join at ``log_n`` in
+        the log) and takes a slot; ``join_key`` (with the request's fingerprint and sealed
+        token) lets a retried join find them."""
         seat = self._seats[number]
         seat.is_taken, seat.name, seat.token_hash, seat.log_n = True, name, token_hash, log_n
+        seat.client = client
         seat.holds_slot = True
         self._slots.slot_taken()
         if join_key:
@@ -195,6 +189,12 @@ class Seats(Sequence[Seat]):
         self.free_slot(number)
         self._seats[number] = Seat(number)
         return seat
+
+    def streamed(self, number: int) -> bool:
+        """The person at ``number`` opened a stream; whether it takes up their reservation."""
+        seat = self._seats[number]
+        seat.has_streamed = True
+        return seat.reserved_until is not None
 
     def acted(self, number: int) -> None:
         """The person acted: not away, no timeout in a row."""
@@ -256,3 +256,40 @@ class Seats(Sequence[Seat]):
         seat = self._seats[number]
         if seat.is_taken:
             seat.requests[request_id] = Remembered(fingerprint, answer)
+
+
+class Reservations:
+    """A quick-match table's seats not yet taken up (a stream opened with their token), each
+    until --reservation-seconds after its join, and one timer for the first to fall due."""
+
+    __slots__ = ("_on_due", "_seats", "_seconds", "_timers")
+
+    def __init__(self, seats: Seats, timers: TableTimers, seconds: float,
+                 on_due: Callable[[], None]) -> None:
+        self._seats, self._timers, self._seconds, self._on_due = seats, timers, seconds, on_due
+
+    def reserve(self, number: int, at: float, *, is_live: bool) -> None:
+        """The seat ``number``, joined ``at``, waits to be taken up (``is_live``: its timer
+        runs; a replay's is armed at resumption)."""
+        self._seats[number].reserved_until = at + self._seconds
+        if is_live:
+            self.arm()
+
+    def take_up(self, number: int) -> bool:
+        """The seat is taken up; whether the game may start now."""
+        self._seats[number].reserved_until = None
+        return self._seats.is_ready()
+
+    def arm(self) -> None:
+        """The timer of the first reservation to fall due (none when none waits)."""
+        due = min((s.reserved_until for s in self._seats if s.reserved_until is not None),
+                  default=None)
+        if due is not None:
+            self._timers.arm(TimerKind.RESERVATION, due - self._timers.now(), self._on_due,
+                             due=due)
+
+    def due(self) -> list[int]:
+        """The seats whose reservations have run out."""
+        now = self._timers.now()
+        return [s.number for s in self._seats
+                if s.reserved_until is not None and s.reserved_until <= now]

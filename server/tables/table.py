@@ -13,9 +13,10 @@ request or timer ever plays a game through.
 A table asks its owner for what it cannot decide alone only through ``TableHost`` (slots
 against --max-players, where tokens belong, delivery), given at construction; it writes its
 log through the narrow ``TableLog`` (both in ``ports``). What it owns is split by state: its
-seats (``seats.Seats``), its numbered events (``events.TableEvents``), its timer handles and
-its turn's clock (``timers``), its bots' moves (``bots.BotTurns``); the table decides what
-happens when a person sits, acts or leaves, or a timer fires. Recovery replays the log
+seats and a quick match's reservations (``seats``), its numbered events (``events``), its
+timer handles, turn's clock, watchdog and away seats' turns (``timers``), its bots' moves
+(``bots.BotTurns``); the table decides what happens when a person sits, connects, acts or
+leaves, or a timer fires. Recovery replays the log
 through the same code with ``is_replaying`` set, which schedules nothing, logs nothing, counts
 nothing and sends nothing.
 """
@@ -35,7 +36,7 @@ from server import codec, tokens
 from server.config import TableSettings
 from server.errors import ServiceError, from_engine
 from server.observability import Metrics
-from server.store.base import GameRecord, StorageFailed, TableMeta
+from server.store.base import StorageFailed, TableMeta
 from server.tables import views
 from server.tables.bots import BotTurns, Thinker
 from server.tables.clock import Scheduler
@@ -57,8 +58,8 @@ from server.tables.log_entries import (
     dumps,
 )
 from server.tables.ports import TableHost, TableLog
-from server.tables.seats import Seats, revoked
-from server.tables.timers import AwayTurns, TableTimers, TimerKind, TurnClock
+from server.tables.seats import Reservations, Seats, revoked
+from server.tables.timers import AwayTurns, TableTimers, TurnClock, Watchdog
 from server.wire import timestamp
 
 log = structlog.get_logger("copas.table")
@@ -99,13 +100,16 @@ class Table:
         self._timers = TableTimers(scheduler)
         self._clock = TurnClock(self._timers, self.rules, self._timer_step(self._on_timeout),
                                 self._timer_step(self._end_pause))
+        self._watchdog = Watchdog(self._timers, settings.waiting_table_ttl,
+                                  settings.abandon_after, created)
+        self._reservations = Reservations(self.seats, self._timers, settings.reservation_seconds,
+                                          self._timer_step(self._expire_reservations))
         self._away = AwayTurns(self._timers, self.seats, self.is_connected,
                                self._timer_step(self._play_away))
         self._bots = BotTurns(self, self._timers, thinker,
                               0.0 if self.has_people else settings.bot_table_pace,
                               self._play_bot, self._timer_step)
         self.finished_at: float | None = None
-        self.last_person_action = created
         self.is_replaying = False
         self._replay_position = 0
         self.is_released = False
@@ -165,12 +169,6 @@ class Table:
 
     def people_connected(self) -> int:
         return sum(self.is_connected(s.number) for s in self.seats if not s.is_bot)
-
-    def token_hashes(self) -> list[str]:
-        return self.seats.token_hashes()
-
-    def join_keys(self) -> list[str]:
-        return self.seats.join_keys()
 
     def summary(self) -> copas_pb2.TableSummary:
         return views.summary(self)
@@ -255,9 +253,9 @@ class Table:
 
     def join(self, name: str, seat_number: int | None, request_id: str = "",
              fingerprint: str = "", client: str = "") -> tuple[int, str]:
-        """Seat a person (``client``: their account, else their address); returns (seat,
-        token). A retry with the same request_id gets the same seat and token. A quick-match
-        table seats a client once (ALREADY_SEATED) and only reserves the seat."""
+        """Seat a person (``client``: their account, else their address; one seat each at a
+        quick-match table); returns (seat, token). A retry with the same request_id gets the
+        same seat and token."""
         key = request_key(JOIN_SCOPE, request_id) if request_id else ""
         known = self.seats.recall_join(key, fingerprint) if key else None
         if known is not None:
@@ -283,13 +281,11 @@ class Table:
         reservation until taken up); start when every seat is taken up."""
         if self.seats[entry.seat].is_taken:
             raise ReplayMismatch(f"seat {entry.seat} is taken")
-        seat = self.seats.seat_person(entry.seat, entry.name, entry.token_hash,
-                                      self._log(entry), entry.request_key, entry.fingerprint,
-                                      entry.sealed_token)
-        seat.client = entry.client
+        self.seats.seat_person(entry.seat, entry.name, entry.token_hash, self._log(entry),
+                               entry.request_key, entry.fingerprint, entry.sealed_token,
+                               entry.client)
         if self.meta.is_quick:
-            seat.reserved_until = self._step_time + self.settings.reservation_seconds
-            self._arm_reservations()
+            self._reservations.reserve(entry.seat, self._step_time, is_live=not self.is_replaying)
         self._host.token_issued(entry.token_hash, self.id, entry.seat, entry.request_key)
         self._events.number("player_joined", copas_pb2.PlayerJoined(
             seat=entry.seat, display_name=entry.name))
@@ -299,24 +295,16 @@ class Table:
             self._start()
 
     def _take_up(self, entry: TakenUp) -> None:
-        """A reserved seat's person connected: it is theirs; the game starts once every seat
-        is taken up."""
+        """A reserved seat's person connected: the game starts once every seat is."""
         self._log(entry)
-        self.seats[entry.seat].reserved_until = None
-        if self.seats.is_ready():
+        if self._reservations.take_up(entry.seat):
             self._start()
-
-    def _arm_reservations(self) -> None:
-        due = self.seats.next_reservation()
-        if due is not None and not self.is_replaying:
-            self._timers.arm(TimerKind.RESERVATION, due - self.now(),
-                             self._timer_step(self._expire_reservations), due=due)
 
     def _expire_reservations(self) -> None:
         """Reservations not taken up in time go back (RESERVATION_EXPIRED)."""
-        for number in self.seats.reservations_due(self.now()):
+        for number in self._reservations.due():
             self._give_up_seat(number, is_expired=True)
-        self._arm_reservations()
+        self._reservations.arm()
 
     def _give_up_seat(self, seat_number: int, request_id: str = "", *,
                       by_operator: bool = False, is_expired: bool = False) -> int:
@@ -347,14 +335,13 @@ class Table:
             watcher = Watcher(seat, token_hash, settings.watcher_queue,
                               settings.watcher_buffer_bytes)
             self.fanout.add(watcher)
-            if seat is not None and token_hash is not None:
-                self.seats[seat].has_streamed = True
-                if self.seats[seat].reserved_until is not None:
-                    self._take_up(TakenUp(self.sequence, seat, self._step_time))
-            if seat is not None and token_hash is not None \
-                    and self.fanout.streams_of(token_hash) == 1:
+            if seat is None or token_hash is None:
+                return watcher
+            if self.seats.streamed(seat):  # a reservation, taken up now
+                self._take_up(TakenUp(self.sequence, seat, self._step_time))
+            if self.fanout.streams_of(token_hash) == 1:
                 if self.game is None:
-                    self._timers.cancel(TimerKind.WATCHDOG)
+                    self._watchdog.cancel()
                 self._events.announce("player_connection", copas_pb2.PlayerConnection(
                     seat=seat, is_connected=True))
             return watcher
@@ -491,7 +478,7 @@ class Table:
         except EngineError as error:
             raise from_engine(error) from None
         self._log(Acted(seq, action, "player", request_id, fingerprint, self._step_time))
-        self.last_person_action = self.now()
+        self._watchdog.person_acted()
         self.seats.acted(seat)
         if is_leave:
             if not self.is_replaying:
@@ -501,16 +488,12 @@ class Table:
         self._advance(events)
         return seq + 1
 
-    def free_all_slots(self) -> None:
-        """The table leaves this node: every slot its people hold goes back."""
-        self.seats.free_all_slots()
-
     # ------------------------------------------------------------ the game
 
     def _start(self) -> None:
         self.game = Game(self.rules, self.seed)
-        self._timers.cancel(TimerKind.WATCHDOG)
-        self.last_person_action = self.now()
+        self._watchdog.cancel()
+        self._watchdog.person_acted()
         if not self.is_replaying:
             self.log.debug("game_started")
         self._events.number("game_started", copas_pb2.GameStarted())
@@ -540,12 +523,10 @@ class Table:
         to_act = game.to_act()
         if self.seats.any_bot(to_act):
             self._bots.schedule()
-            if self.seats.people_among(to_act):
-                self._arm_turn()  # people pass while bots do: their clock runs
-            else:
+            if not self.seats.people_among(to_act):
                 self._clock.clear_deadline()
-            return
-        self._arm_turn()
+                return
+        self._arm_turn()  # with bots: people pass while bots do, their clock runs
 
     @property
     def is_bot_step_pending(self) -> bool:
@@ -595,12 +576,13 @@ class Table:
         if deadline is not None:
             self._log(DeadlineSet(self.sequence, deadline))
 
-    def _arm_turn(self) -> None:
-        """The people to act get their deadline, unless all of them are away: on a clock,
-        away seats' turns play as their timeouts would (``AwayTurns``). Live only: replay
-        reads the log's TimedOut entries."""
+    def _arm_turn(self, *, is_fresh: bool = False) -> None:
+        """The people to act get their deadline, unless all are away: on a clock, away seats'
+        turns play as their timeouts would (``AwayTurns``; replay reads TimedOut entries)."""
         game = self.game
         assert game is not None
+        if is_fresh:  # a replay stored no clock for this turn
+            self._clock.clear_deadline()
         people = self.seats.people_among(game.to_act())
         if self._away.arm(people, is_on=not self.is_replaying
                           and bool(self._clock.timeout_of(game))):
@@ -608,29 +590,21 @@ class Table:
         else:
             self._arm_deadline()
 
-    def _play_away(self) -> None:
+    def _play_away(self) -> None:  # the away seats' turns
+        self._on_timeout(is_away=True)
+
+    def _on_timeout(self, *, is_away: bool = False) -> None:
+        """Out of time: the automatic choice for every person (away one) who still had to act."""
         game = self.game
         if game is None or game.is_over or self.paused_until is not None:
             return
-        seats = self._away.due(self.seats.people_among(game.to_act()))
+        seats = self.seats.people_among(game.to_act())
+        seats = self._away.due(seats) if is_away else seats
         if seats:
             self._time_out(TimedOut(self.sequence, tuple(game.auto_action(s) for s in seats),
-                                    self._step_time, is_away=True))
-        elif self.deadline is None:  # back in time: the turn gets its clock
+                                    self._step_time, is_away))
+        elif is_away and self.deadline is None:  # back in time: the turn gets its clock
             self._arm_turn()
-
-    def _rearm_turn(self) -> None:
-        self._clock.clear_deadline()
-        self._arm_turn()
-
-    def _on_timeout(self) -> None:
-        """Out of time: the automatic choice for every person who still had to act."""
-        game = self.game
-        if game is None or game.is_over or self.paused_until is not None:
-            return
-        actions = tuple(game.auto_action(s) for s in self.seats.people_among(game.to_act()))
-        if actions:
-            self._time_out(TimedOut(self.sequence, actions, self._step_time))
 
     def _time_out(self, entry: TimedOut) -> None:
         game = self.game
@@ -659,17 +633,10 @@ class Table:
         has acted for --abandon-after seconds ends (reason ABANDONED)."""
         if self.is_replaying or self.is_released or self.is_finished:
             return
-        if self.game is None:
-            if self.people_connected():
-                return
-            delay = self.settings.waiting_table_ttl
-            check: Callable[[], None] = self._expire_if_idle
-        elif self.has_people:
-            delay = self.last_person_action + self.settings.abandon_after - self.now()
-            check = self._timer_step(self._abandon_if_idle)
-        else:
-            return
-        self._timers.arm(TimerKind.WATCHDOG, max(0.0, delay), check)
+        if self.game is None and not self.people_connected():
+            self._watchdog.arm_waiting(self._expire_if_idle)
+        elif self.game is not None and self.has_people:
+            self._watchdog.arm_game(self._timer_step(self._abandon_if_idle))
 
     def _expire_if_idle(self) -> None:
         if self.game is None and not self.people_connected() and not self.is_released:
@@ -679,7 +646,7 @@ class Table:
         game = self.game
         if game is None or game.is_over:
             return
-        if self.now() - self.last_person_action < self.settings.abandon_after:
+        if not self._watchdog.is_idle():
             self._arm_watchdog()
             return
         self._apply_automatic(Acted(self.sequence, ev.Abandon(), "idle", at=self._step_time))
@@ -689,17 +656,12 @@ class Table:
     def _finish(self) -> None:
         self._timers.cancel_all()
         self._clock.stop()
-        self.free_all_slots()
+        self.seats.free_all_slots()
         if self.finished_at is None:
             self.finished_at = self.now()
             if not self.is_replaying:
-                self._store.finish_table(self.id, self.record())
+                self._store.finish_table(self.id, views.record(self))
                 self._host.table_finished(self)
-
-    def record(self) -> GameRecord:
-        """The finished game: replayable by the engine (rules, seed, actions) and carrying
-        its result, seats and times."""
-        return views.record(self)
 
     def release(self, error: ServiceError | None = None, *, is_lost: bool = False) -> None:
         """The table goes: timers stop, streams end (with ``error`` when given); ``is_lost``:
@@ -749,13 +711,11 @@ class Table:
                 if entry.request_id:
                     self.seats.remember(entry.action.seat, entry.request_id,
                                         entry.fingerprint, entry.seq + 1)
+            case Acted() | TimedOut() if self.game is None:
+                raise ReplayMismatch(f"{type(entry).__name__} before the game started")
             case Acted():
-                if self.game is None:
-                    raise ReplayMismatch("an automatic action before the game started")
                 self._apply_automatic(entry)
             case TimedOut():
-                if self.game is None:
-                    raise ReplayMismatch("a timeout before the game started")
                 self._time_out(entry)
             case PauseEnded():
                 self._resume(entry)
@@ -772,10 +732,10 @@ class Table:
         """After a replay: timers resume from the stored times (at once when past), bots
         move, the watchdog starts over."""
         self.is_replaying = False
-        self.last_person_action = self.now()
+        self._watchdog.person_acted()
         game = self.game
         if game is None:
-            self._arm_reservations()
+            self._reservations.arm()
             self._arm_watchdog()
             return
         if game.is_over:
@@ -784,7 +744,7 @@ class Table:
         self._clock.resume(self.now())
         if self.paused_until is None and self.deadline is None \
                 and self.seats.people_among(game.to_act()):
-            self._step(self._rearm_turn)  # no clock stored: an away seat's turn, or none
+            self._step(lambda: self._arm_turn(is_fresh=True))  # an away seat's turn, or none
         if self.paused_until is None and self.seats.any_bot(game.to_act()):
             self._bots.schedule()
         self._arm_watchdog()

@@ -51,6 +51,9 @@ class TableTimers:
 
         self._armed[kind] = (self._scheduler.call_later(delay, fire), when)
 
+    def now(self) -> float:
+        return self._scheduler.now()
+
     def hold(self, kind: TimerKind, handle: Handle) -> None:
         """Keep a handle made elsewhere (a bot's decision being thought), due now, instead
         of any timer of its kind; its owner calls ``forget`` when it answers."""
@@ -95,6 +98,36 @@ class TableTimers:
                 out.append((kind.value, self._scheduler.now() if kind is TimerKind.BOT
                             else due, []))
         return out
+
+
+class Watchdog:
+    """A table's watchdog (the WATCHDOG timer): a waiting table nobody is at expires after
+    --waiting-table-ttl; a game no person has acted in for --abandon-after seconds ends. It
+    keeps when a person last acted."""
+
+    __slots__ = ("_abandon_after", "_timers", "_ttl", "last_person_action")
+
+    def __init__(self, timers: TableTimers, ttl: float, abandon_after: float, now: float
+                 ) -> None:
+        self._timers, self._ttl, self._abandon_after = timers, ttl, abandon_after
+        self.last_person_action = now
+
+    def person_acted(self) -> None:
+        """A person acted (or the game started): the idle game's clock starts over."""
+        self.last_person_action = self._timers.now()
+
+    def arm_waiting(self, on_idle: Callable[[], None]) -> None:
+        self._timers.arm(TimerKind.WATCHDOG, self._ttl, on_idle)
+
+    def arm_game(self, on_idle: Callable[[], None]) -> None:
+        due = self.last_person_action + self._abandon_after
+        self._timers.arm(TimerKind.WATCHDOG, max(0.0, due - self._timers.now()), on_idle)
+
+    def is_idle(self) -> bool:
+        return self._timers.now() - self.last_person_action >= self._abandon_after
+
+    def cancel(self) -> None:
+        self._timers.cancel(TimerKind.WATCHDOG)
 
 
 class AwaySeat(Protocol):
