@@ -17,6 +17,7 @@ from server.tables.clock import ManualScheduler
 from server.tables.ownership import LocalOwnership
 from server.tables.recovery import rebuild
 from server.tables.registry import TableRegistry
+from server.tables.timers import AWAY_GRACE
 from tests.helpers.servers import config_for_tests
 
 CLOCK = {"play_timeout": 60.0, "pass_timeout": 60.0, "moon_timeout": 60.0,
@@ -112,7 +113,7 @@ def test_a_seat_not_connected_at_its_turn_is_played_at_once_shown_away_and_back_
         seat = game.to_act()[0]
         if seat != 1:
             table.act(seat, game.auto_action(seat))
-    assert any(kind == "away" for kind, _, _ in table.timers())  # the grace of a connected one
+    assert table.deadline == clock.now() + AWAY_GRACE  # connected and away: a short clock
     table.act(1, game.auto_action(1))
     assert away(table, 1) == (False, False)
     rebuilt = replayed(registry, table)
@@ -141,7 +142,8 @@ def test_two_timeouts_in_a_row_make_a_connected_seat_away() -> None:
         seat = game.to_act()[0]
         table.act(seat, game.auto_action(seat))
     before = table.sequence
-    clock.advance(2.0)  # away and connected: a short grace, not the 60 seconds
+    assert table.deadline == clock.now() + AWAY_GRACE  # away and connected: not 60 seconds
+    clock.advance(AWAY_GRACE)
     assert timed_out_seats(table, before) == [0]
     rebuilt = replayed(registry, table)
     assert [s.is_away for s in rebuilt.seats] == [s.is_away for s in table.seats]

@@ -29,7 +29,8 @@ def seconds(ts: Any) -> float:
 
 def check_view_promises(messages: list[copas_pb2.TableEvent], bots: set[int],
                         timeouts: dict[int, float]) -> int:
-    """Every view asking a person to act carries the enforced deadline with the time left;
+    """Every view asking a person to act carries the enforced deadline with the time left
+    (an away seat's turn alone may take none: it is played at once, RULES.md "Away seats");
     no view shows a deadline already past; the events of one action share one view, and the
     last is marked. Returns how many views asked a person to act."""
     asked = 0
@@ -40,7 +41,8 @@ def check_view_promises(messages: list[copas_pb2.TableEvent], bots: set[int],
             continue
         view = m.view
         people = [s for s in view.to_act if s not in bots]
-        if people and not view.HasField("paused_until") and view.phase in timeouts:
+        present = [s for s in people if not view.players[s].is_away]
+        if present and not view.HasField("paused_until") and view.phase in timeouts:
             asked += 1
             assert view.HasField("deadline"), f"no deadline on {m.WhichOneof('kind')}: {view}"
             left = seconds(view.time_left)

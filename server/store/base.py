@@ -88,7 +88,8 @@ class TableMeta:
     bot_policy: str = "auto"
     """How its bot seats play."""
     is_quick: bool = False
-    """A quick match opened it: its seats are reservations, one client holds one of them."""
+    """A quick match could have opened it (the preset's rules and the server's defaults, no
+    bots): its seats are reservations, and one client holds one of them."""
 
     def to_json(self) -> str:
         return json.dumps({

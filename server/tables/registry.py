@@ -158,9 +158,9 @@ class TableRegistry:
 
     def create(self, *, preset: str, overrides: RuleOverrides, bot_seats: int, name: str,
                seed: str | None, request_id: str = "", fingerprint: str = "",
-               bot_policy: str = "", is_quick: bool = False) -> Table:
-        """A new table (or, for a retried request_id, the table it created); ``is_quick``:
-        a quick match opens it."""
+               bot_policy: str = "") -> Table:
+        """A new table (or, for a retried request_id, the table it created). One a quick
+        match could have opened is a quick-match table (``TableMeta.is_quick``)."""
         self._ownership.check_serving()  # a node without its lease makes no tables
         key = request_key("create", request_id) if request_id else ""
         if key:
@@ -185,7 +185,8 @@ class TableRegistry:
         meta = TableMeta(name=name or table_id, preset=new.preset, rules=new.rules,
                          seed=seed if seed is not None else secrets.randbits(64),
                          bot_seats=new.bot_seats, order=next(self._order), request_key=key,
-                         fingerprint=fingerprint, bot_policy=new.bot_policy, is_quick=is_quick)
+                         fingerprint=fingerprint, bot_policy=new.bot_policy,
+                         is_quick=self._is_quick_match(new.preset, new.rules, new.bot_seats))
         created = self.scheduler.now()
         self.store.create_table(table_id, created, meta)  # refused once the store failed
         table = self.new_table(table_id, created, meta)
@@ -283,8 +284,8 @@ class TableRegistry:
              fingerprint: str = "", *, preset: str = "", players: int | None = None,
              client: str = "") -> tuple[Table, int, str]:
         """Seat a person (``client``: their account, else their address) at ``table_id``,
-        or (quick match, ``preset`` instead) at the oldest waiting table a quick match
-        opened of that kind with a free seat, or at a new one."""
+        or (quick match, ``preset`` instead) at the oldest waiting table of that kind with a
+        free seat, or at a new one."""
         if request_id:
             key = request_key(JOIN_SCOPE, request_id)
             if self.seating.is_spent(key):
@@ -346,11 +347,19 @@ class TableRegistry:
         rules = self.quick_match_rules(preset, players)
         wanted = LobbyFilter(only_joinable=True, preset=preset, players=players or 4)
         for table in self._tables.values():  # oldest first
-            if table.meta.is_quick and table.rules == rules and wanted.matches(table):
+            if table.has_people and not table.bot_seats and table.rules == rules \
+                    and wanted.matches(table):
                 return table
         overrides: RuleOverrides = {"players": players} if players is not None else {}
-        return self.create(preset=preset, overrides=overrides, bot_seats=0, name="", seed=None,
-                           is_quick=True)
+        return self.create(preset=preset, overrides=overrides, bot_seats=0, name="", seed=None)
+
+    def _is_quick_match(self, preset: str, rules: Rules, bot_seats: int) -> bool:
+        """A table a quick match could have opened (its preset's rules and this server's
+        defaults, no bots): its seats are reservations, one per client."""
+        try:
+            return not bot_seats and rules == self.quick_match_rules(preset, rules.players)
+        except ServiceError:
+            return False
 
     def authenticate(self, token_hash: str | None, table_id: str) -> tuple[Table, int]:
         """The table and seat a token belongs to."""

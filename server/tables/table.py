@@ -569,26 +569,22 @@ class Table:
         self._events.number("pause_ended", copas_pb2.PauseEnded())
         self._advance([])
 
-    def _arm_deadline(self) -> None:
-        game = self.game
-        assert game is not None
-        deadline = self._clock.next_deadline(game, self.now(), is_live=not self.is_replaying)
-        if deadline is not None:
-            self._log(DeadlineSet(self.sequence, deadline))
-
     def _arm_turn(self, *, is_fresh: bool = False) -> None:
-        """The people to act get their deadline, unless all are away: on a clock, away seats'
-        turns play as their timeouts would (``AwayTurns``; replay reads TimedOut entries)."""
+        """The people to act get their deadline; on a clock, away seats' turns play as their
+        timeouts would, sooner (``AwayTurns``; replay reads the log's entries)."""
         game = self.game
         assert game is not None
         if is_fresh:  # a replay stored no clock for this turn
             self._clock.clear_deadline()
-        people = self.seats.people_among(game.to_act())
-        if self._away.arm(people, is_on=not self.is_replaying
-                          and bool(self._clock.timeout_of(game))):
-            self._clock.clear_deadline()  # the turn takes no clock
-        else:
-            self._arm_deadline()
+        is_live = not self.is_replaying
+        wait = self._away.arm(self.seats.people_among(game.to_act()),
+                              is_on=is_live and bool(self._clock.timeout_of(game)))
+        if wait == 0.0:
+            self._clock.clear_deadline()  # played at once: the turn takes no clock
+            return
+        deadline = self._clock.next_deadline(game, self.now(), is_live=is_live, within=wait)
+        if deadline is not None:
+            self._log(DeadlineSet(self.sequence, deadline))
 
     def _play_away(self) -> None:  # the away seats' turns
         self._on_timeout(is_away=True)

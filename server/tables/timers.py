@@ -131,17 +131,16 @@ class Watchdog:
 
 
 class AwaySeat(Protocol):
-    @property
-    def is_away(self) -> bool: ...
-    @property
-    def has_streamed(self) -> bool: ...
+    is_away: bool
+    has_streamed: bool
 
 
 class AwayTurns:
     """When the turns of away seats play (docs/RULES.md, "Away seats"): at once while the
-    person has no stream, after ``AWAY_GRACE`` while they are connected (time to act and
-    be back). Away: marked so (two timeouts in a row, or played this way before), or its
-    person had a stream and has none now."""
+    person has no stream (no clock shown), within ``AWAY_GRACE`` while they are connected
+    (time to act and be back: the turn's deadline, when all who must act are away). Away:
+    marked so (two timeouts in a row, or played this way before), or its person had a
+    stream and has none now."""
 
     __slots__ = ("_is_connected", "_on_due", "_seats", "_timers")
 
@@ -155,15 +154,22 @@ class AwayTurns:
         return [n for n in people if self._seats[n].is_away
                 or (self._seats[n].has_streamed and not self._is_connected(n))]
 
-    def arm(self, people: list[int], *, is_on: bool) -> bool:
+    def arm(self, people: list[int], *, is_on: bool) -> float | None:
         """Arm the away seats' play among ``people`` (``is_on``: live, and the turn has a
-        clock); whether every one of them plays this way (the turn then takes no clock)."""
+        clock). When all of them are away: the longest the turn may take (0: played at once,
+        no clock; else the turn's own deadline plays them); None when the turn keeps its
+        clock (some seats, or none, are played sooner on their own timer)."""
         self._timers.cancel(TimerKind.AWAY)
         seats = self.due(people) if is_on else []
-        if seats:
-            wait = AWAY_GRACE if all(self._is_connected(n) for n in seats) else 0.0
-            self._timers.arm(TimerKind.AWAY, wait, self._on_due)
-        return bool(seats) and len(seats) == len(people)
+        if not seats:
+            return None
+        for number in seats:  # shown away from now on (the log's TimedOut entry says so)
+            self._seats[number].is_away = True
+        wait = AWAY_GRACE if all(self._is_connected(n) for n in seats) else 0.0
+        if wait and len(seats) == len(people):
+            return wait
+        self._timers.arm(TimerKind.AWAY, wait, self._on_due)
+        return 0.0 if len(seats) == len(people) else None
 
 
 class TurnClock:
@@ -201,10 +207,14 @@ class TurnClock:
                              due=self.paused_until)
         return self.paused_until
 
-    def next_deadline(self, game: Game, now: float, *, is_live: bool) -> float | None:
-        """The people to act get their deadline: a new one to log, or None when the same
-        turn's stands (another seat passed), the rules give no timeout, or not live."""
+    def next_deadline(self, game: Game, now: float, *, is_live: bool,
+                      within: float | None = None) -> float | None:
+        """The people to act get their deadline (``within`` seconds at most): a new one to
+        log, or None when the same turn's stands (another seat passed), the rules give no
+        timeout, or not live."""
         turn, timeout = self._turn_of(game)
+        if timeout and within is not None:
+            timeout = min(timeout, within)
         if turn == self._turn:
             return None
         self._timers.cancel(TimerKind.TURN)

@@ -169,6 +169,7 @@ function presence(view: TableView, seat: number): { text: string; kind: string }
   if (view.phase === Phase.WAITING_FOR_PLAYERS && !player.displayName) return { text: "free seat", kind: "free" };
   if (player.hasLeft) return { text: "left the game", kind: "left" };
   if (player.isBot) return { text: "bot", kind: "bot" };
+  if (player.isAway) return { text: "away: the table plays for them", kind: "away" };
   return player.isConnected ? { text: "here", kind: "here" } : { text: "away", kind: "away" };
 }
 
@@ -189,6 +190,7 @@ function renderSeats(view: TableView): void {
         "data-to-act": String(isToAct),
         "data-you": String(seat === view.seat),
         "data-connected": String(player.isConnected),
+        "data-away": String(player.isAway),
       });
       const name = element("div", "", { class: "name" });
       name.append(element("span", isWaiting && !player.displayName ? "Free seat" : seatName(view, seat)));
