@@ -84,6 +84,7 @@ def reaches(names: set[str], forbidden: tuple[str, ...]) -> set[str]:
     ("tables", ("grpc.aio", "server.rpc", "server.cluster", "server.main")),
     ("store", ("grpc.aio", "server.tables", "server.rpc", "server.cluster", "server.main")),
     ("cluster", ("server.rpc", "server.main")),
+    ("accounts", ("grpc.aio", "server.tables", "server.rpc", "server.cluster", "server.main")),
     ("rpc", ("server.main",)),
     ("leaves", ("grpc.aio", "server.tables", "server.rpc", "server.cluster", "server.store",
                 "server.main")),
