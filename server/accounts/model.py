@@ -5,6 +5,7 @@ a write returns once it is durable."""
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Protocol
@@ -72,6 +73,23 @@ class Session:
     """How many times it was refreshed."""
 
 
+@dataclass(frozen=True, slots=True)
+class Ranked:
+    """One line of a leaderboard."""
+
+    place: int
+    """1 = the top."""
+    account_id: str
+    """Whose line it is."""
+    display_name: str
+    """The account's name."""
+    rating: Rating
+    """Its rating in this kind of game."""
+
+
+RatingUpdate = Callable[[list[Rating], list[int]], list[Rating]]
+
+
 class IdentityTaken(Exception):
     """The identity's key already belongs to an account."""
 
@@ -98,6 +116,17 @@ class AccountStore(Protocol):
     async def end_sessions(self, account_id: str) -> int:
         """End every session of the account; returns how many."""
     async def ratings(self, account_id: str) -> dict[int, Rating]: ...
+    async def rate_game(self, game_id: str, players: int, places: dict[str, int],
+                        compute: RatingUpdate) -> dict[str, tuple[Rating, Rating]] | None:
+        """Rate one finished game exactly once: read the accounts' ratings for games of
+        ``players``, ``compute`` the new ones, write them and mark ``game_id`` rated, in one
+        transaction. Returns each account's (before, after), or None when ``game_id`` was
+        rated already (nothing written)."""
+    async def is_rated(self, game_id: str) -> bool: ...
+    async def leaderboard(self, players: int, offset: int, limit: int) -> list[Ranked]:
+        """Accounts by shown rating (then games, then id), from place ``offset + 1``."""
+    async def place_of(self, account_id: str, players: int) -> int | None:
+        """The account's place on the leaderboard of ``players`` (1 = top), if rated."""
 
 
 USED_REFRESH_KEPT = 16  # a family remembers this many of its old refresh tokens (reuse check)
@@ -115,6 +144,7 @@ class MemoryAccountStore:
         self._used_refresh: dict[str, str] = {}  # an old refresh digest -> its family
         self._used_order: dict[str, list[str]] = {}
         self._ratings: dict[str, dict[int, Rating]] = {}
+        self._rated: set[str] = set()
         self._order = itertools.count()
 
     def __len__(self) -> int:
@@ -196,6 +226,34 @@ class MemoryAccountStore:
     async def ratings(self, account_id: str) -> dict[int, Rating]:
         return dict(self._ratings.get(account_id, {}))
 
-    def set_rating(self, account_id: str, players: int, rating: Rating) -> None:
-        self._ratings.setdefault(account_id, {})[players] = rating
+    async def rate_game(self, game_id: str, players: int, places: dict[str, int],
+                        compute: RatingUpdate) -> dict[str, tuple[Rating, Rating]] | None:
+        if game_id in self._rated:
+            return None
+        ids = sorted(places)
+        before = [self._ratings.get(a, {}).get(players, Rating()) for a in ids]
+        after = compute(before, [places[a] for a in ids])
+        for account_id, rating in zip(ids, after, strict=True):
+            self._ratings.setdefault(account_id, {})[players] = rating
+        self._rated.add(game_id)
+        return {a: (b, r) for a, b, r in zip(ids, before, after, strict=True)}
+
+    async def is_rated(self, game_id: str) -> bool:
+        return game_id in self._rated
+
+    def _board(self, players: int) -> list[tuple[str, Rating]]:
+        rows = [(a, r[players]) for a, r in self._ratings.items() if players in r
+                and not self._accounts[a].is_deleted]
+        return sorted(rows, key=lambda row: (-row[1].shown, -row[1].games, row[0]))
+
+    async def leaderboard(self, players: int, offset: int, limit: int) -> list[Ranked]:
+        rows = self._board(players)[offset:offset + limit]
+        return [Ranked(offset + n + 1, a, self._accounts[a].display_name, r)
+                for n, (a, r) in enumerate(rows)]
+
+    async def place_of(self, account_id: str, players: int) -> int | None:
+        for n, (a, _) in enumerate(self._board(players)):
+            if a == account_id:
+                return n + 1
+        return None
 
