@@ -16,10 +16,12 @@ from server.accounts.model import (
     USED_REFRESH_KEPT,
     Account,
     AccountStore,
+    FinishedGame,
     Identity,
     IdentityTaken,
     MemoryAccountStore,
     Method,
+    Placed,
     Session,
 )
 from server.accounts.postgres import PgAccountStore
@@ -131,19 +133,30 @@ async def test_sessions_rotate_remember_old_refresh_tokens_and_end(opened: Opene
     assert await store.session_by_access("acc-f2-0") is None
 
 
-async def test_a_game_is_rated_once_and_the_leaderboard_orders_by_rating(
+def game(record_id: str, places: dict[str, int], *, players: int = 4, is_rated: bool = True,
+         finished: float = 5000.0) -> FinishedGame:
+    return FinishedGame(record_id, f"table {record_id}", finished, players,
+                        tuple(Placed(a, p, 10 * p) for a, p in places.items()), is_rated)
+
+
+async def test_a_game_is_recorded_once_and_the_leaderboard_orders_by_rating(
         opened: Opened) -> None:
     store: AccountStore = opened.store
     people = [account(n) for n in range(6)]
     for person in people:
         await store.create(person, Identity(Method.DEVICE, f"dev-{person.id}", person.id))
-    first = await store.rate_game("g1", 4, {p.id: n + 1 for n, p in enumerate(people[:4])}, rate)
+    first = await store.record_game(game("g1", {p.id: n + 1 for n, p in enumerate(people[:4])}),
+                                    rate)
     assert first is not None and first[people[0].id][0] == Rating()
-    assert await store.rate_game("g1", 4, {p.id: 1 for p in people[:4]}, rate) is None
-    assert await store.is_rated("g1") and not await store.is_rated("g2")
-    await store.rate_game("g2", 4, {people[0].id: 1, people[4].id: 2, people[5].id: 2,
-                                    people[3].id: 4}, rate)
-    await store.rate_game("g3", 3, {people[5].id: 1, people[4].id: 2, people[3].id: 3}, rate)
+    assert await store.record_game(game("g1", {p.id: 1 for p in people[:4]}), rate) is None
+    assert await store.is_recorded("g1") and not await store.is_recorded("g2")
+    await store.record_game(game("g2", {people[0].id: 1, people[4].id: 2, people[5].id: 2,
+                                        people[3].id: 4}, finished=6000.0), rate)
+    await store.record_game(game("g3", {people[5].id: 1, people[4].id: 2, people[3].id: 3},
+                                 players=3, finished=7000.0), rate)
+    unrated = await store.record_game(game("g4", {people[0].id: 2}, is_rated=False,
+                                           finished=8000.0), rate)
+    assert unrated == {}
     store = opened.reopen()
     ratings = await store.ratings(people[0].id)
     assert set(ratings) == {4} and ratings[4].games == 2 and ratings[4].wins == 2
@@ -160,6 +173,18 @@ async def test_a_game_is_rated_once_and_the_leaderboard_orders_by_rating(
     assert await store.place_of(people[0].id, 3) is None
     top = await store.leaderboard(3, 0, 5)
     assert top[0].account_id == people[5].id
+    history = await store.games_of(people[0].id, 10, None)
+    assert [g.record_id for g in history] == ["g4", "g2", "g1"]
+    assert [(g.place, g.points, g.is_rated) for g in history] == [
+        (2, 20, False), (1, 10, True), (1, 10, True)]
+    assert history[1].rating_after == ratings[4].shown
+    assert history[2].rating_change == history[2].rating_after > 0
+    assert history[1].rating_change == history[1].rating_after - history[2].rating_after
+    assert history[0].rating_after == history[0].rating_change == 0
+    older = await store.games_of(people[0].id, 1, (history[0].finished, history[0].record_id))
+    assert [g.record_id for g in older] == ["g2"]
+    assert await store.totals(people[0].id) == (3, 2, pytest.approx(4 / 3))
+    assert await store.totals("a_nobody") == (0, 0, 0.0)
 
 
 async def test_games_rated_at_once_from_two_connections_lose_no_update(
@@ -170,10 +195,11 @@ async def test_games_rated_at_once_from_two_connections_lose_no_update(
     try:
         ids = [account(n).id for n in range(4)]
         games = [(f"g{n}", opened.store if n % 2 else other) for n in range(20)]
-        await asyncio.gather(*(store.rate_game(game, 4, {a: 1 + (k + n) % 4
-                                                          for k, a in enumerate(ids)}, rate)
-                               for n, (game, store) in enumerate(games)))
+        await asyncio.gather(*(store.record_game(
+            game(record_id, {a: 1 + (k + n) % 4 for k, a in enumerate(ids)}), rate)
+            for n, (record_id, store) in enumerate(games)))
         for account_id in ids:
             assert (await opened.store.ratings(account_id))[4].games == 20
+            assert len(await opened.store.games_of(account_id, 100, None)) == 20
     finally:
         other.close()

@@ -87,6 +87,60 @@ class Ranked:
     """Its rating in this kind of game."""
 
 
+@dataclass(frozen=True, slots=True)
+class Placed:
+    """One account's result in a finished game."""
+
+    account_id: str
+    """Who."""
+    place: int
+    """1-based; tied players share a place."""
+    points: int
+    """Game points (fewer is better)."""
+
+
+@dataclass(frozen=True, slots=True)
+class FinishedGame:
+    """A finished game, as the accounts of its seats keep it."""
+
+    record_id: str
+    """Its game record (GetGameRecord)."""
+    table_name: str
+    """The table's name."""
+    finished: float
+    """When it ended (seconds since the epoch)."""
+    players: int
+    """The kind of game: how many seats."""
+    places: tuple[Placed, ...]
+    """The accounts' results (seats without an account are not listed)."""
+    is_rated: bool
+    """Whether it moves ratings."""
+
+
+@dataclass(frozen=True, slots=True)
+class PlayedGame:
+    """One line of an account's history."""
+
+    record_id: str
+    """Its game record."""
+    table_name: str
+    """The table's name."""
+    finished: float
+    """When it ended."""
+    players: int
+    """How many seats."""
+    place: int
+    """The account's place."""
+    points: int
+    """The account's game points."""
+    is_rated: bool
+    """Whether it moved the rating."""
+    rating_after: int
+    """The shown rating after it (0 when unrated)."""
+    rating_change: int
+    """How the shown rating moved."""
+
+
 RatingUpdate = Callable[[list[Rating], list[int]], list[Rating]]
 
 
@@ -116,13 +170,19 @@ class AccountStore(Protocol):
     async def end_sessions(self, account_id: str) -> int:
         """End every session of the account; returns how many."""
     async def ratings(self, account_id: str) -> dict[int, Rating]: ...
-    async def rate_game(self, game_id: str, players: int, places: dict[str, int],
-                        compute: RatingUpdate) -> dict[str, tuple[Rating, Rating]] | None:
-        """Rate one finished game exactly once: read the accounts' ratings for games of
-        ``players``, ``compute`` the new ones, write them and mark ``game_id`` rated, in one
-        transaction. Returns each account's (before, after), or None when ``game_id`` was
-        rated already (nothing written)."""
-    async def is_rated(self, game_id: str) -> bool: ...
+    async def record_game(self, game: FinishedGame, compute: RatingUpdate
+                          ) -> dict[str, tuple[Rating, Rating]] | None:
+        """Take one finished game into its accounts' histories exactly once, and when it is
+        rated, read their ratings for games of its player count, ``compute`` the new ones and
+        write them, all in one transaction. Returns each rated account's (before, after)
+        ({} for an unrated game), or None when the game was recorded already (nothing
+        written)."""
+    async def is_recorded(self, record_id: str) -> bool: ...
+    async def games_of(self, account_id: str, limit: int,
+                       before: tuple[float, str] | None) -> list[PlayedGame]:
+        """The account's games, newest first, older than ``before`` (finish time, record)."""
+    async def totals(self, account_id: str) -> tuple[int, int, float]:
+        """The account's games, wins and average place over every game recorded."""
     async def leaderboard(self, players: int, offset: int, limit: int) -> list[Ranked]:
         """Accounts by shown rating (then games, then id), from place ``offset + 1``."""
     async def place_of(self, account_id: str, players: int) -> int | None:
@@ -144,7 +204,8 @@ class MemoryAccountStore:
         self._used_refresh: dict[str, str] = {}  # an old refresh digest -> its family
         self._used_order: dict[str, list[str]] = {}
         self._ratings: dict[str, dict[int, Rating]] = {}
-        self._rated: set[str] = set()
+        self._recorded: set[str] = set()
+        self._history: dict[str, list[PlayedGame]] = {}
         self._order = itertools.count()
 
     def __len__(self) -> int:
@@ -226,20 +287,43 @@ class MemoryAccountStore:
     async def ratings(self, account_id: str) -> dict[int, Rating]:
         return dict(self._ratings.get(account_id, {}))
 
-    async def rate_game(self, game_id: str, players: int, places: dict[str, int],
-                        compute: RatingUpdate) -> dict[str, tuple[Rating, Rating]] | None:
-        if game_id in self._rated:
+    async def record_game(self, game: FinishedGame, compute: RatingUpdate
+                          ) -> dict[str, tuple[Rating, Rating]] | None:
+        if game.record_id in self._recorded:
             return None
-        ids = sorted(places)
-        before = [self._ratings.get(a, {}).get(players, Rating()) for a in ids]
-        after = compute(before, [places[a] for a in ids])
-        for account_id, rating in zip(ids, after, strict=True):
-            self._ratings.setdefault(account_id, {})[players] = rating
-        self._rated.add(game_id)
-        return {a: (b, r) for a, b, r in zip(ids, before, after, strict=True)}
+        changes = {}
+        if game.is_rated:
+            ids = [p.account_id for p in game.places]
+            before = [self._ratings.get(a, {}).get(game.players, Rating()) for a in ids]
+            after = compute(before, [p.place for p in game.places])
+            for account_id, rating in zip(ids, after, strict=True):
+                self._ratings.setdefault(account_id, {})[game.players] = rating
+            changes = {a: (b, r) for a, b, r in zip(ids, before, after, strict=True)}
+        for placed in game.places:
+            b, r = changes.get(placed.account_id, (Rating(), Rating()))
+            self._history.setdefault(placed.account_id, []).append(PlayedGame(
+                game.record_id, game.table_name, game.finished, game.players, placed.place,
+                placed.points, game.is_rated, r.shown if game.is_rated else 0,
+                r.shown - b.shown if game.is_rated else 0))
+        self._recorded.add(game.record_id)
+        return changes
 
-    async def is_rated(self, game_id: str) -> bool:
-        return game_id in self._rated
+    async def is_recorded(self, record_id: str) -> bool:
+        return record_id in self._recorded
+
+    async def games_of(self, account_id: str, limit: int,
+                       before: tuple[float, str] | None) -> list[PlayedGame]:
+        games = sorted(self._history.get(account_id, []),
+                       key=lambda g: (g.finished, g.record_id), reverse=True)
+        return [g for g in games if before is None
+                or (g.finished, g.record_id) < before][:limit]
+
+    async def totals(self, account_id: str) -> tuple[int, int, float]:
+        games = self._history.get(account_id, [])
+        if not games:
+            return 0, 0, 0.0
+        return (len(games), sum(g.place == 1 for g in games),
+                sum(g.place for g in games) / len(games))
 
     def _board(self, players: int) -> list[tuple[str, Rating]]:
         rows = [(a, r[players]) for a, r in self._ratings.items() if players in r

@@ -13,9 +13,11 @@ from typing import Any, TypeVar
 from server.accounts.model import (
     USED_REFRESH_KEPT,
     Account,
+    FinishedGame,
     Identity,
     IdentityTaken,
     Method,
+    PlayedGame,
     Ranked,
     RatingUpdate,
     Session,
@@ -47,8 +49,12 @@ CREATE TABLE IF NOT EXISTS ratings (
     games integer NOT NULL DEFAULT 0, wins integer NOT NULL DEFAULT 0,
     shown integer NOT NULL DEFAULT 0, PRIMARY KEY (account_id, players));
 CREATE INDEX IF NOT EXISTS ratings_board ON ratings (players, shown DESC, games DESC, account_id);
-CREATE TABLE IF NOT EXISTS rated_games (game_id text PRIMARY KEY, rated timestamptz NOT NULL
-    DEFAULT now())
+CREATE TABLE IF NOT EXISTS recorded_games (record_id text PRIMARY KEY);
+CREATE TABLE IF NOT EXISTS history (
+    account_id text NOT NULL, finished double precision NOT NULL, record_id text NOT NULL,
+    table_name text NOT NULL, players integer NOT NULL, place integer NOT NULL,
+    points integer NOT NULL, is_rated boolean NOT NULL, rating_after integer NOT NULL,
+    rating_change integer NOT NULL, PRIMARY KEY (account_id, finished, record_id))
 """
 
 _SESSION = ("family, account_id, access_digest, access_expires, refresh_digest, "
@@ -216,32 +222,68 @@ class PgAccountStore:
                 "AND games > 0", (account_id,))}
         return await self._do(body)
 
-    async def rate_game(self, game_id: str, players: int, places: dict[str, int],
-                        compute: RatingUpdate) -> dict[str, tuple[Rating, Rating]] | None:
+    async def record_game(self, game: FinishedGame, compute: RatingUpdate
+                          ) -> dict[str, tuple[Rating, Rating]] | None:
         def body(db: Any) -> dict[str, tuple[Rating, Rating]] | None:
-            if db.execute("INSERT INTO rated_games (game_id) VALUES (%s) ON CONFLICT DO "
-                          "NOTHING", (game_id,)).rowcount == 0:
+            if db.execute("INSERT INTO recorded_games VALUES (%s) ON CONFLICT DO NOTHING",
+                          (game.record_id,)).rowcount == 0:
                 return None
-            ids = sorted(places)
-            for account_id in ids:  # rows to lock, in one order (no deadlock between games)
-                db.execute("INSERT INTO ratings (account_id, players) VALUES (%s, %s) "
-                           "ON CONFLICT DO NOTHING", (account_id, players))
-            rows = {a: Rating(mu, sigma, games, wins) for a, mu, sigma, games, wins in db.execute(
-                "SELECT account_id, mu, sigma, games, wins FROM ratings WHERE players = %s AND "
-                "account_id = ANY(%s) ORDER BY account_id FOR UPDATE", (players, ids))}
-            before = [rows[a] for a in ids]
-            after = compute(before, [places[a] for a in ids])
-            for account_id, rating in zip(ids, after, strict=True):
-                db.execute("UPDATE ratings SET mu = %s, sigma = %s, games = %s, wins = %s, "
-                           "shown = %s WHERE account_id = %s AND players = %s",
-                           (rating.mu, rating.sigma, rating.games, rating.wins, rating.shown,
-                            account_id, players))
-            return {a: (b, r) for a, b, r in zip(ids, before, after, strict=True)}
+            changes: dict[str, tuple[Rating, Rating]] = {}
+            if game.is_rated:
+                ids = [p.account_id for p in game.places]
+                for account_id in sorted(ids):  # rows to lock, in one order (no deadlock)
+                    db.execute("INSERT INTO ratings (account_id, players) VALUES (%s, %s) "
+                               "ON CONFLICT DO NOTHING", (account_id, game.players))
+                rows = {a: Rating(mu, sigma, games, wins)
+                        for a, mu, sigma, games, wins in db.execute(
+                            "SELECT account_id, mu, sigma, games, wins FROM ratings WHERE "
+                            "players = %s AND account_id = ANY(%s) ORDER BY account_id "
+                            "FOR UPDATE", (game.players, ids))}
+                before = [rows[a] for a in ids]
+                after = compute(before, [p.place for p in game.places])
+                for account_id, rating in zip(ids, after, strict=True):
+                    db.execute("UPDATE ratings SET mu = %s, sigma = %s, games = %s, wins = %s, "
+                               "shown = %s WHERE account_id = %s AND players = %s",
+                               (rating.mu, rating.sigma, rating.games, rating.wins,
+                                rating.shown, account_id, game.players))
+                changes = {a: (b, r) for a, b, r in zip(ids, before, after, strict=True)}
+            for placed in game.places:
+                b, r = changes.get(placed.account_id, (Rating(), Rating()))
+                db.execute("INSERT INTO history VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
+                           "ON CONFLICT DO NOTHING",
+                           (placed.account_id, game.finished, game.record_id, game.table_name,
+                            game.players, placed.place, placed.points, game.is_rated,
+                            r.shown if game.is_rated else 0,
+                            r.shown - b.shown if game.is_rated else 0))
+            return changes
         return await self._do(body)
 
-    async def is_rated(self, game_id: str) -> bool:
+    async def is_recorded(self, record_id: str) -> bool:
         return await self._do(lambda db: db.execute(
-            "SELECT 1 FROM rated_games WHERE game_id = %s", (game_id,)).fetchone() is not None)
+            "SELECT 1 FROM recorded_games WHERE record_id = %s", (record_id,)
+        ).fetchone() is not None)
+
+    async def games_of(self, account_id: str, limit: int,
+                       before: tuple[float, str] | None) -> list[PlayedGame]:
+        def body(db: Any) -> list[PlayedGame]:
+            finished, record = before if before is not None else (float("inf"), "")
+            rows = db.execute(
+                "SELECT record_id, table_name, finished, players, place, points, is_rated, "
+                "rating_after, rating_change FROM history WHERE account_id = %s AND "
+                "(finished, record_id) < (%s, %s) "
+                "ORDER BY finished DESC, record_id DESC LIMIT %s",
+                (account_id, finished, record if before is not None else "\uffff", limit)
+            ).fetchall()
+            return [PlayedGame(*r) for r in rows]
+        return await self._do(body)
+
+    async def totals(self, account_id: str) -> tuple[int, int, float]:
+        def body(db: Any) -> tuple[int, int, float]:
+            games, wins, average = db.execute(
+                "SELECT count(*), count(*) FILTER (WHERE place = 1), coalesce(avg(place), 0) "
+                "FROM history WHERE account_id = %s", (account_id,)).fetchone()
+            return int(games), int(wins), float(average)
+        return await self._do(body)
 
     async def leaderboard(self, players: int, offset: int, limit: int) -> list[Ranked]:
         def body(db: Any) -> list[Ranked]:

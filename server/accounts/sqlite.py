@@ -14,9 +14,11 @@ from typing import Any, TypeVar
 from server.accounts.model import (
     USED_REFRESH_KEPT,
     Account,
+    FinishedGame,
     Identity,
     IdentityTaken,
     Method,
+    PlayedGame,
     Ranked,
     RatingUpdate,
     Session,
@@ -46,7 +48,12 @@ CREATE TABLE IF NOT EXISTS ratings (
     games INTEGER NOT NULL, wins INTEGER NOT NULL, shown INTEGER NOT NULL,
     PRIMARY KEY (account_id, players)) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS ratings_board ON ratings (players, shown DESC, games DESC, account_id);
-CREATE TABLE IF NOT EXISTS rated_games (game_id TEXT PRIMARY KEY, rated REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS recorded_games (record_id TEXT PRIMARY KEY);
+CREATE TABLE IF NOT EXISTS history (
+    account_id TEXT NOT NULL, finished REAL NOT NULL, record_id TEXT NOT NULL,
+    table_name TEXT NOT NULL, players INTEGER NOT NULL, place INTEGER NOT NULL,
+    points INTEGER NOT NULL, is_rated INTEGER NOT NULL, rating_after INTEGER NOT NULL,
+    rating_change INTEGER NOT NULL, PRIMARY KEY (account_id, finished, record_id)) WITHOUT ROWID;
 """
 
 _SESSION = ("family, account_id, access_digest, access_expires, refresh_digest, "
@@ -213,30 +220,63 @@ class SqliteAccountStore:
                 (account_id,))}
         return await self._do(body)
 
-    async def rate_game(self, game_id: str, players: int, places: dict[str, int],
-                        compute: RatingUpdate) -> dict[str, tuple[Rating, Rating]] | None:
+    async def record_game(self, game: FinishedGame, compute: RatingUpdate
+                          ) -> dict[str, tuple[Rating, Rating]] | None:
         def body(db: sqlite3.Connection) -> dict[str, tuple[Rating, Rating]] | None:
-            if db.execute("INSERT OR IGNORE INTO rated_games VALUES (?, julianday('now'))",
-                          (game_id,)).rowcount == 0:
+            if db.execute("INSERT OR IGNORE INTO recorded_games VALUES (?)",
+                          (game.record_id,)).rowcount == 0:
                 return None
-            ids = sorted(places)
-            before = []
-            for account_id in ids:
-                row = db.execute("SELECT mu, sigma, games, wins FROM ratings WHERE "
-                                 "account_id = ? AND players = ?", (account_id, players)
-                                 ).fetchone()
-                before.append(Rating() if row is None else Rating(*row))
-            after = compute(before, [places[a] for a in ids])
-            for account_id, rating in zip(ids, after, strict=True):
-                db.execute("INSERT OR REPLACE INTO ratings VALUES (?, ?, ?, ?, ?, ?, ?)",
-                           (account_id, players, rating.mu, rating.sigma, rating.games,
-                            rating.wins, rating.shown))
-            return {a: (b, r) for a, b, r in zip(ids, before, after, strict=True)}
+            changes: dict[str, tuple[Rating, Rating]] = {}
+            if game.is_rated:
+                ids = [p.account_id for p in game.places]
+                before = []
+                for account_id in ids:
+                    row = db.execute("SELECT mu, sigma, games, wins FROM ratings WHERE "
+                                     "account_id = ? AND players = ?",
+                                     (account_id, game.players)).fetchone()
+                    before.append(Rating() if row is None else Rating(*row))
+                after = compute(before, [p.place for p in game.places])
+                for account_id, rating in zip(ids, after, strict=True):
+                    db.execute("INSERT OR REPLACE INTO ratings VALUES (?, ?, ?, ?, ?, ?, ?)",
+                               (account_id, game.players, rating.mu, rating.sigma,
+                                rating.games, rating.wins, rating.shown))
+                changes = {a: (b, r) for a, b, r in zip(ids, before, after, strict=True)}
+            for placed in game.places:
+                b, r = changes.get(placed.account_id, (Rating(), Rating()))
+                db.execute("INSERT OR IGNORE INTO history VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                           (placed.account_id, game.finished, game.record_id, game.table_name,
+                            game.players, placed.place, placed.points, int(game.is_rated),
+                            r.shown if game.is_rated else 0,
+                            r.shown - b.shown if game.is_rated else 0))
+            return changes
         return await self._do(body)
 
-    async def is_rated(self, game_id: str) -> bool:
+    async def is_recorded(self, record_id: str) -> bool:
         return await self._do(lambda db: db.execute(
-            "SELECT 1 FROM rated_games WHERE game_id = ?", (game_id,)).fetchone() is not None)
+            "SELECT 1 FROM recorded_games WHERE record_id = ?", (record_id,)
+        ).fetchone() is not None)
+
+    async def games_of(self, account_id: str, limit: int,
+                       before: tuple[float, str] | None) -> list[PlayedGame]:
+        def body(db: sqlite3.Connection) -> list[PlayedGame]:
+            finished, record = before if before is not None else (float("inf"), "")
+            rows = db.execute(
+                "SELECT record_id, table_name, finished, players, place, points, is_rated, "
+                "rating_after, rating_change FROM history WHERE account_id = ? AND "
+                "(finished < ? OR (finished = ? AND record_id < ?)) "
+                "ORDER BY finished DESC, record_id DESC LIMIT ?",
+                (account_id, finished, finished, record, limit)).fetchall()
+            return [PlayedGame(r[0], r[1], r[2], r[3], r[4], r[5], bool(r[6]), r[7], r[8])
+                    for r in rows]
+        return await self._do(body)
+
+    async def totals(self, account_id: str) -> tuple[int, int, float]:
+        def body(db: sqlite3.Connection) -> tuple[int, int, float]:
+            games, wins, average = db.execute(
+                "SELECT count(*), coalesce(sum(place = 1), 0), coalesce(avg(place), 0) "
+                "FROM history WHERE account_id = ?", (account_id,)).fetchone()
+            return int(games), int(wins), float(average)
+        return await self._do(body)
 
     async def leaderboard(self, players: int, offset: int, limit: int) -> list[Ranked]:
         def body(db: sqlite3.Connection) -> list[Ranked]:
