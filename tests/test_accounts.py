@@ -20,6 +20,7 @@ from server.accounts.oidc import OidcIssuer, OidcVerifier
 from server.accounts.ratings import Rating, rate
 from server.accounts.service import ACCESS_TTL, Accounts
 from server.errors import ServiceError
+from server.tokens import hash_token
 
 ISSUER = "https://id.example.test"
 AUDIENCE = "copas-web"
@@ -217,7 +218,7 @@ async def test_an_access_token_expires_and_the_refresh_token_renews_it() -> None
 async def test_sign_out_and_revoke_end_access_and_refresh_at_once() -> None:
     accounts, _, _ = make()
     one = await accounts.sign_in_device(DEVICE, "Ana")
-    await accounts.sign_out(one.access_token)
+    await accounts.sign_out(hash_token(one.access_token))
     for call in (accounts.authenticate(one.access_token), accounts.refresh(one.refresh_token)):
         with pytest.raises(ServiceError) as error:
             await call

@@ -26,12 +26,16 @@ from server.accounts.credentials import (
 from server.accounts.model import (
     Account,
     AccountStore,
+    FinishedGame,
     Identity,
     IdentityTaken,
     Method,
+    PlayedGame,
+    Ranked,
     Session,
 )
 from server.accounts.oidc import OidcVerifier
+from server.accounts.ratings import Rating, rate
 from server.errors import ServiceError
 from server.tokens import hash_token
 
@@ -39,6 +43,26 @@ ACCESS_TTL = 15 * 60.0  # seconds an access token works
 REFRESH_TTL = 30 * 86400.0  # seconds a refresh token works (each refresh starts it again)
 HASHES_AT_ONCE = 2  # argon2 hashes computed at once (each on a thread, 64 MiB)
 HASHES_WAITING = 32  # more password sign-ins waiting than this are refused at once
+
+
+@dataclass(frozen=True, slots=True)
+class Profile:
+    """An account with its ways to sign in, ratings and totals."""
+
+    account: Account
+    """The account."""
+    identities: tuple[Identity, ...]
+    """How it signs in (secrets are digests or hashes)."""
+    ratings: dict[int, Rating]
+    """Its rating per player count."""
+    places: dict[int, int]
+    """Its place on each of those leaderboards."""
+    games: int
+    """Games finished."""
+    wins: int
+    """Games finished 1st."""
+    average_place: float
+    """The average place over them (0 without games)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,7 +201,11 @@ class Accounts:
 
         :raises ServiceError: SESSION_EXPIRED (refresh it), SESSION_REVOKED, ACCOUNT_BANNED.
         """
-        session = await self._store.session_by_access(hash_token(access_token))
+        return await self.authenticate_digest(hash_token(access_token))
+
+    async def authenticate_digest(self, digest: str) -> Account:
+        """``authenticate`` for the digest of an access token (the gateway keeps only that)."""
+        session = await self._store.session_by_access(digest)
         if session is None:
             raise _revoked()
         if session.access_expires <= self._clock():
@@ -185,9 +213,9 @@ class Accounts:
                 "this access token expired: refresh it", "SESSION_EXPIRED")
         return await self._usable(session.account_id)
 
-    async def sign_out(self, access_token: str) -> None:
-        """End the session of ``access_token`` (its refresh token too)."""
-        session = await self._store.session_by_access(hash_token(access_token))
+    async def sign_out(self, access_digest: str) -> None:
+        """End the session of the access token of ``access_digest`` (its refresh token too)."""
+        session = await self._store.session_by_access(access_digest)
         if session is not None:
             await self._store.end_family(session.family)
 
@@ -215,6 +243,38 @@ class Accounts:
         except IdentityTaken:
             raise ServiceError.precondition(
                 "this identity already signs in another account", "IDENTITY_TAKEN") from None
+
+    # ------------------------------------------------------------ profiles, boards, history
+
+    async def profile(self, account: Account) -> Profile:
+        """What the account's own page shows."""
+        identities = await self._store.identities(account.id)
+        ratings = await self._store.ratings(account.id)
+        places = {players: await self._store.place_of(account.id, players)
+                  for players in ratings}
+        games, wins, average = await self._store.totals(account.id)
+        return Profile(account, tuple(identities), ratings,
+                       {p: place for p, place in places.items() if place is not None},
+                       games, wins, average)
+
+    async def leaderboard(self, players: int, offset: int, limit: int) -> list[Ranked]:
+        return await self._store.leaderboard(players, offset, limit)
+
+    async def around(self, account: Account, players: int, size: int) -> list[Ranked]:
+        """The page of ``size`` lines with the account in its middle (the top page when it
+        is not rated in this kind of game)."""
+        place = await self._store.place_of(account.id, players)
+        offset = 0 if place is None else max(place - 1 - size // 2, 0)
+        return await self._store.leaderboard(players, offset, size)
+
+    async def games(self, account: Account, limit: int, before: tuple[float, str] | None
+                    ) -> list[PlayedGame]:
+        return await self._store.games_of(account.id, limit, before)
+
+    async def game_finished(self, game: FinishedGame) -> bool:
+        """Take a finished game into its accounts' histories and, if rated, their ratings:
+        exactly once (False: it was taken already, by this node or another)."""
+        return await self._store.record_game(game, rate) is not None
 
     # ------------------------------------------------------------ operators
 
