@@ -15,11 +15,13 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 
 from server.accounts.attempts import AttemptRule, SignInAttempts
 from server.accounts.credentials import PasswordParameters, Passwords
+from server.accounts.finished import finished_game
 from server.accounts.model import MemoryAccountStore
 from server.accounts.oidc import OidcIssuer, OidcVerifier
 from server.accounts.ratings import Rating, rate
 from server.accounts.service import ACCESS_TTL, Accounts
 from server.errors import ServiceError
+from server.store.base import GameResult, RecordSummary, SeatRecord
 from server.tokens import hash_token
 
 ISSUER = "https://id.example.test"
@@ -338,3 +340,44 @@ def test_ratings_follow_places_and_ties_share() -> None:
     assert again[3].mu > after[3].mu and again[0].mu < after[0].mu
     with pytest.raises(ValueError):
         rate([Rating()], [1])
+
+
+def _summary(accounts: list[str], places: list[int], *, end: str = "POINT_LIMIT",
+             bots: int = 0) -> RecordSummary:
+    from engine import GameEndReason, Rules, Standing
+
+    seats = tuple(SeatRecord(n, f"P{n}", n >= len(accounts), a)
+                  for n, a in enumerate(accounts + [""] * bots))
+    standings = tuple(Standing(n, p, 10 * p, False) for n, p in enumerate(places))
+    result = GameResult(True, GameEndReason(end), tuple(10 * p for p in places), (), (),
+                        standings)
+    return RecordSummary("r1", "t1", "Ana's table", "online", 1.0, 2.0, 7,
+                         Rules.preset("online"), seats, result)
+
+
+def test_a_game_of_signed_in_people_is_rated_with_its_places() -> None:
+    game = finished_game(_summary(["a1", "a2", "a3", "a4"], [2, 1, 2, 4]))
+    assert game is not None and game.is_rated and game.players == 4
+    assert [(p.account_id, p.place, p.points) for p in game.places] == [
+        ("a1", 2, 20), ("a2", 1, 10), ("a3", 2, 20), ("a4", 4, 40)]
+
+
+@pytest.mark.parametrize(("accounts", "bots", "end"), [
+    (["a1", "a2", "a3"], 1, "POINT_LIMIT"),  # a bot seat
+    (["a1", "a2", "a3", ""], 0, "POINT_LIMIT"),  # an anonymous person
+    (["a1", "a2", "a3", "a4"], 0, "CLOSED"),  # an operator ended it
+])
+def test_other_games_are_kept_unrated(accounts: list[str], bots: int, end: str) -> None:
+    game = finished_game(_summary(accounts, [1, 2, 3, 4], end=end, bots=bots))
+    assert game is not None and not game.is_rated
+    assert {p.account_id for p in game.places} == {a for a in accounts if a}
+
+
+def test_a_game_without_accounts_is_no_accounts_business() -> None:
+    assert finished_game(_summary(["", "", ""], [1, 2, 3], bots=1)) is None
+
+
+def test_an_abandoned_game_is_rated_with_the_leavers_last() -> None:
+    game = finished_game(_summary(["a1", "a2", "a3", "a4"], [1, 2, 4, 3], end="ABANDONED"))
+    assert game is not None and game.is_rated
+    assert [p.place for p in game.places] == [1, 2, 4, 3]
