@@ -24,10 +24,11 @@ from typing import Any
 
 import structlog
 from copas.admin.v1 import admin_pb2, admin_pb2_grpc
-from copas.v1 import copas_pb2, copas_pb2_grpc
+from copas.v1 import accounts_pb2, accounts_pb2_grpc, copas_pb2, copas_pb2_grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from prometheus_client import start_http_server
 
+from server.accounts.build import build_accounts, open_account_store
 from server.cluster.build import build as build_cluster
 from server.cluster.ownership import Lease
 from server.cluster.queries import PgClusterQueries
@@ -37,6 +38,7 @@ from server.lifecycle import RunningServer, Tasks, close_store
 from server.listen import SetupError, bind, internal_address
 from server.observability import Metrics, configure_logging
 from server.rpc import reflection, web
+from server.rpc.accounts import AccountService
 from server.rpc.admin import AdminService, OneProcess
 from server.rpc.gateway import (
     SERVE_HERE,
@@ -65,6 +67,7 @@ __all__ = ["RunningServer", "SetupError", "internal_address", "main", "serve", "
            "start"]
 log = structlog.get_logger("copas.server")
 SERVICE_NAME = copas_pb2.DESCRIPTOR.services_by_name["CopasService"].full_name
+ACCOUNT_SERVICE_NAME = accounts_pb2.DESCRIPTOR.services_by_name["AccountService"].full_name
 ADMIN_SERVICE_NAME = admin_pb2.DESCRIPTOR.services_by_name["AdminService"].full_name
 EXIT_CANNOT_LISTEN, EXIT_BAD_SETUP, EXIT_STORAGE_FAILED = 1, 2, 3
 FAIL_STOP_GRACE = 2.0  # seconds a failed server gives its calls in flight to be answered
@@ -104,6 +107,12 @@ async def start(config: Config) -> RunningServer:
         except StoreUnusable as exc:
             raise SetupError(str(exc)) from None
         parts.push_async_callback(close_store, store)
+        try:
+            account_store = open_account_store(config)
+            parts.callback(account_store.close)
+            accounts = build_accounts(config, account_store)
+        except (StoreUnusable, ValueError) as exc:
+            raise SetupError(str(exc)) from None
         thinker = Thinker(config.bot_workers, config.bot_think_seconds) \
             if config.bot_workers > 0 else None
         if thinker is not None:  # the bots' worker processes stop with the server
@@ -132,6 +141,7 @@ async def start(config: Config) -> RunningServer:
         forwarding_key = secrets.token_urlsafe(32) if bound.page is not None else None
         health_servicer = health.aio.HealthServicer()
         service = CopasService(registry, lobby, records, quotas)
+        account_service = AccountService(accounts)
         failed = asyncio.Event()
         store_kind = "postgresql" if shared is not None else \
             "memory" if config.data_dir == "memory" else "sqlite"
@@ -146,15 +156,19 @@ async def start(config: Config) -> RunningServer:
             admin_routing = Routing(cluster.admin_router, cluster.admin, check=audit) \
                 if cluster is not None else Routing(check=audit)
             Gateway(metrics, quotas, registry.is_valid_token, trust, router, forwarder,
-                    implied, {ADMIN_SERVICE_NAME: admin_routing}).install(server, {
+                    implied, {ADMIN_SERVICE_NAME: admin_routing,
+                              ACCOUNT_SERVICE_NAME: Routing()}).install(server, {
                         **service_handlers(copas_pb2_grpc.add_CopasServiceServicer_to_server,
                                            service),
                         **service_handlers(admin_pb2_grpc.add_AdminServiceServicer_to_server,
                                            admin),
+                        **service_handlers(
+                            accounts_pb2_grpc.add_AccountServiceServicer_to_server,
+                            account_service),
                         **service_handlers(health_pb2_grpc.add_HealthServicer_to_server,
                                            health_servicer),
-                        **reflection.services((SERVICE_NAME, ADMIN_SERVICE_NAME,
-                                               health.SERVICE_NAME))})
+                        **reflection.services((SERVICE_NAME, ACCOUNT_SERVICE_NAME,
+                                               ADMIN_SERVICE_NAME, health.SERVICE_NAME))})
 
         install(bound.server, PeerTrust(forwarding_key, proxies))
         if bound.internal is not None:  # the same services; the cluster key counts only here

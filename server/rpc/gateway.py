@@ -57,6 +57,8 @@ class Caller:
     who: str = ""  # who a service's own check found calling (``CallCheck``)
 
 
+TABLES_SERVICE = "copas.v1.CopasService"  # routed by the gateway's own router (its tables)
+
 CALLER: contextvars.ContextVar[Caller] = contextvars.ContextVar("copas_caller")
 
 
@@ -203,7 +205,7 @@ class Gateway:
         ``others`` wholly, the standard ones (health, reflection) under the same quotas."""
         for name, handlers in services.items():
             routing = Routing(self.router, self.forwarder, self.implied) \
-                if name.startswith("copas.v1.") else self.others.get(name)
+                if name == TABLES_SERVICE else self.others.get(name)
             wrapped = {method: self._wrap(name, method, handler, routing)
                        if routing is not None else self._wrap_other(handler)
                        for method, handler in handlers.items()}
