@@ -29,6 +29,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from prometheus_client import start_http_server
 
 from server.accounts.build import build_accounts, open_account_store
+from server.accounts.games import GameIntake
 from server.cluster.build import build as build_cluster
 from server.cluster.ownership import Lease
 from server.cluster.queries import PgClusterQueries
@@ -140,8 +141,8 @@ async def start(config: Config) -> RunningServer:
                                                  cluster.match)
         forwarding_key = secrets.token_urlsafe(32) if bound.page is not None else None
         health_servicer = health.aio.HealthServicer()
-        service = CopasService(registry, lobby, records, quotas)
-        account_service = AccountService(accounts)
+        service = CopasService(registry, lobby, records, quotas, accounts)
+        account_service = AccountService(accounts, metrics)
         failed = asyncio.Event()
         store_kind = "postgresql" if shared is not None else \
             "memory" if config.data_dir == "memory" else "sqlite"
@@ -215,6 +216,9 @@ async def start(config: Config) -> RunningServer:
                                 cluster, failed, parts)
         tasks.spawn(records.keep_pruned(config.retention_interval))
         tasks.spawn(running.watch_store())
+        recorded = metrics.account_games
+        tasks.spawn(GameIntake(accounts, store, on_recorded=lambda is_rated: recorded.labels(
+            rated="yes" if is_rated else "no").inc()).run())
         if cluster is not None:
             tasks.spawn(cluster.keys.keep_fresh(cluster.queries))
         parts.push_async_callback(running.stop_serving, bound)  # the first step of a stop

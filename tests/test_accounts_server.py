@@ -4,6 +4,7 @@ secret reaches a log line, and accounts survive a restart."""
 
 from __future__ import annotations
 
+import asyncio
 import secrets
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -12,9 +13,10 @@ from typing import Any
 import grpc
 import pytest
 import structlog
-from copas.v1 import accounts_pb2, accounts_pb2_grpc
+from copas.v1 import accounts_pb2, accounts_pb2_grpc, copas_pb2, copas_pb2_grpc
 
 from clients.common import error_reason
+from server.accounts.ratings import Rating, rate
 from server.main import shutdown, start
 from tests.helpers.calls import auth
 from tests.helpers.servers import config_for_tests
@@ -150,3 +152,98 @@ async def test_accounts_and_sessions_survive_a_restart(tmp_path: Path) -> None:
             assert again.account.account_id == first.account.account_id
     finally:
         await shutdown(running, 0)
+
+
+async def _guest(stub: Any, name: str) -> Any:
+    return (await stub.SignInDevice(accounts_pb2.SignInDeviceRequest(
+        device_secret=secrets.token_urlsafe(24), display_name=name))).session
+
+
+async def _played(game: Any, sessions: list[Any], leave_order: list[int]) -> str:
+    """A table of the sessions' accounts (no bots); the seats in ``leave_order`` leave one
+    by one, so the last one left wins (LAST_PLAYER); returns the table id."""
+    table = (await game.CreateTable(copas_pb2.CreateTableRequest(
+        preset="quick", display_name="rated", rules=copas_pb2.RulesOverrides(
+            players=len(sessions), pass_timeout_seconds=0, play_timeout_seconds=0,
+            moon_timeout_seconds=0, trick_pause_seconds=0, hand_pause_seconds=0)))).table
+    tokens = []
+    for n, session in enumerate(sessions):
+        joined = await game.JoinTable(copas_pb2.JoinTableRequest(table_id=table.table_id),
+                                      metadata=auth(session.access_token))
+        assert joined.seat == n
+        tokens.append(joined.player_token)
+    for seat in leave_order:
+        await game.LeaveTable(copas_pb2.LeaveTableRequest(table_id=table.table_id),
+                              metadata=auth(tokens[seat]))
+    return str(table.table_id)
+
+
+async def _until_recorded(stub: Any, session: Any, games: int) -> Any:
+    """The profile once it counts ``games`` games (the intake takes them within a second)."""
+    for _ in range(200):
+        profile = await stub.GetProfile(accounts_pb2.GetProfileRequest(),
+                                        metadata=auth(session.access_token))
+        if profile.games >= games:
+            return profile
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"the profile never counted {games} games: {profile}")
+
+
+async def test_signed_in_people_play_a_rated_game_and_see_it_everywhere(accounts: Any) -> None:
+    running, stub = accounts
+    async with grpc.aio.insecure_channel(f"127.0.0.1:{running.port}") as channel:
+        game = copas_pb2_grpc.CopasServiceStub(channel)
+        people = [await _guest(stub, name) for name in ("Ana", "Bia", "Cai", "Davi")]
+        table_id = await _played(game, people, [3, 2, 1])
+        summary = (await game.GetTable(copas_pb2.GetTableRequest(table_id=table_id))).table
+        assert [s.display_name for s in summary.seats] == ["Ana", "Bia", "Cai", "Davi"]
+        record = await game.GetGameRecord(copas_pb2.GetGameRecordRequest(record_id=table_id))
+        places = {s.seat: s.place for s in record.record.standings}
+        assert places == {0: 1, 1: 2, 2: 3, 3: 4}
+        with pytest.raises(grpc.aio.AioRpcError) as error:  # one seat per person
+            table = (await game.CreateTable(copas_pb2.CreateTableRequest(preset="quick"))).table
+            for _ in range(2):
+                await game.JoinTable(copas_pb2.JoinTableRequest(table_id=table.table_id),
+                                     metadata=auth(people[0].access_token))
+        assert error_reason(error.value) == "ACCOUNT_ALREADY_SEATED"
+    profiles = [await _until_recorded(stub, person, 1) for person in people]
+    expected = rate([Rating()] * 4, [1, 2, 3, 4])
+    for profile, rating in zip(profiles, expected, strict=True):
+        assert profile.games == 1 and len(profile.ratings) == 1
+        assert profile.ratings[0].players == 4
+        assert profile.ratings[0].mu == pytest.approx(rating.mu)
+        assert profile.ratings[0].rating == rating.shown
+    assert [p.wins for p in profiles] == [1, 0, 0, 0]
+    assert [p.ratings[0].place for p in profiles] == [1, 2, 3, 4]
+    board = await stub.GetLeaderboard(accounts_pb2.GetLeaderboardRequest(players=4),
+                                      metadata=auth(people[2].access_token))
+    assert [(e.place, e.display_name, e.is_you) for e in board.entries] == [
+        (1, "Ana", False), (2, "Bia", False), (3, "Cai", True), (4, "Davi", False)]
+    mine = await stub.ListMyGames(accounts_pb2.ListMyGamesRequest(),
+                                  metadata=auth(people[1].access_token))
+    assert [(g.record_id, g.place, g.is_rated, g.table_name) for g in mine.games] == [
+        (table_id, 2, True, "rated")]
+    assert mine.games[0].rating_change == expected[1].shown
+
+
+async def test_a_game_with_an_anonymous_seat_is_in_the_history_but_not_rated(
+        accounts: Any) -> None:
+    running, stub = accounts
+    async with grpc.aio.insecure_channel(f"127.0.0.1:{running.port}") as channel:
+        game = copas_pb2_grpc.CopasServiceStub(channel)
+        ana, bia = await _guest(stub, "Ana"), await _guest(stub, "Bia")
+        table = (await game.CreateTable(copas_pb2.CreateTableRequest(
+            preset="quick", rules=copas_pb2.RulesOverrides(players=3)))).table
+        tokens = [(await game.JoinTable(copas_pb2.JoinTableRequest(table_id=table.table_id),
+                                        metadata=auth(s.access_token))).player_token
+                  for s in (ana, bia)]
+        anonymous = await game.JoinTable(copas_pb2.JoinTableRequest(
+            table_id=table.table_id, display_name="Guest"))
+        for token in (anonymous.player_token, tokens[1]):
+            await game.LeaveTable(copas_pb2.LeaveTableRequest(table_id=table.table_id),
+                                  metadata=auth(token))
+    profile = await _until_recorded(stub, ana, 1)
+    assert profile.wins == 1 and not profile.ratings
+    mine = await stub.ListMyGames(accounts_pb2.ListMyGamesRequest(),
+                                  metadata=auth(ana.access_token))
+    assert [(g.place, g.is_rated, g.rating_change) for g in mine.games] == [(1, False, 0)]

@@ -4,6 +4,7 @@ request carries is logged or put in an answer other than the caller's own sessio
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from typing import Any
 
 import grpc
@@ -12,6 +13,7 @@ from copas.v1 import accounts_pb2, accounts_pb2_grpc
 from server.accounts.model import Account, Identity, Method, Ranked
 from server.accounts.service import Accounts, SignedIn
 from server.errors import ServiceError
+from server.observability import Metrics
 from server.rpc import inputs
 from server.rpc.gateway import caller
 from server.tables import paging
@@ -71,8 +73,19 @@ def _entry(line: Ranked, you: str) -> accounts_pb2.LeaderboardEntry:
 
 
 class AccountService(accounts_pb2_grpc.AccountServiceServicer):
-    def __init__(self, accounts: Accounts) -> None:
+    def __init__(self, accounts: Accounts, metrics: Metrics) -> None:
         self.accounts = accounts
+        self._sign_ins = metrics.sign_ins
+
+    async def _signed_in(self, method: str, sign_in: Awaitable[SignedIn]) -> accounts_pb2.Session:
+        """A sign-in's session, counted by method and outcome (never with what was sent)."""
+        try:
+            signed = await sign_in
+        except ServiceError as error:
+            self._sign_ins.labels(method, error.reason).inc()
+            raise
+        self._sign_ins.labels(method, "ok").inc()
+        return session_pb(signed)
 
     async def _me(self) -> Account:
         digest = caller().token_hash
@@ -83,34 +96,34 @@ class AccountService(accounts_pb2_grpc.AccountServiceServicer):
 
     async def SignInDevice(self, request: accounts_pb2.SignInDeviceRequest, context: Context
                            ) -> accounts_pb2.SignInDeviceResponse:
-        signed = await self.accounts.sign_in_device(
-            _secret("device_secret", request.device_secret), _name(request.display_name))
-        return accounts_pb2.SignInDeviceResponse(session=session_pb(signed))
+        return accounts_pb2.SignInDeviceResponse(session=await self._signed_in(
+            "device", self.accounts.sign_in_device(
+                _secret("device_secret", request.device_secret), _name(request.display_name))))
 
     async def SignUpPassword(self, request: accounts_pb2.SignUpPasswordRequest,
                              context: Context) -> accounts_pb2.SignUpPasswordResponse:
-        signed = await self.accounts.sign_up_password(
-            inputs.check_length("username", request.username, 64, "INVALID_USERNAME"),
-            _secret("password", request.password), _name(request.display_name))
-        return accounts_pb2.SignUpPasswordResponse(session=session_pb(signed))
+        return accounts_pb2.SignUpPasswordResponse(session=await self._signed_in(
+            "sign_up", self.accounts.sign_up_password(
+                inputs.check_length("username", request.username, 64, "INVALID_USERNAME"),
+                _secret("password", request.password), _name(request.display_name))))
 
     async def SignInPassword(self, request: accounts_pb2.SignInPasswordRequest,
                              context: Context) -> accounts_pb2.SignInPasswordResponse:
-        signed = await self.accounts.sign_in_password(
-            inputs.check_length("username", request.username, 64, "INVALID_USERNAME"),
-            _secret("password", request.password), caller().peer)
-        return accounts_pb2.SignInPasswordResponse(session=session_pb(signed))
+        return accounts_pb2.SignInPasswordResponse(session=await self._signed_in(
+            "password", self.accounts.sign_in_password(
+                inputs.check_length("username", request.username, 64, "INVALID_USERNAME"),
+                _secret("password", request.password), caller().peer)))
 
     async def SignInOidc(self, request: accounts_pb2.SignInOidcRequest, context: Context
                          ) -> accounts_pb2.SignInOidcResponse:
-        signed = await self.accounts.sign_in_oidc(
-            _secret("id_token", request.id_token, ID_TOKEN_MAX), _name(request.display_name))
-        return accounts_pb2.SignInOidcResponse(session=session_pb(signed))
+        return accounts_pb2.SignInOidcResponse(session=await self._signed_in(
+            "oidc", self.accounts.sign_in_oidc(
+                _secret("id_token", request.id_token, ID_TOKEN_MAX), _name(request.display_name))))
 
     async def RefreshSession(self, request: accounts_pb2.RefreshSessionRequest,
                              context: Context) -> accounts_pb2.RefreshSessionResponse:
-        signed = await self.accounts.refresh(_secret("refresh_token", request.refresh_token))
-        return accounts_pb2.RefreshSessionResponse(session=session_pb(signed))
+        return accounts_pb2.RefreshSessionResponse(session=await self._signed_in(
+            "refresh", self.accounts.refresh(_secret("refresh_token", request.refresh_token))))
 
     async def SignOut(self, request: accounts_pb2.SignOutRequest, context: Context
                       ) -> accounts_pb2.SignOutResponse:
