@@ -54,7 +54,6 @@ from server.rpc.operators import AdminAudit, AdminAuth, admin_subjects, read_adm
 from server.rpc.peers import PeerTrust, trusted_networks
 from server.rpc.quotas import Quotas
 from server.rpc.service import CopasService
-from server.rpc.web_connections import ConnectionLimits
 from server.store import Node, PgStore, Storage, StoreUnusable, open_local_store
 from server.tables.bots import Thinker
 from server.tables.clock import LoopScheduler
@@ -197,20 +196,8 @@ async def start(config: Config) -> RunningServer:
         if thinker is not None:
             tasks.spawn(thinker.warm_up())
         await bound.start()
-        if (page := bound.page) is not None and forwarding_key is not None:
-            limits = ConnectionLimits(
-                max_connections=config.web_max_connections,
-                max_per_address=config.web_max_connections_per_address,
-                max_streams_per_address=config.web_max_streams_per_address,
-                header_timeout=config.web_header_timeout, body_timeout=config.web_body_timeout,
-                write_timeout=config.web_write_timeout, exempt=proxies)
-            closed = metrics.web_connections_closed
-            web.start(page, forwarding_key, limits,
-                      lambda reason: closed.labels(reason=reason).inc(),
-                      max_message_bytes=config.max_message_bytes, grace=config.grace,
-                      tls_cert=config.tls_cert, tls_key=config.tls_key,
-                      tls_client_ca=config.tls_client_ca)
-            metrics.add_gauges(page.gauges)
+        if bound.page is not None and forwarding_key is not None:
+            web.start_page(bound.page, forwarding_key, config, proxies, metrics)
         running = RunningServer(bound.port, metrics_port, bound.internal_port, registry, store,
                                 records, quotas, metrics, health_servicer, bound.page,
                                 cluster, failed, parts)
