@@ -158,6 +158,8 @@ class AccountStore(Protocol):
         """:raises IdentityTaken: another account has the identity."""
     async def unlink(self, method: Method, key: str) -> None: ...
     async def save_account(self, account: Account) -> None: ...
+    async def banned_among(self, account_ids: list[str]) -> set[str]:
+        """Those of ``account_ids`` banned (or deleted)."""
     async def start_session(self, session: Session) -> None: ...
     async def session_by_access(self, digest: str) -> Session | None: ...
     async def session_by_refresh(self, digest: str) -> tuple[Session | None, bool]:
@@ -235,6 +237,10 @@ class MemoryAccountStore:
 
     async def unlink(self, method: Method, key: str) -> None:
         self._identities.pop((method, key), None)
+
+    async def banned_among(self, account_ids: list[str]) -> set[str]:
+        return {a for a in account_ids if (found := self._accounts.get(a)) is not None
+                and (found.is_banned or found.is_deleted)}
 
     async def save_account(self, account: Account) -> None:
         self._accounts[account.id] = account

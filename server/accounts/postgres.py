@@ -152,6 +152,11 @@ class PgAccountStore:
         await self._do(lambda db: db.execute(
             "DELETE FROM identities WHERE method = %s AND key = %s", (method.value, key)))
 
+    async def banned_among(self, account_ids: list[str]) -> set[str]:
+        return {a for (a,) in await self._do(lambda db: db.execute(
+            "SELECT account_id FROM accounts WHERE account_id = ANY(%s) AND "
+            "(is_banned OR is_deleted)", (account_ids,)).fetchall())} if account_ids else set()
+
     async def save_account(self, account: Account) -> None:
         await self._do(lambda db: db.execute(
             "UPDATE accounts SET display_name = %s, is_banned = %s, is_deleted = %s "

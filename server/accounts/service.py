@@ -278,6 +278,14 @@ class Accounts:
 
     # ------------------------------------------------------------ operators
 
+    async def find_by(self, query: str) -> Account:
+        """An account by its id, else by its username."""
+        if not query.startswith("a_"):
+            found = await self._store.identity(Method.PASSWORD, query.lower())
+            if found is not None:
+                query = found.account_id
+        return await self.find(query)
+
     async def find(self, account_id: str) -> Account:
         account = await self._store.account(account_id)
         if account is None or account.is_deleted:
@@ -300,6 +308,9 @@ class Accounts:
         if is_banned:
             await self._store.end_sessions(account_id)
         return account
+
+    async def banned_among(self, account_ids: list[str]) -> set[str]:
+        return await self._store.banned_among(account_ids)
 
     async def delete(self, account_id: str) -> None:
         """Forget the person: sessions end, ways to sign in go, the name is gone."""

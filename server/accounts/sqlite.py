@@ -149,6 +149,14 @@ class SqliteAccountStore:
         await self._do(lambda db: db.execute(
             "DELETE FROM identities WHERE method = ? AND key = ?", (method.value, key)))
 
+    async def banned_among(self, account_ids: list[str]) -> set[str]:
+        def body(db: sqlite3.Connection) -> set[str]:
+            marks = ",".join("?" * len(account_ids))
+            return {a for (a,) in db.execute(
+                f"SELECT account_id FROM accounts WHERE account_id IN ({marks}) AND "
+                "(is_banned OR is_deleted)", account_ids)}
+        return await self._do(body) if account_ids else set()
+
     async def save_account(self, account: Account) -> None:
         await self._do(lambda db: db.execute(
             "UPDATE accounts SET display_name = ?, is_banned = ?, is_deleted = ? "
