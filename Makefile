@@ -123,12 +123,14 @@ lint: setup ## ruff, mypy --strict (engine/, ai/, server/, clients/, tools/, gen
 	cd $(PROTO_DIR) && ../$(BIN)/buf lint
 	cd $(PROTO_DIR) && ../$(BIN)/buf breaking --against '../.git#ref=$(CONTRACT_BASE),subdir=protos'
 
-bench: setup ## benchmarks: engine vs OpenSpiel; a move vs gRPC echo; durable vs memory; a flood; CPU per move; the perf tests' figures
+bench: setup ## benchmarks: engine vs OpenSpiel; a move vs gRPC echo; durable vs memory; a flood; CPU per move; accounts; championships; the perf tests' figures
 	$(BIN)/python bench/engine_vs_openspiel.py
 	$(BIN)/python bench/move_cost.py
 	$(BIN)/python bench/durability.py
 	$(BIN)/python bench/flood.py
 	$(BIN)/python bench/cpu_per_move.py
+	$(BIN)/python bench/accounts.py
+	$(BIN)/python bench/championship.py
 	$(STEP) $(PYTEST) -s -m perf  # the figures the tests print (p99 under floods, costs)
 
 bench-bots: setup ## bot strength: mc vs duck, random, greedy on duplicate deals; decision time (minutes)

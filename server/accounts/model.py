@@ -189,6 +189,8 @@ class AccountStore(Protocol):
         """Accounts by shown rating (then games, then id), from place ``offset + 1``."""
     async def place_of(self, account_id: str, players: int) -> int | None:
         """The account's place on the leaderboard of ``players`` (1 = top), if rated."""
+    async def drop_ratings(self, account_id: str) -> None:
+        """The account leaves every leaderboard (it was deleted)."""
 
 
 USED_REFRESH_KEPT = 16  # a family remembers this many of its old refresh tokens (reuse check)
@@ -332,14 +334,16 @@ class MemoryAccountStore:
                 sum(g.place for g in games) / len(games))
 
     def _board(self, players: int) -> list[tuple[str, Rating]]:
-        rows = [(a, r[players]) for a, r in self._ratings.items() if players in r
-                and not self._accounts[a].is_deleted]
+        rows = [(a, r[players]) for a, r in self._ratings.items() if players in r]
         return sorted(rows, key=lambda row: (-row[1].shown, -row[1].games, row[0]))
 
     async def leaderboard(self, players: int, offset: int, limit: int) -> list[Ranked]:
         rows = self._board(players)[offset:offset + limit]
         return [Ranked(offset + n + 1, a, self._accounts[a].display_name, r)
                 for n, (a, r) in enumerate(rows)]
+
+    async def drop_ratings(self, account_id: str) -> None:
+        self._ratings.pop(account_id, None)
 
     async def place_of(self, account_id: str, players: int) -> int | None:
         for n, (a, _) in enumerate(self._board(players)):

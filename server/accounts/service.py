@@ -318,6 +318,7 @@ class Accounts:
         await self._store.end_sessions(account_id)
         for identity in await self._store.identities(account_id):
             await self._store.unlink(identity.method, identity.key)
+        await self._store.drop_ratings(account_id)
         await self._store.save_account(replace(account, display_name="", is_deleted=True))
 
     # ------------------------------------------------------------ helpers
