@@ -343,7 +343,7 @@ def test_ratings_follow_places_and_ties_share() -> None:
 
 
 def _summary(accounts: list[str], places: list[int], *, end: str = "POINT_LIMIT",
-             bots: int = 0) -> RecordSummary:
+             bots: int = 0, rating: str = "people") -> RecordSummary:
     from engine import GameEndReason, Rules, Standing
 
     seats = tuple(SeatRecord(n, f"P{n}", n >= len(accounts), a)
@@ -352,7 +352,7 @@ def _summary(accounts: list[str], places: list[int], *, end: str = "POINT_LIMIT"
     result = GameResult(True, GameEndReason(end), tuple(10 * p for p in places), (), (),
                         standings)
     return RecordSummary("r1", "t1", "Ana's table", "online", 1.0, 2.0, 7,
-                         Rules.preset("online"), seats, result)
+                         Rules.preset("online"), seats, result, rating)
 
 
 def test_a_game_of_signed_in_people_is_rated_with_its_places() -> None:
@@ -381,3 +381,19 @@ def test_an_abandoned_game_is_rated_with_the_leavers_last() -> None:
     game = finished_game(_summary(["a1", "a2", "a3", "a4"], [1, 2, 4, 3], end="ABANDONED"))
     assert game is not None and game.is_rated
     assert [p.place for p in game.places] == [1, 2, 4, 3]
+
+
+def test_a_table_rated_with_bots_rates_its_people_against_fixed_bots() -> None:
+    game = finished_game(_summary(["a1", "a2"], [3, 1, 2, 4], bots=2, rating="with_bots"))
+    assert game is not None and game.is_rated and game.fixed_places == (2, 4)
+    after = rate([Rating(), Rating()], [3, 1], game.fixed_places)
+    assert after[1].mu > Rating().mu > after[0].mu
+    again = rate([Rating(), Rating()], [3, 1], game.fixed_places)
+    assert again == after  # a bot's rating never moves: the same game rates the same
+    assert not finished_game(_summary(["a1", ""], [1, 2, 3, 4], bots=2,
+                                      rating="with_bots")).is_rated  # an anonymous person
+
+
+def test_a_table_rated_off_is_never_rated() -> None:
+    game = finished_game(_summary(["a1", "a2", "a3", "a4"], [1, 2, 3, 4], rating="off"))
+    assert game is not None and not game.is_rated

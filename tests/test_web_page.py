@@ -954,8 +954,9 @@ async def test_a_guest_comes_back_to_its_name_history_and_rating_and_signs_in_el
         account_id = await page.get_attribute("#me", "data-account")
         assert "guest" in (await page.text_content("#me-status") or "")
         for game in range(3):
-            table = await new_table(stub, preset="quick", bots=3, seed=None)
-            await page.goto(f"{url}?join={table.table_id}")  # a table with max_hands 1
+            table = (await stub.CreateTable(copas_pb2.CreateTableRequest(  # one hand, rated
+                preset="quick", bot_seats=3, rating="with_bots"))).table  # as the page's own
+            await page.goto(f"{url}?join={table.table_id}")
             await page.wait_for_selector("#invite-join:not([disabled])")
             if game == 0:
                 await page.fill("#name", "Gus")  # renames the account as it joins
@@ -981,8 +982,8 @@ async def test_a_guest_comes_back_to_its_name_history_and_rating_and_signs_in_el
         assert await again.text_content("#me-title") == "Gus"
         assert await again.input_value("#name") == "Gus"
         assert len(await again.query_selector_all("#my-games li[data-record]")) == 3
-        assert await again.get_attribute("#me-rating", "data-rating") is not None
-        assert "Rating" in (await again.text_content("#me-rating") or "")
+        assert await again.get_attribute("#me-rating", "data-rated-games") == "3"
+        assert "on the leaderboard" in (await again.text_content("#me-rating") or "")
         state = await state_of(again)
         check_storage(state["storage"])
         tokens = json.loads(state["storage"]["local:copas.account"])

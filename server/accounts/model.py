@@ -115,6 +115,8 @@ class FinishedGame:
     """The accounts' results (seats without an account are not listed)."""
     is_rated: bool
     """Whether it moves ratings."""
+    fixed_places: tuple[int, ...] = ()
+    """The places of its bots, rated opponents whose ratings never move (``with_bots``)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -40,12 +40,15 @@ class Rating:
         return round((self.mu - 3 * self.sigma) * 100)
 
 
-def rate(before: list[Rating], places: list[int]) -> list[Rating]:
+def rate(before: list[Rating], places: list[int], fixed_places: tuple[int, ...] = ()
+         ) -> list[Rating]:
     """Ratings after one game: ``before[i]`` of the player who finished ``places[i]`` (1 =
-    first; equal places are a tie). Returns the new ratings in the same order."""
-    if len(before) != len(places) or len(before) < 2:
+    first; equal places are a tie), beside opponents of a new account's rating that never
+    moves (bots) at ``fixed_places``. Returns the players' new ratings in the same order."""
+    if len(before) != len(places) or len(before) + len(fixed_places) < 2:
         raise ValueError("a rated game has two players or more, each with a place")
-    teams = [[MODEL.create_rating([r.mu, r.sigma])] for r in before]
-    after = MODEL.rate(teams, ranks=[float(p) for p in places])
+    teams = [[MODEL.create_rating([r.mu, r.sigma])] for r in before] + \
+        [[MODEL.create_rating([MU, SIGMA])] for _ in fixed_places]
+    after = MODEL.rate(teams, ranks=[float(p) for p in (*places, *fixed_places)])
     return [Rating(team[0].mu, team[0].sigma, r.games + 1, r.wins + (p == 1))
-            for r, team, p in zip(before, after, places, strict=True)]
+            for r, team, p in zip(before, after[:len(before)], places, strict=True)]

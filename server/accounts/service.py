@@ -274,7 +274,8 @@ class Accounts:
     async def game_finished(self, game: FinishedGame) -> bool:
         """Take a finished game into its accounts' histories and, if rated, their ratings:
         exactly once (False: it was taken already, by this node or another)."""
-        return await self._store.record_game(game, rate) is not None
+        return await self._store.record_game(
+            game, lambda before, places: rate(before, places, game.fixed_places)) is not None
 
     # ------------------------------------------------------------ operators
 

@@ -101,6 +101,7 @@ class CopasService(copas_pb2_grpc.CopasServiceServicer):
         inputs.check_length("seed", request.seed, inputs.SEED_MAX)
         inputs.check_length("bot_policy", request.bot_policy, inputs.PRESET_MAX,
                             "INVALID_BOT_POLICY")
+        inputs.check_length("rating", request.rating, inputs.PRESET_MAX, "INVALID_RATING_RULE")
         request_id = _request_id(request)
         name = inputs.display_name(request.display_name, inputs.TABLE_NAME_MAX, required=False)
         overrides = codec.rules_overrides(request.rules)
@@ -108,8 +109,10 @@ class CopasService(copas_pb2_grpc.CopasServiceServicer):
         table = self.registry.create(
             preset=request.preset, overrides=overrides, bot_seats=request.bot_seats, name=name,
             seed=seed, request_id=request_id, bot_policy=request.bot_policy,
+            rating=request.rating,
             fingerprint=fingerprint("CreateTable", request.preset or "online", overrides,
-                                    request.bot_seats, name, seed, request.bot_policy)
+                                    request.bot_seats, name, seed, request.bot_policy,
+                                    *([request.rating] if request.rating else []))
             if request_id else "")
         structlog.contextvars.bind_contextvars(table_id=table.id)
         await self.delivery.committed(table)

@@ -87,12 +87,15 @@ class TableMeta:
     """The digest of that request's content (AIP-155)."""
     bot_policy: str = "auto"
     """How its bot seats play."""
+    rating: str = "people"
+    """Which of its finished games move ratings ("people", "with_bots", "off")."""
 
     def to_json(self) -> str:
         return json.dumps({
             "name": self.name, "preset": self.preset, "rules": self.rules.to_dict(),
             "seed": self.seed, "bots": self.bot_seats, "order": self.order,
-            "rk": self.request_key, "fp": self.fingerprint, "bot_policy": self.bot_policy})
+            "rk": self.request_key, "fp": self.fingerprint, "bot_policy": self.bot_policy,
+            **({"rating": self.rating} if self.rating != "people" else {})})
 
     @classmethod
     def from_json(cls, text: str) -> TableMeta:
@@ -106,7 +109,7 @@ class TableMeta:
                        Rules.from_dict(_object(data["rules"], "rules")), seed,
                        int(data["bots"]), int(data.get("order", 0) or 0),
                        str(data.get("rk", "")), str(data.get("fp", "")),
-                       str(data.get("bot_policy", "auto")))
+                       str(data.get("bot_policy", "auto")), str(data.get("rating", "people")))
         except (KeyError, TypeError, RulesError) as exc:
             raise ValueError(f"unreadable table meta: {exc!r}") from None
 
@@ -191,6 +194,8 @@ class RecordSummary:
     rules: Rules
     seats: tuple[SeatRecord, ...]
     result: GameResult
+    rating: str = "people"
+    """Its table's rating rule."""
 
     def to_dict(self) -> dict[str, Any]:
         return {"record_id": self.record_id, "table_id": self.table_id,
@@ -200,7 +205,8 @@ class RecordSummary:
                 "seats": [{"seat": s.seat, "name": s.name, "is_bot": s.is_bot,
                            **({"account": s.account_id} if s.account_id else {})}
                           for s in self.seats],
-                "result": self.result.to_dict()}
+                "result": self.result.to_dict(),
+                **({"rating": self.rating} if self.rating != "people" else {})}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RecordSummary:
@@ -213,7 +219,8 @@ class RecordSummary:
                        tuple(SeatRecord(int(s["seat"]), str(s["name"]), bool(s["is_bot"]),
                                         str(s.get("account", "")))
                              for s in data["seats"]),
-                       GameResult.from_dict(_object(data["result"], "result")))
+                       GameResult.from_dict(_object(data["result"], "result")),
+                       str(data.get("rating", "people")))
         except (KeyError, TypeError, RulesError) as exc:
             raise ValueError(f"unreadable game record: {exc!r}") from None
 

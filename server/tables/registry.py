@@ -154,7 +154,7 @@ class TableRegistry:
 
     def create(self, *, preset: str, overrides: RuleOverrides, bot_seats: int, name: str,
                seed: str | None, request_id: str = "", fingerprint: str = "",
-               bot_policy: str = "") -> Table:
+               bot_policy: str = "", rating: str = "") -> Table:
         """A new table (or, for a retried request_id, the table it created)."""
         self._ownership.check_serving()  # a node without its lease makes no tables
         key = request_key("create", request_id) if request_id else ""
@@ -170,7 +170,7 @@ class TableRegistry:
                                          "SERVER_FULL")
         new = check_new_table(self.settings, preset=preset, overrides=overrides,
                               bot_seats=bot_seats, bot_policy=bot_policy,
-                              has_seed=seed is not None)
+                              has_seed=seed is not None, rating=rating)
         if new.bot_seats == new.rules.players \
                 and self.bot_tables >= self.settings.max_bot_tables:
             raise ServiceError.exhausted(
@@ -180,7 +180,8 @@ class TableRegistry:
         meta = TableMeta(name=name or table_id, preset=new.preset, rules=new.rules,
                          seed=seed if seed is not None else secrets.randbits(64),
                          bot_seats=new.bot_seats, order=next(self._order), request_key=key,
-                         fingerprint=fingerprint, bot_policy=new.bot_policy)
+                         fingerprint=fingerprint, bot_policy=new.bot_policy,
+                         rating=new.rating)
         created = self.scheduler.now()
         self.store.create_table(table_id, created, meta)  # refused once the store failed
         table = self.new_table(table_id, created, meta)

@@ -103,7 +103,7 @@ class Table:
         self.seed = meta.seed
         self.order = meta.order
         self.bot_seats = meta.bot_seats
-        self.bot_policy = meta.bot_policy
+        self.bot_policy, self.rating = meta.bot_policy, meta.rating
         self.request_key = meta.request_key  # the CreateTable request that made it, if any
         self.fingerprint = meta.fingerprint
         self.rules_pb = codec.rules_to_pb(self.rules)
@@ -664,7 +664,7 @@ class Table:
             record_id=self.id, table_id=self.id, display_name=self.name, preset=self.preset,
             created=self.created, finished=self.finished_at, seed=self.seed, rules=self.rules,
             seats=tuple(SeatRecord(s.number, s.name, s.is_bot, s.account_id) for s in self.seats),
-            result=GameResult.of(game))
+            result=GameResult.of(game), rating=self.rating)
         return GameRecord(summary, tuple(game.actions))
 
     def release(self, error: ServiceError | None = None, *, is_lost: bool = False) -> None:

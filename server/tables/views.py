@@ -45,6 +45,8 @@ class TableFacts(Protocol):
     @property
     def bot_policy(self) -> str: ...
     @property
+    def rating(self) -> str: ...
+    @property
     def rules(self) -> Rules: ...
     @property
     def rules_pb(self) -> copas_pb2.Rules: ...
@@ -84,6 +86,7 @@ def summary(table: TableFacts) -> copas_pb2.TableSummary:
         rules=table.rules_pb, phase=phase_of(table),  # type: ignore[arg-type]
         hand_number=game.hand_number if game else -1,
         create_time=timestamp(table.created), bot_policy=table.bot_policy,
+        rating=table.rating,
         seats=[copas_pb2.SeatSummary(seat=s.number, display_name=s.name, is_taken=s.is_taken,
                                      is_bot=s.is_bot, is_connected=table.is_connected(s.number),
                                      has_left=left[s.number], total=totals[s.number])

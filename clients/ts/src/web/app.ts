@@ -390,6 +390,8 @@ async function openTable(setup: Setup, button?: HTMLButtonElement): Promise<void
     const { table } = await client.createTable({
       preset: setup.preset,
       botSeats: 3 - setup.friends,
+      // Games against the page's bots count too: each bot an opponent of a fixed rating.
+      rating: "with_bots",
       displayName: `${playerName()}'s table`.slice(0, 64),
       requestId: requestId(),
       rules: {
@@ -535,9 +537,10 @@ async function showProfile(): Promise<void> {
   const four = profile.ratings.find((r) => r.players === 4);
   const rating = $("me-rating");
   rating.dataset.rating = String(four?.rating ?? 0);
+  rating.dataset.ratedGames = String(four?.games ?? 0);
   rating.textContent =
     `Rating ${four?.rating ?? 0}` +
-    (four?.games ? `, ${ordinal(four.place)} on the leaderboard` : " (rated games: every seat a signed-in person)") +
+    (four?.games ? `, ${ordinal(four.place)} on the leaderboard` : " (no rated game yet)") +
     ` · ${profile.games} game${profile.games === 1 ? "" : "s"}, ${profile.wins} won`;
   const list = $("my-games");
   list.replaceChildren(...games.games.map(gameLine));
