@@ -42,6 +42,7 @@ from server.rpc.gateway import (
     SERVE_HERE,
     CallForwarder,
     CallRouter,
+    CallsInFlight,
     Gateway,
     ImpliedTables,
     Routing,
@@ -133,6 +134,7 @@ async def start(config: Config) -> RunningServer:
         health_servicer = health.aio.HealthServicer()
         service = CopasService(registry, lobby, records, quotas)
         failed = asyncio.Event()
+        calls = CallsInFlight()  # both ports' calls, answered with a reason at a fail-stop
         store_kind = "postgresql" if shared is not None else \
             "memory" if config.data_dir == "memory" else "sqlite"
 
@@ -146,7 +148,7 @@ async def start(config: Config) -> RunningServer:
             admin_routing = Routing(cluster.admin_router, cluster.admin, check=audit) \
                 if cluster is not None else Routing(check=audit)
             Gateway(metrics, quotas, registry.is_valid_token, trust, router, forwarder,
-                    implied, {ADMIN_SERVICE_NAME: admin_routing}).install(server, {
+                    implied, {ADMIN_SERVICE_NAME: admin_routing}, calls).install(server, {
                         **service_handlers(copas_pb2_grpc.add_CopasServiceServicer_to_server,
                                            service),
                         **service_handlers(admin_pb2_grpc.add_AdminServiceServicer_to_server,
@@ -198,7 +200,7 @@ async def start(config: Config) -> RunningServer:
             metrics.add_gauges(page.gauges)
         running = RunningServer(bound.port, metrics_port, bound.internal_port, registry, store,
                                 records, quotas, metrics, health_servicer, bound.page,
-                                cluster, failed, parts)
+                                cluster, calls, failed, parts)
         tasks.spawn(records.keep_pruned(config.retention_interval))
         tasks.spawn(running.watch_store())
         if cluster is not None:
@@ -252,12 +254,8 @@ async def serve(config: Config) -> int:
     for wait in waits:
         wait.cancel()
     await asyncio.gather(*waits, return_exceptions=True)
-    if running.failure is not None:
-        # Calls in flight end with STORAGE_FAILED (their commits fail at once), relayed ones
-        # with TABLE_MOVED (their relays closed first), not cancelled without a reason.
-        if running.cluster is not None:
-            await running.cluster.relay.close()
-        await running.stop(FAIL_STOP_GRACE)
+    if running.failure is not None:  # every call in flight answered with its reason
+        await running.stop_failed(FAIL_STOP_GRACE)
         log.error("server_stopped_storage_failed", failure=str(running.failure),
                   advice="a restart recovers every table from its log")
         return EXIT_STORAGE_FAILED

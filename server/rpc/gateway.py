@@ -20,6 +20,7 @@ itself (its audit line) instead of the gateway's log line and latency sample.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import inspect
 import logging
@@ -152,6 +153,68 @@ class Routing:
     read: the service has callers of its own); None: the gateway's log line and sample."""
 
 
+class CallsInFlight:
+    """The calls a node's gateways are answering now, each by its task. A node that
+    fail-stops refuses every later call at once (``refuse``) and answers those still running
+    with their reason (``end_all``: STORAGE_FAILED, a relayed call TABLE_MOVED) rather than
+    leave them to grpc, which cancels what still runs at the end of a stop's grace with no
+    reason (UNAVAILABLE "Cancelling all calls"): a call waiting on a database thread holds
+    no answer hostage."""
+
+    def __init__(self) -> None:
+        self._running: set[asyncio.Task[Any]] = set()
+        self._ending: set[asyncio.Task[Any]] = set()  # cancelled by ``end_all``
+        self._idle = asyncio.Event()  # none running (while ``end_all`` waits)
+        self.refusal: ServiceError | None = None  # set: every call is refused so
+
+    def count(self) -> int:
+        return len(self._running)
+
+    def enter(self) -> asyncio.Task[Any]:
+        """The calling task, counted until ``leave``."""
+        task = asyncio.current_task()
+        assert task is not None
+        self._running.add(task)
+        return task
+
+    def leave(self, task: asyncio.Task[Any]) -> None:
+        self._running.discard(task)
+        self._ending.discard(task)
+        if not self._running:
+            self._idle.set()
+
+    def check(self) -> None:
+        """:raises ServiceError: the node is stopping after its store failed (``refuse``)."""
+        if self.refusal is not None:
+            raise self.refusal
+
+    def refuse(self, error: ServiceError) -> None:
+        """Every call from now on is refused with ``error``."""
+        self.refusal = error
+
+    def ended(self, task: asyncio.Task[Any], relaying: bool) -> ServiceError | None:
+        """What a call whose task was cancelled answers: ``end_all``'s reason for it, or
+        None (the client or grpc cancelled it)."""
+        if task not in self._ending or self.refusal is None:
+            return None
+        task.uncancel()
+        return ServiceError.table_moved("this node stopped") if relaying else self.refusal
+
+    async def end_all(self, within: float) -> int:
+        """Give the calls running ``within`` seconds to end by themselves (a commit fails
+        at once, a stream ends with the failure), then end the others (each answers what
+        ``ended`` says); returns how many were ended so."""
+        if self._running and within > 0:
+            self._idle.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._idle.wait(), within)
+        ending = [task for task in self._running if not task.done()]
+        self._ending.update(ending)
+        for task in ending:
+            task.cancel()
+        return len(ending)
+
+
 class _Collector:
     """Stands in for a server while generated code adds a service to it."""
 
@@ -183,9 +246,11 @@ class Gateway:
                  is_valid_token: Callable[[str], bool], trust: PeerTrust,
                  router: CallRouter = SERVE_HERE, forwarder: CallForwarder = SERVE_HERE,
                  implied: ImpliedTables = SERVE_HERE,
-                 others: dict[str, Routing] | None = None) -> None:
+                 others: dict[str, Routing] | None = None,
+                 calls: CallsInFlight | None = None) -> None:
         """``router``, ``forwarder`` and ``implied``: copas.v1's; ``others``: the other
-        services served wholly, by full name (the admin service)."""
+        services served wholly, by full name (the admin service); ``calls``: the node's
+        calls in flight, shared by its gateways."""
         self.metrics = metrics
         self.quotas = quotas
         self.is_valid_token = is_valid_token
@@ -194,6 +259,7 @@ class Gateway:
         self.forwarder = forwarder
         self.implied = implied
         self.others = others or {}
+        self.calls = calls if calls is not None else CallsInFlight()
         self._latency: dict[tuple[str, str], Callable[[float], None]] = {}
         self._refusals: dict[str, Callable[[], None]] = {}
 
@@ -394,7 +460,7 @@ class Gateway:
             return await with_owner(await router.route(method, table_id, found.token_hash, relayed),
                               context), table_id
 
-        quotas, trust = self.quotas, self.trust
+        quotas, trust, calls = self.quotas, self.trust, self.calls
         if handler.unary_unary is not None:
             inner_unary = _async(handler.unary_unary)
 
@@ -407,13 +473,15 @@ class Gateway:
                 except (ServiceError, StorageError) as failure:
                     await self._fail(method, start, failure, context, None)
                     raise  # abort_with_status raises; this is never reached
+                task = calls.enter()
                 try:
-                    return await served(found, raw, context, start)
+                    return await served(found, raw, context, start, task)
                 finally:
+                    calls.leave(task)
                     quotas.end_call(found.peer)
 
-            async def served(found: Caller, raw: bytes, context: Context, start: float
-                             ) -> Any:
+            async def served(found: Caller, raw: bytes, context: Context, start: float,
+                             task: asyncio.Task[Any]) -> Any:
                 request: Any = None
 
                 def record(code: str, error: ServiceError | None) -> None:
@@ -423,6 +491,7 @@ class Gateway:
                         check.ended(method, request, found.who, context, code, error)
 
                 try:
+                    calls.check()
                     request = parse(raw)
                     if check is not None:
                         found.who = check.check(method, context)
@@ -432,6 +501,11 @@ class Gateway:
                 except (ServiceError, StorageError) as failure:
                     await self._fail(method, start, failure, context, None, record)
                     raise  # abort_with_status raises; this is never reached
+                except asyncio.CancelledError:
+                    if (ended := calls.ended(task, False)) is None:
+                        raise
+                    await self._fail(method, start, ended, context, None, record)
+                    raise
                 except Exception:
                     code = _code_name(context, "")
                     if code:  # the call was aborted or cancelled already
@@ -448,6 +522,12 @@ class Gateway:
                             found.peer if check is None else found.who)
                     except ServiceError as error:  # the owner's refusal, as a forwarder read it
                         await self._fail(method, start, error, context, None, record)
+                        raise
+                    except asyncio.CancelledError:
+                        if (ended := calls.ended(task, True)) is None:
+                            record(_code_name(context, "UNAVAILABLE"), None)
+                            raise
+                        await self._fail(method, start, ended, context, None, record)
                         raise
                     except BaseException:  # the owner's refusal, relayed: counted here too
                         record(_code_name(context, "UNAVAILABLE"), None)
@@ -467,9 +547,11 @@ class Gateway:
                 generator stands between it and gRPC."""
                 start = time.perf_counter()
                 found: Caller | None = None
-                opened = ""
+                opened, relaying = "", False
+                task = calls.enter()
                 try:
                     found = enter(method, context)
+                    calls.check()
                     request = parse(raw)
                     quotas.open_stream(found.peer, method)
                     opened = found.peer
@@ -477,17 +559,26 @@ class Gateway:
                     if address is None:
                         await inner_stream(request, context)
                     else:  # another node owns the table: relay it
+                        relaying = True
                         found.sent += await forwarder.stream(
                             address, request.table_id, path, raw, context, found.peer)
                 except (ServiceError, StorageError) as failure:
                     await self._fail(method, start, failure, context,
                                      found.sent if found else 0)
                     raise
+                except asyncio.CancelledError:
+                    if (ended := calls.ended(task, relaying)) is None:
+                        finish(method, start, _code_name(context, "CANCELLED"), None,
+                               found.sent if found else 0)
+                        raise
+                    await self._fail(method, start, ended, context, found.sent if found else 0)
+                    raise
                 except BaseException:
                     finish(method, start, _code_name(context, "CANCELLED"), None,
                            found.sent if found else 0)
                     raise
                 finally:
+                    calls.leave(task)
                     if opened:
                         quotas.close_stream(opened, method)
                 finish(method, start, "OK", None, found.sent)
@@ -503,9 +594,11 @@ class Gateway:
                 names the table); each is decoded here, like a unary request."""
                 start = time.perf_counter()
                 found: Caller | None = None
-                opened = ""
+                opened, relaying = "", False
+                task = calls.enter()
                 try:
                     found = enter(method, context)
+                    calls.check()
                     quotas.open_stream(found.peer, method)
                     opened = found.peer
                     first_raw = await anext(aiter(requests), None)
@@ -519,6 +612,7 @@ class Gateway:
                         await inner_bidi(StreamRequests(first, requests, parse), context)
                     else:  # another node owns the table: relay the whole stream there
                         assert first_raw is not None
+                        relaying = True
                         found.sent += await forwarder.bidi(
                             address, _opened_table(first), path, first_raw, requests,
                             context, found.peer)
@@ -526,11 +620,19 @@ class Gateway:
                     await self._fail(method, start, failure, context,
                                      found.sent if found else 0)
                     raise
+                except asyncio.CancelledError:
+                    if (ended := calls.ended(task, relaying)) is None:
+                        finish(method, start, _code_name(context, "CANCELLED"), None,
+                               found.sent if found else 0)
+                        raise
+                    await self._fail(method, start, ended, context, found.sent if found else 0)
+                    raise
                 except BaseException:
                     finish(method, start, _code_name(context, "CANCELLED"), None,
                            found.sent if found else 0)
                     raise
                 finally:
+                    calls.leave(task)
                     if opened:
                         quotas.close_stream(opened, method)
                 finish(method, start, "OK", None, found.sent)
