@@ -27,6 +27,7 @@ from server.tables.records import Records
 from server.tables.registry import TableRegistry
 
 log = structlog.get_logger("copas.server")
+CALLS_LULL = 0.1  # seconds without a new call before a failed node stops (``end_all``)
 
 
 class Tasks:
@@ -107,13 +108,14 @@ class RunningServer:
     async def stop_failed(self, grace: float) -> None:
         """The stop after a fail-stop, every call answered with its reason within ``grace``:
         the relays closed first (their calls end with TABLE_MOVED), the calls in flight given
-        half of it to end by themselves (commits fail at once, streams end with the failure),
-        the others ended (a call waiting on a database thread: STORAGE_FAILED), then the
-        stop, left no call for grpc to cancel."""
+        half of it to end by themselves (commits fail at once, streams end with the failure)
+        and the clients to send their last call (held: ``CallsInFlight``), the others ended
+        (a call waiting on a database thread: STORAGE_FAILED), then the stop, left no call
+        for grpc to cancel."""
         began = time.monotonic()
         if self.cluster is not None:
             await self.cluster.relay.close()
-        ended = await self.calls.end_all(grace / 2)
+        ended = await self.calls.end_all(grace / 2, CALLS_LULL)
         if ended:
             log.warning("calls_ended_at_fail_stop", count=ended)
         await self.stop(max(0.0, grace - (time.monotonic() - began)))
@@ -123,8 +125,8 @@ class RunningServer:
 
     async def fail_stop(self, failure: StorageFailed) -> None:
         """The store failed: stop believing memory. Health NOT_SERVING, no new work, every
-        stream ends with UNAVAILABLE, every new call is refused so at once; ``serve`` then
-        stops (``stop_failed``) and exits non-zero."""
+        stream ends with UNAVAILABLE, every new call waits to be refused so by the stop;
+        ``serve`` then stops (``stop_failed``) and exits non-zero."""
         if self.failure is not None:
             return
         self.failure = failure

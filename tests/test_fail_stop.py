@@ -2,7 +2,8 @@
 STORAGE_FAILED (a relayed call: TABLE_MOVED), never a bare CANCELLED or grpc's own
 "Cancelling all calls" at the end of the stop's grace. That holds for a call waiting on a
 database read on a thread that does not return, a unary call waiting on its commit, a Play
-stream and a WatchTable stream; a call that comes during the stop is refused at once."""
+stream and a WatchTable stream. A call that comes after the failure is refused at once, and
+one that comes during the stop when the stop has answered the others."""
 
 from __future__ import annotations
 
@@ -89,10 +90,16 @@ async def test_a_fail_stop_answers_every_call_in_flight_with_storage_failed(
             await asyncio.to_thread(committing.wait, 10)
             fail_commit.set()
             await asyncio.wait_for(running.failed.wait(), 10)
-            # During the stop a new call is refused at once, a read like the stalled one too.
+            # After the failure a new call is refused at once, a read like the stalled one too.
             assert said(await answered(stub.ListGameRecords(
                 copas_pb2.ListGameRecordsRequest()))) == ("UNAVAILABLE", "STORAGE_FAILED")
-            await running.stop_failed(FAIL_STOP_GRACE)
+            stopping = asyncio.ensure_future(running.stop_failed(FAIL_STOP_GRACE))
+            while not running.calls.is_holding:  # the stop waits for the stalled read
+                await asyncio.sleep(0.01)
+            during = asyncio.ensure_future(stub.GetView(
+                copas_pb2.GetViewRequest(table_id=table.table_id), metadata=auth(tokens[3])))
+            await asyncio.wait_for(stopping, 30)
+            assert said(await answered(during)) == ("UNAVAILABLE", "STORAGE_FAILED")
             assert said(await answered(passing)) == ("UNAVAILABLE", "STORAGE_FAILED")
             assert said(await answered(listing)) == ("UNAVAILABLE", "STORAGE_FAILED")
             await asyncio.wait_for(asyncio.gather(watch.task, play.task), 10)
@@ -178,7 +185,7 @@ async def test_a_fail_stop_answers_a_stalled_lookup_and_a_relayed_call_with_thei
                                                   forwarder.relaying.wait()), 10)
             assert calls.count() == 3
             calls.refuse(ServiceError.storage_failed())
-            assert await calls.end_all(0.0) == 3
+            assert await calls.end_all(0.0, 0.0) == 3
             assert said(await answered(looking)) == ("UNAVAILABLE", "STORAGE_FAILED")
             assert said(await answered(relayed)) == ("UNAVAILABLE", "TABLE_MOVED")
             assert said(await answered(watching.read())) == ("UNAVAILABLE", "STORAGE_FAILED")

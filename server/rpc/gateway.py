@@ -20,7 +20,6 @@ itself (its audit line) instead of the gateway's log line and latency sample.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import contextvars
 import inspect
 import logging
@@ -155,41 +154,51 @@ class Routing:
 
 class CallsInFlight:
     """The calls a node's gateways are answering now, each by its task. A node that
-    fail-stops refuses every later call at once (``refuse``) and answers those still running
-    with their reason (``end_all``: STORAGE_FAILED, a relayed call TABLE_MOVED) rather than
-    leave them to grpc, which cancels what still runs at the end of a stop's grace with no
-    reason (UNAVAILABLE "Cancelling all calls"): a call waiting on a database thread holds
-    no answer hostage."""
+    fail-stops (``refuse``) answers every call with its reason (``end_all``: STORAGE_FAILED,
+    a relayed call TABLE_MOVED) rather than leave it to grpc, which cancels with no reason
+    what still runs at the end of a stop's grace (UNAVAILABLE "Cancelling all calls"), and
+    what it took but handed to no handler yet when the stop begins (CANCELLED). A call that
+    comes after ``refuse`` is refused at once, but while ``end_all`` runs it waits to be
+    answered with the others, so that a client waiting for its answer sends no new call into
+    grpc's stop. A call waiting on a database thread holds no answer hostage."""
 
     def __init__(self) -> None:
         self._running: set[asyncio.Task[Any]] = set()
+        self._held: set[asyncio.Task[Any]] = set()  # came while ``end_all`` runs: ``hold``
         self._ending: set[asyncio.Task[Any]] = set()  # cancelled by ``end_all``
-        self._idle = asyncio.Event()  # none running (while ``end_all`` waits)
-        self.refusal: ServiceError | None = None  # set: every call is refused so
+        self._arrived = 0.0  # when the last call came (perf_counter)
+        self.is_holding = False  # ``end_all`` runs: a new call waits for its end
+        self.refusal: ServiceError | None = None  # set: every call is answered so
 
     def count(self) -> int:
         return len(self._running)
 
-    def enter(self) -> asyncio.Task[Any]:
-        """The calling task, counted until ``leave``."""
+    def enter(self, start: float) -> asyncio.Task[Any]:
+        """The calling task (the call came at ``start``), counted until ``leave``."""
         task = asyncio.current_task()
         assert task is not None
         self._running.add(task)
+        self._arrived = start
         return task
 
     def leave(self, task: asyncio.Task[Any]) -> None:
         self._running.discard(task)
+        self._held.discard(task)
         self._ending.discard(task)
-        if not self._running:
-            self._idle.set()
 
-    def check(self) -> None:
-        """:raises ServiceError: the node is stopping after its store failed (``refuse``)."""
-        if self.refusal is not None:
+    async def hold(self, task: asyncio.Task[Any]) -> None:
+        """A call after ``refuse``: refused at once, or, while ``end_all`` runs, when it ends.
+
+        :raises ServiceError: the refusal.
+        """
+        assert self.refusal is not None
+        if not self.is_holding:
             raise self.refusal
+        self._held.add(task)
+        await asyncio.get_running_loop().create_future()  # until end_all cancels it
 
     def refuse(self, error: ServiceError) -> None:
-        """Every call from now on is refused with ``error``."""
+        """Every call from now on is answered with ``error`` (by ``end_all``)."""
         self.refusal = error
 
     def ended(self, task: asyncio.Task[Any], relaying: bool) -> ServiceError | None:
@@ -200,14 +209,17 @@ class CallsInFlight:
         task.uncancel()
         return ServiceError.table_moved("this node stopped") if relaying else self.refusal
 
-    async def end_all(self, within: float) -> int:
-        """Give the calls running ``within`` seconds to end by themselves (a commit fails
-        at once, a stream ends with the failure), then end the others (each answers what
-        ``ended`` says); returns how many were ended so."""
-        if self._running and within > 0:
-            self._idle.clear()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._idle.wait(), within)
+    async def end_all(self, within: float, lull: float) -> int:
+        """Give the calls that came before ``refuse`` up to ``within`` seconds to end by
+        themselves (a commit fails at once, a stream ends with the failure), and the clients
+        that long to have sent their last call (none came for ``lull`` seconds); then end
+        every call still running, each answering what ``ended`` says; returns how many."""
+        self.is_holding = True
+        deadline = time.perf_counter() + within
+        while (now := time.perf_counter()) < deadline and (
+                len(self._running) > len(self._held) or now - self._arrived < lull):
+            await asyncio.sleep(min(lull / 2, deadline - now))
+        self.is_holding = False
         ending = [task for task in self._running if not task.done()]
         self._ending.update(ending)
         for task in ending:
@@ -473,7 +485,7 @@ class Gateway:
                 except (ServiceError, StorageError) as failure:
                     await self._fail(method, start, failure, context, None)
                     raise  # abort_with_status raises; this is never reached
-                task = calls.enter()
+                task = calls.enter(start)
                 try:
                     return await served(found, raw, context, start, task)
                 finally:
@@ -491,7 +503,8 @@ class Gateway:
                         check.ended(method, request, found.who, context, code, error)
 
                 try:
-                    calls.check()
+                    if calls.refusal is not None:
+                        await calls.hold(task)
                     request = parse(raw)
                     if check is not None:
                         found.who = check.check(method, context)
@@ -548,10 +561,11 @@ class Gateway:
                 start = time.perf_counter()
                 found: Caller | None = None
                 opened, relaying = "", False
-                task = calls.enter()
+                task = calls.enter(start)
                 try:
                     found = enter(method, context)
-                    calls.check()
+                    if calls.refusal is not None:
+                        await calls.hold(task)
                     request = parse(raw)
                     quotas.open_stream(found.peer, method)
                     opened = found.peer
@@ -595,10 +609,11 @@ class Gateway:
                 start = time.perf_counter()
                 found: Caller | None = None
                 opened, relaying = "", False
-                task = calls.enter()
+                task = calls.enter(start)
                 try:
                     found = enter(method, context)
-                    calls.check()
+                    if calls.refusal is not None:
+                        await calls.hold(task)
                     quotas.open_stream(found.peer, method)
                     opened = found.peer
                     first_raw = await anext(aiter(requests), None)
