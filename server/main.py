@@ -45,6 +45,7 @@ from server.rpc.gateway import (
     SERVE_HERE,
     CallForwarder,
     CallRouter,
+    CallsInFlight,
     Gateway,
     ImpliedTables,
     Routing,
@@ -143,6 +144,7 @@ async def start(config: Config) -> RunningServer:
         service = CopasService(registry, lobby, records, quotas, accounts)
         account_service = AccountService(accounts, metrics)
         failed = asyncio.Event()
+        calls = CallsInFlight()  # both ports' calls, answered with a reason at a fail-stop
         store_kind = "postgresql" if shared is not None else \
             "memory" if config.data_dir == "memory" else "sqlite"
 
@@ -158,7 +160,7 @@ async def start(config: Config) -> RunningServer:
                 if cluster is not None else Routing(check=audit)
             Gateway(metrics, quotas, registry.is_valid_token, trust, router, forwarder,
                     implied, {ADMIN_SERVICE_NAME: admin_routing,
-                              ACCOUNT_SERVICE_NAME: Routing()}).install(server, {
+                              ACCOUNT_SERVICE_NAME: Routing()}, calls).install(server, {
                         **service_handlers(copas_pb2_grpc.add_CopasServiceServicer_to_server,
                                            service),
                         **service_handlers(admin_pb2_grpc.add_AdminServiceServicer_to_server,
@@ -201,7 +203,7 @@ async def start(config: Config) -> RunningServer:
             web.start_page(bound.page, forwarding_key, config, proxies, metrics)
         running = RunningServer(bound.port, metrics_port, bound.internal_port, registry, store,
                                 records, quotas, metrics, health_servicer, bound.page,
-                                cluster, failed, parts)
+                                cluster, calls, failed, parts)
         tasks.spawn(records.keep_pruned(config.retention_interval))
         tasks.spawn(running.watch_store())
         tasks.spawn(sweep_bans(registry, accounts))
@@ -259,12 +261,8 @@ async def serve(config: Config) -> int:
     for wait in waits:
         wait.cancel()
     await asyncio.gather(*waits, return_exceptions=True)
-    if running.failure is not None:
-        # Calls in flight end with STORAGE_FAILED (their commits fail at once), relayed ones
-        # with TABLE_MOVED (their relays closed first), not cancelled without a reason.
-        if running.cluster is not None:
-            await running.cluster.relay.close()
-        await running.stop(FAIL_STOP_GRACE)
+    if running.failure is not None:  # every call in flight answered with its reason
+        await running.stop_failed(FAIL_STOP_GRACE)
         log.error("server_stopped_storage_failed", failure=str(running.failure),
                   advice="a restart recovers every table from its log")
         return EXIT_STORAGE_FAILED
