@@ -352,8 +352,9 @@ async def test_reconnect_storm_after_a_restart(tmp_path: Path) -> None:
             for j in await join_all(stub, table.table_id, 4):
                 tokens.append((table.table_id, j.player_token))
 
-        for _ in range(10):
-            await asyncio.gather(*(one_table() for _ in range(100)))
+        await channel.channel_ready()  # its settings known: no stream sent past their limit
+        for _ in range(20):  # (the setup, half of --max-concurrent-streams at a time)
+            await asyncio.gather(*(one_table() for _ in range(50)))
     port = running.port
     await shutdown(running, 0)
     running = await start(config_for_tests(listen=f"127.0.0.1:{port}",

@@ -20,6 +20,8 @@ from copas.v1 import copas_pb2, copas_pb2_grpc
 
 from clients.common import error_reason
 from engine import Game
+from server.accounts.build import build_accounts
+from server.accounts.model import MemoryAccountStore
 from server.cluster.destination import Destination
 from server.errors import ServiceError
 from server.main import FAIL_STOP_GRACE, start
@@ -162,9 +164,11 @@ async def test_a_fail_stop_answers_a_stalled_lookup_and_a_relayed_call_with_thei
     gets STORAGE_FAILED, a call relayed to an owner that does not answer TABLE_MOVED; the
     stop of the server after them has no call left to cancel."""
     registry: Any = registry_for_tests(ManualScheduler())
-    quotas = Quotas(config_for_tests())
+    config = config_for_tests()
+    quotas = Quotas(config)
     service = CopasService(registry, registry.lobby,
-                           Records(registry.store, registry.scheduler, 0, 0.0), quotas)
+                           Records(registry.store, registry.scheduler, 0, 0.0), quotas,
+                           build_accounts(config, MemoryAccountStore()))
     release = threading.Event()
     router, forwarder, calls = StalledRouter(release, "t-b", 2), StalledForwarder(), CallsInFlight()
     server = grpc.aio.server()
