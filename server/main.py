@@ -177,7 +177,7 @@ async def start(config: Config) -> RunningServer:
         if bound.internal is not None:  # the same services; the cluster key counts only here
             install(bound.internal, PeerTrust(None, proxies,
                                               cluster.keys if cluster is not None else None))
-        for gauges in (registry.gauges, quotas.gauges, service.gauges):
+        for gauges in (registry.gauges, quotas.gauges, service.gauges, account_service.gauges):
             metrics.add_gauges(gauges)
         metrics_port = 0
         if config.metrics_port:

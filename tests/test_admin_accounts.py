@@ -4,6 +4,7 @@ without the operator's token, none answering a secret."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import secrets
 from collections.abc import AsyncIterator
@@ -116,3 +117,40 @@ async def test_account_calls_need_the_operators_token_and_a_known_account(
         assert caught.value.code() == grpc.StatusCode.UNAUTHENTICATED
         assert await reason_of(getattr(admin, method)(request, metadata=OPERATOR)) \
             == "ACCOUNT_NOT_FOUND"
+
+
+async def test_a_deleted_accounts_games_stay_in_the_records_naming_nobody(
+        tmp_path: Path) -> None:
+    async with servers(tmp_path) as (game, accounts, admin):
+        people = [(await accounts.SignInDevice(accounts_pb2.SignInDeviceRequest(
+            device_secret=secrets.token_urlsafe(24), display_name=name))).session
+            for name in ("Ana", "Bia", "Cai")]
+        table = (await game.CreateTable(copas_pb2.CreateTableRequest(
+            preset="quick", rules=copas_pb2.RulesOverrides(players=3)))).table
+        tokens = [(await game.JoinTable(copas_pb2.JoinTableRequest(table_id=table.table_id),
+                                        metadata=auth(p.access_token))).player_token
+                  for p in people]
+        for token in tokens[1:]:
+            await game.LeaveTable(copas_pb2.LeaveTableRequest(table_id=table.table_id),
+                                  metadata=auth(token))
+        ana = people[0].account.account_id
+        for _ in range(200):  # the intake takes the game within about a second
+            listed = await game.ListGameRecords(copas_pb2.ListGameRecordsRequest(
+                account_id=ana))
+            if listed.records:
+                break
+            await asyncio.sleep(0.05)
+        assert [r.record_id for r in listed.records] == [table.table_id]
+        deleted = await admin.DeleteAccount(admin_pb2.DeleteAccountRequest(
+            account_id=ana, reason="asked to be forgotten"), metadata=OPERATOR)
+        assert deleted.records_rewritten == 1
+        record = (await game.GetGameRecord(copas_pb2.GetGameRecordRequest(
+            record_id=table.table_id))).record
+        assert [s.display_name for s in record.seats] == ["(deleted)", "Bia", "Cai"]
+        assert ana not in record.record_json and "Ana" not in record.record_json
+        assert len(record.standings) == 3  # the game itself is kept
+        assert not (await game.ListGameRecords(copas_pb2.ListGameRecordsRequest(
+            account_id=ana))).records
+        bia = await game.ListGameRecords(copas_pb2.ListGameRecordsRequest(
+            account_id=people[1].account.account_id))
+        assert [r.record_id for r in bia.records] == [table.table_id]

@@ -14,13 +14,15 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
+from dataclasses import replace
 
 import structlog
+from copas.v1 import copas_pb2
 
 from server.accounts.finished import finished_game
 from server.accounts.service import Accounts
 from server.bounded import Bounded
-from server.store.base import RecordSummary, Storage
+from server.store.base import GameRecord, RecordSummary, Storage
 
 log = structlog.get_logger("copas.accounts")
 
@@ -82,3 +84,23 @@ class GameIntake:
             except Exception as exc:
                 log.warning("game_intake_failed", error=str(exc)[:200])
             await asyncio.sleep(interval)
+
+
+DELETED_NAME = "(deleted)"  # what a deleted account's seats are called in kept records
+
+
+async def forget_in_records(store: Storage, account_id: str, record_ids: list[str]) -> int:
+    """A deleted account's name and id taken out of its games' records (the games stay);
+    how many records were written again."""
+    rewritten = 0
+    for record_id in record_ids:
+        found = await asyncio.to_thread(store.get_record, record_id)
+        if found is None:
+            continue  # pruned by retention meanwhile
+        record = GameRecord.from_json(copas_pb2.GameRecord.FromString(found).record_json)
+        seats = tuple(replace(s, name=DELETED_NAME, account_id="")
+                      if s.account_id == account_id else s for s in record.summary.seats)
+        store.rewrite_record(replace(record, summary=replace(record.summary, seats=seats)))
+        rewritten += 1
+    await store.sync()
+    return rewritten

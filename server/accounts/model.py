@@ -191,8 +191,9 @@ class AccountStore(Protocol):
         """Accounts by shown rating (then games, then id), from place ``offset + 1``."""
     async def place_of(self, account_id: str, players: int) -> int | None:
         """The account's place on the leaderboard of ``players`` (1 = top), if rated."""
-    async def drop_ratings(self, account_id: str) -> None:
-        """The account leaves every leaderboard (it was deleted)."""
+    async def forget_games(self, account_id: str) -> None:
+        """The account's ratings and history go (it was deleted): it leaves every leaderboard
+        and no listing links it to its games."""
 
 
 USED_REFRESH_KEPT = 16  # a family remembers this many of its old refresh tokens (reuse check)
@@ -344,8 +345,9 @@ class MemoryAccountStore:
         return [Ranked(offset + n + 1, a, self._accounts[a].display_name, r)
                 for n, (a, r) in enumerate(rows)]
 
-    async def drop_ratings(self, account_id: str) -> None:
+    async def forget_games(self, account_id: str) -> None:
         self._ratings.pop(account_id, None)
+        self._history.pop(account_id, None)
 
     async def place_of(self, account_id: str, players: int) -> int | None:
         for n, (a, _) in enumerate(self._board(players)):

@@ -36,6 +36,7 @@ from server.accounts.model import (
 )
 from server.accounts.oidc import OidcVerifier
 from server.accounts.ratings import Rating, rate
+from server.bounded import Bounded
 from server.errors import ServiceError
 from server.tokens import hash_token
 
@@ -43,6 +44,8 @@ ACCESS_TTL = 15 * 60.0  # seconds an access token works
 REFRESH_TTL = 30 * 86400.0  # seconds a refresh token works (each refresh starts it again)
 HASHES_AT_ONCE = 2  # argon2 hashes computed at once (each on a thread, 64 MiB)
 HASHES_WAITING = 32  # more password sign-ins waiting than this are refused at once
+ACTIVE_SECONDS = 900.0  # an account signed in or seen within this is active
+ACTIVE_KEPT = 100_000  # accounts remembered as recently seen (the least recent forgotten)
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,6 +111,7 @@ class Accounts:
         self._attempts = attempts
         self._access_ttl = access_ttl
         self._refresh_ttl = refresh_ttl
+        self._seen: Bounded[str, float] = Bounded(ACTIVE_KEPT, is_lru=True)  # id -> last use
         self._hashing = asyncio.Semaphore(HASHES_AT_ONCE)
         self._hashes_waiting = 0
 
@@ -211,7 +215,9 @@ class Accounts:
         if session.access_expires <= self._clock():
             raise ServiceError.unauthenticated(
                 "this access token expired: refresh it", "SESSION_EXPIRED")
-        return await self._usable(session.account_id)
+        account = await self._usable(session.account_id)
+        self._seen[account.id] = self._clock()
+        return account
 
     async def sign_out(self, access_digest: str) -> None:
         """End the session of the access token of ``access_digest`` (its refresh token too)."""
@@ -271,6 +277,11 @@ class Accounts:
                     ) -> list[PlayedGame]:
         return await self._store.games_of(account.id, limit, before)
 
+    async def games_of_id(self, account_id: str, limit: int,
+                          before: tuple[float, str] | None) -> list[PlayedGame]:
+        """An account's games by its id (a deleted or unknown one: none)."""
+        return await self._store.games_of(account_id, limit, before)
+
     async def game_finished(self, game: FinishedGame) -> bool:
         """Take a finished game into its accounts' histories and, if rated, their ratings:
         exactly once (False: it was taken already, by this node or another)."""
@@ -319,7 +330,7 @@ class Accounts:
         await self._store.end_sessions(account_id)
         for identity in await self._store.identities(account_id):
             await self._store.unlink(identity.method, identity.key)
-        await self._store.drop_ratings(account_id)
+        await self._store.forget_games(account_id)
         await self._store.save_account(replace(account, display_name="", is_deleted=True))
 
     # ------------------------------------------------------------ helpers
@@ -336,8 +347,14 @@ class Accounts:
             raise _banned()
         return account
 
+    def active(self) -> int:
+        """Accounts signed in or seen on this node within ``ACTIVE_SECONDS``."""
+        since = self._clock() - ACTIVE_SECONDS
+        return sum(1 for seen in self._seen.values() if seen >= since)
+
     async def _start(self, account: Account, *, is_new: bool) -> SignedIn:
         now = self._clock()
+        self._seen[account.id] = now
         access, refresh = new_access_token(), new_refresh_token()
         session = Session(secrets.token_urlsafe(16), account.id, hash_token(access),
                           now + self._access_ttl, hash_token(refresh), now + self._refresh_ttl)

@@ -315,6 +315,8 @@ class SqliteAccountStore:
             return int(ahead) + 1
         return await self._do(body)
 
-    async def drop_ratings(self, account_id: str) -> None:
-        await self._do(lambda db: db.execute("DELETE FROM ratings WHERE account_id = ?",
-                                             (account_id,)))
+    async def forget_games(self, account_id: str) -> None:
+        def body(db: sqlite3.Connection) -> None:
+            db.execute("DELETE FROM ratings WHERE account_id = ?", (account_id,))
+            db.execute("DELETE FROM history WHERE account_id = ?", (account_id,))
+        await self._do(body)

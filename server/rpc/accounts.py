@@ -5,17 +5,18 @@ request carries is logged or put in an answer other than the caller's own sessio
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Iterable
 from typing import Any
 
 import grpc
 import structlog
 from copas.v1 import accounts_pb2, accounts_pb2_grpc
+from prometheus_client.core import GaugeMetricFamily
 
 from server.accounts.model import Account, Identity, Method, Ranked
 from server.accounts.service import Accounts, SignedIn
 from server.errors import ServiceError
-from server.observability import Metrics
+from server.observability import Metrics, gauges
 from server.rpc import inputs
 from server.rpc.gateway import caller
 from server.tables import paging
@@ -80,6 +81,10 @@ class AccountService(accounts_pb2_grpc.AccountServiceServicer):
     def __init__(self, accounts: Accounts, metrics: Metrics) -> None:
         self.accounts = accounts
         self._sign_ins = metrics.sign_ins
+
+    def gauges(self) -> Iterable[GaugeMetricFamily]:
+        return gauges(("copas_accounts_active", "Accounts signed in or seen on this node in "
+                       "the last 15 minutes", self.accounts.active()))
 
     async def _signed_in(self, method: str, sign_in: Awaitable[SignedIn]) -> accounts_pb2.Session:
         """A sign-in's session, counted by method and outcome (never with what was sent)."""

@@ -22,6 +22,7 @@ import structlog
 from copas.admin.v1 import admin_pb2, admin_pb2_grpc
 from copas.v1 import accounts_pb2, copas_pb2
 
+from server.accounts.games import forget_in_records
 from server.accounts.model import Account
 from server.accounts.service import Accounts
 from server.config import Config
@@ -344,8 +345,15 @@ class AdminService(admin_pb2_grpc.AdminServiceServicer):
     async def DeleteAccount(self, request: admin_pb2.DeleteAccountRequest, context: Context
                             ) -> admin_pb2.DeleteAccountResponse:
         _reason(request.reason)
-        await self._accounts.delete(_account_id(request.account_id))
-        return admin_pb2.DeleteAccountResponse()
+        account_id = _account_id(request.account_id)
+        await self._accounts.find(account_id)
+        games, before = [], None
+        while page := await self._accounts.games_of_id(account_id, 100, before):
+            games += [g.record_id for g in page]
+            before = (page[-1].finished, page[-1].record_id)
+        await self._accounts.delete(account_id)
+        await forget_in_records(self._registry.store, account_id, games)
+        return admin_pb2.DeleteAccountResponse(records_rewritten=len(games))
 
     # ------------------------------------------------------------ the node
 

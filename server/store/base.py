@@ -320,13 +320,20 @@ class FinishTable:
 
 
 @dataclass(frozen=True, slots=True)
+class RewriteRecord:
+    """A kept record written again (a deleted account's name taken out of it)."""
+
+    record: GameRecord
+
+
+@dataclass(frozen=True, slots=True)
 class ReleaseTable:
     """The table goes: its log and its row (a finished game's record stays)."""
 
     table_id: str
 
 
-Write = CreateTable | Append | DeleteEntry | FinishTable | ReleaseTable
+Write = CreateTable | Append | DeleteEntry | FinishTable | RewriteRecord | ReleaseTable
 W = TypeVar("W")
 
 
@@ -364,6 +371,9 @@ class Storage(Protocol):
     def finish_table(self, table_id: str, record: GameRecord) -> None: ...
 
     def release_table(self, table_id: str) -> None: ...
+
+    def rewrite_record(self, record: GameRecord) -> None:
+        """Write a kept record again, as it is now (its row only; ``sync`` commits it)."""
 
     @property
     def has_pending(self) -> bool:
