@@ -398,10 +398,12 @@ class Gateway:
                 start = time.perf_counter()
                 found: Caller | None = None
                 opened = ""
+                has_token = True
                 try:
                     found = enter(method, context)
                     request = parse(raw)
-                    quotas.open_stream(found.peer, method)
+                    has_token = found.token_hash is not None  # else a spectator's WatchTable
+                    quotas.open_stream(found.peer, method, has_token=has_token)
                     opened = found.peer
                     address, _ = await destination(found, request, context)
                     if address is None:
@@ -419,7 +421,7 @@ class Gateway:
                     raise
                 finally:
                     if opened:
-                        quotas.close_stream(opened, method)
+                        quotas.close_stream(opened, method, has_token=has_token)
                 finish(method, start, "OK", None, found.sent)
 
             return grpc.unary_stream_rpc_method_handler(

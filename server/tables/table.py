@@ -185,7 +185,8 @@ class Table:
         self.game: Game | None = None
         self.sequence = 0
         self.history: deque[copas_pb2.TableEvent] = deque(maxlen=settings.history)
-        self.fanout = Fanout()
+        self.fanout = Fanout(settings.spectator_tick, settings.snapshot_max_events, self.now,
+                             metrics.snapshot_lists.inc)
         self.paused_until: float | None = None
         self.deadline: float | None = None
         self._deadline_key: tuple[Any, ...] | None = None
@@ -244,21 +245,12 @@ class Table:
     def view(self, seat: int | None) -> copas_pb2.TableView:
         return views.for_seat(self, seat)
 
-    def snapshot(self, watcher: Watcher, after_sequence: int) -> copas_pb2.TableEvent:
-        """A snapshot for ``watcher``: the current view plus the events it missed."""
-        watcher.clear()  # the snapshot supersedes anything queued
-        watcher.needs_snapshot = False
-        watcher.seen = self.sequence
-        watcher.shown_step = self.fanout.steps
-        snap = copas_pb2.Snapshot()
-        if after_sequence > 0:  # the history holds consecutive events ending at the latest
-            missed = [e for e in self.history if e.sequence > after_sequence]
-            oldest = self.history[0].sequence if self.history else self.sequence + 1
-            snap.has_gap = after_sequence + 1 < oldest and after_sequence < self.sequence
-            snap.missed_events.extend(missed)
-        return copas_pb2.TableEvent(
-            sequence=self.sequence, time=timestamp(self.now()),
-            snapshot=snap, view=self.view(watcher.seat))
+    def snapshot(self, watcher: Watcher, after_sequence: int) -> bytes:
+        """A snapshot for ``watcher`` (a serialized TableEvent): the current view plus the
+        events it missed (``Fanout.snapshot``)."""
+        return self.fanout.snapshot(watcher, after_sequence, self.history, self.sequence,
+                                    self.now(), views.view_bytes(self, views.public_bytes(self),
+                                                                 watcher.seat))
 
     # ------------------------------------------------------------ steps, log and events
 
@@ -345,7 +337,8 @@ class Table:
         if seats:  # nobody watching: no views to build
             shared = views.public_bytes(self)
             self.fanout.stage([(e.sequence, e.SerializeToString()) for e in events],
-                              {seat: views.view_bytes(self, shared, seat) for seat in seats})
+                              {seat: views.view_bytes(self, shared, seat) for seat in seats},
+                              numbered)
         self._host.table_changed(self)
 
     def _timer_step(self, step: Callable[[], None]) -> Callable[[], None]:
