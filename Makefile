@@ -19,7 +19,7 @@ TS_SOURCES := $(wildcard $(TS_DIR)/src/*.ts $(TS_DIR)/src/web/*.ts $(TS_DIR)/tsc
 CONTRACT_BASE := 6f74c4a95deac2b0d10ce711010413c236c57beb
 
 .DEFAULT_GOAL := help
-.PHONY: help setup proto ts web run cluster monitor play demo test lint bench bench-bots bench-pace bench-load bench-cluster clean
+.PHONY: help setup proto ts web run cluster monitor play demo check test needs lint bench bench-bots bench-pace bench-load bench-cluster clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-11s %s\n", $$1, $$2}'
@@ -82,8 +82,39 @@ play: setup ## play against three bots on the local server (start it first: make
 demo: setup ## a demo game between engine bots in the terminal (no server)
 	$(BIN)/copas-demo
 
-test: setup lint ts ## lint and the whole suite (needs Node.js+npm, chromium, postgresql: see README)
-	$(BIN)/python -m pytest -q
+# The suite's steps. Each runs in a temporary directory of its own and fails if anything it
+# started (a server, a bot worker, a PostgreSQL) is still running after it (tools/testrun.py).
+STEP := $(BIN)/python -m tools.testrun --
+PYTEST := $(BIN)/python -m pytest -q -p no:cacheprovider
+# Tests on two workers (pytest-xdist): every test takes free ports and its own directories.
+WORKERS ?= 2
+# Property tests and the fuzzer run a small budget (tests/helpers/budget.py); CI's `make test`
+# too: the thorough one (HYPOTHESIS_PROFILE=thorough make test, for a change to the engine, the
+# table machine or the request handling) adds about 70 s of CPU, which would take make test
+# past half the time of the suite before it was split into steps.
+# The table-behaviour tests again, every store on a throw-away PostgreSQL (tools/pgrun.py).
+POSTGRESQL_TESTS := tests/test_server_game.py tests/test_server_play.py tests/test_server_api.py \
+	tests/test_views_and_records.py tests/test_server_bots.py tests/test_durability.py \
+	tests/test_hostile_clients_and_faults.py tests/test_play_stream.py \
+	tests/test_round_trip.py tests/test_admin.py
+# The rule tests again on the engine's pure-Python source (COPAS_PURE_ENGINE=1, conftest.py).
+PURE_ENGINE_TESTS := tests/test_cards.py tests/test_deal_and_passing.py tests/test_rules.py \
+	tests/test_scoring.py tests/test_tricks.py tests/test_views_and_records.py tests/test_ai.py \
+	tests/test_pure_engine.py
+
+check: setup lint $(NPM_STAMP) ## lint and the unit tests (no server, no browser, no PostgreSQL): a minute
+	$(PYTEST) -m unit -n $(WORKERS)
+	cd $(TS_DIR) && npm run --silent lint
+
+test: needs setup lint ts ## everything: lint, the whole suite, on PostgreSQL, on the pure engine, TypeScript
+	$(STEP) $(PYTEST) -n $(WORKERS)
+	$(STEP) $(BIN)/python -m tools.pgrun -- $(PYTEST) -n $(WORKERS) -m "not sqlite_only" \
+		$(POSTGRESQL_TESTS)
+	COPAS_PURE_ENGINE=1 $(STEP) $(PYTEST) $(PURE_ENGINE_TESTS)
+	cd $(TS_DIR) && npm run --silent lint && npm run --silent test
+
+needs: ## what the tests need from the system (chromium, postgresql, prometheus, Node.js): installs it as root
+	@tools/needs.sh
 
 lint: setup ## ruff, mypy --strict (engine/, ai/, server/, clients/, tools/, generated code), buf lint and breaking
 	$(BIN)/ruff check .
@@ -91,12 +122,13 @@ lint: setup ## ruff, mypy --strict (engine/, ai/, server/, clients/, tools/, gen
 	cd $(PROTO_DIR) && ../$(BIN)/buf lint
 	cd $(PROTO_DIR) && ../$(BIN)/buf breaking --against '../.git#ref=$(CONTRACT_BASE),subdir=protos'
 
-bench: setup ## benchmarks: engine vs OpenSpiel; a move vs gRPC echo; durable vs memory; a flood; CPU per move
+bench: setup ## benchmarks: engine vs OpenSpiel; a move vs gRPC echo; durable vs memory; a flood; CPU per move; the perf tests' figures
 	$(BIN)/python bench/engine_vs_openspiel.py
 	$(BIN)/python bench/move_cost.py
 	$(BIN)/python bench/durability.py
 	$(BIN)/python bench/flood.py
 	$(BIN)/python bench/cpu_per_move.py
+	$(STEP) $(PYTEST) -s -m perf  # the figures the tests print (p99 under floods, costs)
 
 bench-bots: setup ## bot strength: mc vs duck, random, greedy on duplicate deals; decision time (minutes)
 	$(BIN)/python bench/bots_strength.py

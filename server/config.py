@@ -37,10 +37,18 @@ class Config:
     web_max_connections_per_address: int = flag(64, "web connections one address may hold "
                                                     "(HTTP 503 beyond; trusted proxies are "
                                                     "exempt)", is_quota=True)
-    web_header_timeout: float = flag(10.0, "seconds a web connection has to send a request's "
-                                           "headers (then it is closed)")
+    web_max_streams_per_address: int = flag(16, "web connections of one address answering a "
+                                                "streaming call (WatchTable, WatchLobby; HTTP "
+                                                "503 beyond; trusted proxies are exempt)",
+                                            is_quota=True)
+    web_header_timeout: float = flag(10.0, "seconds a web connection has for its TLS handshake, "
+                                           "and to send a request's headers (then it is "
+                                           "closed)")
     web_body_timeout: float = flag(30.0, "seconds a web request has to send its body once its "
                                          "headers are in (then it is closed)")
+    web_write_timeout: float = flag(30.0, "seconds a web connection's answer may go unread "
+                                          "(its output not draining) before the connection is "
+                                          "closed (0: never)")
     # What clients can make the server hold.
     max_tables: int = flag(10_000, "tables not yet finished (RESOURCE_EXHAUSTED SERVER_FULL "
                                    "beyond)")

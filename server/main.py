@@ -37,15 +37,17 @@ from server.lifecycle import RunningServer, Tasks, close_store
 from server.listen import SetupError, bind, internal_address
 from server.observability import Metrics, configure_logging
 from server.rpc import reflection, web
-from server.rpc.admin import AdminAuth, AdminService, admin_subjects, read_admin_token
+from server.rpc.admin import AdminService, OneProcess
 from server.rpc.gateway import (
     SERVE_HERE,
     CallForwarder,
     CallRouter,
     Gateway,
     ImpliedTables,
+    Routing,
     service_handlers,
 )
+from server.rpc.operators import AdminAudit, AdminAuth, admin_subjects, read_admin_token
 from server.rpc.peers import PeerTrust, trusted_networks
 from server.rpc.quotas import Quotas
 from server.rpc.service import CopasService
@@ -137,12 +139,14 @@ async def start(config: Config) -> RunningServer:
         def install(server: Any, trust: PeerTrust) -> None:
             """Every service behind a gateway, the admin service trusting what ``trust``
             trusts."""
-            admin = AdminService(AdminAuth(admin_token, subjects, trust), trust, registry,
-                                 metrics, quotas, config, store_kind,
+            admin = AdminService(trust, registry, quotas, config, store_kind,
                                  lambda: not failed.is_set(),
-                                 cluster.admin if cluster is not None else None)
+                                 cluster.admin if cluster is not None else OneProcess())
+            audit = AdminAudit(AdminAuth(admin_token, subjects, trust), trust, metrics)
+            admin_routing = Routing(cluster.admin_router, cluster.admin, check=audit) \
+                if cluster is not None else Routing(check=audit)
             Gateway(metrics, quotas, registry.is_valid_token, trust, router, forwarder,
-                    implied).install(server, {
+                    implied, {ADMIN_SERVICE_NAME: admin_routing}).install(server, {
                         **service_handlers(copas_pb2_grpc.add_CopasServiceServicer_to_server,
                                            service),
                         **service_handlers(admin_pb2_grpc.add_AdminServiceServicer_to_server,
@@ -182,8 +186,9 @@ async def start(config: Config) -> RunningServer:
             limits = ConnectionLimits(
                 max_connections=config.web_max_connections,
                 max_per_address=config.web_max_connections_per_address,
+                max_streams_per_address=config.web_max_streams_per_address,
                 header_timeout=config.web_header_timeout, body_timeout=config.web_body_timeout,
-                exempt=proxies)
+                write_timeout=config.web_write_timeout, exempt=proxies)
             closed = metrics.web_connections_closed
             web.start(page, forwarding_key, limits,
                       lambda reason: closed.labels(reason=reason).inc(),

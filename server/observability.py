@@ -100,7 +100,9 @@ class Metrics:
         self.web_connections_closed = Counter(
             "copas_web_connections_closed",
             "Web port connections closed or refused for a limit, by reason: header_timeout, "
-            "body_timeout, per_address (refused), evicted (made room for a new one), full "
+            "body_timeout, handshake_timeout (TLS), write_timeout (its answers unread), "
+            "per_address (refused), streams_per_address (a stream refused), evicted (made room "
+            "for a new one), stream_evicted (the heaviest address's stream made room), full "
             "(refused: every connection busy)", ["reason"], registry=r)
         r.register(_DroppedLines())
 

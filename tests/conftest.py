@@ -1,9 +1,13 @@
 """The tests' fixtures: a throw-away PostgreSQL, a server on loopback and a stub for it;
 and, with ``COPAS_PURE_ENGINE=1``, the engine's pure-Python source instead of its compiled
-modules. What tests share besides fixtures is in ``tests.helpers``."""
+modules. Every test file has a tier (``TIERS``, applied as a marker: ``pytest -m unit`` is
+`make check`'s); a file without one fails the collection. Hypothesis and the suite's own
+random loops run a small budget unless ``HYPOTHESIS_PROFILE=thorough`` (see ``budget``).
+What tests share besides fixtures is in ``tests.helpers``."""
 
 from __future__ import annotations
 
+import contextlib
 import importlib.abc
 import importlib.machinery
 import importlib.util
@@ -40,11 +44,113 @@ if os.environ.get("COPAS_PURE_ENGINE") == "1":  # run the tests on the pure-Pyth
 
 from engine import Rules  # noqa: E402
 
+# ---------------------------------------------------------------- tiers
+
+# unit: no server, no process, no network, no browser, no PostgreSQL; seconds in all.
+# integration: servers in the test's own event loop (loopback gRPC, the web port).
+# process: servers, bots or tools started as processes of their own (a terminal, Node, Prometheus).
+# cluster: nodes or stores on a real PostgreSQL.  browser: a real Chromium.
+# perf: a test (marked one by one) whose subject is a cost; its figures are printed.
+UNIT, INTEGRATION, PROCESS = "unit", "integration", "process"
+CLUSTER, BROWSER = "cluster", "browser"
+TIERS = {
+    "test_ai.py": UNIT, "test_cards.py": UNIT, "test_clients_offline.py": UNIT,
+    "test_deal_and_passing.py": UNIT, "test_forwarded_peer.py": UNIT, "test_imports.py": UNIT,
+    "test_no_import_cycles.py": UNIT, "test_openspiel_differential.py": UNIT,
+    "test_properties.py": UNIT, "test_pure_engine.py": UNIT, "test_rules.py": UNIT,
+    "test_scoring.py": UNIT, "test_table_machine.py": UNIT, "test_tiers.py": UNIT,
+    "test_tricks.py": UNIT, "test_bounded.py": UNIT,
+    "test_championship.py": UNIT, "test_delivery.py": UNIT, "test_seats.py": UNIT,
+    "test_timers.py": UNIT, "test_cluster_units.py": INTEGRATION,
+    "test_lifecycle.py": PROCESS, "test_web_hostile.py": PROCESS,
+    "test_view_bytes.py": UNIT, "test_views_and_records.py": UNIT,
+    "test_admin.py": INTEGRATION, "test_contract.py": INTEGRATION,
+    "test_fuzz_requests.py": INTEGRATION, "test_play_stream.py": INTEGRATION,
+    "test_readme.py": INTEGRATION, "test_round_trip.py": INTEGRATION,
+    "test_server_api.py": INTEGRATION, "test_server_game.py": INTEGRATION,
+    "test_server_play.py": INTEGRATION, "test_spectators.py": INTEGRATION,
+    "test_address_limits_and_floods.py": PROCESS, "test_bot_clients.py": PROCESS,
+    "test_clients.py": PROCESS, "test_durability.py": PROCESS,
+    "test_hostile_clients_and_faults.py": PROCESS, "test_ops.py": PROCESS,
+    "test_server_bots.py": PROCESS, "test_server_process.py": PROCESS,
+    "test_ts_client.py": PROCESS, "test_web_bridge.py": PROCESS,
+    "test_web_connections.py": PROCESS,
+    "test_cluster.py": CLUSTER, "test_cluster_admin.py": CLUSTER,
+    "test_cluster_as_one_server.py": CLUSTER, "test_cluster_owner.py": CLUSTER,
+    "test_store_contract.py": CLUSTER,
+    "test_web_page.py": BROWSER,
+}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    untiered = sorted({item.path.name for item in items if item.path.name not in TIERS})
+    if untiered:
+        raise pytest.UsageError(f"no tier for {', '.join(untiered)}: add it to TIERS in "
+                                "tests/conftest.py")
+    for item in items:
+        item.add_marker(TIERS[item.path.name])
+
+
+# ---------------------------------------------------------------- budgets
+
+from tests.helpers.budget import load_hypothesis_profile  # noqa: E402
+
+load_hypothesis_profile()
+
+
+# ---------------------------------------------------------------- nothing left running
+
+def pytest_configure(config: pytest.Config) -> None:
+    # A SIGTERM of pytest ends it as Ctrl-C does: the fixtures' teardowns run (the throw-away
+    # PostgreSQL is stopped) and pytest_unconfigure below ends what is left.
+    import signal
+
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
+
+
+def _descendants(root: int) -> list[int]:
+    """This process's children, their children and so on (from /proc)."""
+    parents: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        parents.setdefault(ppid, []).append(int(entry.name))
+    found, todo = [], [root]
+    while todo:
+        for child in parents.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+# Every process this one starts inherits this mark (a process of its own, and its children,
+# also after its parent died and it went to init); each xdist worker has its own.
+SESSION_MARK = "COPAS_TEST_SESSION"
+os.environ[SESSION_MARK] = f"{os.getpid()}-{os.urandom(6).hex()}"
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """A server, bot worker, PostgreSQL or tool a test started and did not stop (a test that
+    failed half-way, an interrupted run) is killed at the end of the session: this process's
+    descendants and every process that carries its mark."""
+    import signal
+
+    from tools.testrun import holders
+
+    mark = f"{SESSION_MARK}={os.environ[SESSION_MARK]}"
+    for pid in {*_descendants(os.getpid()), *holders(mark)}:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+
 
 @pytest.fixture(scope="session")
 def postgres() -> Any:
     """A throw-away PostgreSQL server (Debian's initdb/pg_ctl) for the session's tests; a
-    test that needs one fails when the postgresql package is missing (.ci/run installs it)."""
+    test that needs one fails when the postgresql package is missing (make test installs it)."""
     import shutil
     import tempfile
 

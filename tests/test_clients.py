@@ -125,15 +125,17 @@ async def test_copas_bot_closes_every_channel_it_opens(server_address: str,
 @pytest.mark.parametrize("transport", ["play", "unary"])
 def test_a_load_test_accounts_for_every_game(served: ServerProcess, transport: str) -> None:
     plays = metric(served, "copas_stream_duration_seconds_count", method="Play")
-    done = copas("loadtest", "--server", served.address, "--tables", "6", "--duration", "6",
-                 "--processes", "2", "--json", "--transport", transport, timeout=120)
+    # A count of games, not a duration: on a loaded machine a game may take longer than any
+    # fixed test length, and the test is about the report, not the machine's speed.
+    done = copas("loadtest", "--server", served.address, "--tables", "6", "--games", "6",
+                 "--processes", "2", "--json", "--transport", transport, timeout=240)
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
     assert report["transport"] == transport
     streams = metric(served, "copas_stream_duration_seconds_count", method="Play") - plays
     assert (streams > 0) == (transport == "play")
     assert report["errors"] == {}
-    assert report["games_finished"] > 0 and report["moves"] > 0
+    assert report["games_finished"] >= 6 and report["moves"] > 0
     assert report["games_started"] == report["games_finished"] + report["games_unfinished"]
     assert report["moves_per_s"] > 0
     for key in ("play_card_latency_ms", "move_to_view_latency_ms"):

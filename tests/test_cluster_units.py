@@ -14,10 +14,10 @@ from copas.v1 import copas_pb2, copas_pb2_grpc
 from clients.common import error_reason
 from engine import Rules
 from server.cluster.admin import ClusterAdmin
-from server.cluster.destination import Destination
+from server.cluster.destination import HERE, Destination
 from server.cluster.keys import ClusterKeys
 from server.cluster.ownership import Lease, Takeovers
-from server.cluster.routing import Router
+from server.cluster.routing import AdminRouter, Router
 from server.observability import Metrics
 from server.rpc.gateway import Gateway, service_handlers
 from server.rpc.peers import PeerTrust
@@ -60,6 +60,20 @@ async def test_a_call_for_another_live_nodes_table_is_relayed_to_its_owner() -> 
         await a.router.route("GetTable", "t1", None, True)
     assert getattr(refused.value, "reason", "") == "TABLE_MOVED"
     assert not b.registry.holds("t1")  # b was only named: nothing claimed
+
+
+async def test_an_operators_call_about_a_table_goes_to_its_owner_and_no_other_is_relayed(
+        ) -> None:
+    db = FakeDatabase()
+    a, _ = Node_(db, "a"), Node_(db, "b")
+    db.add_table("t1", "b", META)
+    admin = AdminRouter(a.router)
+    for method in ("GetTable", "CloseTable", "RemovePlayer"):  # the owner is not told
+        assert await admin.route(method, "t1", None, False) == Destination("b:1"), method
+    for method in ("ListTables", "Drain", "Undrain", "ServerStatus"):
+        assert await admin.route(method, "t1", None, False) == HERE, method
+    with pytest.raises(Exception, match="moving"):  # relayed once already: never again
+        await admin.route("CloseTable", "t1", None, True)
 
 
 async def test_a_table_whose_owners_lease_lapsed_is_claimed_and_served_here() -> None:

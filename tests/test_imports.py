@@ -145,6 +145,16 @@ def test_every_method_of_the_service_has_a_route() -> None:
                            .services_by_name["CopasService"].methods}
 
 
+def test_every_method_of_the_admin_service_has_a_route() -> None:
+    """The admin service's calls are routed by the same gateway, from a table of its own."""
+    from server.cluster.routing import ADMIN_ROUTES, ADMIN_SERVICE, missing_routes
+
+    assert missing_routes(ADMIN_SERVICE, ADMIN_ROUTES) == []
+    assert set(ADMIN_ROUTES) == {m.name for m in
+                                 __import__("copas.admin.v1.admin_pb2", fromlist=["x"])
+                                 .DESCRIPTOR.services_by_name["AdminService"].methods}
+
+
 def test_the_clusters_queries_read_the_store_and_nothing_above_it() -> None:
     """server/cluster/queries.py (the cluster's SQL, its protocol) may use the store's
     connections, never the tables, the edge or main: every cluster class depends on it, so

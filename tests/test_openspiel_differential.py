@@ -1,4 +1,5 @@
-"""Differential test: the engine and OpenSpiel's ``hearts`` in lock-step on 1,000+ hands.
+"""Differential test: the engine and OpenSpiel's ``hearts`` in lock-step on 200 hands (1,200 in
+the thorough profile, tests/helpers/budget.py).
 
 Same deal (fed through OpenSpiel's chance actions), same pass direction, same random
 passes and plays; at every decision both must offer the same legal cards, and each hand
@@ -14,8 +15,9 @@ import pyspiel  # type: ignore[import-not-found]
 
 from engine import Game, HandScored, MoonRule, PassCards, PassDirection, Phase, PlayCard, Rules
 from engine.cards import CARDS, Card
+from tests.helpers.budget import budget
 
-HANDS = 1200
+HANDS = budget(200, 1200)  # hands compared; 1,200 in the thorough profile
 # OpenSpiel cards are rank * 4 + suit with suits C, D, H, S; ours are suit * 13 + rank with
 # suits C, D, S, H.
 _OS_SUIT = {0: 0, 1: 1, 2: 3, 3: 2}

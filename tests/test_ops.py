@@ -2,7 +2,7 @@
 tests, every PromQL expression of the rules and the Grafana dashboard names a metric the
 server exports, and a real Prometheus scraping a running server sees its tables.
 
-Needs Debian's ``prometheus`` package (``promtool`` and ``prometheus``): .ci/run installs it,
+Needs Debian's ``prometheus`` package (``promtool`` and ``prometheus``): make test installs it,
 as the README's set-up line does."""
 
 from __future__ import annotations

@@ -26,9 +26,10 @@ from engine import (
 )
 from engine.cards import CARDS, mask_of
 from engine.game import DECKS
+from tests.helpers.budget import budget
 from tests.helpers.games import fingerprint, random_action
 
-GAMES_PER_PLAYER_COUNT = 700
+GAMES_PER_PLAYER_COUNT = budget(100, 700)  # 700 in the thorough profile
 PROPERTY_SETTINGS = settings(max_examples=GAMES_PER_PLAYER_COUNT, deadline=None, database=None,
                              derandomize=True, suppress_health_check=list(HealthCheck))
 

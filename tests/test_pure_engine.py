@@ -1,14 +1,13 @@
 """The engine is compiled with mypyc at install (setup.py); its pure-Python source stays the
-reference. Here: the compiled module is the one imported, the two agree move for move, and
-the rule tests pass on the pure modules too (``COPAS_PURE_ENGINE=1``, see conftest.py)."""
+reference. Here: the compiled module is the one imported and the two agree move for move.
+`make test` also runs the rule tests (``PURE_ENGINE_TESTS`` in the Makefile) and this file on
+the pure modules (``COPAS_PURE_ENGINE=1``, see conftest.py)."""
 
 from __future__ import annotations
 
 import importlib.util
 import os
 import random
-import subprocess
-import sys
 from types import ModuleType
 
 import pytest
@@ -55,19 +54,6 @@ def test_pure_and_compiled_games_agree_move_for_move(players: int) -> None:
             assert compiled_game.apply(action) == pure_game.apply(action)
             assert compiled_game.tricks == pure_game.tricks
         assert dumps(compiled_game) == dumps(pure_game)
-
-
-@pytest.mark.skipif(IS_PURE_RUN, reason="already the pure run")
-def test_the_rule_tests_pass_on_the_pure_engine() -> None:
-    files = ["test_cards.py", "test_deal_and_passing.py", "test_rules.py", "test_scoring.py",
-             "test_tricks.py", "test_views_and_records.py", "test_ai.py"]
-    done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-         *(f"tests/{f}" for f in files), "tests/test_pure_engine.py"],
-        cwd=ROOT, env={**os.environ, "COPAS_PURE_ENGINE": "1"}, capture_output=True, text=True,
-        timeout=300)
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
-    assert " passed" in done.stdout
 
 
 def test_the_deal_is_the_standard_librarys_shuffle() -> None:

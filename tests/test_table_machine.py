@@ -15,6 +15,7 @@ from server import tokens
 from server.errors import ServiceError
 from server.tables.clock import ManualScheduler
 from server.tables.registry import TableRegistry
+from tests.helpers.budget import budget
 from tests.helpers.servers import registry_for_tests
 
 
@@ -71,7 +72,7 @@ def random_person_action(table: Any, rng: random.Random) -> tuple[int, Any] | No
     return seat, game.auto_action(seat)
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=budget(30, 150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 10**6), people=st.integers(1, 4), players=st.sampled_from([3, 4, 5]),
        timeouts=st.sampled_from([0.0, 5.0]), pauses=st.sampled_from([(0.0, 0.0), (2.0, 5.0)]),
        preset=st.sampled_from(["quick", "online", "20"]))

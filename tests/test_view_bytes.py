@@ -15,6 +15,7 @@ from server import codec, tokens
 from server.tables import views
 from server.tables.clock import ManualScheduler
 from server.tables.fanout import response
+from tests.helpers.budget import budget
 from tests.helpers.servers import registry_for_tests
 
 
@@ -44,7 +45,7 @@ def check(table: object) -> None:
         assert fast == reference_view(table, seat), f"seat {seat}"
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=budget(10, 40), deadline=None)
 @given(seed=st.integers(0, 10**6), players=st.sampled_from([3, 4, 5]),
        pauses=st.booleans(), moon=st.sampled_from(["OTHERS_PLUS_26", "SHOOTER_CHOICE"]))
 def test_pre_serialized_views_equal_the_plain_ones(seed: int, players: int, pauses: bool,

@@ -185,7 +185,7 @@ CODE_WORDS = re.compile(r"\b[A-Z]{2,}_[A-Z_]+\b")  # MUST_FOLLOW_SUIT, FAILED_PR
 def chromium() -> str:
     found = shutil.which("chromium") or shutil.which("chromium-browser")
     assert found, ("chromium is needed for the web page tests: apt-get install -y chromium "
-                   "(.ci/run installs it)")
+                   "(make test installs it)")
     return found
 
 

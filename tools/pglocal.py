@@ -8,8 +8,10 @@ system user and its commands run through `runuser`.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import time
@@ -102,5 +104,15 @@ class LocalPostgres:
                          check=False).returncode == 0
 
     def stop(self) -> None:
-        self._run(_tool("pg_ctl"), "-D", str(self.directory), "-m", "fast", "-w", "stop",
-                  check=False)
+        """Stop the server, whatever it is doing: a fast shutdown (clients disconnected), and
+        if that did not end it in time, an immediate one, and then SIGKILL of its postmaster
+        (the server of a test that failed must not outlive the test run)."""
+        for mode in ("fast", "immediate"):
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self._run(_tool("pg_ctl"), "-D", str(self.directory), "-m", mode, "-w",
+                          "-t", "30", "stop", check=False)
+            if not self.is_running():
+                return
+        pid_file = self.directory / "postmaster.pid"
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            os.kill(int(pid_file.read_text().split()[0]), signal.SIGKILL)

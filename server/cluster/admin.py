@@ -1,28 +1,33 @@
 """What the admin service asks of a cluster: the other live nodes (from the database), the
-tables nobody holds, where one table is, relaying an operator's call there, and a drain that
-hands this node's tables to the others at once.
+tables nobody holds, relaying an operator's call to another node, and a drain that hands this
+node's tables to the others at once. It is the gateway's forwarder for the admin service (a
+call about one table goes to its owner: ``server.cluster.routing.AdminRouter``).
 
 An operator's call is relayed on a channel of its own (not the players' Forwarder, which ends
-the caller's call on a refusal): the refusal comes back to the admin service, so a listing
-over every node can name a node that did not answer instead of failing. The relayed call
-carries the operator's ``authorization`` as it came (the other node checks it), the cluster
-key and the hop mark, and the operator's name for that node's audit line."""
+the caller's call on a refusal): the refusal comes back as an error, so a listing over every
+node can name a node that did not answer instead of failing, and the audit line names the
+owner's reason. The relayed call carries the operator's ``authorization`` as it came (the
+other node checks it), the cluster key and the hop mark, and the operator's name for that
+node's audit line."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import time
+from collections.abc import AsyncIterator
 from typing import Any
 
 import grpc
 from copas.admin.v1 import admin_pb2
 from copas.v1 import copas_pb2
+from google.rpc import error_details_pb2, status_pb2
 
 from server.cluster.keys import ClusterKeys
 from server.cluster.ownership import Lease, Takeovers
 from server.cluster.queries import ClusterQueries
 from server.cluster.routing import Router
+from server.errors import ServiceError
 from server.metadata import ADMIN_BY, CLUSTER_KEY, HOPS
 
 Context = grpc.aio.ServicerContext[Any, Any]
@@ -47,10 +52,6 @@ class ClusterAdmin:
         self._closing: set[asyncio.Task[None]] = set()  # the oldest channels being closed
         self._nodes: tuple[float, list[tuple[str, str]]] = (0.0, [])
         self.node_id = queries.node.node_id
-
-    async def route(self, table_id: str, relayed: bool) -> str | None:
-        # A call about one table goes where GetTable of copas.v1 would.
-        return (await self._router.route("GetTable", table_id, None, relayed)).relay_to
 
     async def other_nodes(self) -> list[tuple[str, str]]:
         read_at, nodes = self._nodes
@@ -94,6 +95,30 @@ class ClusterAdmin:
                                    timeout=max(0.001, timeout))
         return answer
 
+    async def unary(self, address: str, table_id: str, path: str, raw: bytes,
+                    context: Context, client: str) -> bytes:
+        """An operator's call about one table, relayed to its owner (``client``: the
+        operator's name).
+
+        :raises ServiceError: the owner's refusal; TABLE_MOVED when it did not answer in time
+            (its address is then read again).
+        """
+        try:
+            return await self.relay(address, path, raw, context, client)
+        except grpc.aio.AioRpcError as error:
+            refusal = _refusal(error)
+            if refusal.reason == "TABLE_MOVED":
+                self._router.forget_owner(table_id)
+            raise refusal from None
+
+    async def stream(self, address: str, table_id: str, path: str, raw: bytes,
+                     context: Context, client: str) -> int:
+        raise RuntimeError("the admin service has no streams")
+
+    async def bidi(self, address: str, table_id: str, path: str, first: bytes,
+                   rest: AsyncIterator[bytes], context: Context, client: str) -> int:
+        raise RuntimeError("the admin service has no streams")
+
     async def drain(self) -> int:
         """Hand this node's tables to the others, then ask them to take each at once (a
         GetTable relayed to one of them claims it; one the quotas refuse is taken at that
@@ -133,6 +158,22 @@ class ClusterAdmin:
 
 def _as_is(data: bytes) -> bytes:
     return data
+
+
+def _refusal(error: grpc.aio.AioRpcError) -> ServiceError:
+    """Another node's refusal of a relayed call, with its reason (or, when it did not
+    answer, TABLE_MOVED)."""
+    reason = ""
+    for key, value in error.trailing_metadata() or ():
+        if key == "grpc-status-details-bin" and isinstance(value, bytes):
+            for detail in status_pb2.Status.FromString(value).details:
+                info = error_details_pb2.ErrorInfo()
+                if detail.Unpack(info):
+                    reason = info.reason
+    try:
+        return ServiceError(error.code(), reason, error.details() or "")
+    except ValueError:  # no reason: the node did not answer (in time)
+        return ServiceError.table_moved("the table's node did not answer in time")
 
 
 def _orphan(created: float, summary: bytes, owner: str) -> admin_pb2.AdminTable:

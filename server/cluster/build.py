@@ -19,7 +19,7 @@ from server.cluster.lobby import ClusterLobby
 from server.cluster.matching import ClusterMatch
 from server.cluster.ownership import Lease, Takeovers
 from server.cluster.queries import ClusterQueries
-from server.cluster.routing import Router
+from server.cluster.routing import AdminRouter, Router
 from server.config import Config
 from server.observability import gauges
 from server.tables.registry import TableRegistry
@@ -37,7 +37,8 @@ class ClusterNode:
     keys: ClusterKeys  # the key relayed calls carry (kept fresh by ``keys.keep_fresh``)
     relay: Forwarder  # calls and streams relayed to their table's owner
     match: ClusterMatch  # quick matches joining a table of any node
-    admin: ClusterAdmin  # the admin service's channels to the other nodes
+    admin: ClusterAdmin  # the admin service's channels to the other nodes (its forwarder)
+    admin_router: AdminRouter  # where each admin call goes
     lobby: ClusterLobby  # every node's tables
 
     async def close(self) -> None:
@@ -96,4 +97,5 @@ async def build(config: Config, registry: TableRegistry, queries: ClusterQueries
                          credentials=credentials)
     return ClusterNode(queries, lease, takeovers, router, keys, relay,
                        ClusterMatch(registry, queries, router.spend_lookup), admin,
+                       AdminRouter(router),
                        ClusterLobby(queries, registry.delivery.committed))

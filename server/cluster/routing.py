@@ -25,7 +25,9 @@ import time
 from collections import OrderedDict
 from dataclasses import dataclass
 
+from copas.admin.v1 import admin_pb2
 from copas.v1 import copas_pb2
+from google.protobuf.descriptor import ServiceDescriptor
 
 from server.cluster.destination import HERE, Destination
 from server.cluster.ownership import Lease, Takeovers
@@ -66,9 +68,22 @@ SERVICE = copas_pb2.DESCRIPTOR.services_by_name["CopasService"]
 TELLS_OWNER = frozenset({"CreateTable", "JoinTable", "GetTable", "WatchTable", "Play"})
 
 
-def missing_routes() -> list[str]:
-    """Methods of the service that ``ROUTES`` does not name."""
-    return sorted(m.name for m in SERVICE.methods if m.name not in ROUTES)
+ADMIN_ROUTES: dict[str, Route] = {
+    "ListTables": Route.HERE,  # (the servicer asks every node)
+    "GetTable": Route.TABLE,
+    "CloseTable": Route.TABLE,
+    "RemovePlayer": Route.TABLE,
+    "Drain": Route.HERE,  # this node's: never relayed
+    "Undrain": Route.HERE,
+    "ServerStatus": Route.HERE,
+}
+ADMIN_SERVICE = admin_pb2.DESCRIPTOR.services_by_name["AdminService"]
+
+
+def missing_routes(service: ServiceDescriptor = SERVICE,
+                   routes: dict[str, Route] = ROUTES) -> list[str]:
+    """Methods of the service that its route table does not name."""
+    return sorted(m.name for m in service.methods if m.name not in routes)
 
 
 @dataclass
@@ -225,3 +240,22 @@ class Router:
         """Owners and tokens' tables held in memory (bounded by OWNER_CACHE each)."""
         return len(self._owners) + len(self._token_tables) + len(self._unknown_tokens)
 
+
+
+class AdminRouter:
+    """Where an operator's call goes: one about a table to the table's owner, by GetTable's
+    rules (the owner is not told: an operator's tools call any node), the rest here."""
+
+    def __init__(self, router: Router) -> None:
+        missing = missing_routes(ADMIN_SERVICE, ADMIN_ROUTES)
+        if missing:
+            raise RuntimeError(f"no admin route for {', '.join(missing)} "
+                               "(server.cluster.routing)")
+        self._router = router
+
+    async def route(self, method: str, table_id: str, token_hash: str | None,
+                    relayed: bool) -> Destination:
+        if ADMIN_ROUTES[method] is Route.HERE:
+            return HERE
+        found = await self._router.route("GetTable", table_id, None, relayed)
+        return HERE if found.relay_to is None else Destination(found.relay_to)

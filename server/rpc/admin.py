@@ -1,45 +1,35 @@
 """``copas.admin.v1.AdminService``: what an operator sees and does (see admin.proto).
 
-Who may call: the holder of ``--admin-token-file``'s token (``authorization: Bearer``,
-compared in constant time) or of a client certificate whose common name or a subject
-alternative name is in ``--admin-subjects`` (mutual TLS). A call another node relays carries
-the operator's token as it came, and every node checks it. Only without a token (mutual TLS
-alone) does a relayed call about one table, or a relayed ListTables, pass on the cluster
-key's word and the operator's name it carries (``x-copas-admin-by``): never Drain, Undrain or
-ServerStatus, which are never relayed. Nothing else, a player token least of all. Every
-call is audited: one ``admin_call`` log line with who, what, and how it ended, and
-``copas_admin_actions_total``.
-
-In a cluster each node answers for all of them: ListTables asks every node with a lease for
-its own tables (the nodes are read from the database) and adds the tables nobody holds; a call
-about one table goes to its owner.
+Every call goes through the gateway (``server.rpc.gateway``), as copas.v1's do: its quotas,
+then the operator's check, before the call is routed, and at its end the audit line
+(``server.rpc.operators``: who may call). In a cluster each node answers for all of them:
+a call about one table goes to its owner (``server.cluster.routing.ADMIN_ROUTES``, relayed by
+``server.cluster.admin``), ListTables asks every node with a lease for its own tables (the
+nodes are read from the database) and adds the tables nobody holds.
 """
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
-import hashlib
 import heapq
-import hmac
 import time
-from collections.abc import Awaitable, Callable
-from typing import Any, Protocol, TypeVar
+from collections.abc import Callable
+from typing import Any, Protocol
 
 import grpc
 import structlog
 from copas.admin.v1 import admin_pb2, admin_pb2_grpc
 from copas.v1 import copas_pb2
-from google.rpc import error_details_pb2, status_pb2
 
 from server.config import Config
 from server.errors import ServiceError
-from server.metadata import ADMIN_BY
-from server.observability import Metrics, version
+from server.observability import version
 from server.rpc import inputs
+from server.rpc.gateway import caller
+from server.rpc.operators import REASON_MAX
 from server.rpc.peers import PeerTrust
 from server.rpc.quotas import Quotas
-from server.store.base import StorageError, StorageFailed
 from server.tables import paging
 from server.tables.registry import TableRegistry
 from server.tables.table import Table
@@ -48,17 +38,13 @@ from server.wire import timestamp
 log = structlog.get_logger("copas.admin")
 
 Context = grpc.aio.ServicerContext[Any, Any]
-M = TypeVar("M")
 
 SERVICE = "copas.admin.v1.AdminService"
 PAGE_DEFAULT = 100
 PAGE_MAX = 1_000
 EVENTS_SHOWN = 50  # GetTable's latest events
-REASON_MAX = 200
 SECRET_SETTINGS = frozenset({"database"})  # may hold a password
 REDACTED = "(redacted)"
-# The methods about tables a node relays to another (ListTables: asked of every node).
-RELAYED_METHODS = frozenset({"ListTables", "GetTable", "CloseTable", "RemovePlayer"})
 Position = tuple[int, str]  # a table's place in a listing: (-created µs, table_id)
 
 
@@ -66,9 +52,6 @@ class Cluster(Protocol):
     """What the admin service needs of a cluster (``server.cluster.admin``)."""
 
     node_id: str
-
-    async def route(self, table_id: str, relayed: bool) -> str | None:
-        """The owner's address to relay a call about ``table_id`` to; None: serve here."""
 
     async def other_nodes(self) -> list[tuple[str, str]]:
         """The other nodes whose lease holds: (node_id, address)."""
@@ -91,72 +74,27 @@ class Cluster(Protocol):
     def lease_state(self) -> tuple[str, float]: ...
 
 
-class AdminAuth:
-    def __init__(self, token: str, subjects: frozenset[str], trust: PeerTrust) -> None:
-        self._token = token.encode()
-        self._subjects = subjects
-        self._trust = trust
+class OneProcess:
+    """The cluster of a server alone: no other node, no table it does not hold, no lease."""
 
-    @property
-    def is_enabled(self) -> bool:
-        return bool(self._token or self._subjects)
+    node_id = ""
 
-    def who(self, method: str, context: Context) -> str:
-        """Who is calling, for the audit line.
+    async def other_nodes(self) -> list[tuple[str, str]]:
+        return []
 
-        :raises ServiceError: ADMIN_DISABLED, ADMIN_CREDENTIAL_REQUIRED or ADMIN_DENIED.
-        """
-        if not self.is_enabled:
-            raise ServiceError.denied(
-                "the admin service is off on this server: start it with --admin-token-file "
-                "or --admin-subjects", "ADMIN_DISABLED")
-        metadata = context.invocation_metadata() or ()
-        presented = [v for k, v in metadata if k == "authorization"]
-        if not presented and not self._token and method in RELAYED_METHODS \
-                and self._trust.is_relayed(metadata):
-            by = next((v for k, v in metadata if k == ADMIN_BY and isinstance(v, str)), "")
-            if by:
-                return f"{by[:80]} (relayed)"
-        if self._subjects:
-            peer = context.auth_context()  # empty without TLS
-            names = [*peer.get("x509_common_name", []),
-                     *peer.get("x509_subject_alternative_name", [])]
-            for name in names:
-                text = name.decode(errors="replace")
-                if text in self._subjects:
-                    return f"certificate {text}"
-        if not presented:
-            raise ServiceError.unauthenticated(
-                "the admin service needs an operator credential: send 'authorization: Bearer "
-                "<admin token>' (or an operator's client certificate)",
-                "ADMIN_CREDENTIAL_REQUIRED")
-        value = presented[0]
-        text = value.decode(errors="replace") if isinstance(value, bytes) else value
-        scheme, _, secret = text.partition(" ")
-        given = secret.strip().encode()
-        if scheme.lower() != "bearer" or not given:
-            raise ServiceError.unauthenticated(
-                "authorization metadata must be 'Bearer <admin token>'",
-                "ADMIN_CREDENTIAL_REQUIRED")
-        # Constant time over the token's length: compare_digest looks at every byte.
-        if not self._token or not hmac.compare_digest(given, self._token):
-            raise ServiceError.denied("that is not an operator's credential", "ADMIN_DENIED")
-        return "token " + hashlib.sha256(self._token).hexdigest()[:8]
+    async def orphans(self, limit: int, after_created: float | None
+                      ) -> list[admin_pb2.AdminTable]:
+        return []
 
+    async def relay(self, address: str, path: str, raw: bytes, context: Context,
+                    who: str) -> bytes:
+        raise RuntimeError("one process relays nothing")
 
-def read_admin_token(path: str) -> str:
-    """The first line of ``--admin-token-file`` (at least 16 characters)."""
-    if not path:
-        return ""
-    with open(path, encoding="utf-8") as file:
-        token = file.readline().strip()
-    if len(token) < 16:
-        raise ValueError(f"{path}: the admin token must be at least 16 characters")
-    return token
+    async def drain(self) -> int:
+        return 0  # nobody to hand the tables to: their games finish here
 
-
-def admin_subjects(text: str) -> frozenset[str]:
-    return frozenset(s.strip() for s in text.split(",") if s.strip())
+    def lease_state(self) -> tuple[str, float]:
+        return "none", 0.0
 
 
 def settings_in_force(config: Config) -> dict[str, str]:
@@ -212,27 +150,11 @@ def _after(token: str) -> Position | None:
     return None if position is None else (-int(position[0]), position[1])
 
 
-def _relayed_error(error: grpc.aio.AioRpcError) -> ServiceError:
-    """Another node's refusal of a relayed call, as a ServiceError with its reason (or, when
-    it did not answer, TABLE_MOVED)."""
-    reason = ""
-    for key, value in error.trailing_metadata() or ():
-        if key == "grpc-status-details-bin" and isinstance(value, bytes):
-            status = status_pb2.Status.FromString(value)
-            for detail in status.details:
-                info = error_details_pb2.ErrorInfo()
-                if detail.Unpack(info):
-                    reason = info.reason
-    try:
-        return ServiceError(error.code(), reason, error.details() or "")
-    except ValueError:  # no reason: the node did not answer (in time)
-        return ServiceError.table_moved("the table's node did not answer in time")
-
-
-def _check_table_id(table_id: str) -> None:
+def _checked_table_id(table_id: str) -> str:
     inputs.check_length("table_id", table_id, inputs.ID_MAX)
     if not table_id:
         raise ServiceError.invalid("table_id is required", "MISSING_TABLE_ID")
+    return table_id
 
 
 def _reason(text: str) -> str:
@@ -259,87 +181,37 @@ def _page_of(tables: list[admin_pb2.AdminTable], size: int, after: Position | No
 
 
 class AdminService(admin_pb2_grpc.AdminServiceServicer):
-    def __init__(self, auth: AdminAuth, trust: PeerTrust, registry: TableRegistry,
-                 metrics: Metrics, quotas: Quotas, config: Config, store_kind: str,
-                 store_healthy: Callable[[], bool], cluster: Cluster | None) -> None:
-        self._auth = auth
+    """The operator's calls, once the gateway let them in and routed them here."""
+
+    def __init__(self, trust: PeerTrust, registry: TableRegistry, quotas: Quotas,
+                 config: Config, store_kind: str, store_healthy: Callable[[], bool],
+                 cluster: Cluster) -> None:
         self._trust = trust
         self._registry = registry
-        self._metrics = metrics
         self._quotas = quotas
         self._config = config
         self._store_kind = store_kind
         self._store_healthy = store_healthy
         self._cluster = cluster
         self._started = time.monotonic()
-        self._node = cluster.node_id if cluster is not None else ""
-
-    # ------------------------------------------------------------ every call
-
-    async def _audited(self, method: str, context: Context, body: Callable[[str], Awaitable[M]],
-                       **what: Any) -> M:
-        """Authenticate, run, write the audit line (with the caller's address when it is
-        refused) and count the outcome."""
-        who = ""
-        try:
-            try:
-                who = self._auth.who(method, context)
-                result = await body(who)
-            except StorageError as failure:  # a read or a commit the database refused
-                raise (ServiceError.storage_failed() if isinstance(failure, StorageFailed)
-                       else ServiceError.unavailable(
-                           "the database cannot be reached right now; retry shortly",
-                           "STORAGE_FAILED")) from failure
-        except ServiceError as error:
-            self._metrics.admin_actions.labels(method, error.reason).inc()
-            log.warning("admin_call", method=method, who=who or "(refused)",
-                        peer=self._trust.client_of(context.peer(), ()),
-                        outcome=error.reason, detail=error.message, **what)
-            await context.abort_with_status(error.to_status())
-            raise  # abort raises; this is for the type checker
-        self._metrics.admin_actions.labels(method, "ok").inc()
-        log.info("admin_call", method=method, who=who, outcome="ok", **what)
-        return result
-
-    def _relayed(self, context: Context) -> bool:
-        return self._trust.is_relayed(context.invocation_metadata() or ())
-
-    async def _at_owner(self, method: str, table_id: str, request: Any, context: Context,
-                        who: str, here: Callable[[], Awaitable[M]],
-                        parse: Callable[[bytes], M]) -> M:
-        """Run ``here`` where the table is: on this node, or relayed to its owner (whose
-        refusal comes back as it was)."""
-        if self._cluster is not None:
-            address = await self._cluster.route(table_id, self._relayed(context))
-            if address is not None:
-                try:
-                    raw = await self._cluster.relay(address, f"/{SERVICE}/{method}",
-                                                    request.SerializeToString(), context, who)
-                except grpc.aio.AioRpcError as error:
-                    raise _relayed_error(error) from None
-                return parse(raw)
-        return await here()
+        self._node = cluster.node_id
 
     # ------------------------------------------------------------ tables
 
     async def ListTables(self, request: admin_pb2.ListTablesRequest, context: Context
                          ) -> admin_pb2.ListTablesResponse:
-        async def body(who: str) -> admin_pb2.ListTablesResponse:
-            if request.page_size < 0:
-                raise ServiceError.invalid("page_size must not be negative",
-                                           "INVALID_PAGE_SIZE")
-            size = min(request.page_size or PAGE_DEFAULT, PAGE_MAX)
-            after = _after(inputs.check_length(
-                "page_token", request.page_token, inputs.PAGE_TOKEN_MAX, "INVALID_PAGE_TOKEN"))
-            tables = self._local_page(size + 1, after, request.only_stuck)
-            unreachable: list[str] = []
-            if self._cluster is not None and not self._relayed(context):
-                tables += await self._others(size + 1, after, request, context, who,
-                                             unreachable)
-            answer = _page_of(tables, size, after)
-            answer.unreachable_nodes.extend(unreachable)
-            return answer
-        return await self._audited("ListTables", context, body)
+        if request.page_size < 0:
+            raise ServiceError.invalid("page_size must not be negative", "INVALID_PAGE_SIZE")
+        size = min(request.page_size or PAGE_DEFAULT, PAGE_MAX)
+        after = _after(inputs.check_length(
+            "page_token", request.page_token, inputs.PAGE_TOKEN_MAX, "INVALID_PAGE_TOKEN"))
+        tables = self._local_page(size + 1, after, request.only_stuck)
+        unreachable: list[str] = []
+        if not self._trust.is_relayed(context.invocation_metadata() or ()):
+            tables += await self._others(size + 1, after, request, context, unreachable)
+        answer = _page_of(tables, size, after)
+        answer.unreachable_nodes.extend(unreachable)
+        return answer
 
     def _local_page(self, count: int, after: Position | None, only_stuck: bool
                     ) -> list[admin_pb2.AdminTable]:
@@ -354,13 +226,12 @@ class AdminService(admin_pb2_grpc.AdminServiceServicer):
         return [table_state(table, self._node) for _, table in chosen]
 
     async def _others(self, count: int, after: Position | None,
-                      request: admin_pb2.ListTablesRequest, context: Context, who: str,
+                      request: admin_pb2.ListTablesRequest, context: Context,
                       unreachable: list[str]) -> list[admin_pb2.AdminTable]:
         """Every other live node's first ``count`` tables after the token (asked at once,
         each within the relay's deadline: a node that does not answer is named in
         ``unreachable``), and the tables nobody holds."""
-        cluster = self._cluster
-        assert cluster is not None
+        cluster, who = self._cluster, caller().who
         raw = admin_pb2.ListTablesRequest(
             page_size=count, page_token=request.page_token,
             only_stuck=request.only_stuck).SerializeToString()
@@ -384,107 +255,73 @@ class AdminService(admin_pb2_grpc.AdminServiceServicer):
 
     async def GetTable(self, request: admin_pb2.GetTableRequest, context: Context
                        ) -> admin_pb2.GetTableResponse:
-        table_id = request.table_id[:inputs.ID_MAX]
-
-        async def here() -> admin_pb2.GetTableResponse:
-            table = self._registry.get(table_id)
-            answer = admin_pb2.GetTableResponse(
-                table=table_state(table, self._node), view=table.view(None),
-                last_events=list(table.history)[-EVENTS_SHOWN:])
-            for kind, at, seats in table.timers():
-                answer.timers.add(kind=kind, at=timestamp(at), seats=seats)
-            return answer
-
-        async def body(who: str) -> admin_pb2.GetTableResponse:
-            _check_table_id(request.table_id)
-            return await self._at_owner("GetTable", table_id, request, context, who, here,
-                                        admin_pb2.GetTableResponse.FromString)
-        return await self._audited("GetTable", context, body, table_id=table_id)
+        table = self._registry.get(_checked_table_id(request.table_id))
+        answer = admin_pb2.GetTableResponse(
+            table=table_state(table, self._node), view=table.view(None),
+            last_events=list(table.history)[-EVENTS_SHOWN:])
+        for kind, at, seats in table.timers():
+            answer.timers.add(kind=kind, at=timestamp(at), seats=seats)
+        return answer
 
     async def CloseTable(self, request: admin_pb2.CloseTableRequest, context: Context
                          ) -> admin_pb2.CloseTableResponse:
-        table_id = request.table_id[:inputs.ID_MAX]
-
-        async def here() -> admin_pb2.CloseTableResponse:
-            why = _reason(request.reason)
-            table = self._registry.close_table(table_id)
-            await self._registry.delivery.committed(table)
-            log.warning("table_closed_by_operator", table_id=table_id, reason=why)
-            return admin_pb2.CloseTableResponse(
-                table=table_state(table, self._node),
-                record_id=table.id if table.finished_at is not None else "")
-
-        async def body(who: str) -> admin_pb2.CloseTableResponse:
-            _check_table_id(request.table_id)
-            return await self._at_owner("CloseTable", table_id, request, context, who, here,
-                                        admin_pb2.CloseTableResponse.FromString)
-        return await self._audited("CloseTable", context, body, table_id=table_id,
-                                   reason=request.reason[:REASON_MAX])
+        table_id = _checked_table_id(request.table_id)
+        why = _reason(request.reason)
+        table = self._registry.close_table(table_id)
+        await self._registry.delivery.committed(table)
+        log.warning("table_closed_by_operator", table_id=table_id, reason=why)
+        return admin_pb2.CloseTableResponse(
+            table=table_state(table, self._node),
+            record_id=table.id if table.finished_at is not None else "")
 
     async def RemovePlayer(self, request: admin_pb2.RemovePlayerRequest, context: Context
                            ) -> admin_pb2.RemovePlayerResponse:
-        table_id = request.table_id[:inputs.ID_MAX]
-
-        async def here() -> admin_pb2.RemovePlayerResponse:
-            _reason(request.reason)
-            table = self._registry.get(table_id)
-            table.remove_person(request.seat)
-            await self._registry.delivery.committed(table)
-            return admin_pb2.RemovePlayerResponse(table=table_state(table, self._node))
-
-        async def body(who: str) -> admin_pb2.RemovePlayerResponse:
-            _check_table_id(request.table_id)
-            return await self._at_owner("RemovePlayer", table_id, request, context, who, here,
-                                        admin_pb2.RemovePlayerResponse.FromString)
-        return await self._audited("RemovePlayer", context, body, table_id=table_id,
-                                   seat=request.seat, reason=request.reason[:REASON_MAX])
+        table_id = _checked_table_id(request.table_id)
+        _reason(request.reason)
+        table = self._registry.get(table_id)
+        table.remove_person(request.seat)
+        await self._registry.delivery.committed(table)
+        return admin_pb2.RemovePlayerResponse(table=table_state(table, self._node))
 
     # ------------------------------------------------------------ the node
 
     async def Drain(self, request: admin_pb2.DrainRequest, context: Context
                     ) -> admin_pb2.DrainResponse:
-        async def body(_: str) -> admin_pb2.DrainResponse:
-            self._registry.set_draining(True)
-            try:
-                handed = await self._cluster.drain() if self._cluster is not None else 0
-            except ServiceError:
-                raise
-            except Exception as exc:  # the database: nothing was handed over
-                log.error("drain_failed", error=str(exc)[:200])
-                raise ServiceError.unavailable(
-                    "this node is draining but could not hand its tables over (a database "
-                    "error): call Drain again", "NODE_DRAINING") from None
-            return admin_pb2.DrainResponse(is_draining=True, tables_handed_over=handed,
-                                           games_running=self._registry.games_running())
-        return await self._audited("Drain", context, body)
+        self._registry.set_draining(True)
+        try:
+            handed = await self._cluster.drain()
+        except ServiceError:
+            raise
+        except Exception as exc:  # the database: nothing was handed over
+            log.error("drain_failed", error=str(exc)[:200])
+            raise ServiceError.unavailable(
+                "this node is draining but could not hand its tables over (a database "
+                "error): call Drain again", "NODE_DRAINING") from None
+        return admin_pb2.DrainResponse(is_draining=True, tables_handed_over=handed,
+                                       games_running=self._registry.games_running())
 
     async def Undrain(self, request: admin_pb2.UndrainRequest, context: Context
                       ) -> admin_pb2.UndrainResponse:
-        async def body(_: str) -> admin_pb2.UndrainResponse:
-            self._registry.set_draining(False)
-            return admin_pb2.UndrainResponse(is_draining=False)
-        return await self._audited("Undrain", context, body)
+        self._registry.set_draining(False)
+        return admin_pb2.UndrainResponse(is_draining=False)
 
     async def ServerStatus(self, request: admin_pb2.ServerStatusRequest, context: Context
                            ) -> admin_pb2.ServerStatusResponse:
-        async def body(_: str) -> admin_pb2.ServerStatusResponse:
-            registry = self._registry
-            phases = {"waiting": 0, "playing": 0, "finished": 0}
-            stuck = connected = 0
-            for table in registry.live():
-                phase = "waiting" if table.is_waiting else \
-                    "finished" if table.is_finished else "playing"
-                phases[phase] += 1
-                stuck += table.is_stuck()
-                connected += table.people_connected()
-            lease, lease_age = ("none", 0.0) if self._cluster is None \
-                else self._cluster.lease_state()
-            return admin_pb2.ServerStatusResponse(
-                version=version(), uptime_seconds=time.monotonic() - self._started,
-                node_id=self._node, lease_state=lease, lease_age_seconds=lease_age,
-                store=self._store_kind, is_store_healthy=self._store_healthy(),
-                is_draining=registry.is_draining, tables=phases, players=registry.seated,
-                players_connected=connected, quota_clients=self._quotas.clients(),
-                bot_workers=self._config.bot_workers, tables_stuck=stuck,
-                settings=settings_in_force(self._config))
-        return await self._audited("ServerStatus", context, body)
+        registry = self._registry
+        phases = {"waiting": 0, "playing": 0, "finished": 0}
+        stuck = connected = 0
+        for table in registry.live():
+            phase = "waiting" if table.is_waiting else \
+                "finished" if table.is_finished else "playing"
+            phases[phase] += 1
+            stuck += table.is_stuck()
+            connected += table.people_connected()
+        lease, lease_age = self._cluster.lease_state()
+        return admin_pb2.ServerStatusResponse(
+            version=version(), uptime_seconds=time.monotonic() - self._started,
+            node_id=self._node, lease_state=lease, lease_age_seconds=lease_age,
+            store=self._store_kind, is_store_healthy=self._store_healthy(),
+            is_draining=registry.is_draining, tables=phases, players=registry.seated,
+            players_connected=connected, quota_clients=self._quotas.clients(),
+            bot_workers=self._config.bot_workers, tables_stuck=stuck,
+            settings=settings_in_force(self._config))

@@ -10,6 +10,11 @@ no servicer method can forget; the answers that name a table tell the client its
 status with details; and writes one log line and one latency sample per call (streams:
 their lifetime, in a metric of their own). Unary calls and streams share one outcome path
 (``_finish``).
+
+Another service goes through the same gateway with a ``Routing`` of its own: its router (from
+its own route table), its forwarder and its own check of every call (the admin service's
+operator credential), made before the call is routed; such a service records each call's end
+itself (its audit line) instead of the gateway's log line and latency sample.
 """
 
 from __future__ import annotations
@@ -49,6 +54,7 @@ class Caller:
     peer: str  # the client's quota key (its address, or its IPv6 /64)
     token_hash: str | None  # SHA-256 of the bearer token, when one was sent
     sent: int = 0  # messages a stream wrote (the servicer counts them)
+    who: str = ""  # who a service's own check found calling (``CallCheck``)
 
 
 CALLER: contextvars.ContextVar[Caller] = contextvars.ContextVar("copas_caller")
@@ -75,7 +81,9 @@ class ImpliedTables(Protocol):
 
 
 class CallForwarder(Protocol):
-    """Relays a call, as it came, to another node."""
+    """Relays a call, as it came, to another node (``client``: the client's address, or who
+    a service's own check found calling). A refusal comes back as the owner gave it (or,
+    read by the forwarder, as a ``ServiceError``)."""
 
     async def unary(self, address: str, table_id: str, path: str, raw: bytes,
                     context: Context, client: str) -> bytes: ...
@@ -113,6 +121,37 @@ class ServeHere:
 SERVE_HERE = ServeHere()
 
 
+class CallCheck(Protocol):
+    """A service's own check of every call, before it is routed (served here or relayed),
+    and its own record of how each call ended."""
+
+    def check(self, method: str, context: Context) -> str:
+        """Who is calling (``Caller.who``; what a relay of the call names as its client).
+
+        :raises ServiceError: the call is refused.
+        """
+
+    def ended(self, method: str, request: Any, who: str, context: Context, code: str,
+              error: ServiceError | None) -> None:
+        """Record the call's end (``request``: None when it could not be read; ``who``: ''
+        when the check refused it)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Routing:
+    """How the gateway serves one service's calls."""
+
+    router: CallRouter = SERVE_HERE
+    """Where each call goes, from the service's route table."""
+    forwarder: CallForwarder = SERVE_HERE
+    """What relays a call to another node."""
+    implied: ImpliedTables = SERVE_HERE
+    """The table a call means without naming it."""
+    check: CallCheck | None = None
+    """The service's own check and record of each call (then a player's token is not
+    read: the service has callers of its own); None: the gateway's log line and sample."""
+
+
 class _Collector:
     """Stands in for a server while generated code adds a service to it."""
 
@@ -143,7 +182,10 @@ class Gateway:
     def __init__(self, metrics: Metrics, quotas: Quotas,
                  is_valid_token: Callable[[str], bool], trust: PeerTrust,
                  router: CallRouter = SERVE_HERE, forwarder: CallForwarder = SERVE_HERE,
-                 implied: ImpliedTables = SERVE_HERE) -> None:
+                 implied: ImpliedTables = SERVE_HERE,
+                 others: dict[str, Routing] | None = None) -> None:
+        """``router``, ``forwarder`` and ``implied``: copas.v1's; ``others``: the other
+        services served wholly, by full name (the admin service)."""
         self.metrics = metrics
         self.quotas = quotas
         self.is_valid_token = is_valid_token
@@ -151,16 +193,20 @@ class Gateway:
         self.router = router
         self.forwarder = forwarder
         self.implied = implied
+        self.others = others or {}
         self._latency: dict[tuple[str, str], Callable[[float], None]] = {}
         self._refusals: dict[str, Callable[[], None]] = {}
 
     def install(self, server: grpc.aio.Server,
                 services: dict[str, dict[str, Handler]]) -> None:
-        """Serve ``services`` on ``server``, every call through the gateway: copas.v1's
-        wholly, the standard ones (health, reflection) under the same quotas."""
+        """Serve ``services`` on ``server``, every call through the gateway: copas.v1's and
+        ``others`` wholly, the standard ones (health, reflection) under the same quotas."""
         for name, handlers in services.items():
-            wrapped = {method: self._wrap(method, handler) if name.startswith("copas.v1.")
-                       else self._wrap_other(handler) for method, handler in handlers.items()}
+            routing = Routing(self.router, self.forwarder, self.implied) \
+                if name.startswith("copas.v1.") else self.others.get(name)
+            wrapped = {method: self._wrap(name, method, handler, routing)
+                       if routing is not None else self._wrap_other(handler)
+                       for method, handler in handlers.items()}
             server.add_generic_rpc_handlers(
                 (grpc.method_handlers_generic_handler(name, wrapped),))
             server.add_registered_method_handlers(name, wrapped)
@@ -242,9 +288,11 @@ class Gateway:
                     request_deserializer=handler.request_deserializer,
                     response_serializer=handler.response_serializer)
 
-    def _enter(self, method: str, context: Context, in_flight: bool = False) -> Caller:
+    def _enter(self, method: str, context: Context, in_flight: bool = False,
+               reads_token: bool = True) -> Caller:
         """The caller, admitted by the quotas (``in_flight``: also counted among its
-        address's calls in flight, first, until ``Quotas.end_call``)."""
+        address's calls in flight, first, until ``Quotas.end_call``; ``reads_token``: a
+        player's token counts for its quotas)."""
         structlog.contextvars.clear_contextvars()
         structlog.contextvars.bind_contextvars(rpc=method)
         metadata = context.invocation_metadata() or ()
@@ -252,15 +300,16 @@ class Gateway:
         if in_flight:
             self.quotas.begin_call(peer)
             try:
-                return self._admitted(method, peer, metadata)
+                return self._admitted(method, peer, metadata, reads_token)
             except BaseException:
                 self.quotas.end_call(peer)
                 raise
-        return self._admitted(method, peer, metadata)
+        return self._admitted(method, peer, metadata, reads_token)
 
-    def _admitted(self, method: str, peer: str, metadata: Metadata) -> Caller:
+    def _admitted(self, method: str, peer: str, metadata: Metadata,
+                  reads_token: bool = True) -> Caller:
         try:
-            token_hash = bearer_token_hash(metadata)
+            token_hash = bearer_token_hash(metadata) if reads_token else None
         except ServiceError:
             self.quotas.admit(method, peer, None)  # a broken header still counts
             raise
@@ -299,23 +348,30 @@ class Gateway:
         log.info("rpc", **fields)
 
     async def _fail(self, method: str, start: float, failure: Exception, context: Context,
-                    stream_messages: int | None) -> None:
-        """A refusal or failure: its outcome, then the status (this raises)."""
+                    stream_messages: int | None,
+                    record: Callable[[str, ServiceError], None] | None = None) -> None:
+        """A refusal or failure: its outcome (``record``: a service's own), then the status
+        (this raises)."""
         error = failure if isinstance(failure, ServiceError) else ServiceError.unavailable(
             "the database cannot be reached right now; retry shortly", "STORAGE_FAILED") \
             if isinstance(failure, StoreUnreachable) else ServiceError.storage_failed()
-        self._finish(method, start, error.code.name, error, stream_messages)
+        if record is None:
+            self._finish(method, start, error.code.name, error, stream_messages)
+        else:
+            record(error.code.name, error)
         if error.penalty:
             await asyncio.sleep(error.penalty * _spread())
         await context.abort_with_status(error.to_status())
 
-    def _wrap(self, method: str, handler: Handler) -> Handler:
-        path = f"/copas.v1.CopasService/{method}"
+    def _wrap(self, service: str, method: str, handler: Handler, routing: Routing) -> Handler:
+        path = f"/{service}/{method}"
         decode = handler.request_deserializer
         finish = self._finish
         enter = self._enter
-        router = self.router
-        forwarder = self.forwarder
+        router, forwarder, check = routing.router, routing.forwarder, routing.check
+        if check is not None and handler.unary_unary is None:
+            raise RuntimeError(f"{service}/{method}: a service with its own check has only "
+                               "unary methods (a stream would pass unchecked)")
 
         def parse(raw: bytes) -> Any:
             try:
@@ -324,7 +380,7 @@ class Gateway:
                 raise ServiceError.invalid(f"the request is not a valid {method} request "
                                            "message", "MALFORMED_REQUEST") from None
 
-        implied = self.implied
+        implied = routing.implied
 
         async def destination(found: Caller, request: Any, context: Context
                               ) -> tuple[str | None, str]:
@@ -347,7 +403,7 @@ class Gateway:
                 decoded until it is answered."""
                 start = time.perf_counter()
                 try:
-                    found = enter(method, context, in_flight=True)
+                    found = enter(method, context, in_flight=True, reads_token=check is None)
                 except (ServiceError, StorageError) as failure:
                     await self._fail(method, start, failure, context, None)
                     raise  # abort_with_status raises; this is never reached
@@ -358,31 +414,45 @@ class Gateway:
 
             async def served(found: Caller, raw: bytes, context: Context, start: float
                              ) -> Any:
+                request: Any = None
+
+                def record(code: str, error: ServiceError | None) -> None:
+                    if check is None:
+                        finish(method, start, code, error)
+                    else:
+                        check.ended(method, request, found.who, context, code, error)
+
                 try:
                     request = parse(raw)
+                    if check is not None:
+                        found.who = check.check(method, context)
                     address, table_id = await destination(found, request, context)
                     if address is None:
                         response = await inner_unary(request, context)
                 except (ServiceError, StorageError) as failure:
-                    await self._fail(method, start, failure, context, None)
+                    await self._fail(method, start, failure, context, None, record)
                     raise  # abort_with_status raises; this is never reached
                 except Exception:
                     code = _code_name(context, "")
                     if code:  # the call was aborted or cancelled already
-                        finish(method, start, code, None)
+                        record(code, None)
                         raise
                     log.exception("rpc_failed")
-                    finish(method, start, "INTERNAL", None)
+                    record("INTERNAL", None)
                     await context.abort(grpc.StatusCode.INTERNAL, "internal error")
                     raise
                 if address is not None:  # another node owns the table: relay the call there
                     try:
-                        response = await forwarder.unary(address, table_id, path, raw,
-                                                         context, found.peer)
-                    except BaseException:  # the owner's refusal, relayed: counted here too
-                        finish(method, start, _code_name(context, "UNAVAILABLE"), None)
+                        response = await forwarder.unary(
+                            address, table_id, path, raw, context,
+                            found.peer if check is None else found.who)
+                    except ServiceError as error:  # the owner's refusal, as a forwarder read it
+                        await self._fail(method, start, error, context, None, record)
                         raise
-                finish(method, start, "OK", None)
+                    except BaseException:  # the owner's refusal, relayed: counted here too
+                        record(_code_name(context, "UNAVAILABLE"), None)
+                        raise
+                record("OK", None)
                 return response
 
             return grpc.unary_unary_rpc_method_handler(

@@ -47,7 +47,7 @@ Context = grpc.aio.ServicerContext[Any, Any]
 @dataclass(slots=True)
 class _Result:
     request_id: str
-    after: int  # the last event its action caused: the result is sent once that one is
+    after: int = 0  # the last event its action caused: the result is sent once that one is
     sequence: int = 0
     error: ServiceError | None = None
 
@@ -187,18 +187,19 @@ class PlayStream:
             raise ServiceError.invalid("this Play stream is for another table",
                                        "INVALID_PLAY_STREAM")
         method = METHODS[kind]
-        result = _Result(action.request_id, table.sequence)
+        result = _Result(action.request_id)
         self._results.append(result)
         try:
             inputs.check_length("request_id", action.request_id, inputs.ID_MAX,
                                 "INVALID_REQUEST_ID")
             self._quotas.admit(method, self._caller.peer, self._caller.token_hash)
             make, content = decode_action(method, action)
-            result.sequence = table.act(
+            acted = table.act(
                 self._seat, make(self._seat), action.request_id,
                 fingerprint(method, table.id, content) if action.request_id else "")
-            result.after = table.sequence
+            result.sequence, result.after = acted.first, acted.last
         except ServiceError as error:
             result.error = error
+            result.after = table.sequence  # a refusal changed nothing: it follows what is shown
         if self._watcher is not None:
             self._watcher.wakeup.set()

@@ -17,7 +17,6 @@ per address are bounded too, before the request is decoded. Every limiter keeps 
 from __future__ import annotations
 
 import time
-from collections import OrderedDict
 from collections.abc import Iterable
 
 from prometheus_client.core import GaugeMetricFamily
@@ -25,6 +24,7 @@ from prometheus_client.core import GaugeMetricFamily
 from server.config import Config
 from server.errors import ServiceError
 from server.observability import gauges
+from server.tables.bounded import Bounded
 
 MAX_KEYS = 65_536
 SNAPSHOT_EVENTS_PER_CALL = 32  # a spectator's snapshot costs a call more per these listed
@@ -37,7 +37,7 @@ class RateLimiter:
         self.rate = rate
         self.burst = max(burst, 1.0)
         self.max_keys = max_keys
-        self._buckets: OrderedDict[str, list[float]] = OrderedDict()
+        self._buckets: Bounded[str, list[float]] = Bounded(max_keys, is_lru=True)
 
     def take(self, key: str, now: float) -> float:
         """Take one; 0.0 when allowed, else the seconds until one is available."""
@@ -54,10 +54,7 @@ class RateLimiter:
         bucket = self._buckets.get(key)
         if bucket is None:
             bucket = self._buckets[key] = [self.burst, now]
-            if len(self._buckets) > self.max_keys:
-                self._buckets.popitem(last=False)
         else:
-            self._buckets.move_to_end(key)
             bucket[0] = min(self.burst, bucket[0] + (now - bucket[1]) * self.rate)
             bucket[1] = now
         return bucket

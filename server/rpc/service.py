@@ -169,10 +169,10 @@ class CopasService(copas_pb2_grpc.CopasServiceServicer):
                     return first
             raise
         structlog.contextvars.bind_contextvars(seat=seat)
-        sequence = table.act(seat, make(seat), request_id,
-                             fingerprint(method, table.id, content) if request_id else "")
+        acted = table.act(seat, make(seat), request_id,
+                          fingerprint(method, table.id, content) if request_id else "")
         await self.delivery.committed(table)
-        return sequence
+        return acted.first
 
     async def PassCards(self, request: copas_pb2.PassCardsRequest, context: Context
                         ) -> copas_pb2.PassCardsResponse:

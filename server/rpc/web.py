@@ -37,6 +37,7 @@ from copas.v1.copas_connect import CopasServiceASGIApplication
 from google.rpc import status_pb2
 from prometheus_client.core import GaugeMetricFamily
 from protobuf.wkt import Any as ConnectAny
+from uvicorn.config import SSL_PROTOCOL_VERSION, create_ssl_context
 
 from server.metadata import FORWARDED_FOR, FORWARDING_KEY
 from server.observability import gauges
@@ -62,6 +63,9 @@ _PAGE_HEADERS = [
      b"default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "
      b"img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"),
 ]
+# A request for one of these is a stream: its connection stays busy while it streams.
+STREAM_PATHS = frozenset(f"/{SERVICE.full_name}/{method.name}" for method in SERVICE.methods
+                         if method.server_streaming)
 _METHOD_NAME = (re.compile("([^_])([A-Z][a-z]+)"), re.compile("([a-z])([A-Z])"))
 Ctx = RequestContext[Any, Any]
 
@@ -316,16 +320,22 @@ class WebServer:
 
     def serve(self, app: WebApp, books: WebConnections, *, grace: float, tls_cert: str = "",
               tls_key: str = "", tls_client_ca: str = "") -> None:
-        """Serve ``app``, each connection counted in ``books`` and held to its limits (they
-        replace uvicorn's limit_concurrency, which answers 503 while half-open connections
-        hold every slot)."""
+        """Serve ``app``, each connection counted in ``books`` from its accept and held to its
+        limits (they replace uvicorn's limit_concurrency, which answers 503 while half-open
+        connections hold every slot). With ``tls_cert``, the protocol starts TLS itself once
+        a connection is admitted: uvicorn's (asyncio's) would begin every handshake at
+        accept, counted nowhere."""
         self.books = books
+        tls = None
+        if tls_cert:
+            tls = create_ssl_context(
+                tls_cert, tls_key or None, None, SSL_PROTOCOL_VERSION,
+                ssl.CERT_REQUIRED if tls_client_ca else ssl.CERT_NONE, tls_client_ca or None,
+                "TLSv1")  # as uvicorn.Config makes it
         config = uvicorn.Config(
             app, lifespan="off", access_log=False, log_config=None, proxy_headers=False,
-            server_header=False, ws="none", http=protocol_for(books), limit_concurrency=None,
-            timeout_graceful_shutdown=math.ceil(grace), ssl_certfile=tls_cert or None,
-            ssl_keyfile=tls_key or None, ssl_ca_certs=tls_client_ca or None,
-            ssl_cert_reqs=ssl.CERT_REQUIRED if tls_client_ca else ssl.CERT_NONE)
+            server_header=False, ws="none", http=protocol_for(books, tls),
+            limit_concurrency=None, timeout_graceful_shutdown=math.ceil(grace))
         self.server = _Uvicorn(config)
         self.task = asyncio.create_task(self.server.serve(sockets=self.sockets))
 
@@ -342,6 +352,8 @@ class WebServer:
         if self.task is not None:
             with contextlib.suppress(asyncio.CancelledError, SystemExit):
                 await self.task
+        if self.books is not None:  # what uvicorn does not know of: TLS handshakes
+            self.books.close_all()
         self.close_sockets()
         await self.connections.close()
 
@@ -356,8 +368,10 @@ class WebServer:
             ("copas_web_connections", "Web port connections open",
              books.open() if books is not None else 0),
             ("copas_web_connections_waiting", "Web port connections waiting for a request's "
-             "headers (a new or kept-alive connection)",
-             books.waiting() if books is not None else 0))
+             "headers (a new or kept-alive connection) or their TLS handshake",
+             books.waiting() if books is not None else 0),
+            ("copas_web_streams", "Web port connections answering a streaming call",
+             books.streams() if books is not None else 0))
 
 
 def prepare(host: str, port: int, grpc_target: str, per_connection: int) -> WebServer:
@@ -372,5 +386,5 @@ def start(web: WebServer, forwarding_key: str, limits: ConnectionLimits,
     (``closed`` counts each one closed or refused for a limit, by reason)."""
     relay = Relay(web.connections, forwarding_key)
     rpc = CopasServiceASGIApplication(relay, read_max_bytes=max_message_bytes)
-    web.serve(WebApp(rpc), WebConnections(limits, closed), grace=grace, tls_cert=tls_cert,
-              tls_key=tls_key, tls_client_ca=tls_client_ca)
+    web.serve(WebApp(rpc), WebConnections(limits, closed, STREAM_PATHS), grace=grace,
+              tls_cert=tls_cert, tls_key=tls_key, tls_client_ca=tls_client_ca)

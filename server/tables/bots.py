@@ -8,14 +8,22 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import time
+import zlib
 from collections.abc import Callable
+from typing import Any, Protocol
 
 import structlog
 
 import ai
-from engine import Action
+from engine import Action, EngineError, Game
+from server.observability import Metrics
+from server.tables.seats import Seats
+from server.tables.timers import TableTimers, TimerKind
 
 log = structlog.get_logger("copas.bots")
+
+AUTO_POLICY = "auto"  # the timeout rules' choices (RULES.md), played at once
 
 class Thinking:
     """A decision being made; cancel() forgets it (its answer is then dropped)."""
@@ -67,3 +75,107 @@ class Thinker:
 
     def shutdown(self) -> None:
         self.pool.shutdown(wait=True)
+
+
+class BotTable(Protocol):
+    """What a table's bots read of their table."""
+
+    @property
+    def game(self) -> Game | None: ...
+    @property
+    def paused_until(self) -> float | None: ...
+    @property
+    def seats(self) -> Seats: ...
+    @property
+    def seed(self) -> int | str: ...
+    @property
+    def sequence(self) -> int: ...
+    @property
+    def bot_policy(self) -> str: ...
+    @property
+    def is_replaying(self) -> bool: ...
+    @property
+    def metrics(self) -> Metrics: ...
+    @property
+    def log(self) -> Any: ...
+
+
+class BotTurns:
+    """The bots of one table. Each move is a step of its own on the loop (``as_step`` makes
+    one), ``pace`` seconds after the last; the bot decides here (the automatic choice) or in
+    the pool while the table goes on (a leave, a timeout), and ``play`` applies its move in
+    the step. A decision is applied only if the table is still where the bot began to think;
+    else, if a bot is still to act, it thinks again."""
+
+    def __init__(self, table: BotTable, timers: TableTimers, thinker: Thinker | None,
+                 pace: float, play: Callable[[Action], None],
+                 as_step: Callable[[Callable[[], None]], Callable[[], None]]) -> None:
+        self._table = table
+        self._timers = timers
+        self._thinker = thinker
+        self._pace = pace
+        self._play = play
+        self._as_step = as_step
+
+    def schedule(self) -> None:
+        """The next bot move, instead of a pending one or a decision being thought (none
+        while the table replays its log)."""
+        if not self._table.is_replaying:
+            self._timers.arm(TimerKind.BOT, self._pace, self._as_step(self._move))
+
+    @property
+    def is_pending(self) -> bool:
+        """A bot move is due, or a decision is being thought."""
+        return self._timers.is_armed(TimerKind.BOT)
+
+    def _playing(self) -> Game | None:
+        """The game, while it runs and is not paused."""
+        game = self._table.game
+        is_on = game is not None and not game.is_over and self._table.paused_until is None
+        return game if is_on else None
+
+    def _where(self, game: Game, seat: int) -> tuple[object, ...]:
+        return (game.phase, game.hand_number, game.trick_number, len(game.trick_cards),
+                seat in game.to_act(), self._table.paused_until)
+
+    def _move(self) -> None:
+        table = self._table
+        game = self._playing()
+        bot = next((s for s in game.to_act() if table.seats[s].is_bot), None) if game else None
+        if game is None or bot is None:
+            return
+        thinker = self._thinker
+        if table.bot_policy == AUTO_POLICY or thinker is None:
+            began = time.perf_counter()
+            action = game.auto_action(bot)
+            table.metrics.bot_decision.labels(where="here").observe(time.perf_counter() - began)
+            self._play(action)
+            return
+        where = self._where(game, bot)
+        seed = zlib.crc32(f"{table.seed}:{table.sequence}".encode())
+        began = time.perf_counter()
+        decisions = table.metrics.bot_decision.labels(where="pool")
+
+        def decided(action: Action | None) -> None:
+            decisions.observe(time.perf_counter() - began)
+            self._as_step(lambda: self._decided(bot, where, action))()
+
+        self._timers.hold(TimerKind.BOT, thinker.think(ai.info_from_game(game, bot),
+                                                       table.bot_policy, seed, decided))
+
+    def _decided(self, seat: int, where: tuple[object, ...], action: Action | None) -> None:
+        """A bot's decision came back: apply it if the table is still where it was (else
+        think again); None (no answer in time) plays the automatic choice."""
+        self._timers.forget(TimerKind.BOT)
+        game = self._playing()
+        if game is None or self._where(game, seat) != where:
+            if game is not None and self._table.seats.any_bot(game.to_act()):
+                self.schedule()
+            return
+        if action is None or action.seat != seat:
+            action = game.auto_action(seat)
+        try:
+            self._play(action)
+        except EngineError:  # a policy's mistake must not stop the table
+            self._table.log.error("bot_move_refused", seat=seat)
+            self._play(game.auto_action(seat))

@@ -31,7 +31,7 @@ import asyncio
 import contextlib
 import time
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 
 from copas.v1 import copas_pb2
 
@@ -144,6 +144,19 @@ class Fanout:
     def streams_of(self, token_hash: str) -> int:
         return self._by_token.get(token_hash, 0)
 
+    def check_room(self, token_hash: str | None, max_spectators: int, max_per_token: int
+                   ) -> None:
+        """:raises ServiceError: TOO_MANY_WATCHERS (a spectator, ``token_hash`` None) or
+            TOO_MANY_STREAMS (a player) when another stream would pass its bound."""
+        if token_hash is None:
+            if self._spectators >= max_spectators:
+                raise ServiceError.exhausted("too many spectators on this table",
+                                             "TOO_MANY_WATCHERS")
+        elif self.streams_of(token_hash) >= max_per_token:
+            raise ServiceError.exhausted(
+                f"at most {max_per_token} streams per player; close one first",
+                "TOO_MANY_STREAMS")
+
     def add(self, watcher: Watcher) -> None:
         self.watchers.add(watcher)
         if watcher.token_hash is None:
@@ -183,6 +196,14 @@ class Fanout:
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
+
+    def snapshot_sent(self, watcher: Watcher, sequence: int) -> None:
+        """``watcher`` gets a snapshot as of ``sequence``: it supersedes anything queued and
+        shows every step staged so far."""
+        watcher.clear()
+        watcher.needs_snapshot = False
+        watcher.seen = sequence
+        watcher.shown_step = self.steps
 
     def seats_watching(self) -> set[int | None]:
         """The views a new step needs: one per watched seat (None: the spectators')."""
@@ -281,11 +302,12 @@ class Fanout:
         return sequence, [snapshot_response(sequence, self._clock(), missed, steps[-1][2])
                           ], staged
 
-    def missed_list(self, history: Iterable[copas_pb2.TableEvent], sequence: int,
+    def missed_list(self, missed_since: Callable[[int], copas_pb2.Snapshot], sequence: int,
                     after_sequence: int, is_spectator: bool) -> tuple[bytes, bool]:
         """A snapshot's Snapshot message (serialized) for ``after_sequence``: the kept events
-        after it (a spectator's: at most ``snapshot_max_events``, the latest), and
-        ``has_gap``. Cached until the table's next numbered event (``sequence``)."""
+        after it (``missed_since``; a spectator's: at most ``snapshot_max_events``, the latest,
+        then ``has_gap``). Cached until the table's next numbered event (``sequence``); True
+        when found in the cache."""
         limit = self.snapshot_max_events if is_spectator else 0
         after_sequence = min(after_sequence, sequence)  # later ones all list nothing
         is_capped = bool(limit) and sequence - after_sequence > limit
@@ -296,34 +318,25 @@ class Fanout:
         known = self._lists.get(key)
         if known is not None:
             return known, True
-        kept = list(history)  # consecutive events ending at the latest
-        missed = [e for e in kept if e.sequence > after_sequence]
-        oldest = kept[0].sequence if kept else sequence + 1
-        has_gap = after_sequence + 1 < oldest and after_sequence < sequence
-        if is_capped and len(missed) > limit:
-            missed, has_gap = missed[-limit:], True
-        body = b"".join(field(1, e.SerializeToString()) for e in missed)
-        if has_gap:
-            body += _HAS_GAP
+        snap = missed_since(sequence - limit if is_capped else after_sequence)
+        if is_capped:
+            snap.has_gap = True  # the events before the latest ``limit`` are left out
+        body = snap.SerializeToString()
         if len(self._lists) >= SNAPSHOT_CACHE:
             self._lists.clear()
         self._lists[key] = body
         self._on_list_built()
         return body, False
 
-    def snapshot(self, watcher: Watcher, after_sequence: int, history:
-                 Iterable[copas_pb2.TableEvent], sequence: int, now: float, view: bytes
-                 ) -> bytes:
+    def snapshot(self, watcher: Watcher, after_sequence: int,
+                 missed_since: Callable[[int], copas_pb2.Snapshot], sequence: int, now: float,
+                 view: bytes) -> bytes:
         """A snapshot for ``watcher`` as a serialized TableEvent: ``view`` (the current one)
-        plus the events it missed after ``after_sequence`` (none when 0). It supersedes
-        anything queued."""
-        watcher.clear()
-        watcher.needs_snapshot = False
-        watcher.seen = sequence
-        watcher.shown_step = self.steps
+        plus the events it missed after ``after_sequence`` (none when 0; ``missed_list``)."""
+        self.snapshot_sent(watcher, sequence)
         snap = b""
         if after_sequence > 0:
-            snap, _ = self.missed_list(history, sequence, after_sequence,
+            snap, _ = self.missed_list(missed_since, sequence, after_sequence,
                                        watcher.token_hash is None)
         return _snapshot_event(sequence, now, snap, view)
 
@@ -348,7 +361,6 @@ def _push_all(watcher: Watcher, events: Staged, messages: list[bytes], staged: f
 
 _VIEW_TAG = varint(3 << 3 | 2)  # TableEvent.view
 _EVENT_TAG = varint(1 << 3 | 2)  # WatchTableResponse.event
-_HAS_GAP = varint(2 << 3) + varint(1)  # Snapshot.has_gap = true
 _IS_LAST = varint(4 << 3) + varint(1)  # TableEvent.is_last_in_action = true
 
 

@@ -99,6 +99,10 @@ Entry = Joined | Acted | TimedOut | PauseStarted | PauseEnded | DeadlineSet | Re
 StepEntry = Joined | Acted | TimedOut | PauseEnded | Removed  # those that begin a step
 
 
+class ReplayMismatch(ValueError):
+    """A log entry does not fit the table it is replayed into."""
+
+
 def dumps(entry: Entry) -> str:
     """One entry as compact JSON (the ``k`` field names its kind)."""
     data: dict[str, Any]

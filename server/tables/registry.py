@@ -31,6 +31,7 @@ from server.observability import Metrics, gauges
 from server.store.base import Storage, TableMeta
 from server.tables import views
 from server.tables.bots import Thinker
+from server.tables.bounded import Bounded
 from server.tables.clock import Handle, Scheduler
 from server.tables.creation import check_new_table
 from server.tables.delivery import Delivery
@@ -61,7 +62,7 @@ class TableRegistry:
         self._tables: dict[str, Table] = {}  # in creation order
         self.seating = Seating()
         self.quarantined: dict[str, str] = {}  # table_id -> why its log did not replay
-        self._create_requests: OrderedDict[str, Remembered] = OrderedDict()
+        self._create_requests: Bounded[str, Remembered] = Bounded(CREATE_MEMORY)
         self._order = itertools.count(1)
         self.is_accepting = True
         self._is_draining = False  # an operator's Drain: no new tables, seats or takeovers
@@ -203,8 +204,6 @@ class TableRegistry:
         self._tables[table.id] = table
         if table.request_key:
             self._create_requests[table.request_key] = Remembered(table.fingerprint, table.id)
-            while len(self._create_requests) > CREATE_MEMORY:
-                self._create_requests.popitem(last=False)
         if table.is_finished:
             self._finished[table.id] = None
             if table.finished_at is not None:

