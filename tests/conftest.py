@@ -63,6 +63,8 @@ TIERS = {
     "test_championship.py": UNIT, "test_delivery.py": UNIT, "test_seats.py": UNIT,
     "test_timers.py": UNIT, "test_cluster_units.py": INTEGRATION,
     "test_lifecycle.py": PROCESS, "test_web_hostile.py": PROCESS,
+    "test_accounts.py": UNIT, "test_account_store.py": CLUSTER,
+    "test_accounts_server.py": INTEGRATION,
     "test_view_bytes.py": UNIT, "test_views_and_records.py": UNIT,
     "test_admin.py": INTEGRATION, "test_contract.py": INTEGRATION,
     "test_fuzz_requests.py": INTEGRATION, "test_play_stream.py": INTEGRATION,

@@ -39,9 +39,10 @@ from prometheus_client.core import GaugeMetricFamily
 from protobuf.wkt import Any as ConnectAny
 from uvicorn.config import SSL_PROTOCOL_VERSION, create_ssl_context
 
+from server.config import Config
 from server.metadata import FORWARDED_FOR, FORWARDING_KEY
-from server.observability import gauges
-from server.rpc.peers import forwarded_chain
+from server.observability import Metrics, gauges
+from server.rpc.peers import Networks, forwarded_chain
 from server.rpc.web_connections import ConnectionLimits, WebConnections, protocol_for
 
 log = structlog.get_logger("copas.web")
@@ -388,3 +389,19 @@ def start(web: WebServer, forwarding_key: str, limits: ConnectionLimits,
     rpc = CopasServiceASGIApplication(relay, read_max_bytes=max_message_bytes)
     web.serve(WebApp(rpc), WebConnections(limits, closed, STREAM_PATHS), grace=grace,
               tls_cert=tls_cert, tls_key=tls_key, tls_client_ca=tls_client_ca)
+
+
+def start_page(web: WebServer, forwarding_key: str, config: Config, exempt: Networks,
+               metrics: Metrics) -> None:
+    """``start`` with the limits, TLS and counters a server's configuration gives."""
+    limits = ConnectionLimits(
+        max_connections=config.web_max_connections,
+        max_per_address=config.web_max_connections_per_address,
+        max_streams_per_address=config.web_max_streams_per_address,
+        header_timeout=config.web_header_timeout, body_timeout=config.web_body_timeout,
+        write_timeout=config.web_write_timeout, exempt=exempt)
+    closed = metrics.web_connections_closed
+    start(web, forwarding_key, limits, lambda reason: closed.labels(reason=reason).inc(),
+          max_message_bytes=config.max_message_bytes, grace=config.grace,
+          tls_cert=config.tls_cert, tls_key=config.tls_key, tls_client_ca=config.tls_client_ca)
+    metrics.add_gauges(web.gauges)
