@@ -39,7 +39,7 @@ from server.lifecycle import RunningServer, Tasks, close_store
 from server.listen import SetupError, bind, internal_address
 from server.observability import Metrics, configure_logging
 from server.rpc import reflection, web
-from server.rpc.accounts import AccountService
+from server.rpc.accounts import AccountService, sweep_bans
 from server.rpc.admin import AdminService, OneProcess
 from server.rpc.gateway import (
     SERVE_HERE,
@@ -151,7 +151,8 @@ async def start(config: Config) -> RunningServer:
             trusts."""
             admin = AdminService(trust, registry, quotas, config, store_kind,
                                  lambda: not failed.is_set(),
-                                 cluster.admin if cluster is not None else OneProcess())
+                                 cluster.admin if cluster is not None else OneProcess(),
+                                 accounts)
             audit = AdminAudit(AdminAuth(admin_token, subjects, trust), trust, metrics)
             admin_routing = Routing(cluster.admin_router, cluster.admin, check=audit) \
                 if cluster is not None else Routing(check=audit)
@@ -203,6 +204,7 @@ async def start(config: Config) -> RunningServer:
                                 cluster, failed, parts)
         tasks.spawn(records.keep_pruned(config.retention_interval))
         tasks.spawn(running.watch_store())
+        tasks.spawn(sweep_bans(registry, accounts))
         recorded = metrics.account_games
         tasks.spawn(GameIntake(accounts, store, on_recorded=lambda is_rated: recorded.labels(
             rated="yes" if is_rated else "no").inc()).run())

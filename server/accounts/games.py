@@ -53,18 +53,21 @@ class GameIntake:
 
     async def catch_up(self, since: float | None = None) -> int:
         """Take every record finished after ``since`` (default: the window before now),
-        newest first; how many were taken."""
+        oldest first (ratings move in the order games ended); how many were taken."""
         oldest = self._clock() - self._window if since is None else since
-        taken, before = 0, None
+        found: list[RecordSummary] = []
+        before = None
         while True:
             rows = await asyncio.to_thread(self._store.list_records, PAGE, before)
-            for summary in rows:
-                if summary.finished < oldest:
-                    return taken
-                taken += await self.take(summary)
-            if len(rows) < PAGE:
-                return taken
+            fresh = [r for r in rows if r.finished >= oldest]
+            found += [r for r in fresh if r.record_id not in self._seen]
+            if len(fresh) < PAGE:
+                break
             before = (rows[-1].finished, rows[-1].record_id)
+        taken = 0
+        for summary in reversed(found):
+            taken += await self.take(summary)
+        return taken
 
     async def run(self, interval: float = 1.0) -> None:
         """The background task: catch up over the window at start, then every ``interval``

@@ -158,6 +158,8 @@ class AccountStore(Protocol):
         """:raises IdentityTaken: another account has the identity."""
     async def unlink(self, method: Method, key: str) -> None: ...
     async def save_account(self, account: Account) -> None: ...
+    async def banned_among(self, account_ids: list[str]) -> set[str]:
+        """Those of ``account_ids`` banned (or deleted)."""
     async def start_session(self, session: Session) -> None: ...
     async def session_by_access(self, digest: str) -> Session | None: ...
     async def session_by_refresh(self, digest: str) -> tuple[Session | None, bool]:
@@ -187,6 +189,8 @@ class AccountStore(Protocol):
         """Accounts by shown rating (then games, then id), from place ``offset + 1``."""
     async def place_of(self, account_id: str, players: int) -> int | None:
         """The account's place on the leaderboard of ``players`` (1 = top), if rated."""
+    async def drop_ratings(self, account_id: str) -> None:
+        """The account leaves every leaderboard (it was deleted)."""
 
 
 USED_REFRESH_KEPT = 16  # a family remembers this many of its old refresh tokens (reuse check)
@@ -235,6 +239,10 @@ class MemoryAccountStore:
 
     async def unlink(self, method: Method, key: str) -> None:
         self._identities.pop((method, key), None)
+
+    async def banned_among(self, account_ids: list[str]) -> set[str]:
+        return {a for a in account_ids if (found := self._accounts.get(a)) is not None
+                and (found.is_banned or found.is_deleted)}
 
     async def save_account(self, account: Account) -> None:
         self._accounts[account.id] = account
@@ -326,14 +334,16 @@ class MemoryAccountStore:
                 sum(g.place for g in games) / len(games))
 
     def _board(self, players: int) -> list[tuple[str, Rating]]:
-        rows = [(a, r[players]) for a, r in self._ratings.items() if players in r
-                and not self._accounts[a].is_deleted]
+        rows = [(a, r[players]) for a, r in self._ratings.items() if players in r]
         return sorted(rows, key=lambda row: (-row[1].shown, -row[1].games, row[0]))
 
     async def leaderboard(self, players: int, offset: int, limit: int) -> list[Ranked]:
         rows = self._board(players)[offset:offset + limit]
         return [Ranked(offset + n + 1, a, self._accounts[a].display_name, r)
                 for n, (a, r) in enumerate(rows)]
+
+    async def drop_ratings(self, account_id: str) -> None:
+        self._ratings.pop(account_id, None)
 
     async def place_of(self, account_id: str, players: int) -> int | None:
         for n, (a, _) in enumerate(self._board(players)):

@@ -152,6 +152,11 @@ class PgAccountStore:
         await self._do(lambda db: db.execute(
             "DELETE FROM identities WHERE method = %s AND key = %s", (method.value, key)))
 
+    async def banned_among(self, account_ids: list[str]) -> set[str]:
+        return {a for (a,) in await self._do(lambda db: db.execute(
+            "SELECT account_id FROM accounts WHERE account_id = ANY(%s) AND "
+            "(is_banned OR is_deleted)", (account_ids,)).fetchall())} if account_ids else set()
+
     async def save_account(self, account: Account) -> None:
         await self._do(lambda db: db.execute(
             "UPDATE accounts SET display_name = %s, is_banned = %s, is_deleted = %s "
@@ -287,12 +292,14 @@ class PgAccountStore:
 
     async def leaderboard(self, players: int, offset: int, limit: int) -> list[Ranked]:
         def body(db: Any) -> list[Ranked]:
-            rows = db.execute(
+            rows = db.execute(  # the page from the board's index alone, then its names
                 "SELECT r.account_id, a.display_name, r.mu, r.sigma, r.games, r.wins "
-                "FROM ratings r JOIN accounts a ON a.account_id = r.account_id "
-                "WHERE r.players = %s AND r.games > 0 AND NOT a.is_deleted "
-                "ORDER BY r.shown DESC, r.games DESC, r.account_id LIMIT %s OFFSET %s",
-                (players, limit, offset)).fetchall()
+                "FROM (SELECT account_id FROM ratings WHERE players = %s AND games > 0 "
+                "      ORDER BY shown DESC, games DESC, account_id LIMIT %s OFFSET %s) page "
+                "JOIN ratings r ON r.account_id = page.account_id AND r.players = %s "
+                "JOIN accounts a ON a.account_id = r.account_id "
+                "ORDER BY r.shown DESC, r.games DESC, r.account_id",
+                (players, limit, offset, players)).fetchall()
             return [Ranked(offset + n + 1, a, name, Rating(mu, sigma, games, wins))
                     for n, (a, name, mu, sigma, games, wins) in enumerate(rows)]
         return await self._do(body)
@@ -305,9 +312,13 @@ class PgAccountStore:
                 return None
             shown, games = row
             ahead = db.execute(
-                "SELECT count(*) FROM ratings r JOIN accounts a ON a.account_id = r.account_id "
-                "WHERE r.players = %s AND r.games > 0 AND NOT a.is_deleted AND "
-                "(r.shown, r.games, %s) > (%s, %s, r.account_id)",
-                (players, account_id, shown, games)).fetchone()[0]
+                "SELECT count(*) FROM ratings WHERE players = %s AND games > 0 AND "
+                "(shown > %s OR (shown = %s AND (games > %s OR (games = %s AND "
+                "account_id < %s))))",
+                (players, shown, shown, games, games, account_id)).fetchone()[0]
             return int(ahead) + 1
         return await self._do(body)
+
+    async def drop_ratings(self, account_id: str) -> None:
+        await self._do(lambda db: db.execute("DELETE FROM ratings WHERE account_id = %s",
+                                             (account_id,)))

@@ -278,6 +278,14 @@ class Accounts:
 
     # ------------------------------------------------------------ operators
 
+    async def find_by(self, query: str) -> Account:
+        """An account by its id, else by its username."""
+        if not query.startswith("a_"):
+            found = await self._store.identity(Method.PASSWORD, query.lower())
+            if found is not None:
+                query = found.account_id
+        return await self.find(query)
+
     async def find(self, account_id: str) -> Account:
         account = await self._store.account(account_id)
         if account is None or account.is_deleted:
@@ -301,12 +309,16 @@ class Accounts:
             await self._store.end_sessions(account_id)
         return account
 
+    async def banned_among(self, account_ids: list[str]) -> set[str]:
+        return await self._store.banned_among(account_ids)
+
     async def delete(self, account_id: str) -> None:
         """Forget the person: sessions end, ways to sign in go, the name is gone."""
         account = await self.find(account_id)
         await self._store.end_sessions(account_id)
         for identity in await self._store.identities(account_id):
             await self._store.unlink(identity.method, identity.key)
+        await self._store.drop_ratings(account_id)
         await self._store.save_account(replace(account, display_name="", is_deleted=True))
 
     # ------------------------------------------------------------ helpers

@@ -149,6 +149,14 @@ class SqliteAccountStore:
         await self._do(lambda db: db.execute(
             "DELETE FROM identities WHERE method = ? AND key = ?", (method.value, key)))
 
+    async def banned_among(self, account_ids: list[str]) -> set[str]:
+        def body(db: sqlite3.Connection) -> set[str]:
+            marks = ",".join("?" * len(account_ids))
+            return {a for (a,) in db.execute(
+                f"SELECT account_id FROM accounts WHERE account_id IN ({marks}) AND "
+                "(is_banned OR is_deleted)", account_ids)}
+        return await self._do(body) if account_ids else set()
+
     async def save_account(self, account: Account) -> None:
         await self._do(lambda db: db.execute(
             "UPDATE accounts SET display_name = ?, is_banned = ?, is_deleted = ? "
@@ -280,11 +288,13 @@ class SqliteAccountStore:
 
     async def leaderboard(self, players: int, offset: int, limit: int) -> list[Ranked]:
         def body(db: sqlite3.Connection) -> list[Ranked]:
-            rows = db.execute(
+            rows = db.execute(  # the page from the board's index alone, then its names
                 "SELECT r.account_id, a.display_name, r.mu, r.sigma, r.games, r.wins "
-                "FROM ratings r JOIN accounts a ON a.account_id = r.account_id "
-                "WHERE r.players = ? AND a.is_deleted = 0 "
-                "ORDER BY r.shown DESC, r.games DESC, r.account_id LIMIT ? OFFSET ?",
+                "FROM (SELECT account_id FROM ratings WHERE players = ?1 "
+                "      ORDER BY shown DESC, games DESC, account_id LIMIT ?2 OFFSET ?3) page "
+                "JOIN ratings r ON r.account_id = page.account_id AND r.players = ?1 "
+                "JOIN accounts a ON a.account_id = r.account_id "
+                "ORDER BY r.shown DESC, r.games DESC, r.account_id",
                 (players, limit, offset)).fetchall()
             return [Ranked(offset + n + 1, a, name, Rating(mu, sigma, games, wins))
                     for n, (a, name, mu, sigma, games, wins) in enumerate(rows)]
@@ -296,11 +306,15 @@ class SqliteAccountStore:
                              "players = ?", (account_id, players)).fetchone()
             if row is None:
                 return None
-            shown, games = row
-            ahead = db.execute(
-                "SELECT count(*) FROM ratings r JOIN accounts a ON a.account_id = r.account_id "
-                "WHERE r.players = ? AND a.is_deleted = 0 AND (r.shown > ? OR (r.shown = ? AND "
-                "(r.games > ? OR (r.games = ? AND r.account_id < ?))))",
-                (players, shown, shown, games, games, account_id)).fetchone()[0]
+            ahead = db.execute(  # three ranges of the board's index (no scan of the rest)
+                "SELECT (SELECT count(*) FROM ratings WHERE players = ?1 AND shown > ?2) + "
+                "(SELECT count(*) FROM ratings WHERE players = ?1 AND shown = ?2 AND "
+                "games > ?3) + (SELECT count(*) FROM ratings WHERE players = ?1 AND "
+                "shown = ?2 AND games = ?3 AND account_id < ?4)",
+                (players, row[0], row[1], account_id)).fetchone()[0]
             return int(ahead) + 1
         return await self._do(body)
+
+    async def drop_ratings(self, account_id: str) -> None:
+        await self._do(lambda db: db.execute("DELETE FROM ratings WHERE account_id = ?",
+                                             (account_id,)))

@@ -4,10 +4,12 @@ request carries is logged or put in an answer other than the caller's own sessio
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable
 from typing import Any
 
 import grpc
+import structlog
 from copas.v1 import accounts_pb2, accounts_pb2_grpc
 
 from server.accounts.model import Account, Identity, Method, Ranked
@@ -17,8 +19,10 @@ from server.observability import Metrics
 from server.rpc import inputs
 from server.rpc.gateway import caller
 from server.tables import paging
+from server.tables.registry import TableRegistry
 from server.wire import timestamp
 
+log = structlog.get_logger("copas.accounts")
 Context = grpc.aio.ServicerContext[Any, Any]
 SECRET_MAX = 1024  # a password, device secret or refresh token longer than this is refused
 ID_TOKEN_MAX = 16 * 1024
@@ -203,3 +207,21 @@ class AccountService(accounts_pb2_grpc.AccountServiceServicer):
                 players=g.players, place=g.place, points=g.points, is_rated=g.is_rated,
                 rating_after=g.rating_after, rating_change=g.rating_change) for g in games],
             next_page_token=paging.encode((last.finished, last.record_id)) if last else "")
+
+
+async def sweep_bans(registry: TableRegistry, accounts: Accounts, interval: float = 2.0
+                     ) -> None:
+    """Every ``interval`` seconds, the seats here of accounts banned meanwhile (on any node)
+    are played as leavers' (a background task of the server's)."""
+    while True:
+        await asyncio.sleep(interval)
+        seated = sorted({s.account_id for t in registry.live() if not t.is_finished
+                         for s in t.seats if s.account_id and s.token_hash})
+        try:
+            banned = await accounts.banned_among(seated)
+        except Exception as exc:
+            log.warning("ban_sweep_failed", error=str(exc)[:200])
+            continue
+        for account_id in banned:
+            for table in registry.remove_account(account_id):
+                table.log.info("banned_account_removed")

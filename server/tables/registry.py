@@ -305,6 +305,18 @@ class TableRegistry:
 
     # ------------------------------------------------------------ operators
 
+    def remove_account(self, account_id: str) -> list[Table]:
+        """An operator banned an account: each of its seats here is given up (before a game)
+        or played as a leaver's; the tables changed."""
+        changed = []
+        for table in list(self._tables.values()):
+            for seat in table.seats:
+                if seat.account_id == account_id and seat.token_hash and \
+                        not table.is_finished:
+                    table.remove_person(seat.number)
+                    changed.append(table)
+        return changed
+
     def close_table(self, table_id: str) -> Table:
         """An operator ends a table: a running game ends now (CLOSED, its record kept); a
         waiting table goes, its streams told TABLE_CLOSED.
