@@ -62,6 +62,13 @@ class Config:
     watcher_buffer_bytes: int = flag(64 * 1024, "bytes a watcher may fall behind before it gets "
                                                 "a fresh snapshot")
     history: int = flag(1024, "events kept per table for reconnecting watchers")
+    snapshot_max_events: int = flag(128, "missed events a spectator's snapshot lists at most "
+                                         "(the latest, then has_gap; players' list every "
+                                         "kept one)", is_quota=True)
+    spectator_tick: float = flag(0.1, "seconds spectators' updates of a table are coalesced "
+                                      "over: a step after a quiet tick goes at once, sooner "
+                                      "ones wait and go as one snapshot for all spectators "
+                                      "(0: every event as it comes)")
     finished_table_ttl: float = flag(600.0, "seconds a finished table is kept for late watchers")
     waiting_table_ttl: float = flag(600.0, "seconds a table waiting for players stays with "
                                            "nobody connected")
@@ -101,6 +108,9 @@ class Config:
                                            "health Watch) per address", is_quota=True)
     max_lobby_streams_per_peer: int = flag(8, "open WatchLobby streams per address (a client "
                                               "needs one)", is_quota=True)
+    max_spectator_streams_per_peer: int = flag(8, "open WatchTable streams without a player "
+                                                  "token (spectators) per address",
+                                               is_quota=True)
     quota_penalty: float = flag(0.0, "seconds before a call over a quota is answered (0: at "
                                      "once, the cheapest for the server)")
     trusted_proxies: str = flag("", "comma-separated addresses or networks (CIDR) of proxies "
@@ -201,7 +211,9 @@ class Config:
 
     def table_settings(self) -> TableSettings:
         return TableSettings(
-            history=self.history, max_watchers_per_table=self.max_watchers_per_table,
+            history=self.history, snapshot_max_events=self.snapshot_max_events,
+            spectator_tick=self.spectator_tick,
+            max_watchers_per_table=self.max_watchers_per_table,
             max_streams_per_token=self.max_streams_per_token, watcher_queue=self.watcher_queue,
             watcher_buffer_bytes=self.watcher_buffer_bytes,
             waiting_table_ttl=self.waiting_table_ttl, abandon_after=self.abandon_after,
@@ -222,6 +234,8 @@ class TableSettings:
     """What one table's state machine reads (``Config`` has the flags' help)."""
 
     history: int = 1024
+    snapshot_max_events: int = 128
+    spectator_tick: float = 0.1
     max_watchers_per_table: int = 64
     max_streams_per_token: int = 4
     watcher_queue: int = 512

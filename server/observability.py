@@ -100,6 +100,10 @@ class Metrics:
             "copas_watcher_resyncs_total",
             "Watchers that fell behind and got a fresh snapshot instead of the backlog",
             registry=r)
+        self.snapshot_lists = Counter(
+            "copas_snapshot_lists_built_total",
+            "Snapshots' lists of missed events serialized (the others came from the cache "
+            "kept until the table's next event)", registry=r)
         self.web_connections_closed = Counter(
             "copas_web_connections_closed",
             "Web port connections closed or refused for a limit, by reason: header_timeout, "

@@ -565,13 +565,15 @@ class Gateway:
                 start = time.perf_counter()
                 found: Caller | None = None
                 opened, relaying = "", False
+                has_token = True
                 task = calls.enter(start)
                 try:
                     found = enter(method, context)
                     if calls.refusal is not None:
                         await calls.hold(task)
                     request = parse(raw)
-                    quotas.open_stream(found.peer, method)
+                    has_token = found.token_hash is not None  # else a spectator's WatchTable
+                    quotas.open_stream(found.peer, method, has_token=has_token)
                     opened = found.peer
                     address, _ = await destination(found, request, context)
                     if address is None:
@@ -598,7 +600,7 @@ class Gateway:
                 finally:
                     calls.leave(task)
                     if opened:
-                        quotas.close_stream(opened, method)
+                        quotas.close_stream(opened, method, has_token=has_token)
                 finish(method, start, "OK", None, found.sent)
 
             return grpc.unary_stream_rpc_method_handler(

@@ -35,7 +35,7 @@ from server.rpc.actions import METHODS, decode_action
 from server.rpc.gateway import Caller
 from server.rpc.quotas import Quotas
 from server.store.base import StorageFailed
-from server.tables.fanout import Watcher
+from server.tables.fanout import Watcher, event_response
 from server.tables.idempotency import fingerprint
 from server.tables.registry import TableRegistry
 from server.tables.table import Table
@@ -81,7 +81,7 @@ class PlayStream:
             first = table.snapshot(watcher, after_sequence)
             await self._delivery.committed()  # show only what is durable
             if not watcher.is_closed:  # the token may have been revoked meanwhile
-                await self._write(copas_pb2.PlayResponse(event=first))
+                await self._write(event_response(first))  # PlayResponse.event
             written = watcher.seen
             while True:
                 written = await self._flush(watcher, written)
@@ -95,8 +95,7 @@ class PlayStream:
                 await watcher.wakeup.wait()
                 watcher.wakeup.clear()
                 if watcher.needs_snapshot and not watcher.is_closed:
-                    await self._write(copas_pb2.PlayResponse(
-                        event=table.snapshot(watcher, 0)))
+                    await self._write(event_response(table.snapshot(watcher, 0)))
                     written = watcher.seen
         finally:
             reader.cancel()

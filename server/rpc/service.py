@@ -25,6 +25,7 @@ from server.rpc.play import PlayStream
 from server.rpc.quotas import Quotas
 from server.store.records import record_to_pb
 from server.tables import paging
+from server.tables.fanout import event_response
 from server.tables.idempotency import JOIN_REQUEST_ID_MIN, fingerprint
 from server.tables.lobby import LobbyFilter, LobbySource
 from server.tables.records import Records
@@ -229,18 +230,21 @@ class CopasService(copas_pb2_grpc.CopasServiceServicer):
         if request.after_sequence < 0:
             raise ServiceError.invalid("after_sequence must not be negative",
                                        "INVALID_SEQUENCE")
-        token_hash = caller().token_hash
-        table, seat = self.registry.seat_for_watch(token_hash, table_id)
+        found = caller()
+        table, seat = self.registry.seat_for_watch(found.token_hash, table_id)
         if seat is not None:
             structlog.contextvars.bind_contextvars(seat=seat)
-        watcher = table.add_watcher(seat, token_hash if seat is not None else None)
+        else:  # a spectator's snapshot is charged for the missed events it lists
+            self.quotas.charge_snapshot(found.peer, table.fanout.listed(
+                table.sequence, request.after_sequence, is_spectator=True))
+        watcher = table.add_watcher(seat, found.token_hash if seat is not None else None)
         write = _writer(context)
         try:
             # The snapshot as of now, written once now is durable (later steps follow it).
             first = table.snapshot(watcher, request.after_sequence)
             await self.delivery.committed()  # show only what is durable
             if not watcher.is_closed:  # the token may have been revoked meanwhile
-                await write(copas_pb2.WatchTableResponse(event=first))
+                await write(event_response(first))
             while True:
                 if watcher.is_closed:
                     if watcher.close_error is not None:
@@ -251,7 +255,7 @@ class CopasService(copas_pb2_grpc.CopasServiceServicer):
                 if watcher.is_closed:
                     continue
                 if watcher.needs_snapshot:
-                    await write(copas_pb2.WatchTableResponse(event=table.snapshot(watcher, 0)))
+                    await write(event_response(table.snapshot(watcher, 0)))
                 move_to_view = self.registry.metrics.move_to_view
                 while watcher.queue and not watcher.is_closed:
                     await write(watcher.pop()[1])  # a serialized WatchTableResponse

@@ -66,7 +66,6 @@ from server.tables.log_entries import (
 from server.tables.ports import TableHost, TableLog
 from server.tables.seats import Seats
 from server.tables.timers import TableTimers, TimerKind, TurnClock
-from server.wire import timestamp
 
 log = structlog.get_logger("copas.table")
 
@@ -112,7 +111,8 @@ class Table:
         self.has_people = self.bot_seats < self.rules.players
         self.game: Game | None = None
         self._events = TableEvents(self.rules.players, settings.history, created)
-        self.fanout = Fanout()
+        self.fanout = Fanout(settings.spectator_tick, settings.snapshot_max_events, self.now,
+                             metrics.snapshot_lists.inc)
         self._timers = TableTimers(scheduler)
         self._clock = TurnClock(self._timers, self.rules, self._timer_step(self._on_timeout),
                                 self._timer_step(self._end_pause))
@@ -193,12 +193,11 @@ class Table:
     def view(self, seat: int | None) -> copas_pb2.TableView:
         return views.for_seat(self, seat)
 
-    def snapshot(self, watcher: Watcher, after_sequence: int) -> copas_pb2.TableEvent:
-        """A snapshot for ``watcher``: the current view plus the events it missed."""
-        self.fanout.snapshot_sent(watcher, self.sequence)
-        return copas_pb2.TableEvent(
-            sequence=self.sequence, time=timestamp(self.now()),
-            snapshot=self._events.missed_since(after_sequence), view=self.view(watcher.seat))
+    def snapshot(self, watcher: Watcher, after_sequence: int) -> bytes:
+        """The view and the events ``watcher`` missed, a serialized TableEvent (``Fanout``'s)."""
+        view = views.view_bytes(self, views.public_bytes(self), watcher.seat)
+        return self.fanout.snapshot(watcher, after_sequence, self._events.missed_since,
+                                    self.sequence, self.now(), view)
 
     # ------------------------------------------------------------ steps, log and events
 
@@ -240,7 +239,8 @@ class Table:
         if seats:  # nobody watching: no views to build
             shared = views.public_bytes(self)
             self.fanout.stage([(e.sequence, e.SerializeToString()) for e in step.events],
-                              {seat: views.view_bytes(self, shared, seat) for seat in seats})
+                              {seat: views.view_bytes(self, shared, seat) for seat in seats},
+                              step.is_numbered)
         self._host.table_changed(self)
 
     def _timer_step(self, step: Callable[[], None]) -> Callable[[], None]:
