@@ -99,6 +99,19 @@ class Config:
     joins_burst: float = flag(60.0, "joins at once from one address")
     max_streams_per_peer: int = flag(1024, "open streams (WatchTable, Play, WatchLobby, "
                                            "health Watch) per address", is_quota=True)
+    max_tables_per_address: int = flag(16, "tables not yet finished one address may have "
+                                            "created (RESOURCE_EXHAUSTED TOO_MANY_TABLES "
+                                            "beyond; given back when one finishes or goes)",
+                                        is_quota=True)
+    play_max_refusals_in_a_row: int = flag(100, "refused actions in a row that end a Play "
+                                                "stream (RESOURCE_EXHAUSTED "
+                                                "TOO_MANY_REFUSALS)", is_quota=True)
+    stream_open_timeout: float = flag(10.0, "seconds a Play stream has to send its opening "
+                                            "message (then it ends, INVALID_ARGUMENT; 0: "
+                                            "forever)")
+    max_streams_opening: int = flag(4096, "Play streams waiting for their opening message, "
+                                          "from all addresses (RESOURCE_EXHAUSTED "
+                                          "TOO_MANY_STREAMS beyond)", is_quota=True)
     max_lobby_streams_per_peer: int = flag(8, "open WatchLobby streams per address (a client "
                                               "needs one)", is_quota=True)
     quota_penalty: float = flag(0.0, "seconds before a call over a quota is answered (0: at "
@@ -200,7 +213,9 @@ class Config:
     def registry_settings(self) -> RegistrySettings:
         return RegistrySettings(
             max_tables=self.max_tables, max_players=self.max_players,
-            max_bot_tables=self.max_bot_tables, finished_table_ttl=self.finished_table_ttl,
+            max_bot_tables=self.max_bot_tables,
+            max_tables_per_address=self.max_tables_per_address,
+            finished_table_ttl=self.finished_table_ttl,
             min_timeout=self.min_timeout, max_point_limit=self.max_point_limit,
             max_hands_limit=self.max_hands_limit, allow_seed=self.allow_seed,
             bot_policy=self.bot_policy, rule_defaults=dict(self.rule_defaults),
@@ -229,6 +244,7 @@ class RegistrySettings:
     max_tables: int = 10_000
     max_players: int = 40_000
     max_bot_tables: int = 64
+    max_tables_per_address: int = 16  # 0: no limit
     finished_table_ttl: float = 600.0
     min_timeout: float = 1.0
     max_point_limit: int = 1000
