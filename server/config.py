@@ -61,6 +61,9 @@ class Config:
                                    "snapshot")
     watcher_buffer_bytes: int = flag(64 * 1024, "bytes a watcher may fall behind before it gets "
                                                 "a fresh snapshot")
+    presence_interval: float = flag(1.0, "seconds between two presence events of one seat (a "
+                                         "player's streams opened, or all closed); a change "
+                                         "within them is shown at their end")
     history: int = flag(1024, "events kept per table for reconnecting watchers")
     finished_table_ttl: float = flag(600.0, "seconds a finished table is kept for late watchers")
     waiting_table_ttl: float = flag(600.0, "seconds a table waiting for players stays with "
@@ -208,7 +211,7 @@ class Config:
             max_streams_per_token=self.max_streams_per_token, watcher_queue=self.watcher_queue,
             watcher_buffer_bytes=self.watcher_buffer_bytes,
             waiting_table_ttl=self.waiting_table_ttl, abandon_after=self.abandon_after,
-            bot_table_pace=self.bot_table_pace)
+            bot_table_pace=self.bot_table_pace, presence_interval=self.presence_interval)
 
     def registry_settings(self) -> RegistrySettings:
         return RegistrySettings(
@@ -234,6 +237,7 @@ class TableSettings:
     waiting_table_ttl: float = 600.0
     abandon_after: float = 900.0
     bot_table_pace: float = 0.5
+    presence_interval: float = 1.0
 
 
 @dataclass(frozen=True, slots=True)

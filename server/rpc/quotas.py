@@ -203,7 +203,9 @@ class Quotas:
 
     def gauges(self) -> Iterable[GaugeMetricFamily]:
         return gauges(("copas_quota_clients", "Clients the quotas keep track of",
-                       self.clients()))
+                       self.clients()),
+                      ("copas_streams_opening", "Play streams waiting for their opening "
+                       "message", self.streams_opening))
 
 
 def _less(counts: dict[str, int], key: str) -> None:

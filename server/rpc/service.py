@@ -106,6 +106,7 @@ class CopasService(copas_pb2_grpc.CopasServiceServicer):
         table = self.registry.create(
             preset=request.preset, overrides=overrides, bot_seats=request.bot_seats, name=name,
             seed=seed, request_id=request_id, bot_policy=request.bot_policy,
+            creator=caller().peer,
             fingerprint=fingerprint("CreateTable", request.preset or "online", overrides,
                                     request.bot_seats, name, seed, request.bot_policy)
             if request_id else "")
@@ -148,7 +149,8 @@ class CopasService(copas_pb2_grpc.CopasServiceServicer):
         table, seat, token = self.registry.join(
             table_id, name, seat_asked, request_id,
             fingerprint("JoinTable", table_id, request.preset, players, name, seat_asked)
-            if request_id else "", preset=request.preset, players=players)
+            if request_id else "", preset=request.preset, players=players,
+            creator=caller().peer)
         structlog.contextvars.bind_contextvars(seat=seat)
         await self.delivery.committed(table)  # the seat is durable before the token is given
         return copas_pb2.JoinTableResponse(seat=seat, player_token=token, table=table.summary())
