@@ -492,10 +492,14 @@ def retry_delay(error: grpc.aio.AioRpcError) -> float | None:
 
 
 async def join(stub: copas_pb2_grpc.CopasServiceStub, table_id: str, name: str,
-               where: Connection | str | None = None, follow: bool = True) -> Player:
-    """Take a seat through ``stub``; with ``where`` (the address ``stub`` reaches), the
+               where: Connection | str | None = None, follow: bool = True,
+               access_token: str = "") -> Player:
+    """Take a seat through ``stub`` (as the account of ``access_token``, if given: ``name``
+    may then be empty, the account's); with ``where`` (the address ``stub`` reaches), the
     player then follows the table's owner (``TableRoute``) unless ``follow`` is False."""
-    call = stub.JoinTable(copas_pb2.JoinTableRequest(table_id=table_id, display_name=name))
+    call = stub.JoinTable(copas_pb2.JoinTableRequest(table_id=table_id, display_name=name),
+                          metadata=(("authorization", f"Bearer {access_token}"),)
+                          if access_token else None)
     answer = await call
     route = None
     if where is not None:

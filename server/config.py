@@ -204,6 +204,16 @@ class Config:
     admin_subjects: str = flag("", "comma-separated client certificate names (common name "
                                    "or subject alternative name; mutual TLS, --tls-client-ca) "
                                    "allowed to call the admin service")
+    # Accounts (copas.v1.AccountService).
+    oidc_issuers: str = flag("", "comma-separated ISSUER=AUDIENCE=JWKS: OIDC ID tokens of these "
+                                 "issuers, for that audience, sign in (JWKS: a file, or an "
+                                 "https URL fetched and cached)")
+    access_token_seconds: float = flag(900.0, "seconds an account's access token works (a "
+                                              "refresh token renews it)")
+    refresh_token_days: float = flag(30.0, "days a refresh token works (each refresh starts "
+                                           "it again)")
+    password_time_cost: int = flag(3, "argon2id passes per password hash")
+    password_memory_kib: int = flag(65536, "argon2id memory per password hash, in KiB")
 
     def table_settings(self) -> TableSettings:
         return TableSettings(

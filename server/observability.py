@@ -71,6 +71,13 @@ class Metrics:
         self.admin_actions = Counter(
             "copas_admin_actions_total", "AdminService calls, by method and outcome (ok, or the "
             "refusal's reason)", ["method", "outcome"], registry=r)
+        self.sign_ins = Counter(
+            "copas_sign_ins_total", "AccountService sign-ins and refreshes, by method (device, "
+            "password, oidc, sign_up, refresh) and outcome (ok, or the refusal's reason)",
+            ["method", "outcome"], registry=r)
+        self.account_games = Counter(
+            "copas_account_games_recorded_total", "Finished games taken into their accounts' "
+            "histories, by whether they moved ratings", ["rated"], registry=r)
         self.tables_quarantined = Gauge(
             "copas_tables_quarantined",
             "Tables whose log did not replay at start (kept, retried at the next start)",

@@ -93,6 +93,31 @@ async def test_the_typescript_client_plays_a_game_and_reads_the_error_details(
         assert summary["results"] is None
 
 
+async def test_the_typescript_client_plays_as_a_guest_account() -> None:
+    """--guest: the client signs in as a new guest (AccountService over gRPC), joins with its
+    access token, and the seat, the game record and the account's history are the account's."""
+    node = shutil.which("node")
+    assert node is not None and PLAY.is_file(), f"{PLAY} is missing: run `make ts`"
+    async with serving(allow_seed=True) as (running, stub):
+        process = await asyncio.create_subprocess_exec(
+            node, str(PLAY), "--server", f"127.0.0.1:{running.port}", "--seed", "3", "--json",
+            "--guest", "--name", "Guesty", "--transport", "unary",
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        out, err = await asyncio.wait_for(process.communicate(), 60)
+        assert process.returncode == 0, err.decode()
+        assert "refresh" not in err.decode().lower() and "access" not in err.decode().lower()
+        summary = json.loads(out.decode().strip().splitlines()[-1])
+        account_id = summary["account_id"]
+        assert account_id and account_id.startswith("a_")
+        table = (await stub.GetTable(copas_pb2.GetTableRequest(
+            table_id=summary["table_id"]))).table
+        assert table.seats[summary["seat"]].display_name == "Guesty"
+        record = (await stub.GetGameRecord(copas_pb2.GetGameRecordRequest(
+            record_id=summary["table_id"]))).record
+        seats = json.loads(record.record_json)["seats"]
+        assert any(s.get("account") == account_id for s in seats), seats
+
+
 class CutPlayStreams(copas_pb2_grpc.CopasServiceServicer):
     """A server whose first Play stream ends INTERNAL (as grpcio reports a stream a drained
     node cut: "Internal error from Core"); the next one shows the game over."""

@@ -37,7 +37,7 @@ from server.cluster.destination import HERE, Destination
 from server.errors import ServiceError
 from server.metadata import OWNER
 from server.observability import Metrics
-from server.rpc.peers import PeerTrust, bearer_token_hash
+from server.rpc.peers import PeerTrust, bearer_token_hash, bears_access_token
 from server.rpc.quotas import Quotas
 from server.store.base import StorageError, StoreUnreachable
 
@@ -55,7 +55,10 @@ class Caller:
     token_hash: str | None  # SHA-256 of the bearer token, when one was sent
     sent: int = 0  # messages a stream wrote (the servicer counts them)
     who: str = ""  # who a service's own check found calling (``CallCheck``)
+    has_access_token: bool = False  # the bearer token is an account's access token
 
+
+TABLES_SERVICE = "copas.v1.CopasService"  # routed by the gateway's own router (its tables)
 
 CALLER: contextvars.ContextVar[Caller] = contextvars.ContextVar("copas_caller")
 
@@ -203,7 +206,7 @@ class Gateway:
         ``others`` wholly, the standard ones (health, reflection) under the same quotas."""
         for name, handlers in services.items():
             routing = Routing(self.router, self.forwarder, self.implied) \
-                if name.startswith("copas.v1.") else self.others.get(name)
+                if name == TABLES_SERVICE else self.others.get(name)
             wrapped = {method: self._wrap(name, method, handler, routing)
                        if routing is not None else self._wrap_other(handler)
                        for method, handler in handlers.items()}
@@ -316,7 +319,8 @@ class Gateway:
         valid = token_hash if token_hash is not None and self.is_valid_token(token_hash) \
             else None
         self.quotas.admit(method, peer, valid)
-        found = Caller(method, peer, token_hash)
+        found = Caller(method, peer, token_hash,
+                       has_access_token=token_hash is not None and bears_access_token(metadata))
         CALLER.set(found)
         return found
 

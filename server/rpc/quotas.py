@@ -21,10 +21,10 @@ from collections.abc import Iterable
 
 from prometheus_client.core import GaugeMetricFamily
 
+from server.bounded import Bounded
 from server.config import Config
 from server.errors import ServiceError
 from server.observability import gauges
-from server.tables.bounded import Bounded
 
 MAX_KEYS = 65_536
 

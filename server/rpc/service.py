@@ -15,6 +15,7 @@ from copas.v1 import copas_pb2, copas_pb2_grpc
 from prometheus_client.core import GaugeMetricFamily
 
 from server import codec
+from server.accounts.service import Accounts
 from server.errors import ServiceError
 from server.observability import gauges
 from server.rpc import inputs
@@ -79,8 +80,9 @@ def _writer(context: Context) -> Callable[[Any], Awaitable[None]]:
 
 class CopasService(copas_pb2_grpc.CopasServiceServicer):
     def __init__(self, registry: TableRegistry, lobby: LobbySource, records: Records,
-                 quotas: Quotas) -> None:
+                 quotas: Quotas, accounts: Accounts) -> None:
         self.registry = registry
+        self.accounts = accounts  # who a JoinTable with an access token seats
         self.delivery = registry.delivery  # the barrier: answer once committed
         self.lobby = lobby
         self.records = records
@@ -143,13 +145,20 @@ class CopasService(copas_pb2_grpc.CopasServiceServicer):
             raise ServiceError.invalid("table_id (or preset, for a quick match) is required",
                                        "MISSING_TABLE_ID")
         inputs.check_length("preset", request.preset, inputs.PRESET_MAX, "INVALID_RULES")
-        name = inputs.display_name(request.display_name, inputs.PLAYER_NAME_MAX, required=True)
+        found = caller()
+        account = await self.accounts.authenticate_digest(found.token_hash) \
+            if found.has_access_token and found.token_hash is not None else None
+        name = inputs.display_name(request.display_name, inputs.PLAYER_NAME_MAX,
+                                   required=account is None) or \
+            (account.display_name if account is not None else "")
         seat_asked = request.seat if request.HasField("seat") else None
         players = request.players if request.HasField("players") else None
+        account_id = account.id if account is not None else ""
         table, seat, token = self.registry.join(
             table_id, name, seat_asked, request_id,
-            fingerprint("JoinTable", table_id, request.preset, players, name, seat_asked)
-            if request_id else "", preset=request.preset, players=players,
+            fingerprint("JoinTable", table_id, request.preset, players, name, seat_asked,
+                        *([account_id] if account_id else [])) if request_id else "",
+            preset=request.preset, players=players, account_id=account_id,
             creator=caller().peer)
         structlog.contextvars.bind_contextvars(seat=seat)
         await self.delivery.committed(table)  # the seat is durable before the token is given

@@ -118,6 +118,8 @@ class SeatRecord:
     seat: int
     name: str
     is_bot: bool
+    account_id: str = ""
+    """The account that held the seat ("" for an anonymous seat or a bot)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,7 +197,8 @@ class RecordSummary:
                 "display_name": self.display_name, "preset": self.preset,
                 "created": self.created, "finished": self.finished, "seed": self.seed,
                 "rules": self.rules.to_dict(),
-                "seats": [{"seat": s.seat, "name": s.name, "is_bot": s.is_bot}
+                "seats": [{"seat": s.seat, "name": s.name, "is_bot": s.is_bot,
+                           **({"account": s.account_id} if s.account_id else {})}
                           for s in self.seats],
                 "result": self.result.to_dict()}
 
@@ -207,7 +210,8 @@ class RecordSummary:
                        str(data["display_name"]), str(data["preset"]),
                        float(data["created"]), float(data["finished"]), data["seed"],
                        Rules.from_dict(_object(data["rules"], "rules")),
-                       tuple(SeatRecord(int(s["seat"]), str(s["name"]), bool(s["is_bot"]))
+                       tuple(SeatRecord(int(s["seat"]), str(s["name"]), bool(s["is_bot"]),
+                                        str(s.get("account", "")))
                              for s in data["seats"]),
                        GameResult.from_dict(_object(data["result"], "result")))
         except (KeyError, TypeError, RulesError) as exc:

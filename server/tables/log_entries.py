@@ -38,6 +38,8 @@ class Joined:
     sealed_token: str = ""
     at: float = 0.0
     """When (seconds since the epoch, to the millisecond); 0 when not kept (older logs)."""
+    account_id: str = ""
+    """The signed-in account that took the seat ("" for an anonymous person)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,6 +115,8 @@ def dumps(entry: Entry) -> str:
             if entry.request_key:
                 data |= {"rk": entry.request_key, "fp": entry.fingerprint,
                          "sealed": entry.sealed_token}
+            if entry.account_id:
+                data["acct"] = entry.account_id
         case Acted():
             data = {"k": "act", "seq": entry.seq, "a": action_to_json(entry.action),
                     "by": entry.by}
@@ -142,7 +146,7 @@ def loads(text: str) -> Entry:
         if kind == "join":
             return Joined(seq, int(data["seat"]), str(data["name"]), str(data["token"]),
                           str(data.get("rk", "")), str(data.get("fp", "")),
-                          str(data.get("sealed", "")), at)
+                          str(data.get("sealed", "")), at, str(data.get("acct", "")))
         if kind == "act":
             return Acted(seq, action_from_json(data["a"]), str(data["by"]),
                          str(data.get("rid", "")), str(data.get("fp", "")), at)

@@ -24,6 +24,7 @@ from copas.v1 import copas_pb2
 from prometheus_client.core import GaugeMetricFamily
 
 from engine import Rules
+from server.bounded import Bounded
 from server.codec import RuleOverrides
 from server.config import RegistrySettings, TableSettings
 from server.errors import ServiceError, quote
@@ -31,7 +32,6 @@ from server.observability import Metrics, gauges
 from server.store.base import Storage, TableMeta
 from server.tables import views
 from server.tables.bots import Thinker
-from server.tables.bounded import Bounded
 from server.tables.clock import Handle, Scheduler
 from server.tables.creation import check_new_table
 from server.tables.delivery import Delivery
@@ -306,9 +306,10 @@ class TableRegistry:
 
     def join(self, table_id: str, name: str, seat: int | None, request_id: str = "",
              fingerprint: str = "", *, preset: str = "", players: int | None = None,
-             creator: str = "") -> tuple[Table, int, str]:
-        """Seat a person at ``table_id``, or (quick match, ``preset`` instead) at the oldest
-        waiting table of that kind with a free seat, or at a new one."""
+             account_id: str = "", creator: str = "") -> tuple[Table, int, str]:
+        """Seat a person (signed in as ``account_id``, if any) at ``table_id``, or (quick
+        match, ``preset`` instead) at the oldest waiting table of that kind with a free seat
+        and without them, or at a new one."""
         if request_id:
             key = request_key(JOIN_SCOPE, request_id)
             if self.seating.is_spent(key):
@@ -321,9 +322,9 @@ class TableRegistry:
                 seat_number, token = table.join(name, seat, request_id, fingerprint)
                 return table, seat_number, token
         self._check_not_draining()
-        table = self.get(table_id) if table_id or not preset \
-            else self._open_table(preset, players, creator)
-        seat_number, token = table.join(name, seat, request_id, fingerprint)
+        table = self.get(table_id) if table_id or not preset else \
+            self._open_table(preset, players, account_id, creator)
+        seat_number, token = table.join(name, seat, request_id, fingerprint, account_id)
         return table, seat_number, token
 
     def _check_not_draining(self) -> None:
@@ -333,6 +334,18 @@ class TableRegistry:
                 "retry through another node, or later", "NODE_DRAINING")
 
     # ------------------------------------------------------------ operators
+
+    def remove_account(self, account_id: str) -> list[Table]:
+        """An operator banned an account: each of its seats here is given up (before a game)
+        or played as a leaver's; the tables changed."""
+        changed = []
+        for table in list(self._tables.values()):
+            for seat in table.seats:
+                if seat.account_id == account_id and seat.token_hash and \
+                        not table.is_finished:
+                    table.remove_person(seat.number)
+                    changed.append(table)
+        return changed
 
     def close_table(self, table_id: str) -> Table:
         """An operator ends a table: a running game ends now (CLOSED, its record kept); a
@@ -363,7 +376,8 @@ class TableRegistry:
         return check_new_table(self.settings, preset=preset, overrides=overrides, bot_seats=0,
                                bot_policy="", has_seed=False).rules
 
-    def _open_table(self, preset: str, players: int | None, creator: str) -> Table:
+    def _open_table(self, preset: str, players: int | None, account_id: str = "",
+                    creator: str = "") -> Table:
         """Quick match: the oldest waiting table of this kind with a free seat, or a new one.
         A table of the kind is joined only when a quick match could have opened it: the
         preset's rules and this server's defaults, no bots (not a table someone made with a
@@ -372,7 +386,8 @@ class TableRegistry:
         wanted = LobbyFilter(only_joinable=True, preset=preset, players=players or 4)
         for table in self._tables.values():  # oldest first
             if table.has_people and not table.bot_seats and table.rules == rules \
-                    and wanted.matches(table):
+                    and wanted.matches(table) and not (
+                        account_id and any(s.account_id == account_id for s in table.seats)):
                 return table
         overrides: RuleOverrides = {"players": players} if players is not None else {}
         return self.create(preset=preset, overrides=overrides, bot_seats=0, name="", seed=None,

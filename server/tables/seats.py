@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Protocol, overload
 
+from server.bounded import Bounded
 from server.errors import ServiceError
-from server.tables.bounded import Bounded
 from server.tables.idempotency import Remembered, check_reuse
 
 REQUEST_MEMORY = 256  # successful request_ids remembered per seat
@@ -24,8 +24,8 @@ class Slots(Protocol):
 class Seat:
     """One seat: who holds it (a bot, or a person known by their token's hash)."""
 
-    __slots__ = ("holds_slot", "is_bot", "is_taken", "join_key", "log_n", "name", "number",
-                 "requests", "token_hash")
+    __slots__ = ("account_id", "holds_slot", "is_bot", "is_taken", "join_key", "log_n", "name",
+                 "number", "requests", "token_hash")
 
     def __init__(self, number: int) -> None:
         self.number = number
@@ -33,6 +33,7 @@ class Seat:
         self.is_taken = False
         self.is_bot = False
         self.token_hash = ""
+        self.account_id = ""  # the signed-in account seated here ("" anonymous, or a bot)
         self.log_n = 0  # the position of its join in the table's log
         self.join_key = ""
         self.holds_slot = False  # counts against --max-players
@@ -90,11 +91,13 @@ class Seats(Sequence[Seat]):
 
     # ------------------------------------------------------------ checks
 
-    def choose(self, number: int | None) -> Seat:
-        """The seat a join takes: ``number``, else the first free one.
+    def choose(self, number: int | None, account_id: str = "") -> Seat:
+        """The seat a join takes: ``number``, else the first free one (``account_id``, if
+        given, holding none here yet).
 
-        :raises ServiceError: INVALID_SEAT, SEAT_TAKEN, TABLE_FULL.
+        :raises ServiceError: INVALID_SEAT, SEAT_TAKEN, TABLE_FULL, ACCOUNT_ALREADY_SEATED.
         """
+        self.check_account(account_id)
         if number is not None:
             self._check_number(number)
             if self._seats[number].is_taken:
@@ -126,13 +129,14 @@ class Seats(Sequence[Seat]):
     # ------------------------------------------------------------ people come and go
 
     def seat_person(self, number: int, name: str, token_hash: str, log_n: int,
-                    join_key: str = "", fingerprint: str = "", sealed_token: str = ""
-                    ) -> Seat:
+                    join_key: str = "", fingerprint: str = "", sealed_token: str = "",
+                    account_id: str = "") -> Seat:
         """A person sits at the free seat ``number`` (its join at ``log_n`` in the log) and
         takes a slot; ``join_key`` (with the request's fingerprint and sealed token) lets a
         retried join find them."""
         seat = self._seats[number]
         seat.is_taken, seat.name, seat.token_hash, seat.log_n = True, name, token_hash, log_n
+        seat.account_id = account_id
         seat.holds_slot = True
         self._slots.slot_taken()
         if join_key:
@@ -170,6 +174,15 @@ class Seats(Sequence[Seat]):
             self.free_slot(seat.number)
 
     # ------------------------------------------------------------ retried requests
+
+    def check_account(self, account_id: str) -> None:
+        """One seat per person: an account seated here already may not take another.
+
+        :raises ServiceError: FAILED_PRECONDITION ACCOUNT_ALREADY_SEATED.
+        """
+        if account_id and any(s.account_id == account_id for s in self._seats):
+            raise ServiceError.precondition(
+                "your account already holds a seat at this table", "ACCOUNT_ALREADY_SEATED")
 
     def recall_join(self, join_key: str, fingerprint: str) -> tuple[int, str] | None:
         """A retried join: (seat, sealed token) of the first, or None when not known.

@@ -272,16 +272,16 @@ class Table:
     # ------------------------------------------------------------ seats and watchers
 
     def join(self, name: str, seat_number: int | None, request_id: str = "",
-             fingerprint: str = "") -> tuple[int, str]:
-        """Seat a person; returns (seat, token). A retry with the same request_id gets the
-        same seat and token."""
+             fingerprint: str = "", account_id: str = "") -> tuple[int, str]:
+        """Seat a person (signed in as ``account_id``, if any); returns (seat, token). A
+        retry with the same request_id gets the same seat and token."""
         key = request_key(JOIN_SCOPE, request_id) if request_id else ""
         known = self.seats.recall_join(key, fingerprint) if key else None
         if known is not None:
             return known[0], unseal(known[1], JOIN_SCOPE, request_id)
         if self.game is not None:
             raise ServiceError.exhausted("the game has started", "TABLE_FULL")
-        seat = self.seats.choose(seat_number)
+        seat = self.seats.choose(seat_number, account_id)
 
         def seat_them() -> tuple[int, str]:
             self._host.check_room_for_player()
@@ -289,7 +289,7 @@ class Table:
             sealed = seal(token, JOIN_SCOPE, request_id) if key else ""
             self._seat_person(Joined(self.sequence, seat.number, name,
                                      tokens.hash_token(token), key, fingerprint, sealed,
-                                     self._step_time))
+                                     self._step_time, account_id))
             return seat.number, token
         return self._step(seat_them)
 
@@ -298,7 +298,8 @@ class Table:
         if self.seats[entry.seat].is_taken:
             raise ReplayMismatch(f"seat {entry.seat} is taken")
         self.seats.seat_person(entry.seat, entry.name, entry.token_hash, self._log(entry),
-                               entry.request_key, entry.fingerprint, entry.sealed_token)
+                               entry.request_key, entry.fingerprint, entry.sealed_token,
+                               entry.account_id)
         self._host.token_issued(entry.token_hash, self.id, entry.seat, entry.request_key)
         self._events.number("player_joined", copas_pb2.PlayerJoined(
             seat=entry.seat, display_name=entry.name))
@@ -654,7 +655,7 @@ class Table:
         summary = RecordSummary(
             record_id=self.id, table_id=self.id, display_name=self.name, preset=self.preset,
             created=self.created, finished=self.finished_at, seed=self.seed, rules=self.rules,
-            seats=tuple(SeatRecord(s.number, s.name, s.is_bot) for s in self.seats),
+            seats=tuple(SeatRecord(s.number, s.name, s.is_bot, s.account_id) for s in self.seats),
             result=GameResult.of(game))
         return GameRecord(summary, tuple(game.actions))
 

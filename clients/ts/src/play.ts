@@ -7,6 +7,9 @@
 // events and one result per action out. --transport unary: a unary call per action and a
 // WatchTable stream for the views.
 //
+// --guest signs in as a guest of this run (a new device secret), --username and --password
+// by password: JoinTable then carries the access token, so the seat is the account's.
+//
 // In a cluster it calls the table's owner directly: the address JoinTable's initial metadata
 // names (x-copas-owner), on a connection of its own. When the game's stream fails with
 // UNAVAILABLE (or its connection is reset; on a Play stream INTERNAL counts as UNAVAILABLE, as
@@ -38,7 +41,18 @@ import {
   QuotaFailureSchema,
   RetryInfoSchema,
 } from "./gen/google/rpc/error_details_pb.js";
-import { codeName, isOver, mustAct, pretty, type Refusal, refusal, sameCard } from "./copas.js";
+import {
+  AccountSession,
+  codeName,
+  isOver,
+  MemoryStore,
+  mustAct,
+  pretty,
+  type Refusal,
+  refusal,
+  sameCard,
+} from "./copas.js";
+import { AccountService } from "./gen/copas/v1/accounts_pb.js";
 
 /** Initial metadata of the answers that name a table, in a cluster: the owner's host:port. */
 const OWNER_KEY = "x-copas-owner";
@@ -60,6 +74,10 @@ const { values: args } = parseArgs({
     seed: { type: "string" },
     transport: { type: "string", default: "play" }, // play | unary
     json: { type: "boolean", default: false },
+    // Play as an account: a guest of this run (--guest), or by username and password.
+    guest: { type: "boolean", default: false },
+    username: { type: "string" },
+    password: { type: "string" },
   },
 });
 
@@ -74,6 +92,10 @@ function clientOf(address: string): { client: Client; connection: Http2SessionMa
 
 const entry = clientOf(args.server); // where the client starts: any node
 const opened: Http2SessionManager[] = [entry.connection];
+const accountCalls = createClient(
+  AccountService,
+  createGrpcTransport({ baseUrl: `http://${args.server}`, sessionManager: entry.connection }),
+);
 
 /** Where the table's calls go: its owner's address (x-copas-owner), else the entry. */
 const route = {
@@ -142,10 +164,17 @@ async function main(): Promise<void> {
     seed: args.seed,
   });
   const tableId = table!.tableId;
+  // As an account, the seat is the account's and takes its name (the access token goes along).
+  const account = await signIn();
   const joined = await entry.client.joinTable(
-    { tableId, displayName: args.name, requestId: randomUUID() },
-    { onHeader: (header) => route.follow(header.get(OWNER_KEY)) },
+    { tableId, displayName: account ? "" : args.name, requestId: randomUUID() },
+    {
+      onHeader: (header) => route.follow(header.get(OWNER_KEY)),
+      headers: account ? await account.headers() : undefined,
+    },
   );
+  playedAs = account?.account?.accountId ?? "";
+  if (account) say(`signed in as ${account.account?.displayName} (${account.account?.accountId})`);
   const headers = { authorization: `Bearer ${joined.playerToken}` };
   say(`table ${tableId}: seat ${joined.seat} (transport ${transport})${route.owner ? ` at its owner ${route.owner}` : ""}`);
   for (let follows = 0; ; follows++) {
@@ -158,6 +187,17 @@ async function main(): Promise<void> {
       await relocate(tableId, movedTo(error));
     }
   }
+}
+
+let playedAs = ""; // the account's id, when signed in
+
+/** The account to play as (--guest, or --username and --password), or none. */
+async function signIn(): Promise<AccountSession | undefined> {
+  if (!args.guest && !args.username) return undefined;
+  const session = new AccountSession(accountCalls, new MemoryStore());
+  if (args.username) await session.signInPassword(args.username, args.password ?? "");
+  else await session.signInGuest(args.name);
+  return session;
 }
 
 /** The game's stream failed (UNAVAILABLE, or a reset): follow the owner a TABLE_MOVED names, or ask the entry. */
@@ -446,6 +486,7 @@ function report(tableId: string, seat: number, transport: Transport, outcome: Ou
       refused: refused ?? null,
       owner: route.owner || null, // the address it played at, when not --server
       followed: route.followed,
+      account_id: playedAs || null,
     };
     console.log(JSON.stringify(summary));
     return;
