@@ -61,6 +61,9 @@ class Config:
                                    "snapshot")
     watcher_buffer_bytes: int = flag(64 * 1024, "bytes a watcher may fall behind before it gets "
                                                 "a fresh snapshot")
+    presence_interval: float = flag(1.0, "seconds between two presence events of one seat (a "
+                                         "player's streams opened, or all closed); a change "
+                                         "within them is shown at their end")
     history: int = flag(1024, "events kept per table for reconnecting watchers")
     snapshot_max_events: int = flag(128, "missed events a spectator's snapshot lists at most "
                                          "(the latest, then has_gap; players' list every "
@@ -106,6 +109,19 @@ class Config:
     joins_burst: float = flag(60.0, "joins at once from one address")
     max_streams_per_peer: int = flag(1024, "open streams (WatchTable, Play, WatchLobby, "
                                            "health Watch) per address", is_quota=True)
+    max_tables_per_address: int = flag(16, "tables not yet finished one address may have "
+                                            "created (RESOURCE_EXHAUSTED TOO_MANY_TABLES "
+                                            "beyond; given back when one finishes or goes)",
+                                        is_quota=True)
+    play_max_refusals_in_a_row: int = flag(100, "refused actions in a row that end a Play "
+                                                "stream (RESOURCE_EXHAUSTED "
+                                                "TOO_MANY_REFUSALS)", is_quota=True)
+    stream_open_timeout: float = flag(10.0, "seconds a Play stream has to send its opening "
+                                            "message (then it ends, INVALID_ARGUMENT; 0: "
+                                            "forever)")
+    max_streams_opening: int = flag(4096, "Play streams waiting for their opening message, "
+                                          "from all addresses (RESOURCE_EXHAUSTED "
+                                          "TOO_MANY_STREAMS beyond)", is_quota=True)
     max_lobby_streams_per_peer: int = flag(8, "open WatchLobby streams per address (a client "
                                               "needs one)", is_quota=True)
     max_spectator_streams_per_peer: int = flag(8, "open WatchTable streams without a player "
@@ -217,12 +233,14 @@ class Config:
             max_streams_per_token=self.max_streams_per_token, watcher_queue=self.watcher_queue,
             watcher_buffer_bytes=self.watcher_buffer_bytes,
             waiting_table_ttl=self.waiting_table_ttl, abandon_after=self.abandon_after,
-            bot_table_pace=self.bot_table_pace)
+            bot_table_pace=self.bot_table_pace, presence_interval=self.presence_interval)
 
     def registry_settings(self) -> RegistrySettings:
         return RegistrySettings(
             max_tables=self.max_tables, max_players=self.max_players,
-            max_bot_tables=self.max_bot_tables, finished_table_ttl=self.finished_table_ttl,
+            max_bot_tables=self.max_bot_tables,
+            max_tables_per_address=self.max_tables_per_address,
+            finished_table_ttl=self.finished_table_ttl,
             min_timeout=self.min_timeout, max_point_limit=self.max_point_limit,
             max_hands_limit=self.max_hands_limit, allow_seed=self.allow_seed,
             bot_policy=self.bot_policy, rule_defaults=dict(self.rule_defaults),
@@ -243,6 +261,7 @@ class TableSettings:
     waiting_table_ttl: float = 600.0
     abandon_after: float = 900.0
     bot_table_pace: float = 0.5
+    presence_interval: float = 1.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -253,6 +272,7 @@ class RegistrySettings:
     max_tables: int = 10_000
     max_players: int = 40_000
     max_bot_tables: int = 64
+    max_tables_per_address: int = 16  # 0: no limit
     finished_table_ttl: float = 600.0
     min_timeout: float = 1.0
     max_point_limit: int = 1000

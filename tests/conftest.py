@@ -73,7 +73,7 @@ TIERS = {
     "test_readme.py": INTEGRATION, "test_round_trip.py": INTEGRATION,
     "test_server_api.py": INTEGRATION, "test_server_game.py": INTEGRATION,
     "test_server_play.py": INTEGRATION, "test_fail_stop.py": INTEGRATION,
-    "test_spectators.py": INTEGRATION,
+    "test_spectators.py": INTEGRATION, "test_stream_limits_and_leavers.py": INTEGRATION,
     "test_address_limits_and_floods.py": PROCESS, "test_bot_clients.py": PROCESS,
     "test_clients.py": PROCESS, "test_durability.py": PROCESS,
     "test_hostile_clients_and_faults.py": PROCESS, "test_ops.py": PROCESS,

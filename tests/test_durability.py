@@ -182,7 +182,8 @@ async def test_the_history_after_a_restart_has_no_holes(tmp_path: Path) -> None:
     """Presence is not numbered, so a restart rebuilds every numbered event as it was shown;
     a seat given up (whose join row goes) is a hole a snapshot reaching past says it has."""
     port = free_port()
-    server = durable_server(tmp_path, port)
+    # Every presence change shown at once (not coalesced), so each one waited for below comes.
+    server = durable_server(tmp_path, port, "--presence-interval", "0")
     try:
         channel = grpc.aio.insecure_channel(f"127.0.0.1:{port}")
         stub = copas_pb2_grpc.CopasServiceStub(channel)

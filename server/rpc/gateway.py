@@ -622,7 +622,7 @@ class Gateway:
                         await calls.hold(task)
                     quotas.open_stream(found.peer, method)
                     opened = found.peer
-                    first_raw = await anext(aiter(requests), None)
+                    first_raw = await _opening(quotas, requests, method)
                     first = parse(first_raw) if first_raw is not None else None
                     address = None
                     if first is not None:
@@ -670,6 +670,22 @@ async def with_owner(destination: Destination, context: Context) -> str | None:
     if destination.owner:
         await context.send_initial_metadata(((OWNER, destination.owner),))
     return destination.relay_to
+
+
+async def _opening(quotas: Quotas, requests: AsyncIterator[bytes], method: str
+                   ) -> bytes | None:
+    """A stream's first message (None: the client sent none), within
+    ``--stream-open-timeout`` (then INVALID_ARGUMENT INVALID_PLAY_STREAM), counted among the
+    streams waiting for theirs (``--max-streams-opening``) meanwhile."""
+    quotas.begin_opening()
+    timeout = quotas.stream_open_timeout
+    try:
+        return await asyncio.wait_for(anext(aiter(requests), None), timeout or None)
+    except TimeoutError:
+        raise ServiceError.invalid(f"a {method} stream sends its opening message within "
+                                   f"{timeout:g} s", "INVALID_PLAY_STREAM") from None
+    finally:
+        quotas.end_opening()
 
 
 def _opened_table(first: Any) -> str:

@@ -78,6 +78,10 @@ class Quotas:
         self.max_spectator_streams_per_peer = config.max_spectator_streams_per_peer
         self.max_calls_in_flight = config.max_calls_in_flight_per_address
         self.penalty = config.quota_penalty
+        self.max_refusals_in_a_row = config.play_max_refusals_in_a_row  # then a Play stream ends
+        self.stream_open_timeout = config.stream_open_timeout
+        self.max_streams_opening = config.max_streams_opening
+        self.streams_opening = 0  # streams waiting for their opening message, all addresses
         self._streams: dict[str, int] = {}
         self._lobby_streams: dict[str, int] = {}
         self._spectator_streams: dict[str, int] = {}
@@ -126,6 +130,19 @@ class Quotas:
         if address_bucket is not None:
             address_bucket[0] -= 1.0
 
+    def delay(self, peer: str, token_hash: str | None) -> float:
+        """Seconds until ``admit`` would let a call of this client pass its rates (0.0: now);
+        takes nothing. A Play stream waits this long before it reads its next action."""
+        now = time.monotonic()
+        first = self.token_calls if token_hash is not None else self.peer_calls
+        wait = 0.0
+        for limiter, key in ((first, token_hash or peer), (self.address_calls, peer)):
+            if limiter.rate:
+                tokens = limiter.bucket(key, now)[0]
+                if tokens < 1.0:
+                    wait = max(wait, (1.0 - tokens) / limiter.rate)
+        return wait
+
     def begin_call(self, peer: str) -> None:
         """Count a call of ``peer`` in flight (until ``end_call``); RESOURCE_EXHAUSTED beyond
         ``--max-calls-in-flight-per-address``."""
@@ -162,6 +179,20 @@ class Quotas:
                     f"peer {peer}", 1.0, self.penalty)
             counts[peer] = open_now + 1
         self._streams[peer] = count + 1
+
+    def begin_opening(self) -> None:
+        """Count a stream waiting for its opening message (until ``end_opening``);
+        RESOURCE_EXHAUSTED TOO_MANY_STREAMS beyond ``--max-streams-opening``, from all
+        addresses at once."""
+        if self.max_streams_opening and self.streams_opening >= self.max_streams_opening:
+            raise ServiceError.over_quota(
+                f"too many streams are waiting for their opening message (at most "
+                f"{self.max_streams_opening})", "TOO_MANY_STREAMS", "server", 1.0,
+                self.penalty)
+        self.streams_opening += 1
+
+    def end_opening(self) -> None:
+        self.streams_opening -= 1
 
     def close_stream(self, peer: str, method: str = "", *, has_token: bool = True) -> None:
         _less(self._streams, peer)
@@ -210,7 +241,9 @@ class Quotas:
 
     def gauges(self) -> Iterable[GaugeMetricFamily]:
         return gauges(("copas_quota_clients", "Clients the quotas keep track of",
-                       self.clients()))
+                       self.clients()),
+                      ("copas_streams_opening", "Play streams waiting for their opening "
+                       "message", self.streams_opening))
 
 
 def _less(counts: dict[str, int], key: str) -> None:

@@ -112,6 +112,7 @@ class CopasService(copas_pb2_grpc.CopasServiceServicer):
             preset=request.preset, overrides=overrides, bot_seats=request.bot_seats, name=name,
             seed=seed, request_id=request_id, bot_policy=request.bot_policy,
             rating=request.rating,
+            creator=caller().peer,
             fingerprint=fingerprint("CreateTable", request.preset or "online", overrides,
                                     request.bot_seats, name, seed, request.bot_policy,
                                     *([request.rating] if request.rating else []))
@@ -162,7 +163,8 @@ class CopasService(copas_pb2_grpc.CopasServiceServicer):
             table_id, name, seat_asked, request_id,
             fingerprint("JoinTable", table_id, request.preset, players, name, seat_asked,
                         *([account_id] if account_id else [])) if request_id else "",
-            preset=request.preset, players=players, account_id=account_id)
+            preset=request.preset, players=players, account_id=account_id,
+            creator=caller().peer)
         structlog.contextvars.bind_contextvars(seat=seat)
         await self.delivery.committed(table)  # the seat is durable before the token is given
         return copas_pb2.JoinTableResponse(seat=seat, player_token=token, table=table.summary())

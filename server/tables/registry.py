@@ -71,6 +71,8 @@ class TableRegistry:
         self.bot_tables = 0  # tables without a person, not finished
         self._finished: OrderedDict[str, None] = OrderedDict()  # finished tables, oldest first
         self._release_handles: dict[str, Handle] = {}
+        self._created_by: dict[str, str] = {}  # unfinished table -> the address that made it
+        self._tables_of: dict[str, int] = {}  # address -> its unfinished tables here
         # The lobby waits for the delivery's barrier, which shows the lobby's changes.
         self.lobby = Lobby(settings.watcher_queue, self._tables.values,
                            lambda: self.delivery.committed())
@@ -135,6 +137,7 @@ class TableRegistry:
         self.open_tables -= 1
         if not table.has_people:
             self.bot_tables -= 1
+        self._give_back(table.id)
         self._finished[table.id] = None
         self._schedule_release(table, self.settings.finished_table_ttl)
         self._trim_finished()
@@ -154,8 +157,13 @@ class TableRegistry:
 
     def create(self, *, preset: str, overrides: RuleOverrides, bot_seats: int, name: str,
                seed: str | None, request_id: str = "", fingerprint: str = "",
-               bot_policy: str = "", rating: str = "") -> Table:
-        """A new table (or, for a retried request_id, the table it created)."""
+               bot_policy: str = "", rating: str = "", creator: str = "") -> Table:
+        """A new table (or, for a retried request_id, the table it created); ``creator``,
+        the address asking, may have at most --max-tables-per-address unfinished.
+
+        :raises ServiceError: RESOURCE_EXHAUSTED SERVER_FULL, TOO_MANY_TABLES (the
+            creator's), TOO_MANY_BOT_TABLES; INVALID_ARGUMENT for the rules asked.
+        """
         self._ownership.check_serving()  # a node without its lease makes no tables
         key = request_key("create", request_id) if request_id else ""
         if key:
@@ -168,6 +176,11 @@ class TableRegistry:
         if self.open_tables >= self.settings.max_tables:
             raise ServiceError.exhausted("the server has no room for another table",
                                          "SERVER_FULL")
+        per_address = self.settings.max_tables_per_address
+        if creator and per_address and self._tables_of.get(creator, 0) >= per_address:
+            raise ServiceError.over_quota(
+                f"{creator} has {per_address} tables not yet finished here, its most: finish "
+                "or leave one first", "TOO_MANY_TABLES", f"address {creator}", 60.0)
         new = check_new_table(self.settings, preset=preset, overrides=overrides,
                               bot_seats=bot_seats, bot_policy=bot_policy,
                               has_seed=seed is not None, rating=rating)
@@ -186,11 +199,28 @@ class TableRegistry:
         self.store.create_table(table_id, created, meta)  # refused once the store failed
         table = self.new_table(table_id, created, meta)
         self.adopt(table)
+        if creator:
+            self._created_by[table_id] = creator
+            self._tables_of[creator] = self._tables_of.get(creator, 0) + 1
         table.log.debug("table_created", preset=new.preset, players=new.rules.players,
                         bots=new.bot_seats)
         table.open()
         self._tell_listeners(table)
         return table
+
+    def _give_back(self, table_id: str) -> None:
+        """A table finished or went: its creator may make another."""
+        creator = self._created_by.pop(table_id, None)
+        if creator is not None:
+            left = self._tables_of[creator] - 1
+            if left:
+                self._tables_of[creator] = left
+            else:
+                del self._tables_of[creator]
+
+    def tables_of(self, creator: str) -> int:
+        """Unfinished tables ``creator`` made here."""
+        return self._tables_of.get(creator, 0)
 
     def new_table(self, table_id: str, created: float, meta: TableMeta) -> Table:
         """A table object with this node's collaborators (not yet held: see ``adopt``)."""
@@ -277,7 +307,7 @@ class TableRegistry:
 
     def join(self, table_id: str, name: str, seat: int | None, request_id: str = "",
              fingerprint: str = "", *, preset: str = "", players: int | None = None,
-             account_id: str = "") -> tuple[Table, int, str]:
+             account_id: str = "", creator: str = "") -> tuple[Table, int, str]:
         """Seat a person (signed in as ``account_id``, if any) at ``table_id``, or (quick
         match, ``preset`` instead) at the oldest waiting table of that kind with a free seat
         and without them, or at a new one."""
@@ -294,7 +324,7 @@ class TableRegistry:
                 return table, seat_number, token
         self._check_not_draining()
         table = self.get(table_id) if table_id or not preset else \
-            self._open_table(preset, players, account_id)
+            self._open_table(preset, players, account_id, creator)
         seat_number, token = table.join(name, seat, request_id, fingerprint, account_id)
         return table, seat_number, token
 
@@ -347,7 +377,8 @@ class TableRegistry:
         return check_new_table(self.settings, preset=preset, overrides=overrides, bot_seats=0,
                                bot_policy="", has_seed=False).rules
 
-    def _open_table(self, preset: str, players: int | None, account_id: str = "") -> Table:
+    def _open_table(self, preset: str, players: int | None, account_id: str = "",
+                    creator: str = "") -> Table:
         """Quick match: the oldest waiting table of this kind with a free seat, or a new one.
         A table of the kind is joined only when a quick match could have opened it: the
         preset's rules and this server's defaults, no bots (not a table someone made with a
@@ -360,7 +391,8 @@ class TableRegistry:
                         account_id and any(s.account_id == account_id for s in table.seats)):
                 return table
         overrides: RuleOverrides = {"players": players} if players is not None else {}
-        return self.create(preset=preset, overrides=overrides, bot_seats=0, name="", seed=None)
+        return self.create(preset=preset, overrides=overrides, bot_seats=0, name="", seed=None,
+                           creator=creator)
 
     def authenticate(self, token_hash: str | None, table_id: str) -> tuple[Table, int]:
         """The table and seat a token belongs to."""
@@ -429,6 +461,7 @@ class TableRegistry:
             self.open_tables -= 1
             if not table.has_people:
                 self.bot_tables -= 1
+            self._give_back(table.id)
         token_hashes = table.token_hashes()
         self.seating.forget(token_hashes, table.join_keys())
         if is_ours:

@@ -14,10 +14,10 @@ A table asks its owner for what it cannot decide alone only through ``TableHost`
 against --max-players, where tokens belong, delivery), given at construction; it writes its
 log through the narrow ``TableLog`` (both in ``ports``). What it owns is split by state: its
 seats (``seats.Seats``), its numbered events (``events.TableEvents``), its timer handles and
-its turn's clock (``timers``), its bots' moves (``bots.BotTurns``); the table decides what
-happens when a person sits, acts or leaves, or a timer fires. Recovery replays the log
-through the same code with ``is_replaying`` set, which schedules nothing, logs nothing, counts
-nothing and sends nothing.
+its turn's clock (``timers``), its bots' moves (``bots.BotTurns``), its presence events
+(``presence.Presence``); the table decides what happens when a person sits, acts or leaves,
+or a timer fires. Recovery replays the log through the same code with ``is_replaying`` set,
+which schedules nothing, logs nothing, counts nothing and sends nothing.
 """
 
 from __future__ import annotations
@@ -64,6 +64,7 @@ from server.tables.log_entries import (
     dumps,
 )
 from server.tables.ports import TableHost, TableLog
+from server.tables.presence import Presence
 from server.tables.seats import Seats
 from server.tables.timers import TableTimers, TimerKind, TurnClock
 
@@ -116,6 +117,8 @@ class Table:
         self._timers = TableTimers(scheduler)
         self._clock = TurnClock(self._timers, self.rules, self._timer_step(self._on_timeout),
                                 self._timer_step(self._end_pause))
+        self._presence = Presence(scheduler, settings.presence_interval, self._events,
+                                  self.is_connected, self._timer_step)
         self._bots = BotTurns(self, self._timers, thinker,
                               0.0 if self.has_people else settings.bot_table_pace,
                               self._play_bot, self._timer_step)
@@ -339,8 +342,7 @@ class Table:
                     and self.fanout.streams_of(token_hash) == 1:
                 if self.game is None:
                     self._timers.cancel(TimerKind.WATCHDOG)
-                self._events.announce("player_connection", copas_pb2.PlayerConnection(
-                    seat=seat, is_connected=True))
+                self._presence.changed(seat)
             return watcher
         return self._step(add)
 
@@ -355,8 +357,7 @@ class Table:
             seat = watcher.seat
 
             def disconnected() -> None:
-                self._events.announce("player_connection", copas_pb2.PlayerConnection(
-                    seat=seat, is_connected=False))
+                self._presence.changed(seat)
                 self._arm_watchdog()
             self._step(disconnected, needs_store=False)  # a stream's end is not a change
 
@@ -420,16 +421,7 @@ class Table:
 
     def timers(self) -> list[tuple[str, float, list[int]]]:
         """The timers armed now: (kind, when, seats) for an operator's eyes."""
-        out: list[tuple[str, float, list[int]]] = []
-        game = self.game
-        if self.deadline is not None and game is not None and not game.is_over:
-            out.append(("turn", self.deadline, self.seats.people_among(game.to_act())))
-        if self.paused_until is not None:
-            out.append(("pause", self.paused_until, []))
-        for kind, due in self._timers.armed():  # a bot's move is due now, a watchdog later
-            if kind in (TimerKind.BOT, TimerKind.WATCHDOG):
-                out.append((kind.value, self.now() if kind is TimerKind.BOT else due, []))
-        return out
+        return self._clock.listed(self.game, self.seats.people_among, self.now())
 
     # ------------------------------------------------------------ actions
 
@@ -673,6 +665,7 @@ class Table:
         self.is_released = True
         self.is_lost = is_lost
         self._timers.cancel_all()
+        self._presence.cancel()
         self.fanout.close_all(error)
 
     # ------------------------------------------------------------ recovery

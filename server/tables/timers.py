@@ -6,7 +6,7 @@ end, each with its timer."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from enum import StrEnum
 from typing import Any
 
@@ -156,6 +156,21 @@ class TurnClock:
         elif self.deadline is not None:
             self._timers.arm(TimerKind.TURN, self.deadline - now, self._on_deadline,
                              due=self.deadline)
+
+    def listed(self, game: Game | None, people_among: Callable[[Iterable[int]], list[int]],
+               now: float) -> list[tuple[str, float, list[int]]]:
+        """The timers armed now: (kind, when, seats) for an operator's eyes: the turn's
+        (``people_among`` the seats to act are its seats), the pause's, a bot's move (due
+        now) and the watchdog."""
+        out: list[tuple[str, float, list[int]]] = []
+        if self.deadline is not None and game is not None and not game.is_over:
+            out.append(("turn", self.deadline, people_among(game.to_act())))
+        if self.paused_until is not None:
+            out.append(("pause", self.paused_until, []))
+        for kind, due in self._timers.armed():
+            if kind in (TimerKind.BOT, TimerKind.WATCHDOG):
+                out.append((kind.value, now if kind is TimerKind.BOT else due, []))
+        return out
 
     def stop(self) -> None:
         """The game ended: no pause, no deadline."""

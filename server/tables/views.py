@@ -233,10 +233,11 @@ _MOON_CHOICES = {choice: varint(34 << 3 | 0) + varint(pb)
 
 def private_part(table: TableFacts, seat: int) -> bytes:
     """What only ``seat`` may see (``engine.private_view``), as TableView wire bytes with the
-    seat number; it changes only when that seat's cards or turn do, so it is kept between
-    steps (the key reads the same state ``private_view`` does)."""
+    seat number (only the number once its player left: the hand the server plays for them is
+    no longer theirs to see); it changes only when that seat's cards or turn do, so it is
+    kept between steps (the key reads the same state ``private_view`` does)."""
     game = table.game
-    if game is None:
+    if game is None or game.has_left[seat]:  # a leaver sees what a spectator sees, from then on
         return varint(2 << 3) + varint(seat)
     is_paused = table.paused_until is not None
     chosen = game.passes[seat] if game.pass_direction is not PassDirection.HOLD else None

@@ -12,14 +12,15 @@
 //
 // In a cluster it calls the table's owner directly: the address JoinTable's initial metadata
 // names (x-copas-owner), on a connection of its own. When the game's stream fails with
-// UNAVAILABLE (or its connection is reset), it follows the owner a TABLE_MOVED names, or goes back to --server and asks
+// UNAVAILABLE (or its connection is reset; on a Play stream INTERNAL counts as UNAVAILABLE, as
+// the contract says), it follows the owner a TABLE_MOVED names, or goes back to --server and asks
 // it (GetTable's x-copas-owner) where the table is now, and plays on.
 
 import { randomUUID } from "node:crypto";
 import { parseArgs } from "node:util";
 import { create, type DescMessage } from "@bufbuild/protobuf";
 import { anyUnpack } from "@bufbuild/protobuf/wkt";
-import { type Code, ConnectError, createClient } from "@connectrpc/connect";
+import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
 import { type Card, CardSchema } from "./gen/copas/v1/cards_pb.js";
 import {
@@ -336,6 +337,17 @@ function statusRefusal(status: Status): Refusal {
  * the view asks this seat to act and no action of ours is unanswered, its result read in turn
  * (it comes after the events the action caused, so the view is already the one it led to).
  */
+/**
+ * A Play stream's failure as the contract reads it: INTERNAL on a Play stream is how an
+ * HTTP/2 stack may report the stream cut under it (its node drained or went away), so it
+ * counts as UNAVAILABLE: reconnect and resume, as after any other drop.
+ */
+function asPlayFailure(error: unknown): unknown {
+  const failed = ConnectError.from(error);
+  if (failed.code !== Code.Internal) return error;
+  return new ConnectError(failed.rawMessage, Code.Unavailable, failed.metadata, undefined, failed);
+}
+
 async function overPlay(tableId: string, headers: Record<string, string>): Promise<Outcome> {
   const outbox = new Outbox<PlayRequest>();
   outbox.push(create(PlayRequestSchema, { kind: { case: "open", value: { tableId } } }));
@@ -392,6 +404,8 @@ async function overPlay(tableId: string, headers: Record<string, string>): Promi
         send({ action, what: label(action), illegal: false, retries: 0 });
       }
     }
+  } catch (error) {
+    throw asPlayFailure(error);
   } finally {
     outbox.close();
     cancel.abort();
