@@ -36,8 +36,11 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def durable_server(data_dir: Path, port: int, *flags: str) -> ServerProcess:
     """The server as a process on ``data_dir`` (its log in a file: a full pipe would stall
-    it), tables at full speed; ``flags`` after those."""
+    it), tables at full speed, spectators sent every event as it comes (as in-process test
+    servers do: these tests follow a table's events as a spectator; coalescing is
+    tests/test_spectators.py's); ``flags`` after those."""
     return ServerProcess(
+        "--spectator-tick", "0",
         "--allow-seed", "--data-dir", str(data_dir), "--trick-pause", "0", "--hand-pause", "0",
         "--play-timeout", "0", "--pass-timeout", "0", "--moon-timeout", "0", "--log-format",
         "json", "--unlimited-quotas", "--bot-table-pace", "0.001", "--bot-policy", "auto",
