@@ -958,7 +958,8 @@ async def test_a_guest_comes_back_to_its_name_history_and_rating_and_signs_in_el
                 preset="quick", bot_seats=3, rating="with_bots"))).table  # as the page's own
             await page.goto(f"{url}?join={table.table_id}")
             await page.wait_for_selector("#invite-join:not([disabled])")
-            if game == 0:
+            if game == 0:  # once the page shows the guest's own name (its profile is in)
+                await page.wait_for_function("document.querySelector('#name').value !== ''")
                 await page.fill("#name", "Gus")  # renames the account as it joins
             await page.click("#invite-join")
             await play_to_the_end(page)

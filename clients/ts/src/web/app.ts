@@ -533,7 +533,9 @@ async function showProfile(): Promise<void> {
   $("me-status").textContent = `You are ${method}`;
   $("me").dataset.account = me?.accountId ?? "";
   $("me").dataset.games = String(profile.games);
-  if (!nameEdited && name) $<HTMLInputElement>("name").value = name;
+  const nameInput = $<HTMLInputElement>("name");
+  // Never under the person's cursor: a name they are typing is theirs.
+  if (!nameEdited && name && document.activeElement !== nameInput) nameInput.value = name;
   const four = profile.ratings.find((r) => r.players === 4);
   const rating = $("me-rating");
   rating.dataset.rating = String(four?.rating ?? 0);
