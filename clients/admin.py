@@ -81,6 +81,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     remove.add_argument("--reason", required=True, help="why (for the audit log)")
     command("drain", "take no new tables or seats on this node")
     command("undrain", "take new tables and seats again")
+    account = command("account", "an account, by its id or username")
+    account.add_argument("query")
+    for name, text in (("rename", "rename an account"), ("revoke", "end its sessions"),
+                       ("ban", "ban an account (its seats played as leavers')"),
+                       ("unban", "lift a ban"), ("delete", "delete an account on request")):
+        acting = command(name, text)
+        acting.add_argument("account_id")
+        if name == "rename":
+            acting.add_argument("display_name")
+        acting.add_argument("--reason", required=True, help="why (for the audit log)")
 
 
 def _token(args: argparse.Namespace) -> str:
@@ -159,6 +169,27 @@ def _table(console: Console, answer: admin_pb2.GetTableResponse) -> None:
         console.print(f"#{event.sequence} {kind}")
 
 
+ACCOUNT_COMMANDS = ("account", "rename", "revoke", "ban", "unban", "delete")
+
+
+async def _account_call(call: Callable[[Callable[..., Awaitable[Any]], Message], Awaitable[Any]],
+                        stub: admin_pb2_grpc.AdminServiceStub, args: argparse.Namespace) -> Any:
+    command = args.admin_command
+    if command == "account":
+        return await call(stub.FindAccount, admin_pb2.FindAccountRequest(query=args.query))
+    if command == "rename":
+        return await call(stub.RenameAccount, admin_pb2.RenameAccountRequest(
+            account_id=args.account_id, display_name=args.display_name, reason=args.reason))
+    if command == "revoke":
+        return await call(stub.RevokeSessions, admin_pb2.RevokeSessionsRequest(
+            account_id=args.account_id, reason=args.reason))
+    if command == "delete":
+        return await call(stub.DeleteAccount, admin_pb2.DeleteAccountRequest(
+            account_id=args.account_id, reason=args.reason))
+    return await call(stub.BanAccount, admin_pb2.BanAccountRequest(
+        account_id=args.account_id, is_banned=command == "ban", reason=args.reason))
+
+
 async def admin_main(args: argparse.Namespace) -> int:
     console = Console()
     try:
@@ -201,6 +232,8 @@ async def admin_main(args: argparse.Namespace) -> int:
             elif command == "remove":
                 answer = await call(stub.RemovePlayer, admin_pb2.RemovePlayerRequest(
                     table_id=args.table_id, seat=args.seat, reason=args.reason))
+            elif command in ACCOUNT_COMMANDS:
+                answer = await _account_call(call, stub, args)
             elif command == "drain":
                 answer = await call(stub.Drain, admin_pb2.DrainRequest())
             else:
@@ -227,6 +260,8 @@ async def admin_main(args: argparse.Namespace) -> int:
     elif isinstance(answer, admin_pb2.RemovePlayerResponse):
         _tables(console, [answer.table])
         console.print(f"seat {args.seat} removed")
+    elif command in ACCOUNT_COMMANDS:
+        console.print(json_format.MessageToJson(answer, preserving_proto_field_name=True))
     elif isinstance(answer, admin_pb2.DrainResponse):
         console.print(f"draining: {answer.games_running} games still running here, "
                       f"{answer.tables_handed_over} tables handed to other nodes")

@@ -16,12 +16,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import base64
 import contextlib
+import hashlib
 import random
 from collections.abc import AsyncIterator, Callable, Sequence
 
 import grpc
-from copas.v1 import cards_pb2, copas_pb2, copas_pb2_grpc
+from copas.v1 import accounts_pb2, accounts_pb2_grpc, cards_pb2, copas_pb2, copas_pb2_grpc
 
 from clients.common import (
     Player,
@@ -205,13 +207,24 @@ async def bots_main(args: argparse.Namespace) -> int:
         if not table_id:
             print("copas bot: give --table ID or --create")
             return 2
+        if args.accounts and len(args.accounts.split(",")) != args.seats:
+            print("copas bot: --accounts names one account per seat (--seats)")
+            return 2
         players = []
         for i in range(args.seats):
             # Each bot gets its own channel, like a separate device.
-            bot_stub = copas_pb2_grpc.CopasServiceStub(
-                await channels.enter_async_context(channel(connection(args))))
-            player = await join(bot_stub, table_id, f"{args.policy}-bot-{i + 1}",
-                                connection(args))
+            bot_stub_channel = await channels.enter_async_context(channel(connection(args)))
+            bot_stub = copas_pb2_grpc.CopasServiceStub(bot_stub_channel)
+            name = f"{args.policy}-bot-{i + 1}"
+            token = ""
+            if args.accounts:  # each bot signs in as its own account (a guest of its own)
+                name = args.accounts.split(",")[i]
+                token = (await accounts_pb2_grpc.AccountServiceStub(bot_stub_channel)
+                         .SignInDevice(accounts_pb2.SignInDeviceRequest(
+                             device_secret=account_secret(args.account_seed, name),
+                             display_name=name))).session.access_token
+            player = await join(bot_stub, table_id, "" if token else name, connection(args),
+                                access_token=token)
             if player.route is not None:  # its channel to the table's owner, closed too
                 channels.push_async_callback(player.route.close)
             players.append(player)
@@ -222,6 +235,12 @@ async def bots_main(args: argparse.Namespace) -> int:
                                        for i, p in enumerate(players)))
         print_standings(views[0])
     return 0
+
+
+def account_secret(seed: str, name: str) -> str:
+    """The device secret of a bot's account: the same seed and name, the same account."""
+    digest = hashlib.sha256(f"copas-bot:{seed}:{name}".encode()).digest()
+    return base64.urlsafe_b64encode(digest).decode().rstrip("=")
 
 
 def print_standings(view: copas_pb2.TableView) -> None:
@@ -243,6 +262,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--policy", choices=sorted(POLICIES), default="greedy",
                         help="how the bots play (mc: the strong one)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the bots' random choices")
+    parser.add_argument("--accounts", default="", help="comma-separated names, one per seat: "
+                                                       "each bot signs in as that account")
+    parser.add_argument("--account-seed", default="bots", help="the bots' accounts' device "
+                                                               "secrets derive from it")
     add_transport_argument(parser)
 
 

@@ -1,4 +1,5 @@
-"""`copas`: the reference clients (play, bot, loadtest, watch) and the operators' `admin`."""
+"""`copas`: the reference clients (play, bot, loadtest, watch; login, me, leaderboard,
+logout for an account) and the operators' `admin`."""
 
 from __future__ import annotations
 
@@ -6,7 +7,8 @@ import argparse
 import asyncio
 import sys
 
-from clients import admin, bots, loadtest, play, watch
+from clients import account, admin, bots, loadtest, play, watch
+from clients.common import add_server_arguments
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -14,6 +16,18 @@ def main(argv: list[str] | None = None) -> int:
         prog="copas", description="Copas (Hearts) clients. `copas replay RECORD` checks a "
                                   "finished game with the engine.")
     commands = parser.add_subparsers(dest="command", required=True)
+    for name, adder, runner, text in (
+            ("login", account.add_login_arguments, account.login_main,
+             "sign in (a guest of this machine, or --username)"),
+            ("logout", add_server_arguments, account.logout_main, "sign out"),
+            ("me", account.add_me_arguments, account.me_main,
+             "your name, rating and last games"),
+            ("leaderboard", account.add_leaderboard_arguments, account.leaderboard_main,
+             "the best players (or --around-me)")):
+        sub = commands.add_parser(name, help=text, description=account.__doc__,
+                                  formatter_class=argparse.RawDescriptionHelpFormatter)
+        adder(sub)
+        sub.set_defaults(runner=runner)
     for name, module, runner, text in (
             ("play", play, play.play_main, "play at a table (with three bots by default)"),
             ("bot", bots, bots.bots_main, "join bot players to a table"),

@@ -206,12 +206,22 @@ def refusal(status: status_pb2.Status) -> grpc.aio.AioRpcError:
         ("grpc-status-details-bin", status.SerializeToString())), status.message)
 
 
+def play_failure(error: grpc.aio.AioRpcError) -> grpc.aio.AioRpcError:
+    """A Play stream's failure as the contract reads it: INTERNAL on a Play stream is how
+    grpcio may report the stream cut under it (its node drained or went away: "Internal error
+    from Core"), so it counts as UNAVAILABLE (reconnect and resume)."""
+    if error.code() != grpc.StatusCode.INTERNAL:
+        return error
+    return grpc.aio.AioRpcError(grpc.StatusCode.UNAVAILABLE, grpc.aio.Metadata(),
+                                grpc.aio.Metadata(), f"the Play stream broke: {error.details()}")
+
+
 class PlaySession:
     """A seated player's Play stream: ``events()`` yields the seat's events; ``act`` sends an
     action and returns its result (a refusal raises as the unary call would). When the
-    connection drops it opens a new stream from the last sequence seen; actions waiting for
-    their result then fail with UNAVAILABLE, and a retry with the same request_id is applied
-    once (``Player._call`` retries)."""
+    connection drops (UNAVAILABLE, or INTERNAL: ``play_failure``) it opens a new stream from
+    the last sequence seen; actions waiting for their result then fail with UNAVAILABLE, and
+    a retry with the same request_id is applied once (``Player._call`` retries)."""
 
     def __init__(self, stub: copas_pb2_grpc.CopasServiceStub, table_id: str, token: str,
                  retries: int = 20, route: TableRoute | None = None) -> None:
@@ -266,7 +276,8 @@ class PlaySession:
                                 waiting.set_result(response.result)
                     self._events.put_nowait(None)  # the stream ended: the table is gone
                     return
-                except grpc.aio.AioRpcError as error:
+                except grpc.aio.AioRpcError as failed:
+                    error = play_failure(failed)
                     self._ready.clear()
                     if failures < self.retries and route is not None \
                             and route.after_error(error):
@@ -481,10 +492,14 @@ def retry_delay(error: grpc.aio.AioRpcError) -> float | None:
 
 
 async def join(stub: copas_pb2_grpc.CopasServiceStub, table_id: str, name: str,
-               where: Connection | str | None = None, follow: bool = True) -> Player:
-    """Take a seat through ``stub``; with ``where`` (the address ``stub`` reaches), the
+               where: Connection | str | None = None, follow: bool = True,
+               access_token: str = "") -> Player:
+    """Take a seat through ``stub`` (as the account of ``access_token``, if given: ``name``
+    may then be empty, the account's); with ``where`` (the address ``stub`` reaches), the
     player then follows the table's owner (``TableRoute``) unless ``follow`` is False."""
-    call = stub.JoinTable(copas_pb2.JoinTableRequest(table_id=table_id, display_name=name))
+    call = stub.JoinTable(copas_pb2.JoinTableRequest(table_id=table_id, display_name=name),
+                          metadata=(("authorization", f"Bearer {access_token}"),)
+                          if access_token else None)
     answer = await call
     route = None
     if where is not None:

@@ -16,9 +16,10 @@ import sys
 import threading
 
 import grpc
-from copas.v1 import cards_pb2, copas_pb2, copas_pb2_grpc
+from copas.v1 import accounts_pb2_grpc, cards_pb2, copas_pb2, copas_pb2_grpc
 from rich.console import Console
 
+from clients.account import access_token
 from clients.common import (
     Player,
     Transport,
@@ -250,14 +251,18 @@ async def play_main(args: argparse.Namespace) -> int:
         table_id = args.table
         try:
             if not table_id:
-                request = copas_pb2.CreateTableRequest(preset=args.preset, bot_seats=3,
-                                                       display_name=f"{args.name}'s table")
+                request = copas_pb2.CreateTableRequest(
+                    preset=args.preset, bot_seats=3,
+                    display_name=f"{args.name}'s table" if args.name else "")
                 table_id = (await stub.CreateTable(request)).table.table_id
-            player = await join(stub, table_id, args.name, connection(args))
+            token = None if args.anonymous else await access_token(
+                accounts_pb2_grpc.AccountServiceStub(ch), args.server)
+            name = args.name or ("" if token else "You")
+            player = await join(stub, table_id, name, connection(args), access_token=token or "")
         except grpc.aio.AioRpcError as error:
             console.print(f"copas play: {error.code().name}: {error.details()}")
             return 1
-        console.print(f"You are {args.name}, seat {player.seat} at table {table_id}. "
+        console.print(f"You are {name or 'signed in'}, seat {player.seat} at table {table_id}. "
                       "Ctrl-C to leave.")
         try:
             return await Session(console, player, lines, args.transport).run()
@@ -269,6 +274,9 @@ async def play_main(args: argparse.Namespace) -> int:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_server_arguments(parser)
     parser.add_argument("--table", help="join this table instead of creating one with bots")
-    parser.add_argument("--name", default="You")
+    parser.add_argument("--name", default="", help="your name at the table (default: your "
+                                                   "account's after copas login, else You)")
+    parser.add_argument("--anonymous", action="store_true",
+                        help="play without your account even when signed in")
     parser.add_argument("--preset", default="online", help="preset of a created table")
     add_transport_argument(parser)

@@ -61,7 +61,17 @@ class Config:
                                    "snapshot")
     watcher_buffer_bytes: int = flag(64 * 1024, "bytes a watcher may fall behind before it gets "
                                                 "a fresh snapshot")
+    presence_interval: float = flag(1.0, "seconds between two presence events of one seat (a "
+                                         "player's streams opened, or all closed); a change "
+                                         "within them is shown at their end")
     history: int = flag(1024, "events kept per table for reconnecting watchers")
+    snapshot_max_events: int = flag(128, "missed events a spectator's snapshot lists at most "
+                                         "(the latest, then has_gap; players' list every "
+                                         "kept one)", is_quota=True)
+    spectator_tick: float = flag(0.1, "seconds spectators' updates of a table are coalesced "
+                                      "over: a step after a quiet tick goes at once, sooner "
+                                      "ones wait and go as one snapshot for all spectators "
+                                      "(0: every event as it comes)")
     finished_table_ttl: float = flag(600.0, "seconds a finished table is kept for late watchers")
     waiting_table_ttl: float = flag(600.0, "seconds a table waiting for players stays with "
                                            "nobody connected")
@@ -100,13 +110,30 @@ class Config:
     tables_burst: float = flag(30.0, "tables one address may create at once")
     joins_per_minute: float = flag(240.0, "joins per minute from one address", is_quota=True)
     joins_burst: float = flag(60.0, "joins at once from one address")
-    quick_match_seats_per_client: int = flag(1, "seats of one quick-match table one client "
-                                                "may hold (its account when signed in, else "
-                                                "its address)", is_quota=True)
+    quick_match_seats_per_client: int = flag(1, "seats of one quick-match table one "
+                                                "anonymous client (its address) may hold (a "
+                                                "signed-in account: one of any table)",
+                                             is_quota=True)
     max_streams_per_peer: int = flag(1024, "open streams (WatchTable, Play, WatchLobby, "
                                            "health Watch) per address", is_quota=True)
+    max_tables_per_address: int = flag(16, "tables not yet finished one address may have "
+                                            "created (RESOURCE_EXHAUSTED TOO_MANY_TABLES "
+                                            "beyond; given back when one finishes or goes)",
+                                        is_quota=True)
+    play_max_refusals_in_a_row: int = flag(100, "refused actions in a row that end a Play "
+                                                "stream (RESOURCE_EXHAUSTED "
+                                                "TOO_MANY_REFUSALS)", is_quota=True)
+    stream_open_timeout: float = flag(10.0, "seconds a Play stream has to send its opening "
+                                            "message (then it ends, INVALID_ARGUMENT; 0: "
+                                            "forever)")
+    max_streams_opening: int = flag(4096, "Play streams waiting for their opening message, "
+                                          "from all addresses (RESOURCE_EXHAUSTED "
+                                          "TOO_MANY_STREAMS beyond)", is_quota=True)
     max_lobby_streams_per_peer: int = flag(8, "open WatchLobby streams per address (a client "
                                               "needs one)", is_quota=True)
+    max_spectator_streams_per_peer: int = flag(8, "open WatchTable streams without a player "
+                                                  "token (spectators) per address",
+                                               is_quota=True)
     quota_penalty: float = flag(0.0, "seconds before a call over a quota is answered (0: at "
                                      "once, the cheapest for the server)")
     trusted_proxies: str = flag("", "comma-separated addresses or networks (CIDR) of proxies "
@@ -194,20 +221,35 @@ class Config:
     admin_subjects: str = flag("", "comma-separated client certificate names (common name "
                                    "or subject alternative name; mutual TLS, --tls-client-ca) "
                                    "allowed to call the admin service")
+    # Accounts (copas.v1.AccountService).
+    oidc_issuers: str = flag("", "comma-separated ISSUER=AUDIENCE=JWKS: OIDC ID tokens of these "
+                                 "issuers, for that audience, sign in (JWKS: a file, or an "
+                                 "https URL fetched and cached)")
+    access_token_seconds: float = flag(900.0, "seconds an account's access token works (a "
+                                              "refresh token renews it)")
+    refresh_token_days: float = flag(30.0, "days a refresh token works (each refresh starts "
+                                           "it again)")
+    password_time_cost: int = flag(3, "argon2id passes per password hash")
+    password_memory_kib: int = flag(65536, "argon2id memory per password hash, in KiB")
 
     def table_settings(self) -> TableSettings:
         return TableSettings(
-            history=self.history, max_watchers_per_table=self.max_watchers_per_table,
+            history=self.history, snapshot_max_events=self.snapshot_max_events,
+            spectator_tick=self.spectator_tick,
+            max_watchers_per_table=self.max_watchers_per_table,
             max_streams_per_token=self.max_streams_per_token, watcher_queue=self.watcher_queue,
             watcher_buffer_bytes=self.watcher_buffer_bytes,
             waiting_table_ttl=self.waiting_table_ttl, abandon_after=self.abandon_after,
-            bot_table_pace=self.bot_table_pace, reservation_seconds=self.reservation_seconds,
+            bot_table_pace=self.bot_table_pace, presence_interval=self.presence_interval,
+            reservation_seconds=self.reservation_seconds,
             quick_match_seats_per_client=self.quick_match_seats_per_client)
 
     def registry_settings(self) -> RegistrySettings:
         return RegistrySettings(
             max_tables=self.max_tables, max_players=self.max_players,
-            max_bot_tables=self.max_bot_tables, finished_table_ttl=self.finished_table_ttl,
+            max_bot_tables=self.max_bot_tables,
+            max_tables_per_address=self.max_tables_per_address,
+            finished_table_ttl=self.finished_table_ttl,
             min_timeout=self.min_timeout, max_point_limit=self.max_point_limit,
             max_hands_limit=self.max_hands_limit, allow_seed=self.allow_seed,
             bot_policy=self.bot_policy, rule_defaults=dict(self.rule_defaults),
@@ -219,6 +261,8 @@ class TableSettings:
     """What one table's state machine reads (``Config`` has the flags' help)."""
 
     history: int = 1024
+    snapshot_max_events: int = 128
+    spectator_tick: float = 0.1
     max_watchers_per_table: int = 64
     max_streams_per_token: int = 4
     watcher_queue: int = 512
@@ -226,6 +270,7 @@ class TableSettings:
     waiting_table_ttl: float = 600.0
     abandon_after: float = 900.0
     bot_table_pace: float = 0.5
+    presence_interval: float = 1.0
     reservation_seconds: float = 15.0
     quick_match_seats_per_client: int = 1  # 0: no limit
 
@@ -238,6 +283,7 @@ class RegistrySettings:
     max_tables: int = 10_000
     max_players: int = 40_000
     max_bot_tables: int = 64
+    max_tables_per_address: int = 16  # 0: no limit
     finished_table_ttl: float = 600.0
     min_timeout: float = 1.0
     max_point_limit: int = 1000

@@ -20,12 +20,14 @@ from server.errors import ServiceError
 from server.listen import Bound
 from server.observability import Metrics
 from server.rpc import web
+from server.rpc.gateway import CallsInFlight
 from server.rpc.quotas import Quotas
 from server.store import Storage, StorageFailed
 from server.tables.records import Records
 from server.tables.registry import TableRegistry
 
 log = structlog.get_logger("copas.server")
+CALLS_LULL = 0.1  # seconds without a new call before a failed node stops (``end_all``)
 
 
 class Tasks:
@@ -76,6 +78,7 @@ class RunningServer:
     health: health.aio.HealthServicer
     page: web.WebServer | None  # the web page, when --web-port is set
     cluster: ClusterNode | None  # a node among others sharing one PostgreSQL
+    calls: CallsInFlight  # the calls the gateways are answering now
     failed: asyncio.Event  # set once the store failed (``failure``)
     parts: contextlib.AsyncExitStack  # every part's close, pushed as the part was made
     failure: StorageFailed | None = None
@@ -102,15 +105,32 @@ class RunningServer:
         await asyncio.gather(bound.server.stop(left), *(
             [bound.internal.stop(left)] if bound.internal is not None else []))
 
+    async def stop_failed(self, grace: float) -> None:
+        """The stop after a fail-stop, every call answered with its reason within ``grace``:
+        the relays closed first (their calls end with TABLE_MOVED), the calls in flight given
+        half of it to end by themselves (commits fail at once, streams end with the failure)
+        and the clients to send their last call (held: ``CallsInFlight``), the others ended
+        (a call waiting on a database thread: STORAGE_FAILED), then the stop, left no call
+        for grpc to cancel."""
+        began = time.monotonic()
+        if self.cluster is not None:
+            await self.cluster.relay.close()
+        ended = await self.calls.end_all(grace / 2, CALLS_LULL)
+        if ended:
+            log.warning("calls_ended_at_fail_stop", count=ended)
+        await self.stop(max(0.0, grace - (time.monotonic() - began)))
+
     async def watch_store(self) -> None:
         await self.fail_stop(await self.store.failed())
 
     async def fail_stop(self, failure: StorageFailed) -> None:
         """The store failed: stop believing memory. Health NOT_SERVING, no new work, every
-        stream ends with UNAVAILABLE; ``serve`` then exits non-zero."""
+        stream ends with UNAVAILABLE, every new call waits to be refused so by the stop;
+        ``serve`` then stops (``stop_failed``) and exits non-zero."""
         if self.failure is not None:
             return
         self.failure = failure
+        self.calls.refuse(ServiceError.storage_failed())
         log.error("storage_failed", error=str(failure),
                   detail="not serving; restart the server to recover from the log")
         await self.health.enter_graceful_shutdown()

@@ -24,10 +24,12 @@ from typing import Any
 
 import structlog
 from copas.admin.v1 import admin_pb2, admin_pb2_grpc
-from copas.v1 import copas_pb2, copas_pb2_grpc
+from copas.v1 import accounts_pb2, accounts_pb2_grpc, copas_pb2, copas_pb2_grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from prometheus_client import start_http_server
 
+from server.accounts.build import build_accounts, open_account_store
+from server.accounts.games import GameIntake
 from server.cluster.build import build as build_cluster
 from server.cluster.ownership import Lease
 from server.cluster.queries import PgClusterQueries
@@ -37,11 +39,13 @@ from server.lifecycle import RunningServer, Tasks, close_store
 from server.listen import SetupError, bind, internal_address
 from server.observability import Metrics, configure_logging
 from server.rpc import reflection, web
+from server.rpc.accounts import AccountService, sweep_bans
 from server.rpc.admin import AdminService, OneProcess
 from server.rpc.gateway import (
     SERVE_HERE,
     CallForwarder,
     CallRouter,
+    CallsInFlight,
     Gateway,
     ImpliedTables,
     Routing,
@@ -51,7 +55,6 @@ from server.rpc.operators import AdminAudit, AdminAuth, admin_subjects, read_adm
 from server.rpc.peers import PeerTrust, trusted_networks
 from server.rpc.quotas import Quotas
 from server.rpc.service import CopasService
-from server.rpc.web_connections import ConnectionLimits
 from server.store import Node, PgStore, Storage, StoreUnusable, open_local_store
 from server.tables.bots import Thinker
 from server.tables.clock import LoopScheduler
@@ -65,6 +68,7 @@ __all__ = ["RunningServer", "SetupError", "internal_address", "main", "serve", "
            "start"]
 log = structlog.get_logger("copas.server")
 SERVICE_NAME = copas_pb2.DESCRIPTOR.services_by_name["CopasService"].full_name
+ACCOUNT_SERVICE_NAME = accounts_pb2.DESCRIPTOR.services_by_name["AccountService"].full_name
 ADMIN_SERVICE_NAME = admin_pb2.DESCRIPTOR.services_by_name["AdminService"].full_name
 EXIT_CANNOT_LISTEN, EXIT_BAD_SETUP, EXIT_STORAGE_FAILED = 1, 2, 3
 FAIL_STOP_GRACE = 2.0  # seconds a failed server gives its calls in flight to be answered
@@ -104,6 +108,12 @@ async def start(config: Config) -> RunningServer:
         except StoreUnusable as exc:
             raise SetupError(str(exc)) from None
         parts.push_async_callback(close_store, store)
+        try:
+            account_store = open_account_store(config)
+            parts.callback(account_store.close)
+            accounts = build_accounts(config, account_store)
+        except (StoreUnusable, ValueError) as exc:
+            raise SetupError(str(exc)) from None
         thinker = Thinker(config.bot_workers, config.bot_think_seconds) \
             if config.bot_workers > 0 else None
         if thinker is not None:  # the bots' worker processes stop with the server
@@ -131,8 +141,10 @@ async def start(config: Config) -> RunningServer:
                                                  cluster.match)
         forwarding_key = secrets.token_urlsafe(32) if bound.page is not None else None
         health_servicer = health.aio.HealthServicer()
-        service = CopasService(registry, lobby, records, quotas)
+        service = CopasService(registry, lobby, records, quotas, accounts)
+        account_service = AccountService(accounts, metrics)
         failed = asyncio.Event()
+        calls = CallsInFlight()  # both ports' calls, answered with a reason at a fail-stop
         store_kind = "postgresql" if shared is not None else \
             "memory" if config.data_dir == "memory" else "sqlite"
 
@@ -141,26 +153,31 @@ async def start(config: Config) -> RunningServer:
             trusts."""
             admin = AdminService(trust, registry, quotas, config, store_kind,
                                  lambda: not failed.is_set(),
-                                 cluster.admin if cluster is not None else OneProcess())
+                                 cluster.admin if cluster is not None else OneProcess(),
+                                 accounts)
             audit = AdminAudit(AdminAuth(admin_token, subjects, trust), trust, metrics)
             admin_routing = Routing(cluster.admin_router, cluster.admin, check=audit) \
                 if cluster is not None else Routing(check=audit)
             Gateway(metrics, quotas, registry.is_valid_token, trust, router, forwarder,
-                    implied, {ADMIN_SERVICE_NAME: admin_routing}).install(server, {
+                    implied, {ADMIN_SERVICE_NAME: admin_routing,
+                              ACCOUNT_SERVICE_NAME: Routing()}, calls).install(server, {
                         **service_handlers(copas_pb2_grpc.add_CopasServiceServicer_to_server,
                                            service),
                         **service_handlers(admin_pb2_grpc.add_AdminServiceServicer_to_server,
                                            admin),
+                        **service_handlers(
+                            accounts_pb2_grpc.add_AccountServiceServicer_to_server,
+                            account_service),
                         **service_handlers(health_pb2_grpc.add_HealthServicer_to_server,
                                            health_servicer),
-                        **reflection.services((SERVICE_NAME, ADMIN_SERVICE_NAME,
-                                               health.SERVICE_NAME))})
+                        **reflection.services((SERVICE_NAME, ACCOUNT_SERVICE_NAME,
+                                               ADMIN_SERVICE_NAME, health.SERVICE_NAME))})
 
         install(bound.server, PeerTrust(forwarding_key, proxies))
         if bound.internal is not None:  # the same services; the cluster key counts only here
             install(bound.internal, PeerTrust(None, proxies,
                                               cluster.keys if cluster is not None else None))
-        for gauges in (registry.gauges, quotas.gauges, service.gauges):
+        for gauges in (registry.gauges, quotas.gauges, service.gauges, account_service.gauges):
             metrics.add_gauges(gauges)
         metrics_port = 0
         if config.metrics_port:
@@ -182,25 +199,17 @@ async def start(config: Config) -> RunningServer:
         if thinker is not None:
             tasks.spawn(thinker.warm_up())
         await bound.start()
-        if (page := bound.page) is not None and forwarding_key is not None:
-            limits = ConnectionLimits(
-                max_connections=config.web_max_connections,
-                max_per_address=config.web_max_connections_per_address,
-                max_streams_per_address=config.web_max_streams_per_address,
-                header_timeout=config.web_header_timeout, body_timeout=config.web_body_timeout,
-                write_timeout=config.web_write_timeout, exempt=proxies)
-            closed = metrics.web_connections_closed
-            web.start(page, forwarding_key, limits,
-                      lambda reason: closed.labels(reason=reason).inc(),
-                      max_message_bytes=config.max_message_bytes, grace=config.grace,
-                      tls_cert=config.tls_cert, tls_key=config.tls_key,
-                      tls_client_ca=config.tls_client_ca)
-            metrics.add_gauges(page.gauges)
+        if bound.page is not None and forwarding_key is not None:
+            web.start_page(bound.page, forwarding_key, config, proxies, metrics)
         running = RunningServer(bound.port, metrics_port, bound.internal_port, registry, store,
                                 records, quotas, metrics, health_servicer, bound.page,
-                                cluster, failed, parts)
+                                cluster, calls, failed, parts)
         tasks.spawn(records.keep_pruned(config.retention_interval))
         tasks.spawn(running.watch_store())
+        tasks.spawn(sweep_bans(registry, accounts))
+        recorded = metrics.account_games
+        tasks.spawn(GameIntake(accounts, store, on_recorded=lambda is_rated: recorded.labels(
+            rated="yes" if is_rated else "no").inc()).run())
         if cluster is not None:
             tasks.spawn(cluster.keys.keep_fresh(cluster.queries))
         parts.push_async_callback(running.stop_serving, bound)  # the first step of a stop
@@ -252,12 +261,8 @@ async def serve(config: Config) -> int:
     for wait in waits:
         wait.cancel()
     await asyncio.gather(*waits, return_exceptions=True)
-    if running.failure is not None:
-        # Calls in flight end with STORAGE_FAILED (their commits fail at once), relayed ones
-        # with TABLE_MOVED (their relays closed first), not cancelled without a reason.
-        if running.cluster is not None:
-            await running.cluster.relay.close()
-        await running.stop(FAIL_STOP_GRACE)
+    if running.failure is not None:  # every call in flight answered with its reason
+        await running.stop_failed(FAIL_STOP_GRACE)
         log.error("server_stopped_storage_failed", failure=str(running.failure),
                   advice="a restart recovers every table from its log")
         return EXIT_STORAGE_FAILED

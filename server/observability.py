@@ -71,6 +71,13 @@ class Metrics:
         self.admin_actions = Counter(
             "copas_admin_actions_total", "AdminService calls, by method and outcome (ok, or the "
             "refusal's reason)", ["method", "outcome"], registry=r)
+        self.sign_ins = Counter(
+            "copas_sign_ins_total", "AccountService sign-ins and refreshes, by method (device, "
+            "password, oidc, sign_up, refresh) and outcome (ok, or the refusal's reason)",
+            ["method", "outcome"], registry=r)
+        self.account_games = Counter(
+            "copas_account_games_recorded_total", "Finished games taken into their accounts' "
+            "histories, by whether they moved ratings", ["rated"], registry=r)
         self.tables_quarantined = Gauge(
             "copas_tables_quarantined",
             "Tables whose log did not replay at start (kept, retried at the next start)",
@@ -93,6 +100,10 @@ class Metrics:
             "copas_watcher_resyncs_total",
             "Watchers that fell behind and got a fresh snapshot instead of the backlog",
             registry=r)
+        self.snapshot_lists = Counter(
+            "copas_snapshot_lists_built_total",
+            "Snapshots' lists of missed events serialized (the others came from the cache "
+            "kept until the table's next event)", registry=r)
         self.web_connections_closed = Counter(
             "copas_web_connections_closed",
             "Web port connections closed or refused for a limit, by reason: header_timeout, "

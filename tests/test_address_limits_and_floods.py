@@ -332,7 +332,8 @@ def _cpu_seconds(pid: int) -> float:
 
 OPEN_QUOTAS = ("--peer-calls-per-second", "100000", "--peer-calls-burst", "100000",
                "--address-calls-per-second", "100000", "--address-calls-burst", "100000",
-               "--tables-per-minute", "6000000", "--tables-burst", "100000")
+               "--tables-per-minute", "6000000", "--tables-burst", "100000",
+               "--max-tables-per-address", "0")
 
 
 @pytest.mark.perf

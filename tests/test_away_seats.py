@@ -151,7 +151,7 @@ def test_two_timeouts_in_a_row_make_a_connected_seat_away() -> None:
 
 
 def quick_joins(registry: TableRegistry, count: int) -> list[tuple[Any, int, str]]:
-    return [registry.join("", f"P{i}", None, preset="quick", client=f"198.51.100.{i}")
+    return [registry.join("", f"P{i}", None, preset="quick", address=f"198.51.100.{i}")
             for i in range(count)]
 
 
@@ -171,7 +171,7 @@ def test_a_quick_match_starts_only_when_every_reservation_is_taken_up() -> None:
         registry.authenticate(tokens.hash_token(joined[3][2]), table.id)
     assert expired.value.reason == "RESERVATION_EXPIRED"
     assert not replayed(registry, table).seats.is_full()  # the expired join left the log
-    again, seat, token = registry.join("", "Late", None, preset="quick", client="203.0.113.9")
+    again, seat, token = registry.join("", "Late", None, preset="quick", address="203.0.113.9")
     assert again is table and table.game is None
     table.add_watcher(seat, tokens.hash_token(token))
     assert table.game is not None  # every seat taken up: it starts
@@ -182,14 +182,14 @@ def test_a_quick_match_starts_only_when_every_reservation_is_taken_up() -> None:
 def test_one_client_holds_one_seat_of_a_quick_match_table() -> None:
     clock = ManualScheduler()
     registry = new_registry(clock, quick_match_seats_per_client=1)
-    table, _, _ = registry.join("", "Bait", None, preset="quick", client="192.0.2.66")
+    table, _, _ = registry.join("", "Bait", None, preset="quick", address="192.0.2.66")
     for _ in range(2):
         with pytest.raises(ServiceError) as refused:
-            registry.join("", "Bait", None, preset="quick", client="192.0.2.66")
+            registry.join("", "Bait", None, preset="quick", address="192.0.2.66")
         assert refused.value.reason == "ALREADY_SEATED"
         with pytest.raises(ServiceError) as by_id:
-            registry.join(table.id, "Bait", None, client="192.0.2.66")
+            registry.join(table.id, "Bait", None, address="192.0.2.66")
         assert by_id.value.reason == "ALREADY_SEATED"
     assert sum(s.is_taken for s in table.seats) == 1
-    other, _, _ = registry.join("", "Honest", None, preset="quick", client="198.51.100.1")
+    other, _, _ = registry.join("", "Honest", None, preset="quick", address="198.51.100.1")
     assert other is table and sum(s.is_taken for s in table.seats) == 2

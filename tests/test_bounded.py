@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from server.tables.bounded import Bounded
+from server.bounded import Bounded
 
 
 def test_it_holds_at_most_its_limit_forgetting_the_oldest_write_first() -> None:

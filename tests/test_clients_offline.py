@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import io
 import re
+from typing import Any
 
 import grpc
 from copas.v1 import copas_pb2
@@ -14,7 +15,14 @@ from google.protobuf.message import Message
 from google.rpc import error_details_pb2, status_pb2
 from rich.console import Console
 
-from clients.common import ActionRequest, ActionResponse, Player, error_reason, retry_delay
+from clients.common import (
+    ActionRequest,
+    ActionResponse,
+    Player,
+    PlaySession,
+    error_reason,
+    retry_delay,
+)
 from clients.play import Lines, Session
 from clients.watch import list_tables
 
@@ -107,3 +115,50 @@ async def test_copas_play_says_why_it_could_not_leave_instead_of_crashing() -> N
     session = Session(Console(file=out, width=200), player, lines)
     assert await session.confirm_leave() is False
     assert "could not leave: WRONG_PHASE: the game is over" in out.getvalue()
+
+
+class _CutCall:
+    """A Play call as grpc.aio gives one: it yields ``events``, then (``is_cut``) ends
+    INTERNAL ("Internal error from Core": a stream a drained node cut), else ends OK."""
+
+    def __init__(self, events: list[copas_pb2.TableEvent], is_cut: bool) -> None:
+        self.events = events
+        self.is_cut = is_cut
+        self.written: list[copas_pb2.PlayRequest] = []
+
+    async def write(self, request: copas_pb2.PlayRequest) -> None:
+        self.written.append(request)
+
+    def cancel(self) -> bool:
+        return True
+
+    def __aiter__(self) -> Any:
+        return self._responses()
+
+    async def _responses(self) -> Any:
+        for event in self.events:
+            yield copas_pb2.PlayResponse(event=event)
+        if self.is_cut:
+            raise grpc.aio.AioRpcError(grpc.StatusCode.INTERNAL, grpc.aio.Metadata(),
+                                       grpc.aio.Metadata(), "Internal error from Core")
+
+
+async def test_a_play_session_resumes_after_a_stream_ends_internal() -> None:
+    """Issue 27, finding 7e: INTERNAL on a Play stream counts as UNAVAILABLE: the session
+    opens a new stream after the last sequence seen, instead of failing."""
+    seen = copas_pb2.TableEvent(sequence=7, snapshot=copas_pb2.Snapshot())
+    calls = [_CutCall([seen], is_cut=True),
+             _CutCall([copas_pb2.TableEvent(sequence=8)], is_cut=False)]
+    opened: list[_CutCall] = []
+
+    class Stub:
+        def Play(self, metadata: Any = None) -> _CutCall:
+            opened.append(calls.pop(0))
+            return opened[-1]
+
+    session = PlaySession(Stub(), "t_cut", "x" * 32)  # type: ignore[arg-type]
+    session.start()
+    got = [event.sequence async for event in session.events()]
+    assert got == [7, 8] and len(opened) == 2
+    assert opened[1].written[0].open.after_sequence == 7
+    await session.close()

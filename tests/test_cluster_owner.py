@@ -53,7 +53,8 @@ class Node:
             "--trick-pause", "0", "--hand-pause", "0", "--play-timeout", "0",
             "--pass-timeout", "0", "--moon-timeout", "0", "--log-format", "json",
             "--unlimited-quotas", "--bot-table-pace", "0.001", "--bot-policy", "auto",
-            "--bot-workers", "0", "--web-port", "0", *flags, log_dir=directory)
+            "--bot-workers", "0", "--web-port", "0", "--spectator-tick", "0", *flags,
+            log_dir=directory)  # (spectators get each event: these tests compare them)
         self.server.metrics_port = metrics
         self.address = self.server.address
         self.channel = grpc.aio.insecure_channel(self.address)

@@ -13,6 +13,8 @@ from copas.v1 import copas_pb2, copas_pb2_grpc
 
 from clients.common import error_reason
 from engine import Rules
+from server.accounts.build import build_accounts
+from server.accounts.model import MemoryAccountStore
 from server.cluster.admin import ClusterAdmin
 from server.cluster.destination import HERE, Destination
 from server.cluster.keys import ClusterKeys
@@ -127,7 +129,8 @@ async def test_an_unreachable_database_refuses_the_call_with_storage_failed() ->
     config = config_for_tests()
     quotas = Quotas(config)
     service = CopasService(a.registry, a.registry.lobby,
-                           Records(a.registry.store, a.registry.scheduler, 0, 0.0), quotas)
+                           Records(a.registry.store, a.registry.scheduler, 0, 0.0), quotas,
+                           build_accounts(config, MemoryAccountStore()))
     server = grpc.aio.server()
     port = server.add_insecure_port("127.0.0.1:0")
     Gateway(Metrics(), quotas, a.registry.is_valid_token, PeerTrust(None, ()),

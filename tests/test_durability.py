@@ -36,8 +36,11 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def durable_server(data_dir: Path, port: int, *flags: str) -> ServerProcess:
     """The server as a process on ``data_dir`` (its log in a file: a full pipe would stall
-    it), tables at full speed; ``flags`` after those."""
+    it), tables at full speed, spectators sent every event as it comes (as in-process test
+    servers do: these tests follow a table's events as a spectator; coalescing is
+    tests/test_spectators.py's); ``flags`` after those."""
     return ServerProcess(
+        "--spectator-tick", "0",
         "--allow-seed", "--data-dir", str(data_dir), "--trick-pause", "0", "--hand-pause", "0",
         "--play-timeout", "0", "--pass-timeout", "0", "--moon-timeout", "0", "--log-format",
         "json", "--unlimited-quotas", "--bot-table-pace", "0.001", "--bot-policy", "auto",
@@ -182,7 +185,8 @@ async def test_the_history_after_a_restart_has_no_holes(tmp_path: Path) -> None:
     """Presence is not numbered, so a restart rebuilds every numbered event as it was shown;
     a seat given up (whose join row goes) is a hole a snapshot reaching past says it has."""
     port = free_port()
-    server = durable_server(tmp_path, port)
+    # Every presence change shown at once (not coalesced), so each one waited for below comes.
+    server = durable_server(tmp_path, port, "--presence-interval", "0")
     try:
         channel = grpc.aio.insecure_channel(f"127.0.0.1:{port}")
         stub = copas_pb2_grpc.CopasServiceStub(channel)
@@ -352,8 +356,9 @@ async def test_reconnect_storm_after_a_restart(tmp_path: Path) -> None:
             for j in await join_all(stub, table.table_id, 4):
                 tokens.append((table.table_id, j.player_token))
 
-        for _ in range(10):
-            await asyncio.gather(*(one_table() for _ in range(100)))
+        await channel.channel_ready()  # its settings known: no stream sent past their limit
+        for _ in range(20):  # (the setup, half of --max-concurrent-streams at a time)
+            await asyncio.gather(*(one_table() for _ in range(50)))
     port = running.port
     await shutdown(running, 0)
     running = await start(config_for_tests(listen=f"127.0.0.1:{port}",

@@ -10,7 +10,8 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from copas.v1 import copas_pb2
+import grpc
+from copas.v1 import accounts_pb2, accounts_pb2_grpc, copas_pb2
 from google.protobuf import json_format
 
 from tests.helpers.servers import serving
@@ -25,11 +26,11 @@ def walk_through() -> list[str]:
     return [line for line in block.splitlines() if line.strip()]
 
 
-def grpcurl_call(words: list[str]) -> tuple[str, dict[str, Any], list[tuple[str, str]]]:
-    """(method, request JSON, metadata) of one grpcurl command line."""
+def grpcurl_call(words: list[str]) -> tuple[str, str, dict[str, Any], list[tuple[str, str]]]:
+    """(service, method, request JSON, metadata) of one grpcurl command line."""
     payload: dict[str, Any] = {}
     metadata = []
-    method = ""
+    service = method = ""
     i = 0
     while i < len(words):
         word = words[i]
@@ -40,10 +41,10 @@ def grpcurl_call(words: list[str]) -> tuple[str, dict[str, Any], list[tuple[str,
             key, _, value = words[i + 1].partition(": ")
             metadata.append((key.lower(), value))
             i += 1
-        elif word.startswith("copas.v1.CopasService/"):
-            method = word.rsplit("/", 1)[1]
+        elif word.startswith(("copas.v1.CopasService/", "copas.v1.AccountService/")):
+            service, method = word.removeprefix("copas.v1.").split("/")
         i += 1
-    return method, payload, metadata
+    return service, method, payload, metadata
 
 
 def expand(line: str, env: dict[str, str]) -> str:
@@ -53,7 +54,10 @@ def expand(line: str, env: dict[str, str]) -> str:
 async def test_the_readme_walk_through_plays_a_game_to_the_end() -> None:
     lines = walk_through()
     assert any(line.startswith("play ") for line in lines)
-    async with serving(allow_seed=True) as (_, stub):
+    async with serving(allow_seed=True) as (running, stub), grpc.aio.insecure_channel(
+            f"127.0.0.1:{running.port}") as channel:
+        stubs = {"CopasService": (stub, copas_pb2),
+                 "AccountService": (accounts_pb2_grpc.AccountServiceStub(channel), accounts_pb2)}
         env: dict[str, str] = {}
         play_template = ""
         last: Any = None
@@ -72,10 +76,11 @@ async def test_the_readme_walk_through_plays_a_game_to_the_end() -> None:
             assert words[0] == "grpcurl" and "-plaintext" in words
             if words[-1] == "list":
                 continue
-            method, payload, metadata = grpcurl_call(words)
-            request = getattr(copas_pb2, f"{method}Request")()
+            service, method, payload, metadata = grpcurl_call(words)
+            called, messages = stubs[service]
+            request = getattr(messages, f"{method}Request")()
             json_format.ParseDict(payload, request)
-            last = await getattr(stub, method)(request, metadata=metadata or None)
+            last = await getattr(called, method)(request, metadata=metadata or None)
             if assign:  # what the shell extracts with sed from grpcurl's JSON
                 answer = json_format.MessageToDict(last)
                 sed = assign.group(2).split(" | ", 1)[1]
@@ -83,6 +88,7 @@ async def test_the_readme_walk_through_plays_a_game_to_the_end() -> None:
                 env[assign.group(1)] = _find(answer, field)
         assert isinstance(last, copas_pb2.GetViewResponse)
         assert last.view.phase == copas_pb2.PHASE_GAME_OVER and len(last.view.standings) == 4
+        assert last.view.players[0].display_name == "Ana"  # the account's name, from sign-in
 
 
 def _find(data: Any, field: str) -> str:

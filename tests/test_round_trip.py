@@ -32,6 +32,7 @@ def check_summary(table: copas_pb2.TableSummary, table_id: str, name: str) -> No
     assert table.display_name == name
     assert table.preset == "classic"
     assert table.bot_policy == "duck"
+    assert table.rating == "with_bots"
     check_rules(table.rules)
     assert [s.is_bot for s in table.seats] == [False, False, True, True]
 
@@ -49,7 +50,7 @@ async def test_what_a_client_sets_on_a_table_comes_back_everywhere_it_is_shown()
     async with serving() as (_, stub):
         made = (await stub.CreateTable(copas_pb2.CreateTableRequest(
             preset="classic", rules=RULES, bot_seats=2, display_name="Alice table",
-            bot_policy="duck"))).table
+            bot_policy="duck", rating="with_bots"))).table
         table_id = made.table_id
         check_summary(made, table_id, "Alice table")
         got = (await stub.GetTable(copas_pb2.GetTableRequest(table_id=table_id))).table
@@ -92,7 +93,7 @@ async def test_a_table_without_a_name_shows_its_id_and_records_keep_the_name() -
 
         bots = (await stub.CreateTable(copas_pb2.CreateTableRequest(
             preset="quick", bot_seats=4, display_name="Bots' table", bot_policy="greedy",
-            rules=copas_pb2.RulesOverrides(point_limit=40, trick_pause_seconds=0,
+            rating="off", rules=copas_pb2.RulesOverrides(point_limit=40, trick_pause_seconds=0,
                                            hand_pause_seconds=0)))).table
         assert bots.display_name == "Bots' table"
         watch = Watch(stub, bots.table_id)
@@ -102,7 +103,7 @@ async def test_a_table_without_a_name_shows_its_id_and_records_keep_the_name() -
             record_id=bots.table_id))).record
         assert record.display_name == "Bots' table"
         assert record.preset == "quick" and record.table_id == bots.table_id
-        assert record.rules.point_limit == 40
+        assert record.rules.point_limit == 40 and record.rating == "off"
         assert [s.display_name for s in record.seats] == ["Bot 1", "Bot 2", "Bot 3", "Bot 4"]
         listed = (await stub.ListGameRecords(copas_pb2.ListGameRecordsRequest())).records
         mine = next(r for r in listed if r.record_id == bots.table_id)

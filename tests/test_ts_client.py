@@ -13,8 +13,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+import grpc
 import pytest
-from copas.v1 import copas_pb2
+from copas.v1 import copas_pb2, copas_pb2_grpc
 
 from server.errors import ERROR_DOMAIN
 from tests.helpers.servers import serving
@@ -90,3 +91,80 @@ async def test_the_typescript_client_plays_a_game_and_reads_the_error_details(
         assert (play_streams, watch_streams) == (0, 1)
         assert (actions_ok, actions_refused) == (summary["moves"], 1)
         assert summary["results"] is None
+
+
+async def test_the_typescript_client_plays_as_a_guest_account() -> None:
+    """--guest: the client signs in as a new guest (AccountService over gRPC), joins with its
+    access token, and the seat, the game record and the account's history are the account's."""
+    node = shutil.which("node")
+    assert node is not None and PLAY.is_file(), f"{PLAY} is missing: run `make ts`"
+    async with serving(allow_seed=True) as (running, stub):
+        process = await asyncio.create_subprocess_exec(
+            node, str(PLAY), "--server", f"127.0.0.1:{running.port}", "--seed", "3", "--json",
+            "--guest", "--name", "Guesty", "--transport", "unary",
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        out, err = await asyncio.wait_for(process.communicate(), 60)
+        assert process.returncode == 0, err.decode()
+        assert "refresh" not in err.decode().lower() and "access" not in err.decode().lower()
+        summary = json.loads(out.decode().strip().splitlines()[-1])
+        account_id = summary["account_id"]
+        assert account_id and account_id.startswith("a_")
+        table = (await stub.GetTable(copas_pb2.GetTableRequest(
+            table_id=summary["table_id"]))).table
+        assert table.seats[summary["seat"]].display_name == "Guesty"
+        record = (await stub.GetGameRecord(copas_pb2.GetGameRecordRequest(
+            record_id=summary["table_id"]))).record
+        seats = json.loads(record.record_json)["seats"]
+        assert any(s.get("account") == account_id for s in seats), seats
+
+
+class CutPlayStreams(copas_pb2_grpc.CopasServiceServicer):
+    """A server whose first Play stream ends INTERNAL (as grpcio reports a stream a drained
+    node cut: "Internal error from Core"); the next one shows the game over."""
+
+    def __init__(self) -> None:
+        self.plays = 0
+        self.tables = 0
+
+    async def CreateTable(self, request: Any, context: Any) -> Any:
+        return copas_pb2.CreateTableResponse(table=copas_pb2.TableSummary(table_id="t_cut"))
+
+    async def JoinTable(self, request: Any, context: Any) -> Any:
+        return copas_pb2.JoinTableResponse(seat=0, player_token="x" * 32, table=copas_pb2.
+                                           TableSummary(table_id="t_cut"))
+
+    async def GetTable(self, request: Any, context: Any) -> Any:
+        self.tables += 1
+        return copas_pb2.GetTableResponse(table=copas_pb2.TableSummary(table_id="t_cut"))
+
+    async def Play(self, requests: Any, context: Any) -> Any:
+        self.plays += 1
+        await anext(aiter(requests))  # the opening
+        if self.plays == 1:
+            await context.abort(grpc.StatusCode.INTERNAL, "Internal error from Core")
+        yield copas_pb2.PlayResponse(event=copas_pb2.TableEvent(
+            sequence=1, snapshot=copas_pb2.Snapshot(),
+            view=copas_pb2.TableView(seat=0, phase=copas_pb2.PHASE_GAME_OVER)))
+        await asyncio.sleep(30)  # open until the client goes
+
+
+async def test_the_typescript_client_resumes_a_play_stream_that_ends_internal() -> None:
+    """Issue 27, finding 7e: INTERNAL on a Play stream counts as UNAVAILABLE: the client
+    asks where the table is (GetTable) and opens a new stream, instead of failing."""
+    node = shutil.which("node")
+    assert node is not None and PLAY.is_file()
+    fake = CutPlayStreams()
+    server = grpc.aio.server()
+    copas_pb2_grpc.add_CopasServiceServicer_to_server(fake, server)
+    port = server.add_insecure_port("127.0.0.1:0")
+    await server.start()
+    try:
+        process = await asyncio.create_subprocess_exec(
+            node, str(PLAY), "--server", f"127.0.0.1:{port}", "--json",
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        out, err = await asyncio.wait_for(process.communicate(), 60)
+    finally:
+        await server.stop(0)
+    assert process.returncode == 0, err.decode()
+    assert fake.plays == 2 and fake.tables >= 1
+    assert json.loads(out.decode().strip().splitlines()[-1])["table_id"] == "t_cut"

@@ -26,7 +26,7 @@ def reference_view(table: object, seat: int | None) -> copas_pb2.TableView:
         return message
     message.seat = seat
     game = table.game  # type: ignore[attr-defined]
-    if game is None:
+    if game is None or game.has_left[seat]:  # a leaver sees what a spectator sees (issue 27)
         return message
     mine = private_view(game, seat)
     message.hand.extend(codec.CARD_PB[c] for c in mine.hand)

@@ -18,7 +18,7 @@ import grpc
 import pytest
 from connectrpc.code import Code
 from connectrpc.errors import ConnectError
-from copas.v1 import cards_pb2, copas_connect, copas_pb2
+from copas.v1 import accounts_connect, accounts_pb2, cards_pb2, copas_connect, copas_pb2
 from google.rpc import error_details_pb2
 from grpc_status import rpc_status
 
@@ -30,6 +30,7 @@ from tests.helpers.web import post_json
 
 ROOT = Path(__file__).resolve().parent.parent
 SERVICE = copas_pb2.DESCRIPTOR.services_by_name["CopasService"]
+ACCOUNT_SERVICE = accounts_pb2.DESCRIPTOR.services_by_name["AccountService"]
 
 
 @contextlib.asynccontextmanager
@@ -45,14 +46,58 @@ def refused_details(error: ConnectError) -> dict[str, bytes]:
     return {d.type_name: d.message_bytes for d in error.details}
 
 
-def test_every_rpc_of_the_contract_is_relayed() -> None:
-    """The relay implements every method of the generated protocol itself (none is left to
+@pytest.mark.parametrize(("service", "protocol", "relay"), [
+    (SERVICE, copas_connect.CopasService, web.Relay),
+    (ACCOUNT_SERVICE, accounts_connect.AccountService, web.AccountRelay)])
+def test_every_rpc_of_the_contract_is_relayed(service: Any, protocol: Any, relay: Any) -> None:
+    """Each relay implements every method of its generated protocol itself (none is left to
     the protocol's UNIMPLEMENTED default)."""
-    for rpc in SERVICE.methods:
+    assert service.methods
+    for rpc in service.methods:
         name = web.method_attribute(rpc.name)
-        assert hasattr(copas_connect.CopasService, name), rpc.name  # as the plugin names it
-        assert getattr(web.Relay, name) is not getattr(copas_connect.CopasService, name), \
-            f"{rpc.name} is not relayed"
+        assert hasattr(protocol, name), rpc.name  # as the plugin names it
+        assert getattr(relay, name) is not getattr(protocol, name), f"{rpc.name} is not relayed"
+
+
+async def test_a_guest_signs_in_through_the_web_port_and_its_seat_is_its_own() -> None:
+    """AccountService on the web port: a guest's sign-in, its profile by the access token, a
+    JoinTable with that token seats the account under its own name, a refusal comes back
+    with its reason, and a refresh token works once."""
+    async with web_server() as (running, stub, client):
+        port = running.page.port
+        async with accounts_connect.AccountServiceClient(f"http://127.0.0.1:{port}") as accounts:
+            with pytest.raises(ConnectError) as caught:
+                await accounts.sign_in_device(accounts_pb2.SignInDeviceRequest(device_secret="x"))
+            info = error_details_pb2.ErrorInfo.FromString(
+                refused_details(caught.value)["google.rpc.ErrorInfo"])
+            assert info.reason == "WEAK_DEVICE_SECRET"
+            session = (await accounts.sign_in_device(accounts_pb2.SignInDeviceRequest(
+                device_secret="d" * 43, display_name="Webby"))).session
+            assert session.is_new_account and session.account.display_name == "Webby"
+            bearer = {"authorization": f"Bearer {session.access_token}"}
+            profile = await accounts.get_profile(accounts_pb2.GetProfileRequest(),
+                                                 headers=bearer)
+            assert profile.account.account_id == session.account.account_id
+            table = (await client.create_table(copas_pb2.CreateTableRequest(bot_seats=3))).table
+            joined = await client.join_table(copas_pb2.JoinTableRequest(
+                table_id=table.table_id), headers=bearer)
+            seated = (await stub.GetTable(copas_pb2.GetTableRequest(
+                table_id=table.table_id))).table.seats[joined.seat]
+            assert seated.display_name == "Webby"
+            renewed = (await accounts.refresh_session(accounts_pb2.RefreshSessionRequest(
+                refresh_token=session.refresh_token))).session
+            assert renewed.access_token != session.access_token
+            with pytest.raises(ConnectError) as caught:
+                await accounts.refresh_session(accounts_pb2.RefreshSessionRequest(
+                    refresh_token=session.refresh_token))
+            assert caught.value.code is Code.UNAUTHENTICATED
+            info = error_details_pb2.ErrorInfo.FromString(
+                refused_details(caught.value)["google.rpc.ErrorInfo"])
+            assert info.reason == "SESSION_REVOKED"  # a reused refresh token ends the session
+            with pytest.raises(ConnectError) as caught:
+                await accounts.get_profile(accounts_pb2.GetProfileRequest(), headers={
+                    "authorization": f"Bearer {renewed.access_token}"})
+            assert caught.value.code is Code.UNAUTHENTICATED
 
 
 async def test_a_player_through_the_web_port_gets_the_grpc_answers_and_errors() -> None:

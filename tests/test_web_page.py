@@ -417,16 +417,27 @@ def mentioned_cards(text: str) -> set[str]:
     return found
 
 
+ACCOUNT_TOKENS = {"accessToken", "accessExpireMs", "refreshToken", "refreshExpireMs", "method"}
+
+
 def check_storage(storage: dict[str, str]) -> None:
-    """The page stores its seat (the token, which a reload needs) and the name, nothing else,
-    and no card."""
-    assert set(storage) <= {"session:copas.session", "local:copas.name"}, storage
+    """The page stores its seat (the token, which a reload needs), the name, the device's
+    secret (43 base64url characters) and its account's tokens, nothing else, and no card."""
+    assert set(storage) <= {"session:copas.session", "local:copas.name", "local:copas.device",
+                            "local:copas.account"}, storage
     for key, value in storage.items():
         if key == "session:copas.session":
             session = json.loads(value)
             assert set(session) <= {"tableId", "token", "seat"}, session
             session.pop("token", None)
             value = json.dumps(session)
+        elif key == "local:copas.device":
+            assert re.fullmatch(r"[A-Za-z0-9_-]{43}", value), "not 32 random bytes"
+            continue
+        elif key == "local:copas.account":
+            tokens = json.loads(value)
+            assert set(tokens) == ACCOUNT_TOKENS, tokens
+            value = tokens["method"]
         assert not mentioned_cards(value), (key, value)
 
 
@@ -915,6 +926,100 @@ async def test_keyboard_only_play_and_a_refusal_in_plain_words() -> None:
         assert follow[0]["card"] in {c.text for c in view.hand}
         assert state["legal"][0] not in {c.text for c in view.hand}
         assert page.errors == []
+
+
+# ----------------------------------------------------------------- an account that comes back
+
+async def play_to_the_end(page: Any) -> None:
+    """Every turn of the game the page is seated at (the first legal cards), to its end."""
+    await page.wait_for_function(NEXT_TURN, arg=-1)
+    while (state := await state_of(page))["phase"] != "GAME_OVER":
+        if state["mustAct"]:
+            await take_turn(page, state)
+        await page.wait_for_function(NEXT_TURN, arg=state["sequence"])
+
+
+async def test_a_guest_comes_back_to_its_name_history_and_rating_and_signs_in_elsewhere() -> None:
+    """A first visit signs in as a guest without a question; the guest renames itself and
+    plays three one-hand games against bots; the browser closes and comes back (the same
+    storage): the same name, three games in its history, its rating. It sets a password;
+    another browser signs in with it and sees the same account. Tokens stay in
+    localStorage: never in the URL, the page's text or its attributes."""
+    port = free_port()
+    async with (serving(web_port=port, web_host="127.0.0.1", rule_defaults=TIMING)
+                as (_, stub), browser() as launched):
+        url = f"http://127.0.0.1:{port}/"
+        page = await open_page(launched, url)
+        await page.wait_for_selector("#me[data-account^=a_]")
+        account_id = await page.get_attribute("#me", "data-account")
+        assert "guest" in (await page.text_content("#me-status") or "")
+        for game in range(3):
+            table = (await stub.CreateTable(copas_pb2.CreateTableRequest(  # one hand, rated
+                preset="quick", bot_seats=3, rating="with_bots"))).table  # as the page's own
+            await page.goto(f"{url}?join={table.table_id}")
+            await page.wait_for_selector("#invite-join:not([disabled])")
+            if game == 0:  # once the page shows the guest's own name (its profile is in)
+                await page.wait_for_function("document.querySelector('#name').value !== ''")
+                await page.fill("#name", "Gus")  # renames the account as it joins
+            await page.click("#invite-join")
+            await play_to_the_end(page)
+            summary = (await stub.GetTable(copas_pb2.GetTableRequest(
+                table_id=table.table_id))).table
+            assert "Gus" in [s.display_name for s in summary.seats], summary.seats
+            check_page(await state_of(page))
+        storage = await page.context.storage_state()
+        assert page.errors == []
+        await page.context.close()
+
+        again = await open_page(launched, url, storage_state=storage)  # the same browser
+        for _ in range(20):  # finished games reach the history within about a second
+            await again.wait_for_selector("#me[data-games]")
+            if await again.get_attribute("#me", "data-games") == "3":
+                break
+            await again.wait_for_timeout(250)
+            await again.reload()
+        assert await again.get_attribute("#me", "data-account") == account_id
+        assert await again.get_attribute("#me", "data-games") == "3"
+        assert await again.text_content("#me-title") == "Gus"
+        assert await again.input_value("#name") == "Gus"
+        assert len(await again.query_selector_all("#my-games li[data-record]")) == 3
+        assert await again.get_attribute("#me-rating", "data-rated-games") == "3"
+        assert "on the leaderboard" in (await again.text_content("#me-rating") or "")
+        state = await state_of(again)
+        check_storage(state["storage"])
+        tokens = json.loads(state["storage"]["local:copas.account"])
+        for secret in (tokens["accessToken"], tokens["refreshToken"],
+                       state["storage"]["local:copas.device"]):
+            assert secret not in state["html"] and secret not in again.url
+
+        await again.fill("#link-username", "gus.plays")
+        await again.fill("#link-password", "short")
+        await again.click("#link-button")  # the browser's own check: too short
+        assert await again.is_visible("#password-form")
+        await again.fill("#link-password", "a long enough password")
+        await again.click("#link-button")
+        await again.wait_for_selector("#password-form[hidden]", state="attached")
+
+        other = await open_page(launched, url)  # another browser: a guest of its own first
+        await other.wait_for_selector("#me[data-account^=a_]")
+        assert await other.get_attribute("#me", "data-account") != account_id
+        await other.fill("#sign-in-username", "gus.plays")
+        await other.fill("#sign-in-password", "not the password")
+        await other.click("#sign-in-button")
+        await other.wait_for_selector("#me-error[data-reason=INVALID_CREDENTIALS]")
+        assert "do not match" in (await other.text_content("#me-error") or "")
+        await other.fill("#sign-in-password", "a long enough password")
+        await other.click("#sign-in-button")
+        await other.wait_for_selector(f"#me[data-account={account_id}]")
+        assert await other.text_content("#me-title") == "Gus"
+        assert "signed in as gus.plays" in (await other.text_content("#me-status") or "")
+        assert len(await other.query_selector_all("#my-games li[data-record]")) == 3
+        await other.click("#board-around")
+        await other.wait_for_selector("#board-around[aria-pressed=true]")
+        assert await other.input_value("#name") == "Gus"
+        check_storage((await state_of(other))["storage"])
+        for seen in (again, other):
+            assert seen.errors == []
 
 
 # ----------------------------------------------------------------- accessibility

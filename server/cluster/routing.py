@@ -76,6 +76,11 @@ ADMIN_ROUTES: dict[str, Route] = {
     "Drain": Route.HERE,  # this node's: never relayed
     "Undrain": Route.HERE,
     "ServerStatus": Route.HERE,
+    "FindAccount": Route.HERE,  # accounts: in the store every node reads
+    "RenameAccount": Route.HERE,
+    "RevokeSessions": Route.HERE,
+    "BanAccount": Route.HERE,  # (this node's seats now; the others' sweeps find the rest)
+    "DeleteAccount": Route.HERE,
 }
 ADMIN_SERVICE = admin_pb2.DESCRIPTOR.services_by_name["AdminService"]
 

@@ -77,8 +77,12 @@ class SharedWatch:
         event = copas_pb2.WatchTableResponse.FromString(raw).event
         kind = event.WhichOneof("kind")
         if kind == "snapshot":
-            self._history.clear()  # a fresh snapshot: what came between is not known here
-            self._history.extend(event.snapshot.missed_events)
+            missed = event.snapshot.missed_events
+            follows = (missed[0].sequence == self.sequence + 1 if missed
+                       else event.sequence == self.sequence)  # (the owner's coalesced ones)
+            if event.snapshot.has_gap or not follows:
+                self._history.clear()  # what came between is not known here
+            self._history.extend(missed)
         elif kind not in PRESENCE:
             kept = copas_pb2.TableEvent()
             kept.CopyFrom(event)

@@ -20,12 +20,16 @@ from typing import Any, Protocol
 import grpc
 import structlog
 from copas.admin.v1 import admin_pb2, admin_pb2_grpc
-from copas.v1 import copas_pb2
+from copas.v1 import accounts_pb2, copas_pb2
 
+from server.accounts.games import forget_in_records
+from server.accounts.model import Account
+from server.accounts.service import Accounts
 from server.config import Config
 from server.errors import ServiceError
 from server.observability import version
 from server.rpc import inputs
+from server.rpc.accounts import account_pb
 from server.rpc.gateway import caller
 from server.rpc.operators import REASON_MAX
 from server.rpc.peers import PeerTrust
@@ -113,12 +117,16 @@ def settings_in_force(config: Config) -> dict[str, str]:
 
 
 def table_state(table: Table, owner: str) -> admin_pb2.AdminTable:
-    """A table as an operator sees it: its public summary and how it is doing."""
+    """A table as an operator sees it: its public summary, its seats' accounts and how it is
+    doing."""
     summary = table.summary()
     now = table.now()
-    return _from_summary(summary, created=table.created, now=now,
-                         idle=now - table.last_event_at, owner=owner,
-                         stuck=table.is_stuck(), connected=table.people_connected())
+    state = _from_summary(summary, created=table.created, now=now,
+                          idle=now - table.last_event_at, owner=owner,
+                          stuck=table.is_stuck(), connected=table.people_connected())
+    for shown, seat in zip(state.seats, table.seats, strict=True):
+        shown.account_id = seat.account_id
+    return state
 
 
 def _from_summary(summary: copas_pb2.TableSummary, *, created: float, now: float, idle: float,
@@ -157,6 +165,14 @@ def _checked_table_id(table_id: str) -> str:
     return table_id
 
 
+def _account_id(account_id: str) -> str:
+    inputs.check_length("account_id", account_id, inputs.ID_MAX)
+    if not account_id:
+        raise ServiceError.not_found("account_id is required: no account has none",
+                                     "ACCOUNT_NOT_FOUND")
+    return account_id
+
+
 def _reason(text: str) -> str:
     text = inputs.check_length("reason", text.strip(), REASON_MAX)
     if not text:
@@ -185,7 +201,8 @@ class AdminService(admin_pb2_grpc.AdminServiceServicer):
 
     def __init__(self, trust: PeerTrust, registry: TableRegistry, quotas: Quotas,
                  config: Config, store_kind: str, store_healthy: Callable[[], bool],
-                 cluster: Cluster) -> None:
+                 cluster: Cluster, accounts: Accounts) -> None:
+        self._accounts = accounts
         self._trust = trust
         self._registry = registry
         self._quotas = quotas
@@ -282,6 +299,61 @@ class AdminService(admin_pb2_grpc.AdminServiceServicer):
         table.remove_person(request.seat)
         await self._registry.delivery.committed(table)
         return admin_pb2.RemovePlayerResponse(table=table_state(table, self._node))
+
+    # ------------------------------------------------------------ accounts
+
+    async def _account_pb(self, account: Account) -> admin_pb2.AdminAccount:
+        profile = await self._accounts.profile(account)
+        return admin_pb2.AdminAccount(
+            account=account_pb(account, profile.identities), is_banned=account.is_banned,
+            ratings=[accounts_pb2.Rating(players=p, rating=r.shown, mu=r.mu, sigma=r.sigma,
+                                         games=r.games, wins=r.wins,
+                                         place=profile.places.get(p, 0))
+                     for p, r in sorted(profile.ratings.items())],
+            games=profile.games, wins=profile.wins)
+
+    async def FindAccount(self, request: admin_pb2.FindAccountRequest, context: Context
+                          ) -> admin_pb2.FindAccountResponse:
+        query = inputs.check_length("query", request.query.strip(), inputs.ID_MAX)
+        return admin_pb2.FindAccountResponse(
+            account=await self._account_pb(await self._accounts.find_by(query)))
+
+    async def RenameAccount(self, request: admin_pb2.RenameAccountRequest, context: Context
+                            ) -> admin_pb2.RenameAccountResponse:
+        _reason(request.reason)
+        name = inputs.display_name(request.display_name, inputs.PLAYER_NAME_MAX, required=True)
+        account = await self._accounts.rename(_account_id(request.account_id), name)
+        return admin_pb2.RenameAccountResponse(account=await self._account_pb(account))
+
+    async def RevokeSessions(self, request: admin_pb2.RevokeSessionsRequest, context: Context
+                             ) -> admin_pb2.RevokeSessionsResponse:
+        _reason(request.reason)
+        ended = await self._accounts.revoke(_account_id(request.account_id))
+        return admin_pb2.RevokeSessionsResponse(sessions_ended=ended)
+
+    async def BanAccount(self, request: admin_pb2.BanAccountRequest, context: Context
+                         ) -> admin_pb2.BanAccountResponse:
+        _reason(request.reason)
+        account = await self._accounts.set_banned(_account_id(request.account_id),
+                                                  request.is_banned)
+        removed = self._registry.remove_account(account.id) if account.is_banned else []
+        for table in removed:
+            await self._registry.delivery.committed(table)
+        return admin_pb2.BanAccountResponse(account=await self._account_pb(account),
+                                            seats_removed=len(removed))
+
+    async def DeleteAccount(self, request: admin_pb2.DeleteAccountRequest, context: Context
+                            ) -> admin_pb2.DeleteAccountResponse:
+        _reason(request.reason)
+        account_id = _account_id(request.account_id)
+        await self._accounts.find(account_id)
+        games, before = [], None
+        while page := await self._accounts.games_of_id(account_id, 100, before):
+            games += [g.record_id for g in page]
+            before = (page[-1].finished, page[-1].record_id)
+        await self._accounts.delete(account_id)
+        await forget_in_records(self._registry.store, account_id, games)
+        return admin_pb2.DeleteAccountResponse(records_rewritten=len(games))
 
     # ------------------------------------------------------------ the node
 

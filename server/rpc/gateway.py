@@ -37,7 +37,7 @@ from server.cluster.destination import HERE, Destination
 from server.errors import ServiceError
 from server.metadata import OWNER
 from server.observability import Metrics
-from server.rpc.peers import PeerTrust, bearer_token_hash
+from server.rpc.peers import PeerTrust, bearer_token_hash, bears_access_token
 from server.rpc.quotas import Quotas
 from server.store.base import StorageError, StoreUnreachable
 
@@ -55,7 +55,10 @@ class Caller:
     token_hash: str | None  # SHA-256 of the bearer token, when one was sent
     sent: int = 0  # messages a stream wrote (the servicer counts them)
     who: str = ""  # who a service's own check found calling (``CallCheck``)
+    has_access_token: bool = False  # the bearer token is an account's access token
 
+
+TABLES_SERVICE = "copas.v1.CopasService"  # routed by the gateway's own router (its tables)
 
 CALLER: contextvars.ContextVar[Caller] = contextvars.ContextVar("copas_caller")
 
@@ -152,6 +155,81 @@ class Routing:
     read: the service has callers of its own); None: the gateway's log line and sample."""
 
 
+class CallsInFlight:
+    """The calls a node's gateways are answering now, each by its task. A node that
+    fail-stops (``refuse``) answers every call with its reason (``end_all``: STORAGE_FAILED,
+    a relayed call TABLE_MOVED) rather than leave it to grpc, which cancels with no reason
+    what still runs at the end of a stop's grace (UNAVAILABLE "Cancelling all calls"), and
+    what it took but handed to no handler yet when the stop begins (CANCELLED). A call that
+    comes after ``refuse`` is refused at once, but while ``end_all`` runs it waits to be
+    answered with the others, so that a client waiting for its answer sends no new call into
+    grpc's stop. A call waiting on a database thread holds no answer hostage."""
+
+    def __init__(self) -> None:
+        self._running: set[asyncio.Task[Any]] = set()
+        self._held: set[asyncio.Task[Any]] = set()  # came while ``end_all`` runs: ``hold``
+        self._ending: set[asyncio.Task[Any]] = set()  # cancelled by ``end_all``
+        self._arrived = 0.0  # when the last call came (perf_counter)
+        self.is_holding = False  # ``end_all`` runs: a new call waits for its end
+        self.refusal: ServiceError | None = None  # set: every call is answered so
+
+    def count(self) -> int:
+        return len(self._running)
+
+    def enter(self, start: float) -> asyncio.Task[Any]:
+        """The calling task (the call came at ``start``), counted until ``leave``."""
+        task = asyncio.current_task()
+        assert task is not None
+        self._running.add(task)
+        self._arrived = start
+        return task
+
+    def leave(self, task: asyncio.Task[Any]) -> None:
+        self._running.discard(task)
+        self._held.discard(task)
+        self._ending.discard(task)
+
+    async def hold(self, task: asyncio.Task[Any]) -> None:
+        """A call after ``refuse``: refused at once, or, while ``end_all`` runs, when it ends.
+
+        :raises ServiceError: the refusal.
+        """
+        assert self.refusal is not None
+        if not self.is_holding:
+            raise self.refusal
+        self._held.add(task)
+        await asyncio.get_running_loop().create_future()  # until end_all cancels it
+
+    def refuse(self, error: ServiceError) -> None:
+        """Every call from now on is answered with ``error`` (by ``end_all``)."""
+        self.refusal = error
+
+    def ended(self, task: asyncio.Task[Any], relaying: bool) -> ServiceError | None:
+        """What a call whose task was cancelled answers: ``end_all``'s reason for it, or
+        None (the client or grpc cancelled it)."""
+        if task not in self._ending or self.refusal is None:
+            return None
+        task.uncancel()
+        return ServiceError.table_moved("this node stopped") if relaying else self.refusal
+
+    async def end_all(self, within: float, lull: float) -> int:
+        """Give the calls that came before ``refuse`` up to ``within`` seconds to end by
+        themselves (a commit fails at once, a stream ends with the failure), and the clients
+        that long to have sent their last call (none came for ``lull`` seconds); then end
+        every call still running, each answering what ``ended`` says; returns how many."""
+        self.is_holding = True
+        deadline = time.perf_counter() + within
+        while (now := time.perf_counter()) < deadline and (
+                len(self._running) > len(self._held) or now - self._arrived < lull):
+            await asyncio.sleep(min(lull / 2, deadline - now))
+        self.is_holding = False
+        ending = [task for task in self._running if not task.done()]
+        self._ending.update(ending)
+        for task in ending:
+            task.cancel()
+        return len(ending)
+
+
 class _Collector:
     """Stands in for a server while generated code adds a service to it."""
 
@@ -183,9 +261,11 @@ class Gateway:
                  is_valid_token: Callable[[str], bool], trust: PeerTrust,
                  router: CallRouter = SERVE_HERE, forwarder: CallForwarder = SERVE_HERE,
                  implied: ImpliedTables = SERVE_HERE,
-                 others: dict[str, Routing] | None = None) -> None:
+                 others: dict[str, Routing] | None = None,
+                 calls: CallsInFlight | None = None) -> None:
         """``router``, ``forwarder`` and ``implied``: copas.v1's; ``others``: the other
-        services served wholly, by full name (the admin service)."""
+        services served wholly, by full name (the admin service); ``calls``: the node's
+        calls in flight, shared by its gateways."""
         self.metrics = metrics
         self.quotas = quotas
         self.is_valid_token = is_valid_token
@@ -194,6 +274,7 @@ class Gateway:
         self.forwarder = forwarder
         self.implied = implied
         self.others = others or {}
+        self.calls = calls if calls is not None else CallsInFlight()
         self._latency: dict[tuple[str, str], Callable[[float], None]] = {}
         self._refusals: dict[str, Callable[[], None]] = {}
 
@@ -203,7 +284,7 @@ class Gateway:
         ``others`` wholly, the standard ones (health, reflection) under the same quotas."""
         for name, handlers in services.items():
             routing = Routing(self.router, self.forwarder, self.implied) \
-                if name.startswith("copas.v1.") else self.others.get(name)
+                if name == TABLES_SERVICE else self.others.get(name)
             wrapped = {method: self._wrap(name, method, handler, routing)
                        if routing is not None else self._wrap_other(handler)
                        for method, handler in handlers.items()}
@@ -316,7 +397,8 @@ class Gateway:
         valid = token_hash if token_hash is not None and self.is_valid_token(token_hash) \
             else None
         self.quotas.admit(method, peer, valid)
-        found = Caller(method, peer, token_hash)
+        found = Caller(method, peer, token_hash,
+                       has_access_token=token_hash is not None and bears_access_token(metadata))
         CALLER.set(found)
         return found
 
@@ -394,7 +476,7 @@ class Gateway:
             return await with_owner(await router.route(method, table_id, found.token_hash, relayed),
                               context), table_id
 
-        quotas, trust = self.quotas, self.trust
+        quotas, trust, calls = self.quotas, self.trust, self.calls
         if handler.unary_unary is not None:
             inner_unary = _async(handler.unary_unary)
 
@@ -407,13 +489,15 @@ class Gateway:
                 except (ServiceError, StorageError) as failure:
                     await self._fail(method, start, failure, context, None)
                     raise  # abort_with_status raises; this is never reached
+                task = calls.enter(start)
                 try:
-                    return await served(found, raw, context, start)
+                    return await served(found, raw, context, start, task)
                 finally:
+                    calls.leave(task)
                     quotas.end_call(found.peer)
 
-            async def served(found: Caller, raw: bytes, context: Context, start: float
-                             ) -> Any:
+            async def served(found: Caller, raw: bytes, context: Context, start: float,
+                             task: asyncio.Task[Any]) -> Any:
                 request: Any = None
 
                 def record(code: str, error: ServiceError | None) -> None:
@@ -423,6 +507,8 @@ class Gateway:
                         check.ended(method, request, found.who, context, code, error)
 
                 try:
+                    if calls.refusal is not None:
+                        await calls.hold(task)
                     request = parse(raw)
                     if check is not None:
                         found.who = check.check(method, context)
@@ -432,6 +518,11 @@ class Gateway:
                 except (ServiceError, StorageError) as failure:
                     await self._fail(method, start, failure, context, None, record)
                     raise  # abort_with_status raises; this is never reached
+                except asyncio.CancelledError:
+                    if (ended := calls.ended(task, False)) is None:
+                        raise
+                    await self._fail(method, start, ended, context, None, record)
+                    raise
                 except Exception:
                     code = _code_name(context, "")
                     if code:  # the call was aborted or cancelled already
@@ -448,6 +539,12 @@ class Gateway:
                             found.peer if check is None else found.who)
                     except ServiceError as error:  # the owner's refusal, as a forwarder read it
                         await self._fail(method, start, error, context, None, record)
+                        raise
+                    except asyncio.CancelledError:
+                        if (ended := calls.ended(task, True)) is None:
+                            record(_code_name(context, "UNAVAILABLE"), None)
+                            raise
+                        await self._fail(method, start, ended, context, None, record)
                         raise
                     except BaseException:  # the owner's refusal, relayed: counted here too
                         record(_code_name(context, "UNAVAILABLE"), None)
@@ -467,29 +564,43 @@ class Gateway:
                 generator stands between it and gRPC."""
                 start = time.perf_counter()
                 found: Caller | None = None
-                opened = ""
+                opened, relaying = "", False
+                has_token = True
+                task = calls.enter(start)
                 try:
                     found = enter(method, context)
+                    if calls.refusal is not None:
+                        await calls.hold(task)
                     request = parse(raw)
-                    quotas.open_stream(found.peer, method)
+                    has_token = found.token_hash is not None  # else a spectator's WatchTable
+                    quotas.open_stream(found.peer, method, has_token=has_token)
                     opened = found.peer
                     address, _ = await destination(found, request, context)
                     if address is None:
                         await inner_stream(request, context)
                     else:  # another node owns the table: relay it
+                        relaying = True
                         found.sent += await forwarder.stream(
                             address, request.table_id, path, raw, context, found.peer)
                 except (ServiceError, StorageError) as failure:
                     await self._fail(method, start, failure, context,
                                      found.sent if found else 0)
                     raise
+                except asyncio.CancelledError:
+                    if (ended := calls.ended(task, relaying)) is None:
+                        finish(method, start, _code_name(context, "CANCELLED"), None,
+                               found.sent if found else 0)
+                        raise
+                    await self._fail(method, start, ended, context, found.sent if found else 0)
+                    raise
                 except BaseException:
                     finish(method, start, _code_name(context, "CANCELLED"), None,
                            found.sent if found else 0)
                     raise
                 finally:
+                    calls.leave(task)
                     if opened:
-                        quotas.close_stream(opened, method)
+                        quotas.close_stream(opened, method, has_token=has_token)
                 finish(method, start, "OK", None, found.sent)
 
             return grpc.unary_stream_rpc_method_handler(
@@ -503,12 +614,15 @@ class Gateway:
                 names the table); each is decoded here, like a unary request."""
                 start = time.perf_counter()
                 found: Caller | None = None
-                opened = ""
+                opened, relaying = "", False
+                task = calls.enter(start)
                 try:
                     found = enter(method, context)
+                    if calls.refusal is not None:
+                        await calls.hold(task)
                     quotas.open_stream(found.peer, method)
                     opened = found.peer
-                    first_raw = await anext(aiter(requests), None)
+                    first_raw = await _opening(quotas, requests, method)
                     first = parse(first_raw) if first_raw is not None else None
                     address = None
                     if first is not None:
@@ -519,6 +633,7 @@ class Gateway:
                         await inner_bidi(StreamRequests(first, requests, parse), context)
                     else:  # another node owns the table: relay the whole stream there
                         assert first_raw is not None
+                        relaying = True
                         found.sent += await forwarder.bidi(
                             address, _opened_table(first), path, first_raw, requests,
                             context, found.peer)
@@ -526,11 +641,19 @@ class Gateway:
                     await self._fail(method, start, failure, context,
                                      found.sent if found else 0)
                     raise
+                except asyncio.CancelledError:
+                    if (ended := calls.ended(task, relaying)) is None:
+                        finish(method, start, _code_name(context, "CANCELLED"), None,
+                               found.sent if found else 0)
+                        raise
+                    await self._fail(method, start, ended, context, found.sent if found else 0)
+                    raise
                 except BaseException:
                     finish(method, start, _code_name(context, "CANCELLED"), None,
                            found.sent if found else 0)
                     raise
                 finally:
+                    calls.leave(task)
                     if opened:
                         quotas.close_stream(opened, method)
                 finish(method, start, "OK", None, found.sent)
@@ -547,6 +670,22 @@ async def with_owner(destination: Destination, context: Context) -> str | None:
     if destination.owner:
         await context.send_initial_metadata(((OWNER, destination.owner),))
     return destination.relay_to
+
+
+async def _opening(quotas: Quotas, requests: AsyncIterator[bytes], method: str
+                   ) -> bytes | None:
+    """A stream's first message (None: the client sent none), within
+    ``--stream-open-timeout`` (then INVALID_ARGUMENT INVALID_PLAY_STREAM), counted among the
+    streams waiting for theirs (``--max-streams-opening``) meanwhile."""
+    quotas.begin_opening()
+    timeout = quotas.stream_open_timeout
+    try:
+        return await asyncio.wait_for(anext(aiter(requests), None), timeout or None)
+    except TimeoutError:
+        raise ServiceError.invalid(f"a {method} stream sends its opening message within "
+                                   f"{timeout:g} s", "INVALID_PLAY_STREAM") from None
+    finally:
+        quotas.end_opening()
 
 
 def _opened_table(first: Any) -> str:

@@ -232,3 +232,15 @@ def bearer_token_hash(metadata: Metadata) -> str | None:
                     "authorization metadata must be 'Bearer <token>'")
             return tokens.hash_token(token)
     return None
+
+
+ACCESS_TOKEN_PREFIX = "ca_"  # an account's access token (server.accounts.credentials)
+
+
+def bears_access_token(metadata: Metadata) -> bool:
+    """Whether the call's bearer token is an account's access token (not a player token)."""
+    for key, value in metadata:
+        if key == "authorization":
+            text = value.decode(errors="replace") if isinstance(value, bytes) else value
+            return text.partition(" ")[2].strip().startswith(ACCESS_TOKEN_PREFIX)
+    return False

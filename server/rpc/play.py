@@ -1,14 +1,20 @@
 """A seated player's Play stream: actions in, events and one result per action out.
 
 Two halves run on one stream. The *reader* takes each action from the client, charges its
-quota (over it: a RESOURCE_EXHAUSTED result at once, never a held stream) and applies it to the
-table exactly as the unary call does (``Table.act``: idempotency by request_id, the same
-fingerprint, the same refusals); it never waits for the disk. The *writer* sends the seat's
-events as WatchTable would (the same snapshot, sequences and pre-serialized bytes: a
-WatchTableResponse and a PlayResponse carry the event in the same field) and each result in its
-place: once the last event its action caused is sent, and before any later one. That event is
-sent only after the commit that holds the action (events are delivered after their commit), so
-a result never runs ahead of the disk, and no action costs a wait of its own.
+quota and applies it to the table exactly as the unary call does (``Table.act``: idempotency
+by request_id, the same fingerprint, the same refusals); it never waits for the disk. The
+*writer* sends the seat's events as WatchTable would (the same snapshot, sequences and
+pre-serialized bytes: a WatchTableResponse and a PlayResponse carry the event in the same
+field) and each result in its place: once the last event its action caused is sent, and
+before any later one. That event is sent only after the commit that holds the action (events
+are delivered after their commit), so a result never runs ahead of the disk, and no action
+costs a wait of its own.
+
+A stream is paced by its quota: while the caller's buckets (its token's, its address's) are
+empty the reader does not read the next action, so HTTP/2 flow control holds a flooding client
+back for free instead of the server answering each action with a refusal; and
+``--play-max-refusals-in-a-row`` refused actions in a row end the stream (RESOURCE_EXHAUSTED
+TOO_MANY_REFUSALS, after their results).
 
 What a client can make the stream hold is bounded: the events by the watcher's queue (a client
 that does not read gets a fresh snapshot instead of the backlog), the results by
@@ -35,7 +41,7 @@ from server.rpc.actions import METHODS, decode_action
 from server.rpc.gateway import Caller
 from server.rpc.quotas import Quotas
 from server.store.base import StorageFailed
-from server.tables.fanout import Watcher
+from server.tables.fanout import Watcher, event_response
 from server.tables.idempotency import fingerprint
 from server.tables.registry import TableRegistry
 from server.tables.table import Table
@@ -66,6 +72,7 @@ class PlayStream:
         self._room = asyncio.Event()  # the results fell below PENDING_RESULTS
         self._room.set()
         self._ended: BaseException | None = None  # why the reader stopped, when it failed
+        self._refused = 0  # refused actions in a row
         self._watcher: Watcher | None = None
 
     async def run(self, requests: AsyncIterator[bytes], parse: Callable[[bytes], Any],
@@ -81,7 +88,7 @@ class PlayStream:
             first = table.snapshot(watcher, after_sequence)
             await self._delivery.committed()  # show only what is durable
             if not watcher.is_closed:  # the token may have been revoked meanwhile
-                await self._write(copas_pb2.PlayResponse(event=first))
+                await self._write(event_response(first))  # PlayResponse.event
             written = watcher.seen
             while True:
                 written = await self._flush(watcher, written)
@@ -95,8 +102,7 @@ class PlayStream:
                 await watcher.wakeup.wait()
                 watcher.wakeup.clear()
                 if watcher.needs_snapshot and not watcher.is_closed:
-                    await self._write(copas_pb2.PlayResponse(
-                        event=table.snapshot(watcher, 0)))
+                    await self._write(event_response(table.snapshot(watcher, 0)))
                     written = watcher.seen
         finally:
             reader.cancel()
@@ -167,6 +173,7 @@ class PlayStream:
                 while len(self._results) >= PENDING_RESULTS:  # the client does not read
                     self._room.clear()
                     await self._room.wait()
+                await self._pace()
                 self._act(parse(raw))
         except asyncio.CancelledError:
             raise
@@ -174,6 +181,13 @@ class PlayStream:
             self._ended = error
             if self._watcher is not None:
                 self._watcher.wakeup.set()
+
+    async def _pace(self) -> None:
+        """Wait until the caller's quota has room for the next action (not reading it
+        meanwhile: HTTP/2 flow control holds the client)."""
+        quotas, found = self._quotas, self._caller
+        while (wait := quotas.delay(found.peer, found.token_hash)) > 0.0:
+            await asyncio.sleep(wait)
 
     def _act(self, request: copas_pb2.PlayRequest) -> None:
         """Apply one action now; its result waits in line for the events it caused."""
@@ -199,8 +213,15 @@ class PlayStream:
                 self._seat, make(self._seat), action.request_id,
                 fingerprint(method, table.id, content) if action.request_id else "")
             result.sequence, result.after = acted.first, acted.last
+            self._refused = 0
         except ServiceError as error:
             result.error = error
             result.after = table.sequence  # a refusal changed nothing: it follows what is shown
+            self._refused += 1
         if self._watcher is not None:
             self._watcher.wakeup.set()
+        limit = self._quotas.max_refusals_in_a_row
+        if limit and self._refused >= limit:
+            raise ServiceError.exhausted(
+                f"{self._refused} actions in a row were refused: this stream ends (read each "
+                "result before sending more)", "TOO_MANY_REFUSALS")

@@ -21,12 +21,13 @@ from collections.abc import Iterable
 
 from prometheus_client.core import GaugeMetricFamily
 
+from server.bounded import Bounded
 from server.config import Config
 from server.errors import ServiceError
 from server.observability import gauges
-from server.tables.bounded import Bounded
 
 MAX_KEYS = 65_536
+SNAPSHOT_EVENTS_PER_CALL = 32  # a spectator's snapshot costs a call more per these listed
 
 
 class RateLimiter:
@@ -74,10 +75,16 @@ class Quotas:
         self.joins = RateLimiter(config.joins_per_minute / 60, config.joins_burst)
         self.max_streams_per_peer = config.max_streams_per_peer
         self.max_lobby_streams_per_peer = config.max_lobby_streams_per_peer
+        self.max_spectator_streams_per_peer = config.max_spectator_streams_per_peer
         self.max_calls_in_flight = config.max_calls_in_flight_per_address
         self.penalty = config.quota_penalty
+        self.max_refusals_in_a_row = config.play_max_refusals_in_a_row  # then a Play stream ends
+        self.stream_open_timeout = config.stream_open_timeout
+        self.max_streams_opening = config.max_streams_opening
+        self.streams_opening = 0  # streams waiting for their opening message, all addresses
         self._streams: dict[str, int] = {}
         self._lobby_streams: dict[str, int] = {}
+        self._spectator_streams: dict[str, int] = {}
         self._in_flight: dict[str, int] = {}
 
     def admit(self, method: str, peer: str, token_hash: str | None) -> None:
@@ -123,6 +130,19 @@ class Quotas:
         if address_bucket is not None:
             address_bucket[0] -= 1.0
 
+    def delay(self, peer: str, token_hash: str | None) -> float:
+        """Seconds until ``admit`` would let a call of this client pass its rates (0.0: now);
+        takes nothing. A Play stream waits this long before it reads its next action."""
+        now = time.monotonic()
+        first = self.token_calls if token_hash is not None else self.peer_calls
+        wait = 0.0
+        for limiter, key in ((first, token_hash or peer), (self.address_calls, peer)):
+            if limiter.rate:
+                tokens = limiter.bucket(key, now)[0]
+                if tokens < 1.0:
+                    wait = max(wait, (1.0 - tokens) / limiter.rate)
+        return wait
+
     def begin_call(self, peer: str) -> None:
         """Count a call of ``peer`` in flight (until ``end_call``); RESOURCE_EXHAUSTED beyond
         ``--max-calls-in-flight-per-address``."""
@@ -140,28 +160,77 @@ class Quotas:
     def calls_in_flight(self) -> int:
         return sum(self._in_flight.values())
 
-    def open_stream(self, peer: str, method: str = "") -> None:
+    def open_stream(self, peer: str, method: str = "", *, has_token: bool = True) -> None:
         """Count an open stream of ``peer``; RESOURCE_EXHAUSTED beyond the quota (and, for
-        WatchLobby, beyond the lobby streams' own smaller one)."""
+        WatchLobby and for a spectator's WatchTable, one without a token, beyond their own
+        smaller ones)."""
         count = self._streams.get(peer, 0)
         if self.max_streams_per_peer and count >= self.max_streams_per_peer:
             raise ServiceError.over_quota(
                 f"too many open streams from {peer} (at most {self.max_streams_per_peer})",
                 "TOO_MANY_STREAMS", f"peer {peer}", 1.0, self.penalty)
-        if method == "WatchLobby":
-            lobby = self._lobby_streams.get(peer, 0)
-            if self.max_lobby_streams_per_peer and lobby >= self.max_lobby_streams_per_peer:
+        kind = self._kind(method, has_token)
+        if kind is not None:
+            counts, limit, what = kind
+            open_now = counts.get(peer, 0)
+            if limit and open_now >= limit:
                 raise ServiceError.over_quota(
-                    f"too many lobby streams from {peer} (at most "
-                    f"{self.max_lobby_streams_per_peer}: a client needs one)",
-                    "TOO_MANY_STREAMS", f"peer {peer}", 1.0, self.penalty)
-            self._lobby_streams[peer] = lobby + 1
+                    f"too many {what} from {peer} (at most {limit})", "TOO_MANY_STREAMS",
+                    f"peer {peer}", 1.0, self.penalty)
+            counts[peer] = open_now + 1
         self._streams[peer] = count + 1
 
-    def close_stream(self, peer: str, method: str = "") -> None:
+    def begin_opening(self) -> None:
+        """Count a stream waiting for its opening message (until ``end_opening``);
+        RESOURCE_EXHAUSTED TOO_MANY_STREAMS beyond ``--max-streams-opening``, from all
+        addresses at once."""
+        if self.max_streams_opening and self.streams_opening >= self.max_streams_opening:
+            raise ServiceError.over_quota(
+                f"too many streams are waiting for their opening message (at most "
+                f"{self.max_streams_opening})", "TOO_MANY_STREAMS", "server", 1.0,
+                self.penalty)
+        self.streams_opening += 1
+
+    def end_opening(self) -> None:
+        self.streams_opening -= 1
+
+    def close_stream(self, peer: str, method: str = "", *, has_token: bool = True) -> None:
         _less(self._streams, peer)
+        kind = self._kind(method, has_token)
+        if kind is not None:
+            _less(kind[0], peer)
+
+    def _kind(self, method: str, has_token: bool) -> tuple[dict[str, int], int, str] | None:
+        """The smaller quota of a kind of stream: its counts, its limit, its name."""
         if method == "WatchLobby":
-            _less(self._lobby_streams, peer)
+            return (self._lobby_streams, self.max_lobby_streams_per_peer,
+                    "lobby streams (a client needs one)")
+        if method == "WatchTable" and not has_token:
+            return (self._spectator_streams, self.max_spectator_streams_per_peer,
+                    "spectator streams (WatchTable without a player token)")
+        return None
+
+    def spectator_streams(self, peer: str) -> int:
+        return self._spectator_streams.get(peer, 0)
+
+    def charge_snapshot(self, peer: str, events: int) -> None:
+        """A spectator's snapshot listing ``events`` missed events costs one call more per
+        ``SNAPSHOT_EVENTS_PER_CALL`` of them, from its address's buckets; RESOURCE_EXHAUSTED
+        RATE_LIMITED (nothing taken) when they do not hold that much."""
+        extra = -(-events // SNAPSHOT_EVENTS_PER_CALL)
+        if not extra:
+            return
+        now = time.monotonic()
+        limiters = [lim for lim in (self.peer_calls, self.address_calls) if lim.rate]
+        buckets = [limiter.bucket(peer, now) for limiter in limiters]
+        for limiter, bucket in zip(limiters, buckets, strict=True):
+            if bucket[0] < extra:
+                raise ServiceError.over_quota(
+                    f"too many snapshots with missed events from {peer} (one listing "
+                    f"{events} events costs {extra} calls more)", "RATE_LIMITED",
+                    f"peer {peer}", (extra - bucket[0]) / limiter.rate, self.penalty)
+        for bucket in buckets:
+            bucket[0] -= extra
 
     def clients(self) -> int:
         """Clients the call quotas keep track of (addresses and tokens)."""
@@ -172,7 +241,9 @@ class Quotas:
 
     def gauges(self) -> Iterable[GaugeMetricFamily]:
         return gauges(("copas_quota_clients", "Clients the quotas keep track of",
-                       self.clients()))
+                       self.clients()),
+                      ("copas_streams_opening", "Play streams waiting for their opening "
+                       "message", self.streams_opening))
 
 
 def _less(counts: dict[str, int], key: str) -> None:

@@ -15,6 +15,7 @@ from copas.v1 import copas_pb2, copas_pb2_grpc
 from prometheus_client.core import GaugeMetricFamily
 
 from server import codec
+from server.accounts.service import Accounts
 from server.errors import ServiceError
 from server.observability import gauges
 from server.rpc import inputs
@@ -23,6 +24,8 @@ from server.rpc.gateway import StreamRequests, caller
 from server.rpc.play import PlayStream
 from server.rpc.quotas import Quotas
 from server.store.records import record_to_pb
+from server.tables import paging
+from server.tables.fanout import event_response
 from server.tables.idempotency import JOIN_REQUEST_ID_MIN, fingerprint
 from server.tables.lobby import LobbyFilter, LobbySource
 from server.tables.records import Records
@@ -79,8 +82,9 @@ def _writer(context: Context) -> Callable[[Any], Awaitable[None]]:
 
 class CopasService(copas_pb2_grpc.CopasServiceServicer):
     def __init__(self, registry: TableRegistry, lobby: LobbySource, records: Records,
-                 quotas: Quotas) -> None:
+                 quotas: Quotas, accounts: Accounts) -> None:
         self.registry = registry
+        self.accounts = accounts  # who a JoinTable with an access token seats
         self.delivery = registry.delivery  # the barrier: answer once committed
         self.lobby = lobby
         self.records = records
@@ -99,6 +103,7 @@ class CopasService(copas_pb2_grpc.CopasServiceServicer):
         inputs.check_length("seed", request.seed, inputs.SEED_MAX)
         inputs.check_length("bot_policy", request.bot_policy, inputs.PRESET_MAX,
                             "INVALID_BOT_POLICY")
+        inputs.check_length("rating", request.rating, inputs.PRESET_MAX, "INVALID_RATING_RULE")
         request_id = _request_id(request)
         name = inputs.display_name(request.display_name, inputs.TABLE_NAME_MAX, required=False)
         overrides = codec.rules_overrides(request.rules)
@@ -106,8 +111,11 @@ class CopasService(copas_pb2_grpc.CopasServiceServicer):
         table = self.registry.create(
             preset=request.preset, overrides=overrides, bot_seats=request.bot_seats, name=name,
             seed=seed, request_id=request_id, bot_policy=request.bot_policy,
+            rating=request.rating,
+            creator=caller().peer,
             fingerprint=fingerprint("CreateTable", request.preset or "online", overrides,
-                                    request.bot_seats, name, seed, request.bot_policy)
+                                    request.bot_seats, name, seed, request.bot_policy,
+                                    *([request.rating] if request.rating else []))
             if request_id else "")
         structlog.contextvars.bind_contextvars(table_id=table.id)
         await self.delivery.committed(table)
@@ -142,14 +150,21 @@ class CopasService(copas_pb2_grpc.CopasServiceServicer):
             raise ServiceError.invalid("table_id (or preset, for a quick match) is required",
                                        "MISSING_TABLE_ID")
         inputs.check_length("preset", request.preset, inputs.PRESET_MAX, "INVALID_RULES")
-        name = inputs.display_name(request.display_name, inputs.PLAYER_NAME_MAX, required=True)
+        found = caller()
+        account = await self.accounts.authenticate_digest(found.token_hash) \
+            if found.has_access_token and found.token_hash is not None else None
+        name = inputs.display_name(request.display_name, inputs.PLAYER_NAME_MAX,
+                                   required=account is None) or \
+            (account.display_name if account is not None else "")
         seat_asked = request.seat if request.HasField("seat") else None
         players = request.players if request.HasField("players") else None
+        account_id = account.id if account is not None else ""
         table, seat, token = self.registry.join(
             table_id, name, seat_asked, request_id,
-            fingerprint("JoinTable", table_id, request.preset, players, name, seat_asked)
-            if request_id else "", preset=request.preset, players=players,
-            client=getattr(caller(), "account_id", "") or caller().peer)
+            fingerprint("JoinTable", table_id, request.preset, players, name, seat_asked,
+                        *([account_id] if account_id else [])) if request_id else "",
+            preset=request.preset, players=players, account_id=account_id,
+            address=caller().peer)
         structlog.contextvars.bind_contextvars(seat=seat)
         await self.delivery.committed(table)  # the seat is durable before the token is given
         return copas_pb2.JoinTableResponse(seat=seat, player_token=token, table=table.summary())
@@ -217,18 +232,21 @@ class CopasService(copas_pb2_grpc.CopasServiceServicer):
         if request.after_sequence < 0:
             raise ServiceError.invalid("after_sequence must not be negative",
                                        "INVALID_SEQUENCE")
-        token_hash = caller().token_hash
-        table, seat = self.registry.seat_for_watch(token_hash, table_id)
+        found = caller()
+        table, seat = self.registry.seat_for_watch(found.token_hash, table_id)
         if seat is not None:
             structlog.contextvars.bind_contextvars(seat=seat)
-        watcher = table.add_watcher(seat, token_hash if seat is not None else None)
+        else:  # a spectator's snapshot is charged for the missed events it lists
+            self.quotas.charge_snapshot(found.peer, table.fanout.listed(
+                table.sequence, request.after_sequence, is_spectator=True))
+        watcher = table.add_watcher(seat, found.token_hash if seat is not None else None)
         write = _writer(context)
         try:
             # The snapshot as of now, written once now is durable (later steps follow it).
             first = table.snapshot(watcher, request.after_sequence)
             await self.delivery.committed()  # show only what is durable
             if not watcher.is_closed:  # the token may have been revoked meanwhile
-                await write(copas_pb2.WatchTableResponse(event=first))
+                await write(event_response(first))
             while True:
                 if watcher.is_closed:
                     if watcher.close_error is not None:
@@ -239,7 +257,7 @@ class CopasService(copas_pb2_grpc.CopasServiceServicer):
                 if watcher.is_closed:
                     continue
                 if watcher.needs_snapshot:
-                    await write(copas_pb2.WatchTableResponse(event=table.snapshot(watcher, 0)))
+                    await write(event_response(table.snapshot(watcher, 0)))
                 move_to_view = self.registry.metrics.move_to_view
                 while watcher.queue and not watcher.is_closed:
                     await write(watcher.pop()[1])  # a serialized WatchTableResponse
@@ -264,7 +282,28 @@ class CopasService(copas_pb2_grpc.CopasServiceServicer):
 
     async def ListGameRecords(self, request: copas_pb2.ListGameRecordsRequest,
                               context: Context) -> copas_pb2.ListGameRecordsResponse:
+        if request.account_id:
+            return await self._records_of(request)
         rows, token = await asyncio.to_thread(self.records.page, request.page_size,
                                               _page_token(request))
         return copas_pb2.ListGameRecordsResponse(records=[record_to_pb(r) for r in rows],
                                                  next_page_token=token)
+
+    async def _records_of(self, request: copas_pb2.ListGameRecordsRequest
+                          ) -> copas_pb2.ListGameRecordsResponse:
+        """One account's records, newest first, through its history."""
+        account_id = inputs.check_length("account_id", request.account_id, inputs.ID_MAX)
+        size = paging.page_size(request.page_size)
+        games = await self.accounts.games_of_id(account_id, size,
+                                                paging.decode(_page_token(request)))
+        records = []
+        for game in games:
+            found = await asyncio.to_thread(self.records.find, game.record_id)
+            if found is not None:  # (a record retention removed is skipped)
+                record = copas_pb2.GameRecord.FromString(found)
+                record.ClearField("record_json")
+                records.append(record)
+        last = games[-1] if len(games) == size else None
+        return copas_pb2.ListGameRecordsResponse(
+            records=records,
+            next_page_token=paging.encode((last.finished, last.record_id)) if last else "")

@@ -32,20 +32,30 @@ import uvicorn
 from connectrpc.code import Code
 from connectrpc.errors import ConnectError, ErrorDetail
 from connectrpc.request import RequestContext
-from copas.v1 import copas_connect, copas_pb2, copas_pb2_grpc
+from copas.v1 import (
+    accounts_connect,
+    accounts_pb2,
+    accounts_pb2_grpc,
+    copas_connect,
+    copas_pb2,
+    copas_pb2_grpc,
+)
+from copas.v1.accounts_connect import AccountServiceASGIApplication
 from copas.v1.copas_connect import CopasServiceASGIApplication
 from google.rpc import status_pb2
 from prometheus_client.core import GaugeMetricFamily
 from protobuf.wkt import Any as ConnectAny
 from uvicorn.config import SSL_PROTOCOL_VERSION, create_ssl_context
 
+from server.config import Config
 from server.metadata import FORWARDED_FOR, FORWARDING_KEY
-from server.observability import gauges
-from server.rpc.peers import forwarded_chain
+from server.observability import Metrics, gauges
+from server.rpc.peers import Networks, forwarded_chain
 from server.rpc.web_connections import ConnectionLimits, WebConnections, protocol_for
 
 log = structlog.get_logger("copas.web")
 SERVICE = copas_pb2.DESCRIPTOR.services_by_name["CopasService"]
+ACCOUNT_SERVICE = accounts_pb2.DESCRIPTOR.services_by_name["AccountService"]
 PAGE_DIR = Path(__file__).resolve().parent.parent / "web"  # server/web/
 _STATUS_DETAILS = "grpc-status-details-bin"
 # gRPC's status codes by name, as Connect spells them (Connect has "canceled").
@@ -98,26 +108,35 @@ def _copy_metadata(metadata: Any, headers: Any) -> None:
         headers.add(key, base64.b64encode(value).decode() if isinstance(value, bytes) else value)
 
 
+@dataclass(frozen=True)
+class _Stubs:
+    """Both services' stubs on one channel."""
+
+    copas: copas_pb2_grpc.CopasServiceStub
+    accounts: accounts_pb2_grpc.AccountServiceStub
+
+
 class _Connections:
-    """Channels to the gRPC service. The server takes at most ``per_connection`` calls at once
-    on one connection, so a call holds a slot and a full connection gets a sibling; they stay
-    open until the web server stops (their number is bounded by the calls at once)."""
+    """Channels to the gRPC services. The server takes at most ``per_connection`` calls at
+    once on one connection, so a call holds a slot and a full connection gets a sibling; they
+    stay open until the web server stops (their number is bounded by the calls at once)."""
 
     def __init__(self, target: str, per_connection: int) -> None:
         self.target = target
         self.per_connection = max(1, per_connection)
-        self.stubs: list[copas_pb2_grpc.CopasServiceStub] = []
+        self.stubs: list[_Stubs] = []
         self.channels: list[grpc.aio.Channel] = []
         self.calls: list[int] = []
 
     @contextlib.contextmanager
-    def slot(self) -> Iterator[copas_pb2_grpc.CopasServiceStub]:
+    def slot(self) -> Iterator[_Stubs]:
         index = next((i for i, n in enumerate(self.calls) if n < self.per_connection), None)
         if index is None:
             channel = grpc.aio.insecure_channel(self.target, options=[
                 ("grpc.use_local_subchannel_pool", 1)])  # a connection of its own
             self.channels.append(channel)
-            self.stubs.append(copas_pb2_grpc.CopasServiceStub(channel))
+            self.stubs.append(_Stubs(copas_pb2_grpc.CopasServiceStub(channel),
+                                     accounts_pb2_grpc.AccountServiceStub(channel)))
             self.calls.append(0)
             index = len(self.calls) - 1
         self.calls[index] += 1
@@ -131,14 +150,75 @@ class _Connections:
             await channel.close()
 
 
-class Relay(copas_connect.CopasService):
-    """Every CopasService RPC as the Connect application calls it, relayed to gRPC (the
-    generated protocol it implements names each one; tests/test_web_bridge.py checks that
-    none is left to the protocol's UNIMPLEMENTED default)."""
+class _Forwarding:
+    """A call relayed to one gRPC service: the browser's address, its authorization and the
+    deadline go along, the answer's metadata and errors come back."""
 
     def __init__(self, connections: _Connections, forwarding_key: str) -> None:
         self.connections = connections
         self.forwarding_key = forwarding_key
+
+    @staticmethod
+    def _stub(stubs: _Stubs) -> Any:
+        return stubs.copas
+
+    def _metadata(self, ctx: RequestContext[Any, Any]) -> tuple[tuple[str, str], ...]:
+        metadata = [(FORWARDING_KEY, self.forwarding_key)]
+        client = ctx.client_address
+        if client:  # the browser's chain as it came (a proxy's), and whom the bridge saw
+            metadata.append((FORWARDED_FOR, forwarded_chain(
+                ctx.request_headers.getall(FORWARDED_FOR), client.rsplit(":", 1)[0].strip("[]"))))
+        authorization = ctx.request_headers.get("authorization")
+        if authorization is not None:
+            metadata.append(("authorization", authorization))
+        return tuple(metadata)
+
+    @staticmethod
+    def _timeout(ctx: RequestContext[Any, Any]) -> float | None:
+        left = ctx.timeout_ms
+        return None if left is None else max(left, 0.0) / 1000
+
+    async def _unary(self, rpc: str, request: Any, ctx: RequestContext[Any, Any]) -> Any:
+        with self.connections.slot() as stubs:
+            call = getattr(self._stub(stubs), rpc)(request, metadata=self._metadata(ctx),
+                                      timeout=self._timeout(ctx))
+            try:
+                response = await call
+            except grpc.aio.AioRpcError as error:
+                raise connect_error(error) from None
+            except asyncio.CancelledError:
+                call.cancel()  # the browser went away
+                raise
+            except Exception:
+                log.exception("web_relay_failed", rpc=rpc)
+                raise ConnectError(Code.INTERNAL, "internal error") from None
+            _copy_metadata(await call.initial_metadata(), ctx.response_headers)
+            _copy_metadata(await call.trailing_metadata(), ctx.response_trailers)
+            return response
+
+    async def _stream(self, rpc: str, request: Any, ctx: RequestContext[Any, Any]
+                      ) -> AsyncIterator[Any]:
+        with self.connections.slot() as stubs:
+            call = getattr(self._stub(stubs), rpc)(request, metadata=self._metadata(ctx),
+                                      timeout=self._timeout(ctx))
+            try:
+                _copy_metadata(await call.initial_metadata(), ctx.response_headers)
+                async for response in call:
+                    yield response
+                _copy_metadata(await call.trailing_metadata(), ctx.response_trailers)
+            except grpc.aio.AioRpcError as error:
+                raise connect_error(error) from None
+            except Exception:
+                log.exception("web_relay_failed", rpc=rpc)
+                raise ConnectError(Code.INTERNAL, "internal error") from None
+            finally:
+                call.cancel()  # the browser went away, or the stream ended: either way
+
+
+class Relay(_Forwarding, copas_connect.CopasService):
+    """Every CopasService RPC as the Connect application calls it, relayed to gRPC (the
+    generated protocol it implements names each one; tests/test_web_bridge.py checks that
+    none is left to the protocol's UNIMPLEMENTED default)."""
 
     async def create_table(self, request: Any, ctx: Ctx, /) -> Any:
         return await self._unary("CreateTable", request, ctx)
@@ -185,65 +265,62 @@ class Relay(copas_connect.CopasService):
         raise ConnectError(Code.UNIMPLEMENTED, "Play needs a bidirectional stream (gRPC over "
                            "HTTP/2): on the web port use the unary calls and WatchTable")
 
-    def _metadata(self, ctx: RequestContext[Any, Any]) -> tuple[tuple[str, str], ...]:
-        metadata = [(FORWARDING_KEY, self.forwarding_key)]
-        client = ctx.client_address
-        if client:  # the browser's chain as it came (a proxy's), and whom the bridge saw
-            metadata.append((FORWARDED_FOR, forwarded_chain(
-                ctx.request_headers.getall(FORWARDED_FOR), client.rsplit(":", 1)[0].strip("[]"))))
-        authorization = ctx.request_headers.get("authorization")
-        if authorization is not None:
-            metadata.append(("authorization", authorization))
-        return tuple(metadata)
+
+class AccountRelay(_Forwarding, accounts_connect.AccountService):
+    """Every AccountService RPC relayed the same way (sign-ins count the browser's address;
+    the access token goes along in ``authorization``)."""
 
     @staticmethod
-    def _timeout(ctx: RequestContext[Any, Any]) -> float | None:
-        left = ctx.timeout_ms
-        return None if left is None else max(left, 0.0) / 1000
+    def _stub(stubs: _Stubs) -> Any:
+        return stubs.accounts
 
-    async def _unary(self, rpc: str, request: Any, ctx: RequestContext[Any, Any]) -> Any:
-        with self.connections.slot() as stub:
-            call = getattr(stub, rpc)(request, metadata=self._metadata(ctx),
-                                      timeout=self._timeout(ctx))
-            try:
-                response = await call
-            except grpc.aio.AioRpcError as error:
-                raise connect_error(error) from None
-            except asyncio.CancelledError:
-                call.cancel()  # the browser went away
-                raise
-            except Exception:
-                log.exception("web_relay_failed", rpc=rpc)
-                raise ConnectError(Code.INTERNAL, "internal error") from None
-            _copy_metadata(await call.initial_metadata(), ctx.response_headers)
-            _copy_metadata(await call.trailing_metadata(), ctx.response_trailers)
-            return response
+    async def sign_in_device(self, request: Any, ctx: Ctx, /) -> Any:
+        return await self._unary("SignInDevice", request, ctx)
 
-    async def _stream(self, rpc: str, request: Any, ctx: RequestContext[Any, Any]
-                      ) -> AsyncIterator[Any]:
-        with self.connections.slot() as stub:
-            call = getattr(stub, rpc)(request, metadata=self._metadata(ctx),
-                                      timeout=self._timeout(ctx))
-            try:
-                _copy_metadata(await call.initial_metadata(), ctx.response_headers)
-                async for response in call:
-                    yield response
-                _copy_metadata(await call.trailing_metadata(), ctx.response_trailers)
-            except grpc.aio.AioRpcError as error:
-                raise connect_error(error) from None
-            except Exception:
-                log.exception("web_relay_failed", rpc=rpc)
-                raise ConnectError(Code.INTERNAL, "internal error") from None
-            finally:
-                call.cancel()  # the browser went away, or the stream ended: either way
+    async def sign_up_password(self, request: Any, ctx: Ctx, /) -> Any:
+        return await self._unary("SignUpPassword", request, ctx)
+
+    async def sign_in_password(self, request: Any, ctx: Ctx, /) -> Any:
+        return await self._unary("SignInPassword", request, ctx)
+
+    async def sign_in_oidc(self, request: Any, ctx: Ctx, /) -> Any:
+        return await self._unary("SignInOidc", request, ctx)
+
+    async def refresh_session(self, request: Any, ctx: Ctx, /) -> Any:
+        return await self._unary("RefreshSession", request, ctx)
+
+    async def sign_out(self, request: Any, ctx: Ctx, /) -> Any:
+        return await self._unary("SignOut", request, ctx)
+
+    async def get_profile(self, request: Any, ctx: Ctx, /) -> Any:
+        return await self._unary("GetProfile", request, ctx)
+
+    async def update_profile(self, request: Any, ctx: Ctx, /) -> Any:
+        return await self._unary("UpdateProfile", request, ctx)
+
+    async def link_password(self, request: Any, ctx: Ctx, /) -> Any:
+        return await self._unary("LinkPassword", request, ctx)
+
+    async def link_oidc(self, request: Any, ctx: Ctx, /) -> Any:
+        return await self._unary("LinkOidc", request, ctx)
+
+    async def get_leaderboard(self, request: Any, ctx: Ctx, /) -> Any:
+        return await self._unary("GetLeaderboard", request, ctx)
+
+    async def list_my_games(self, request: Any, ctx: Ctx, /) -> Any:
+        return await self._unary("ListMyGames", request, ctx)
 
 
 class WebApp:
-    """The ASGI application: the contract under ``/copas.v1.CopasService/``, the page at /."""
+    """The ASGI application: the contract under ``/copas.v1.CopasService/``, accounts under
+    ``/copas.v1.AccountService/`` (when given), the page at /."""
 
-    def __init__(self, rpc: Callable[..., Awaitable[None]]) -> None:
+    def __init__(self, rpc: Callable[..., Awaitable[None]],
+                 accounts: Callable[..., Awaitable[None]] | None = None) -> None:
         self.rpc = rpc
         self.rpc_prefix = f"/{SERVICE.full_name}/"
+        self.accounts = accounts
+        self.accounts_prefix = f"/{ACCOUNT_SERVICE.full_name}/"
         self.files = {path: ((PAGE_DIR / name).read_bytes(), kind)
                       for path, (name, kind) in _PAGE_FILES.items()}
 
@@ -252,6 +329,9 @@ class WebApp:
             return
         if scope["path"].startswith(self.rpc_prefix):
             await self.rpc(scope, receive, send)
+            return
+        if self.accounts is not None and scope["path"].startswith(self.accounts_prefix):
+            await self.accounts(scope, receive, send)
             return
         found = self.files.get(scope["path"])
         if scope["method"] not in ("GET", "HEAD"):
@@ -382,9 +462,28 @@ def prepare(host: str, port: int, grpc_target: str, per_connection: int) -> WebS
 def start(web: WebServer, forwarding_key: str, limits: ConnectionLimits,
           closed: Callable[[str], None], *, max_message_bytes: int, grace: float,
           tls_cert: str = "", tls_key: str = "", tls_client_ca: str = "") -> None:
-    """Serve the page and the relay on ``web``'s sockets, its connections held to ``limits``
-    (``closed`` counts each one closed or refused for a limit, by reason)."""
+    """Serve the page and the relays (CopasService, AccountService) on ``web``'s sockets,
+    its connections held to ``limits`` (``closed`` counts each one closed or refused for a
+    limit, by reason)."""
     relay = Relay(web.connections, forwarding_key)
     rpc = CopasServiceASGIApplication(relay, read_max_bytes=max_message_bytes)
-    web.serve(WebApp(rpc), WebConnections(limits, closed, STREAM_PATHS), grace=grace,
+    accounts = AccountServiceASGIApplication(AccountRelay(web.connections, forwarding_key),
+                                             read_max_bytes=max_message_bytes)
+    web.serve(WebApp(rpc, accounts), WebConnections(limits, closed, STREAM_PATHS), grace=grace,
               tls_cert=tls_cert, tls_key=tls_key, tls_client_ca=tls_client_ca)
+
+
+def start_page(web: WebServer, forwarding_key: str, config: Config, exempt: Networks,
+               metrics: Metrics) -> None:
+    """``start`` with the limits, TLS and counters a server's configuration gives."""
+    limits = ConnectionLimits(
+        max_connections=config.web_max_connections,
+        max_per_address=config.web_max_connections_per_address,
+        max_streams_per_address=config.web_max_streams_per_address,
+        header_timeout=config.web_header_timeout, body_timeout=config.web_body_timeout,
+        write_timeout=config.web_write_timeout, exempt=exempt)
+    closed = metrics.web_connections_closed
+    start(web, forwarding_key, limits, lambda reason: closed.labels(reason=reason).inc(),
+          max_message_bytes=config.max_message_bytes, grace=config.grace,
+          tls_cert=config.tls_cert, tls_key=config.tls_key, tls_client_ca=config.tls_client_ca)
+    metrics.add_gauges(web.gauges)

@@ -87,6 +87,8 @@ class TableMeta:
     """The digest of that request's content (AIP-155)."""
     bot_policy: str = "auto"
     """How its bot seats play."""
+    rating: str = "people"
+    """Which of its finished games move ratings ("people", "with_bots", "off")."""
     is_quick: bool = False
     """A quick match could have opened it (the preset's rules and the server's defaults, no
     bots): its seats are reservations, and one client holds one of them."""
@@ -95,8 +97,9 @@ class TableMeta:
         return json.dumps({
             "name": self.name, "preset": self.preset, "rules": self.rules.to_dict(),
             "seed": self.seed, "bots": self.bot_seats, "order": self.order,
-            "rk": self.request_key, "fp": self.fingerprint, "bot_policy": self.bot_policy}
-            | ({"quick": True} if self.is_quick else {}))
+            "rk": self.request_key, "fp": self.fingerprint, "bot_policy": self.bot_policy,
+            **({"rating": self.rating} if self.rating != "people" else {}),
+            **({"quick": True} if self.is_quick else {})})
 
     @classmethod
     def from_json(cls, text: str) -> TableMeta:
@@ -110,7 +113,8 @@ class TableMeta:
                        Rules.from_dict(_object(data["rules"], "rules")), seed,
                        int(data["bots"]), int(data.get("order", 0) or 0),
                        str(data.get("rk", "")), str(data.get("fp", "")),
-                       str(data.get("bot_policy", "auto")), data.get("quick") is True)
+                       str(data.get("bot_policy", "auto")), str(data.get("rating", "people")),
+                       data.get("quick") is True)
         except (KeyError, TypeError, RulesError) as exc:
             raise ValueError(f"unreadable table meta: {exc!r}") from None
 
@@ -122,6 +126,8 @@ class SeatRecord:
     seat: int
     name: str
     is_bot: bool
+    account_id: str = ""
+    """The account that held the seat ("" for an anonymous seat or a bot)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,15 +199,19 @@ class RecordSummary:
     rules: Rules
     seats: tuple[SeatRecord, ...]
     result: GameResult
+    rating: str = "people"
+    """Its table's rating rule."""
 
     def to_dict(self) -> dict[str, Any]:
         return {"record_id": self.record_id, "table_id": self.table_id,
                 "display_name": self.display_name, "preset": self.preset,
                 "created": self.created, "finished": self.finished, "seed": self.seed,
                 "rules": self.rules.to_dict(),
-                "seats": [{"seat": s.seat, "name": s.name, "is_bot": s.is_bot}
+                "seats": [{"seat": s.seat, "name": s.name, "is_bot": s.is_bot,
+                           **({"account": s.account_id} if s.account_id else {})}
                           for s in self.seats],
-                "result": self.result.to_dict()}
+                "result": self.result.to_dict(),
+                **({"rating": self.rating} if self.rating != "people" else {})}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RecordSummary:
@@ -211,9 +221,11 @@ class RecordSummary:
                        str(data["display_name"]), str(data["preset"]),
                        float(data["created"]), float(data["finished"]), data["seed"],
                        Rules.from_dict(_object(data["rules"], "rules")),
-                       tuple(SeatRecord(int(s["seat"]), str(s["name"]), bool(s["is_bot"]))
+                       tuple(SeatRecord(int(s["seat"]), str(s["name"]), bool(s["is_bot"]),
+                                        str(s.get("account", "")))
                              for s in data["seats"]),
-                       GameResult.from_dict(_object(data["result"], "result")))
+                       GameResult.from_dict(_object(data["result"], "result")),
+                       str(data.get("rating", "people")))
         except (KeyError, TypeError, RulesError) as exc:
             raise ValueError(f"unreadable game record: {exc!r}") from None
 
@@ -313,13 +325,20 @@ class FinishTable:
 
 
 @dataclass(frozen=True, slots=True)
+class RewriteRecord:
+    """A kept record written again (a deleted account's name taken out of it)."""
+
+    record: GameRecord
+
+
+@dataclass(frozen=True, slots=True)
 class ReleaseTable:
     """The table goes: its log and its row (a finished game's record stays)."""
 
     table_id: str
 
 
-Write = CreateTable | Append | DeleteEntry | FinishTable | ReleaseTable
+Write = CreateTable | Append | DeleteEntry | FinishTable | RewriteRecord | ReleaseTable
 W = TypeVar("W")
 
 
@@ -357,6 +376,9 @@ class Storage(Protocol):
     def finish_table(self, table_id: str, record: GameRecord) -> None: ...
 
     def release_table(self, table_id: str) -> None: ...
+
+    def rewrite_record(self, record: GameRecord) -> None:
+        """Write a kept record again, as it is now (its row only; ``sync`` commits it)."""
 
     @property
     def has_pending(self) -> bool:

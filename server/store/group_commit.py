@@ -25,6 +25,7 @@ from server.store.base import (
     FinishTable,
     GameRecord,
     ReleaseTable,
+    RewriteRecord,
     StorageFailed,
     TableMeta,
     W,
@@ -82,6 +83,9 @@ class GroupCommitStore(Generic[W]):
 
     def finish_table(self, table_id: str, record: GameRecord) -> None:
         self._queue(FinishTable(table_id, record))
+
+    def rewrite_record(self, record: GameRecord) -> None:
+        self._queue(RewriteRecord(record))
 
     def release_table(self, table_id: str) -> None:
         self._queue(ReleaseTable(table_id))

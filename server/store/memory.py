@@ -14,6 +14,7 @@ from server.store.base import (
     GameRecord,
     RecordSummary,
     ReleaseTable,
+    RewriteRecord,
     StorageFailed,
     StoredTable,
     TableMeta,
@@ -76,6 +77,12 @@ class MemoryStore:
         self._records[summary.record_id] = (summary, record_message(record))
         while len(self._records) > MEMORY_RECORDS:
             del self._records[min(self._records, key=lambda r: self._records[r][0].finished)]
+
+    def rewrite_record(self, record: GameRecord) -> None:
+        self._queue(RewriteRecord(record))
+        summary = record.summary
+        if summary.record_id in self._records:
+            self._records[summary.record_id] = (summary, record_message(record))
 
     def release_table(self, table_id: str) -> None:
         self._queue(ReleaseTable(table_id))

@@ -32,6 +32,7 @@ from server.store.base import (
     FinishTable,
     RecordSummary,
     ReleaseTable,
+    RewriteRecord,
     StoredTable,
     StoreUnreachable,
     StoreUnusable,
@@ -298,7 +299,8 @@ class PgStore(GroupCommitStore[Write | ClusterWrite]):
     def _commit_once(self, batch: Batch[Write | ClusterWrite]) -> set[str]:
         db = self._db
         created = {w.table_id for w in batch.writes if isinstance(w, CreateTable)}
-        touched = {w.table_id for w in batch.writes} | set(batch.sequences)
+        touched = {w.table_id for w in batch.writes if not isinstance(w, RewriteRecord)} | \
+            set(batch.sequences)  # (a record rewritten is no table's: nothing to fence)
         touched -= created
         me = self.node.node_id
         with db.transaction():
@@ -313,7 +315,7 @@ class PgStore(GroupCommitStore[Write | ClusterWrite]):
                         fenced.add(table_id)
             with db.cursor() as cur:
                 for write in batch.writes:
-                    if write.table_id in fenced:
+                    if not isinstance(write, RewriteRecord) and write.table_id in fenced:
                         continue
                     match write:
                         case Append():
@@ -339,6 +341,12 @@ class PgStore(GroupCommitStore[Write | ClusterWrite]):
                                  write.record.to_json(), record_message(write.record)))
                             cur.execute("UPDATE tables SET status = 'finished', finished = %s "
                                         "WHERE table_id = %s", (summary.finished, write.table_id))
+                        case RewriteRecord():
+                            summary = write.record.summary
+                            cur.execute("UPDATE records SET summary = %s, record = %s, "
+                                        "record_pb = %s WHERE record_id = %s",
+                                        (summary.to_json(), write.record.to_json(),
+                                         record_message(write.record), summary.record_id))
                         case ReleaseTable():
                             cur.execute("DELETE FROM log WHERE table_id = %s", (write.table_id,))
                             cur.execute("DELETE FROM tokens WHERE table_id = %s",

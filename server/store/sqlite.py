@@ -27,6 +27,7 @@ from server.store.base import (
     FinishTable,
     RecordSummary,
     ReleaseTable,
+    RewriteRecord,
     StoredTable,
     StoreUnusable,
     Write,
@@ -231,6 +232,12 @@ class SqliteStore(GroupCommitStore[Write]):
                                  record_message(write.record)))
                             db.execute("UPDATE tables SET status = 'finished', finished = ? "
                                        "WHERE table_id = ?", (summary.finished, write.table_id))
+                        case RewriteRecord():
+                            summary = write.record.summary
+                            db.execute("UPDATE records SET summary = ?, record = ?, record_pb = "
+                                       "? WHERE record_id = ?",
+                                       (summary.to_json(), write.record.to_json(),
+                                        record_message(write.record), summary.record_id))
                         case ReleaseTable():
                             db.execute("DELETE FROM log WHERE table_id = ?", (write.table_id,))
                             db.execute("DELETE FROM tables WHERE table_id = ?",

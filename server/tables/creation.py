@@ -20,10 +20,15 @@ class NewTable:
     rules: Rules
     bot_seats: int
     bot_policy: str
+    rating: str = "people"
+
+
+RATING_RULES = ("people", "with_bots", "off")  # CreateTableRequest.rating
 
 
 def check_new_table(settings: RegistrySettings, *, preset: str, overrides: RuleOverrides,
-                    bot_seats: int, bot_policy: str, has_seed: bool) -> NewTable:
+                    bot_seats: int, bot_policy: str, has_seed: bool,
+                    rating: str = "") -> NewTable:
     """:raises ServiceError: INVALID_ARGUMENT for rules, bots or a policy this server does not
     take; PERMISSION_DENIED for a seed where none is allowed."""
     preset = preset or "online"
@@ -52,4 +57,8 @@ def check_new_table(settings: RegistrySettings, *, preset: str, overrides: RuleO
     if has_seed and not settings.allow_seed:
         raise ServiceError.denied("this server does not accept explicit seeds "
                                   "(start it with --allow-seed)", "SEED_NOT_ALLOWED")
-    return NewTable(preset, rules, bot_seats, bot_policy)
+    rating = rating or "people"
+    if rating not in RATING_RULES:
+        raise ServiceError.invalid(f"rating must be one of {', '.join(RATING_RULES)}",
+                                   "INVALID_RATING_RULE")
+    return NewTable(preset, rules, bot_seats, bot_policy, rating)

@@ -13,20 +13,34 @@ concatenation (protobuf fields concatenate), shared by every stream of that seat
 A stream gets the steps staged after its snapshot, and none before (the snapshot shows them):
 steps are counted, not told apart by sequence, because a presence event (a player's stream
 opened or closed) is not numbered: it repeats the table's latest sequence.
+
+Spectators cost the players little: their updates are coalesced per table. A step that comes
+after a quiet ``spectator_tick`` goes to them at once, as to the players; the steps that come
+sooner wait for the tick's end and then go as **one** message for all of them, built once: a
+snapshot whose missed events are the steps' numbered events and whose view is the latest. So a
+spectator costs at most one write per tick, however fast the table plays.
+
+A snapshot is charged for what it lists: a spectator's lists at most ``snapshot_max_events``
+missed events (the latest, then ``has_gap``), and the serialized list is cached until the
+table's next numbered event, so many opens with the same ``after_sequence`` build it once.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections import deque
 from collections.abc import Callable
 
+from copas.v1 import copas_pb2
+
 from server.errors import ServiceError
-from server.wire import varint
+from server.wire import field, timestamp, varint
 
 Views = dict[int | None, bytes]  # seat (None: spectator) -> its view, serialized
 Staged = list[tuple[int, bytes]]  # (sequence, TableEvent without its view, serialized)
+SNAPSHOT_CACHE = 16  # serialized lists of missed events kept per table (for one sequence)
 
 
 class Watcher:
@@ -95,13 +109,31 @@ class Watcher:
 class Fanout:
     """The streams of one table and its events waiting for the disk."""
 
-    def __init__(self) -> None:
+    def __init__(self, spectator_tick: float = 0.0, snapshot_max_events: int = 0,
+                 clock: Callable[[], float] = time.time,
+                 on_list_built: Callable[[], object] = lambda: None) -> None:
+        """``spectator_tick``: seconds spectators' updates are coalesced over (0: not);
+        ``snapshot_max_events``: missed events a spectator's snapshot lists at most (0: all
+        kept); ``clock``: the table's time (a coalesced snapshot's); ``on_list_built``:
+        called for each list of missed events serialized (not found in the cache)."""
         self.watchers: set[Watcher] = set()
         self._spectators = 0
         self._by_token: dict[str, int] = {}
         # Sequenced but not yet durable: (step, events, views after them) per step.
-        self.outbox: list[tuple[int, Staged, Views, float]] = []  # (step, .., staged at)
+        self.outbox: list[tuple[int, Staged, Views, float, bool]] = []  # (.., numbered)
         self.steps = 0  # steps staged so far (a snapshot shows every one of them)
+        self.spectator_tick = spectator_tick
+        self.snapshot_max_events = snapshot_max_events
+        self._clock = clock
+        self._on_list_built = on_list_built
+        # Durable steps waiting for the spectators' tick: (step, events, their view,
+        # staged at, numbered).
+        self._batch: list[tuple[int, Staged, bytes, float, bool]] = []
+        self._next_flush = 0.0  # loop time before which spectators' steps wait
+        self._timer: asyncio.TimerHandle | None = None
+        self._on_resync: Callable[[], None] = lambda: None
+        self._lists: dict[tuple[int, bool], bytes] = {}  # (after, is_capped) -> list
+        self._lists_sequence = -1  # the table's sequence the cached lists end at
 
     def __len__(self) -> int:
         return len(self.watchers)
@@ -160,6 +192,10 @@ class Fanout:
             self.remove(watcher)
             watcher.close(error)
         self.outbox.clear()
+        self._batch.clear()
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
 
     def snapshot_sent(self, watcher: Watcher, sequence: int) -> None:
         """``watcher`` gets a snapshot as of ``sequence``: it supersedes anything queued and
@@ -173,9 +209,11 @@ class Fanout:
         """The views a new step needs: one per watched seat (None: the spectators')."""
         return {w.seat for w in self.watchers if not w.needs_snapshot}
 
-    def stage(self, events: Staged, views: Views) -> None:
+    def stage(self, events: Staged, views: Views, is_numbered: bool = True) -> None:
+        """A step's events and the views after it, until the store commits them;
+        ``is_numbered``: its events are numbered (else presence: it repeats a sequence)."""
         self.steps += 1
-        self.outbox.append((self.steps, events, views, time.monotonic()))
+        self.outbox.append((self.steps, events, views, time.monotonic(), is_numbered))
 
     def deliver(self, upto: int, on_resync: Callable[[], None]) -> None:
         """Send the staged events up to sequence ``upto`` (now durable) to the streams."""
@@ -187,11 +225,14 @@ class Fanout:
         ready, self.outbox = self.outbox[:count], self.outbox[count:]
         if not self.watchers:
             return
-        for step, events, views, staged in ready:
+        coalesce = self.spectator_tick > 0 and self._spectators > 0
+        for step, events, views, staged, is_numbered in ready:
             built: dict[int | None, list[bytes]] = {}
             for watcher in list(self.watchers):
                 if watcher.needs_snapshot or step <= watcher.shown_step:
                     continue
+                if coalesce and watcher.token_hash is None:
+                    continue  # a spectator: the batch below
                 messages = built.get(watcher.seat)
                 if messages is None:
                     view = views.get(watcher.seat)
@@ -199,17 +240,152 @@ class Fanout:
                         continue
                     messages = built[watcher.seat] = [response(event, view)
                                                       for _, event in events]
-                for (sequence, _), message in zip(events, messages, strict=True):
-                    if not watcher.push(sequence, message, staged):
-                        on_resync()
-                        break
+                _push_all(watcher, events, messages, staged, on_resync)
+            spectators_view = views.get(None)
+            if coalesce and spectators_view is not None:
+                self._batch.append((step, events, spectators_view, staged, is_numbered))
+        if self._batch:
+            self._on_resync = on_resync
+            self._schedule()
+
+    def _schedule(self) -> None:
+        """The spectators' batch goes now after a quiet tick, else at the tick's end."""
+        if self._timer is not None:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # no loop (a unit test): at once
+            self._flush()
+            return
+        if loop.time() >= self._next_flush:
+            self._flush()
+        else:
+            self._timer = loop.call_at(self._next_flush, self._flush)
+
+    def _flush(self) -> None:
+        """Send the batch to the spectators: one step as the players get it, more as one
+        snapshot (built once for all of them, from the steps each has not seen)."""
+        self._timer = None
+        batch, self._batch = self._batch, []
+        with contextlib.suppress(RuntimeError):  # no loop (a unit test): nothing to time
+            self._next_flush = asyncio.get_running_loop().time() + self.spectator_tick
+        if not batch:
+            return
+        made: dict[int, tuple[int, list[bytes], float]] = {}  # first step -> messages
+        for watcher in [w for w in self.watchers if w.token_hash is None]:
+            if watcher.needs_snapshot:
+                continue
+            first = next((i for i, entry in enumerate(batch)
+                          if entry[0] > watcher.shown_step), None)
+            if first is None:
+                continue
+            found = made.get(first)
+            if found is None:
+                found = made[first] = self._coalesced(batch[first:])
+            sequence, messages, staged = found
+            for message in messages:
+                if not watcher.push(sequence, message, staged):
+                    self._on_resync()
+                    break
+
+    def _coalesced(self, steps: list[tuple[int, Staged, bytes, float, bool]]
+                   ) -> tuple[int, list[bytes], float]:
+        """The messages showing ``steps``: one step's own, or one snapshot of them all
+        (their numbered events, the view after the last). With the last's sequence and
+        when the first was staged."""
+        _, events, view, staged, _ = steps[0]
+        if len(steps) == 1:
+            return events[-1][0], [response(event, view) for _, event in events], staged
+        missed = [event for _, step_events, _, _, is_numbered in steps if is_numbered
+                  for _, event in step_events]
+        sequence = steps[-1][1][-1][0]
+        return sequence, [snapshot_response(sequence, self._clock(), missed, steps[-1][2])
+                          ], staged
+
+    def missed_list(self, missed_since: Callable[[int], copas_pb2.Snapshot], sequence: int,
+                    after_sequence: int, is_spectator: bool) -> tuple[bytes, bool]:
+        """A snapshot's Snapshot message (serialized) for ``after_sequence``: the kept events
+        after it (``missed_since``; a spectator's: at most ``snapshot_max_events``, the latest,
+        then ``has_gap``). Cached until the table's next numbered event (``sequence``); True
+        when found in the cache."""
+        limit = self.snapshot_max_events if is_spectator else 0
+        after_sequence = min(after_sequence, sequence)  # later ones all list nothing
+        is_capped = bool(limit) and sequence - after_sequence > limit
+        key = (-1 if is_capped else after_sequence, is_capped)
+        if self._lists_sequence != sequence:
+            self._lists.clear()
+            self._lists_sequence = sequence
+        known = self._lists.get(key)
+        if known is not None:
+            return known, True
+        snap = missed_since(sequence - limit if is_capped else after_sequence)
+        if is_capped:
+            snap.has_gap = True  # the events before the latest ``limit`` are left out
+        body = snap.SerializeToString()
+        if len(self._lists) >= SNAPSHOT_CACHE:
+            self._lists.clear()
+        self._lists[key] = body
+        self._on_list_built()
+        return body, False
+
+    def snapshot(self, watcher: Watcher, after_sequence: int,
+                 missed_since: Callable[[int], copas_pb2.Snapshot], sequence: int, now: float,
+                 view: bytes) -> bytes:
+        """A snapshot for ``watcher`` as a serialized TableEvent: ``view`` (the current one)
+        plus the events it missed after ``after_sequence`` (none when 0; ``missed_list``)."""
+        self.snapshot_sent(watcher, sequence)
+        snap = b""
+        if after_sequence > 0:
+            snap, _ = self.missed_list(missed_since, sequence, after_sequence,
+                                       watcher.token_hash is None)
+        return _snapshot_event(sequence, now, snap, view)
+
+    def listed(self, sequence: int, after_sequence: int, is_spectator: bool) -> int:
+        """How many missed events a snapshot for ``after_sequence`` lists at most (what a
+        quota charges before it is built)."""
+        if after_sequence <= 0:
+            return 0
+        count = max(0, sequence - after_sequence)
+        if is_spectator and self.snapshot_max_events:
+            count = min(count, self.snapshot_max_events)
+        return count
+
+
+def _push_all(watcher: Watcher, events: Staged, messages: list[bytes], staged: float,
+              on_resync: Callable[[], None]) -> None:
+    for (sequence, _), message in zip(events, messages, strict=True):
+        if not watcher.push(sequence, message, staged):
+            on_resync()
+            break
 
 
 _VIEW_TAG = varint(3 << 3 | 2)  # TableEvent.view
 _EVENT_TAG = varint(1 << 3 | 2)  # WatchTableResponse.event
+_IS_LAST = varint(4 << 3) + varint(1)  # TableEvent.is_last_in_action = true
 
 
 def response(event: bytes, view: bytes) -> bytes:
     """A serialized WatchTableResponse: the event with its view, by concatenation."""
     full = event + _VIEW_TAG + varint(len(view)) + view
     return _EVENT_TAG + varint(len(full)) + full
+
+
+def _snapshot_event(sequence: int, now: float, snapshot: bytes, view: bytes,
+                    is_last_in_action: bool = False) -> bytes:
+    """A serialized TableEvent holding a snapshot (its fields in their numbers' order)."""
+    head = copas_pb2.TableEvent(sequence=sequence, time=timestamp(now)).SerializeToString()
+    return (head + _VIEW_TAG + varint(len(view)) + view
+            + (_IS_LAST if is_last_in_action else b"") + field(10, snapshot))
+
+
+def snapshot_response(sequence: int, now: float, missed: list[bytes], view: bytes) -> bytes:
+    """A serialized WatchTableResponse: the snapshot of coalesced steps, their serialized
+    numbered events ``missed`` and ``view`` after the last (the moment to draw it:
+    ``is_last_in_action``)."""
+    body = b"".join(field(1, e) for e in missed)
+    return field(1, _snapshot_event(sequence, now, body, view, is_last_in_action=True))
+
+
+def event_response(event: bytes) -> bytes:
+    """A serialized TableEvent as a WatchTableResponse (or PlayResponse: the same field)."""
+    return _EVENT_TAG + varint(len(event)) + event

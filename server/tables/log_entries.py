@@ -38,8 +38,10 @@ class Joined:
     sealed_token: str = ""
     at: float = 0.0
     """When (seconds since the epoch, to the millisecond); 0 when not kept (older logs)."""
-    client: str = ""
-    """Who joined (their account, else their address): one seat each at a quick-match table."""
+    account_id: str = ""
+    """The signed-in account that took the seat ("" for an anonymous person)."""
+    address: str = ""
+    """An anonymous person's address at a quick-match table, one seat each ("" otherwise)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,8 +131,10 @@ def dumps(entry: Entry) -> str:
             if entry.request_key:
                 data |= {"rk": entry.request_key, "fp": entry.fingerprint,
                          "sealed": entry.sealed_token}
-            if entry.client:
-                data["c"] = entry.client
+            if entry.account_id:
+                data["acct"] = entry.account_id
+            if entry.address:
+                data["addr"] = entry.address
         case Acted():
             data = {"k": "act", "seq": entry.seq, "a": action_to_json(entry.action),
                     "by": entry.by}
@@ -164,7 +168,8 @@ def loads(text: str) -> Entry:
         if kind == "join":
             return Joined(seq, int(data["seat"]), str(data["name"]), str(data["token"]),
                           str(data.get("rk", "")), str(data.get("fp", "")),
-                          str(data.get("sealed", "")), at, str(data.get("c", "")))
+                          str(data.get("sealed", "")), at, str(data.get("acct", "")),
+                          str(data.get("addr", "")))
         if kind == "act":
             return Acted(seq, action_from_json(data["a"]), str(data["by"]),
                          str(data.get("rid", "")), str(data.get("fp", "")), at)

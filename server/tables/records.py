@@ -30,6 +30,10 @@ class Records:
             raise ServiceError.not_found(f"no game record {quote(record_id)}", "RECORD_NOT_FOUND")
         return found
 
+    def find(self, record_id: str) -> bytes | None:
+        """``get``, or None for a record that is not kept (blocking: a thread's)."""
+        return self._store.get_record(record_id)
+
     def page(self, size: int, token: str) -> tuple[list[RecordSummary], str]:
         """Records newest first after the page ``token``; and the next token (blocking)."""
         size = paging.page_size(size)

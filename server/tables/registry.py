@@ -24,6 +24,7 @@ from copas.v1 import copas_pb2
 from prometheus_client.core import GaugeMetricFamily
 
 from engine import Rules
+from server.bounded import Bounded
 from server.codec import RuleOverrides
 from server.config import RegistrySettings, TableSettings
 from server.errors import ServiceError, quote
@@ -31,7 +32,6 @@ from server.observability import Metrics, gauges
 from server.store.base import Storage, TableMeta
 from server.tables import views
 from server.tables.bots import Thinker
-from server.tables.bounded import Bounded
 from server.tables.clock import Handle, Scheduler
 from server.tables.creation import check_new_table
 from server.tables.delivery import Delivery
@@ -71,6 +71,8 @@ class TableRegistry:
         self.bot_tables = 0  # tables without a person, not finished
         self._finished: OrderedDict[str, None] = OrderedDict()  # finished tables, oldest first
         self._release_handles: dict[str, Handle] = {}
+        self._created_by: dict[str, str] = {}  # unfinished table -> the address that made it
+        self._tables_of: dict[str, int] = {}  # address -> its unfinished tables here
         # The lobby waits for the delivery's barrier, which shows the lobby's changes.
         self.lobby = Lobby(settings.watcher_queue, self._tables.values,
                            lambda: self.delivery.committed())
@@ -139,6 +141,7 @@ class TableRegistry:
         self.open_tables -= 1
         if not table.has_people:
             self.bot_tables -= 1
+        self._give_back(table.id)
         self._finished[table.id] = None
         self._schedule_release(table, self.settings.finished_table_ttl)
         self._trim_finished()
@@ -158,9 +161,14 @@ class TableRegistry:
 
     def create(self, *, preset: str, overrides: RuleOverrides, bot_seats: int, name: str,
                seed: str | None, request_id: str = "", fingerprint: str = "",
-               bot_policy: str = "") -> Table:
-        """A new table (or, for a retried request_id, the table it created). One a quick
-        match could have opened is a quick-match table (``TableMeta.is_quick``)."""
+               bot_policy: str = "", rating: str = "", creator: str = "") -> Table:
+        """A new table (or, for a retried request_id, the table it created); ``creator``,
+        the address asking, may have at most --max-tables-per-address unfinished. One a quick
+        match could have opened is a quick-match table (``TableMeta.is_quick``).
+
+        :raises ServiceError: RESOURCE_EXHAUSTED SERVER_FULL, TOO_MANY_TABLES (the
+            creator's), TOO_MANY_BOT_TABLES; INVALID_ARGUMENT for the rules asked.
+        """
         self._ownership.check_serving()  # a node without its lease makes no tables
         key = request_key("create", request_id) if request_id else ""
         if key:
@@ -173,9 +181,14 @@ class TableRegistry:
         if self.open_tables >= self.settings.max_tables:
             raise ServiceError.exhausted("the server has no room for another table",
                                          "SERVER_FULL")
+        per_address = self.settings.max_tables_per_address
+        if creator and per_address and self._tables_of.get(creator, 0) >= per_address:
+            raise ServiceError.over_quota(
+                f"{creator} has {per_address} tables not yet finished here, its most: finish "
+                "or leave one first", "TOO_MANY_TABLES", f"address {creator}", 60.0)
         new = check_new_table(self.settings, preset=preset, overrides=overrides,
                               bot_seats=bot_seats, bot_policy=bot_policy,
-                              has_seed=seed is not None)
+                              has_seed=seed is not None, rating=rating)
         if new.bot_seats == new.rules.players \
                 and self.bot_tables >= self.settings.max_bot_tables:
             raise ServiceError.exhausted(
@@ -186,16 +199,34 @@ class TableRegistry:
                          seed=seed if seed is not None else secrets.randbits(64),
                          bot_seats=new.bot_seats, order=next(self._order), request_key=key,
                          fingerprint=fingerprint, bot_policy=new.bot_policy,
+                         rating=new.rating,
                          is_quick=self._is_quick_match(new.preset, new.rules, new.bot_seats))
         created = self.scheduler.now()
         self.store.create_table(table_id, created, meta)  # refused once the store failed
         table = self.new_table(table_id, created, meta)
         self.adopt(table)
+        if creator:
+            self._created_by[table_id] = creator
+            self._tables_of[creator] = self._tables_of.get(creator, 0) + 1
         table.log.debug("table_created", preset=new.preset, players=new.rules.players,
                         bots=new.bot_seats)
         table.open()
         self._tell_listeners(table)
         return table
+
+    def _give_back(self, table_id: str) -> None:
+        """A table finished or went: its creator may make another."""
+        creator = self._created_by.pop(table_id, None)
+        if creator is not None:
+            left = self._tables_of[creator] - 1
+            if left:
+                self._tables_of[creator] = left
+            else:
+                del self._tables_of[creator]
+
+    def tables_of(self, creator: str) -> int:
+        """Unfinished tables ``creator`` made here."""
+        return self._tables_of.get(creator, 0)
 
     def new_table(self, table_id: str, created: float, meta: TableMeta) -> Table:
         """A table object with this node's collaborators (not yet held: see ``adopt``)."""
@@ -282,10 +313,11 @@ class TableRegistry:
 
     def join(self, table_id: str, name: str, seat: int | None, request_id: str = "",
              fingerprint: str = "", *, preset: str = "", players: int | None = None,
-             client: str = "") -> tuple[Table, int, str]:
-        """Seat a person (``client``: their account, else their address) at ``table_id``,
-        or (quick match, ``preset`` instead) at the oldest waiting table of that kind with a
-        free seat, or at a new one."""
+             account_id: str = "", address: str = "") -> tuple[Table, int, str]:
+        """Seat a person (signed in as ``account_id``, if any; ``address``, theirs) at
+        ``table_id``, or (quick match, ``preset`` instead) at the oldest waiting table of that
+        kind with a free seat and without their account, or at a new one (``address`` its
+        creator). At a quick-match table an anonymous person is one per address."""
         if request_id:
             key = request_key(JOIN_SCOPE, request_id)
             if self.seating.is_spent(key):
@@ -295,11 +327,14 @@ class TableRegistry:
             known = self.seating.joins.get(key)
             if known is not None and known in self._tables:  # a retry: the same table
                 table = self._tables[known]
-                seat_number, token = table.join(name, seat, request_id, fingerprint, client)
+                seat_number, token = table.join(name, seat, request_id, fingerprint,
+                                                account_id, address)
                 return table, seat_number, token
         self._check_not_draining()
-        table = self.get(table_id) if table_id or not preset else self._open_table(preset, players)
-        seat_number, token = table.join(name, seat, request_id, fingerprint, client)
+        table = self.get(table_id) if table_id or not preset else \
+            self._open_table(preset, players, account_id, address)
+        seat_number, token = table.join(name, seat, request_id, fingerprint, account_id,
+                                        address)
         return table, seat_number, token
 
     def _check_not_draining(self) -> None:
@@ -309,6 +344,18 @@ class TableRegistry:
                 "retry through another node, or later", "NODE_DRAINING")
 
     # ------------------------------------------------------------ operators
+
+    def remove_account(self, account_id: str) -> list[Table]:
+        """An operator banned an account: each of its seats here is given up (before a game)
+        or played as a leaver's; the tables changed."""
+        changed = []
+        for table in list(self._tables.values()):
+            for seat in table.seats:
+                if seat.account_id == account_id and seat.token_hash and \
+                        not table.is_finished:
+                    table.remove_person(seat.number)
+                    changed.append(table)
+        return changed
 
     def close_table(self, table_id: str) -> Table:
         """An operator ends a table: a running game ends now (CLOSED, its record kept); a
@@ -339,7 +386,8 @@ class TableRegistry:
         return check_new_table(self.settings, preset=preset, overrides=overrides, bot_seats=0,
                                bot_policy="", has_seed=False).rules
 
-    def _open_table(self, preset: str, players: int | None) -> Table:
+    def _open_table(self, preset: str, players: int | None, account_id: str = "",
+                    creator: str = "") -> Table:
         """Quick match: the oldest waiting table of this kind with a free seat, or a new one.
         A table of the kind is joined only when a quick match could have opened it: the
         preset's rules and this server's defaults, no bots (not a table someone made with a
@@ -348,10 +396,12 @@ class TableRegistry:
         wanted = LobbyFilter(only_joinable=True, preset=preset, players=players or 4)
         for table in self._tables.values():  # oldest first
             if table.has_people and not table.bot_seats and table.rules == rules \
-                    and wanted.matches(table):
+                    and wanted.matches(table) and not (
+                        account_id and any(s.account_id == account_id for s in table.seats)):
                 return table
         overrides: RuleOverrides = {"players": players} if players is not None else {}
-        return self.create(preset=preset, overrides=overrides, bot_seats=0, name="", seed=None)
+        return self.create(preset=preset, overrides=overrides, bot_seats=0, name="", seed=None,
+                           creator=creator)
 
     def _is_quick_match(self, preset: str, rules: Rules, bot_seats: int) -> bool:
         """A table a quick match could have opened (its preset's rules and this server's
@@ -432,6 +482,7 @@ class TableRegistry:
             self.open_tables -= 1
             if not table.has_people:
                 self.bot_tables -= 1
+            self._give_back(table.id)
         token_hashes = table.seats.token_hashes()
         self.seating.forget(token_hashes, table.seats.join_keys())
         if is_ours:

@@ -4,7 +4,7 @@ that seated people (so a retried join finds its table). Everything here is bound
 
 from __future__ import annotations
 
-from server.tables.bounded import Bounded
+from server.bounded import Bounded
 
 MEMORY = 10_000  # given-up seats and spent JoinTable request ids remembered
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Protocol, overload
 
+from server.bounded import Bounded
 from server.errors import ServiceError
-from server.tables.bounded import Bounded
 from server.tables.idempotency import Remembered, check_reuse
 from server.tables.timers import TableTimers, TimerKind
 
@@ -40,9 +40,9 @@ class Slots(Protocol):
 class Seat:
     """One seat: who holds it (a bot, or a person known by their token's hash)."""
 
-    __slots__ = ("client", "has_streamed", "holds_slot", "is_away", "is_bot", "is_taken",
-                 "join_key", "log_n", "name", "number", "requests", "reserved_until",
-                 "timeouts_in_row", "token_hash")
+    __slots__ = ("account_id", "address", "has_streamed", "holds_slot", "is_away", "is_bot",
+                 "is_taken", "join_key", "log_n", "name", "number", "requests",
+                 "reserved_until", "timeouts_in_row", "token_hash")
 
     def __init__(self, number: int) -> None:
         self.number = number
@@ -50,10 +50,12 @@ class Seat:
         self.is_taken = False
         self.is_bot = False
         self.token_hash = ""
+        self.account_id = ""  # the signed-in account seated here ("" anonymous, or a bot)
         self.log_n = 0  # the position of its join in the table's log
         self.join_key = ""
         self.holds_slot = False  # counts against --max-players
-        self.client = ""  # who joined: their account, else their address
+        # An anonymous person's address at a quick-match table ("" otherwise): one seat each.
+        self.address = ""
         self.reserved_until: float | None = None  # a quick-match seat not yet taken up
         self.has_streamed = False  # its person had a stream open (live only, never logged)
         self.is_away = False
@@ -114,14 +116,15 @@ class Seats(Sequence[Seat]):
         """Every seat is taken, and taken up: the game may start."""
         return self.is_full() and not any(s.reserved_until is not None for s in self._seats)
 
-
     # ------------------------------------------------------------ checks
 
-    def choose(self, number: int | None) -> Seat:
-        """The seat a join takes: ``number``, else the first free one.
+    def choose(self, number: int | None, account_id: str = "") -> Seat:
+        """The seat a join takes: ``number``, else the first free one (``account_id``, if
+        given, holding none here yet).
 
-        :raises ServiceError: INVALID_SEAT, SEAT_TAKEN, TABLE_FULL.
+        :raises ServiceError: INVALID_SEAT, SEAT_TAKEN, TABLE_FULL, ACCOUNT_ALREADY_SEATED.
         """
+        self.check_account(account_id)
         if number is not None:
             self._check_number(number)
             if self._seats[number].is_taken:
@@ -132,15 +135,18 @@ class Seats(Sequence[Seat]):
             raise ServiceError.exhausted("the table is full", "TABLE_FULL")
         return free
 
-    def check_one_each(self, client: str, limit: int) -> None:
-        """A quick-match table seats one client (their account when the seat knows one, else
-        their address) at most ``limit`` times (0: no limit).
+    def check_one_each(self, account_id: str, address: str, limit: int) -> None:
+        """A quick-match table seats one client at most ``limit`` times (0: no limit): an
+        anonymous person is known by their address (a signed-in one by their account, which
+        holds one seat of any table: ``check_account``).
 
         :raises ServiceError: ALREADY_SEATED.
         """
+        if account_id or not address or not limit:
+            return
         held = sum(1 for s in self._seats if s.is_taken and not s.is_bot
-                   and (getattr(s, "account_id", "") or s.client) == client)
-        if limit and client and held >= limit:
+                   and not s.account_id and s.address == address)
+        if held >= limit:
             raise ServiceError.precondition(
                 "you already hold a seat at this quick-match table: one seat each; play the "
                 "one you have", "ALREADY_SEATED")
@@ -167,13 +173,14 @@ class Seats(Sequence[Seat]):
 
     def seat_person(self, number: int, name: str, token_hash: str, log_n: int,
                     join_key: str = "", fingerprint: str = "", sealed_token: str = "",
-                    client: str = "") -> Seat:
-        """A person (``client``) sits at the free seat ``number`` (its join at ``log_n`` in
-        the log) and takes a slot; ``join_key`` (with the request's fingerprint and sealed
-        token) lets a retried join find them."""
+                    account_id: str = "", address: str = "") -> Seat:
+        """A person (signed in as ``account_id``, or anonymous from ``address`` at a
+        quick-match table) sits at the free seat ``number`` (its join at ``log_n`` in the
+        log) and takes a slot; ``join_key`` (with the request's fingerprint and sealed token)
+        lets a retried join find them."""
         seat = self._seats[number]
         seat.is_taken, seat.name, seat.token_hash, seat.log_n = True, name, token_hash, log_n
-        seat.client = client
+        seat.account_id, seat.address = account_id, address
         seat.holds_slot = True
         self._slots.slot_taken()
         if join_key:
@@ -230,6 +237,15 @@ class Seats(Sequence[Seat]):
             self.free_slot(seat.number)
 
     # ------------------------------------------------------------ retried requests
+
+    def check_account(self, account_id: str) -> None:
+        """One seat per person: an account seated here already may not take another.
+
+        :raises ServiceError: FAILED_PRECONDITION ACCOUNT_ALREADY_SEATED.
+        """
+        if account_id and any(s.account_id == account_id for s in self._seats):
+            raise ServiceError.precondition(
+                "your account already holds a seat at this table", "ACCOUNT_ALREADY_SEATED")
 
     def recall_join(self, join_key: str, fingerprint: str) -> tuple[int, str] | None:
         """A retried join: (seat, sealed token) of the first, or None when not known.

@@ -15,10 +15,10 @@ against --max-players, where tokens belong, delivery), given at construction; it
 log through the narrow ``TableLog`` (both in ``ports``). What it owns is split by state: its
 seats and a quick match's reservations (``seats``), its numbered events (``events``), its
 timer handles, turn's clock, watchdog and away seats' turns (``timers``), its bots' moves
-(``bots.BotTurns``); the table decides what happens when a person sits, connects, acts or
-leaves, or a timer fires. Recovery replays the log
-through the same code with ``is_replaying`` set, which schedules nothing, logs nothing, counts
-nothing and sends nothing.
+(``bots.BotTurns``), its presence events (``presence.Presence``); the table decides what
+happens when a person sits, connects, acts or leaves, or a timer fires. Recovery replays the
+log through the same code with ``is_replaying`` set, which schedules nothing, logs nothing,
+counts nothing and sends nothing.
 """
 
 from __future__ import annotations
@@ -58,9 +58,9 @@ from server.tables.log_entries import (
     dumps,
 )
 from server.tables.ports import TableHost, TableLog
+from server.tables.presence import Presence
 from server.tables.seats import Reservations, Seats, revoked
 from server.tables.timers import AwayTurns, TableTimers, TurnClock, Watchdog
-from server.wire import timestamp
 
 log = structlog.get_logger("copas.table")
 
@@ -87,7 +87,7 @@ class Table:
         self.seed = meta.seed
         self.order = meta.order
         self.bot_seats = meta.bot_seats
-        self.bot_policy = meta.bot_policy
+        self.bot_policy, self.rating = meta.bot_policy, meta.rating
         self.request_key = meta.request_key  # the CreateTable request that made it, if any
         self.fingerprint = meta.fingerprint
         self.rules_pb = codec.rules_to_pb(self.rules)
@@ -96,7 +96,8 @@ class Table:
         self.has_people = self.bot_seats < self.rules.players
         self.game: Game | None = None
         self._events = TableEvents(self.rules.players, settings.history, created)
-        self.fanout = Fanout()
+        self.fanout = Fanout(settings.spectator_tick, settings.snapshot_max_events, self.now,
+                             metrics.snapshot_lists.inc)
         self._timers = TableTimers(scheduler)
         self._clock = TurnClock(self._timers, self.rules, self._timer_step(self._on_timeout),
                                 self._timer_step(self._end_pause))
@@ -106,6 +107,8 @@ class Table:
                                           self._timer_step(self._expire_reservations))
         self._away = AwayTurns(self._timers, self.seats, self.is_connected,
                                self._timer_step(self._play_away))
+        self._presence = Presence(scheduler, settings.presence_interval, self._events,
+                                  self.is_connected, self._timer_step)
         self._bots = BotTurns(self, self._timers, thinker,
                               0.0 if self.has_people else settings.bot_table_pace,
                               self._play_bot, self._timer_step)
@@ -176,12 +179,11 @@ class Table:
     def view(self, seat: int | None) -> copas_pb2.TableView:
         return views.for_seat(self, seat)
 
-    def snapshot(self, watcher: Watcher, after_sequence: int) -> copas_pb2.TableEvent:
-        """A snapshot for ``watcher``: the current view plus the events it missed."""
-        self.fanout.snapshot_sent(watcher, self.sequence)
-        return copas_pb2.TableEvent(
-            sequence=self.sequence, time=timestamp(self.now()),
-            snapshot=self._events.missed_since(after_sequence), view=self.view(watcher.seat))
+    def snapshot(self, watcher: Watcher, after_sequence: int) -> bytes:
+        """The view and the events ``watcher`` missed, a serialized TableEvent (``Fanout``'s)."""
+        view = views.view_bytes(self, views.public_bytes(self), watcher.seat)
+        return self.fanout.snapshot(watcher, after_sequence, self._events.missed_since,
+                                    self.sequence, self.now(), view)
 
     # ------------------------------------------------------------ steps, log and events
 
@@ -223,7 +225,8 @@ class Table:
         if seats:  # nobody watching: no views to build
             shared = views.public_bytes(self)
             self.fanout.stage([(e.sequence, e.SerializeToString()) for e in step.events],
-                              {seat: views.view_bytes(self, shared, seat) for seat in seats})
+                              {seat: views.view_bytes(self, shared, seat) for seat in seats},
+                              step.is_numbered)
         self._host.table_changed(self)
 
     def _timer_step(self, step: Callable[[], None]) -> Callable[[], None]:
@@ -252,10 +255,11 @@ class Table:
     # ------------------------------------------------------------ seats and watchers
 
     def join(self, name: str, seat_number: int | None, request_id: str = "",
-             fingerprint: str = "", client: str = "") -> tuple[int, str]:
-        """Seat a person (``client``: their account, else their address; one seat each at a
-        quick-match table); returns (seat, token). A retry with the same request_id gets the
-        same seat and token."""
+             fingerprint: str = "", account_id: str = "", address: str = ""
+             ) -> tuple[int, str]:
+        """Seat a person (signed in as ``account_id``, if any, else from ``address``; one seat
+        each at a quick-match table); returns (seat, token). A retry with the same request_id
+        gets the same seat and token."""
         key = request_key(JOIN_SCOPE, request_id) if request_id else ""
         known = self.seats.recall_join(key, fingerprint) if key else None
         if known is not None:
@@ -263,8 +267,9 @@ class Table:
         if self.game is not None:
             raise ServiceError.exhausted("the game has started", "TABLE_FULL")
         if self.meta.is_quick:
-            self.seats.check_one_each(client, self.settings.quick_match_seats_per_client)
-        seat = self.seats.choose(seat_number)
+            self.seats.check_one_each(account_id, address,
+                                      self.settings.quick_match_seats_per_client)
+        seat = self.seats.choose(seat_number, account_id)
 
         def seat_them() -> tuple[int, str]:
             self._host.check_room_for_player()
@@ -272,7 +277,8 @@ class Table:
             sealed = seal(token, JOIN_SCOPE, request_id) if key else ""
             self._seat_person(Joined(self.sequence, seat.number, name,
                                      tokens.hash_token(token), key, fingerprint, sealed,
-                                     self._step_time, client))
+                                     self._step_time, account_id,
+                                     address if self.meta.is_quick and not account_id else ""))
             return seat.number, token
         return self._step(seat_them)
 
@@ -283,7 +289,7 @@ class Table:
             raise ReplayMismatch(f"seat {entry.seat} is taken")
         self.seats.seat_person(entry.seat, entry.name, entry.token_hash, self._log(entry),
                                entry.request_key, entry.fingerprint, entry.sealed_token,
-                               entry.client)
+                               entry.account_id, entry.address)
         if self.meta.is_quick:
             self._reservations.reserve(entry.seat, self._step_time, is_live=not self.is_replaying)
         self._host.token_issued(entry.token_hash, self.id, entry.seat, entry.request_key)
@@ -342,8 +348,7 @@ class Table:
             if self.fanout.streams_of(token_hash) == 1:
                 if self.game is None:
                     self._watchdog.cancel()
-                self._events.announce("player_connection", copas_pb2.PlayerConnection(
-                    seat=seat, is_connected=True))
+                self._presence.changed(seat)
             return watcher
         return self._step(add)
 
@@ -358,8 +363,7 @@ class Table:
             seat = watcher.seat
 
             def disconnected() -> None:
-                self._events.announce("player_connection", copas_pb2.PlayerConnection(
-                    seat=seat, is_connected=False))
+                self._presence.changed(seat)
                 self._arm_watchdog()
             self._step(disconnected, needs_store=False)  # a stream's end is not a change
 
@@ -423,10 +427,7 @@ class Table:
 
     def timers(self) -> list[tuple[str, float, list[int]]]:
         """The timers armed now: (kind, when, seats) for an operator's eyes."""
-        game, turn = self.game, None
-        if self.deadline is not None and game is not None and not game.is_over:
-            turn = (self.deadline, self.seats.people_among(game.to_act()))
-        return self._timers.listing(turn, self.paused_until)
+        return self._clock.listed(self.game, self.seats.people_among, self.now())
 
     # ------------------------------------------------------------ actions
 
@@ -665,6 +666,7 @@ class Table:
         self.is_released = True
         self.is_lost = is_lost
         self._timers.cancel_all()
+        self._presence.cancel()
         self.fanout.close_all(error)
 
     # ------------------------------------------------------------ recovery

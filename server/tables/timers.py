@@ -6,7 +6,7 @@ end, each with its timer; ``AwayTurns`` says when the turns of away seats play."
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from enum import StrEnum
 from typing import Any, Protocol
 
@@ -85,19 +85,6 @@ class TableTimers:
     def armed(self) -> list[tuple[TimerKind, float]]:
         """The timers armed now, (kind, due), in ``TimerKind``'s order."""
         return [(kind, self._armed[kind][1]) for kind in TimerKind if kind in self._armed]
-
-    def listing(self, turn: tuple[float, list[int]] | None, paused_until: float | None
-                ) -> list[tuple[str, float, list[int]]]:
-        """For an operator's eyes: (kind, when, seats), the turn's (its deadline and the
-        people it waits for) and the pause's from the clock, a bot's move due now."""
-        out = [("turn", turn[0], turn[1])] if turn is not None else []
-        if paused_until is not None:
-            out.append(("pause", paused_until, []))
-        for kind, due in self.armed():
-            if kind is not TimerKind.TURN and kind is not TimerKind.PAUSE:
-                out.append((kind.value, self._scheduler.now() if kind is TimerKind.BOT
-                            else due, []))
-        return out
 
 
 class Watchdog:
@@ -256,6 +243,21 @@ class TurnClock:
         elif self.deadline is not None:
             self._timers.arm(TimerKind.TURN, self.deadline - now, self._on_deadline,
                              due=self.deadline)
+
+    def listed(self, game: Game | None, people_among: Callable[[Iterable[int]], list[int]],
+               now: float) -> list[tuple[str, float, list[int]]]:
+        """The timers armed now: (kind, when, seats) for an operator's eyes: the turn's
+        (``people_among`` the seats to act are its seats), the pause's, a bot's move (due
+        now), the away seats' play, the first reservation to fall due and the watchdog."""
+        out: list[tuple[str, float, list[int]]] = []
+        if self.deadline is not None and game is not None and not game.is_over:
+            out.append(("turn", self.deadline, people_among(game.to_act())))
+        if self.paused_until is not None:
+            out.append(("pause", self.paused_until, []))
+        for kind, due in self._timers.armed():
+            if kind is not TimerKind.TURN and kind is not TimerKind.PAUSE:
+                out.append((kind.value, now if kind is TimerKind.BOT else due, []))
+        return out
 
     def stop(self) -> None:
         """The game ended: no pause, no deadline."""

@@ -29,6 +29,8 @@ class SeatFacts(Protocol):
     def is_bot(self) -> bool: ...
     @property
     def is_away(self) -> bool: ...
+    @property
+    def account_id(self) -> str: ...
 
 
 class TableFacts(Protocol):
@@ -47,6 +49,8 @@ class TableFacts(Protocol):
         """Its place in this server's creation order."""
     @property
     def bot_policy(self) -> str: ...
+    @property
+    def rating(self) -> str: ...
     @property
     def rules(self) -> Rules: ...
     @property
@@ -89,8 +93,8 @@ def record(table: RecordFacts) -> GameRecord:
     summary = RecordSummary(
         record_id=table.id, table_id=table.id, display_name=table.name, preset=table.preset,
         created=table.created, finished=table.finished_at, seed=table.seed, rules=table.rules,
-        seats=tuple(SeatRecord(s.number, s.name, s.is_bot) for s in table.seats),
-        result=GameResult.of(game))
+        seats=tuple(SeatRecord(s.number, s.name, s.is_bot, s.account_id) for s in table.seats),
+        result=GameResult.of(game), rating=table.rating)
     return GameRecord(summary, tuple(game.actions))
 
 
@@ -109,6 +113,7 @@ def summary(table: TableFacts) -> copas_pb2.TableSummary:
         rules=table.rules_pb, phase=phase_of(table),  # type: ignore[arg-type]
         hand_number=game.hand_number if game else -1,
         create_time=timestamp(table.created), bot_policy=table.bot_policy,
+        rating=table.rating,
         seats=[copas_pb2.SeatSummary(seat=s.number, display_name=s.name, is_taken=s.is_taken,
                                      is_bot=s.is_bot, is_connected=table.is_connected(s.number),
                                      has_left=left[s.number], total=totals[s.number],
@@ -257,10 +262,11 @@ _MOON_CHOICES = {choice: varint(34 << 3 | 0) + varint(pb)
 
 def private_part(table: TableFacts, seat: int) -> bytes:
     """What only ``seat`` may see (``engine.private_view``), as TableView wire bytes with the
-    seat number; it changes only when that seat's cards or turn do, so it is kept between
-    steps (the key reads the same state ``private_view`` does)."""
+    seat number (only the number once its player left: the hand the server plays for them is
+    no longer theirs to see); it changes only when that seat's cards or turn do, so it is
+    kept between steps (the key reads the same state ``private_view`` does)."""
     game = table.game
-    if game is None:
+    if game is None or game.has_left[seat]:  # a leaver sees what a spectator sees, from then on
         return varint(2 << 3) + varint(seat)
     is_paused = table.paused_until is not None
     chosen = game.passes[seat] if game.pass_direction is not PassDirection.HOLD else None

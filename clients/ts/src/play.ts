@@ -7,16 +7,20 @@
 // events and one result per action out. --transport unary: a unary call per action and a
 // WatchTable stream for the views.
 //
+// --guest signs in as a guest of this run (a new device secret), --username and --password
+// by password: JoinTable then carries the access token, so the seat is the account's.
+//
 // In a cluster it calls the table's owner directly: the address JoinTable's initial metadata
 // names (x-copas-owner), on a connection of its own. When the game's stream fails with
-// UNAVAILABLE (or its connection is reset), it follows the owner a TABLE_MOVED names, or goes back to --server and asks
+// UNAVAILABLE (or its connection is reset; on a Play stream INTERNAL counts as UNAVAILABLE, as
+// the contract says), it follows the owner a TABLE_MOVED names, or goes back to --server and asks
 // it (GetTable's x-copas-owner) where the table is now, and plays on.
 
 import { randomUUID } from "node:crypto";
 import { parseArgs } from "node:util";
 import { create, type DescMessage } from "@bufbuild/protobuf";
 import { anyUnpack } from "@bufbuild/protobuf/wkt";
-import { type Code, ConnectError, createClient } from "@connectrpc/connect";
+import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
 import { type Card, CardSchema } from "./gen/copas/v1/cards_pb.js";
 import {
@@ -37,7 +41,18 @@ import {
   QuotaFailureSchema,
   RetryInfoSchema,
 } from "./gen/google/rpc/error_details_pb.js";
-import { codeName, isOver, mustAct, pretty, type Refusal, refusal, sameCard } from "./copas.js";
+import {
+  AccountSession,
+  codeName,
+  isOver,
+  MemoryStore,
+  mustAct,
+  pretty,
+  type Refusal,
+  refusal,
+  sameCard,
+} from "./copas.js";
+import { AccountService } from "./gen/copas/v1/accounts_pb.js";
 
 /** Initial metadata of the answers that name a table, in a cluster: the owner's host:port. */
 const OWNER_KEY = "x-copas-owner";
@@ -59,6 +74,10 @@ const { values: args } = parseArgs({
     seed: { type: "string" },
     transport: { type: "string", default: "play" }, // play | unary
     json: { type: "boolean", default: false },
+    // Play as an account: a guest of this run (--guest), or by username and password.
+    guest: { type: "boolean", default: false },
+    username: { type: "string" },
+    password: { type: "string" },
   },
 });
 
@@ -73,6 +92,10 @@ function clientOf(address: string): { client: Client; connection: Http2SessionMa
 
 const entry = clientOf(args.server); // where the client starts: any node
 const opened: Http2SessionManager[] = [entry.connection];
+const accountCalls = createClient(
+  AccountService,
+  createGrpcTransport({ baseUrl: `http://${args.server}`, sessionManager: entry.connection }),
+);
 
 /** Where the table's calls go: its owner's address (x-copas-owner), else the entry. */
 const route = {
@@ -141,10 +164,17 @@ async function main(): Promise<void> {
     seed: args.seed,
   });
   const tableId = table!.tableId;
+  // As an account, the seat is the account's and takes its name (the access token goes along).
+  const account = await signIn();
   const joined = await entry.client.joinTable(
-    { tableId, displayName: args.name, requestId: randomUUID() },
-    { onHeader: (header) => route.follow(header.get(OWNER_KEY)) },
+    { tableId, displayName: account ? "" : args.name, requestId: randomUUID() },
+    {
+      onHeader: (header) => route.follow(header.get(OWNER_KEY)),
+      headers: account ? await account.headers() : undefined,
+    },
   );
+  playedAs = account?.account?.accountId ?? "";
+  if (account) say(`signed in as ${account.account?.displayName} (${account.account?.accountId})`);
   const headers = { authorization: `Bearer ${joined.playerToken}` };
   say(`table ${tableId}: seat ${joined.seat} (transport ${transport})${route.owner ? ` at its owner ${route.owner}` : ""}`);
   for (let follows = 0; ; follows++) {
@@ -157,6 +187,17 @@ async function main(): Promise<void> {
       await relocate(tableId, movedTo(error));
     }
   }
+}
+
+let playedAs = ""; // the account's id, when signed in
+
+/** The account to play as (--guest, or --username and --password), or none. */
+async function signIn(): Promise<AccountSession | undefined> {
+  if (!args.guest && !args.username) return undefined;
+  const session = new AccountSession(accountCalls, new MemoryStore());
+  if (args.username) await session.signInPassword(args.username, args.password ?? "");
+  else await session.signInGuest(args.name);
+  return session;
 }
 
 /** The game's stream failed (UNAVAILABLE, or a reset): follow the owner a TABLE_MOVED names, or ask the entry. */
@@ -296,6 +337,17 @@ function statusRefusal(status: Status): Refusal {
  * the view asks this seat to act and no action of ours is unanswered, its result read in turn
  * (it comes after the events the action caused, so the view is already the one it led to).
  */
+/**
+ * A Play stream's failure as the contract reads it: INTERNAL on a Play stream is how an
+ * HTTP/2 stack may report the stream cut under it (its node drained or went away), so it
+ * counts as UNAVAILABLE: reconnect and resume, as after any other drop.
+ */
+function asPlayFailure(error: unknown): unknown {
+  const failed = ConnectError.from(error);
+  if (failed.code !== Code.Internal) return error;
+  return new ConnectError(failed.rawMessage, Code.Unavailable, failed.metadata, undefined, failed);
+}
+
 async function overPlay(tableId: string, headers: Record<string, string>): Promise<Outcome> {
   const outbox = new Outbox<PlayRequest>();
   outbox.push(create(PlayRequestSchema, { kind: { case: "open", value: { tableId } } }));
@@ -352,6 +404,8 @@ async function overPlay(tableId: string, headers: Record<string, string>): Promi
         send({ action, what: label(action), illegal: false, retries: 0 });
       }
     }
+  } catch (error) {
+    throw asPlayFailure(error);
   } finally {
     outbox.close();
     cancel.abort();
@@ -432,6 +486,7 @@ function report(tableId: string, seat: number, transport: Transport, outcome: Ou
       refused: refused ?? null,
       owner: route.owner || null, // the address it played at, when not --server
       followed: route.followed,
+      account_id: playedAs || null,
     };
     console.log(JSON.stringify(summary));
     return;

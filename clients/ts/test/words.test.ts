@@ -15,6 +15,7 @@ import {
   refusalWords,
   seatName,
 } from "../src/web/words.js";
+import { ErrorReason } from "../src/gen/copas/v1/errors_pb.js";
 import { card } from "./cards.js";
 
 const refused = (reason: string, extra: Partial<Refusal> = {}): Refusal => ({
@@ -83,6 +84,18 @@ describe("refusals in plain words", () => {
       "Too many requests at once. Try again in 2 s.",
     );
     expect(refusalWords(refused("RATE_LIMITED"))).toBe("Too many requests at once. Try again in a moment.");
+  });
+
+  it("words every refusal of the accounts", () => {
+    const reasons = [
+      "INVALID_CREDENTIALS", "WEAK_DEVICE_SECRET", "WEAK_PASSWORD", "INVALID_USERNAME", "IDENTITY_TAKEN",
+      "SESSION_EXPIRED", "SESSION_REVOKED", "INVALID_ID_TOKEN", "UNKNOWN_ISSUER", "ACCOUNT_BANNED",
+      "TOO_MANY_SIGN_INS", "ACCOUNT_NOT_FOUND", "ACCOUNT_ALREADY_SEATED",
+    ];
+    for (const reason of reasons) expect(ErrorReason[reason as keyof typeof ErrorReason]).toBeGreaterThan(0);
+    const unworded = reasons.filter((r) => refusalWords(refused(r)) === "The server refused that.");
+    expect(unworded).toEqual([]);
+    expect(refusalWords(refused("INVALID_CREDENTIALS"))).toBe("That username and password do not match.");
   });
 
   it("never shows the server's message", () => {

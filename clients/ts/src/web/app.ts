@@ -2,11 +2,15 @@
 // for friends with a link to share, quick match, watch any table) and the table drawn as one.
 // It speaks copas.v1 over the Connect protocol (connect-web) to the same server; everything
 // shown comes from the views and events the server streams, which hold no other player's
-// cards. Plain DOM: every server string goes in as text.
+// cards. Plain DOM: every server string goes in as text. Each browser is an account: a guest
+// of this device at first (signed in without a question), its name, rating, last games and
+// the leaderboard shown, a password to keep it and a sign-in to use it elsewhere; every
+// JoinTable carries its access token, so the seat is the account's.
 
 import { timestampMs } from "@bufbuild/protobuf/wkt";
 import { createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-web";
+import { AccountService, type MyGame } from "../gen/copas/v1/accounts_pb.js";
 import { type Card, Suit } from "../gen/copas/v1/cards_pb.js";
 import {
   CopasService,
@@ -17,16 +21,18 @@ import {
   type TableSummary,
   type WatchLobbyResponse,
 } from "../gen/copas/v1/copas_pb.js";
-import { isOver, mustAct, refusal, sameCard } from "../copas.js";
+import { AccountSession, isOver, mustAct, refusal, sameCard } from "../copas.js";
 import { $, element } from "./dom.js";
 import { type Actions, type Session, type Setup, state } from "./state.js";
 import { onHandKey, render as drawTable, tick } from "./table.js";
-import { CLOCKS, PRESET_MOON, presetName, refusalWords } from "./words.js";
+import { CLOCKS, ordinal, PRESET_MOON, presetName, refusalWords } from "./words.js";
 
-const client = createClient(
-  CopasService,
-  createConnectTransport({ baseUrl: location.origin, useBinaryFormat: true }),
-);
+const transport = createConnectTransport({ baseUrl: location.origin, useBinaryFormat: true });
+const client = createClient(CopasService, transport);
+const accounts = createClient(AccountService, transport);
+/** This browser's account: a guest of this device until a password signs in another. Its
+ * device secret and tokens are kept in localStorage (never in a URL, never logged). */
+const account = new AccountSession(accounts, localStorage);
 
 const SESSION_KEY = "copas.session";
 const NAME_KEY = "copas.name";
@@ -170,6 +176,7 @@ function toLobby(): void {
   $("game").hidden = true;
   $("lobby").hidden = false;
   startLobby();
+  if (account.account) void showProfile().catch(() => undefined); // the game just played
 }
 
 // ------------------------------------------------------------------ moves
@@ -350,7 +357,9 @@ function playerName(): string {
 async function joinTable(tableId: string, table?: TableSummary): Promise<void> {
   showLobbyError("");
   try {
-    const joined = await client.joinTable({ tableId, displayName: playerName(), requestId: requestId() });
+    const joined = await asAccount((headers, displayName) =>
+      client.joinTable({ tableId, displayName, requestId: requestId() }, { headers }),
+    );
     enterTable({ tableId, token: joined.playerToken, seat: joined.seat }, joined.table ?? table);
   } catch (error) {
     showLobbyError(`Could not join. ${refusalWords(refusal(error))}`);
@@ -381,6 +390,8 @@ async function openTable(setup: Setup, button?: HTMLButtonElement): Promise<void
     const { table } = await client.createTable({
       preset: setup.preset,
       botSeats: 3 - setup.friends,
+      // Games against the page's bots count too: each bot an opponent of a fixed rating.
+      rating: "with_bots",
       displayName: `${playerName()}'s table`.slice(0, 64),
       requestId: requestId(),
       rules: {
@@ -405,7 +416,9 @@ async function quickMatch(): Promise<void> {
   showLobbyError("");
   try {
     const preset = $<HTMLSelectElement>("preset").value;
-    const joined = await client.joinTable({ preset, players: 4, displayName: playerName(), requestId: requestId() });
+    const joined = await asAccount((headers, displayName) =>
+      client.joinTable({ preset, players: 4, displayName, requestId: requestId() }, { headers }),
+    );
     if (joined.table) enterTable({ tableId: joined.table.tableId, token: joined.playerToken, seat: joined.seat }, joined.table);
   } catch (error) {
     showLobbyError(`No quick match. ${refusalWords(refusal(error))}`);
@@ -456,9 +469,172 @@ async function showInvite(tableId: string): Promise<void> {
   }
 }
 
+// ------------------------------------------------------------------ the account
+
+let signedIn: Promise<boolean> | undefined; // the first sign-in, once
+let nameEdited = false; // the person typed a name the profile must not overwrite
+let aroundMe = false;
+
+/** The access token's headers and the seat's name: the account's (renamed first when the
+ * name field says otherwise), or, without an account, the name typed. */
+async function asAccount<T>(join: (headers: Record<string, string>, displayName: string) => Promise<T>): Promise<T> {
+  const typed = playerName();
+  if (!(await signedIn)) return join({}, typed);
+  if (account.account && account.account.displayName !== typed) await rename(typed);
+  const joined = await account.call((headers) => join(headers, ""));
+  void showProfile();
+  return joined;
+}
+
+async function rename(displayName: string): Promise<void> {
+  const answer = await account.call((headers) => accounts.updateProfile({ displayName }, { headers }));
+  account.account = answer.account;
+  $("me-title").textContent = answer.account?.displayName || "You";
+}
+
+function showMeError(text: string, reason = ""): void {
+  $("me-error").textContent = text;
+  $("me-error").dataset.reason = reason;
+}
+
+async function signInFirst(): Promise<boolean> {
+  try {
+    await account.accessToken(); // the kept session (refreshed), or this device's guest
+    await showProfile();
+    return true;
+  } catch (error) {
+    const why = refusal(error);
+    $("me-status").textContent = "Not signed in";
+    showMeError(`Your account is out of reach. ${refusalWords(why)}`, why.reason);
+    return false;
+  }
+}
+
+function gameLine(game: MyGame): HTMLLIElement {
+  const when = game.finishTime ? new Date(timestampMs(game.finishTime)).toLocaleDateString() : "";
+  const rated = game.isRated
+    ? `, rating ${game.ratingAfter} (${game.ratingChange >= 0 ? "+" : ""}${game.ratingChange})`
+    : ", not rated";
+  const text = `${ordinal(game.place)} of ${game.players} at ${game.tableName || "a table"}: ${game.points} points${rated}${when ? `, ${when}` : ""}`;
+  return element("li", text, { "data-record": game.recordId, "data-place": String(game.place) });
+}
+
+/** The name, rating, last games and the leaderboard, from the server. */
+async function showProfile(): Promise<void> {
+  const [profile, games] = await Promise.all([
+    account.call((headers) => accounts.getProfile({}, { headers })),
+    account.call((headers) => accounts.listMyGames({ pageSize: 5 }, { headers })),
+  ]);
+  const me = profile.account;
+  account.account = me;
+  const name = me?.displayName ?? "";
+  $("me-title").textContent = name || "You";
+  const method = account.tokens?.method === "password" ? `signed in as ${me?.username || name}` : "playing as a guest";
+  $("me-status").textContent = `You are ${method}`;
+  $("me").dataset.account = me?.accountId ?? "";
+  $("me").dataset.games = String(profile.games);
+  const nameInput = $<HTMLInputElement>("name");
+  // Never under the person's cursor: a name they are typing is theirs.
+  if (!nameEdited && name && document.activeElement !== nameInput) nameInput.value = name;
+  const four = profile.ratings.find((r) => r.players === 4);
+  const rating = $("me-rating");
+  rating.dataset.rating = String(four?.rating ?? 0);
+  rating.dataset.ratedGames = String(four?.games ?? 0);
+  rating.textContent =
+    `Rating ${four?.rating ?? 0}` +
+    (four?.games ? `, ${ordinal(four.place)} on the leaderboard` : " (no rated game yet)") +
+    ` · ${profile.games} game${profile.games === 1 ? "" : "s"}, ${profile.wins} won`;
+  const list = $("my-games");
+  list.replaceChildren(...games.games.map(gameLine));
+  if (!games.games.length) list.replaceChildren(element("li", "No games yet: play one above."));
+  $<HTMLFormElement>("password-form").hidden = (me?.username ?? "") !== "";
+  await showBoard();
+}
+
+async function showBoard(): Promise<void> {
+  const board = await account.call((headers) =>
+    accounts.getLeaderboard({ players: 4, pageSize: 10, aroundMe }, { headers }),
+  );
+  const body = $<HTMLTableElement>("leaderboard").tBodies[0]!;
+  body.replaceChildren(
+    ...board.entries.map((entry) => {
+      const row = element("tr", "", { "data-you": String(entry.isYou) });
+      row.append(
+        element("td", String(entry.place)),
+        element("th", entry.displayName + (entry.isYou ? " (you)" : ""), { scope: "row" }),
+        element("td", String(entry.rating)),
+        element("td", String(entry.games)),
+      );
+      return row;
+    }),
+  );
+  if (!board.entries.length) {
+    const empty = element("tr", "", { class: "empty" });
+    empty.append(element("td", "No rated games yet.", { colspan: "4" }));
+    body.append(empty);
+  }
+}
+
+async function onAccountForm(event: Event, work: () => Promise<unknown>, button: string): Promise<void> {
+  event.preventDefault();
+  const pressed = $<HTMLButtonElement>(button);
+  pressed.disabled = true;
+  showMeError("");
+  try {
+    await work();
+    await showProfile();
+  } catch (error) {
+    const why = refusal(error);
+    showMeError(refusalWords(why), why.reason);
+  } finally {
+    pressed.disabled = false;
+  }
+}
+
+function startAccount(): void {
+  signedIn = signInFirst();
+  const nameField = $<HTMLInputElement>("name");
+  nameField.addEventListener("input", () => (nameEdited = true));
+  nameField.addEventListener("change", () => {
+    const typed = nameField.value.trim();
+    if (!typed || !account.account || typed === account.account.displayName) return;
+    void signedIn?.then(() =>
+      rename(typed).then(
+        () => showMeError(""),
+        (error: unknown) => {
+          const why = refusal(error);
+          showMeError(refusalWords(why), why.reason);
+        },
+      ),
+    );
+  });
+  $("password-form").addEventListener("submit", (e) =>
+    void onAccountForm(e, async () => {
+      const username = $<HTMLInputElement>("link-username").value.trim();
+      const password = $<HTMLInputElement>("link-password").value;
+      await account.call((headers) => accounts.linkPassword({ username, password }, { headers }));
+      $<HTMLInputElement>("link-password").value = "";
+    }, "link-button"),
+  );
+  $("sign-in-form").addEventListener("submit", (e) =>
+    void onAccountForm(e, async () => {
+      const username = $<HTMLInputElement>("sign-in-username").value.trim();
+      await account.signInPassword(username, $<HTMLInputElement>("sign-in-password").value);
+      $<HTMLInputElement>("sign-in-password").value = "";
+      nameEdited = false; // the account's own name from now on
+    }, "sign-in-button"),
+  );
+  $("board-around").addEventListener("click", () => {
+    aroundMe = !aroundMe;
+    $("board-around").setAttribute("aria-pressed", String(aroundMe));
+    void showBoard().catch((error: unknown) => showMeError(refusalWords(refusal(error))));
+  });
+}
+
 function start(): void {
   const name = localStorage.getItem(NAME_KEY);
   if (name) $<HTMLInputElement>("name").value = name;
+  startAccount();
   const preset = $<HTMLSelectElement>("preset");
   const moonRule = $<HTMLSelectElement>("moon-rule");
   const syncMoon = () => {

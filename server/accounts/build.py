@@ -1,0 +1,64 @@
+"""The accounts of a server, from its configuration: their store (memory, SQLite beside the
+tables in ``--data-dir``, or the cluster's PostgreSQL), the password hasher, the trusted OIDC
+issuers and the attempt limits."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Protocol
+
+from server.accounts.attempts import SignInAttempts
+from server.accounts.credentials import PasswordParameters, Passwords
+from server.accounts.model import AccountStore, MemoryAccountStore
+from server.accounts.oidc import OidcIssuer, OidcVerifier
+from server.accounts.service import Accounts
+from server.config import Config
+from server.store.base import StoreUnusable
+
+ACCOUNTS_FILE = "accounts.sqlite3"
+
+
+class ClosableStore(AccountStore, Protocol):
+    def close(self) -> None: ...
+
+
+class _Memory(MemoryAccountStore):
+    def close(self) -> None:
+        return None
+
+
+def open_account_store(config: Config) -> ClosableStore:
+    """:raises StoreUnusable: the accounts' database cannot be opened."""
+    try:
+        if config.database:
+            from server.accounts.postgres import PgAccountStore
+
+            return PgAccountStore(config.database)
+        if config.data_dir == "memory":
+            return _Memory()
+        from server.accounts.sqlite import SqliteAccountStore
+
+        return SqliteAccountStore(Path(config.data_dir) / ACCOUNTS_FILE)
+    except Exception as exc:
+        raise StoreUnusable(f"cannot open the accounts' store: {exc}") from None
+
+
+def issuers(config: Config) -> list[OidcIssuer]:
+    """:raises ValueError: --oidc-issuers is not a list of ISSUER=AUDIENCE=JWKS."""
+    return [OidcIssuer.parse(part.strip()) for part in config.oidc_issuers.split(",")
+            if part.strip()]
+
+
+def build_accounts(config: Config, store: AccountStore) -> Accounts:
+    """:raises ValueError: an issuer's flag or its JWKS file cannot be used."""
+    passwords = Passwords(PasswordParameters(time_cost=config.password_time_cost,
+                                             memory_kib=config.password_memory_kib))
+    try:
+        verifier = OidcVerifier(issuers(config))
+    except Exception as exc:
+        raise ValueError(f"--oidc-issuers: {exc}") from None
+    return Accounts(store, time.time, passwords=passwords, verifier=verifier,
+                    attempts=SignInAttempts(time.monotonic),
+                    access_ttl=config.access_token_seconds,
+                    refresh_ttl=config.refresh_token_days * 86400.0)

@@ -1,0 +1,357 @@
+"""What accounts keep, and the port they keep it behind: ``AccountStore``, implemented in memory
+here (tests, ``--data-dir memory``) and by the durable stores. Every method is one transaction;
+a write returns once it is durable."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Protocol
+
+from server.accounts.ratings import Rating
+
+
+class Method(StrEnum):
+    """A way to sign in."""
+
+    DEVICE = "device"
+    PASSWORD = "password"
+    OIDC = "oidc"
+
+
+@dataclass(frozen=True, slots=True)
+class Account:
+    """A person who comes back."""
+
+    id: str
+    """``a_`` and random characters; shown to nobody but the person and operators."""
+    display_name: str
+    """The name seats take unless a join gives one."""
+    created: float
+    """When it was made (seconds since the epoch)."""
+    is_banned: bool = False
+    """An operator banned it: no sign-in, no seat."""
+    is_deleted: bool = False
+    """Deleted on request: records keep its games but no longer name it."""
+
+
+@dataclass(frozen=True, slots=True)
+class Identity:
+    """One way an account signs in."""
+
+    method: Method
+    """Which way."""
+    key: str
+    """What it is found by: a device secret's digest, a username (lower case), or an OIDC
+    issuer and subject."""
+    account_id: str
+    """The account it signs in."""
+    secret: str = ""
+    """A password's argon2id hash (empty for the others)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Session:
+    """One sign-in: an access token and the refresh token that renews it. Rotating keeps the
+    family; reusing an old refresh token ends the family."""
+
+    family: str
+    """Its id, the same across rotations."""
+    account_id: str
+    """Whose it is."""
+    access_digest: str
+    """The current access token's digest."""
+    access_expires: float
+    """When the access token stops working."""
+    refresh_digest: str
+    """The current refresh token's digest."""
+    refresh_expires: float
+    """When the refresh token stops working."""
+    generation: int = 0
+    """How many times it was refreshed."""
+
+
+@dataclass(frozen=True, slots=True)
+class Ranked:
+    """One line of a leaderboard."""
+
+    place: int
+    """1 = the top."""
+    account_id: str
+    """Whose line it is."""
+    display_name: str
+    """The account's name."""
+    rating: Rating
+    """Its rating in this kind of game."""
+
+
+@dataclass(frozen=True, slots=True)
+class Placed:
+    """One account's result in a finished game."""
+
+    account_id: str
+    """Who."""
+    place: int
+    """1-based; tied players share a place."""
+    points: int
+    """Game points (fewer is better)."""
+
+
+@dataclass(frozen=True, slots=True)
+class FinishedGame:
+    """A finished game, as the accounts of its seats keep it."""
+
+    record_id: str
+    """Its game record (GetGameRecord)."""
+    table_name: str
+    """The table's name."""
+    finished: float
+    """When it ended (seconds since the epoch)."""
+    players: int
+    """The kind of game: how many seats."""
+    places: tuple[Placed, ...]
+    """The accounts' results (seats without an account are not listed)."""
+    is_rated: bool
+    """Whether it moves ratings."""
+    fixed_places: tuple[int, ...] = ()
+    """The places of its bots, rated opponents whose ratings never move (``with_bots``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class PlayedGame:
+    """One line of an account's history."""
+
+    record_id: str
+    """Its game record."""
+    table_name: str
+    """The table's name."""
+    finished: float
+    """When it ended."""
+    players: int
+    """How many seats."""
+    place: int
+    """The account's place."""
+    points: int
+    """The account's game points."""
+    is_rated: bool
+    """Whether it moved the rating."""
+    rating_after: int
+    """The shown rating after it (0 when unrated)."""
+    rating_change: int
+    """How the shown rating moved."""
+
+
+RatingUpdate = Callable[[list[Rating], list[int]], list[Rating]]
+
+
+class IdentityTaken(Exception):
+    """The identity's key already belongs to an account."""
+
+
+class AccountStore(Protocol):
+    async def identity(self, method: Method, key: str) -> Identity | None: ...
+    async def identities(self, account_id: str) -> list[Identity]: ...
+    async def account(self, account_id: str) -> Account | None: ...
+    async def create(self, account: Account, identity: Identity) -> None:
+        """:raises IdentityTaken: another account has the identity (nothing is written)."""
+    async def link(self, identity: Identity) -> None:
+        """:raises IdentityTaken: another account has the identity."""
+    async def unlink(self, method: Method, key: str) -> None: ...
+    async def save_account(self, account: Account) -> None: ...
+    async def banned_among(self, account_ids: list[str]) -> set[str]:
+        """Those of ``account_ids`` banned (or deleted)."""
+    async def start_session(self, session: Session) -> None: ...
+    async def session_by_access(self, digest: str) -> Session | None: ...
+    async def session_by_refresh(self, digest: str) -> tuple[Session | None, bool]:
+        """The session whose current refresh token has ``digest`` (and True), or whose
+        earlier one had it (and False: a reuse), or (None, False)."""
+    async def rotate(self, old: Session, new: Session) -> bool:
+        """Replace ``old`` by ``new`` if ``old`` is still current (False: it was rotated or
+        ended meanwhile; nothing written)."""
+    async def end_family(self, family: str) -> None: ...
+    async def end_sessions(self, account_id: str) -> int:
+        """End every session of the account; returns how many."""
+    async def ratings(self, account_id: str) -> dict[int, Rating]: ...
+    async def record_game(self, game: FinishedGame, compute: RatingUpdate
+                          ) -> dict[str, tuple[Rating, Rating]] | None:
+        """Take one finished game into its accounts' histories exactly once, and when it is
+        rated, read their ratings for games of its player count, ``compute`` the new ones and
+        write them, all in one transaction. Returns each rated account's (before, after)
+        ({} for an unrated game), or None when the game was recorded already (nothing
+        written)."""
+    async def is_recorded(self, record_id: str) -> bool: ...
+    async def games_of(self, account_id: str, limit: int,
+                       before: tuple[float, str] | None) -> list[PlayedGame]:
+        """The account's games, newest first, older than ``before`` (finish time, record)."""
+    async def totals(self, account_id: str) -> tuple[int, int, float]:
+        """The account's games, wins and average place over every game recorded."""
+    async def leaderboard(self, players: int, offset: int, limit: int) -> list[Ranked]:
+        """Accounts by shown rating (then games, then id), from place ``offset + 1``."""
+    async def place_of(self, account_id: str, players: int) -> int | None:
+        """The account's place on the leaderboard of ``players`` (1 = top), if rated."""
+    async def forget_games(self, account_id: str) -> None:
+        """The account's ratings and history go (it was deleted): it leaves every leaderboard
+        and no listing links it to its games."""
+
+
+USED_REFRESH_KEPT = 16  # a family remembers this many of its old refresh tokens (reuse check)
+
+
+class MemoryAccountStore:
+    """The in-memory ``AccountStore``: nothing survives a restart."""
+
+    def __init__(self) -> None:
+        self._accounts: dict[str, Account] = {}
+        self._identities: dict[tuple[Method, str], Identity] = {}
+        self._sessions: dict[str, Session] = {}  # family -> session
+        self._by_access: dict[str, str] = {}
+        self._by_refresh: dict[str, str] = {}
+        self._used_refresh: dict[str, str] = {}  # an old refresh digest -> its family
+        self._used_order: dict[str, list[str]] = {}
+        self._ratings: dict[str, dict[int, Rating]] = {}
+        self._recorded: set[str] = set()
+        self._history: dict[str, list[PlayedGame]] = {}
+        self._order = itertools.count()
+
+    def __len__(self) -> int:
+        """How many accounts it holds."""
+        return len(self._accounts)
+
+    async def identity(self, method: Method, key: str) -> Identity | None:
+        return self._identities.get((method, key))
+
+    async def identities(self, account_id: str) -> list[Identity]:
+        return [i for i in self._identities.values() if i.account_id == account_id]
+
+    async def account(self, account_id: str) -> Account | None:
+        return self._accounts.get(account_id)
+
+    async def create(self, account: Account, identity: Identity) -> None:
+        if (identity.method, identity.key) in self._identities:
+            raise IdentityTaken(identity.method)
+        self._accounts[account.id] = account
+        self._identities[identity.method, identity.key] = identity
+
+    async def link(self, identity: Identity) -> None:
+        found = self._identities.get((identity.method, identity.key))
+        if found is not None and found.account_id != identity.account_id:
+            raise IdentityTaken(identity.method)
+        self._identities[identity.method, identity.key] = identity
+
+    async def unlink(self, method: Method, key: str) -> None:
+        self._identities.pop((method, key), None)
+
+    async def banned_among(self, account_ids: list[str]) -> set[str]:
+        return {a for a in account_ids if (found := self._accounts.get(a)) is not None
+                and (found.is_banned or found.is_deleted)}
+
+    async def save_account(self, account: Account) -> None:
+        self._accounts[account.id] = account
+
+    async def start_session(self, session: Session) -> None:
+        self._sessions[session.family] = session
+        self._by_access[session.access_digest] = session.family
+        self._by_refresh[session.refresh_digest] = session.family
+
+    async def session_by_access(self, digest: str) -> Session | None:
+        family = self._by_access.get(digest)
+        return None if family is None else self._sessions.get(family)
+
+    async def session_by_refresh(self, digest: str) -> tuple[Session | None, bool]:
+        family = self._by_refresh.get(digest)
+        if family is not None:
+            return self._sessions.get(family), True
+        family = self._used_refresh.get(digest)
+        if family is not None and family in self._sessions:
+            return self._sessions[family], False
+        return None, False
+
+    async def rotate(self, old: Session, new: Session) -> bool:
+        if self._sessions.get(old.family) != old:
+            return False
+        self._by_access.pop(old.access_digest, None)
+        self._by_refresh.pop(old.refresh_digest, None)
+        used = self._used_order.setdefault(old.family, [])
+        used.append(old.refresh_digest)
+        self._used_refresh[old.refresh_digest] = old.family
+        while len(used) > USED_REFRESH_KEPT:
+            self._used_refresh.pop(used.pop(0), None)
+        await self.start_session(new)
+        return True
+
+    async def end_family(self, family: str) -> None:
+        session = self._sessions.pop(family, None)
+        if session is not None:
+            self._by_access.pop(session.access_digest, None)
+            self._by_refresh.pop(session.refresh_digest, None)
+        for digest in self._used_order.pop(family, []):
+            self._used_refresh.pop(digest, None)
+
+    async def end_sessions(self, account_id: str) -> int:
+        families = [s.family for s in self._sessions.values() if s.account_id == account_id]
+        for family in families:
+            await self.end_family(family)
+        return len(families)
+
+    async def ratings(self, account_id: str) -> dict[int, Rating]:
+        return dict(self._ratings.get(account_id, {}))
+
+    async def record_game(self, game: FinishedGame, compute: RatingUpdate
+                          ) -> dict[str, tuple[Rating, Rating]] | None:
+        if game.record_id in self._recorded:
+            return None
+        changes = {}
+        if game.is_rated:
+            ids = [p.account_id for p in game.places]
+            before = [self._ratings.get(a, {}).get(game.players, Rating()) for a in ids]
+            after = compute(before, [p.place for p in game.places])
+            for account_id, rating in zip(ids, after, strict=True):
+                self._ratings.setdefault(account_id, {})[game.players] = rating
+            changes = {a: (b, r) for a, b, r in zip(ids, before, after, strict=True)}
+        for placed in game.places:
+            b, r = changes.get(placed.account_id, (Rating(), Rating()))
+            self._history.setdefault(placed.account_id, []).append(PlayedGame(
+                game.record_id, game.table_name, game.finished, game.players, placed.place,
+                placed.points, game.is_rated, r.shown if game.is_rated else 0,
+                r.shown - b.shown if game.is_rated else 0))
+        self._recorded.add(game.record_id)
+        return changes
+
+    async def is_recorded(self, record_id: str) -> bool:
+        return record_id in self._recorded
+
+    async def games_of(self, account_id: str, limit: int,
+                       before: tuple[float, str] | None) -> list[PlayedGame]:
+        games = sorted(self._history.get(account_id, []),
+                       key=lambda g: (g.finished, g.record_id), reverse=True)
+        return [g for g in games if before is None
+                or (g.finished, g.record_id) < before][:limit]
+
+    async def totals(self, account_id: str) -> tuple[int, int, float]:
+        games = self._history.get(account_id, [])
+        if not games:
+            return 0, 0, 0.0
+        return (len(games), sum(g.place == 1 for g in games),
+                sum(g.place for g in games) / len(games))
+
+    def _board(self, players: int) -> list[tuple[str, Rating]]:
+        rows = [(a, r[players]) for a, r in self._ratings.items() if players in r]
+        return sorted(rows, key=lambda row: (-row[1].shown, -row[1].games, row[0]))
+
+    async def leaderboard(self, players: int, offset: int, limit: int) -> list[Ranked]:
+        rows = self._board(players)[offset:offset + limit]
+        return [Ranked(offset + n + 1, a, self._accounts[a].display_name, r)
+                for n, (a, r) in enumerate(rows)]
+
+    async def forget_games(self, account_id: str) -> None:
+        self._ratings.pop(account_id, None)
+        self._history.pop(account_id, None)
+
+    async def place_of(self, account_id: str, players: int) -> int | None:
+        for n, (a, _) in enumerate(self._board(players)):
+            if a == account_id:
+                return n + 1
+        return None
+

@@ -1,0 +1,385 @@
+"""``Accounts``: sign-in by device, password or OIDC; sessions that refresh with rotation (a
+reused refresh token ends its whole family, as OAuth 2.0's security practice says); linking a
+second way to an account; the operators' rename, revoke, ban and delete.
+
+Every refusal is a ``ServiceError`` with its reason; a refused call changed nothing. No secret
+(device secret, password, token) is kept but as a digest or hash, or put in a message.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import secrets
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, replace
+
+from server.accounts.attempts import SignInAttempts
+from server.accounts.credentials import (
+    Passwords,
+    check_password,
+    device_digest,
+    new_access_token,
+    new_refresh_token,
+    username_key,
+)
+from server.accounts.model import (
+    Account,
+    AccountStore,
+    FinishedGame,
+    Identity,
+    IdentityTaken,
+    Method,
+    PlayedGame,
+    Ranked,
+    Session,
+)
+from server.accounts.oidc import OidcVerifier
+from server.accounts.ratings import Rating, rate
+from server.bounded import Bounded
+from server.errors import ServiceError
+from server.tokens import hash_token
+
+ACCESS_TTL = 15 * 60.0  # seconds an access token works
+REFRESH_TTL = 30 * 86400.0  # seconds a refresh token works (each refresh starts it again)
+HASHES_AT_ONCE = 2  # argon2 hashes computed at once (each on a thread, 64 MiB)
+HASHES_WAITING = 32  # more password sign-ins waiting than this are refused at once
+ACTIVE_SECONDS = 900.0  # an account signed in or seen within this is active
+ACTIVE_KEPT = 100_000  # accounts remembered as recently seen (the least recent forgotten)
+
+
+@dataclass(frozen=True, slots=True)
+class Profile:
+    """An account with its ways to sign in, ratings and totals."""
+
+    account: Account
+    """The account."""
+    identities: tuple[Identity, ...]
+    """How it signs in (secrets are digests or hashes)."""
+    ratings: dict[int, Rating]
+    """Its rating per player count."""
+    places: dict[int, int]
+    """Its place on each of those leaderboards."""
+    games: int
+    """Games finished."""
+    wins: int
+    """Games finished 1st."""
+    average_place: float
+    """The average place over them (0 without games)."""
+
+
+@dataclass(frozen=True, slots=True)
+class SignedIn:
+    """What a sign-in or refresh answers."""
+
+    account: Account
+    """Who signed in."""
+    access_token: str
+    """The bearer token for calls (``authorization: Bearer ...``)."""
+    refresh_token: str
+    """Renews the access token, once: each refresh answers a new one."""
+    access_expires: float
+    """When ``access_token`` stops working (seconds since the epoch)."""
+    refresh_expires: float
+    """When ``refresh_token`` stops working."""
+    is_new: bool
+    """The account was created by this sign-in."""
+
+
+def _bad_credentials() -> ServiceError:
+    return ServiceError.unauthenticated("these credentials do not sign in",
+                                        "INVALID_CREDENTIALS")
+
+
+def _revoked() -> ServiceError:
+    return ServiceError.unauthenticated("this session has ended: sign in again",
+                                        "SESSION_REVOKED")
+
+
+def _banned() -> ServiceError:
+    return ServiceError.denied("this account is banned", "ACCOUNT_BANNED")
+
+
+class Accounts:
+    def __init__(self, store: AccountStore, clock: Callable[[], float], *,
+                 passwords: Passwords, verifier: OidcVerifier, attempts: SignInAttempts,
+                 access_ttl: float = ACCESS_TTL, refresh_ttl: float = REFRESH_TTL) -> None:
+        self._store = store
+        self._clock = clock
+        self._passwords = passwords
+        self._verifier = verifier
+        self._attempts = attempts
+        self._access_ttl = access_ttl
+        self._refresh_ttl = refresh_ttl
+        self._seen: Bounded[str, float] = Bounded(ACTIVE_KEPT, is_lru=True)  # id -> last use
+        self._hashing = asyncio.Semaphore(HASHES_AT_ONCE)
+        self._hashes_waiting = 0
+
+    # ------------------------------------------------------------ sign-in
+
+    async def sign_in_device(self, secret: str, display_name: str) -> SignedIn:
+        """The device's account, created on its first sign-in (named ``display_name``)."""
+        key = device_digest(secret)
+        found = await self._store.identity(Method.DEVICE, key)
+        if found is not None:
+            return await self._start(await self._usable(found.account_id), is_new=False)
+        account = self._new_account(display_name)
+        try:
+            await self._store.create(account, Identity(Method.DEVICE, key, account.id))
+        except IdentityTaken:  # the same device signed in twice at once: the first won
+            return await self.sign_in_device(secret, display_name)
+        return await self._start(account, is_new=True)
+
+    async def sign_up_password(self, username: str, password: str, display_name: str
+                               ) -> SignedIn:
+        """A new account that signs in by username and password."""
+        key = username_key(username)
+        check_password(password)
+        hashed = await self._hash(password)
+        account = self._new_account(display_name or username)
+        try:
+            await self._store.create(account, Identity(Method.PASSWORD, key, account.id, hashed))
+        except IdentityTaken:
+            raise ServiceError.precondition("this username is taken", "IDENTITY_TAKEN") from None
+        return await self._start(account, is_new=True)
+
+    async def sign_in_password(self, username: str, password: str, address: str) -> SignedIn:
+        """The account of ``username``; the same answer, after the same work, whether the
+        name is unknown or the password wrong."""
+        key = username.lower()[:64]
+        wait = self._attempts.wait(key, address)
+        if wait > 0:
+            raise ServiceError.over_quota(
+                "too many failed sign-ins for this username or from this address",
+                "TOO_MANY_SIGN_INS", "sign-in attempts", wait)
+        found = await self._store.identity(Method.PASSWORD, key)
+        stored = found.secret if found is not None else None
+        if not await self._verify(stored, password[:1024]) or found is None:
+            self._attempts.failed(key, address)
+            raise _bad_credentials()
+        return await self._start(await self._usable(found.account_id), is_new=False)
+
+    async def sign_in_oidc(self, id_token: str, display_name: str) -> SignedIn:
+        """The account of the ID token's issuer and subject, created on first use."""
+        identity = await asyncio.to_thread(self._verifier.verify, id_token)
+        found = await self._store.identity(Method.OIDC, identity.key)
+        if found is not None:
+            return await self._start(await self._usable(found.account_id), is_new=False)
+        account = self._new_account(display_name or identity.name)
+        try:
+            await self._store.create(account, Identity(Method.OIDC, identity.key, account.id))
+        except IdentityTaken:
+            return await self.sign_in_oidc(id_token, display_name)
+        return await self._start(account, is_new=True)
+
+    # ------------------------------------------------------------ sessions
+
+    async def refresh(self, refresh_token: str) -> SignedIn:
+        """A new access token and refresh token for ``refresh_token``, which stops working.
+        An old refresh token presented again ends the session (someone copied it)."""
+        session, is_current = await self._store.session_by_refresh(hash_token(refresh_token))
+        if session is None:
+            raise _revoked()
+        if not is_current:
+            await self._store.end_family(session.family)
+            raise ServiceError.unauthenticated(
+                "this refresh token was already used: the session has ended, sign in again",
+                "SESSION_REVOKED")
+        now = self._clock()
+        if session.refresh_expires <= now:
+            await self._store.end_family(session.family)
+            raise ServiceError.unauthenticated("this session expired: sign in again",
+                                               "SESSION_EXPIRED")
+        account = await self._usable(session.account_id)
+        access, refresh = new_access_token(), new_refresh_token()
+        new = replace(session, access_digest=hash_token(access),
+                      access_expires=now + self._access_ttl,
+                      refresh_digest=hash_token(refresh), refresh_expires=now + self._refresh_ttl,
+                      generation=session.generation + 1)
+        if not await self._store.rotate(session, new):
+            raise _revoked()  # refreshed twice at once: the other won, this copy is spent
+        return SignedIn(account, access, refresh, new.access_expires, new.refresh_expires, False)
+
+    async def authenticate(self, access_token: str) -> Account:
+        """The account an access token signs in.
+
+        :raises ServiceError: SESSION_EXPIRED (refresh it), SESSION_REVOKED, ACCOUNT_BANNED.
+        """
+        return await self.authenticate_digest(hash_token(access_token))
+
+    async def authenticate_digest(self, digest: str) -> Account:
+        """``authenticate`` for the digest of an access token (the gateway keeps only that)."""
+        session = await self._store.session_by_access(digest)
+        if session is None:
+            raise _revoked()
+        if session.access_expires <= self._clock():
+            raise ServiceError.unauthenticated(
+                "this access token expired: refresh it", "SESSION_EXPIRED")
+        account = await self._usable(session.account_id)
+        self._seen[account.id] = self._clock()
+        return account
+
+    async def sign_out(self, access_digest: str) -> None:
+        """End the session of the access token of ``access_digest`` (its refresh token too)."""
+        session = await self._store.session_by_access(access_digest)
+        if session is not None:
+            await self._store.end_family(session.family)
+
+    # ------------------------------------------------------------ linking
+
+    async def link_password(self, account: Account, username: str, password: str) -> None:
+        """The account signs in by ``username`` and ``password`` too (history kept)."""
+        key = username_key(username)
+        check_password(password)
+        hashed = await self._hash(password)
+        existing = [i for i in await self._store.identities(account.id)
+                    if i.method is Method.PASSWORD]
+        try:
+            await self._store.link(Identity(Method.PASSWORD, key, account.id, hashed))
+        except IdentityTaken:
+            raise ServiceError.precondition("this username is taken", "IDENTITY_TAKEN") from None
+        for old in existing:  # one password per account: a new username replaces the old
+            if old.key != key:
+                await self._store.unlink(old.method, old.key)
+
+    async def link_oidc(self, account: Account, id_token: str) -> None:
+        identity = await asyncio.to_thread(self._verifier.verify, id_token)
+        try:
+            await self._store.link(Identity(Method.OIDC, identity.key, account.id))
+        except IdentityTaken:
+            raise ServiceError.precondition(
+                "this identity already signs in another account", "IDENTITY_TAKEN") from None
+
+    # ------------------------------------------------------------ profiles, boards, history
+
+    async def profile(self, account: Account) -> Profile:
+        """What the account's own page shows."""
+        identities = await self._store.identities(account.id)
+        ratings = await self._store.ratings(account.id)
+        places = {players: await self._store.place_of(account.id, players)
+                  for players in ratings}
+        games, wins, average = await self._store.totals(account.id)
+        return Profile(account, tuple(identities), ratings,
+                       {p: place for p, place in places.items() if place is not None},
+                       games, wins, average)
+
+    async def leaderboard(self, players: int, offset: int, limit: int) -> list[Ranked]:
+        return await self._store.leaderboard(players, offset, limit)
+
+    async def around(self, account: Account, players: int, size: int) -> list[Ranked]:
+        """The page of ``size`` lines with the account in its middle (the top page when it
+        is not rated in this kind of game)."""
+        place = await self._store.place_of(account.id, players)
+        offset = 0 if place is None else max(place - 1 - size // 2, 0)
+        return await self._store.leaderboard(players, offset, size)
+
+    async def games(self, account: Account, limit: int, before: tuple[float, str] | None
+                    ) -> list[PlayedGame]:
+        return await self._store.games_of(account.id, limit, before)
+
+    async def games_of_id(self, account_id: str, limit: int,
+                          before: tuple[float, str] | None) -> list[PlayedGame]:
+        """An account's games by its id (a deleted or unknown one: none)."""
+        return await self._store.games_of(account_id, limit, before)
+
+    async def game_finished(self, game: FinishedGame) -> bool:
+        """Take a finished game into its accounts' histories and, if rated, their ratings:
+        exactly once (False: it was taken already, by this node or another)."""
+        return await self._store.record_game(
+            game, lambda before, places: rate(before, places, game.fixed_places)) is not None
+
+    # ------------------------------------------------------------ operators
+
+    async def find_by(self, query: str) -> Account:
+        """An account by its id, else by its username."""
+        if not query.startswith("a_"):
+            found = await self._store.identity(Method.PASSWORD, query.lower())
+            if found is not None:
+                query = found.account_id
+        return await self.find(query)
+
+    async def find(self, account_id: str) -> Account:
+        account = await self._store.account(account_id)
+        if account is None or account.is_deleted:
+            raise ServiceError.not_found("no such account", "ACCOUNT_NOT_FOUND")
+        return account
+
+    async def rename(self, account_id: str, name: str) -> Account:
+        account = replace(await self.find(account_id), display_name=name)
+        await self._store.save_account(account)
+        return account
+
+    async def revoke(self, account_id: str) -> int:
+        """End every session of the account now; returns how many."""
+        await self.find(account_id)
+        return await self._store.end_sessions(account_id)
+
+    async def set_banned(self, account_id: str, is_banned: bool) -> Account:
+        account = replace(await self.find(account_id), is_banned=is_banned)
+        await self._store.save_account(account)
+        if is_banned:
+            await self._store.end_sessions(account_id)
+        return account
+
+    async def banned_among(self, account_ids: list[str]) -> set[str]:
+        return await self._store.banned_among(account_ids)
+
+    async def delete(self, account_id: str) -> None:
+        """Forget the person: sessions end, ways to sign in go, the name is gone."""
+        account = await self.find(account_id)
+        await self._store.end_sessions(account_id)
+        for identity in await self._store.identities(account_id):
+            await self._store.unlink(identity.method, identity.key)
+        await self._store.forget_games(account_id)
+        await self._store.save_account(replace(account, display_name="", is_deleted=True))
+
+    # ------------------------------------------------------------ helpers
+
+    def _new_account(self, display_name: str) -> Account:
+        number = secrets.token_urlsafe(12)
+        return Account("a_" + number, display_name or f"Player {number[:4]}", self._clock())
+
+    async def _usable(self, account_id: str) -> Account:
+        account = await self._store.account(account_id)
+        if account is None or account.is_deleted:
+            raise _bad_credentials()
+        if account.is_banned:
+            raise _banned()
+        return account
+
+    def active(self) -> int:
+        """Accounts signed in or seen on this node within ``ACTIVE_SECONDS``."""
+        since = self._clock() - ACTIVE_SECONDS
+        return sum(1 for seen in self._seen.values() if seen >= since)
+
+    async def _start(self, account: Account, *, is_new: bool) -> SignedIn:
+        now = self._clock()
+        self._seen[account.id] = now
+        access, refresh = new_access_token(), new_refresh_token()
+        session = Session(secrets.token_urlsafe(16), account.id, hash_token(access),
+                          now + self._access_ttl, hash_token(refresh), now + self._refresh_ttl)
+        await self._store.start_session(session)
+        return SignedIn(account, access, refresh, session.access_expires,
+                        session.refresh_expires, is_new)
+
+    async def _hash(self, password: str) -> str:
+        async with self._hashing_turn():
+            return await asyncio.to_thread(self._passwords.hash, password)
+
+    async def _verify(self, stored: str | None, password: str) -> bool:
+        async with self._hashing_turn():
+            return await asyncio.to_thread(self._passwords.verify, stored, password)
+
+    @contextlib.asynccontextmanager
+    async def _hashing_turn(self) -> AsyncIterator[None]:
+        """One password hash's turn: at most HASHES_AT_ONCE run, HASHES_WAITING wait; more
+        are refused at once (a flood of sign-ins holds no unbounded queue of threads)."""
+        if self._hashes_waiting >= HASHES_WAITING:
+            raise ServiceError.over_quota("the server is checking too many passwords at once",
+                                          "TOO_MANY_SIGN_INS", "password checks", 1.0)
+        self._hashes_waiting += 1
+        try:
+            async with self._hashing:
+                yield
+        finally:
+            self._hashes_waiting -= 1

@@ -1,0 +1,322 @@
+"""Accounts in SQLite: their own database file (``accounts.sqlite3``) beside the tables' in
+``--data-dir``, WAL with ``synchronous=FULL``; each call one transaction on a thread, so the
+event loop never waits on the disk."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+from server.accounts.model import (
+    USED_REFRESH_KEPT,
+    Account,
+    FinishedGame,
+    Identity,
+    IdentityTaken,
+    Method,
+    PlayedGame,
+    Ranked,
+    RatingUpdate,
+    Session,
+)
+from server.accounts.ratings import Rating
+
+T = TypeVar("T")
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS accounts (
+    account_id TEXT PRIMARY KEY, display_name TEXT NOT NULL, created REAL NOT NULL,
+    is_banned INTEGER NOT NULL DEFAULT 0, is_deleted INTEGER NOT NULL DEFAULT 0);
+CREATE TABLE IF NOT EXISTS identities (
+    method TEXT NOT NULL, key TEXT NOT NULL, account_id TEXT NOT NULL, secret TEXT NOT NULL,
+    PRIMARY KEY (method, key)) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS identities_by_account ON identities (account_id);
+CREATE TABLE IF NOT EXISTS sessions (
+    family TEXT PRIMARY KEY, account_id TEXT NOT NULL, access_digest TEXT NOT NULL UNIQUE,
+    access_expires REAL NOT NULL, refresh_digest TEXT NOT NULL UNIQUE,
+    refresh_expires REAL NOT NULL, generation INTEGER NOT NULL);
+CREATE INDEX IF NOT EXISTS sessions_by_account ON sessions (account_id);
+CREATE TABLE IF NOT EXISTS used_refresh (
+    digest TEXT PRIMARY KEY, family TEXT NOT NULL, generation INTEGER NOT NULL) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS used_refresh_by_family ON used_refresh (family, generation);
+CREATE TABLE IF NOT EXISTS ratings (
+    account_id TEXT NOT NULL, players INTEGER NOT NULL, mu REAL NOT NULL, sigma REAL NOT NULL,
+    games INTEGER NOT NULL, wins INTEGER NOT NULL, shown INTEGER NOT NULL,
+    PRIMARY KEY (account_id, players)) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS ratings_board ON ratings (players, shown DESC, games DESC, account_id);
+CREATE TABLE IF NOT EXISTS recorded_games (record_id TEXT PRIMARY KEY);
+CREATE TABLE IF NOT EXISTS history (
+    account_id TEXT NOT NULL, finished REAL NOT NULL, record_id TEXT NOT NULL,
+    table_name TEXT NOT NULL, players INTEGER NOT NULL, place INTEGER NOT NULL,
+    points INTEGER NOT NULL, is_rated INTEGER NOT NULL, rating_after INTEGER NOT NULL,
+    rating_change INTEGER NOT NULL, PRIMARY KEY (account_id, finished, record_id)) WITHOUT ROWID;
+"""
+
+_SESSION = ("family, account_id, access_digest, access_expires, refresh_digest, "
+            "refresh_expires, generation")
+
+
+def _session(row: Any) -> Session:
+    return Session(row[0], row[1], row[2], row[3], row[4], row[5], row[6])
+
+
+def _account(row: Any) -> Account:
+    return Account(row[0], row[1], row[2], bool(row[3]), bool(row[4]))
+
+
+class SqliteAccountStore:
+    """The ``AccountStore`` of a single node."""
+
+    def __init__(self, path: Path) -> None:
+        self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=FULL")
+        self._db.execute("PRAGMA busy_timeout=5000")
+        self._db.executescript(SCHEMA)
+        self._lock = threading.Lock()
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    def _run(self, body: Callable[[sqlite3.Connection], T]) -> T:
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                result = body(self._db)
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+            return result
+
+    async def _do(self, body: Callable[[sqlite3.Connection], T]) -> T:
+        return await asyncio.to_thread(self._run, body)
+
+    def __len__(self) -> int:
+        with self._lock:
+            return int(self._db.execute("SELECT count(*) FROM accounts").fetchone()[0])
+
+    async def identity(self, method: Method, key: str) -> Identity | None:
+        def body(db: sqlite3.Connection) -> Identity | None:
+            row = db.execute("SELECT account_id, secret FROM identities WHERE method = ? "
+                             "AND key = ?", (method.value, key)).fetchone()
+            return None if row is None else Identity(method, key, row[0], row[1])
+        return await self._do(body)
+
+    async def identities(self, account_id: str) -> list[Identity]:
+        def body(db: sqlite3.Connection) -> list[Identity]:
+            return [Identity(Method(m), k, account_id, s) for m, k, s in db.execute(
+                "SELECT method, key, secret FROM identities WHERE account_id = ? "
+                "ORDER BY method, key", (account_id,))]
+        return await self._do(body)
+
+    async def account(self, account_id: str) -> Account | None:
+        def body(db: sqlite3.Connection) -> Account | None:
+            row = db.execute("SELECT account_id, display_name, created, is_banned, is_deleted "
+                             "FROM accounts WHERE account_id = ?", (account_id,)).fetchone()
+            return None if row is None else _account(row)
+        return await self._do(body)
+
+    async def create(self, account: Account, identity: Identity) -> None:
+        def body(db: sqlite3.Connection) -> None:
+            try:
+                db.execute("INSERT INTO identities VALUES (?, ?, ?, ?)",
+                           (identity.method.value, identity.key, account.id, identity.secret))
+            except sqlite3.IntegrityError:
+                raise IdentityTaken(identity.method) from None
+            db.execute("INSERT INTO accounts VALUES (?, ?, ?, ?, ?)",
+                       (account.id, account.display_name, account.created,
+                        int(account.is_banned), int(account.is_deleted)))
+        await self._do(body)
+
+    async def link(self, identity: Identity) -> None:
+        def body(db: sqlite3.Connection) -> None:
+            row = db.execute("SELECT account_id FROM identities WHERE method = ? AND key = ?",
+                             (identity.method.value, identity.key)).fetchone()
+            if row is not None and row[0] != identity.account_id:
+                raise IdentityTaken(identity.method)
+            db.execute("INSERT OR REPLACE INTO identities VALUES (?, ?, ?, ?)",
+                       (identity.method.value, identity.key, identity.account_id,
+                        identity.secret))
+        await self._do(body)
+
+    async def unlink(self, method: Method, key: str) -> None:
+        await self._do(lambda db: db.execute(
+            "DELETE FROM identities WHERE method = ? AND key = ?", (method.value, key)))
+
+    async def banned_among(self, account_ids: list[str]) -> set[str]:
+        def body(db: sqlite3.Connection) -> set[str]:
+            marks = ",".join("?" * len(account_ids))
+            return {a for (a,) in db.execute(
+                f"SELECT account_id FROM accounts WHERE account_id IN ({marks}) AND "
+                "(is_banned OR is_deleted)", account_ids)}
+        return await self._do(body) if account_ids else set()
+
+    async def save_account(self, account: Account) -> None:
+        await self._do(lambda db: db.execute(
+            "UPDATE accounts SET display_name = ?, is_banned = ?, is_deleted = ? "
+            "WHERE account_id = ?", (account.display_name, int(account.is_banned),
+                                     int(account.is_deleted), account.id)))
+
+    async def start_session(self, session: Session) -> None:
+        await self._do(lambda db: db.execute(
+            f"INSERT INTO sessions ({_SESSION}) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (session.family, session.account_id, session.access_digest,
+             session.access_expires, session.refresh_digest, session.refresh_expires,
+             session.generation)))
+
+    async def session_by_access(self, digest: str) -> Session | None:
+        def body(db: sqlite3.Connection) -> Session | None:
+            row = db.execute(f"SELECT {_SESSION} FROM sessions WHERE access_digest = ?",
+                             (digest,)).fetchone()
+            return None if row is None else _session(row)
+        return await self._do(body)
+
+    async def session_by_refresh(self, digest: str) -> tuple[Session | None, bool]:
+        def body(db: sqlite3.Connection) -> tuple[Session | None, bool]:
+            row = db.execute(f"SELECT {_SESSION} FROM sessions WHERE refresh_digest = ?",
+                             (digest,)).fetchone()
+            if row is not None:
+                return _session(row), True
+            row = db.execute(f"SELECT {', '.join('s.' + c for c in _SESSION.split(', '))} "
+                             "FROM used_refresh u JOIN sessions s ON s.family = u.family "
+                             "WHERE u.digest = ?", (digest,)).fetchone()
+            return (None, False) if row is None else (_session(row), False)
+        return await self._do(body)
+
+    async def rotate(self, old: Session, new: Session) -> bool:
+        def body(db: sqlite3.Connection) -> bool:
+            changed = db.execute(
+                "UPDATE sessions SET access_digest = ?, access_expires = ?, refresh_digest = ?, "
+                "refresh_expires = ?, generation = ? WHERE family = ? AND refresh_digest = ?",
+                (new.access_digest, new.access_expires, new.refresh_digest,
+                 new.refresh_expires, new.generation, old.family, old.refresh_digest)).rowcount
+            if not changed:
+                return False
+            db.execute("INSERT OR IGNORE INTO used_refresh VALUES (?, ?, ?)",
+                       (old.refresh_digest, old.family, old.generation))
+            db.execute("DELETE FROM used_refresh WHERE family = ? AND generation <= ?",
+                       (old.family, old.generation - USED_REFRESH_KEPT))
+            return True
+        return await self._do(body)
+
+    async def end_family(self, family: str) -> None:
+        def body(db: sqlite3.Connection) -> None:
+            db.execute("DELETE FROM sessions WHERE family = ?", (family,))
+            db.execute("DELETE FROM used_refresh WHERE family = ?", (family,))
+        await self._do(body)
+
+    async def end_sessions(self, account_id: str) -> int:
+        def body(db: sqlite3.Connection) -> int:
+            families = [f for (f,) in db.execute(
+                "SELECT family FROM sessions WHERE account_id = ?", (account_id,))]
+            for family in families:
+                db.execute("DELETE FROM used_refresh WHERE family = ?", (family,))
+            db.execute("DELETE FROM sessions WHERE account_id = ?", (account_id,))
+            return len(families)
+        return await self._do(body)
+
+    async def ratings(self, account_id: str) -> dict[int, Rating]:
+        def body(db: sqlite3.Connection) -> dict[int, Rating]:
+            return {p: Rating(mu, sigma, games, wins) for p, mu, sigma, games, wins in db.execute(
+                "SELECT players, mu, sigma, games, wins FROM ratings WHERE account_id = ?",
+                (account_id,))}
+        return await self._do(body)
+
+    async def record_game(self, game: FinishedGame, compute: RatingUpdate
+                          ) -> dict[str, tuple[Rating, Rating]] | None:
+        def body(db: sqlite3.Connection) -> dict[str, tuple[Rating, Rating]] | None:
+            if db.execute("INSERT OR IGNORE INTO recorded_games VALUES (?)",
+                          (game.record_id,)).rowcount == 0:
+                return None
+            changes: dict[str, tuple[Rating, Rating]] = {}
+            if game.is_rated:
+                ids = [p.account_id for p in game.places]
+                before = []
+                for account_id in ids:
+                    row = db.execute("SELECT mu, sigma, games, wins FROM ratings WHERE "
+                                     "account_id = ? AND players = ?",
+                                     (account_id, game.players)).fetchone()
+                    before.append(Rating() if row is None else Rating(*row))
+                after = compute(before, [p.place for p in game.places])
+                for account_id, rating in zip(ids, after, strict=True):
+                    db.execute("INSERT OR REPLACE INTO ratings VALUES (?, ?, ?, ?, ?, ?, ?)",
+                               (account_id, game.players, rating.mu, rating.sigma,
+                                rating.games, rating.wins, rating.shown))
+                changes = {a: (b, r) for a, b, r in zip(ids, before, after, strict=True)}
+            for placed in game.places:
+                b, r = changes.get(placed.account_id, (Rating(), Rating()))
+                db.execute("INSERT OR IGNORE INTO history VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                           (placed.account_id, game.finished, game.record_id, game.table_name,
+                            game.players, placed.place, placed.points, int(game.is_rated),
+                            r.shown if game.is_rated else 0,
+                            r.shown - b.shown if game.is_rated else 0))
+            return changes
+        return await self._do(body)
+
+    async def is_recorded(self, record_id: str) -> bool:
+        return await self._do(lambda db: db.execute(
+            "SELECT 1 FROM recorded_games WHERE record_id = ?", (record_id,)
+        ).fetchone() is not None)
+
+    async def games_of(self, account_id: str, limit: int,
+                       before: tuple[float, str] | None) -> list[PlayedGame]:
+        def body(db: sqlite3.Connection) -> list[PlayedGame]:
+            finished, record = before if before is not None else (float("inf"), "")
+            rows = db.execute(
+                "SELECT record_id, table_name, finished, players, place, points, is_rated, "
+                "rating_after, rating_change FROM history WHERE account_id = ? AND "
+                "(finished < ? OR (finished = ? AND record_id < ?)) "
+                "ORDER BY finished DESC, record_id DESC LIMIT ?",
+                (account_id, finished, finished, record, limit)).fetchall()
+            return [PlayedGame(r[0], r[1], r[2], r[3], r[4], r[5], bool(r[6]), r[7], r[8])
+                    for r in rows]
+        return await self._do(body)
+
+    async def totals(self, account_id: str) -> tuple[int, int, float]:
+        def body(db: sqlite3.Connection) -> tuple[int, int, float]:
+            games, wins, average = db.execute(
+                "SELECT count(*), coalesce(sum(place = 1), 0), coalesce(avg(place), 0) "
+                "FROM history WHERE account_id = ?", (account_id,)).fetchone()
+            return int(games), int(wins), float(average)
+        return await self._do(body)
+
+    async def leaderboard(self, players: int, offset: int, limit: int) -> list[Ranked]:
+        def body(db: sqlite3.Connection) -> list[Ranked]:
+            rows = db.execute(  # the page from the board's index alone, then its names
+                "SELECT r.account_id, a.display_name, r.mu, r.sigma, r.games, r.wins "
+                "FROM (SELECT account_id FROM ratings WHERE players = ?1 "
+                "      ORDER BY shown DESC, games DESC, account_id LIMIT ?2 OFFSET ?3) page "
+                "JOIN ratings r ON r.account_id = page.account_id AND r.players = ?1 "
+                "JOIN accounts a ON a.account_id = r.account_id "
+                "ORDER BY r.shown DESC, r.games DESC, r.account_id",
+                (players, limit, offset)).fetchall()
+            return [Ranked(offset + n + 1, a, name, Rating(mu, sigma, games, wins))
+                    for n, (a, name, mu, sigma, games, wins) in enumerate(rows)]
+        return await self._do(body)
+
+    async def place_of(self, account_id: str, players: int) -> int | None:
+        def body(db: sqlite3.Connection) -> int | None:
+            row = db.execute("SELECT shown, games FROM ratings WHERE account_id = ? AND "
+                             "players = ?", (account_id, players)).fetchone()
+            if row is None:
+                return None
+            ahead = db.execute(  # three ranges of the board's index (no scan of the rest)
+                "SELECT (SELECT count(*) FROM ratings WHERE players = ?1 AND shown > ?2) + "
+                "(SELECT count(*) FROM ratings WHERE players = ?1 AND shown = ?2 AND "
+                "games > ?3) + (SELECT count(*) FROM ratings WHERE players = ?1 AND "
+                "shown = ?2 AND games = ?3 AND account_id < ?4)",
+                (players, row[0], row[1], account_id)).fetchone()[0]
+            return int(ahead) + 1
+        return await self._do(body)
+
+    async def forget_games(self, account_id: str) -> None:
+        def body(db: sqlite3.Connection) -> None:
+            db.execute("DELETE FROM ratings WHERE account_id = ?", (account_id,))
+            db.execute("DELETE FROM history WHERE account_id = ?", (account_id,))
+        await self._do(body)

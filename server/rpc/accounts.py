@@ -1,0 +1,232 @@
+"""The AccountService servicer: check sizes, decode, call ``Accounts``, encode. The caller's
+address and its access token's digest come from the gateway (``caller()``); no secret a
+request carries is logged or put in an answer other than the caller's own session."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Iterable
+from typing import Any
+
+import grpc
+import structlog
+from copas.v1 import accounts_pb2, accounts_pb2_grpc
+from prometheus_client.core import GaugeMetricFamily
+
+from server.accounts.model import Account, Identity, Method, Ranked
+from server.accounts.service import Accounts, SignedIn
+from server.errors import ServiceError
+from server.observability import Metrics, gauges
+from server.rpc import inputs
+from server.rpc.gateway import caller
+from server.tables import paging
+from server.tables.registry import TableRegistry
+from server.wire import timestamp
+
+log = structlog.get_logger("copas.accounts")
+Context = grpc.aio.ServicerContext[Any, Any]
+SECRET_MAX = 1024  # a password, device secret or refresh token longer than this is refused
+ID_TOKEN_MAX = 16 * 1024
+DEFAULT_BOARD = 50
+PLAYER_COUNTS = (3, 4, 5)
+_METHODS = {Method.DEVICE: accounts_pb2.SIGN_IN_METHOD_DEVICE,
+            Method.PASSWORD: accounts_pb2.SIGN_IN_METHOD_PASSWORD,
+            Method.OIDC: accounts_pb2.SIGN_IN_METHOD_OIDC}
+
+
+def account_pb(account: Account, identities: tuple[Identity, ...] | list[Identity] = ()
+               ) -> accounts_pb2.Account:
+    return accounts_pb2.Account(
+        account_id=account.id, display_name=account.display_name,
+        create_time=timestamp(account.created),
+        methods=sorted({_METHODS[i.method] for i in identities}),
+        username=next((i.key for i in identities if i.method is Method.PASSWORD), ""))
+
+
+def session_pb(signed: SignedIn) -> accounts_pb2.Session:
+    return accounts_pb2.Session(
+        account=account_pb(signed.account), access_token=signed.access_token,
+        access_expire_time=timestamp(signed.access_expires),
+        refresh_token=signed.refresh_token,
+        refresh_expire_time=timestamp(signed.refresh_expires),
+        is_new_account=signed.is_new)
+
+
+def _secret(name: str, value: str, limit: int = SECRET_MAX) -> str:
+    """A secret field: its length checked, never quoted back."""
+    if len(value) > limit:
+        raise ServiceError.invalid(f"{name} is at most {limit} characters",
+                                   "FIELD_TOO_LONG")
+    return value
+
+
+def _name(value: str) -> str:
+    return inputs.display_name(value, inputs.PLAYER_NAME_MAX, required=False)
+
+
+def _players(requested: int) -> int:
+    players = requested or 4
+    if players not in PLAYER_COUNTS:
+        raise ServiceError.invalid("players must be 0 (4), 3, 4 or 5", "INVALID_RULES")
+    return players
+
+
+def _entry(line: Ranked, you: str) -> accounts_pb2.LeaderboardEntry:
+    return accounts_pb2.LeaderboardEntry(
+        place=line.place, display_name=line.display_name, rating=line.rating.shown,
+        games=line.rating.games, wins=line.rating.wins, is_you=line.account_id == you)
+
+
+class AccountService(accounts_pb2_grpc.AccountServiceServicer):
+    def __init__(self, accounts: Accounts, metrics: Metrics) -> None:
+        self.accounts = accounts
+        self._sign_ins = metrics.sign_ins
+
+    def gauges(self) -> Iterable[GaugeMetricFamily]:
+        return gauges(("copas_accounts_active", "Accounts signed in or seen on this node in "
+                       "the last 15 minutes", self.accounts.active()))
+
+    async def _signed_in(self, method: str, sign_in: Awaitable[SignedIn]) -> accounts_pb2.Session:
+        """A sign-in's session, counted by method and outcome (never with what was sent)."""
+        try:
+            signed = await sign_in
+        except ServiceError as error:
+            self._sign_ins.labels(method, error.reason).inc()
+            raise
+        self._sign_ins.labels(method, "ok").inc()
+        return session_pb(signed)
+
+    async def _me(self) -> Account:
+        digest = caller().token_hash
+        if digest is None:
+            raise ServiceError.unauthenticated(
+                "sign in first: send authorization: Bearer <access_token>", "SESSION_REVOKED")
+        return await self.accounts.authenticate_digest(digest)
+
+    async def SignInDevice(self, request: accounts_pb2.SignInDeviceRequest, context: Context
+                           ) -> accounts_pb2.SignInDeviceResponse:
+        return accounts_pb2.SignInDeviceResponse(session=await self._signed_in(
+            "device", self.accounts.sign_in_device(
+                _secret("device_secret", request.device_secret), _name(request.display_name))))
+
+    async def SignUpPassword(self, request: accounts_pb2.SignUpPasswordRequest,
+                             context: Context) -> accounts_pb2.SignUpPasswordResponse:
+        return accounts_pb2.SignUpPasswordResponse(session=await self._signed_in(
+            "sign_up", self.accounts.sign_up_password(
+                inputs.check_length("username", request.username, 64, "INVALID_USERNAME"),
+                _secret("password", request.password), _name(request.display_name))))
+
+    async def SignInPassword(self, request: accounts_pb2.SignInPasswordRequest,
+                             context: Context) -> accounts_pb2.SignInPasswordResponse:
+        return accounts_pb2.SignInPasswordResponse(session=await self._signed_in(
+            "password", self.accounts.sign_in_password(
+                inputs.check_length("username", request.username, 64, "INVALID_USERNAME"),
+                _secret("password", request.password), caller().peer)))
+
+    async def SignInOidc(self, request: accounts_pb2.SignInOidcRequest, context: Context
+                         ) -> accounts_pb2.SignInOidcResponse:
+        return accounts_pb2.SignInOidcResponse(session=await self._signed_in(
+            "oidc", self.accounts.sign_in_oidc(
+                _secret("id_token", request.id_token, ID_TOKEN_MAX), _name(request.display_name))))
+
+    async def RefreshSession(self, request: accounts_pb2.RefreshSessionRequest,
+                             context: Context) -> accounts_pb2.RefreshSessionResponse:
+        return accounts_pb2.RefreshSessionResponse(session=await self._signed_in(
+            "refresh", self.accounts.refresh(_secret("refresh_token", request.refresh_token))))
+
+    async def SignOut(self, request: accounts_pb2.SignOutRequest, context: Context
+                      ) -> accounts_pb2.SignOutResponse:
+        digest = caller().token_hash
+        if digest is not None:
+            await self.accounts.sign_out(digest)
+        return accounts_pb2.SignOutResponse()
+
+    async def GetProfile(self, request: accounts_pb2.GetProfileRequest, context: Context
+                         ) -> accounts_pb2.GetProfileResponse:
+        profile = await self.accounts.profile(await self._me())
+        return accounts_pb2.GetProfileResponse(
+            account=account_pb(profile.account, profile.identities),
+            ratings=[accounts_pb2.Rating(players=p, rating=r.shown, mu=r.mu, sigma=r.sigma,
+                                         games=r.games, wins=r.wins,
+                                         place=profile.places.get(p, 0))
+                     for p, r in sorted(profile.ratings.items())],
+            games=profile.games, wins=profile.wins, average_place=profile.average_place)
+
+    async def UpdateProfile(self, request: accounts_pb2.UpdateProfileRequest,
+                            context: Context) -> accounts_pb2.UpdateProfileResponse:
+        me = await self._me()
+        name = inputs.display_name(request.display_name, inputs.PLAYER_NAME_MAX, required=True)
+        return accounts_pb2.UpdateProfileResponse(
+            account=account_pb(await self.accounts.rename(me.id, name)))
+
+    async def LinkPassword(self, request: accounts_pb2.LinkPasswordRequest, context: Context
+                           ) -> accounts_pb2.LinkPasswordResponse:
+        me = await self._me()
+        await self.accounts.link_password(
+            me, inputs.check_length("username", request.username, 64, "INVALID_USERNAME"),
+            _secret("password", request.password))
+        profile = await self.accounts.profile(me)
+        return accounts_pb2.LinkPasswordResponse(account=account_pb(me, profile.identities))
+
+    async def LinkOidc(self, request: accounts_pb2.LinkOidcRequest, context: Context
+                       ) -> accounts_pb2.LinkOidcResponse:
+        me = await self._me()
+        await self.accounts.link_oidc(me, _secret("id_token", request.id_token, ID_TOKEN_MAX))
+        profile = await self.accounts.profile(me)
+        return accounts_pb2.LinkOidcResponse(account=account_pb(me, profile.identities))
+
+    async def GetLeaderboard(self, request: accounts_pb2.GetLeaderboardRequest,
+                             context: Context) -> accounts_pb2.GetLeaderboardResponse:
+        players = _players(request.players)
+        size = min(request.page_size or DEFAULT_BOARD, paging.MAX_PAGE)
+        if request.page_size < 0:
+            raise ServiceError.invalid("page_size must not be negative", "INVALID_PAGE_SIZE")
+        you = ""
+        if request.around_me:
+            me = await self._me()
+            you = me.id
+            lines = await self.accounts.around(me, players, size)
+        else:
+            if caller().token_hash is not None:
+                try:
+                    you = (await self._me()).id
+                except ServiceError:
+                    you = ""  # the board is public; a stale token only loses is_you
+            position = paging.decode(request.page_token)
+            offset = int(position[0]) if position is not None else 0
+            lines = await self.accounts.leaderboard(players, offset, size)
+        after = lines[-1].place if len(lines) == size else 0
+        return accounts_pb2.GetLeaderboardResponse(
+            players=players, entries=[_entry(line, you) for line in lines],
+            next_page_token=paging.encode((after, "")) if after else "")
+
+    async def ListMyGames(self, request: accounts_pb2.ListMyGamesRequest, context: Context
+                          ) -> accounts_pb2.ListMyGamesResponse:
+        me = await self._me()
+        size = paging.page_size(request.page_size)
+        games = await self.accounts.games(me, size, paging.decode(request.page_token))
+        last = games[-1] if len(games) == size else None
+        return accounts_pb2.ListMyGamesResponse(
+            games=[accounts_pb2.MyGame(
+                record_id=g.record_id, table_name=g.table_name, finish_time=timestamp(g.finished),
+                players=g.players, place=g.place, points=g.points, is_rated=g.is_rated,
+                rating_after=g.rating_after, rating_change=g.rating_change) for g in games],
+            next_page_token=paging.encode((last.finished, last.record_id)) if last else "")
+
+
+async def sweep_bans(registry: TableRegistry, accounts: Accounts, interval: float = 2.0
+                     ) -> None:
+    """Every ``interval`` seconds, the seats here of accounts banned meanwhile (on any node)
+    are played as leavers' (a background task of the server's)."""
+    while True:
+        await asyncio.sleep(interval)
+        seated = sorted({s.account_id for t in registry.live() if not t.is_finished
+                         for s in t.seats if s.account_id and s.token_hash})
+        try:
+            banned = await accounts.banned_among(seated)
+        except Exception as exc:
+            log.warning("ban_sweep_failed", error=str(exc)[:200])
+            continue
+        for account_id in banned:
+            for table in registry.remove_account(account_id):
+                table.log.info("banned_account_removed")

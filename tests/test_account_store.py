@@ -1,0 +1,205 @@
+"""The accounts' store contract, the same checks against memory, SQLite and PostgreSQL:
+accounts and their identities, sessions that rotate (the old refresh token remembered, a bounded
+number of them), revocation, ratings rated exactly once per game, the leaderboard's order and
+a place on it; and for the durable ones, all of it still there after a reopen."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from server.accounts.model import (
+    USED_REFRESH_KEPT,
+    Account,
+    AccountStore,
+    FinishedGame,
+    Identity,
+    IdentityTaken,
+    MemoryAccountStore,
+    Method,
+    Placed,
+    Session,
+)
+from server.accounts.postgres import PgAccountStore
+from server.accounts.ratings import Rating, rate
+from server.accounts.sqlite import SqliteAccountStore
+from tests.helpers.servers import fresh_database
+
+KINDS = ["memory", "sqlite", "postgresql"]
+
+
+class Opened:
+    def __init__(self, kind: str, tmp: Path, request: pytest.FixtureRequest) -> None:
+        self.kind = kind
+        self.path = tmp / "accounts.sqlite3"
+        self.dsn = (fresh_database(request.getfixturevalue("postgres").dsn)
+                    if kind == "postgresql" else "")
+        self.store: Any = self.open()
+
+    def open(self) -> Any:
+        if self.kind == "memory":
+            return MemoryAccountStore()
+        return SqliteAccountStore(self.path) if self.kind == "sqlite" \
+            else PgAccountStore(self.dsn)
+
+    def reopen(self) -> Any:
+        if self.kind != "memory":
+            self.store.close()
+            self.store = self.open()
+        return self.store
+
+    def close(self) -> None:
+        if self.kind != "memory":
+            self.store.close()
+
+
+@pytest.fixture(params=KINDS)
+async def opened(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Opened]:
+    made = Opened(request.param, tmp_path, request)
+    yield made
+    made.close()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+async def durable(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Opened]:
+    made = Opened(request.param, tmp_path, request)
+    yield made
+    made.close()
+
+
+def account(n: int) -> Account:
+    return Account(f"a_{n:05d}", f"Person {n}", 1000.0 + n)
+
+
+def session(family: str, account_id: str, generation: int = 0) -> Session:
+    return Session(family, account_id, f"acc-{family}-{generation}", 2000.0,
+                   f"ref-{family}-{generation}", 9000.0, generation)
+
+
+async def test_accounts_and_identities_come_back_and_an_identity_is_one_accounts(
+        opened: Opened) -> None:
+    store: AccountStore = opened.store
+    ana, bia = account(1), account(2)
+    await store.create(ana, Identity(Method.DEVICE, "dev-1", ana.id))
+    await store.create(bia, Identity(Method.PASSWORD, "bia", bia.id, "$argon2id$hash"))
+    with pytest.raises(IdentityTaken):
+        await store.create(account(3), Identity(Method.DEVICE, "dev-1", "a_00003"))
+    with pytest.raises(IdentityTaken):
+        await store.link(Identity(Method.PASSWORD, "bia", ana.id, "other"))
+    await store.link(Identity(Method.OIDC, "https://id.test\nsub-1", ana.id))
+    store = opened.reopen()
+    assert await store.account(ana.id) == ana
+    assert await store.account("a_00003") is None
+    assert await store.identity(Method.PASSWORD, "bia") == Identity(
+        Method.PASSWORD, "bia", bia.id, "$argon2id$hash")
+    assert [i.method for i in await store.identities(ana.id)] == [Method.DEVICE, Method.OIDC]
+    await store.unlink(Method.OIDC, "https://id.test\nsub-1")
+    await store.save_account(Account(ana.id, "Ana", ana.created, is_banned=True))
+    store = opened.reopen()
+    assert [i.method for i in await store.identities(ana.id)] == [Method.DEVICE]
+    assert await store.account(ana.id) == Account(ana.id, "Ana", ana.created, is_banned=True)
+    assert len(store) == 2
+
+
+async def test_sessions_rotate_remember_old_refresh_tokens_and_end(opened: Opened) -> None:
+    store: AccountStore = opened.store
+    ana = account(1)
+    await store.create(ana, Identity(Method.DEVICE, "dev-1", ana.id))
+    first = session("f1", ana.id)
+    await store.start_session(first)
+    await store.start_session(session("f2", ana.id))
+    current = first
+    for generation in range(1, USED_REFRESH_KEPT + 3):
+        new = session("f1", ana.id, generation)
+        assert await store.rotate(current, new)
+        assert not await store.rotate(current, session("f1", ana.id, 99))  # spent already
+        current = new
+    store = opened.reopen()
+    assert await store.session_by_access(current.access_digest) == current
+    assert await store.session_by_access(first.access_digest) is None
+    assert await store.session_by_refresh(current.refresh_digest) == (current, True)
+    recent = session("f1", ana.id, USED_REFRESH_KEPT).refresh_digest
+    assert await store.session_by_refresh(recent) == (current, False)  # a reuse
+    assert await store.session_by_refresh(first.refresh_digest) == (None, False)  # forgotten
+    await store.end_family("f1")
+    assert await store.session_by_refresh(recent) == (None, False)
+    assert await store.session_by_access(current.access_digest) is None
+    assert await store.end_sessions(ana.id) == 1
+    store = opened.reopen()
+    assert await store.session_by_access("acc-f2-0") is None
+
+
+def game(record_id: str, places: dict[str, int], *, players: int = 4, is_rated: bool = True,
+         finished: float = 5000.0) -> FinishedGame:
+    return FinishedGame(record_id, f"table {record_id}", finished, players,
+                        tuple(Placed(a, p, 10 * p) for a, p in places.items()), is_rated)
+
+
+async def test_a_game_is_recorded_once_and_the_leaderboard_orders_by_rating(
+        opened: Opened) -> None:
+    store: AccountStore = opened.store
+    people = [account(n) for n in range(6)]
+    for person in people:
+        await store.create(person, Identity(Method.DEVICE, f"dev-{person.id}", person.id))
+    first = await store.record_game(game("g1", {p.id: n + 1 for n, p in enumerate(people[:4])}),
+                                    rate)
+    assert first is not None and first[people[0].id][0] == Rating()
+    assert await store.record_game(game("g1", {p.id: 1 for p in people[:4]}), rate) is None
+    assert await store.is_recorded("g1") and not await store.is_recorded("g2")
+    await store.record_game(game("g2", {people[0].id: 1, people[4].id: 2, people[5].id: 2,
+                                        people[3].id: 4}, finished=6000.0), rate)
+    await store.record_game(game("g3", {people[5].id: 1, people[4].id: 2, people[3].id: 3},
+                                 players=3, finished=7000.0), rate)
+    unrated = await store.record_game(game("g4", {people[0].id: 2}, is_rated=False,
+                                           finished=8000.0), rate)
+    assert unrated == {}
+    store = opened.reopen()
+    ratings = await store.ratings(people[0].id)
+    assert set(ratings) == {4} and ratings[4].games == 2 and ratings[4].wins == 2
+    board = await store.leaderboard(4, 0, 10)
+    assert [r.place for r in board] == [1, 2, 3, 4, 5, 6]
+    assert board[0].account_id == people[0].id and board[0].display_name == "Person 0"
+    shown = [(r.rating.shown, r.rating.games) for r in board]
+    assert shown == sorted(shown, reverse=True)
+    page = await store.leaderboard(4, 2, 2)
+    assert [r.account_id for r in page] == [r.account_id for r in board[2:4]]
+    assert [r.place for r in page] == [3, 4]
+    for line in board:
+        assert await store.place_of(line.account_id, 4) == line.place
+    assert await store.place_of(people[0].id, 3) is None
+    top = await store.leaderboard(3, 0, 5)
+    assert top[0].account_id == people[5].id
+    history = await store.games_of(people[0].id, 10, None)
+    assert [g.record_id for g in history] == ["g4", "g2", "g1"]
+    assert [(g.place, g.points, g.is_rated) for g in history] == [
+        (2, 20, False), (1, 10, True), (1, 10, True)]
+    assert history[1].rating_after == ratings[4].shown
+    assert history[2].rating_change == history[2].rating_after > 0
+    assert history[1].rating_change == history[1].rating_after - history[2].rating_after
+    assert history[0].rating_after == history[0].rating_change == 0
+    older = await store.games_of(people[0].id, 1, (history[0].finished, history[0].record_id))
+    assert [g.record_id for g in older] == ["g2"]
+    assert await store.totals(people[0].id) == (3, 2, pytest.approx(4 / 3))
+    assert await store.totals("a_nobody") == (0, 0, 0.0)
+
+
+async def test_games_rated_at_once_from_two_connections_lose_no_update(
+        durable: Opened) -> None:
+    opened = durable
+    other = SqliteAccountStore(opened.path) if opened.kind == "sqlite" \
+        else PgAccountStore(opened.dsn)
+    try:
+        ids = [account(n).id for n in range(4)]
+        games = [(f"g{n}", opened.store if n % 2 else other) for n in range(20)]
+        await asyncio.gather(*(store.record_game(
+            game(record_id, {a: 1 + (k + n) % 4 for k, a in enumerate(ids)}), rate)
+            for n, (record_id, store) in enumerate(games)))
+        for account_id in ids:
+            assert (await opened.store.ratings(account_id))[4].games == 20
+            assert len(await opened.store.games_of(account_id, 100, None)) == 20
+    finally:
+        other.close()

@@ -1,0 +1,399 @@
+"""Accounts without a server: sign-in by device, password and OIDC, sessions that rotate, the
+attempt limits, and the operators' calls, on the in-memory store and a fake clock."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import jwt
+import pytest
+from cryptography.hazmat.primitives.asymmetric import rsa
+
+from server.accounts.attempts import AttemptRule, SignInAttempts
+from server.accounts.credentials import PasswordParameters, Passwords
+from server.accounts.finished import finished_game
+from server.accounts.model import MemoryAccountStore
+from server.accounts.oidc import OidcIssuer, OidcVerifier
+from server.accounts.ratings import Rating, rate
+from server.accounts.service import ACCESS_TTL, Accounts
+from server.errors import ServiceError
+from server.store.base import GameResult, RecordSummary, SeatRecord
+from server.tokens import hash_token
+
+ISSUER = "https://id.example.test"
+AUDIENCE = "copas-web"
+DEVICE = "d" * 30
+FAST = PasswordParameters(time_cost=1, memory_kib=8, parallelism=1)
+
+
+class ManualClock:
+    def __init__(self, now: float) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
+class Keys:
+    def __init__(self, tmp: Path) -> None:
+        self.private = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        jwk = json.loads(jwt.algorithms.RSAAlgorithm.to_jwk(self.private.public_key()))
+        jwk.update(kid="k1", alg="RS256", use="sig")
+        self.path = tmp / "jwks.json"
+        self.path.write_text(json.dumps({"keys": [jwk]}))
+
+    def token(self, **claims: Any) -> str:
+        now = int(time.time())
+        body = {"iss": ISSUER, "aud": AUDIENCE, "sub": "person-1", "iat": now,
+                "exp": now + 300, "name": "Ana"} | claims
+        return jwt.encode(body, self.private, algorithm="RS256", headers={"kid": "k1"})
+
+
+@pytest.fixture(scope="module")
+def keys(tmp_path_factory: pytest.TempPathFactory) -> Keys:
+    return Keys(tmp_path_factory.mktemp("oidc"))
+
+
+def make(keys: Keys | None = None, clock: ManualClock | None = None
+         ) -> tuple[Accounts, MemoryAccountStore, ManualClock]:
+    clock = clock or ManualClock(1_000_000.0)
+    store = MemoryAccountStore()
+    verifier = OidcVerifier([OidcIssuer(ISSUER, AUDIENCE, str(keys.path))] if keys else [])
+    attempts = SignInAttempts(clock, per_username=AttemptRule(3, 0.1),
+                              per_address=AttemptRule(5, 0.1))
+    return Accounts(store, clock, passwords=Passwords(FAST), verifier=verifier,
+                    attempts=attempts), store, clock
+
+
+def reason(error: pytest.ExceptionInfo[ServiceError]) -> str:
+    return error.value.reason
+
+
+async def test_a_device_signs_in_the_same_account_every_time() -> None:
+    accounts, _, _ = make()
+    first = await accounts.sign_in_device(DEVICE, "Ana")
+    again = await accounts.sign_in_device(DEVICE, "Someone else")
+    assert first.is_new and not again.is_new
+    assert again.account == first.account and again.account.display_name == "Ana"
+    assert (await accounts.authenticate(again.access_token)).id == first.account.id
+    other = await accounts.sign_in_device("e" * 30, "Bia")
+    assert other.account.id != first.account.id
+
+
+@pytest.mark.parametrize("secret", ["short", "x" * 129, "not url safe!" * 3, ""])
+async def test_a_weak_device_secret_is_refused_and_nothing_is_made(secret: str) -> None:
+    accounts, store, _ = make()
+    with pytest.raises(ServiceError) as error:
+        await accounts.sign_in_device(secret, "Ana")
+    assert reason(error) == "WEAK_DEVICE_SECRET"
+    assert secret not in error.value.message or not secret
+    assert len(store) == 0
+
+
+async def test_the_device_secret_is_kept_only_as_a_digest() -> None:
+    accounts, store, _ = make()
+    await accounts.sign_in_device(DEVICE, "Ana")
+    assert DEVICE not in repr(vars(store))
+
+
+async def test_a_password_account_signs_in_by_username_case_insensitively() -> None:
+    accounts, store, _ = make()
+    made = await accounts.sign_up_password("Ana.Silva", "correct horse battery", "Ana")
+    signed = await accounts.sign_in_password("ana.silva", "correct horse battery", "1.2.3.4")
+    assert signed.account.id == made.account.id and not signed.is_new
+    assert "correct horse battery" not in repr(vars(store))  # an argon2id hash only
+    with pytest.raises(ServiceError) as error:
+        await accounts.sign_up_password("ANA.SILVA", "another password", "")
+    assert reason(error) == "IDENTITY_TAKEN"
+
+
+async def test_a_wrong_password_and_an_unknown_name_get_the_same_answer() -> None:
+    accounts, _, _ = make()
+    await accounts.sign_up_password("ana", "correct horse battery", "Ana")
+    answers = []
+    for username in ("ana", "nobody"):
+        with pytest.raises(ServiceError) as error:
+            await accounts.sign_in_password(username, "wrong password!", "1.2.3.4")
+        answers.append((error.value.code, error.value.reason, error.value.message))
+    assert answers[0] == answers[1]
+    assert answers[0][1] == "INVALID_CREDENTIALS"
+
+
+@pytest.mark.parametrize(("username", "password", "why"), [
+    ("a", "long enough password", "INVALID_USERNAME"),
+    ("<b>ana</b>", "long enough password", "INVALID_USERNAME"),
+    ("x" * 10_000, "long enough password", "INVALID_USERNAME"),
+    ("ana", "short", "WEAK_PASSWORD"),
+    ("ana", "p" * 10_000, "WEAK_PASSWORD"),
+])
+async def test_bad_usernames_and_passwords_are_refused(username: str, password: str,
+                                                       why: str) -> None:
+    accounts, store, _ = make()
+    with pytest.raises(ServiceError) as error:
+        await accounts.sign_up_password(username, password, "")
+    assert reason(error) == why and password not in error.value.message
+    assert len(store) == 0
+
+
+async def test_failed_passwords_are_limited_per_username_from_many_addresses() -> None:
+    accounts, _, clock = make()
+    await accounts.sign_up_password("ana", "correct horse battery", "Ana")
+    for n in range(3):
+        with pytest.raises(ServiceError) as error:
+            await accounts.sign_in_password("ana", f"guess number {n}", f"10.0.0.{n}")
+        assert reason(error) == "INVALID_CREDENTIALS"
+    with pytest.raises(ServiceError) as error:  # even the right password waits now
+        await accounts.sign_in_password("ana", "correct horse battery", "10.0.0.9")
+    assert reason(error) == "TOO_MANY_SIGN_INS"
+    clock.advance(10.0)  # one failure forgiven
+    assert (await accounts.sign_in_password("ana", "correct horse battery", "10.0.0.9")).account
+
+
+async def test_failed_passwords_are_limited_per_address_across_usernames() -> None:
+    accounts, _, _ = make()
+    for n in range(5):
+        with pytest.raises(ServiceError):
+            await accounts.sign_in_password(f"user{n}", "a wrong password", "10.9.9.9")
+    with pytest.raises(ServiceError) as error:
+        await accounts.sign_in_password("user9", "a wrong password", "10.9.9.9")
+    assert reason(error) == "TOO_MANY_SIGN_INS"
+    with pytest.raises(ServiceError) as error:  # another address is not held back
+        await accounts.sign_in_password("user9", "a wrong password", "10.9.9.8")
+    assert reason(error) == "INVALID_CREDENTIALS"
+
+
+def test_the_attempt_buckets_are_bounded() -> None:
+    clock = ManualClock(0.0)
+    attempts = SignInAttempts(clock, max_keys=100)
+    for n in range(1_000):
+        attempts.failed(f"user{n}", f"addr{n}")
+    assert attempts.keys_held == 200
+
+
+async def test_refresh_rotates_and_a_reused_refresh_token_ends_the_family() -> None:
+    accounts, _, _ = make()
+    first = await accounts.sign_in_device(DEVICE, "Ana")
+    second = await accounts.refresh(first.refresh_token)
+    assert second.refresh_token != first.refresh_token
+    assert second.access_token != first.access_token
+    with pytest.raises(ServiceError) as error:
+        await accounts.authenticate(first.access_token)  # the old access token is gone
+    assert reason(error) == "SESSION_REVOKED"
+    third = await accounts.refresh(second.refresh_token)
+    with pytest.raises(ServiceError) as error:
+        await accounts.refresh(first.refresh_token)  # stolen and replayed
+    assert reason(error) == "SESSION_REVOKED"
+    for token in (third.access_token,):
+        with pytest.raises(ServiceError):
+            await accounts.authenticate(token)
+    with pytest.raises(ServiceError):
+        await accounts.refresh(third.refresh_token)
+
+
+async def test_two_refreshes_of_one_token_at_once_leave_one_session() -> None:
+    accounts, _, _ = make()
+    first = await accounts.sign_in_device(DEVICE, "Ana")
+    results = await asyncio.gather(accounts.refresh(first.refresh_token),
+                                   accounts.refresh(first.refresh_token),
+                                   return_exceptions=True)
+    assert sum(isinstance(r, ServiceError) for r in results) >= 1
+
+
+async def test_an_access_token_expires_and_the_refresh_token_renews_it() -> None:
+    accounts, _, clock = make()
+    first = await accounts.sign_in_device(DEVICE, "Ana")
+    clock.advance(ACCESS_TTL + 1)
+    with pytest.raises(ServiceError) as error:
+        await accounts.authenticate(first.access_token)
+    assert reason(error) == "SESSION_EXPIRED"
+    renewed = await accounts.refresh(first.refresh_token)
+    assert (await accounts.authenticate(renewed.access_token)).id == first.account.id
+
+
+async def test_sign_out_and_revoke_end_access_and_refresh_at_once() -> None:
+    accounts, _, _ = make()
+    one = await accounts.sign_in_device(DEVICE, "Ana")
+    await accounts.sign_out(hash_token(one.access_token))
+    for call in (accounts.authenticate(one.access_token), accounts.refresh(one.refresh_token)):
+        with pytest.raises(ServiceError) as error:
+            await call
+        assert reason(error) == "SESSION_REVOKED"
+    a, b = (await accounts.sign_in_device(DEVICE, "Ana"),
+            await accounts.sign_in_device(DEVICE, "Ana"))
+    assert await accounts.revoke(a.account.id) == 2
+    for token in (a.access_token, b.access_token):
+        with pytest.raises(ServiceError):
+            await accounts.authenticate(token)
+
+
+async def test_a_banned_account_cannot_sign_in_and_an_unbanned_one_can() -> None:
+    accounts, _, _ = make()
+    one = await accounts.sign_in_device(DEVICE, "Ana")
+    await accounts.set_banned(one.account.id, True)
+    with pytest.raises(ServiceError) as error:
+        await accounts.sign_in_device(DEVICE, "Ana")
+    assert reason(error) == "ACCOUNT_BANNED"
+    with pytest.raises(ServiceError):
+        await accounts.authenticate(one.access_token)
+    await accounts.set_banned(one.account.id, False)
+    assert (await accounts.sign_in_device(DEVICE, "Ana")).account.id == one.account.id
+
+
+async def test_a_guest_links_a_password_and_keeps_the_account() -> None:
+    accounts, _, _ = make()
+    guest = await accounts.sign_in_device(DEVICE, "Ana")
+    await accounts.link_password(guest.account, "ana", "correct horse battery")
+    signed = await accounts.sign_in_password("ana", "correct horse battery", "1.2.3.4")
+    assert signed.account.id == guest.account.id
+    other = await accounts.sign_in_device("f" * 30, "Bia")
+    with pytest.raises(ServiceError) as error:
+        await accounts.link_password(other.account, "ANA", "another long password")
+    assert reason(error) == "IDENTITY_TAKEN"
+
+
+async def test_a_deleted_account_is_forgotten() -> None:
+    accounts, _, _ = make()
+    one = await accounts.sign_in_device(DEVICE, "Ana")
+    await accounts.delete(one.account.id)
+    with pytest.raises(ServiceError) as error:
+        await accounts.find(one.account.id)
+    assert reason(error) == "ACCOUNT_NOT_FOUND"
+    again = await accounts.sign_in_device(DEVICE, "Ana")  # the device starts afresh
+    assert again.is_new and again.account.id != one.account.id
+
+
+async def test_an_oidc_id_token_maps_issuer_and_subject_to_one_account(keys: Keys) -> None:
+    accounts, _, _ = make(keys)
+    first = await accounts.sign_in_oidc(keys.token(), "")
+    again = await accounts.sign_in_oidc(keys.token(name="Changed"), "")
+    assert first.is_new and first.account.display_name == "Ana"
+    assert again.account.id == first.account.id
+    other = await accounts.sign_in_oidc(keys.token(sub="person-2"), "")
+    assert other.account.id != first.account.id
+
+
+async def test_a_guest_links_an_oidc_identity(keys: Keys) -> None:
+    accounts, _, _ = make(keys)
+    guest = await accounts.sign_in_device(DEVICE, "Ana")
+    await accounts.link_oidc(guest.account, keys.token(sub="linked"))
+    assert (await accounts.sign_in_oidc(keys.token(sub="linked"), "")).account.id \
+        == guest.account.id
+
+
+def _forged(keys: Keys) -> dict[str, str]:
+    now = int(time.time())
+    other = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    base = {"iss": ISSUER, "aud": AUDIENCE, "sub": "x", "iat": now, "exp": now + 300}
+    return {
+        "expired": keys.token(exp=now - 3600, iat=now - 7200),
+        "not yet valid": keys.token(nbf=now + 3600),
+        "other audience": keys.token(aud="someone-else"),
+        "foreign key": jwt.encode(base, other, algorithm="RS256", headers={"kid": "k1"}),
+        "shared secret": jwt.encode(base, "secret", algorithm="HS256", headers={"kid": "k1"}),
+        "unsigned": jwt.encode(base, None, algorithm="none"),
+        "no subject": jwt.encode({k: v for k, v in base.items() if k != "sub"},
+                                 keys.private, algorithm="RS256", headers={"kid": "k1"}),
+        "garbage": "not.a.jwt",
+        "huge": "a" * 20_000,
+        "unknown kid": jwt.encode(base, keys.private, algorithm="RS256",
+                                  headers={"kid": "nope"}),
+    }
+
+
+async def test_bad_id_tokens_are_refused_and_nothing_is_made(keys: Keys) -> None:
+    accounts, store, _ = make(keys)
+    for why, token in _forged(keys).items():
+        with pytest.raises(ServiceError) as error:
+            await accounts.sign_in_oidc(token, "")
+        assert reason(error) == "INVALID_ID_TOKEN", why
+        assert token not in error.value.message
+    now = int(time.time())
+    foreign = jwt.encode({"iss": "https://evil.test", "aud": AUDIENCE, "sub": "x",
+                          "iat": now, "exp": now + 60}, keys.private, algorithm="RS256")
+    with pytest.raises(ServiceError) as error:
+        await accounts.sign_in_oidc(foreign, "")
+    assert reason(error) == "UNKNOWN_ISSUER"
+    assert len(store) == 0
+
+
+def test_an_issuer_flag_is_parsed_or_refused() -> None:
+    assert OidcIssuer.parse("https://a.test=web=/etc/jwks.json") == OidcIssuer(
+        "https://a.test", "web", "/etc/jwks.json")
+    with pytest.raises(ValueError):
+        OidcIssuer.parse("https://a.test=web")
+
+
+def test_ratings_follow_places_and_ties_share() -> None:
+    start = [Rating()] * 4
+    after = rate(start, [1, 2, 2, 4])
+    assert after[0].mu > after[1].mu == after[2].mu > after[3].mu
+    assert [r.games for r in after] == [1, 1, 1, 1] and [r.wins for r in after] == [1, 0, 0, 0]
+    assert Rating().shown == 0 and after[0].shown > 0
+    again = rate(after, [4, 3, 2, 1])
+    assert again[3].mu > after[3].mu and again[0].mu < after[0].mu
+    with pytest.raises(ValueError):
+        rate([Rating()], [1])
+
+
+def _summary(accounts: list[str], places: list[int], *, end: str = "POINT_LIMIT",
+             bots: int = 0, rating: str = "people") -> RecordSummary:
+    from engine import GameEndReason, Rules, Standing
+
+    seats = tuple(SeatRecord(n, f"P{n}", n >= len(accounts), a)
+                  for n, a in enumerate(accounts + [""] * bots))
+    standings = tuple(Standing(n, p, 10 * p, False) for n, p in enumerate(places))
+    result = GameResult(True, GameEndReason(end), tuple(10 * p for p in places), (), (),
+                        standings)
+    return RecordSummary("r1", "t1", "Ana's table", "online", 1.0, 2.0, 7,
+                         Rules.preset("online"), seats, result, rating)
+
+
+def test_a_game_of_signed_in_people_is_rated_with_its_places() -> None:
+    game = finished_game(_summary(["a1", "a2", "a3", "a4"], [2, 1, 2, 4]))
+    assert game is not None and game.is_rated and game.players == 4
+    assert [(p.account_id, p.place, p.points) for p in game.places] == [
+        ("a1", 2, 20), ("a2", 1, 10), ("a3", 2, 20), ("a4", 4, 40)]
+
+
+@pytest.mark.parametrize(("accounts", "bots", "end"), [
+    (["a1", "a2", "a3"], 1, "POINT_LIMIT"),  # a bot seat
+    (["a1", "a2", "a3", ""], 0, "POINT_LIMIT"),  # an anonymous person
+    (["a1", "a2", "a3", "a4"], 0, "CLOSED"),  # an operator ended it
+])
+def test_other_games_are_kept_unrated(accounts: list[str], bots: int, end: str) -> None:
+    game = finished_game(_summary(accounts, [1, 2, 3, 4], end=end, bots=bots))
+    assert game is not None and not game.is_rated
+    assert {p.account_id for p in game.places} == {a for a in accounts if a}
+
+
+def test_a_game_without_accounts_is_no_accounts_business() -> None:
+    assert finished_game(_summary(["", "", ""], [1, 2, 3], bots=1)) is None
+
+
+def test_an_abandoned_game_is_rated_with_the_leavers_last() -> None:
+    game = finished_game(_summary(["a1", "a2", "a3", "a4"], [1, 2, 4, 3], end="ABANDONED"))
+    assert game is not None and game.is_rated
+    assert [p.place for p in game.places] == [1, 2, 4, 3]
+
+
+def test_a_table_rated_with_bots_rates_its_people_against_fixed_bots() -> None:
+    game = finished_game(_summary(["a1", "a2"], [3, 1, 2, 4], bots=2, rating="with_bots"))
+    assert game is not None and game.is_rated and game.fixed_places == (2, 4)
+    after = rate([Rating(), Rating()], [3, 1], game.fixed_places)
+    assert after[1].mu > Rating().mu > after[0].mu
+    again = rate([Rating(), Rating()], [3, 1], game.fixed_places)
+    assert again == after  # a bot's rating never moves: the same game rates the same
+    assert not finished_game(_summary(["a1", ""], [1, 2, 3, 4], bots=2,
+                                      rating="with_bots")).is_rated  # an anonymous person
+
+
+def test_a_table_rated_off_is_never_rated() -> None:
+    game = finished_game(_summary(["a1", "a2", "a3", "a4"], [1, 2, 3, 4], rating="off"))
+    assert game is not None and not game.is_rated
