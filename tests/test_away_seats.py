@@ -3,6 +3,7 @@ table did, step by step, and that its log replays to the same state."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
@@ -14,6 +15,7 @@ from server.observability import Metrics
 from server.store import MemoryStore
 from server.store.base import StoredTable, TableMeta
 from server.tables.clock import ManualScheduler
+from server.tables.log_entries import TimedOut, loads
 from server.tables.ownership import LocalOwnership
 from server.tables.recovery import rebuild
 from server.tables.registry import TableRegistry
@@ -73,15 +75,23 @@ def seated_table(clock: ManualScheduler, registry: TableRegistry) -> tuple[Any, 
     return table, watchers
 
 
-def replayed(registry: TableRegistry, table: Any) -> Any:
-    """The table rebuilt from its log by a fresh registry on the same store."""
+def store_log(registry: TableRegistry, table: Any) -> list[str]:
+    """The table's log as the store holds it, in order."""
+    store = registry.store
+    assert isinstance(store, LoggedStore)
+    return [entry for _, entry in sorted(store.tables[table.id][2].items())]
+
+
+def replayed(registry: TableRegistry, table: Any, **options: Any) -> Any:
+    """The table rebuilt from its log by a fresh registry (of ``options``) on the same
+    store."""
     store = registry.store
     assert isinstance(store, LoggedStore)
     created, meta, log = store.tables[table.id]
     stored = StoredTable(table.id, created, meta, tuple(sorted(log.items())), False,
                          table.sequence)
-    return rebuild(new_registry(ManualScheduler(registry.scheduler.now()), LoggedStore()),
-                   stored)
+    return rebuild(new_registry(ManualScheduler(registry.scheduler.now()), LoggedStore(),
+                                **options), stored)
 
 
 def test_a_seat_not_connected_at_its_turn_is_played_at_once_shown_away_and_back_on_acting(
@@ -193,3 +203,58 @@ def test_one_client_holds_one_seat_of_a_quick_match_table() -> None:
     assert sum(s.is_taken for s in table.seats) == 1
     other, _, _ = registry.join("", "Honest", None, preset="quick", address="198.51.100.1")
     assert other is table and sum(s.is_taken for s in table.seats) == 2
+
+
+def test_a_quick_match_table_with_an_expired_reservation_and_an_away_seat_replays_the_same(
+        ) -> None:
+    """Replay gives back what the live table did: the reservation that went back (its join is
+    not in the log), who holds each seat (account or address, for one seat each), the
+    timeouts played at once for an away seat and its away flag."""
+    clock = ManualScheduler()
+    registry = new_registry(clock, reservation_seconds=15.0, quick_match_seats_per_client=1)
+    joined = quick_joins(registry, 3)
+    table = joined[0][0]
+    account, _, account_token = registry.join("", "Ana", None, preset="quick",
+                                              account_id="a_ana", address="198.51.100.9")
+    assert account is table and table.seats.is_full() and table.meta.is_quick
+    for meta in (table.meta, dataclasses.replace(table.meta, rating="with_bots")):
+        assert TableMeta.from_json(meta.to_json()) == meta  # is_quick beside the rating
+    watchers = {seat: table.add_watcher(seat, tokens.hash_token(token))
+                for _, seat, token in joined[1:]}
+    watchers[3] = table.add_watcher(3, tokens.hash_token(account_token))
+    clock.advance(15.0)  # seat 0 never connected: its reservation goes back
+    assert table.game is None and not table.seats[0].is_taken
+    waiting = replayed(registry, table, quick_match_seats_per_client=1)
+    assert [(s.is_taken, s.address, s.account_id) for s in waiting.seats] == \
+        [(s.is_taken, s.address, s.account_id) for s in table.seats]
+    with pytest.raises(ServiceError) as refused:  # one seat each, after a replay too
+        waiting.join("P1", None, address="198.51.100.1")
+    assert refused.value.reason == "ALREADY_SEATED"
+    _, seat, token = registry.join("", "Late", None, preset="quick", address="203.0.113.9")
+    watchers[seat] = table.add_watcher(seat, tokens.hash_token(token))
+    game = table.game
+    assert game is not None and seat == 0
+    gone = 2
+    table.remove_watcher(watchers.pop(gone))  # its person goes: its turns play at once
+    for _ in range(500):
+        if table.seats[gone].is_away or game.is_over:
+            break
+        others = [s for s in game.to_act() if s != gone]
+        if others and table.paused_until is None:
+            table.act(others[0], game.auto_action(others[0]))
+        else:
+            due = clock.next_due()
+            assert due is not None
+            clock.advance(max(0.0, due - clock.now()))
+    clock.run_due()  # its turn, shown away from the moment it came, is played (and logged)
+    assert table.seats[gone].is_away and away(table, gone) == (True, True)
+    assert any(isinstance(e, TimedOut) and e.is_away
+               for e in map(loads, store_log(registry, table)))
+    rebuilt = replayed(registry, table)
+    assert [(s.is_away, s.name, s.address, s.account_id) for s in rebuilt.seats] == \
+        [(s.is_away, s.name, s.address, s.account_id) for s in table.seats]
+    assert rebuilt.game.actions == game.actions and rebuilt.sequence == table.sequence
+    live, again = table.summary(), rebuilt.summary()
+    for seat in live.seats:  # the rebuilt table has no streams yet: nobody is connected
+        seat.is_connected = False
+    assert again == live

@@ -1,14 +1,16 @@
 """Quick match seats people, not joins (issue 27, finding 3), over gRPC on loopback: one
-client (its address, here through the trusted loopback proxy) holds one seat of a quick-match
-table, and a seat is a reservation that goes back unless a stream takes it up in time."""
+client (its account when signed in, else its address, here through the trusted loopback
+proxy) holds one seat of a quick-match table, and a seat is a reservation that goes back
+unless a stream takes it up in time."""
 
 from __future__ import annotations
 
 import asyncio
+import secrets
 
 import grpc
 import pytest
-from copas.v1 import copas_pb2
+from copas.v1 import accounts_pb2, accounts_pb2_grpc, copas_pb2
 
 from tests.helpers.calls import Watch, auth, quota_details
 from tests.helpers.servers import serving
@@ -95,3 +97,49 @@ async def test_a_reservation_never_taken_up_goes_back_and_the_table_does_not_sta
         await spectator.wait_for(lambda m: m.WhichOneof("kind") == "game_started")
         for watch in (*watches, spectator):
             await watch.close()
+
+
+async def _guest(port: int, name: str, address: str) -> str:
+    """A new guest account's access token, signed in from ``address``."""
+    async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+        session = (await accounts_pb2_grpc.AccountServiceStub(channel).SignInDevice(
+            accounts_pb2.SignInDeviceRequest(device_secret=secrets.token_urlsafe(24),
+                                             display_name=name),
+            metadata=as_client(address))).session
+    return str(session.access_token)
+
+
+async def test_a_signed_in_account_holds_one_seat_from_any_address() -> None:
+    """The account is the client: from a second address it is still seated (by table id:
+    ACCOUNT_ALREADY_SEATED; a quick match seats it at another table)."""
+    async with serving(trusted_proxies="127.0.0.1", quick_match_seats_per_client=1) as (
+            running, stub):
+        token = await _guest(running.port, "Ana", "198.51.100.1")
+        first = await stub.JoinTable(quick(""), metadata=as_client("198.51.100.1", token))
+        table_id = first.table.table_id
+        assert await refusal(stub.JoinTable(
+            copas_pb2.JoinTableRequest(table_id=table_id),
+            metadata=as_client("203.0.113.7", token))) == \
+            (grpc.StatusCode.FAILED_PRECONDITION, "ACCOUNT_ALREADY_SEATED")
+        elsewhere = await stub.JoinTable(quick(""), metadata=as_client("203.0.113.7", token))
+        assert elsewhere.table.table_id != table_id
+        table = (await stub.GetTable(copas_pb2.GetTableRequest(table_id=table_id))).table
+        assert sum(s.is_taken for s in table.seats) == 1
+
+
+async def test_accounts_behind_one_address_each_hold_a_seat_and_its_anonymous_one() -> None:
+    """People behind one address (a household's, a campus's NAT) sit together when each is
+    signed in; anonymous, that address holds one seat (docs/OPERATING.md)."""
+    async with serving(trusted_proxies="127.0.0.1", quick_match_seats_per_client=1) as (
+            running, stub):
+        tokens = [await _guest(running.port, name, BAIT) for name in ("Ana", "Bia")]
+        joins = [await stub.JoinTable(quick(""), metadata=as_client(BAIT, token))
+                 for token in tokens]
+        table_id = joins[0].table.table_id
+        assert joins[1].table.table_id == table_id and joins[0].seat != joins[1].seat
+        anonymous = await stub.JoinTable(quick("Cai"), metadata=as_client(BAIT))
+        assert anonymous.table.table_id == table_id
+        assert await refusal(stub.JoinTable(quick("Cai"), metadata=as_client(BAIT))) == \
+            (grpc.StatusCode.FAILED_PRECONDITION, "ALREADY_SEATED")
+        table = (await stub.GetTable(copas_pb2.GetTableRequest(table_id=table_id))).table
+        assert sum(s.is_taken for s in table.seats) == 3
