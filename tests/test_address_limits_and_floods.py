@@ -195,9 +195,11 @@ async def test_a_flood_of_refused_calls_costs_an_honest_player_little(tmp_path: 
         async with grpc.aio.insecure_channel(server.address) as channel:
             stub = copas_pb2_grpc.CopasServiceStub(channel)
             players = []  # two tables of four: eight players, ~130 calls/s in all
-            for name in ("h1", "h2"):
+            for name in ("h1", "h2"):  # a clock of their own: not quick-match tables, which
+                # seat one person per address, and wait for their streams
                 table = (await stub.CreateTable(copas_pb2.CreateTableRequest(
-                    display_name=name), metadata=as_client(HONEST))).table
+                    display_name=name, rules=copas_pb2.RulesOverrides(play_timeout_seconds=0)),
+                    metadata=as_client(HONEST))).table
                 players += [(table.table_id, (await stub.JoinTable(copas_pb2.JoinTableRequest(
                     table_id=table.table_id, display_name=f"p{i}"),
                     metadata=as_client(HONEST))).player_token) for i in range(4)]

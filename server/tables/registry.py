@@ -164,7 +164,7 @@ class TableRegistry:
                bot_policy: str = "", rating: str = "", creator: str = "") -> Table:
         """A new table (or, for a retried request_id, the table it created); ``creator``,
         the address asking, may have at most --max-tables-per-address unfinished. One a quick
-        match could have opened is a quick-match table (``TableMeta.is_quick``).
+        match could have opened (no seed given) is a quick-match table (``TableMeta.is_quick``).
 
         :raises ServiceError: RESOURCE_EXHAUSTED SERVER_FULL, TOO_MANY_TABLES (the
             creator's), TOO_MANY_BOT_TABLES; INVALID_ARGUMENT for the rules asked.
@@ -200,7 +200,8 @@ class TableRegistry:
                          bot_seats=new.bot_seats, order=next(self._order), request_key=key,
                          fingerprint=fingerprint, bot_policy=new.bot_policy,
                          rating=new.rating,
-                         is_quick=self._is_quick_match(new.preset, new.rules, new.bot_seats))
+                         is_quick=seed is None and self._is_quick_match(new.preset, new.rules,
+                                                                        new.bot_seats))
         created = self.scheduler.now()
         self.store.create_table(table_id, created, meta)  # refused once the store failed
         table = self.new_table(table_id, created, meta)
@@ -389,13 +390,14 @@ class TableRegistry:
     def _open_table(self, preset: str, players: int | None, account_id: str = "",
                     creator: str = "") -> Table:
         """Quick match: the oldest waiting table of this kind with a free seat, or a new one.
-        A table of the kind is joined only when a quick match could have opened it: the
-        preset's rules and this server's defaults, no bots (not a table someone made with a
-        point limit of 1,000 and no clock, to catch every quick match)."""
+        A table of the kind is joined only when a quick match could have opened it
+        (``TableMeta.is_quick``): the preset's rules and this server's defaults, no bots, no
+        seed given (not a table someone made with a point limit of 1,000 and no clock, to
+        catch every quick match, nor one whose deal they know)."""
         rules = self.quick_match_rules(preset, players)
         wanted = LobbyFilter(only_joinable=True, preset=preset, players=players or 4)
         for table in self._tables.values():  # oldest first
-            if table.has_people and not table.bot_seats and table.rules == rules \
+            if table.has_people and table.meta.is_quick and table.rules == rules \
                     and wanted.matches(table) and not (
                         account_id and any(s.account_id == account_id for s in table.seats)):
                 return table
@@ -404,8 +406,9 @@ class TableRegistry:
                            creator=creator)
 
     def _is_quick_match(self, preset: str, rules: Rules, bot_seats: int) -> bool:
-        """A table a quick match could have opened (its preset's rules and this server's
-        defaults, no bots): its seats are reservations, one per client."""
+        """A table of a quick match's rules (its preset's and this server's defaults, no
+        bots); without a seed given, one a quick match could have opened: its seats are
+        reservations, one per client."""
         try:
             return not bot_seats and rules == self.quick_match_rules(preset, rules.players)
         except ServiceError:
