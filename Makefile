@@ -132,7 +132,7 @@ bench: setup ## benchmarks: engine vs OpenSpiel; a move vs gRPC echo; durable vs
 	$(BIN)/python bench/cpu_per_move.py
 	$(BIN)/python bench/accounts.py
 	$(BIN)/python bench/championship.py
-	$(STEP) $(PYTEST) -s -m perf  # the figures the tests print (p99 under floods, costs)
+	COPAS_PERF_ROUNDS=3 $(STEP) $(PYTEST) -s -m perf  # the figures the tests print (p99 under floods, costs)
 
 bench-bots: setup ## bot strength: mc vs duck, random, greedy on duplicate deals; decision time (minutes)
 	$(BIN)/python bench/bots_strength.py

@@ -115,9 +115,17 @@ CARD_POINTS: tuple[int, ...] = tuple(
     13 if i == QUEEN_SPADES else 1 if i >= 39 else 0 for i in range(52))
 
 # For each suit, the cards of every 13-bit pattern: turns a mask into cards in four lookups.
-SUIT_BLOCKS: tuple[tuple[tuple[Card, ...], ...], ...] = tuple(
-    tuple(tuple(CARDS[s * 13 + r] for r in range(13) if bits >> r & 1) for bits in range(8192))
-    for s in range(4))
+def _suit_blocks(suit: int) -> tuple[tuple[Card, ...], ...]:
+    """The cards of every 13-bit pattern of one suit, lowest first: each pattern is a smaller
+    one and its highest card (8,192 tuples in one pass; the import stays quick)."""
+    blocks: list[tuple[Card, ...]] = [()]
+    for bits in range(1, 8192):
+        high = bits.bit_length() - 1
+        blocks.append(blocks[bits ^ (1 << high)] + (CARDS[suit * 13 + high],))
+    return tuple(blocks)
+
+
+SUIT_BLOCKS: tuple[tuple[tuple[Card, ...], ...], ...] = tuple(_suit_blocks(s) for s in range(4))
 _CLUBS, _DIAMONDS, _SPADES, _HEARTS = SUIT_BLOCKS
 
 

@@ -10,7 +10,7 @@ import contextlib
 import time
 from collections.abc import Coroutine
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import structlog
 from grpc_health.v1 import health
@@ -19,12 +19,14 @@ from server.cluster.build import ClusterNode
 from server.errors import ServiceError
 from server.listen import Bound
 from server.observability import Metrics
-from server.rpc import web
 from server.rpc.gateway import CallsInFlight
 from server.rpc.quotas import Quotas
 from server.store import Storage, StorageFailed
 from server.tables.records import Records
 from server.tables.registry import TableRegistry
+
+if TYPE_CHECKING:  # imported only when a page is served (start-up)
+    from server.rpc import web
 
 log = structlog.get_logger("copas.server")
 CALLS_LULL = 0.1  # seconds without a new call before a failed node stops (``end_all``)

@@ -7,11 +7,14 @@ from __future__ import annotations
 import ssl
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import grpc
 
 from server.config import Config
-from server.rpc import web
+
+if TYPE_CHECKING:  # the page's modules are imported only when it is served (start-up)
+    from server.rpc import web
 
 
 class SetupError(Exception):
@@ -200,6 +203,8 @@ async def bind(config: Config) -> Bound:
         raise SetupError(f"--database: the other nodes cannot reach {bound.advertise}: give "
                          "--advertise HOST:PORT (and --node-id NAME) on this machine")
     if config.web_port:  # the web bridge relays to a plaintext loopback port of its own
+        from server.rpc import web
+
         relay_port = server.add_insecure_port("127.0.0.1:0")
         if relay_port == 0:
             await bound.abandon()

@@ -38,7 +38,7 @@ from server.config import Config, parse_args
 from server.lifecycle import RunningServer, Tasks, close_store
 from server.listen import SetupError, bind, internal_address
 from server.observability import Metrics, configure_logging
-from server.rpc import reflection, web
+from server.rpc import reflection
 from server.rpc.accounts import AccountService, sweep_bans
 from server.rpc.admin import AdminService, OneProcess
 from server.rpc.gateway import (
@@ -200,6 +200,8 @@ async def start(config: Config) -> RunningServer:
             tasks.spawn(thinker.warm_up())
         await bound.start()
         if bound.page is not None and forwarding_key is not None:
+            from server.rpc import web  # imported only with a page: start-up stays quick
+
             web.start_page(bound.page, forwarding_key, config, proxies, metrics)
         running = RunningServer(bound.port, metrics_port, bound.internal_port, registry, store,
                                 records, quotas, metrics, health_servicer, bound.page,

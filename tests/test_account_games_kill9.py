@@ -28,23 +28,22 @@ def start(data: Path) -> ServerProcess:
                          "warning", "--bot-workers", "0")
 
 
-async def one_game(address: str, sessions: list[Any], draw: random.Random) -> str:
+async def one_game(game: copas_pb2_grpc.CopasServiceStub, sessions: list[Any],
+                   draw: random.Random) -> str:
     """Three accounts at a table; two leave, so the game ends (LAST_PLAYER): its record id."""
-    async with grpc.aio.insecure_channel(address) as channel:
-        game = copas_pb2_grpc.CopasServiceStub(channel)
-        table = (await game.CreateTable(copas_pb2.CreateTableRequest(
-            preset="quick", rules=copas_pb2.RulesOverrides(
-                players=3, pass_timeout_seconds=0, play_timeout_seconds=0,
-                moon_timeout_seconds=0, trick_pause_seconds=0, hand_pause_seconds=0)),
-            timeout=10)).table
-        seated = draw.sample(sessions, 3)
-        tokens = [(await game.JoinTable(copas_pb2.JoinTableRequest(table_id=table.table_id),
-                                        metadata=auth(s.access_token), timeout=10)).player_token
-                  for s in seated]
-        for token in tokens[1:]:
-            await game.LeaveTable(copas_pb2.LeaveTableRequest(table_id=table.table_id),
-                                  metadata=auth(token), timeout=10)
-        return str(table.table_id)
+    table = (await game.CreateTable(copas_pb2.CreateTableRequest(
+        preset="quick", rules=copas_pb2.RulesOverrides(
+            players=3, pass_timeout_seconds=0, play_timeout_seconds=0,
+            moon_timeout_seconds=0, trick_pause_seconds=0, hand_pause_seconds=0)),
+        timeout=10)).table
+    seated = draw.sample(sessions, 3)
+    tokens = [(await game.JoinTable(copas_pb2.JoinTableRequest(table_id=table.table_id),
+                                    metadata=auth(s.access_token), timeout=10)).player_token
+              for s in seated]
+    for token in tokens[1:]:
+        await game.LeaveTable(copas_pb2.LeaveTableRequest(table_id=table.table_id),
+                              metadata=auth(token), timeout=10)
+    return str(table.table_id)
 
 
 async def test_two_hundred_game_ends_with_kill_9s_are_each_rated_once(tmp_path: Path) -> None:
@@ -59,15 +58,20 @@ async def test_two_hundred_game_ends_with_kill_9s_are_each_rated_once(tmp_path: 
                 device_secret=secrets.token_urlsafe(24), display_name=f"P{n}"))).session
                 for n in range(PEOPLE)]
         ended: list[str] = []
+        channel = grpc.aio.insecure_channel(server.address)  # one per server started
         while len(ended) < GAME_ENDS:
             with contextlib.suppress(grpc.aio.AioRpcError):  # a game cut by a kill: its
-                ended.append(await one_game(server.address, sessions, draw))  # table never
-                # ended; another one is played
+                ended.append(await one_game(copas_pb2_grpc.CopasServiceStub(channel),
+                                            sessions, draw))  # table never ended; another
+                # one is played
             if draw.random() < 0.08:  # at once after a game's last move, or a moment later
                 await asyncio.sleep(draw.choice([0.0, 0.0, 0.0, 0.3, 1.2]))
                 server.kill9()
                 kills += 1
+                await channel.close()
                 server = start(data)
+                channel = grpc.aio.insecure_channel(server.address)
+        await channel.close()
         async with grpc.aio.insecure_channel(server.address) as channel:
             accounts = accounts_pb2_grpc.AccountServiceStub(channel)
             game = copas_pb2_grpc.CopasServiceStub(channel)

@@ -76,15 +76,22 @@ class Passwords:
         self._hasher = PasswordHasher(time_cost=parameters.time_cost,
                                       memory_cost=parameters.memory_kib,
                                       parallelism=parameters.parallelism)
-        self._dummy = self._hasher.hash(secrets.token_urlsafe(16))
+        self._dummy: str | None = None  # made at the first unknown name: start-up stays quick
 
     def hash(self, password: str) -> str:
         return self._hasher.hash(password)
 
+    def _dummy_hash(self) -> str:
+        """A hash of these parameters that no password is known for; one hash's work once."""
+        if self._dummy is None:
+            self._dummy = self._hasher.hash(secrets.token_urlsafe(16))
+        return self._dummy
+
     def verify(self, stored: str | None, password: str) -> bool:
         """Whether ``password`` matches ``stored`` (None: no such name; still one hash's work)."""
         try:
-            return self._hasher.verify(stored or self._dummy, password) and stored is not None
+            is_match = self._hasher.verify(stored or self._dummy_hash(), password)
+            return is_match and stored is not None
         except (VerifyMismatchError, VerificationError, InvalidHashError):
             return False
 

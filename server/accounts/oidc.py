@@ -13,9 +13,10 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import jwt
+if TYPE_CHECKING:  # PyJWT (and cryptography) are imported at the first token: start-up
+    import jwt
 
 from server.errors import ServiceError
 
@@ -73,6 +74,8 @@ class _Keys:
     """One issuer's signing keys, from a file (read once) or a URL (PyJWKClient's cache)."""
 
     def __init__(self, source: str) -> None:
+        import jwt
+
         self._client: jwt.PyJWKClient | None = None
         self._set: jwt.PyJWKSet | None = None
         if source.startswith("https://"):
@@ -81,6 +84,8 @@ class _Keys:
             self._set = jwt.PyJWKSet.from_dict(json.loads(Path(source).read_text()))
 
     def key_for(self, token: str, kid: str | None) -> jwt.PyJWK:
+        import jwt
+
         if self._client is not None:
             try:
                 return self._client.get_signing_key_from_jwt(token)
@@ -108,6 +113,8 @@ class OidcVerifier:
         """:raises ServiceError: INVALID_ID_TOKEN, UNKNOWN_ISSUER."""
         if len(token) > ID_TOKEN_MAX:
             raise _invalid(f"is over {ID_TOKEN_MAX} bytes")
+        import jwt
+
         try:
             header = jwt.get_unverified_header(token)
             unverified: dict[str, Any] = jwt.decode(token, options={"verify_signature": False})

@@ -135,9 +135,22 @@ async def finished_bot_table(stub: copas_pb2_grpc.CopasServiceStub, **options: A
 
 async def join_all(stub: copas_pb2_grpc.CopasServiceStub, table_id: str, count: int
                    ) -> list[copas_pb2.JoinTableResponse]:
-    return [await stub.JoinTable(copas_pb2.JoinTableRequest(table_id=table_id,
-                                                            display_name=f"P{i}"))
-            for i in range(count)]
+    """``count`` people join, as the reference client does: each join has a request id and is
+    sent again while the answer is UNAVAILABLE (a relayed call whose node did not answer in
+    time on a loaded machine), so a join the owner took is answered, not taken twice."""
+    joined = []
+    for i in range(count):
+        request = copas_pb2.JoinTableRequest(table_id=table_id, display_name=f"P{i}",
+                                             request_id=f"join-{table_id}-{i}")
+        for attempt in range(20):
+            try:
+                joined.append(await stub.JoinTable(request))
+                break
+            except grpc.aio.AioRpcError as error:
+                if error.code() != grpc.StatusCode.UNAVAILABLE or attempt == 19:
+                    raise
+                await asyncio.sleep(0.25)
+    return joined
 
 
 PHASES = {"PASSING": copas_pb2.PHASE_PASSING, "PLAYING": copas_pb2.PHASE_PLAYING,
