@@ -82,7 +82,7 @@ TIERS = {
     "test_web_connections.py": PROCESS,
     "test_cluster.py": CLUSTER, "test_cluster_admin.py": CLUSTER,
     "test_cluster_as_one_server.py": CLUSTER, "test_cluster_owner.py": CLUSTER,
-    "test_store_contract.py": CLUSTER,
+    "test_store_contract.py": CLUSTER, "test_championship_store.py": CLUSTER,
     "test_web_page.py": BROWSER,
 }
 
