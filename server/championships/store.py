@@ -59,7 +59,9 @@ CREATE TABLE IF NOT EXISTS championship_results (
     table_id TEXT PRIMARY KEY, championship_id TEXT NOT NULL, result TEXT NOT NULL,
     counted DOUBLE PRECISION NOT NULL);
 CREATE INDEX IF NOT EXISTS championship_results_by_championship
-    ON championship_results (championship_id)
+    ON championship_results (championship_id);
+CREATE TABLE IF NOT EXISTS championship_leases (
+    championship_id TEXT PRIMARY KEY, node TEXT NOT NULL, expires DOUBLE PRECISION NOT NULL)
 """
 
 
@@ -322,6 +324,21 @@ class ChampionshipStore:
             tx.write("UPDATE championships SET phase = ?, ended = ? WHERE championship_id = ?",
                      (phase.value, at, championship_id))
             return True
+        return await self._do(body)
+
+
+    async def claim(self, championship_id: str, node: str, now: float, ttl: float) -> bool:
+        """Whether ``node`` drives the championship until ``now + ttl``: it held the lease
+        (renewed), or the lease ran out (taken). One node holds it at a time."""
+        def body(tx: Tx) -> bool:
+            tx.write("INSERT INTO championship_leases VALUES (?, ?, ?) "
+                     "ON CONFLICT (championship_id) DO UPDATE SET node = excluded.node, "
+                     "expires = excluded.expires WHERE championship_leases.node = "
+                     "excluded.node OR championship_leases.expires < ?",
+                     (championship_id, node, now + ttl, now))
+            held = tx.rows("SELECT node FROM championship_leases WHERE championship_id = ?",
+                           (championship_id,))
+            return bool(held) and held[0][0] == node
         return await self._do(body)
 
 
