@@ -45,9 +45,9 @@ async def served(tmp_path: Path) -> AsyncIterator[Served]:
     token_file = tmp_path / "admin-token"
     token_file.write_text(ADMIN_TOKEN + "\n")
     async with serving(admin_token_file=str(token_file), championship_interval=0.05,
-                       championships_per_account=1) as (running, _):
-        async with grpc.aio.insecure_channel(f"127.0.0.1:{running.port}") as channel:
-            yield Served(running, channel)
+                       championships_per_account=1) as (running, _), \
+            grpc.aio.insecure_channel(f"127.0.0.1:{running.port}") as channel:
+        yield Served(running, channel)
 
 
 def settings(**changes: Any) -> pb.ChampionshipSettings:
