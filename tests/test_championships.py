@@ -17,6 +17,7 @@ from copas.admin.v1 import admin_pb2, admin_pb2_grpc
 from copas.v1 import championships_pb2 as pb
 from copas.v1 import championships_pb2_grpc, copas_pb2, copas_pb2_grpc
 
+from engine import Rules
 from tests.helpers.calls import auth
 from tests.helpers.championships import (
     FAST_RULES,
@@ -217,3 +218,42 @@ async def test_metrics_count_rounds_and_seating_time(served: Served) -> None:
     registry = served.running.metrics.registry
     assert registry.get_sample_value("copas_championship_rounds_seated_total") == 2
     assert registry.get_sample_value("copas_championship_seating_seconds_count") == 2
+
+
+async def test_a_driver_killed_while_seating_seats_the_same_round_at_the_same_tables() -> None:
+    """The tables are made and seated, then the round's write fails (as a kill -9 before it
+    would leave it): the next step makes no new table and seats everyone where they were."""
+    from server.championships.driver import Driver
+    from server.championships.model import Registration, Spec
+    from server.championships.store import SqliteChampionshipStore
+    from server.championships.tables import LocalTables
+    from server.observability import Metrics
+    from server.tables.clock import ManualScheduler
+    from tests.helpers.servers import registry_for_tests
+
+    registry: Any = registry_for_tests(ManualScheduler())
+    store = SqliteChampionshipStore(":memory:")
+
+    await store.create(Spec("c_1", "Cup", "online", Rules.preset("online", max_hands=1), 2,
+                            False, 9, 3, None, False, 0.0, "seed", "", 1.0))
+    for n in range(9):
+        await store.register("c_1", Registration(f"a_{n}", f"P{n}", 10.0 + n), 9)
+    await store.start("c_1", 20.0, 3)
+    driver = Driver(store, LocalTables(registry), registry.store, Metrics())
+    real = store.seat_round
+
+    async def dies(*args: Any) -> bool:
+        raise RuntimeError("killed before the round's write")
+    store.seat_round = dies  # type: ignore[method-assign]
+    with pytest.raises(RuntimeError):
+        await driver.step("c_1")
+    first = {t.id: [s.account_id for s in t.seats] for t in registry.live()}
+    assert sorted(len(v) for v in first.values()) == [4, 5]
+    store.seat_round = real  # type: ignore[method-assign]
+    await driver.step("c_1")
+    again = {t.id: [s.account_id for s in t.seats] for t in registry.live()}
+    assert again == first
+    loaded = await store.load("c_1")
+    assert loaded is not None and {t.table_id: list(t.players) for t in loaded.tables} == first
+    await driver.step("c_1")  # nothing more to seat while round 1 plays
+    assert {t.id for t in registry.live()} == set(first)

@@ -48,7 +48,8 @@ class BotPlayer:
         self.address = address
         self.session = session
         self.championship_id = championship_id
-        self.played: list[str] = []
+        self.played: list[str] = []  # tables given, in order
+        self.done: set[str] = set()  # tables whose game it saw end
         self.last: championships_pb2.Championship | None = None
 
     async def run(self) -> None:
@@ -67,7 +68,7 @@ class BotPlayer:
         async with grpc.aio.insecure_channel(self.address) as channel:
             watcher = championships_pb2_grpc.ChampionshipServiceStub(channel)
             game = copas_pb2_grpc.CopasServiceStub(channel)
-            games: set[asyncio.Task[Any]] = set()
+            games: dict[str, asyncio.Task[Any]] = {}
             try:
                 async for message in watcher.WatchChampionship(
                         championships_pb2.WatchChampionshipRequest(
@@ -75,32 +76,29 @@ class BotPlayer:
                         metadata=auth(self.session.access_token)):
                     self.last = message.championship
                     mine = message.your_table
-                    if mine.table_id and mine.table_id not in self.played:
-                        self.played.append(mine.table_id)
+                    if mine.table_id and mine.table_id not in self.done \
+                            and mine.table_id not in games:
+                        if mine.table_id not in self.played:
+                            self.played.append(mine.table_id)
                         player = Player(game, mine.table_id, mine.seat, mine.player_token)
-                        task = asyncio.ensure_future(self._play(player))
-                        games.add(task)
-                        task.add_done_callback(games.discard)
+                        games[mine.table_id] = asyncio.ensure_future(self._play(player))
                     if message.championship.state in (
                             championships_pb2.CHAMPIONSHIP_STATE_FINISHED,
                             championships_pb2.CHAMPIONSHIP_STATE_CANCELLED):
                         return True
             finally:
-                for task in list(games):
+                for task in games.values():
                     task.cancel()
                     with contextlib.suppress(BaseException):
                         await task
         return False
 
     async def _play(self, player: Player) -> None:
-        """Plays the seat; after a restart (the stream broken) plays it again, until the
-        game is over."""
-        for _ in range(20):
-            try:
-                await run_bot(player, "greedy")
-                return
-            except grpc.aio.AioRpcError:
-                await asyncio.sleep(0.3)
+        """Plays the seat until its game is over (a broken stream: the watch gives the
+        table again once the server is back)."""
+        with contextlib.suppress(grpc.aio.AioRpcError):
+            await run_bot(player, "greedy")
+            self.done.add(player.table_id)
 
 
 def recomputed(championship: championships_pb2.Championship,
