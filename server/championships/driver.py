@@ -164,6 +164,13 @@ class Driver:
                 running += phase is Phase.RUNNING
         self._running = running
 
+    async def step_if_held(self, championship_id: str) -> None:
+        """A step now, when this node drives the championship (else its driver's next step
+        does it)."""
+        if await self._lease.holds(championship_id):
+            await self.step(championship_id)
+        self._wake.set()
+
     async def step(self, championship_id: str) -> Phase | None:
         """The next thing one championship needs; its phase after it."""
         championship = await self._store.load(championship_id)

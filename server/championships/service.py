@@ -16,6 +16,7 @@ import grpc
 from engine import Rules
 from engine.championship import MAX_ROUNDS, table_sizes
 from server.accounts.model import Account
+from server.bounded import Bounded
 from server.championships.driver import Driver, request_id
 from server.championships.model import Championship, Phase, Registration, Spec
 from server.championships.store import ChampionshipStore, Refused
@@ -29,6 +30,8 @@ T = TypeVar("T")
 NAME_MAX = 60
 PAUSE_MAX = 3600.0
 MIN_PLAYERS = 3
+LATEST_KEPT = 1000  # championships whose latest read the watchers share
+LATEST_FOR = 1.0  # seconds a shared read serves at most (another node's changes show then)
 # The gRPC status of each refusal the store makes (errors.proto says the same).
 _STATUS = {
     "CHAMPIONSHIP_NOT_FOUND": grpc.StatusCode.NOT_FOUND,
@@ -82,6 +85,8 @@ class Championships:
         self._per_account = per_account
         self._max_players = max_players
         self._clock = clock
+        # championship -> (version, when read, what was read): the watchers' shared read
+        self._latest: Bounded[str, tuple[int, float, Championship]] = Bounded(LATEST_KEPT)
 
     # ------------------------------------------------------------ reading
 
@@ -91,6 +96,21 @@ class Championships:
         if found is None:
             raise ServiceError.not_found(f"no championship {championship_id!r:.80}",
                                          "CHAMPIONSHIP_NOT_FOUND")
+        return found
+
+    async def latest(self, championship_id: str) -> Championship:
+        """``get`` for the watchers: one read per change this node saw, shared by all of
+        them (and read again after ``LATEST_FOR`` seconds, for another node's changes).
+
+        :raises ServiceError: NOT_FOUND CHAMPIONSHIP_NOT_FOUND.
+        """
+        version = self.driver.version(championship_id)
+        cached = self._latest.get(championship_id)
+        now = time.monotonic()
+        if cached is not None and cached[0] == version and now - cached[1] < LATEST_FOR:
+            return cached[2]
+        found = await self.get(championship_id)
+        self._latest[championship_id] = (version, now, found)
         return found
 
     async def page(self, size: int, offset: int, include_finished: bool
@@ -214,7 +234,7 @@ class Championships:
         championship = await self.get(championship_id)
         await self._do(championship_id, self.store.start(championship_id, self._clock(),
                                         championship.spec.min_players))
-        await self.driver.step(championship_id)  # round 1 seated before the answer
+        await self.driver.step_if_held(championship_id)  # round 1 seated before the answer
         return await self.get(championship_id)
 
     async def cancel(self, championship_id: str) -> Championship:

@@ -196,7 +196,7 @@ class ChampionshipService(championships_pb2_grpc.ChampionshipServiceServicer):
         driver = self._championships.driver
         while True:
             seen = driver.version(championship_id)
-            c = await self._championships.get(championship_id)
+            c = await self._championships.latest(championship_id)
             message = pb.WatchChampionshipResponse(championship=self._pb(c, you))
             seat = self._championships.seat_of(c, you) if you else None
             if seat is not None:
