@@ -46,6 +46,7 @@ from server.championships.tables import TablePort
 from server.errors import ServiceError
 from server.observability import Metrics, gauges
 from server.store.base import GameRecord, StorageError
+from server.tables.idempotency import seal
 
 log = structlog.get_logger("copas.championships")
 
@@ -80,6 +81,14 @@ class StoreLease:
 
 class Records(Protocol):
     def get_record(self, record_id: str) -> bytes | None: ...
+
+
+SEAT_SCOPE = "championship-seat"  # what a seat's sealed token is sealed for
+
+
+def seat_key(championship: Championship, table_id: str, account_id: str) -> str:
+    """The request id of an account's join at a table: it also seals its token."""
+    return request_id(championship, "seat", table_id, account_id)
 
 
 def request_id(championship: Championship, *parts: object) -> str:
@@ -241,13 +250,17 @@ class Driver:
                     name=f"{spec.name} r{round_no} t{number}"[:60], preset=spec.preset,
                     rules=spec.rules.table_rules(size),
                     seed=deal_seed(spec.rules, spec.seed, round_no, number, size))
+                sealed = []
                 for seat, account_id in enumerate(members):
-                    self._tables.join(table_id, seat, names[account_id], account_id,
-                                      request_id(championship, "seat", table_id, account_id))
+                    key = seat_key(championship, table_id, account_id)
+                    token = self._tables.join(table_id, seat, names[account_id], account_id,
+                                              key)
+                    sealed.append(seal(token, SEAT_SCOPE, key))
                 for seat, account_id in enumerate(members):
                     if account_id in withdrawn:
                         self._leave(table_id, seat)
-                tables.append(SeatedTable(round_no, number, table_id, tuple(members)))
+                tables.append(SeatedTable(round_no, number, table_id, tuple(members),
+                                          tuple(sealed)))
             await self._tables.committed()
         except (ServiceError, StorageError) as exc:  # a full server: the next step retries
             log.warning("championship_round_not_seated", championship_id=championship.id,

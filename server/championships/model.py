@@ -75,6 +75,9 @@ class SeatedTable:
     table_id: str
     players: tuple[str, ...]
     """Account ids by seat."""
+    sealed_tokens: tuple[str, ...] = ()
+    """Each seat's player token, sealed with a key only the championship's seed gives
+    (``server.tables.idempotency.seal``), so any node can hand it to its player."""
 
 
 @dataclass(frozen=True, slots=True)

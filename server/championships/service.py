@@ -17,7 +17,7 @@ from engine import Rules
 from engine.championship import MAX_ROUNDS, table_sizes
 from server.accounts.model import Account
 from server.bounded import Bounded
-from server.championships.driver import Driver, request_id
+from server.championships.driver import SEAT_SCOPE, Driver, seat_key
 from server.championships.model import Championship, Phase, Registration, Spec
 from server.championships.store import ChampionshipStore, Refused
 from server.championships.tables import TablePort
@@ -25,6 +25,7 @@ from server.codec import RuleOverrides
 from server.config import RegistrySettings
 from server.errors import ServiceError
 from server.tables.creation import check_new_table
+from server.tables.idempotency import unseal
 
 T = TypeVar("T")
 NAME_MAX = 60
@@ -119,8 +120,8 @@ class Championships:
 
     def seat_of(self, championship: Championship, account_id: str) -> SeatNow | None:
         """The account's table and seat in the current round and its player token (the
-        token of the driver's own join, given back by its request id), while its game is
-        not counted and the account has not withdrawn."""
+        token of the driver's own join, unsealed from the store: any node gives it), while
+        its game is not counted and the account has not withdrawn."""
         registration = championship.registration(account_id)
         if registration is None or registration.withdrawn is not None \
                 or championship.phase is not Phase.RUNNING:
@@ -130,12 +131,8 @@ class Championships:
         for table in championship.tables_of(round_no):
             if account_id in table.players and table.table_id not in counted:
                 seat = table.players.index(account_id)
-                try:
-                    token = self._tables.join(
-                        table.table_id, seat, registration.display_name, account_id,
-                        request_id(championship, "seat", table.table_id, account_id))
-                except ServiceError:
-                    return None  # the table is on another node, or gone
+                token = unseal(table.sealed_tokens[seat], SEAT_SCOPE,
+                               seat_key(championship, table.table_id, account_id))
                 return SeatNow(round_no, table.table_id, seat, token)
         return None
 

@@ -53,7 +53,7 @@ CREATE TABLE IF NOT EXISTS championship_rounds (
     seated DOUBLE PRECISION NOT NULL, PRIMARY KEY (championship_id, round_no));
 CREATE TABLE IF NOT EXISTS championship_tables (
     championship_id TEXT NOT NULL, round_no INTEGER NOT NULL, table_no INTEGER NOT NULL,
-    table_id TEXT NOT NULL UNIQUE, players TEXT NOT NULL,
+    table_id TEXT NOT NULL UNIQUE, players TEXT NOT NULL, tokens TEXT NOT NULL,
     PRIMARY KEY (championship_id, round_no, table_no));
 CREATE TABLE IF NOT EXISTS championship_results (
     table_id TEXT PRIMARY KEY, championship_id TEXT NOT NULL, result TEXT NOT NULL,
@@ -141,8 +141,9 @@ def _load(tx: Tx, championship_id: str) -> Championship | None:
         "SELECT round_no, seated FROM championship_rounds WHERE championship_id = ?",
         (championship_id,))}
     championship.tables = [
-        SeatedTable(r, t, i, tuple(json.loads(p))) for r, t, i, p in tx.rows(
-            "SELECT round_no, table_no, table_id, players FROM championship_tables "
+        SeatedTable(r, t, i, tuple(json.loads(p)), tuple(json.loads(k)))
+        for r, t, i, p, k in tx.rows(
+            "SELECT round_no, table_no, table_id, players, tokens FROM championship_tables "
             "WHERE championship_id = ? ORDER BY round_no, table_no", (championship_id,))]
     championship.counted = [
         Counted(i, result_from_json(r), c) for i, r, c in tx.rows(
@@ -300,9 +301,10 @@ class ChampionshipStore:
                             "ON CONFLICT DO NOTHING", (championship_id, round_no, at)):
                 return False
             for table in tables:
-                tx.write("INSERT INTO championship_tables VALUES (?, ?, ?, ?, ?)",
+                tx.write("INSERT INTO championship_tables VALUES (?, ?, ?, ?, ?, ?)",
                          (championship_id, table.round_no, table.table_no, table.table_id,
-                          json.dumps(list(table.players))))
+                          json.dumps(list(table.players)),
+                          json.dumps(list(table.sealed_tokens))))
             return True
         return await self._do(body)
 
