@@ -76,8 +76,9 @@ class BotPlayer:
                         metadata=auth(self.session.access_token)):
                     self.last = message.championship
                     mine = message.your_table
+                    running = games.get(mine.table_id)
                     if mine.table_id and mine.table_id not in self.done \
-                            and mine.table_id not in games:
+                            and (running is None or running.done()):
                         if mine.table_id not in self.played:
                             self.played.append(mine.table_id)
                         player = Player(game, mine.table_id, mine.seat, mine.player_token)
@@ -94,11 +95,16 @@ class BotPlayer:
         return False
 
     async def _play(self, player: Player) -> None:
-        """Plays the seat until its game is over (a broken stream: the watch gives the
-        table again once the server is back)."""
-        with contextlib.suppress(grpc.aio.AioRpcError):
-            await run_bot(player, "greedy")
+        """Plays the seat until its game is over: a broken stream (a node killed, its table
+        moved to another) is opened again; the watch's end cancels it."""
+        while True:
+            try:
+                await run_bot(player, "greedy")
+            except grpc.aio.AioRpcError:
+                await asyncio.sleep(0.2)
+                continue
             self.done.add(player.table_id)
+            return
 
 
 def recomputed(championship: championships_pb2.Championship,
