@@ -270,7 +270,8 @@ class Driver:
             self._metrics.championship_rounds.inc()
             self._metrics.championship_seating.observe(time.perf_counter() - began)
             log.info("championship_round_seated", championship_id=championship.id,
-                     round=round_no, tables=[len(t.players) for t in tables])
+                     round=round_no, tables=len(tables),
+                     players=sum(len(t.players) for t in tables))
             self.changed(championship.id)
 
     def _leave(self, table_id: str, seat: int) -> None:

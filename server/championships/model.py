@@ -103,6 +103,7 @@ class Championship:
     """Round number -> when it was seated."""
     tables: list[SeatedTable] = field(default_factory=list)
     counted: list[Counted] = field(default_factory=list)
+    _standings: list[Standing] | None = field(default=None, repr=False, compare=False)
 
     @property
     def id(self) -> str:
@@ -136,4 +137,9 @@ class Championship:
         return tally
 
     def standings(self) -> list[Standing]:
-        return self.tally().standings() if self.phase is not Phase.REGISTERING else []
+        """The standings of the games counted (computed once per read from the store: every
+        watcher of this read shares them)."""
+        if self._standings is None:
+            self._standings = self.tally().standings() \
+                if self.phase is not Phase.REGISTERING else []
+        return self._standings
