@@ -120,6 +120,10 @@ async def test_a_round_is_seated_once_and_a_game_counted_once(opened: Opened) ->
     assert loaded.tables == tables and loaded.rounds == {1: 31.0}
     assert [c.result for c in loaded.counted] == [result]
     assert loaded.is_round_over(1)
+    store = opened.store
+    assert await store.end("c_1", Phase.CANCELLED, 50.0)
+    later = GameResult(2, 1, ("a_0", "a_1", "a_2", "a_3"), (1, 2, 3, 4))
+    assert not await store.count("c_1", Counted("t_9", later, 51.0))  # cancelled: no more
 
 
 async def test_one_node_holds_a_championships_lease_until_it_runs_out(opened: Opened) -> None:

@@ -217,6 +217,38 @@ async def test_thirteen_bots_play_four_rounds_and_the_records_give_the_standings
           f"(3 tables made, seated, on disk): {took * 1e3:.1f} ms")
 
 
+async def test_a_championship_starts_by_itself_at_its_time(served: Served) -> None:
+    from google.protobuf.timestamp_pb2 import Timestamp
+
+    sessions = await sign_in(served.address, ["T0", "T1", "T2"])
+    at = Timestamp()
+    at.FromNanoseconds(int((time.time() + 1.0) * 1e9))
+    made = (await served.admin.CreateChampionship(admin_pb2.CreateChampionshipRequest(
+        settings=settings(rounds=1, start_time=at), reason="test"),
+        metadata=ADMIN)).championship
+    cid = made.championship_id
+    for session in sessions:
+        await served.champs.Register(pb.RegisterRequest(championship_id=cid),
+                                     metadata=auth(session.access_token))
+    now = (await served.champs.GetChampionship(pb.GetChampionshipRequest(
+        championship_id=cid))).championship
+    assert now.state == pb.CHAMPIONSHIP_STATE_REGISTERING  # not before its time
+    stream = served.champs.WatchChampionship(pb.WatchChampionshipRequest(championship_id=cid),
+                                             metadata=auth(sessions[0].access_token))
+    async for message in stream:
+        if message.your_table.table_id:
+            break
+    assert message.championship.state == pb.CHAMPIONSHIP_STATE_RUNNING
+    assert message.championship.begin_time.ToNanoseconds() >= at.ToNanoseconds()
+    (table,) = message.championship.rounds[0].tables
+    assert message.your_table.table_id == table.table_id
+    assert [s.is_you for s in table.seats].count(True) == 1
+    stream.cancel()
+    listed = (await served.champs.ListChampionships(pb.ListChampionshipsRequest())
+              ).championships
+    assert [c.championship_id for c in listed] == [cid] and not listed[0].rounds
+
+
 def sample(metric: Any, name: str) -> float:
     """One sample of one metric object (its own collect, not the whole registry's)."""
     return next(x.value for family in metric.collect() for x in family.samples

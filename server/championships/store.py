@@ -309,11 +309,16 @@ class ChampionshipStore:
         return await self._do(body)
 
     async def count(self, championship_id: str, counted: Counted) -> bool:
-        """Counts one game (keyed by its table id); False when it was counted already."""
-        return await self._do(lambda tx: tx.write(
-            "INSERT INTO championship_results VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
-            (counted.table_id, championship_id, result_to_json(counted.result),
-             counted.counted)) > 0)
+        """Counts one game (keyed by its table id); False when it was counted already, or
+        the championship is not running (a cancelled one counts no more games)."""
+        def body(tx: Tx) -> bool:
+            if _phase(tx, championship_id) is not Phase.RUNNING:
+                return False
+            return tx.write(
+                "INSERT INTO championship_results VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
+                (counted.table_id, championship_id, result_to_json(counted.result),
+                 counted.counted)) > 0
+        return await self._do(body)
 
     async def end(self, championship_id: str, phase: Phase, at: float) -> bool:
         """Finishes or cancels; False when it is over already.

@@ -71,6 +71,8 @@ def championship_pb(c: Championship, you: str = "", *, is_full: bool = False,
         message.begin_time.CopyFrom(timestamp(c.began))
     if c.ended is not None:
         message.end_time.CopyFrom(timestamp(c.ended))
+    if not is_full:
+        return message
     for line in c.standings():
         message.standings.append(pb.StandingLine(
             place=line.place, display_name=names.get(line.player, ""), points=line.points,
@@ -79,8 +81,6 @@ def championship_pb(c: Championship, you: str = "", *, is_full: bool = False,
             decided_by=pb.TieBreak.ValueType(int(line.decided_by) + 1),
             has_withdrawn=line.player in withdrawn,
             is_you=line.player == you))
-    if not is_full:
-        return message
     for r in c.registrations:
         message.players.append(pb.ChampionshipPlayer(
             display_name=r.display_name, has_withdrawn=r.withdrawn is not None,
