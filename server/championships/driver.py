@@ -45,7 +45,7 @@ from server.championships.store import ChampionshipStore, Refused
 from server.championships.tables import TablePort
 from server.errors import ServiceError
 from server.observability import Metrics, gauges
-from server.store.base import GameRecord, StorageError
+from server.store.base import GameRecord, StorageError, StoreUnreachable, StoreUnusable
 from server.tables.idempotency import seal
 
 log = structlog.get_logger("copas.championships")
@@ -160,7 +160,7 @@ class Driver:
             self._wake.clear()
             try:
                 await self.step_all()
-            except Exception as exc:
+            except Exception as exc:  # the store unreachable: the next pass tries again
                 log.warning("championship_driver_failed", error=str(exc)[:200])
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), self._interval)
@@ -168,9 +168,17 @@ class Driver:
     async def step_all(self) -> None:
         running = 0
         for championship_id in await self._store.active():
-            if await self._lease.holds(championship_id):
+            if not await self._lease.holds(championship_id):
+                continue
+            try:
                 phase = await self.step(championship_id)
-                running += phase is Phase.RUNNING
+            except (StoreUnreachable, StoreUnusable):
+                raise
+            except Exception as exc:  # one championship's trouble stops no other
+                log.error("championship_step_failed", championship_id=championship_id,
+                          error=str(exc)[:200])
+                continue
+            running += phase is Phase.RUNNING
         self._running = running
 
     async def step_if_held(self, championship_id: str) -> None:
