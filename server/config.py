@@ -231,6 +231,12 @@ class Config:
                                            "it again)")
     password_time_cost: int = flag(3, "argon2id passes per password hash")
     password_memory_kib: int = flag(65536, "argon2id memory per password hash, in KiB")
+    # Championships (copas.v1.ChampionshipService).
+    championships_per_account: int = flag(1, "championships not yet over an account may have "
+                                             "created (0: only operators create them)")
+    championship_max_players: int = flag(1000, "registrations a championship takes at most")
+    championship_interval: float = flag(1.0, "seconds between two steps of the championships' "
+                                             "driver (it also steps at once on a change)")
 
     def table_settings(self) -> TableSettings:
         return TableSettings(

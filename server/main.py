@@ -30,6 +30,7 @@ from prometheus_client import start_http_server
 
 from server.accounts.build import build_accounts, open_account_store
 from server.accounts.games import GameIntake
+from server.championships.build import build_championships, open_championship_store
 from server.cluster.build import build as build_cluster
 from server.cluster.ownership import Lease
 from server.cluster.queries import PgClusterQueries
@@ -41,6 +42,8 @@ from server.observability import Metrics, configure_logging
 from server.rpc import reflection
 from server.rpc.accounts import AccountService, sweep_bans
 from server.rpc.admin import AdminService, OneProcess
+from server.rpc.championships import SERVICE_NAME as CHAMPIONSHIP_SERVICE_NAME
+from server.rpc.championships import championship_handlers
 from server.rpc.gateway import (
     SERVE_HERE,
     CallForwarder,
@@ -112,6 +115,8 @@ async def start(config: Config) -> RunningServer:
             account_store = open_account_store(config)
             parts.callback(account_store.close)
             accounts = build_accounts(config, account_store)
+            championship_store = open_championship_store(config)
+            parts.callback(championship_store.close)
         except (StoreUnusable, ValueError) as exc:
             raise SetupError(str(exc)) from None
         thinker = Thinker(config.bot_workers, config.bot_think_seconds) \
@@ -127,6 +132,8 @@ async def start(config: Config) -> RunningServer:
         registry = TableRegistry(config.registry_settings(), config.table_settings(), metrics,
                                  store, scheduler, ownership, thinker)
         records = Records(store, scheduler, config.keep_records, config.keep_records_days)
+        champs = build_championships(config, championship_store, registry, metrics,
+                                     config.node_id or bound.advertise)
         lobby: LobbySource = registry.lobby
         router: CallRouter = SERVE_HERE
         forwarder: CallForwarder = SERVE_HERE
@@ -154,13 +161,14 @@ async def start(config: Config) -> RunningServer:
             admin = AdminService(trust, registry, quotas, config, store_kind,
                                  lambda: not failed.is_set(),
                                  cluster.admin if cluster is not None else OneProcess(),
-                                 accounts)
+                                 accounts, champs.championships)
             audit = AdminAudit(AdminAuth(admin_token, subjects, trust), trust, metrics)
             admin_routing = Routing(cluster.admin_router, cluster.admin, check=audit) \
                 if cluster is not None else Routing(check=audit)
             Gateway(metrics, quotas, registry.is_valid_token, trust, router, forwarder,
                     implied, {ADMIN_SERVICE_NAME: admin_routing,
-                              ACCOUNT_SERVICE_NAME: Routing()}, calls).install(server, {
+                              ACCOUNT_SERVICE_NAME: Routing(),
+                              CHAMPIONSHIP_SERVICE_NAME: Routing()}, calls).install(server, {
                         **service_handlers(copas_pb2_grpc.add_CopasServiceServicer_to_server,
                                            service),
                         **service_handlers(admin_pb2_grpc.add_AdminServiceServicer_to_server,
@@ -170,14 +178,18 @@ async def start(config: Config) -> RunningServer:
                             account_service),
                         **service_handlers(health_pb2_grpc.add_HealthServicer_to_server,
                                            health_servicer),
+                        **championship_handlers(champs.championships, accounts,
+                                                champs.tables.summary),
                         **reflection.services((SERVICE_NAME, ACCOUNT_SERVICE_NAME,
-                                               ADMIN_SERVICE_NAME, health.SERVICE_NAME))})
+                                               ADMIN_SERVICE_NAME, CHAMPIONSHIP_SERVICE_NAME,
+                                               health.SERVICE_NAME))})
 
         install(bound.server, PeerTrust(forwarding_key, proxies))
         if bound.internal is not None:  # the same services; the cluster key counts only here
             install(bound.internal, PeerTrust(None, proxies,
                                               cluster.keys if cluster is not None else None))
-        for gauges in (registry.gauges, quotas.gauges, service.gauges, account_service.gauges):
+        for gauges in (registry.gauges, quotas.gauges, service.gauges, account_service.gauges,
+                       champs.driver.gauges):
             metrics.add_gauges(gauges)
         metrics_port = 0
         if config.metrics_port:
@@ -201,7 +213,6 @@ async def start(config: Config) -> RunningServer:
         await bound.start()
         if bound.page is not None and forwarding_key is not None:
             from server.rpc import web  # imported only with a page: start-up stays quick
-
             web.start_page(bound.page, forwarding_key, config, proxies, metrics)
         running = RunningServer(bound.port, metrics_port, bound.internal_port, registry, store,
                                 records, quotas, metrics, health_servicer, bound.page,
@@ -212,6 +223,7 @@ async def start(config: Config) -> RunningServer:
         recorded = metrics.account_games
         tasks.spawn(GameIntake(accounts, store, on_recorded=lambda is_rated: recorded.labels(
             rated="yes" if is_rated else "no").inc()).run())
+        tasks.spawn(champs.driver.run())  # after recovery: its tables are here again
         if cluster is not None:
             tasks.spawn(cluster.keys.keep_fresh(cluster.queries))
         parts.push_async_callback(running.stop_serving, bound)  # the first step of a stop

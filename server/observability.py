@@ -65,6 +65,13 @@ class Metrics:
             "it was chosen (pool: the strong bot's workers; here: in the server)",
             ["where"], registry=r,
             buckets=(0.0001, 0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5))
+        self.championship_rounds = Counter(
+            "copas_championship_rounds_seated_total", "Championship rounds this node seated",
+            registry=r)
+        self.championship_seating = Histogram(
+            "copas_championship_seating_seconds", "How long seating one championship round "
+            "took: the seating, its tables made and their seats taken, on disk", registry=r,
+            buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5))
         self.build_info = Gauge("copas_build_info", "The server's version (always 1)",
                                 ["version"], registry=r)
         self.build_info.labels(version=version()).set(1)

@@ -85,20 +85,22 @@ def reaches(names: set[str], forbidden: tuple[str, ...]) -> set[str]:
     ("store", ("grpc.aio", "server.tables", "server.rpc", "server.cluster", "server.main")),
     ("cluster", ("server.rpc", "server.main")),
     ("accounts", ("grpc.aio", "server.tables", "server.rpc", "server.cluster", "server.main")),
+    ("championships", ("grpc.aio", "server.rpc", "server.cluster", "server.main")),
     ("rpc", ("server.main",)),
     ("leaves", ("grpc.aio", "server.tables", "server.rpc", "server.cluster", "server.store",
                 "server.main")),
 ])
 def test_the_server_imports_only_downward(package: str, forbidden: tuple[str, ...]) -> None:
     """main -> rpc -> cluster -> tables -> store -> engine, copas.v1; the leaves (config,
-    errors, codec, wire, observability, tokens) serve them all and import none of them."""
+    errors, codec, wire, observability, tokens) serve them all and import none of them; the
+    championships, beside the accounts, use the tables, the store and the accounts."""
     wrong = {path: sorted(reaches(names, forbidden))
              for path, names in server_imports(package).items() if reaches(names, forbidden)}
     assert not wrong, wrong
 
 
 def test_grpc_aio_is_spoken_only_at_the_edge_and_between_nodes() -> None:
-    for package in ("tables", "store", "leaves"):
+    for package in ("tables", "store", "championships", "leaves"):
         for path, names in server_imports(package).items():
             assert not reaches(names, ("grpc.aio",)), path
 

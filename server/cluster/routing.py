@@ -81,6 +81,12 @@ ADMIN_ROUTES: dict[str, Route] = {
     "RevokeSessions": Route.HERE,
     "BanAccount": Route.HERE,  # (this node's seats now; the others' sweeps find the rest)
     "DeleteAccount": Route.HERE,
+    # championships: in the store every node reads (the driver's node carries them on; a
+    # cancel closes the running tables it holds, the others' end by their clocks)
+    "CreateChampionship": Route.HERE,
+    "StartChampionship": Route.HERE,
+    "CancelChampionship": Route.HERE,
+    "RemoveChampionshipPlayer": Route.HERE,
 }
 ADMIN_SERVICE = admin_pb2.DESCRIPTOR.services_by_name["AdminService"]
 

@@ -25,11 +25,13 @@ from copas.v1 import accounts_pb2, copas_pb2
 from server.accounts.games import forget_in_records
 from server.accounts.model import Account
 from server.accounts.service import Accounts
+from server.championships.service import Championships
 from server.config import Config
 from server.errors import ServiceError
 from server.observability import version
 from server.rpc import inputs
 from server.rpc.accounts import account_pb
+from server.rpc.championships import ChampionshipAdmin
 from server.rpc.gateway import caller
 from server.rpc.operators import REASON_MAX
 from server.rpc.peers import PeerTrust
@@ -196,12 +198,14 @@ def _page_of(tables: list[admin_pb2.AdminTable], size: int, after: Position | No
     return response
 
 
-class AdminService(admin_pb2_grpc.AdminServiceServicer):
+class AdminService(ChampionshipAdmin, admin_pb2_grpc.AdminServiceServicer):
     """The operator's calls, once the gateway let them in and routed them here."""
 
     def __init__(self, trust: PeerTrust, registry: TableRegistry, quotas: Quotas,
                  config: Config, store_kind: str, store_healthy: Callable[[], bool],
-                 cluster: Cluster, accounts: Accounts) -> None:
+                 cluster: Cluster, accounts: Accounts,
+                 championships: Championships | None = None) -> None:
+        self._championships = championships
         self._accounts = accounts
         self._trust = trust
         self._registry = registry

@@ -161,10 +161,12 @@ class TableRegistry:
 
     def create(self, *, preset: str, overrides: RuleOverrides, bot_seats: int, name: str,
                seed: str | None, request_id: str = "", fingerprint: str = "",
-               bot_policy: str = "", rating: str = "", creator: str = "") -> Table:
+               bot_policy: str = "", rating: str = "", creator: str = "",
+               is_server_seed: bool = False) -> Table:
         """A new table (or, for a retried request_id, the table it created); ``creator``,
         the address asking, may have at most --max-tables-per-address unfinished. One a quick
-        match could have opened (no seed given) is a quick-match table (``TableMeta.is_quick``).
+        match could have opened (no seed given) is a quick-match table (``TableMeta.is_quick``);
+        ``is_server_seed``: the server chose ``seed`` (a championship's deal), no client.
 
         :raises ServiceError: RESOURCE_EXHAUSTED SERVER_FULL, TOO_MANY_TABLES (the
             creator's), TOO_MANY_BOT_TABLES; INVALID_ARGUMENT for the rules asked.
@@ -188,7 +190,8 @@ class TableRegistry:
                 "or leave one first", "TOO_MANY_TABLES", f"address {creator}", 60.0)
         new = check_new_table(self.settings, preset=preset, overrides=overrides,
                               bot_seats=bot_seats, bot_policy=bot_policy,
-                              has_seed=seed is not None, rating=rating)
+                              has_seed=seed is not None and not is_server_seed,
+                              rating=rating)
         if new.bot_seats == new.rules.players \
                 and self.bot_tables >= self.settings.max_bot_tables:
             raise ServiceError.exhausted(

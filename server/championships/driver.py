@@ -1,0 +1,315 @@
+"""The driver: runs every championship from the store, step by step, so that a restart (or,
+on a cluster, another node) carries on where the last step left off.
+
+One step of a championship reads it from the store and does the next thing it needs:
+- registering: start it when its start time has come or it is full (with enough players);
+- running, no round yet or the last one over (plus its pause): seat the next round, by the
+  draw in round 1 and by the standings after; make its tables (the championship's rules,
+  clocks on), seat each account there itself and, last, write the round with its tables'
+  ids in one transaction. Making and seating are idempotent (request ids derived from the
+  championship's secret seed, the round and the table), so a kill -9 before that write seats
+  the same round at the same tables again, and the write's key seats no round twice;
+- running, a round in play: count each game whose record is in the store (keyed by its
+  table id: counted once), and make a withdrawn player leave the game they are in;
+- the last round over: the final standings (FINISHED).
+
+A game's end reaches the driver as its record (written with the game's last move), as it
+reaches the accounts' ratings (``server.accounts.games.GameIntake``): so a kill -9 between a
+game's end and its count loses nothing, the next step counts it.
+
+On a cluster one node drives a championship at a time: ``DriverLease.holds`` says whether
+this node is it (one node: always; a cluster: ``StoreLease``, a lease row per championship
+in the shared database). The store's keys keep two drivers from seating one round twice or
+counting one game twice even if two ever ran at once. The tables of a round are made on the
+driving node; when it dies the cluster's takeover moves them as any table, and the next
+driver counts their records from the shared store.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import hmac
+import time
+from collections.abc import Callable, Iterable
+from typing import Protocol
+
+import structlog
+from copas.v1 import copas_pb2
+from prometheus_client.core import GaugeMetricFamily
+
+from engine.championship import ChampionshipError, GameResult, deal_seed, seat_round
+from server.championships.model import Championship, Counted, Phase, SeatedTable
+from server.championships.store import ChampionshipStore, Refused
+from server.championships.tables import TablePort
+from server.errors import ServiceError
+from server.observability import Metrics, gauges
+from server.store.base import GameRecord, StorageError, StoreUnreachable, StoreUnusable
+from server.tables.idempotency import seal
+
+log = structlog.get_logger("copas.championships")
+
+
+class DriverLease(Protocol):
+    """Which championships this node drives (a cluster's lease per championship)."""
+
+    async def holds(self, championship_id: str) -> bool: ...
+
+
+class EveryChampionship:
+    """One node drives every championship."""
+
+    async def holds(self, championship_id: str) -> bool:
+        return True
+
+
+class StoreLease:
+    """A cluster's: a lease per championship in the shared store, renewed at each step and
+    taken over by another node ``ttl`` seconds after its holder stopped renewing it."""
+
+    def __init__(self, store: ChampionshipStore, node: str, ttl: float,
+                 clock: Callable[[], float] = time.time) -> None:
+        self._store = store
+        self._node = node
+        self._ttl = ttl
+        self._clock = clock
+
+    async def holds(self, championship_id: str) -> bool:
+        return await self._store.claim(championship_id, self._node, self._clock(), self._ttl)
+
+
+class Records(Protocol):
+    def get_record(self, record_id: str) -> bytes | None: ...
+
+
+SEAT_SCOPE = "championship-seat"  # what a seat's sealed token is sealed for
+
+
+def seat_key(championship: Championship, table_id: str, account_id: str) -> str:
+    """The request id of an account's join at a table: it also seals its token."""
+    return request_id(championship, "seat", table_id, account_id)
+
+
+def request_id(championship: Championship, *parts: object) -> str:
+    """A request id for the tables (secret: it derives from the championship's seed)."""
+    text = "/".join(str(p) for p in (championship.id, *parts))
+    return "ch_" + hmac.new(championship.spec.seed.encode(), text.encode(),
+                            hashlib.sha256).hexdigest()[:40]
+
+
+def result_of(record: GameRecord, table: SeatedTable) -> GameResult:
+    """A finished table's game as the championship counts it: the seated players by seat,
+    the totals, the leavers in the order they left."""
+    players = table.players
+    summary = record.summary
+    return GameResult(table.round_no, table.table_no, players, summary.result.totals,
+                      tuple(players[lv.seat] for lv in summary.result.leavers))
+
+
+class Driver:
+    def __init__(self, store: ChampionshipStore, tables: TablePort, records: Records,
+                 metrics: Metrics, *, lease: DriverLease | None = None,
+                 clock: Callable[[], float] = time.time, interval: float = 1.0) -> None:
+        self._store = store
+        self._tables = tables
+        self._records = records
+        self._metrics = metrics
+        self._lease = lease if lease is not None else EveryChampionship()
+        self._clock = clock
+        self._interval = interval
+        self._wake = asyncio.Event()
+        self._changes: dict[str, asyncio.Event] = {}  # its watchers wait for a change
+        self._versions: dict[str, int] = {}  # changes seen (championships of this process)
+        self._left: set[tuple[str, int]] = set()  # (table, seat) a withdrawn player left
+        self._running = 0
+
+    # ------------------------------------------------------------ watchers
+
+    def changed(self, championship_id: str) -> None:
+        """Something changed: the watchers look again, the driver steps at once."""
+        self._versions[championship_id] = self._versions.get(championship_id, 0) + 1
+        event = self._changes.pop(championship_id, None)
+        if event is not None:
+            event.set()
+        self._wake.set()
+
+    def version(self, championship_id: str) -> int:
+        """How many changes this node saw of the championship (a watcher's mark)."""
+        return self._versions.get(championship_id, 0)
+
+    async def wait_change(self, championship_id: str, seen: int, timeout: float) -> None:
+        """Returns once the championship changed after ``seen`` (its ``version``), or after
+        ``timeout`` (a change another node made shows then)."""
+        if self.version(championship_id) != seen:
+            return
+        event = self._changes.setdefault(championship_id, asyncio.Event())
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(event.wait(), timeout)
+
+    def gauges(self) -> Iterable[GaugeMetricFamily]:
+        return gauges(("copas_championships_running", "Championships this node drives that "
+                       "are running", self._running))
+
+    # ------------------------------------------------------------ the loop
+
+    async def run(self) -> None:
+        """The background task: every championship not over, a step each, every
+        ``interval`` seconds or at once when woken."""
+        while True:
+            self._wake.clear()
+            try:
+                await self.step_all()
+            except Exception as exc:  # the store unreachable: the next pass tries again
+                log.warning("championship_driver_failed", error=str(exc)[:200])
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), self._interval)
+
+    async def step_all(self) -> None:
+        running = 0
+        for championship_id in await self._store.active():
+            if not await self._lease.holds(championship_id):
+                continue
+            try:
+                phase = await self.step(championship_id)
+            except (StoreUnreachable, StoreUnusable):
+                raise
+            except Exception as exc:  # one championship's trouble stops no other
+                log.error("championship_step_failed", championship_id=championship_id,
+                          error=str(exc)[:200])
+                continue
+            running += phase is Phase.RUNNING
+        self._running = running
+
+    async def step_if_held(self, championship_id: str) -> None:
+        """A step now, when this node drives the championship (else its driver's next step
+        does it)."""
+        if await self._lease.holds(championship_id):
+            await self.step(championship_id)
+        self._wake.set()
+
+    async def step(self, championship_id: str) -> Phase | None:
+        """The next thing one championship needs; its phase after it."""
+        championship = await self._store.load(championship_id)
+        if championship is None or championship.phase.is_over:
+            return None
+        if championship.phase is Phase.REGISTERING:
+            if not self._is_due(championship):
+                return championship.phase
+            try:
+                await self._store.start(championship.id, self._clock(),
+                                        championship.spec.min_players)
+            except Refused:
+                return championship.phase  # not enough players yet: it waits for them
+            log.info("championship_started", championship_id=championship.id,
+                     players=len(championship.registrations))
+            self.changed(championship.id)
+            championship = await self._store.load(championship_id)
+            assert championship is not None
+        round_no = championship.current_round
+        if round_no:
+            if await self._follow(championship, round_no):
+                self.changed(championship.id)
+                championship = await self._store.load(championship_id)
+                assert championship is not None
+            if not championship.is_round_over(round_no):
+                return championship.phase
+            if round_no >= championship.spec.rounds:
+                if await self._store.end(championship.id, Phase.FINISHED, self._clock()):
+                    log.info("championship_finished", championship_id=championship.id)
+                    self.changed(championship.id)
+                return Phase.FINISHED
+            last = max(c.counted for c in championship.counted
+                       if c.result.round_no == round_no)
+            if self._clock() < last + championship.spec.round_pause:
+                return championship.phase
+        await self._seat(championship, round_no + 1)
+        return championship.phase
+
+    def _is_due(self, championship: Championship) -> bool:
+        spec = championship.spec
+        count = len(championship.registrations)
+        return (spec.start_at is not None and self._clock() >= spec.start_at) or \
+            (spec.start_when_full and count >= spec.max_players)
+
+    async def _seat(self, championship: Championship, round_no: int) -> None:
+        """Seats ``round_no``: its tables made and their seats taken (idempotently), then the
+        round written with its tables' ids at once."""
+        began = time.perf_counter()
+        spec = championship.spec
+        tally = championship.tally()
+        players = championship.players()
+        try:
+            seating = seat_round(players, tally.standings() if tally.results else [],
+                                 tally.met_pairs(), spec.seed, round_no)
+        except ChampionshipError as exc:  # fewer than 3 players: cannot happen once started
+            log.error("championship_cannot_seat", championship_id=championship.id,
+                      error=str(exc))
+            return
+        names = {r.account_id: r.display_name for r in championship.registrations}
+        withdrawn = {r.account_id for r in championship.registrations
+                     if r.withdrawn is not None}
+        tables = []
+        try:
+            for number, members in enumerate(seating, start=1):
+                size = len(members)
+                table_id = self._tables.create(
+                    request_id=request_id(championship, "table", round_no, number),
+                    name=f"{spec.name} r{round_no} t{number}"[:60], preset=spec.preset,
+                    rules=spec.rules.table_rules(size),
+                    seed=deal_seed(spec.rules, spec.seed, round_no, number, size))
+                sealed = []
+                for seat, account_id in enumerate(members):
+                    key = seat_key(championship, table_id, account_id)
+                    token = self._tables.join(table_id, seat, names[account_id], account_id,
+                                              key)
+                    sealed.append(seal(token, SEAT_SCOPE, key))
+                for seat, account_id in enumerate(members):
+                    if account_id in withdrawn:
+                        self._leave(table_id, seat)
+                tables.append(SeatedTable(round_no, number, table_id, tuple(members),
+                                          tuple(sealed)))
+            await self._tables.committed()
+        except (ServiceError, StorageError) as exc:  # a full server: the next step retries
+            log.warning("championship_round_not_seated", championship_id=championship.id,
+                        round=round_no, error=str(exc)[:200])
+            return
+        if await self._store.seat_round(championship.id, round_no, self._clock(), tables):
+            self._metrics.championship_rounds.inc()
+            self._metrics.championship_seating.observe(time.perf_counter() - began)
+            log.info("championship_round_seated", championship_id=championship.id,
+                     round=round_no, tables=len(tables),
+                     players=sum(len(t.players) for t in tables))
+            self.changed(championship.id)
+
+    def _leave(self, table_id: str, seat: int) -> None:
+        if (table_id, seat) in self._left:
+            return
+        with contextlib.suppress(ServiceError):  # over, or the table is on another node
+            self._tables.leave(table_id, seat)
+        self._left.add((table_id, seat))
+
+    async def _follow(self, championship: Championship, round_no: int) -> bool:
+        """Counts the round's games whose records are in; a withdrawn player leaves the game
+        they are in. Whether anything was counted."""
+        counted = championship.counted_ids()
+        withdrawn = {r.account_id for r in championship.registrations
+                     if r.withdrawn is not None}
+        is_new = False
+        for table in championship.tables_of(round_no):
+            if table.table_id in counted:
+                continue
+            found = await asyncio.to_thread(self._records.get_record, table.table_id)
+            if found is None:
+                for seat, account_id in enumerate(table.players):
+                    if account_id in withdrawn:
+                        self._leave(table.table_id, seat)
+                continue
+            record = GameRecord.from_json(copas_pb2.GameRecord.FromString(found).record_json)
+            result = result_of(record, table)
+            if await self._store.count(championship.id, Counted(table.table_id, result,
+                                                                self._clock())):
+                is_new = True
+                log.info("championship_game_counted", championship_id=championship.id,
+                         round=round_no, table=table.table_no, table_id=table.table_id)
+        return is_new

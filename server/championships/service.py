@@ -1,0 +1,260 @@
+"""``Championships``: what the edge asks of the championships (create, register, withdraw,
+start, cancel, remove, read) checked and written through the store, each refusal with its
+``copas.v1.ErrorReason``; the driver is told of every change so it steps at once."""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TypeVar
+
+import grpc
+
+from engine import Rules
+from engine.championship import MAX_ROUNDS, table_sizes
+from server.accounts.model import Account
+from server.bounded import Bounded
+from server.championships.driver import SEAT_SCOPE, Driver, seat_key
+from server.championships.model import Championship, Phase, Registration, Spec
+from server.championships.store import ChampionshipStore, Refused
+from server.championships.tables import TablePort
+from server.codec import RuleOverrides
+from server.config import RegistrySettings
+from server.errors import ServiceError
+from server.tables.creation import check_new_table
+from server.tables.idempotency import unseal
+
+T = TypeVar("T")
+NAME_MAX = 60
+PAUSE_MAX = 3600.0
+MIN_PLAYERS = 3
+LATEST_KEPT = 1000  # championships whose latest read the watchers share
+LATEST_FOR = 1.0  # seconds a shared read serves at most (another node's changes show then)
+# The gRPC status of each refusal the store makes (errors.proto says the same).
+_STATUS = {
+    "CHAMPIONSHIP_NOT_FOUND": grpc.StatusCode.NOT_FOUND,
+    "CHAMPIONSHIP_FULL": grpc.StatusCode.RESOURCE_EXHAUSTED,
+    "TOO_MANY_CHAMPIONSHIPS": grpc.StatusCode.RESOURCE_EXHAUSTED,
+    "REQUEST_ID_REUSED": grpc.StatusCode.INVALID_ARGUMENT,
+}
+
+
+def refusal(error: Refused) -> ServiceError:
+    return ServiceError(_STATUS.get(error.reason, grpc.StatusCode.FAILED_PRECONDITION),
+                        error.reason, error.message)
+
+
+@dataclass(frozen=True, slots=True)
+class NewChampionship:
+    """What a creator asks for, decoded (``copas.v1.ChampionshipSettings``)."""
+
+    name: str
+    rounds: int
+    preset: str
+    overrides: RuleOverrides
+    duplicate_deals: bool
+    max_players: int
+    """0: the server's most."""
+    min_players: int
+    """0: 3."""
+    start_at: float | None
+    start_when_full: bool
+    round_pause: float
+
+
+@dataclass(frozen=True, slots=True)
+class SeatNow:
+    """A registered person's table in the current round."""
+
+    round_no: int
+    table_id: str
+    seat: int
+    token: str
+
+
+class Championships:
+    def __init__(self, store: ChampionshipStore, driver: Driver, tables: TablePort,
+                 settings: RegistrySettings, *, per_account: int, max_players: int,
+                 clock: Callable[[], float] = time.time) -> None:
+        self.store = store
+        self.driver = driver
+        self._tables = tables
+        self._settings = settings
+        self._per_account = per_account
+        self._max_players = max_players
+        self._clock = clock
+        # championship -> (version, when read, what was read): the watchers' shared read
+        self._latest: Bounded[str, tuple[int, float, Championship]] = Bounded(LATEST_KEPT)
+
+    # ------------------------------------------------------------ reading
+
+    async def get(self, championship_id: str) -> Championship:
+        """:raises ServiceError: NOT_FOUND CHAMPIONSHIP_NOT_FOUND."""
+        found = await self.store.load(championship_id) if championship_id else None
+        if found is None:
+            raise ServiceError.not_found(f"no championship {championship_id!r:.80}",
+                                         "CHAMPIONSHIP_NOT_FOUND")
+        return found
+
+    async def latest(self, championship_id: str) -> Championship:
+        """``get`` for the watchers: one read per change this node saw, shared by all of
+        them (and read again after ``LATEST_FOR`` seconds, for another node's changes).
+
+        :raises ServiceError: NOT_FOUND CHAMPIONSHIP_NOT_FOUND.
+        """
+        version = self.driver.version(championship_id)
+        cached = self._latest.get(championship_id)
+        now = time.monotonic()
+        if cached is not None and cached[0] == version and now - cached[1] < LATEST_FOR:
+            return cached[2]
+        found = await self.get(championship_id)
+        self._latest[championship_id] = (version, now, found)
+        return found
+
+    async def page(self, size: int, offset: int, include_finished: bool
+                   ) -> list[Championship]:
+        return await self.store.page(size, offset, include_finished)
+
+    def seat_of(self, championship: Championship, account_id: str) -> SeatNow | None:
+        """The account's table and seat in the current round and its player token (the
+        token of the driver's own join, unsealed from the store: any node gives it), while
+        its game is not counted and the account has not withdrawn."""
+        registration = championship.registration(account_id)
+        if registration is None or registration.withdrawn is not None \
+                or championship.phase is not Phase.RUNNING:
+            return None
+        round_no = championship.current_round
+        counted = championship.counted_ids()
+        for table in championship.tables_of(round_no):
+            if account_id in table.players and table.table_id not in counted:
+                seat = table.players.index(account_id)
+                token = unseal(table.sealed_tokens[seat], SEAT_SCOPE,
+                               seat_key(championship, table.table_id, account_id))
+                return SeatNow(round_no, table.table_id, seat, token)
+        return None
+
+    # ------------------------------------------------------------ creating
+
+    def _check(self, new: NewChampionship) -> tuple[Rules, int, int]:
+        """:raises ServiceError: INVALID_CHAMPIONSHIP, INVALID_ROUNDS, INVALID_PLAYER_LIMITS,
+        INVALID_RULES (rules the engine or this server refuses, or without clocks)."""
+        if not new.name.strip() or len(new.name) > NAME_MAX:
+            raise ServiceError.invalid(f"display_name is 1 to {NAME_MAX} characters",
+                                       "INVALID_CHAMPIONSHIP")
+        if not 1 <= new.rounds <= MAX_ROUNDS:
+            raise ServiceError.invalid(f"rounds must be 1 to {MAX_ROUNDS}", "INVALID_ROUNDS")
+        most = new.max_players or self._max_players
+        least = new.min_players or MIN_PLAYERS
+        if not MIN_PLAYERS <= least <= most <= self._max_players:
+            raise ServiceError.invalid(
+                f"players: {MIN_PLAYERS} <= min_players <= max_players <= "
+                f"{self._max_players}", "INVALID_PLAYER_LIMITS")
+        if not 0 <= new.round_pause <= PAUSE_MAX:
+            raise ServiceError.invalid(f"round_pause_seconds is 0 to {PAUSE_MAX:g}",
+                                       "INVALID_CHAMPIONSHIP")
+        if new.start_at is not None and new.start_at < self._clock():
+            raise ServiceError.invalid("start_time has passed", "INVALID_CHAMPIONSHIP")
+        sizes = {s for n in range(least, min(most, 12) + 1) for s in table_sizes(n)}
+        game: Rules | None = None
+        for size in sorted(sizes):
+            checked = check_new_table(self._settings, preset=new.preset,
+                                      overrides={**new.overrides, "players": size},
+                                      bot_seats=0, bot_policy="", has_seed=False)
+            if size == 4 or game is None:
+                game = checked.rules
+        assert game is not None
+        if not (game.play_timeout and game.pass_timeout and game.moon_timeout):
+            raise ServiceError.invalid("a championship's games have clocks: play, pass and "
+                                       "moon timeouts above 0", "INVALID_RULES")
+        return game.replace(players=4), most, least
+
+    async def create(self, new: NewChampionship, creator: Account | None,
+                     request_key: str = "") -> Championship:
+        """A championship open for registration; ``creator`` None: an operator (no quota).
+
+        :raises ServiceError: the checks of ``_check``; TOO_MANY_CHAMPIONSHIPS,
+            REQUEST_ID_REUSED.
+        """
+        game, most, least = self._check(new)
+        fingerprint = hashlib.sha256(repr((new, creator.id if creator else "")).encode()
+                                     ).hexdigest()
+        spec = Spec("c_" + secrets.token_urlsafe(9), new.name.strip(), new.preset or "online",
+                    game, new.rounds, new.duplicate_deals, most, least, new.start_at,
+                    new.start_when_full, new.round_pause, secrets.token_hex(16),
+                    creator.id if creator else "", self._clock(), request_key, fingerprint)
+        try:
+            made = await self.store.create(spec, self._per_account if creator else None)
+        except Refused as error:
+            raise refusal(error) from None
+        self.driver.changed(made)
+        return await self.get(made)
+
+    # ------------------------------------------------------------ players
+
+    async def register(self, championship_id: str, account: Account) -> Championship:
+        """:raises ServiceError: CHAMPIONSHIP_NOT_FOUND, ACCOUNT_BANNED, REGISTRATION_CLOSED,
+        ALREADY_REGISTERED, CHAMPIONSHIP_FULL."""
+        if account.is_banned:
+            raise ServiceError.denied("the account is banned", "ACCOUNT_BANNED")
+        championship = await self.get(championship_id)
+        await self._do(championship.id, self.store.register(championship.id, Registration(
+            account.id, account.display_name, self._clock()), championship.spec.max_players))
+        return await self.get(championship_id)
+
+    async def unregister(self, championship_id: str, account_id: str) -> Championship:
+        """:raises ServiceError: CHAMPIONSHIP_NOT_FOUND, REGISTRATION_CLOSED, NOT_REGISTERED."""
+        await self._do(championship_id, self.store.unregister(championship_id, account_id))
+        return await self.get(championship_id)
+
+    async def withdraw(self, championship_id: str, account_id: str) -> Championship:
+        """:raises ServiceError: CHAMPIONSHIP_NOT_FOUND, CHAMPIONSHIP_NOT_RUNNING,
+        NOT_REGISTERED, ALREADY_WITHDRAWN."""
+        await self._do(championship_id,
+                       self.store.withdraw(championship_id, account_id, self._clock()))
+        return await self.get(championship_id)
+
+    async def remove(self, championship_id: str, account_id: str) -> Championship:
+        """An operator's: unregistered before the start, withdrawn after it."""
+        championship = await self.get(championship_id)
+        if championship.phase is Phase.REGISTERING:
+            return await self.unregister(championship_id, account_id)
+        return await self.withdraw(championship_id, account_id)
+
+    # ------------------------------------------------------------ operators
+
+    async def start(self, championship_id: str) -> Championship:
+        """:raises ServiceError: CHAMPIONSHIP_NOT_FOUND, CHAMPIONSHIP_NOT_RUNNING (started or
+        over), NOT_ENOUGH_PLAYERS."""
+        championship = await self.get(championship_id)
+        await self._do(championship_id, self.store.start(championship_id, self._clock(),
+                                        championship.spec.min_players))
+        await self.driver.step_if_held(championship_id)  # round 1 seated before the answer
+        return await self.get(championship_id)
+
+    async def cancel(self, championship_id: str) -> Championship:
+        """Its running games end CLOSED (never counted); the standings stay, CANCELLED.
+
+        :raises ServiceError: CHAMPIONSHIP_NOT_FOUND, CHAMPIONSHIP_NOT_RUNNING (over).
+        """
+        championship = await self.get(championship_id)
+        if not await self._do(championship_id, self.store.end(championship_id, Phase.CANCELLED,
+                                             self._clock())):
+            raise ServiceError.precondition("the championship is over already",
+                                            "CHAMPIONSHIP_NOT_RUNNING")
+        counted = championship.counted_ids()
+        for table in championship.tables_of(championship.current_round):
+            if table.table_id not in counted:
+                self._tables.close(table.table_id)
+        return await self.get(championship_id)
+
+    async def _do(self, championship_id: str, call: Awaitable[T]) -> T:
+        """A store call: its refusal as a ServiceError; a change tells the driver."""
+        try:
+            result = await call
+        except Refused as error:
+            raise refusal(error) from None
+        self.driver.changed(championship_id)
+        return result

@@ -1,0 +1,93 @@
+"""What the driver asks of the tables: make a round's table, seat an account at it (again,
+after a restart: the same seat and token), make a seat leave, close it, show it. ``TablePort``
+is that narrow port; ``LocalTables`` serves it from this node's registry. Every call is
+idempotent by its request id, so a driver that dies mid-seating and seats the round again
+gets the same tables and seats back."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+from typing import Protocol
+
+from copas.v1 import copas_pb2
+
+from engine import Leave, Rules
+from server.codec import RuleOverrides
+from server.errors import ServiceError
+from server.tables.registry import TableRegistry
+
+
+class TablePort(Protocol):
+    def create(self, *, request_id: str, name: str, preset: str, rules: Rules,
+               seed: int) -> str:
+        """The table's id (the same for the same request id)."""
+    def join(self, table_id: str, seat: int, name: str, account_id: str,
+             request_id: str) -> str:
+        """Seats ``account_id`` at ``seat``; its player token (the same for the same
+        request id, even once the game has started)."""
+    def leave(self, table_id: str, seat: int) -> None:
+        """The seat's person leaves the running game (the server plays it from now on)."""
+    def close(self, table_id: str) -> None:
+        """Ends the running game now (CLOSED)."""
+    def summary(self, table_id: str) -> copas_pb2.TableSummary | None:
+        """The table as a spectator sees it, when it is here."""
+    async def committed(self) -> None:
+        """Returns once everything done so far is on disk."""
+
+
+def _fingerprint(*parts: object) -> str:
+    return hashlib.sha256("/".join(str(p) for p in parts).encode()).hexdigest()
+
+
+def _overrides(rules: Rules) -> RuleOverrides:
+    return {"players": rules.players, "max_hands": rules.max_hands,
+            "point_limit": rules.point_limit, "moon": rules.moon,
+            "points_on_first_trick": rules.points_on_first_trick,
+            "queen_breaks_hearts": rules.queen_breaks_hearts,
+            "play_timeout": rules.play_timeout, "pass_timeout": rules.pass_timeout,
+            "moon_timeout": rules.moon_timeout, "trick_pause": rules.trick_pause,
+            "hand_pause": rules.hand_pause}
+
+
+class LocalTables:
+    """The ``TablePort`` of one node: its own registry."""
+
+    def __init__(self, registry: TableRegistry) -> None:
+        self._registry = registry
+
+    def create(self, *, request_id: str, name: str, preset: str, rules: Rules,
+               seed: int) -> str:
+        table = self._registry.create(
+            preset=preset, overrides=_overrides(rules), bot_seats=0, name=name,
+            seed=str(seed), request_id=request_id,
+            fingerprint=_fingerprint("championship-table", request_id, seed),
+            is_server_seed=True)
+        return table.id
+
+    def join(self, table_id: str, seat: int, name: str, account_id: str,
+             request_id: str) -> str:
+        table = self._registry.get(table_id)
+        _, token = table.join(name, seat, request_id,
+                              _fingerprint("championship-seat", table_id, seat, account_id),
+                              account_id)
+        return token
+
+    def leave(self, table_id: str, seat: int) -> None:
+        table = self._registry.get(table_id)
+        if table.game is None or table.game.is_over or table.game.has_left[seat]:
+            return
+        table.act(seat, Leave(seat))
+
+    def close(self, table_id: str) -> None:
+        with contextlib.suppress(ServiceError):  # over already, or gone
+            self._registry.get(table_id).close_by_operator()
+
+    def summary(self, table_id: str) -> copas_pb2.TableSummary | None:
+        try:
+            return self._registry.get(table_id).summary()
+        except ServiceError:
+            return None
+
+    async def committed(self) -> None:
+        await self._registry.delivery.committed()

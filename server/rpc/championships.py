@@ -1,0 +1,276 @@
+"""The ChampionshipService servicer and the operator's championship calls (a mixin of
+AdminService): check sizes, decode, call ``Championships``, encode. Who calls comes from the
+gateway (``caller()``): a signed-in account by its access token's digest."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import grpc
+from copas.admin.v1 import admin_pb2
+from copas.v1 import championships_pb2 as pb
+from copas.v1 import championships_pb2_grpc, copas_pb2
+
+from engine.championship import championship_points
+from server import codec
+from server.accounts.model import Account
+from server.accounts.service import Accounts
+from server.championships.model import Championship, Phase
+from server.championships.service import Championships, NewChampionship
+from server.errors import ServiceError
+from server.rpc import inputs
+from server.rpc.gateway import caller, service_handlers
+from server.tables import paging
+from server.wire import timestamp
+
+Context = grpc.aio.ServicerContext[Any, Any]
+WATCH_RECHECK = 5.0  # seconds a watch waits for a change before reading the store again
+_PHASES = {Phase.REGISTERING: pb.CHAMPIONSHIP_STATE_REGISTERING,
+           Phase.RUNNING: pb.CHAMPIONSHIP_STATE_RUNNING,
+           Phase.FINISHED: pb.CHAMPIONSHIP_STATE_FINISHED,
+           Phase.CANCELLED: pb.CHAMPIONSHIP_STATE_CANCELLED}
+Live = Callable[[str], copas_pb2.TableSummary | None]
+
+
+def settings_of(message: pb.ChampionshipSettings) -> NewChampionship:
+    """:raises ServiceError: INVALID_ARGUMENT for a field too long or rules unknown."""
+    return NewChampionship(
+        name=inputs.check_length("display_name", message.display_name, 60,
+                                 "INVALID_CHAMPIONSHIP"),
+        rounds=message.rounds,
+        preset=inputs.check_length("preset", message.preset, inputs.PRESET_MAX,
+                                   "INVALID_RULES"),
+        overrides=codec.rules_overrides(message.rules), duplicate_deals=message.duplicate_deals,
+        max_players=message.max_players, min_players=message.min_players,
+        start_at=message.start_time.ToNanoseconds() / 1e9
+        if message.HasField("start_time") else None,
+        start_when_full=message.start_when_full, round_pause=message.round_pause_seconds)
+
+
+def championship_pb(c: Championship, you: str = "", *, is_full: bool = False,
+                    live: Live | None = None) -> pb.Championship:
+    """The championship as ``you`` (an account id, or "") sees it; ``is_full``: with its
+    players and rounds."""
+    spec = c.spec
+    names = {r.account_id: r.display_name for r in c.registrations}
+    withdrawn = {r.account_id for r in c.registrations if r.withdrawn is not None}
+    message = pb.Championship(
+        championship_id=c.id, state=_PHASES[c.phase], rules=codec.rules_to_pb(spec.game),
+        create_time=timestamp(spec.created), player_count=len(c.registrations),
+        current_round=c.current_round, is_registered=you in names,
+        seed=spec.seed if c.phase.is_over else "",
+        settings=pb.ChampionshipSettings(
+            display_name=spec.name, rounds=spec.rounds, preset=spec.preset,
+            duplicate_deals=spec.duplicate_deals, max_players=spec.max_players,
+            min_players=spec.min_players, start_when_full=spec.start_when_full,
+            round_pause_seconds=spec.round_pause))
+    if spec.start_at is not None:
+        message.settings.start_time.CopyFrom(timestamp(spec.start_at))
+    if c.began is not None:
+        message.begin_time.CopyFrom(timestamp(c.began))
+    if c.ended is not None:
+        message.end_time.CopyFrom(timestamp(c.ended))
+    if not is_full:
+        return message
+    for line in c.standings():
+        message.standings.append(pb.StandingLine(
+            place=line.place, display_name=names.get(line.player, ""), points=line.points,
+            firsts=float(line.firsts), relative_points=float(line.relative_points),
+            head_to_head=line.head_to_head, games=line.games,
+            decided_by=pb.TieBreak.ValueType(int(line.decided_by) + 1),
+            has_withdrawn=line.player in withdrawn,
+            is_you=line.player == you))
+    for r in c.registrations:
+        message.players.append(pb.ChampionshipPlayer(
+            display_name=r.display_name, has_withdrawn=r.withdrawn is not None,
+            is_you=r.account_id == you))
+    results = {k.table_id: k.result for k in c.counted}
+    for round_no in sorted(c.rounds):
+        seated = pb.ChampionshipRound(round_number=round_no,
+                                      seat_time=timestamp(c.rounds[round_no]),
+                                      is_finished=c.is_round_over(round_no))
+        for table in c.tables_of(round_no):
+            result = results.get(table.table_id)
+            points = championship_points(result) if result is not None else {}
+            shown = pb.ChampionshipTable(table_number=table.table_no, table_id=table.table_id,
+                                         is_finished=result is not None)
+            for seat, player in enumerate(table.players):
+                shown.seats.append(pb.ChampionshipSeat(
+                    seat=seat, display_name=names.get(player, ""), is_you=player == you,
+                    total=result.totals[seat] if result else 0,
+                    place=result.places[seat] if result else 0,
+                    points=points.get(player, 0),
+                    has_left=bool(result) and player in (result.leavers if result else ())))
+            summary = live(table.table_id) if live is not None and result is None else None
+            if summary is not None:
+                shown.live.CopyFrom(summary)
+            seated.tables.append(shown)
+        message.rounds.append(seated)
+    return message
+
+
+def _writer(context: Context) -> Callable[[Any], Awaitable[None]]:
+    """A stream's write, counting what it sent (for the gateway's log line)."""
+    found = caller()
+
+    async def write(message: Any) -> None:
+        await context.write(message)
+        found.sent += 1
+    return write
+
+
+class ChampionshipService(championships_pb2_grpc.ChampionshipServiceServicer):
+    def __init__(self, championships: Championships, accounts: Accounts, live: Live) -> None:
+        self._championships = championships
+        self._accounts = accounts
+        self._live = live
+
+    async def _me(self) -> Account:
+        digest = caller().token_hash
+        if digest is None or not caller().has_access_token:
+            raise ServiceError.unauthenticated(
+                "sign in first: send authorization: Bearer <access_token>", "SESSION_REVOKED")
+        return await self._accounts.authenticate_digest(digest)
+
+    async def _viewer(self) -> str:
+        """The signed-in caller's account id, or "" (reading is public)."""
+        if caller().token_hash is None or not caller().has_access_token:
+            return ""
+        try:
+            return (await self._me()).id
+        except ServiceError:
+            return ""
+
+    def _pb(self, c: Championship, you: str) -> pb.Championship:
+        return championship_pb(c, you, is_full=True, live=self._live)
+
+    async def CreateChampionship(self, request: pb.CreateChampionshipRequest, context: Context
+                                 ) -> pb.CreateChampionshipResponse:
+        me = await self._me()
+        made = await self._championships.create(
+            settings_of(request.settings), me,
+            _request_key("create", request.request_id, me.id))
+        return pb.CreateChampionshipResponse(championship=self._pb(made, me.id))
+
+    async def ListChampionships(self, request: pb.ListChampionshipsRequest, context: Context
+                                ) -> pb.ListChampionshipsResponse:
+        size = paging.page_size(request.page_size)
+        position = paging.decode(request.page_token)
+        offset = int(position[0]) if position is not None else 0
+        you = await self._viewer()
+        found = await self._championships.page(size, offset, request.include_finished)
+        return pb.ListChampionshipsResponse(
+            championships=[championship_pb(c, you) for c in found],
+            next_page_token=paging.encode((offset + size, "")) if len(found) == size else "")
+
+    async def GetChampionship(self, request: pb.GetChampionshipRequest, context: Context
+                              ) -> pb.GetChampionshipResponse:
+        c = await self._championships.get(_id(request.championship_id))
+        return pb.GetChampionshipResponse(championship=self._pb(c, await self._viewer()))
+
+    async def Register(self, request: pb.RegisterRequest, context: Context
+                       ) -> pb.RegisterResponse:
+        me = await self._me()
+        c = await self._championships.register(_id(request.championship_id), me)
+        return pb.RegisterResponse(championship=self._pb(c, me.id))
+
+    async def Unregister(self, request: pb.UnregisterRequest, context: Context
+                         ) -> pb.UnregisterResponse:
+        me = await self._me()
+        c = await self._championships.unregister(_id(request.championship_id), me.id)
+        return pb.UnregisterResponse(championship=self._pb(c, me.id))
+
+    async def Withdraw(self, request: pb.WithdrawRequest, context: Context
+                       ) -> pb.WithdrawResponse:
+        me = await self._me()
+        c = await self._championships.withdraw(_id(request.championship_id), me.id)
+        return pb.WithdrawResponse(championship=self._pb(c, me.id))
+
+    async def WatchChampionship(  # type: ignore[override]  # it writes (context.write)
+            self, request: pb.WatchChampionshipRequest, context: Context) -> None:
+        write = _writer(context)
+        championship_id = _id(request.championship_id)
+        you = await self._viewer()
+        last = b""
+        driver = self._championships.driver
+        while True:
+            seen = driver.version(championship_id)
+            c = await self._championships.latest(championship_id)
+            message = pb.WatchChampionshipResponse(championship=self._pb(c, you))
+            seat = self._championships.seat_of(c, you) if you else None
+            if seat is not None:
+                message.your_table.CopyFrom(pb.YourTable(
+                    round_number=seat.round_no, table_id=seat.table_id, seat=seat.seat,
+                    player_token=seat.token))
+            for table in (t for r in message.championship.rounds for t in r.tables):
+                table.ClearField("live")  # live tables change at every card: not a change
+            shown = message.SerializeToString(deterministic=True)
+            if shown != last:
+                await write(message)
+                last = shown
+            if c.phase.is_over:
+                return
+            await driver.wait_change(championship_id, seen, WATCH_RECHECK)
+
+
+def _id(championship_id: str) -> str:
+    return inputs.check_length("championship_id", championship_id, inputs.ID_MAX)
+
+
+def _request_key(scope: str, request_id: str, who: str) -> str:
+    inputs.check_length("request_id", request_id, inputs.ID_MAX)
+    return f"{scope}/{who}/{request_id}" if request_id else ""
+
+
+class ChampionshipAdmin:
+    """AdminService's championship calls (the gateway checked the operator and the reason
+    is written to the audit log)."""
+
+    _championships: Championships | None
+
+    def _ready(self, reason: str) -> Championships:
+        if not reason.strip():
+            raise ServiceError.invalid("reason is required: say why, for the audit log",
+                                       "MISSING_REASON")
+        if self._championships is None:
+            raise ServiceError.unavailable("this server runs no championships")
+        return self._championships
+
+    async def CreateChampionship(self, request: admin_pb2.CreateChampionshipRequest,
+                                 context: Context) -> admin_pb2.CreateChampionshipResponse:
+        championships = self._ready(request.reason)
+        made = await championships.create(settings_of(request.settings), None,
+                                          _request_key("admin", request.request_id, ""))
+        return admin_pb2.CreateChampionshipResponse(
+            championship=championship_pb(made, is_full=True))
+
+    async def StartChampionship(self, request: admin_pb2.StartChampionshipRequest,
+                                context: Context) -> admin_pb2.StartChampionshipResponse:
+        c = await self._ready(request.reason).start(_id(request.championship_id))
+        return admin_pb2.StartChampionshipResponse(championship=championship_pb(c, is_full=True))
+
+    async def CancelChampionship(self, request: admin_pb2.CancelChampionshipRequest,
+                                 context: Context) -> admin_pb2.CancelChampionshipResponse:
+        c = await self._ready(request.reason).cancel(_id(request.championship_id))
+        return admin_pb2.CancelChampionshipResponse(
+            championship=championship_pb(c, is_full=True))
+
+    async def RemoveChampionshipPlayer(
+            self, request: admin_pb2.RemoveChampionshipPlayerRequest, context: Context
+    ) -> admin_pb2.RemoveChampionshipPlayerResponse:
+        c = await self._ready(request.reason).remove(
+            _id(request.championship_id),
+            inputs.check_length("account_id", request.account_id, inputs.ID_MAX))
+        return admin_pb2.RemoveChampionshipPlayerResponse(
+            championship=championship_pb(c, is_full=True))
+
+
+SERVICE_NAME = pb.DESCRIPTOR.services_by_name["ChampionshipService"].full_name
+
+
+def championship_handlers(championships: Championships, accounts: Accounts, live: Live
+                          ) -> dict[str, dict[str, Any]]:
+    """The ChampionshipService's method handlers, by service name (for the gateway)."""
+    return service_handlers(championships_pb2_grpc.add_ChampionshipServiceServicer_to_server,
+                            ChampionshipService(championships, accounts, live))

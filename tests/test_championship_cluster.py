@@ -1,0 +1,106 @@
+"""A championship on a two-node PostgreSQL cluster: node a drives it (it holds the
+championship's lease), the players register and watch through node b; a is killed -9
+mid-round 2; b takes over a's tables and the championship's lease, counts round 2 and seats
+round 3 itself. The final standings equal those recomputed from the game records; no game is
+lost or counted twice, no table made twice."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+from typing import Any
+
+import grpc
+from copas.admin.v1 import admin_pb2, admin_pb2_grpc
+from copas.v1 import championships_pb2 as pb
+from copas.v1 import championships_pb2_grpc, copas_pb2, copas_pb2_grpc
+
+from engine.championship import table_sizes
+from tests.helpers.calls import auth
+from tests.helpers.championships import FAST_RULES, BotPlayer, recomputed, records_of, sign_in
+from tests.helpers.servers import ServerProcess, fresh_database
+
+PLAYERS, ROUNDS = 9, 3
+OPERATOR = "operator-0123456789-championships"
+ADMIN = (("authorization", f"Bearer {OPERATOR}"),)
+
+
+def node(dsn: str, node_id: str, tmp: Path) -> ServerProcess:
+    return ServerProcess("--database", dsn, "--node-id", node_id, "--unlimited-quotas",
+                         "--admin-token-file", str(tmp / "operator"), "--bot-workers", "0",
+                         "--lease", "2", "--championship-interval", "0.1",
+                         "--log-level", "info", log_dir=tmp)
+
+
+async def get(address: str, cid: str) -> pb.Championship:
+    async with grpc.aio.insecure_channel(address) as channel:
+        return (await championships_pb2_grpc.ChampionshipServiceStub(channel).GetChampionship(
+            pb.GetChampionshipRequest(championship_id=cid), timeout=10)).championship
+
+
+async def owners(address: str, table_ids: list[str]) -> set[str]:
+    async with grpc.aio.insecure_channel(address) as channel:
+        admin = admin_pb2_grpc.AdminServiceStub(channel)
+        return {(await admin.GetTable(admin_pb2.GetTableRequest(table_id=t), metadata=ADMIN,
+                                      timeout=10)).table.owner_node for t in table_ids}
+
+
+async def test_a_node_killed_mid_round_two_and_the_other_carries_on(
+        postgres: Any, tmp_path: Path) -> None:
+    dsn = fresh_database(postgres.dsn)
+    (tmp_path / "operator").write_text(OPERATOR + "\n")
+    a = node(dsn, "a", tmp_path)
+    b: ServerProcess | None = None
+    tasks: list[asyncio.Task[None]] = []
+    try:
+        async with grpc.aio.insecure_channel(a.address) as on_a:
+            cid = (await admin_pb2_grpc.AdminServiceStub(on_a).CreateChampionship(
+                admin_pb2.CreateChampionshipRequest(settings=pb.ChampionshipSettings(
+                    display_name="Cluster cup", rounds=ROUNDS, rules=FAST_RULES,
+                    max_players=PLAYERS, start_when_full=True), reason="test"),
+                metadata=ADMIN)).championship.championship_id
+        await asyncio.sleep(0.5)  # a's driver takes the championship's lease
+        b = node(dsn, "b", tmp_path)
+        sessions = await sign_in(b.address, [f"C{n}" for n in range(PLAYERS)])
+        async with grpc.aio.insecure_channel(b.address) as on_b:
+            champs = championships_pb2_grpc.ChampionshipServiceStub(on_b)
+            for session in sessions:
+                await champs.Register(pb.RegisterRequest(championship_id=cid),
+                                      metadata=auth(session.access_token))
+        bots = [BotPlayer(b.address, s, cid) for s in sessions]
+        tasks = [asyncio.ensure_future(bot.run()) for bot in bots]
+        deadline = time.monotonic() + 60
+        while (c := await get(b.address, cid)).current_round < 2:
+            assert time.monotonic() < deadline
+            await asyncio.sleep(0.05)
+        assert await owners(b.address, [t.table_id for t in c.rounds[0].tables]) == {"a"}
+        a.kill9()
+        await asyncio.wait_for(asyncio.gather(*tasks), 120)
+        final = await get(b.address, cid)
+        assert final.state == pb.CHAMPIONSHIP_STATE_FINISHED
+        assert [sorted(len(t.seats) for t in r.tables) for r in final.rounds] == \
+            [sorted(table_sizes(PLAYERS))] * ROUNDS
+        assert await owners(b.address, [t.table_id for t in final.rounds[-1].tables]) == {"b"}
+        assert all(line.games == ROUNDS for line in final.standings)
+        ids = [t.table_id for r in final.rounds for t in r.tables]
+        accounts = [s.account.account_id for s in sessions]
+        names = {s.account.account_id: s.account.display_name for s in sessions}
+        expected = recomputed(final, await records_of(b.address, final), accounts)
+        assert [(names[s.player], s.points) for s in expected] == \
+            [(line.display_name, line.points) for line in final.standings]
+        async with grpc.aio.insecure_channel(b.address) as on_b:
+            tables = (await admin_pb2_grpc.AdminServiceStub(on_b).ListTables(
+                admin_pb2.ListTablesRequest(page_size=1000), metadata=ADMIN,
+                timeout=10)).tables
+            records = (await copas_pb2_grpc.CopasServiceStub(on_b).ListGameRecords(
+                copas_pb2.ListGameRecordsRequest(page_size=100), timeout=10)).records
+        assert sorted(t.table_id for t in tables) == sorted(ids)  # none made twice
+        assert sorted(r.record_id for r in records) == sorted(ids)
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        a.proc.kill()
+        if b is not None:
+            b.proc.kill()
