@@ -10,7 +10,6 @@ import contextlib
 import socket
 import statistics
 import time
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +18,7 @@ from copas.v1 import copas_connect, copas_pb2
 
 from tests.helpers.servers import ServerProcess, free_port, metric, serving
 from tests.helpers.web import (
+    CLOSED,
     FINISH,
     HALF_SENT,
     connect_from,
@@ -26,30 +26,11 @@ from tests.helpers.web import (
     post_json,
     read_head,
     read_to_end,
+    sample,
+    until,
     watch_request,
+    web_port,
 )
-
-CLOSED = "copas_web_connections_closed_total"
-
-
-@contextlib.asynccontextmanager
-async def web_port(**options: Any) -> AsyncIterator[tuple[Any, int]]:
-    """A server in this process with its web port on loopback: the server and the port."""
-    port = free_port()
-    async with serving(web_port=port, web_host="127.0.0.1", **options) as (running, _):
-        yield running, port
-
-
-def sample(running: Any, name: str, **labels: str) -> float:
-    return running.metrics.registry.get_sample_value(name, labels) or 0.0
-
-
-async def until(predicate: Any, timeout: float = 10.0) -> None:
-    """Wait (polling the server's own books through its metrics) until ``predicate()``."""
-    async with asyncio.timeout(timeout):
-        while not predicate():
-            await asyncio.sleep(0.01)
-
 
 # ---------------------------------------------------------------- the flood of the finding
 

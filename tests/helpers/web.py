@@ -8,7 +8,10 @@ import asyncio
 import contextlib
 import http.client
 import json
+from collections.abc import AsyncIterator
 from typing import Any
+
+from tests.helpers.servers import free_port, serving
 
 
 def post_json(port: int, method: str, body: dict[str, Any], source: str,
@@ -82,3 +85,25 @@ def watch_request(table_id: str) -> bytes:
     return (b"POST /copas.v1.CopasService/WatchTable HTTP/1.1\r\nHost: x\r\n"
             b"content-type: application/connect+json\r\n"
             b"content-length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+
+
+CLOSED = "copas_web_connections_closed_total"
+
+
+@contextlib.asynccontextmanager
+async def web_port(**options: Any) -> AsyncIterator[tuple[Any, int]]:
+    """A server in this process with its web port on loopback: the server and the port."""
+    port = free_port()
+    async with serving(web_port=port, web_host="127.0.0.1", **options) as (running, _):
+        yield running, port
+
+
+def sample(running: Any, name: str, **labels: str) -> float:
+    return running.metrics.registry.get_sample_value(name, labels) or 0.0
+
+
+async def until(predicate: Any, timeout: float = 10.0) -> None:
+    """Wait (polling the server's own books through its metrics) until ``predicate()``."""
+    async with asyncio.timeout(timeout):
+        while not predicate():
+            await asyncio.sleep(0.01)
