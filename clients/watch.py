@@ -47,6 +47,18 @@ async def watch_main(args: argparse.Namespace) -> int:
                 return 0
             async for event in watch(stub, args.table):
                 kind = event.WhichOneof("kind")
+                if kind == "snapshot":  # what came since the last one seen (coalesced)
+                    if event.snapshot.has_gap:
+                        console.print("(earlier events are no longer kept)")
+                    for missed in event.snapshot.missed_events:
+                        named = missed
+                        if not missed.HasField("view"):  # seats named as the snapshot names them
+                            named = copas_pb2.TableEvent()
+                            named.CopyFrom(missed)
+                            named.view.CopyFrom(event.view)
+                        missed_line = event_line(named)
+                        if missed_line is not None:
+                            console.print(missed_line)
                 line = event_line(event)
                 if line is not None:
                     console.print(line)

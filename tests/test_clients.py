@@ -7,15 +7,18 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import grpc
 import pytest
+from copas.v1 import copas_pb2, copas_pb2_grpc
 
 from clients import bots, common
-from tests.helpers.servers import ServerProcess, clients_server, free_port, metric
-from tests.helpers.terminal import PROMPT, Terminal, copas
+from tests.helpers.servers import ROOT, ServerProcess, clients_server, free_port, metric
+from tests.helpers.terminal import ENV, PROMPT, Terminal, copas
 
 
 @pytest.fixture(scope="module")
@@ -153,6 +156,30 @@ def test_watch_lists_and_follows_a_table(server_address: str) -> None:
     followed = copas("watch", "--server", server_address, "--table", table_id)
     assert followed.returncode == 0
     assert "final standings" in followed.stdout and "your hand" not in followed.stdout
+
+
+def test_watch_lists_every_card_also_those_a_coalesced_snapshot_carries(
+        server_address: str) -> None:
+    """A spectator's updates are coalesced per tick (a snapshot listing the events missed):
+    `copas watch`, following a game of instant bots from before its start, lists every card."""
+    with grpc.insecure_channel(server_address) as ch:
+        table = copas_pb2_grpc.CopasServiceStub(ch).CreateTable(copas_pb2.CreateTableRequest(
+            preset="quick", rules=copas_pb2.RulesOverrides(
+                players=4, trick_pause_seconds=0, hand_pause_seconds=0))).table
+    watcher = subprocess.Popen([sys.executable, "-m", "clients.cli", "watch", "--server",
+                                server_address, "--table", table.table_id], cwd=ROOT,
+                               env=ENV, stdout=subprocess.PIPE, text=True)
+    try:
+        assert watcher.stdout is not None
+        assert watcher.stdout.readline()  # the table drawn: the watch has begun
+        played = copas("bot", "--server", server_address, "--table", table.table_id,
+                       "--seats", "4")
+        assert played.returncode == 0, played.stderr
+        out, _ = watcher.communicate(timeout=60)
+    finally:
+        watcher.kill()
+    assert watcher.returncode == 0 and "final standings" in out
+    assert out.count(" plays ") == 52, out
 
 
 def test_copas_play_carries_on_after_the_server_restarts(tmp_path: Path) -> None:
