@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import uuid
 from collections.abc import Callable
 from typing import Any
 
@@ -141,7 +142,7 @@ async def join_all(stub: copas_pb2_grpc.CopasServiceStub, table_id: str, count: 
     joined = []
     for i in range(count):
         request = copas_pb2.JoinTableRequest(table_id=table_id, display_name=f"P{i}",
-                                             request_id=f"join-{table_id}-{i}")
+                                             request_id=f"join-{uuid.uuid4().hex}")
         for attempt in range(20):
             try:
                 joined.append(await stub.JoinTable(request))
