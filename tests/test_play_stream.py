@@ -138,7 +138,8 @@ async def test_four_players_play_a_whole_game_each_on_one_stream(batched: bool) 
                    for s, t in tokens.items()}
         for w in watches.values():
             await w.opened()
-        streams = {s: PlayStream(stub, table.table_id, t, is_batched=batched) for s, t in tokens.items()}
+        streams = {s: PlayStream(stub, table.table_id, t, is_batched=batched)
+                   for s, t in tokens.items()}
         for p in streams.values():
             await p.wait_for(lambda m: True)
         game = Game(rules_of(table), "21")
@@ -225,7 +226,8 @@ async def test_batched_one_message_per_commit_with_the_movers_result_and_getview
             await closing.close()
 
 
-async def test_a_stream_resumes_after_a_reconnect_and_after_a_restart(tmp_path: Path, batched: bool) -> None:
+async def test_a_stream_resumes_after_a_reconnect_and_after_a_restart(tmp_path: Path,
+                                                                      batched: bool) -> None:
     config = config_for_tests(allow_seed=True, data_dir=str(tmp_path / "data"))
     running = await start(config)
     try:
@@ -234,7 +236,8 @@ async def test_a_stream_resumes_after_a_reconnect_and_after_a_restart(tmp_path: 
             table = await new_table(stub, seed="8")
             joins = await join_all(stub, table.table_id, 4)
             tokens = {j.seat: j.player_token for j in joins}
-            streams = {s: PlayStream(stub, table.table_id, t, is_batched=batched) for s, t in tokens.items()}
+            streams = {s: PlayStream(stub, table.table_id, t, is_batched=batched)
+                       for s, t in tokens.items()}
             game = Game(rules_of(table), "8")
             await play_game(stub, table, "8", streams, game,
                             stop=lambda g: g.phase.value == "PLAYING" and g.trick_number == 2)
@@ -242,8 +245,10 @@ async def test_a_stream_resumes_after_a_reconnect_and_after_a_restart(tmp_path: 
             for stream in streams.values():
                 await stream.close()
             # A reconnect: the snapshot lists what happened meanwhile, nothing is missing.
-            streams = {s: PlayStream(stub, table.table_id, t, is_batched=batched) for s, t in tokens.items()}
-            streams[0] = PlayStream(stub, table.table_id, tokens[0], after_sequence=seen - 3, is_batched=batched)
+            streams = {s: PlayStream(stub, table.table_id, t, is_batched=batched)
+                       for s, t in tokens.items()}
+            streams[0] = PlayStream(stub, table.table_id, tokens[0], after_sequence=seen - 3,
+                                    is_batched=batched)
             head = (await streams[0].wait_for(lambda m: True)).event
             assert head.WhichOneof("kind") == "snapshot" and not head.snapshot.has_gap
             assert [e.sequence for e in head.snapshot.missed_events] == \
@@ -259,7 +264,8 @@ async def test_a_stream_resumes_after_a_reconnect_and_after_a_restart(tmp_path: 
     try:
         async with grpc.aio.insecure_channel(f"127.0.0.1:{running.port}") as channel:
             stub = copas_pb2_grpc.CopasServiceStub(channel)
-            streams = {s: PlayStream(stub, table.table_id, t, after_sequence=acknowledged, is_batched=batched)
+            streams = {s: PlayStream(stub, table.table_id, t, after_sequence=acknowledged,
+                                     is_batched=batched)
                        for s, t in tokens.items()}
             head = (await streams[1].wait_for(lambda m: True)).event
             assert head.WhichOneof("kind") == "snapshot" and head.sequence >= acknowledged
@@ -306,7 +312,8 @@ async def test_a_retry_by_request_id_on_a_new_stream_gets_the_first_answer(batch
         await again.close()
 
 
-async def test_refusals_are_results_with_the_unary_calls_code_reason_and_message(batched: bool) -> None:
+async def test_refusals_are_results_with_the_unary_calls_code_reason_and_message(
+        batched: bool) -> None:
     async with serving(allow_seed=True) as (_, stub):
         table = await new_table(stub, seed="42")
         joins = await join_all(stub, table.table_id, 4)
@@ -410,7 +417,8 @@ async def test_a_client_that_never_reads_holds_a_bounded_buffer(batched: bool) -
         waiting = sample("copas_play_results_waiting")
         assert waiting is not None and 0 < waiting <= PENDING_RESULTS
         # The others play on; the quiet stream falls behind and gets a snapshot, not a backlog.
-        streams = {s: PlayStream(stub, table.table_id, t, is_batched=batched) for s, t in tokens.items() if s != 3}
+        streams = {s: PlayStream(stub, table.table_id, t, is_batched=batched)
+                   for s, t in tokens.items() if s != 3}
         game = Game(rules_of(table), "42")
         while not game.is_over:
             seat = game.to_act()[0]
@@ -514,7 +522,8 @@ async def test_a_spectator_cannot_open_play_and_a_leaver_cannot_act(batched: boo
         assert len(giving_up.results) == 1 and not giving_up.results[0].HasField("error")
 
 
-async def test_a_failed_commit_is_a_result_and_ends_the_stream(tmp_path: Path, batched: bool) -> None:
+async def test_a_failed_commit_is_a_result_and_ends_the_stream(tmp_path: Path, batched: bool
+                                                               ) -> None:
     running = await start(config_for_tests(allow_seed=True, data_dir=str(tmp_path)))
     try:
         async with grpc.aio.insecure_channel(f"127.0.0.1:{running.port}") as channel:
