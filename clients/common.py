@@ -179,8 +179,11 @@ ActionResponse = (copas_pb2.PlayCardResponse | copas_pb2.PassCardsResponse
                   | copas_pb2.ChooseMoonResponse | copas_pb2.LeaveTableResponse)
 
 
-Transport = Literal["play", "unary"]
-TRANSPORTS: tuple[Transport, ...] = ("play", "unary")
+# play: a batched Play stream (one message per commit); play-events: a Play stream with one
+# message per event and per result (the default form, for comparison); unary: calls and
+# WatchTable.
+Transport = Literal["play", "play-events", "unary"]
+TRANSPORTS: tuple[Transport, ...] = ("play", "play-events", "unary")
 
 
 def play_request(request: ActionRequest) -> copas_pb2.PlayRequest:
@@ -224,8 +227,10 @@ class PlaySession:
     a retry with the same request_id is applied once (``Player._call`` retries)."""
 
     def __init__(self, stub: copas_pb2_grpc.CopasServiceStub, table_id: str, token: str,
-                 retries: int = 20, route: TableRoute | None = None) -> None:
+                 retries: int = 20, route: TableRoute | None = None, is_batched: bool = True
+                 ) -> None:
         self.stub = stub
+        self.is_batched = is_batched  # one message per commit (else one per event, result)
         self.route = route  # the table's owner, followed (None: always ``stub``)
         self.table_id = table_id
         self.token = token
@@ -260,7 +265,8 @@ class PlaySession:
                 call = self._call = stub.Play(metadata=metadata)
                 try:
                     await call.write(copas_pb2.PlayRequest(open=copas_pb2.WatchTableRequest(
-                        table_id=self.table_id, after_sequence=self.after, is_batched=True)))
+                        table_id=self.table_id, after_sequence=self.after,
+                        is_batched=self.is_batched)))
                     if route is not None and route.told(await call.initial_metadata()):
                         continue  # another node owns the table: open the stream there
                     self._ready.set()
@@ -314,7 +320,7 @@ class PlaySession:
                 waiting.set_result(result)
 
     async def events(self) -> AsyncIterator[copas_pb2.TableEvent]:
-        """The seat's events in order. The stream is batched (one message per commit): only
+        """The seat's events in order. Batched (one message per commit, the default), only
         the last event of each commit carries ``view`` (``has_view``)."""
         while True:
             item = await self._events.get()
@@ -446,7 +452,8 @@ async def seat_stream(player: Player, transport: Transport = "play"
     if transport == "unary":
         yield watch(player.stub, player.table_id, player.token, route=player.route)
         return
-    session = PlaySession(player.stub, player.table_id, player.token, route=player.route)
+    session = PlaySession(player.stub, player.table_id, player.token, route=player.route,
+                          is_batched=transport != "play-events")
     session.start()
     player.session = session
     try:
@@ -458,8 +465,9 @@ async def seat_stream(player: Player, transport: Transport = "play"
 
 def add_transport_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--transport", choices=TRANSPORTS, default="play",
-                        help="play: one Play stream per seat (actions in, events out); "
-                             "unary: WatchTable and a call per action")
+                        help="play: one Play stream per seat (actions in, events out, one "
+                             "message per commit); play-events: the same, one message per "
+                             "event and per result; unary: WatchTable and a call per action")
 
 
 @dataclass(frozen=True)
