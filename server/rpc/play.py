@@ -74,6 +74,7 @@ class PlayStream:
         self._ended: BaseException | None = None  # why the reader stopped, when it failed
         self._refused = 0  # refused actions in a row
         self._watcher: Watcher | None = None
+        self._written = 0  # the sequence of the last event written (the writer's)
 
     async def run(self, requests: AsyncIterator[bytes], parse: Callable[[bytes], Any],
                   after_sequence: int, is_batched: bool = False) -> None:
@@ -90,7 +91,7 @@ class PlayStream:
             await self._delivery.committed()  # show only what is durable
             if not watcher.is_closed:  # the token may have been revoked meanwhile
                 await self._write(watcher.opening(first))  # PlayResponse.event (.batch)
-            written = watcher.seen
+            written = self._written = watcher.seen
             while True:
                 written = await self._flush(watcher, written)
                 if watcher.is_closed or self._ended is not None:
@@ -104,7 +105,7 @@ class PlayStream:
                 watcher.wakeup.clear()
                 if watcher.needs_snapshot and not watcher.is_closed:
                     await self._write(watcher.opening(table.snapshot(watcher, 0)))
-                    written = watcher.seen
+                    written = self._written = watcher.seen
         finally:
             reader.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
@@ -142,7 +143,7 @@ class PlayStream:
             await write(message)
             move_to_view.observe(time.monotonic() - watcher.last_staged)
             self._caller.sent += 1
-            written = sequence
+            written = self._written = sequence
         return written
 
     async def _last_results(self, written: int) -> None:
@@ -238,8 +239,8 @@ class PlayStream:
             result.error = error
             result.after = table.sequence  # a refusal changed nothing: it follows what is shown
             self._refused += 1
-        if self._watcher is not None:
-            self._watcher.wakeup.set()
+        if self._watcher is not None and result.after <= self._written:
+            self._watcher.wakeup.set()  # it may go now (else its events wake the writer)
         limit = self._quotas.max_refusals_in_a_row
         if limit and self._refused >= limit:
             raise ServiceError.exhausted(
