@@ -16,6 +16,12 @@ back for free instead of the server answering each action with a refusal; and
 ``--play-max-refusals-in-a-row`` refused actions in a row end the stream (RESOURCE_EXHAUSTED
 TOO_MANY_REFUSALS, after their results).
 
+Batched (the opening's ``is_batched``), each message is one EventBatch: one commit's events
+for the seat (the fan-out's, shared by every batched stream of the seat), and appended to it
+the results whose events are all sent once it is (the mover's in the same message as its
+action's events); a result with no event to ride on (a refusal) goes as a batch without
+events, at once.
+
 What a client can make the stream hold is bounded: the events by the watcher's queue (a client
 that does not read gets a fresh snapshot instead of the backlog), the results by
 ``PENDING_RESULTS`` (beyond it the reader stops reading, and HTTP/2 flow control holds the

@@ -10,6 +10,11 @@ until the store has committed them (``deliver``). They travel pre-serialized: ea
 serialized once, each watched seat's view once per step, and a stream's message is their
 concatenation (protobuf fields concatenate), shared by every stream of that seat.
 
+A stream opened with ``is_batched`` gets one message per commit instead (issue 29): an
+EventBatch of every event of the commit's steps it has not seen, in order, the view after
+the last step on the last event only; built once per seat (and per first step shown) and
+shared like the others. Its first message is the snapshot as a batch's only event.
+
 A stream gets the steps staged after its snapshot, and none before (the snapshot shows them):
 steps are counted, not told apart by sequence, because a presence event (a player's stream
 opened or closed) is not numbered: it repeats the table's latest sequence.
