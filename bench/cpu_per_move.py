@@ -3,15 +3,20 @@ grpc.aio server of the same message shape, in the same run, alternating.
 
 (a) The Copas server with its defaults (SQLite in a temporary directory, fsync per group
 commit, info logs) under `copas loadtest` (greedy bots, 4 players per table each on its own
-connection, passing included, finished tables replaced), once over Play (one bidirectional
-stream per player, the clients' default) and once over unary calls plus WatchTable.
+connection, passing included, finished tables replaced), over the batched Play stream (one
+bidirectional stream per player, one message per seat per commit: the clients' default,
+transport ``play``), over today's Play (one message per event and per result:
+``play-events``) and over unary calls plus WatchTable (``unary``).
 (b) `bench/echo_swarm.py`: a grpc.aio server that takes one move per player's turn (a unary
 call, or a message on the player's bidirectional stream) and sends one stream message of the
-size of Copas's average event to each of the table's four players, under a swarm of the same
-shape (tables, players, client processes). CPU is read from /proc (every thread of the
-server process) before and after; moves are cards played.
+size of Copas's average event to each of the table's four players (so as many messages as
+the batched Play stream sends per card), under a swarm of the same shape (tables, players,
+client processes). CPU is read from /proc (every thread of the server process) before and
+after; moves are cards played. Each round runs every transport once, alternating.
 
-Prints (medians over the rounds) ``play_stream_cpu_ms_per_move=``, ``unary_cpu_ms_per_move=``,
+Prints (medians over the rounds) ``batched_play_cpu_ms_per_move=``,
+``batched_vs_play_ratio=`` (batched Play over today's Play), ``batched_vs_echo_ratio=``,
+``play_stream_cpu_ms_per_move=`` (today's Play), ``unary_cpu_ms_per_move=``,
 ``play_stream_vs_unary_ratio=``, ``play_echo_cpu_ms_per_move=``,
 ``play_stream_vs_echo_ratio=``, and the unary path against its echo as before:
 ``server_cpu_ms_per_move=``, ``echo_cpu_ms_per_move=``, ``move_cpu_vs_echo_ratio=``.
@@ -33,6 +38,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 ENV = {**os.environ, "PYTHONUNBUFFERED": "1"}
 MESSAGE_BYTES = 350  # Copas's average WatchTable message (a TableEvent with its view)
+SHAPES = {"play": "play", "play-events": "play", "unary": "unary"}  # transport -> echo shape
 
 
 def free_port() -> int:
@@ -127,12 +133,14 @@ def main() -> None:
                              "older commit in the same run)")
     parser.add_argument("--server-args", default="",
                         help="extra copas-server flags, e.g. --server-args='--data-dir memory'")
-    parser.add_argument("--transports", default="play,unary",
-                        help="the ways to play to measure (an older --root has only unary)")
+    parser.add_argument("--transports", default="play,play-events,unary",
+                        help="the ways to play to measure (an older --root may have only "
+                             "unary, or play as one message per event)")
     args = parser.parse_args()
     transports = [t for t in args.transports.split(",") if t]
     copas: dict[str, list[float]] = {t: [] for t in transports}
-    echo: dict[str, list[float]] = {t: [] for t in transports}
+    shapes = sorted({SHAPES[t] for t in transports})  # the batched and today's Play: one echo
+    echo: dict[str, list[float]] = {s: [] for s in shapes}
     for round_number in range(1, args.rounds + 1):
         for transport in transports:
             report = copas_round(args, transport)
@@ -142,22 +150,35 @@ def main() -> None:
                   f"{report['moves_per_s']} moves/s, move-to-view p99 "
                   f"{report['move_to_view_latency_ms']['p99']} ms, errors "
                   f"{report['errors'] or 0}", flush=True)
-            base = echo_round(args, transport)
-            echo[transport].append(base["server_cpu_ms_per_move"])
-            print(f"round {round_number} echo {transport}:  "
+            shape = SHAPES[transport]
+            if len(echo[shape]) == round_number:
+                continue  # this round's echo of that shape ran already
+            base = echo_round(args, shape)
+            echo[shape].append(base["server_cpu_ms_per_move"])
+            print(f"round {round_number} echo {shape}:  "
                   f"{base['server_cpu_ms_per_move']:.3f} ms CPU per move, "
                   f"{base['moves_per_s']} moves/s, view p99 {base['view_p99_ms']} ms",
                   flush=True)
     median = {t: statistics.median(v) for t, v in copas.items()}
-    baseline = {t: statistics.median(v) for t, v in echo.items()}
+    baseline = {s: statistics.median(v) for s, v in echo.items()}
+    today = "play-events" if "play-events" in median else None
     if "play" in median:
-        print(f"play_stream_cpu_ms_per_move={median['play']:.3f}")
+        name = "batched_play" if today else "play_stream"  # an older --root: one per event
+        print(f"{name}_cpu_ms_per_move={median['play']:.3f}")
+        if today:
+            print(f"batched_vs_play_ratio={median['play'] / median[today]:.3f}")
+            print(f"batched_vs_echo_ratio={median['play'] / baseline['play']:.3f}")
+        else:
+            today = "play"
+    if today is not None:
+        if today != "play":
+            print(f"play_stream_cpu_ms_per_move={median[today]:.3f}")
         print(f"play_echo_cpu_ms_per_move={baseline['play']:.3f}")
-        print(f"play_stream_vs_echo_ratio={median['play'] / baseline['play']:.3f}")
+        print(f"play_stream_vs_echo_ratio={median[today] / baseline['play']:.3f}")
     if "unary" in median:
         print(f"unary_cpu_ms_per_move={median['unary']:.3f}")
-        if "play" in median:
-            print(f"play_stream_vs_unary_ratio={median['play'] / median['unary']:.3f}")
+        if today is not None:
+            print(f"play_stream_vs_unary_ratio={median[today] / median['unary']:.3f}")
         print(f"server_cpu_ms_per_move={median['unary']:.3f}")
         print(f"echo_cpu_ms_per_move={baseline['unary']:.3f}")
         print(f"move_cpu_vs_echo_ratio={median['unary'] / baseline['unary']:.3f}")

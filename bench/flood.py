@@ -5,7 +5,9 @@ run, alternates a quiet phase and a flood phase. In both, a victim table of four
 ``--moves`` cards, a move every 25 ms, and each PlayCard's latency is timed. In the flood
 phase another process, with one connection, sends bad calls as fast as the server answers
 them (64 in flight: illegal PlayCards with its own valid token, and calls with a forged
-token).
+token). The flooder is another client: it comes from an address of its own (the server
+trusts loopback as a proxy, and the flooder's calls name ``FLOODER`` in x-forwarded-for), so
+the victim's address quota is its own, as it would be across the Internet.
 
 Prints the victim's p50/p99 in both phases, the flooder's calls per second, and
 ``flood_p99_ratio=<victim p99 while flooded ÷ victim p99 in quiet>`` (medians over rounds).
@@ -34,6 +36,7 @@ sys.path.insert(0, str(ROOT))
 
 from engine import Game, Rules  # noqa: E402
 
+FLOODER = "198.51.100.66"  # the flooder's address, forwarded (the victim's is 127.0.0.1)
 NO_CLOCK = {"trick_pause_seconds": 0.0, "hand_pause_seconds": 0.0, "play_timeout_seconds": 0.0,
             "pass_timeout_seconds": 0.0, "moon_timeout_seconds": 0.0, "max_hands": 0,
             "point_limit": 1000}
@@ -124,11 +127,13 @@ async def flood(server: str, seconds: float) -> int:
     sent = 0
     async with grpc.aio.insecure_channel(server) as channel:
         stub = copas_pb2_grpc.CopasServiceStub(channel)
-        table = (await stub.CreateTable(copas_pb2.CreateTableRequest())).table
+        origin = (("x-forwarded-for", FLOODER),)
+        table = (await stub.CreateTable(copas_pb2.CreateTableRequest(), metadata=origin)).table
         join = await stub.JoinTable(copas_pb2.JoinTableRequest(table_id=table.table_id,
-                                                               display_name="flood"))
-        good = (("authorization", f"Bearer {join.player_token}"),)
-        forged = (("authorization", "Bearer forged-token-forged-token"),)
+                                                               display_name="flood"),
+                                    metadata=origin)
+        good = (("authorization", f"Bearer {join.player_token}"), *origin)
+        forged = (("authorization", "Bearer forged-token-forged-token"), *origin)
         bad = copas_pb2.PlayCardRequest(table_id=table.table_id, card=cards_pb2.Card(text="2C"))
         stop = asyncio.Event()
         asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
@@ -167,7 +172,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as data_dir:
         server = subprocess.Popen(
             [sys.executable, "-m", "server.main", "--listen", address, "--metrics-port", "0",
-             "--web-port", "0", "--data-dir", data_dir, "--log-level", "warning", "--allow-seed"],
+             "--web-port", "0", "--data-dir", data_dir, "--log-level", "warning", "--allow-seed",
+             "--trusted-proxies", "127.0.0.1"],
             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
             env={**os.environ, "PYTHONUNBUFFERED": "1"})
         try:

@@ -33,6 +33,7 @@ from clients.common import (
     channel,
     connection,
     error_reason,
+    has_view,
     is_game_over,
     is_over,
     join,
@@ -150,15 +151,19 @@ async def run_bot(player: Player, policy: str = "greedy", seed: int | None = Non
 async def _play(player: Player, bot: Policy, events: AsyncIterator[copas_pb2.TableEvent],
                 acted: set[tuple[int, ...]],
                 on_event: Callable[[copas_pb2.TableEvent], None] | None) -> None:
-    """Follow the seat's events, acting once per decision, until the game is over."""
+    """Follow the seat's events, acting once per decision, until the game is over (the
+    stream is batched: a commit's view is on its last event)."""
     async for event in events:
-        view = event.view
-        bot.last_view = view
+        if has_view(event):
+            bot.last_view = event.view
+        view = bot.last_view
         bot.observe(event)
         if on_event:
             on_event(event)
         if is_game_over(event):
             break
+        if not has_view(event):
+            continue  # more of the same commit follow: its view is on the last
         if is_over(view):
             continue  # the game's last events are on their way: wait for game_over
         # Act once per decision: the stream may still hold older views of the same one.

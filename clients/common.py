@@ -179,8 +179,11 @@ ActionResponse = (copas_pb2.PlayCardResponse | copas_pb2.PassCardsResponse
                   | copas_pb2.ChooseMoonResponse | copas_pb2.LeaveTableResponse)
 
 
-Transport = Literal["play", "unary"]
-TRANSPORTS: tuple[Transport, ...] = ("play", "unary")
+# play: a batched Play stream (one message per commit); play-events: a Play stream with one
+# message per event and per result (the default form, for comparison); unary: calls and
+# WatchTable.
+Transport = Literal["play", "play-events", "unary"]
+TRANSPORTS: tuple[Transport, ...] = ("play", "play-events", "unary")
 
 
 def play_request(request: ActionRequest) -> copas_pb2.PlayRequest:
@@ -224,8 +227,10 @@ class PlaySession:
     a retry with the same request_id is applied once (``Player._call`` retries)."""
 
     def __init__(self, stub: copas_pb2_grpc.CopasServiceStub, table_id: str, token: str,
-                 retries: int = 20, route: TableRoute | None = None) -> None:
+                 retries: int = 20, route: TableRoute | None = None, is_batched: bool = True
+                 ) -> None:
         self.stub = stub
+        self.is_batched = is_batched  # one message per commit (else one per event, result)
         self.route = route  # the table's owner, followed (None: always ``stub``)
         self.table_id = table_id
         self.token = token
@@ -260,20 +265,25 @@ class PlaySession:
                 call = self._call = stub.Play(metadata=metadata)
                 try:
                     await call.write(copas_pb2.PlayRequest(open=copas_pb2.WatchTableRequest(
-                        table_id=self.table_id, after_sequence=self.after)))
+                        table_id=self.table_id, after_sequence=self.after,
+                        is_batched=self.is_batched)))
                     if route is not None and route.told(await call.initial_metadata()):
                         continue  # another node owns the table: open the stream there
                     self._ready.set()
                     async for response in call:
                         failures = 0
-                        if response.WhichOneof("kind") == "event":
+                        kind = response.WhichOneof("kind")
+                        if kind == "batch":  # one commit: its events, then its results
+                            for event in response.batch.events:
+                                self.after = event.sequence
+                                self._events.put_nowait(event)
+                            for result in response.batch.results:
+                                self._answer(result)
+                        elif kind == "event":
                             self.after = response.event.sequence
                             self._events.put_nowait(response.event)
-                        elif self._pending:
-                            self.results += 1
-                            waiting = self._pending.popleft()
-                            if not waiting.done():
-                                waiting.set_result(response.result)
+                        else:
+                            self._answer(response.result)
                     self._events.put_nowait(None)  # the stream ended: the table is gone
                     return
                 except grpc.aio.AioRpcError as failed:
@@ -302,7 +312,16 @@ class PlaySession:
                 grpc.StatusCode.UNAVAILABLE, grpc.aio.Metadata(), grpc.aio.Metadata(),
                 "the Play stream closed"))
 
+    def _answer(self, result: copas_pb2.PlayResult) -> None:
+        if self._pending:
+            self.results += 1
+            waiting = self._pending.popleft()
+            if not waiting.done():
+                waiting.set_result(result)
+
     async def events(self) -> AsyncIterator[copas_pb2.TableEvent]:
+        """The seat's events in order. Batched (one message per commit, the default), only
+        the last event of each commit carries ``view`` (``has_view``)."""
         while True:
             item = await self._events.get()
             if item is None:
@@ -433,7 +452,8 @@ async def seat_stream(player: Player, transport: Transport = "play"
     if transport == "unary":
         yield watch(player.stub, player.table_id, player.token, route=player.route)
         return
-    session = PlaySession(player.stub, player.table_id, player.token, route=player.route)
+    session = PlaySession(player.stub, player.table_id, player.token, route=player.route,
+                          is_batched=transport != "play-events")
     session.start()
     player.session = session
     try:
@@ -445,8 +465,9 @@ async def seat_stream(player: Player, transport: Transport = "play"
 
 def add_transport_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--transport", choices=TRANSPORTS, default="play",
-                        help="play: one Play stream per seat (actions in, events out); "
-                             "unary: WatchTable and a call per action")
+                        help="play: one Play stream per seat (actions in, events out, one "
+                             "message per commit); play-events: the same, one message per "
+                             "event and per result; unary: WatchTable and a call per action")
 
 
 @dataclass(frozen=True)
@@ -526,16 +547,17 @@ async def watch(stub: copas_pb2_grpc.CopasServiceStub, table_id: str,
     metadata = (("authorization", f"Bearer {token}"),) if token else None
     while True:
         current = route.stub if route is not None else stub
-        call = current.WatchTable(copas_pb2.WatchTableRequest(table_id=table_id,
-                                                              after_sequence=after),
-                                  metadata=metadata)
+        call = current.WatchTable(copas_pb2.WatchTableRequest(
+            table_id=table_id, after_sequence=after, is_batched=True), metadata=metadata)
         try:
             if route is not None and route.told(await call.initial_metadata()):
                 continue  # another node owns the table: watch it there
             async for response in call:
                 failures = 0
-                after = response.event.sequence
-                yield response.event
+                for event in (response.batch.events if response.HasField("batch")
+                              else [response.event]):
+                    after = event.sequence
+                    yield event
             return
         except grpc.aio.AioRpcError as error:
             if failures < retries and route is not None and route.after_error(error):
@@ -547,6 +569,12 @@ async def watch(stub: copas_pb2_grpc.CopasServiceStub, table_id: str,
             await asyncio.sleep(min(0.2 * 2 ** failures, 3.0))
         finally:
             call.cancel()
+
+
+def has_view(event: copas_pb2.TableEvent) -> bool:
+    """The event carries the view: the last of its commit on a batched stream (each one on a
+    stream that is not), a snapshot always."""
+    return event.HasField("view")
 
 
 def must_act(view: copas_pb2.TableView) -> bool:

@@ -43,6 +43,7 @@ from clients.common import (
     add_transport_argument,
     channel,
     connection,
+    has_view,
     is_game_over,
     is_over,
     must_act,
@@ -141,13 +142,16 @@ async def play_seat(player: Player, results: Results, counters: Counters, seed: 
 async def _play(player: Player, bot: Policy, events: AsyncIterator[copas_pb2.TableEvent],
                 results: Results, counters: Counters, move_interval: float) -> None:
     acted: set[tuple[int, ...]] = set()
+    view = copas_pb2.TableView()
     async for event in events:
         bot.observe(event)
         if event.WhichOneof("kind") == "card_played" and event.card_played.seat != player.seat:
             results.view_latency.append(time.time() - event.time.ToNanoseconds() / 1e9)
-        view = event.view
         if is_game_over(event):
             return
+        if not has_view(event):
+            continue  # a batched stream: the commit's view is on its last event
+        view = event.view
         if is_over(view):
             continue
         key = decision_key(view)

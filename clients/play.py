@@ -29,6 +29,7 @@ from clients.common import (
     channel,
     connection,
     error_reason,
+    has_view,
     is_game_over,
     join,
     must_act,
@@ -77,11 +78,13 @@ class Session:
         with the default transport)."""
         async with seat_stream(self.player, self.transport) as events:
             async for event in events:
-                line = event_line(event)
+                if has_view(event):  # batched: the commit's view is on its last event
+                    self.view = event.view
+                line = event_line(event, self.view)
                 if line is not None:
                     self.console.print(line)
-                self.view = event.view
-                self.changed.set()
+                if has_view(event):
+                    self.changed.set()
                 if is_game_over(event):
                     break
             self.done = True

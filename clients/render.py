@@ -144,9 +144,11 @@ def pass_text(view: copas_pb2.TableView, direction: copas_pb2.PassDirection.Valu
     return text + (f", to {name_of(view, target)}" if target is not None else "")
 
 
-def event_line(event: copas_pb2.TableEvent) -> Text | None:
-    """One line for the events worth a line of their own."""
-    view = event.view
+def event_line(event: copas_pb2.TableEvent, view: copas_pb2.TableView | None = None
+               ) -> Text | None:
+    """One line for the events worth a line of their own (names from ``view``, else the
+    event's own)."""
+    view = event.view if view is None or event.HasField("view") else view
     kind = event.WhichOneof("kind")
     if kind == "card_played":
         e = event.card_played

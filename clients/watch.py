@@ -9,7 +9,14 @@ from copas.v1 import copas_pb2, copas_pb2_grpc
 from rich.console import Console
 from rich.table import Table
 
-from clients.common import add_server_arguments, channel, connection, is_game_over, watch
+from clients.common import (
+    add_server_arguments,
+    channel,
+    connection,
+    has_view,
+    is_game_over,
+    watch,
+)
 from clients.render import PHASE_TEXT, event_line, render
 
 REDRAW_ON: frozenset[str] = frozenset({  # TableEvent kinds (its oneof) that redraw
@@ -45,25 +52,25 @@ async def watch_main(args: argparse.Namespace) -> int:
             if not args.table:
                 await list_tables(stub, console, args.limit)
                 return 0
+            view = copas_pb2.TableView()
+            redraw = False
             async for event in watch(stub, args.table):
-                kind = event.WhichOneof("kind")
-                if kind == "snapshot":  # what came since the last one seen (coalesced)
+                if has_view(event):  # batched: the commit's view is on its last event
+                    view = event.view
+                if event.WhichOneof("kind") == "snapshot":  # what came since (coalesced)
                     if event.snapshot.has_gap:
                         console.print("(earlier events are no longer kept)")
                     for missed in event.snapshot.missed_events:
-                        named = missed
-                        if not missed.HasField("view"):  # seats named as the snapshot names them
-                            named = copas_pb2.TableEvent()
-                            named.CopyFrom(missed)
-                            named.view.CopyFrom(event.view)
-                        missed_line = event_line(named)
+                        missed_line = event_line(missed, view)
                         if missed_line is not None:
                             console.print(missed_line)
-                line = event_line(event)
+                line = event_line(event, view)
                 if line is not None:
                     console.print(line)
-                if kind in REDRAW_ON:
-                    console.print(render(event.view, f"table {args.table} (spectator)"))
+                redraw = redraw or event.WhichOneof("kind") in REDRAW_ON
+                if redraw and has_view(event):
+                    console.print(render(view, f"table {args.table} (spectator)"))
+                    redraw = False
                 if is_game_over(event):
                     break
         except grpc.aio.AioRpcError as error:

@@ -18,6 +18,7 @@ from typing import Any
 
 import grpc
 import psycopg
+import pytest
 from copas.v1 import copas_pb2, copas_pb2_grpc
 
 from clients.bots import POLICIES, take_turn
@@ -227,8 +228,9 @@ async def test_after_a_sigstop_the_old_owner_answers_table_moved_naming_the_new_
         await b.stop()
 
 
+@pytest.mark.parametrize("batched", [False, True], ids=["per-event", "batched"])
 async def test_relayed_spectator_streams_of_one_table_share_one_upstream(
-        postgres: Any, tmp_path: Path) -> None:
+        postgres: Any, tmp_path: Path, batched: bool) -> None:
     dsn = fresh_database(postgres.dsn)
     a, c = Node(tmp_path, dsn, "a"), Node(tmp_path, dsn, "c")
     try:
@@ -239,12 +241,12 @@ async def test_relayed_spectator_streams_of_one_table_share_one_upstream(
         await drive(a.stub, table.table_id, tokens, players, game,
                     stop=lambda g: g.phase is Phase.PLAYING and g.trick_number == 1)
         on_owner = a.metric("copas_watch_streams")  # the players' own streams
-        spectators = [Watch(c.stub, table.table_id) for _ in range(5)]
+        spectators = [Watch(c.stub, table.table_id, is_batched=batched) for _ in range(5)]
         for w in spectators:
             await w.wait_for(lambda m: m.WhichOneof("kind") == "snapshot")
         # A late spectator that saw up to sequence 2: the events it missed, as a's own list.
-        late = Watch(c.stub, table.table_id, after_sequence=2)
-        direct = Watch(a.stub, table.table_id, after_sequence=2)
+        late = Watch(c.stub, table.table_id, after_sequence=2, is_batched=batched)
+        direct = Watch(a.stub, table.table_id, after_sequence=2, is_batched=batched)
         head = await late.wait_for(lambda m: True)
         own = await direct.wait_for(lambda m: True)
         assert head.snapshot == own.snapshot and head.sequence == own.sequence
@@ -264,7 +266,7 @@ async def test_relayed_spectator_streams_of_one_table_share_one_upstream(
         assert not any(len(m.view.hand) for w in spectators for m in w.messages)
         assert c.metric("copas_cluster_shared_watch_upstreams") == 1
         # Every spectator sees the same game as a spectator at a.
-        reference = Watch(a.stub, table.table_id)
+        reference = Watch(a.stub, table.table_id, is_batched=batched)
         answers = await drive(a.stub, table.table_id, tokens, players, game,
                               stop=lambda g: g.phase is Phase.PLAYING and g.trick_number == 3)
         final = answers[-1].sequence
@@ -278,6 +280,7 @@ async def test_relayed_spectator_streams_of_one_table_share_one_upstream(
         assert expected
         for w in (*spectators, late):
             assert history(w)[-len(expected):] == expected
+            assert bool(w.batches) == batched  # batched through c too: the owner's batches
         # The upstream goes with the last local watcher.
         for w in (*spectators, late, mine, reference):
             await w.close()

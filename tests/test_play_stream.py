@@ -35,6 +35,29 @@ from tests.helpers.servers import config_for_tests, serving
 PRIVATE = ("hand", "pass_choice", "received", "legal_cards")
 
 
+@pytest.fixture(params=[False, True], ids=["per-event", "batched"])
+def batched(request: pytest.FixtureRequest) -> bool:
+    """Each promise holds for both forms of the stream: one message per event (the default)
+    and one EventBatch per commit (``open.is_batched``)."""
+    is_batched: bool = request.param
+    return is_batched
+
+
+def without_view(event: copas_pb2.TableEvent) -> bytes:
+    bare = copas_pb2.TableEvent()
+    bare.CopyFrom(event)
+    bare.ClearField("view")
+    return bare.SerializeToString(deterministic=True)
+
+
+def commits(batches: list[copas_pb2.EventBatch], first: int) -> list[list[bytes]]:
+    """Each batch's events (serialized; the view on the last), from sequence ``first`` on,
+    snapshots and result-only batches left out."""
+    return [[e.SerializeToString(deterministic=True) for e in b.events] for b in batches
+            if b.events and b.events[0].WhichOneof("kind") != "snapshot"
+            and b.events[0].sequence >= first]
+
+
 def reason_of(status: status_pb2.Status) -> str:
     for detail in status.details:
         info = error_details_pb2.ErrorInfo()
@@ -106,15 +129,17 @@ async def play_game(stub: Any, table: copas_pb2.TableSummary, seed: str,
     return held
 
 
-async def test_four_players_play_a_whole_game_each_on_one_stream() -> None:
+async def test_four_players_play_a_whole_game_each_on_one_stream(batched: bool) -> None:
     async with serving(allow_seed=True) as (_, stub):
         table = await new_table(stub, seed="21")
         joins = await join_all(stub, table.table_id, 4)
         tokens = {j.seat: j.player_token for j in joins}
-        watches = {s: Watch(stub, table.table_id, t) for s, t in tokens.items()}
+        watches = {s: Watch(stub, table.table_id, t, is_batched=batched)
+                   for s, t in tokens.items()}
         for w in watches.values():
             await w.opened()
-        streams = {s: PlayStream(stub, table.table_id, t) for s, t in tokens.items()}
+        streams = {s: PlayStream(stub, table.table_id, t, is_batched=batched)
+                   for s, t in tokens.items()}
         for p in streams.values():
             await p.wait_for(lambda m: True)
         game = Game(rules_of(table), "21")
@@ -131,10 +156,17 @@ async def test_four_players_play_a_whole_game_each_on_one_stream() -> None:
             assert [e.SerializeToString(deterministic=True) for e in played
                     if e.sequence >= first] == \
                 [m.SerializeToString(deterministic=True) for m in watched if m.sequence >= first]
+            if batched:  # the same batches too: one message per commit, the view on the last
+                assert commits(stream.batches, first) == commits(watches[seat].batches, first)
+                for batch in stream.batches:
+                    assert [e.HasField("view") for e in batch.events] == \
+                        [i == len(batch.events) - 1 for i in range(len(batch.events))]
             # One result per action, in order, none refused.
             assert len(stream.results) == sum(1 for a in game.actions if a.seat == seat)
             # No card of another seat: a view shows only cards this seat held in that hand.
             for event in stream.events:
+                if batched and not event.HasField("view"):
+                    continue  # the view is on the batch's last event
                 view = event.view
                 assert view.seat == seat
                 allowed = held.get(view.hand_number, {}).get(seat, set())
@@ -147,7 +179,55 @@ async def test_four_players_play_a_whole_game_each_on_one_stream() -> None:
             await closing.close()
 
 
-async def test_a_stream_resumes_after_a_reconnect_and_after_a_restart(tmp_path: Path) -> None:
+async def test_batched_one_message_per_commit_with_the_movers_result_and_getviews_view(
+        ) -> None:
+    """Issue 29: batched, each message holds one commit's events for the seat (an action's
+    events together: the trick's last card and the trick won), the view once on the last
+    (the same bytes as GetView's), and the mover's result in the same message."""
+    async with serving(allow_seed=True) as (_, stub):
+        table = await new_table(stub, seed="21")
+        joins = await join_all(stub, table.table_id, 4)
+        tokens = {j.seat: j.player_token for j in joins}
+        streams = {s: PlayStream(stub, table.table_id, t, is_batched=True)
+                   for s, t in tokens.items()}
+        for p in streams.values():
+            await p.wait_for(lambda m: True)
+        game = Game(rules_of(table), "21")
+        await play_game(stub, table, "21", streams, game,
+                        stop=lambda g: g.phase.value == "PLAYING" and g.trick_number == 3)
+        sequence = max(r.last_sequence for s in streams.values() for r in s.results)
+        for seat, stream in streams.items():
+            await stream.wait_event(lambda e: e.sequence >= sequence and e.HasField("view"))
+            answer = await stub.GetView(copas_pb2.GetViewRequest(table_id=table.table_id),
+                                        metadata=auth(tokens[seat]))
+            assert answer.sequence == sequence
+            shown = [e for e in stream.events if e.HasField("view")][-1]
+            assert shown.view.SerializeToString() == answer.view.SerializeToString()
+        await play_game(stub, table, "21", streams, game)
+        for seat, stream in streams.items():
+            await stream.wait_event(lambda e: e.view.phase == copas_pb2.PHASE_GAME_OVER)
+            check_order(stream.messages)
+            moved = 0
+            for batch in stream.batches:
+                kinds = [e.WhichOneof("kind") for e in batch.events]
+                if "trick_won" in kinds:  # the card that won it came in the same message
+                    assert kinds[kinds.index("trick_won") - 1] == "card_played"
+                for result in batch.results:
+                    if not result.HasField("error") and result.sequence > 0:
+                        assert result.sequence in {e.sequence for e in batch.events}
+                        assert result.last_sequence == batch.events[-1].sequence
+                        moved += 1
+            assert moved == sum(1 for a in game.actions if a.seat == seat)
+            # Fewer messages than events (an action's events share one), none for a result.
+            tricks = sum(1 for e in stream.events if e.WhichOneof("kind") == "trick_won")
+            assert len(stream.batches) + tricks <= len(stream.events), \
+                (len(stream.batches), tricks, len(stream.events))
+        for closing in streams.values():
+            await closing.close()
+
+
+async def test_a_stream_resumes_after_a_reconnect_and_after_a_restart(tmp_path: Path,
+                                                                      batched: bool) -> None:
     config = config_for_tests(allow_seed=True, data_dir=str(tmp_path / "data"))
     running = await start(config)
     try:
@@ -156,7 +236,8 @@ async def test_a_stream_resumes_after_a_reconnect_and_after_a_restart(tmp_path: 
             table = await new_table(stub, seed="8")
             joins = await join_all(stub, table.table_id, 4)
             tokens = {j.seat: j.player_token for j in joins}
-            streams = {s: PlayStream(stub, table.table_id, t) for s, t in tokens.items()}
+            streams = {s: PlayStream(stub, table.table_id, t, is_batched=batched)
+                       for s, t in tokens.items()}
             game = Game(rules_of(table), "8")
             await play_game(stub, table, "8", streams, game,
                             stop=lambda g: g.phase.value == "PLAYING" and g.trick_number == 2)
@@ -164,8 +245,10 @@ async def test_a_stream_resumes_after_a_reconnect_and_after_a_restart(tmp_path: 
             for stream in streams.values():
                 await stream.close()
             # A reconnect: the snapshot lists what happened meanwhile, nothing is missing.
-            streams = {s: PlayStream(stub, table.table_id, t) for s, t in tokens.items()}
-            streams[0] = PlayStream(stub, table.table_id, tokens[0], after_sequence=seen - 3)
+            streams = {s: PlayStream(stub, table.table_id, t, is_batched=batched)
+                       for s, t in tokens.items()}
+            streams[0] = PlayStream(stub, table.table_id, tokens[0], after_sequence=seen - 3,
+                                    is_batched=batched)
             head = (await streams[0].wait_for(lambda m: True)).event
             assert head.WhichOneof("kind") == "snapshot" and not head.snapshot.has_gap
             assert [e.sequence for e in head.snapshot.missed_events] == \
@@ -181,7 +264,8 @@ async def test_a_stream_resumes_after_a_reconnect_and_after_a_restart(tmp_path: 
     try:
         async with grpc.aio.insecure_channel(f"127.0.0.1:{running.port}") as channel:
             stub = copas_pb2_grpc.CopasServiceStub(channel)
-            streams = {s: PlayStream(stub, table.table_id, t, after_sequence=acknowledged)
+            streams = {s: PlayStream(stub, table.table_id, t, after_sequence=acknowledged,
+                                     is_batched=batched)
                        for s, t in tokens.items()}
             head = (await streams[1].wait_for(lambda m: True)).event
             assert head.WhichOneof("kind") == "snapshot" and head.sequence >= acknowledged
@@ -197,18 +281,18 @@ async def test_a_stream_resumes_after_a_reconnect_and_after_a_restart(tmp_path: 
         await shutdown(running, 0)
 
 
-async def test_a_retry_by_request_id_on_a_new_stream_gets_the_first_answer() -> None:
+async def test_a_retry_by_request_id_on_a_new_stream_gets_the_first_answer(batched: bool) -> None:
     async with serving(allow_seed=True) as (_, stub):
         table = await new_table(stub, seed="42")
         joins = await join_all(stub, table.table_id, 4)
         tokens = {j.seat: j.player_token for j in joins}
         game = Game(rules_of(table), "42")
         action = game.auto_action(0)
-        first = PlayStream(stub, table.table_id, tokens[0])
+        first = PlayStream(stub, table.table_id, tokens[0], is_batched=batched)
         answer = await first.act(**request_for(action, "pass-once"))
         assert not answer.HasField("error") and answer.sequence > 0
         await first.close()
-        again = PlayStream(stub, table.table_id, tokens[0])
+        again = PlayStream(stub, table.table_id, tokens[0], is_batched=batched)
         head = (await again.wait_for(lambda m: True)).event
         retried = await again.act(**request_for(action, "pass-once"))
         assert retried.sequence == answer.sequence and not retried.HasField("error")
@@ -228,13 +312,14 @@ async def test_a_retry_by_request_id_on_a_new_stream_gets_the_first_answer() -> 
         await again.close()
 
 
-async def test_refusals_are_results_with_the_unary_calls_code_reason_and_message() -> None:
+async def test_refusals_are_results_with_the_unary_calls_code_reason_and_message(
+        batched: bool) -> None:
     async with serving(allow_seed=True) as (_, stub):
         table = await new_table(stub, seed="42")
         joins = await join_all(stub, table.table_id, 4)
         tokens = {j.seat: j.player_token for j in joins}
         game = Game(rules_of(table), "42")
-        stream = PlayStream(stub, table.table_id, tokens[0])
+        stream = PlayStream(stub, table.table_id, tokens[0], is_batched=batched)
         await stream.wait_for(lambda m: True)
         card = game.hand(0)[0]
         refused = await stream.act(play_card=copas_pb2.PlayCardRequest(card=card_pb(card)))
@@ -256,7 +341,7 @@ async def test_refusals_are_results_with_the_unary_calls_code_reason_and_message
         await stream.close()
 
 
-async def test_a_flood_of_actions_is_read_no_faster_than_its_quota() -> None:
+async def test_a_flood_of_actions_is_read_no_faster_than_its_quota(batched: bool) -> None:
     """Issue 27, finding 4: over its quota a Play stream is not read (HTTP/2 flow control
     holds the client) instead of answered with a refusal per action. 60 actions sent at
     once, a quota of 5 a second after a burst of 5: the server answers no more than the
@@ -265,7 +350,7 @@ async def test_a_flood_of_actions_is_read_no_faster_than_its_quota() -> None:
                        play_max_refusals_in_a_row=0) as (running, stub):
         table = await new_table(stub, seed="42")
         joins = await join_all(stub, table.table_id, 4)
-        stream = PlayStream(stub, table.table_id, joins[1].player_token)
+        stream = PlayStream(stub, table.table_id, joins[1].player_token, is_batched=batched)
         await stream.wait_for(lambda m: True)
         began = time.monotonic()
         for _ in range(60):  # not seat 1's turn to play: each is refused, never over quota
@@ -283,7 +368,7 @@ async def test_a_flood_of_actions_is_read_no_faster_than_its_quota() -> None:
         await stream.close()
 
 
-async def test_a_stream_of_refused_actions_in_a_row_ends_with_its_reason() -> None:
+async def test_a_stream_of_refused_actions_in_a_row_ends_with_its_reason(batched: bool) -> None:
     """Finding 4: --play-max-refusals-in-a-row refused actions in a row end the stream with
     RESOURCE_EXHAUSTED TOO_MANY_REFUSALS, after their results; an accepted action starts the
     count again."""
@@ -291,7 +376,7 @@ async def test_a_stream_of_refused_actions_in_a_row_ends_with_its_reason() -> No
         table = await new_table(stub, seed="42")
         joins = await join_all(stub, table.table_id, 4)
         game = Game(rules_of(table), "42")
-        stream = PlayStream(stub, table.table_id, joins[0].player_token)
+        stream = PlayStream(stub, table.table_id, joins[0].player_token, is_batched=batched)
         await stream.wait_for(lambda m: True)
         refused = copas_pb2.PlayCardRequest(card=card_pb("2C"))  # passing, not playing
         for _ in range(4):
@@ -307,7 +392,7 @@ async def test_a_stream_of_refused_actions_in_a_row_ends_with_its_reason() -> No
         assert len(stream.results) == 10  # the fifth refusal's result, then the end
 
 
-async def test_a_client_that_never_reads_holds_a_bounded_buffer() -> None:
+async def test_a_client_that_never_reads_holds_a_bounded_buffer(batched: bool) -> None:
     from server.rpc.play import PENDING_RESULTS
 
     async with serving(allow_seed=True, watcher_queue=8) as (running, stub):
@@ -321,7 +406,7 @@ async def test_a_client_that_never_reads_holds_a_bounded_buffer() -> None:
         quiet = copas_pb2_grpc.CopasServiceStub(quiet_channel).Play(
             metadata=auth(tokens[3]))  # never read from, until the end
         await quiet.write(copas_pb2.PlayRequest(open=copas_pb2.WatchTableRequest(
-            table_id=table.table_id)))
+            table_id=table.table_id, is_batched=batched)))
         for _ in range(PENDING_RESULTS * 3):  # actions whose results nobody reads
             try:
                 await asyncio.wait_for(quiet.write(copas_pb2.PlayRequest(
@@ -332,7 +417,8 @@ async def test_a_client_that_never_reads_holds_a_bounded_buffer() -> None:
         waiting = sample("copas_play_results_waiting")
         assert waiting is not None and 0 < waiting <= PENDING_RESULTS
         # The others play on; the quiet stream falls behind and gets a snapshot, not a backlog.
-        streams = {s: PlayStream(stub, table.table_id, t) for s, t in tokens.items() if s != 3}
+        streams = {s: PlayStream(stub, table.table_id, t, is_batched=batched)
+                   for s, t in tokens.items() if s != 3}
         game = Game(rules_of(table), "42")
         while not game.is_over:
             seat = game.to_act()[0]
@@ -352,37 +438,39 @@ async def test_a_client_that_never_reads_holds_a_bounded_buffer() -> None:
             game.apply(action)
         assert (sample("copas_watcher_resyncs_total") or 0) >= 1
         assert (sample("copas_play_results_waiting") or 0) <= PENDING_RESULTS
-        kinds = []
+        kinds: list[str] = []
+        messages = 0
         while True:  # it reads at last: a snapshot instead of the backlog
             message = await asyncio.wait_for(quiet.read(), 10)
-            kinds.append(message.WhichOneof("kind") == "event"
-                         and message.event.WhichOneof("kind"))
-            if message.WhichOneof("kind") == "event" and \
-                    message.event.view.phase == copas_pb2.PHASE_GAME_OVER:
+            messages += 1
+            found = list(message.batch.events) if batched else \
+                [message.event] if message.WhichOneof("kind") == "event" else []
+            kinds.extend(event.WhichOneof("kind") or "" for event in found)
+            if any(e.view.phase == copas_pb2.PHASE_GAME_OVER for e in found):
                 break
-        events = [kind for kind in kinds if kind]
-        assert "snapshot" in events[1:] and len(events) < 150  # a game is about 290
+        assert "snapshot" in kinds[1:] and len(kinds) < 150  # a game is about 290
+        assert messages < 150
         quiet.cancel()
         await quiet_channel.close()
         for stream in streams.values():
             await stream.close()
 
 
-async def test_malformed_streams_end_with_invalid_argument() -> None:
+async def test_malformed_streams_end_with_invalid_argument(batched: bool) -> None:
     async with serving(allow_seed=True) as (_, stub):
         table = await new_table(stub, seed="42")
         other = await new_table(stub, seed="43")
         joins = await join_all(stub, table.table_id, 4)
         token = joins[0].player_token
         # An action for another table.
-        stream = PlayStream(stub, table.table_id, token)
+        stream = PlayStream(stub, table.table_id, token, is_batched=batched)
         await stream.wait_for(lambda m: True)
         await stream.send(play_card=copas_pb2.PlayCardRequest(table_id=other.table_id,
                                                               card=card_pb("2C")))
         error = await stream.ended()
         assert error is not None and error.code() == grpc.StatusCode.INVALID_ARGUMENT
         # A second opening.
-        stream = PlayStream(stub, table.table_id, token)
+        stream = PlayStream(stub, table.table_id, token, is_batched=batched)
         await stream.wait_for(lambda m: True)
         await stream.send(open=copas_pb2.WatchTableRequest(table_id=table.table_id))
         error = await stream.ended()
@@ -409,14 +497,14 @@ async def test_garbage_bytes_end_a_play_stream_with_invalid_argument() -> None:
         assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
 
 
-async def test_a_spectator_cannot_open_play_and_a_leaver_cannot_act() -> None:
+async def test_a_spectator_cannot_open_play_and_a_leaver_cannot_act(batched: bool) -> None:
     async with serving(allow_seed=True) as (_, stub):
         table = await new_table(stub, seed="42", bots=2)
         joins = await join_all(stub, table.table_id, 2)
-        spectator = PlayStream(stub, table.table_id, None)
+        spectator = PlayStream(stub, table.table_id, None, is_batched=batched)
         error = await spectator.ended()
         assert error is not None and error.code() == grpc.StatusCode.UNAUTHENTICATED
-        stream = PlayStream(stub, table.table_id, joins[0].player_token)
+        stream = PlayStream(stub, table.table_id, joins[0].player_token, is_batched=batched)
         await stream.wait_for(lambda m: True)
         left = await stream.act(leave_table=copas_pb2.LeaveTableRequest())
         assert not left.HasField("error")
@@ -426,7 +514,7 @@ async def test_a_spectator_cannot_open_play_and_a_leaver_cannot_act() -> None:
         # A seat given up before its game: the result, then the stream ends (token revoked).
         waiting = await new_table(stub, seed="43")
         seat = (await join_all(stub, waiting.table_id, 1))[0]
-        giving_up = PlayStream(stub, waiting.table_id, seat.player_token)
+        giving_up = PlayStream(stub, waiting.table_id, seat.player_token, is_batched=batched)
         await giving_up.wait_for(lambda m: True)
         await giving_up.send(leave_table=copas_pb2.LeaveTableRequest())
         error = await giving_up.ended()
@@ -434,14 +522,15 @@ async def test_a_spectator_cannot_open_play_and_a_leaver_cannot_act() -> None:
         assert len(giving_up.results) == 1 and not giving_up.results[0].HasField("error")
 
 
-async def test_a_failed_commit_is_a_result_and_ends_the_stream(tmp_path: Path) -> None:
+async def test_a_failed_commit_is_a_result_and_ends_the_stream(tmp_path: Path, batched: bool
+                                                               ) -> None:
     running = await start(config_for_tests(allow_seed=True, data_dir=str(tmp_path)))
     try:
         async with grpc.aio.insecure_channel(f"127.0.0.1:{running.port}") as channel:
             stub = copas_pb2_grpc.CopasServiceStub(channel)
             table = await new_table(stub, seed="42")
             joins = await join_all(stub, table.table_id, 4)
-            stream = PlayStream(stub, table.table_id, joins[0].player_token)
+            stream = PlayStream(stub, table.table_id, joins[0].player_token, is_batched=batched)
             await stream.wait_for(lambda m: True)
 
             def disk_full(batch: Any) -> None:

@@ -45,18 +45,21 @@ def spectator(stub: Any, table_id: str, address: str, after_sequence: int = 0) -
                            metadata=(("x-forwarded-for", address),))
 
 
-async def test_spectators_updates_are_coalesced_while_a_player_gets_every_event() -> None:
+@pytest.mark.parametrize("batched", [False, True], ids=["per-event", "batched"])
+async def test_spectators_updates_are_coalesced_while_a_player_gets_every_event(
+        batched: bool) -> None:
     """Finding 5: on a table that plays fast (bots, and a person whose turns time out), a
     spectator gets fewer messages than there are events (the ones that came within a tick as
     one snapshot), yet every numbered event is shown to it, in order, ending at the game's
-    end; the seated player's stream carries every event as its own message."""
+    end; the seated player's stream carries every event as its own message (batched, in one
+    EventBatch per commit: issue 29)."""
     async with serving(allow_seed=True, spectator_tick=0.2) as (_, stub):
         table = await new_table(stub, seed="8", bots=3, max_hands=1,
                                 play_timeout_seconds=0.01, pass_timeout_seconds=0.01,
                                 moon_timeout_seconds=0.01)
         token = (await join_all(stub, table.table_id, 1))[0].player_token
-        player = Watch(stub, table.table_id, token)
-        watcher = Watch(stub, table.table_id)
+        player = Watch(stub, table.table_id, token, is_batched=batched)
+        watcher = Watch(stub, table.table_id, is_batched=batched)
         await player.opened()
         await watcher.opened()
         over = await player.wait_for(lambda m: m.WhichOneof("kind") == "game_over",
@@ -73,6 +76,11 @@ async def test_spectators_updates_are_coalesced_while_a_player_gets_every_event(
     start = watcher.messages[0].sequence
     assert numbered(watcher.messages[1:]) == list(range(start + 1, over.sequence + 1))
     assert len(watcher.messages) < len(events) / 2, len(watcher.messages)
+    if batched:  # a message is a batch: its view once, on its last event
+        assert len(watcher.batches) <= len(watcher.messages)
+        for batch in (*player.batches, *watcher.batches):
+            assert [e.HasField("view") for e in batch.events][-1]
+            assert not any(e.HasField("view") for e in batch.events[:-1])
     coalesced = [m for m in watcher.messages[1:] if m.WhichOneof("kind") == "snapshot"]
     assert coalesced and all(m.is_last_in_action and not m.snapshot.has_gap for m in coalesced)
     assert is_over(watcher.messages[-1]) and watcher.messages[-1].sequence == over.sequence

@@ -14,7 +14,7 @@ from engine import Leave, PassCards, Phase, PlayCard, private_view
 from server import codec, tokens
 from server.tables import views
 from server.tables.clock import ManualScheduler
-from server.tables.fanout import response
+from server.tables.fanout import Fanout, Watcher, batch_body, batch_response, response, with_results
 from tests.helpers.budget import budget
 from tests.helpers.servers import registry_for_tests
 
@@ -96,3 +96,53 @@ def test_a_stream_message_is_the_event_with_its_view() -> None:
     expected.view.CopyFrom(view)
     assert copas_pb2.WatchTableResponse.FromString(wire) == \
         copas_pb2.WatchTableResponse(event=expected)
+
+
+def _event(sequence: int, seat: int, is_last: bool = False) -> bytes:
+    return copas_pb2.TableEvent(sequence=sequence, card_played=copas_pb2.CardPlayed(seat=seat),
+                                is_last_in_action=is_last).SerializeToString()
+
+
+def test_a_batch_is_its_events_with_the_view_on_the_last_and_its_results() -> None:
+    """Issue 29: an EventBatch built by concatenation is the message built field by field,
+    as a WatchTableResponse and a PlayResponse alike; results appended go in the batch."""
+    view = copas_pb2.TableView(table_id="t_x", seat=1, hand_number=2)
+    events = [_event(4, 0), _event(5, 1, is_last=True)]
+    wire = batch_response(batch_body(events, view.SerializeToString()))
+    expected = copas_pb2.EventBatch(events=[copas_pb2.TableEvent.FromString(e) for e in events])
+    expected.events[-1].view.CopyFrom(view)
+    assert copas_pb2.WatchTableResponse.FromString(wire) == \
+        copas_pb2.WatchTableResponse(batch=expected)
+    assert copas_pb2.PlayResponse.FromString(wire) == copas_pb2.PlayResponse(batch=expected)
+    result = copas_pb2.PlayResult(request_id="r", sequence=4, last_sequence=5)
+    answered = copas_pb2.PlayResponse.FromString(
+        with_results(wire, [result.SerializeToString()]))
+    assert list(answered.batch.events) == list(expected.events)
+    assert list(answered.batch.results) == [result]
+    alone = copas_pb2.PlayResponse.FromString(with_results(None, [result.SerializeToString()]))
+    assert alone == copas_pb2.PlayResponse(batch=copas_pb2.EventBatch(results=[result]))
+
+
+def test_one_commit_is_one_message_per_batched_stream_and_one_per_event_for_the_others(
+        ) -> None:
+    """Two steps committed together: a batched stream gets one message (both steps' events,
+    the later step's view on the last), built once for its seat; a stream that is not
+    batched gets each event with its own step's view."""
+    fanout = Fanout()
+    batched = [Watcher(1, "a", 100, 1 << 20, is_batched=True) for _ in range(2)]
+    plain = Watcher(1, "b", 100, 1 << 20)
+    for watcher in (*batched, plain):
+        fanout.add(watcher)
+    views = [copas_pb2.TableView(seat=1, trick_number=n).SerializeToString() for n in (1, 2)]
+    fanout.stage([(1, _event(1, 0, True))], {1: views[0]})
+    fanout.stage([(2, _event(2, 1)), (3, _event(3, 2, True))], {1: views[1]})
+    fanout.deliver(3, lambda: None)
+    first, second = (w.pop() for w in batched)
+    assert first == second and first[1] is second[1]  # the same bytes, built once
+    assert first[0] == 3 and not batched[0].queue
+    batch = copas_pb2.WatchTableResponse.FromString(first[1]).batch
+    assert [e.sequence for e in batch.events] == [1, 2, 3]
+    assert [e.HasField("view") for e in batch.events] == [False, False, True]
+    assert batch.events[-1].view.SerializeToString() == views[1]
+    shown = [copas_pb2.WatchTableResponse.FromString(plain.pop()[1]).event for _ in range(3)]
+    assert [e.view.trick_number for e in shown] == [1, 2, 2]

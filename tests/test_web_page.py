@@ -275,9 +275,10 @@ def table_events(messages: list[Message]) -> Iterator[copas_pb2.TableEvent]:
     (public parts only) before the snapshot itself."""
     for m in messages:
         if isinstance(m, copas_pb2.WatchTableResponse):
-            if m.event.HasField("snapshot"):
-                yield from m.event.snapshot.missed_events
-            yield m.event
+            for event in m.batch.events if m.HasField("batch") else [m.event]:  # issue 29
+                if event.HasField("snapshot"):
+                    yield from event.snapshot.missed_events
+                yield event
 
 
 @dataclass

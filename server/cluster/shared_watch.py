@@ -9,7 +9,9 @@ gets a snapshot made here, as the owner would make it: the latest view the upstr
 ``after_sequence`` from the numbered events kept here (at most ``--history``). One that asks
 for events from before what is kept is relayed on its own, so the owner answers it. A
 watcher that falls more than ``--watcher-queue`` messages behind gets a fresh snapshot, as at
-the owner; at most ``--max-watchers-per-table`` share one upstream. The upstream ends when its
+the owner. Batched streams (``is_batched``: one EventBatch per commit, the view on its last
+event) share an upstream of their own, batched too, so each gets the owner's batches as they
+were. At most ``--max-watchers-per-table`` share one upstream. The upstream ends when its
 last watcher leaves; its end (or the owner's refusal) ends every watcher's.
 """
 
@@ -43,7 +45,8 @@ class LocalWatcher:
 class SharedWatch:
     """One upstream WatchTable stream of one table, and the local watchers it feeds."""
 
-    def __init__(self, history: int, queue: int) -> None:
+    def __init__(self, history: int, queue: int, is_batched: bool = False) -> None:
+        self.is_batched = is_batched  # its messages are EventBatches (one per commit)
         self.watchers: set[LocalWatcher] = set()
         self._history: deque[copas_pb2.TableEvent] = deque(maxlen=max(1, history))
         self._queue = max(1, queue)
@@ -67,14 +70,31 @@ class SharedWatch:
         now = timestamp_pb2.Timestamp()
         now.GetCurrentTime()
         now.nanos -= now.nanos % 1_000_000  # milliseconds, as the owner's times
-        return copas_pb2.WatchTableResponse(event=copas_pb2.TableEvent(
-            sequence=self.sequence, time=now, snapshot=snap, view=self._view
-        )).SerializeToString()
+        event = copas_pb2.TableEvent(sequence=self.sequence, time=now, snapshot=snap,
+                                     view=self._view)
+        if self.is_batched:
+            return copas_pb2.WatchTableResponse(batch=copas_pb2.EventBatch(events=[event])
+                                                ).SerializeToString()
+        return copas_pb2.WatchTableResponse(event=event).SerializeToString()
 
     def take(self, raw: bytes) -> None:
         """One upstream message: kept (its view, and its event if numbered), then queued for
         every watcher."""
-        event = copas_pb2.WatchTableResponse.FromString(raw).event
+        response = copas_pb2.WatchTableResponse.FromString(raw)
+        for event in response.batch.events if self.is_batched else [response.event]:
+            self._keep(event)
+        for watcher in self.watchers:
+            if watcher.needs_snapshot:
+                continue  # its fresh snapshot, made when it is sent, will show this
+            if len(watcher.queue) >= self._queue:
+                watcher.queue.clear()
+                watcher.needs_snapshot = True
+            else:
+                watcher.queue.append(raw)
+            watcher.wakeup.set()
+
+    def _keep(self, event: copas_pb2.TableEvent) -> None:
+        """What one upstream event tells: the history (if numbered), the latest view."""
         kind = event.WhichOneof("kind")
         if kind == "snapshot":
             missed = event.snapshot.missed_events
@@ -91,15 +111,6 @@ class SharedWatch:
         self.sequence = event.sequence
         if event.HasField("view"):
             self._view = event.view
-        for watcher in self.watchers:
-            if watcher.needs_snapshot:
-                continue  # its fresh snapshot, made when it is sent, will show this
-            if len(watcher.queue) >= self._queue:
-                watcher.queue.clear()
-                watcher.needs_snapshot = True
-            else:
-                watcher.queue.append(raw)
-            watcher.wakeup.set()
 
     def end(self, error: grpc.aio.AioRpcError | None) -> None:
         self.ended = True
@@ -117,8 +128,9 @@ and lets go of an owner that went away."""
 
 
 class SharedWatches:
-    """This node's shared upstreams, one per (owner address, table), each given back when
-    its last watcher leaves (so at most one per table watched through this node)."""
+    """This node's shared upstreams, one per (owner address, table, batched or not), each
+    given back when its last watcher leaves (so at most two per table watched through this
+    node)."""
 
     def __init__(self, open_upstream: Opener, history: int = 1024, queue: int = 512,
                  max_watchers: int = 64) -> None:
@@ -126,7 +138,7 @@ class SharedWatches:
         self._history = history
         self._queue = queue
         self._max_watchers = max_watchers
-        self._shared: dict[tuple[str, str], SharedWatch] = {}
+        self._shared: dict[tuple[str, str, bool], SharedWatch] = {}
         self.opened = 0  # upstreams opened so far
 
     def upstreams(self) -> int:
@@ -142,11 +154,12 @@ class SharedWatches:
 
         :raises ServiceError: INVALID_SEQUENCE, TOO_MANY_WATCHERS.
         """
-        after_sequence = copas_pb2.WatchTableRequest.FromString(raw).after_sequence
+        request = copas_pb2.WatchTableRequest.FromString(raw)
+        after_sequence = request.after_sequence
         if after_sequence < 0:
             raise ServiceError.invalid("after_sequence must not be negative",
                                        "INVALID_SEQUENCE")
-        key = (address, table_id)
+        key = (address, table_id, request.is_batched)
         shared = self._shared.get(key)
         if shared is None or shared.ended:
             shared = self._start(key, context, client)
@@ -174,7 +187,7 @@ class SharedWatches:
             shared.watchers.discard(watcher)
             self._leave(key, shared)
 
-    def _leave(self, key: tuple[str, str], shared: SharedWatch) -> None:
+    def _leave(self, key: tuple[str, str, bool], shared: SharedWatch) -> None:
         """A watcher left (or went elsewhere): the upstream goes with the last one."""
         if shared.watchers or shared.joining:
             return
@@ -183,11 +196,13 @@ class SharedWatches:
         if shared.task is not None:
             shared.task.cancel()
 
-    def _start(self, key: tuple[str, str], context: Context, client: str) -> SharedWatch:
+    def _start(self, key: tuple[str, str, bool], context: Context, client: str
+               ) -> SharedWatch:
         """Open the table's upstream, asking for every event the owner keeps (after the
         first): a joining watcher's missed events are then listed here."""
-        shared = self._shared[key] = SharedWatch(self._history, self._queue)
-        request = copas_pb2.WatchTableRequest(table_id=key[1], after_sequence=1)
+        shared = self._shared[key] = SharedWatch(self._history, self._queue, key[2])
+        request = copas_pb2.WatchTableRequest(table_id=key[1], after_sequence=1,
+                                              is_batched=key[2])
         call, ended = self._open(key[0], key[1], request.SerializeToString(), context, client)
         self.opened += 1
 

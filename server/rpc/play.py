@@ -16,6 +16,12 @@ back for free instead of the server answering each action with a refusal; and
 ``--play-max-refusals-in-a-row`` refused actions in a row end the stream (RESOURCE_EXHAUSTED
 TOO_MANY_REFUSALS, after their results).
 
+Batched (the opening's ``is_batched``), each message is one EventBatch: one commit's events
+for the seat (the fan-out's, shared by every batched stream of the seat), and appended to it
+the results whose events are all sent once it is (the mover's in the same message as its
+action's events); a result with no event to ride on (a refusal) goes as a batch without
+events, at once.
+
 What a client can make the stream hold is bounded: the events by the watcher's queue (a client
 that does not read gets a fresh snapshot instead of the backlog), the results by
 ``PENDING_RESULTS`` (beyond it the reader stops reading, and HTTP/2 flow control holds the
@@ -41,7 +47,7 @@ from server.rpc.actions import METHODS, decode_action
 from server.rpc.gateway import Caller
 from server.rpc.quotas import Quotas
 from server.store.base import StorageFailed
-from server.tables.fanout import Watcher, event_response
+from server.tables.fanout import Watcher, with_results
 from server.tables.idempotency import fingerprint
 from server.tables.registry import TableRegistry
 from server.tables.table import Table
@@ -74,22 +80,24 @@ class PlayStream:
         self._ended: BaseException | None = None  # why the reader stopped, when it failed
         self._refused = 0  # refused actions in a row
         self._watcher: Watcher | None = None
+        self._written = 0  # the sequence of the last event written (the writer's)
 
     async def run(self, requests: AsyncIterator[bytes], parse: Callable[[bytes], Any],
-                  after_sequence: int) -> None:
+                  after_sequence: int, is_batched: bool = False) -> None:
         """Serve the stream until the client goes, the table does, or the stream is
         malformed (INVALID_ARGUMENT). ``requests`` are the client's messages after its
-        opening, as bytes; ``parse`` reads one (INVALID_ARGUMENT for garbage)."""
+        opening, as bytes; ``parse`` reads one (INVALID_ARGUMENT for garbage);
+        ``is_batched``: one EventBatch per commit, its results in it."""
         table, found = self._table, self._caller
-        watcher = self._watcher = table.add_watcher(self._seat, found.token_hash)
+        watcher = self._watcher = table.add_watcher(self._seat, found.token_hash, is_batched)
         reader = asyncio.get_running_loop().create_task(self._read(requests, parse))
         try:
             # The snapshot as of now, written once now is durable (later steps follow it).
             first = table.snapshot(watcher, after_sequence)
             await self._delivery.committed()  # show only what is durable
             if not watcher.is_closed:  # the token may have been revoked meanwhile
-                await self._write(event_response(first))  # PlayResponse.event
-            written = watcher.seen
+                await self._write(watcher.opening(first))  # PlayResponse.event (.batch)
+            written = self._written = watcher.seen
             while True:
                 written = await self._flush(watcher, written)
                 if watcher.is_closed or self._ended is not None:
@@ -102,8 +110,8 @@ class PlayStream:
                 await watcher.wakeup.wait()
                 watcher.wakeup.clear()
                 if watcher.needs_snapshot and not watcher.is_closed:
-                    await self._write(event_response(table.snapshot(watcher, 0)))
-                    written = watcher.seen
+                    await self._write(watcher.opening(table.snapshot(watcher, 0)))
+                    written = self._written = watcher.seen
         finally:
             reader.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
@@ -125,17 +133,23 @@ class PlayStream:
         queue = watcher.queue
         write = self._context.write
         move_to_view = self._registry.metrics.move_to_view
+        is_batched = watcher.is_batched
         while not watcher.is_closed:
             if results and results[0].after <= written:
-                await self._write_result(results.popleft(), written)
+                if is_batched:
+                    await self._write_results(written)
+                else:
+                    await self._write_result(results.popleft(), written)
                 continue
             if not queue:
                 break
             sequence, message = watcher.pop()
+            if is_batched and results and results[0].after <= sequence:
+                message = with_results(message, self._take_results(sequence))
             await write(message)
             move_to_view.observe(time.monotonic() - watcher.last_staged)
             self._caller.sent += 1
-            written = sequence
+            written = self._written = sequence
         return written
 
     async def _last_results(self, written: int) -> None:
@@ -151,20 +165,33 @@ class PlayStream:
             failure = ServiceError.storage_failed()
         except ServiceError as error:
             failure = error
-        while self._results:
-            result = self._results.popleft()
+        for result in self._results:
             if result.after > written and result.error is None and failure is not None:
                 result.error, result.sequence = failure, 0
-            await self._write_result(result, written)
+            result.after = min(result.after, written)
+        if self._watcher is not None and self._watcher.is_batched:
+            await self._write_results(written)
+            return
+        while self._results:
+            await self._write_result(self._results.popleft(), written)
 
     async def _write_result(self, result: _Result, written: int) -> None:
-        answer = copas_pb2.PlayResult(request_id=result.request_id, sequence=result.sequence,
-                                      last_sequence=written)
-        if result.error is not None:
-            answer.error.CopyFrom(result.error.to_status_pb())
-        await self._write(copas_pb2.PlayResponse(result=answer))
+        await self._write(copas_pb2.PlayResponse(result=_answer(result, written)))
         if len(self._results) < PENDING_RESULTS:
             self._room.set()
+
+    def _take_results(self, written: int) -> list[bytes]:
+        """The waiting results whose events are all sent by ``written``, serialized."""
+        results, taken = self._results, []
+        while results and results[0].after <= written:
+            taken.append(_answer(results.popleft(), written).SerializeToString())
+        if len(results) < PENDING_RESULTS:
+            self._room.set()
+        return taken
+
+    async def _write_results(self, written: int) -> None:
+        """Batched: the results that may go now, as one EventBatch without events."""
+        await self._write(with_results(None, self._take_results(written)))
 
     async def _read(self, requests: AsyncIterator[bytes], parse: Callable[[bytes], Any]
                     ) -> None:
@@ -218,10 +245,18 @@ class PlayStream:
             result.error = error
             result.after = table.sequence  # a refusal changed nothing: it follows what is shown
             self._refused += 1
-        if self._watcher is not None:
-            self._watcher.wakeup.set()
+        if self._watcher is not None and result.after <= self._written:
+            self._watcher.wakeup.set()  # it may go now (else its events wake the writer)
         limit = self._quotas.max_refusals_in_a_row
         if limit and self._refused >= limit:
             raise ServiceError.exhausted(
                 f"{self._refused} actions in a row were refused: this stream ends (read each "
                 "result before sending more)", "TOO_MANY_REFUSALS")
+
+
+def _answer(result: _Result, written: int) -> copas_pb2.PlayResult:
+    answer = copas_pb2.PlayResult(request_id=result.request_id, sequence=result.sequence,
+                                  last_sequence=written)
+    if result.error is not None:
+        answer.error.CopyFrom(result.error.to_status_pb())
+    return answer

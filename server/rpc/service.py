@@ -25,7 +25,6 @@ from server.rpc.play import PlayStream
 from server.rpc.quotas import Quotas
 from server.store.records import record_to_pb
 from server.tables import paging
-from server.tables.fanout import event_response
 from server.tables.idempotency import JOIN_REQUEST_ID_MIN, fingerprint
 from server.tables.lobby import LobbyFilter, LobbySource
 from server.tables.records import Records
@@ -222,7 +221,8 @@ class CopasService(copas_pb2_grpc.CopasServiceServicer):
         stream = PlayStream(self.registry, self.quotas, table, seat, found, context)
         self.play_streams.add(stream)
         try:
-            await stream.run(requests.rest, requests.parse, opening.after_sequence)
+            await stream.run(requests.rest, requests.parse, opening.after_sequence,
+                             opening.is_batched)
         finally:
             self.play_streams.discard(stream)
 
@@ -239,14 +239,15 @@ class CopasService(copas_pb2_grpc.CopasServiceServicer):
         else:  # a spectator's snapshot is charged for the missed events it lists
             self.quotas.charge_snapshot(found.peer, table.fanout.listed(
                 table.sequence, request.after_sequence, is_spectator=True))
-        watcher = table.add_watcher(seat, found.token_hash if seat is not None else None)
+        watcher = table.add_watcher(seat, found.token_hash if seat is not None else None,
+                                    request.is_batched)
         write = _writer(context)
         try:
             # The snapshot as of now, written once now is durable (later steps follow it).
             first = table.snapshot(watcher, request.after_sequence)
             await self.delivery.committed()  # show only what is durable
             if not watcher.is_closed:  # the token may have been revoked meanwhile
-                await write(event_response(first))
+                await write(watcher.opening(first))
             while True:
                 if watcher.is_closed:
                     if watcher.close_error is not None:
@@ -257,7 +258,7 @@ class CopasService(copas_pb2_grpc.CopasServiceServicer):
                 if watcher.is_closed:
                     continue
                 if watcher.needs_snapshot:
-                    await write(event_response(table.snapshot(watcher, 0)))
+                    await write(watcher.opening(table.snapshot(watcher, 0)))
                 move_to_view = self.registry.metrics.move_to_view
                 while watcher.queue and not watcher.is_closed:
                     await write(watcher.pop()[1])  # a serialized WatchTableResponse

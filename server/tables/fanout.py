@@ -10,6 +10,11 @@ until the store has committed them (``deliver``). They travel pre-serialized: ea
 serialized once, each watched seat's view once per step, and a stream's message is their
 concatenation (protobuf fields concatenate), shared by every stream of that seat.
 
+A stream opened with ``is_batched`` gets one message per commit instead (issue 29): an
+EventBatch of every event of the commit's steps it has not seen, in order, the view after
+the last step on the last event only; built once per seat (and per first step shown) and
+shared like the others. Its first message is the snapshot as a batch's only event.
+
 A stream gets the steps staged after its snapshot, and none before (the snapshot shows them):
 steps are counted, not told apart by sequence, because a presence event (a player's stream
 opened or closed) is not numbered: it repeats the table's latest sequence.
@@ -48,14 +53,15 @@ class Watcher:
     WatchTableResponse messages (the same bytes as a PlayResponse's event); falling behind
     turns the backlog into a fresh snapshot."""
 
-    __slots__ = ("close_error", "is_closed", "last_staged", "max_bytes", "max_messages",
-                 "needs_snapshot", "queue", "queued_bytes", "seat", "seen", "shown_step",
-                 "token_hash", "wakeup")
+    __slots__ = ("close_error", "is_batched", "is_closed", "last_staged", "max_bytes",
+                 "max_messages", "needs_snapshot", "queue", "queued_bytes", "seat", "seen",
+                 "shown_step", "token_hash", "wakeup")
 
     def __init__(self, seat: int | None, token_hash: str | None, max_messages: int,
-                 max_bytes: int) -> None:
+                 max_bytes: int, is_batched: bool = False) -> None:
         self.seat = seat
         self.token_hash = token_hash
+        self.is_batched = is_batched  # one EventBatch per commit instead of one per event
         self.max_messages = max_messages
         self.max_bytes = max_bytes
         # (sequence, message, when its step was staged: time.monotonic())
@@ -72,6 +78,12 @@ class Watcher:
     @property
     def is_player(self) -> bool:
         return self.token_hash is not None
+
+    def opening(self, event: bytes) -> bytes:
+        """A snapshot (a serialized TableEvent) as this stream's message: a WatchTableResponse
+        (or PlayResponse) with it as its event, or its batch's only event."""
+        message = event_response(event)
+        return batch_response(message) if self.is_batched else message
 
     def push(self, sequence: int, message: bytes, staged: float = 0.0) -> bool:
         """Queue a message; False when the watcher fell behind (backlog dropped)."""
@@ -226,10 +238,21 @@ class Fanout:
         if not self.watchers:
             return
         coalesce = self.spectator_tick > 0 and self._spectators > 0
+        batched: dict[tuple[int | None, int], tuple[int, bytes, float] | None] = {}
+        for watcher in list(self.watchers):
+            if not watcher.is_batched or watcher.needs_snapshot \
+                    or (coalesce and watcher.token_hash is None):
+                continue
+            key = (watcher.seat, watcher.shown_step)
+            if key not in batched:
+                batched[key] = _commit_batch(ready, watcher.seat, watcher.shown_step)
+            found = batched[key]
+            if found is not None and not watcher.push(*found):
+                on_resync()
         for step, events, views, staged, is_numbered in ready:
             built: dict[int | None, list[bytes]] = {}
             for watcher in list(self.watchers):
-                if watcher.needs_snapshot or step <= watcher.shown_step:
+                if watcher.needs_snapshot or step <= watcher.shown_step or watcher.is_batched:
                     continue
                 if coalesce and watcher.token_hash is None:
                     continue  # a spectator: the batch below
@@ -279,28 +302,32 @@ class Fanout:
                           if entry[0] > watcher.shown_step), None)
             if first is None:
                 continue
-            found = made.get(first)
+            key = -first - 1 if watcher.is_batched else first
+            found = made.get(key)
             if found is None:
-                found = made[first] = self._coalesced(batch[first:])
+                found = made[key] = self._coalesced(batch[first:], watcher.is_batched)
             sequence, messages, staged = found
             for message in messages:
                 if not watcher.push(sequence, message, staged):
                     self._on_resync()
                     break
 
-    def _coalesced(self, steps: list[tuple[int, Staged, bytes, float, bool]]
-                   ) -> tuple[int, list[bytes], float]:
+    def _coalesced(self, steps: list[tuple[int, Staged, bytes, float, bool]],
+                   is_batched: bool = False) -> tuple[int, list[bytes], float]:
         """The messages showing ``steps``: one step's own, or one snapshot of them all
         (their numbered events, the view after the last). With the last's sequence and
-        when the first was staged."""
+        when the first was staged. ``is_batched``: as one EventBatch."""
         _, events, view, staged, _ = steps[0]
         if len(steps) == 1:
+            if is_batched:
+                return (events[-1][0], [batch_response(batch_body(
+                    [event for _, event in events], view))], staged)
             return events[-1][0], [response(event, view) for _, event in events], staged
         missed = [event for _, step_events, _, _, is_numbered in steps if is_numbered
                   for _, event in step_events]
         sequence = steps[-1][1][-1][0]
-        return sequence, [snapshot_response(sequence, self._clock(), missed, steps[-1][2])
-                          ], staged
+        message = snapshot_response(sequence, self._clock(), missed, steps[-1][2])
+        return sequence, [batch_response(message) if is_batched else message], staged
 
     def missed_list(self, missed_since: Callable[[int], copas_pb2.Snapshot], sequence: int,
                     after_sequence: int, is_spectator: bool) -> tuple[bytes, bool]:
@@ -351,6 +378,29 @@ class Fanout:
         return count
 
 
+def _commit_batch(ready: list[tuple[int, Staged, Views, float, bool]], seat: int | None,
+                  shown_step: int) -> tuple[int, bytes, float] | None:
+    """The EventBatch (serialized, as a response) showing a seat the steps of one commit it
+    has not seen: their events in order, the view after the last on the last event. With
+    the last event's sequence and when the first step was staged; None when none is new."""
+    events: list[bytes] = []
+    view = b""
+    sequence, staged = 0, 0.0
+    for step, step_events, views, step_staged, _ in ready:
+        if step <= shown_step:
+            continue
+        seat_view = views.get(seat)
+        if seat_view is None:
+            continue
+        if not events:
+            staged = step_staged
+        events.extend(event for _, event in step_events)
+        view, sequence = seat_view, step_events[-1][0]
+    if not events:
+        return None
+    return sequence, batch_response(batch_body(events, view)), staged
+
+
 def _push_all(watcher: Watcher, events: Staged, messages: list[bytes], staged: float,
               on_resync: Callable[[], None]) -> None:
     for (sequence, _), message in zip(events, messages, strict=True):
@@ -360,7 +410,9 @@ def _push_all(watcher: Watcher, events: Staged, messages: list[bytes], staged: f
 
 
 _VIEW_TAG = varint(3 << 3 | 2)  # TableEvent.view
-_EVENT_TAG = varint(1 << 3 | 2)  # WatchTableResponse.event
+_EVENT_TAG = varint(1 << 3 | 2)  # WatchTableResponse.event, EventBatch.events
+_BATCH_TAG = varint(3 << 3 | 2)  # WatchTableResponse.batch, PlayResponse.batch
+_RESULT_TAG = varint(2 << 3 | 2)  # EventBatch.results
 _IS_LAST = varint(4 << 3) + varint(1)  # TableEvent.is_last_in_action = true
 
 
@@ -368,6 +420,31 @@ def response(event: bytes, view: bytes) -> bytes:
     """A serialized WatchTableResponse: the event with its view, by concatenation."""
     full = event + _VIEW_TAG + varint(len(view)) + view
     return _EVENT_TAG + varint(len(full)) + full
+
+
+def batch_body(events: list[bytes], view: bytes) -> bytes:
+    """A serialized EventBatch of ``events`` (serialized TableEvents without their view),
+    ``view`` on the last one."""
+    last = events[-1] + _VIEW_TAG + varint(len(view)) + view
+    return b"".join([*(_EVENT_TAG + varint(len(e)) + e for e in events[:-1]),
+                     _EVENT_TAG, varint(len(last)), last])
+
+
+def batch_response(body: bytes) -> bytes:
+    """A serialized EventBatch as a WatchTableResponse (or PlayResponse: the same field)."""
+    return _BATCH_TAG + varint(len(body)) + body
+
+
+def with_results(message: bytes | None, results: list[bytes]) -> bytes:
+    """A batch response (``batch_response``; None: one without events) with serialized
+    PlayResults appended to its batch."""
+    body = b""
+    if message is not None:  # skip the tag (one byte) and the length's varint
+        start = 1
+        while message[start] & 0x80:
+            start += 1
+        body = message[start + 1:]
+    return batch_response(body + b"".join(_RESULT_TAG + varint(len(r)) + r for r in results))
 
 
 def _snapshot_event(sequence: int, now: float, snapshot: bytes, view: bytes,

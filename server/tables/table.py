@@ -332,14 +332,15 @@ class Table:
         self._arm_watchdog()
         return self.sequence
 
-    def add_watcher(self, seat: int | None, token_hash: str | None) -> Watcher:
+    def add_watcher(self, seat: int | None, token_hash: str | None, is_batched: bool = False
+                    ) -> Watcher:
         settings = self.settings
         self.fanout.check_room(token_hash, settings.max_watchers_per_table,
                                settings.max_streams_per_token)
 
         def add() -> Watcher:
             watcher = Watcher(seat, token_hash, settings.watcher_queue,
-                              settings.watcher_buffer_bytes)
+                              settings.watcher_buffer_bytes, is_batched)
             self.fanout.add(watcher)
             if seat is None or token_hash is None:
                 return watcher

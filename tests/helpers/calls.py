@@ -51,23 +51,31 @@ class Watch:
 
     def __init__(self, stub: copas_pb2_grpc.CopasServiceStub, table_id: str,
                  token: str | None = None, after_sequence: int = 0,
-                 check: Callable[[copas_pb2.TableEvent], None] | None = None) -> None:
-        self.messages: list[copas_pb2.TableEvent] = []
+                 check: Callable[[copas_pb2.TableEvent], None] | None = None,
+                 is_batched: bool = False) -> None:
+        self.messages: list[copas_pb2.TableEvent] = []  # batched: each batch's events
+        self.batches: list[copas_pb2.EventBatch] = []  # batched: the messages as they came
         self.changed = asyncio.Condition()
         self.check = check
         self.error: grpc.aio.AioRpcError | None = None
         self.call = stub.WatchTable(
-            copas_pb2.WatchTableRequest(table_id=table_id, after_sequence=after_sequence),
+            copas_pb2.WatchTableRequest(table_id=table_id, after_sequence=after_sequence,
+                                        is_batched=is_batched),
             metadata=auth(token) if token else None)
         self.task = asyncio.create_task(self._read())
 
     async def _read(self) -> None:
         try:
             async for response in self.call:
-                if self.check:
-                    self.check(response.event)
+                if response.HasField("batch"):
+                    self.batches.append(response.batch)
+                events = list(response.batch.events) if response.HasField("batch") \
+                    else [response.event]
+                for event in events:
+                    if self.check:
+                        self.check(event)
                 async with self.changed:
-                    self.messages.append(response.event)
+                    self.messages.extend(events)
                     self.changed.notify_all()
         except grpc.aio.AioRpcError as error:
             self.error = error
@@ -232,18 +240,27 @@ async def drive(stub: copas_pb2_grpc.CopasServiceStub, table_id: str, tokens: di
     return answers
 
 
+def flatten(batch: copas_pb2.EventBatch) -> list[copas_pb2.PlayResponse]:
+    """A batch as the messages of a stream that is not batched: its events, then its results."""
+    return [*(copas_pb2.PlayResponse(event=e) for e in batch.events),
+            *(copas_pb2.PlayResponse(result=r) for r in batch.results)]
+
+
 class PlayStream:
     """A Play stream read by a background task: ``events`` (TableEvents) and ``results``
-    (PlayResults) as they came, and ``order`` (each message's kind, in order)."""
+    (PlayResults) as they came, and ``messages`` (each event or result, in order). Batched
+    (``is_batched``), ``batches`` holds the messages as they came, and ``messages`` each
+    batch's events then its results."""
 
     def __init__(self, stub: copas_pb2_grpc.CopasServiceStub, table_id: str, token: str | None,
-                 after_sequence: int = 0) -> None:
+                 after_sequence: int = 0, is_batched: bool = False) -> None:
         self.call = stub.Play(metadata=auth(token) if token else None)
         self.messages: list[copas_pb2.PlayResponse] = []
+        self.batches: list[copas_pb2.EventBatch] = []
         self.changed = asyncio.Condition()
         self.error: grpc.aio.AioRpcError | None = None
         self.opening = copas_pb2.PlayRequest(open=copas_pb2.WatchTableRequest(
-            table_id=table_id, after_sequence=after_sequence))
+            table_id=table_id, after_sequence=after_sequence, is_batched=is_batched))
         self.opened = asyncio.Event()  # the opening is written: actions may follow
         self.task = asyncio.create_task(self._run())
 
@@ -253,7 +270,11 @@ class PlayStream:
             self.opened.set()
             async for response in self.call:
                 async with self.changed:
-                    self.messages.append(response)
+                    if response.WhichOneof("kind") == "batch":
+                        self.batches.append(response.batch)
+                        self.messages.extend(flatten(response.batch))
+                    else:
+                        self.messages.append(response)
                     self.changed.notify_all()
         except grpc.aio.AioRpcError as error:
             self.error = error

@@ -7,7 +7,13 @@ import { type Client, Code, ConnectError } from "@connectrpc/connect";
 import type { Account, AccountService, Session } from "./gen/copas/v1/accounts_pb.js";
 import type { Card } from "./gen/copas/v1/cards_pb.js";
 import { Suit } from "./gen/copas/v1/cards_pb.js";
-import { Phase, type TableView } from "./gen/copas/v1/copas_pb.js";
+import {
+  type PlayResponse,
+  Phase,
+  type TableEvent,
+  type TableView,
+  type WatchTableResponse,
+} from "./gen/copas/v1/copas_pb.js";
 import {
   ErrorInfoSchema,
   QuotaFailureSchema,
@@ -37,6 +43,40 @@ export function mustAct(view: TableView): boolean {
 
 export function isOver(view: TableView): boolean {
   return view.phase === Phase.GAME_OVER;
+}
+
+/**
+ * A WatchTable stream's events one by one, whether it is batched (`isBatched`: one
+ * EventBatch per commit, the view on its last event) or not, each as `{ event }`.
+ */
+export async function* tableEvents(
+  responses: AsyncIterable<WatchTableResponse>,
+): AsyncGenerator<{ event?: TableEvent }> {
+  for await (const response of responses) {
+    if (response.batch) {
+      for (const event of response.batch.events) yield { event };
+    } else {
+      yield { event: response.event };
+    }
+  }
+}
+
+/** One event or one result of a Play stream. */
+export type PlayItem = Extract<PlayResponse["kind"], { case: "event" | "result" }>;
+
+/**
+ * A Play stream's events and results one by one, in order, whether it is batched (a batch's
+ * events, then its results) or not.
+ */
+export async function* playItems(responses: AsyncIterable<PlayResponse>): AsyncGenerator<PlayItem> {
+  for await (const { kind } of responses) {
+    if (kind.case !== "batch") {
+      if (kind.case !== undefined) yield kind;
+      continue;
+    }
+    for (const value of kind.value.events) yield { case: "event", value };
+    for (const value of kind.value.results) yield { case: "result", value };
+  }
 }
 
 /** A refused call as the server explains it. */

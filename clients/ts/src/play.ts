@@ -47,10 +47,12 @@ import {
   isOver,
   MemoryStore,
   mustAct,
+  playItems,
   pretty,
   type Refusal,
   refusal,
   sameCard,
+  tableEvents,
 } from "./copas.js";
 import { AccountService } from "./gen/copas/v1/accounts_pb.js";
 
@@ -350,7 +352,8 @@ function asPlayFailure(error: unknown): unknown {
 
 async function overPlay(tableId: string, headers: Record<string, string>): Promise<Outcome> {
   const outbox = new Outbox<PlayRequest>();
-  outbox.push(create(PlayRequestSchema, { kind: { case: "open", value: { tableId } } }));
+  // Batched: one message per commit, the view on its last event, our result in it.
+  outbox.push(create(PlayRequestSchema, { kind: { case: "open", value: { tableId, isBatched: true } } }));
   const cancel = new AbortController(); // the server keeps the stream open after the game
   let view: TableView | undefined;
   let pending: Pending | undefined;
@@ -363,9 +366,10 @@ async function overPlay(tableId: string, headers: Record<string, string>): Promi
     outbox.push(create(PlayRequestSchema, { kind: next.action }));
   };
   try {
-    for await (const { kind } of route.client.play(outbox, { headers, signal: cancel.signal })) {
+    for await (const kind of playItems(route.client.play(outbox, { headers, signal: cancel.signal }))) {
       if (kind.case === "event") {
-        view = kind.value.view ?? view;
+        if (kind.value.view === undefined) continue; // more of the same commit follow
+        view = kind.value.view;
       } else if (kind.case === "result") {
         results += 1;
         const answered = pending;
@@ -419,7 +423,7 @@ async function overUnary(tableId: string, headers: Record<string, string>): Prom
   let acted = 0n; // the sequence of our last accepted action: older views are stale
   let moves = 0;
   let refused: Refusal | undefined;
-  const stream = route.client.watchTable({ tableId }, { headers });
+  const stream = tableEvents(route.client.watchTable({ tableId, isBatched: true }, { headers }));
   for await (const { event } of stream) {
     const view = event?.view;
     if (!event || !view || event.sequence < acted) continue;

@@ -4,8 +4,14 @@ import { create } from "@bufbuild/protobuf";
 import { timestampNow } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { describe, expect, it } from "vitest";
-import { codeName, isOver, mustAct, pretty, refusal, sameCard } from "../src/copas.js";
-import { Phase, TableViewSchema } from "../src/gen/copas/v1/copas_pb.js";
+import { codeName, isOver, mustAct, playItems, pretty, refusal, sameCard, tableEvents } from "../src/copas.js";
+import {
+  Phase,
+  PlayResponseSchema,
+  TableEventSchema,
+  TableViewSchema,
+  WatchTableResponseSchema,
+} from "../src/gen/copas/v1/copas_pb.js";
 import { ErrorInfoSchema, QuotaFailureSchema, RetryInfoSchema } from "../src/gen/google/rpc/error_details_pb.js";
 import { card } from "./cards.js";
 
@@ -69,3 +75,44 @@ describe("refusals", () => {
     expect(why.quotas).toEqual([]);
   });
 });
+
+describe("batched streams (one message per commit)", () => {
+  const event = (sequence: bigint, withView: boolean) =>
+    create(TableEventSchema, {
+      sequence,
+      view: withView ? create(TableViewSchema, { seat: 1 }) : undefined,
+      kind: { case: "cardPlayed", value: {} },
+    });
+
+  it("gives a WatchTable stream's events one by one, batched or not", async () => {
+    const responses = [
+      create(WatchTableResponseSchema, { event: event(1n, true) }),
+      create(WatchTableResponseSchema, { batch: { events: [event(2n, false), event(3n, true)] } }),
+    ];
+    const seen: bigint[] = [];
+    for await (const { event } of tableEvents(stream(responses))) seen.push(event?.sequence ?? -1n);
+    expect(seen).toEqual([1n, 2n, 3n]);
+  });
+
+  it("gives a Play batch's events, then its results, in order", async () => {
+    const responses = [
+      create(PlayResponseSchema, { kind: { case: "event", value: event(1n, true) } }),
+      create(PlayResponseSchema, {
+        kind: {
+          case: "batch",
+          value: { events: [event(2n, false), event(3n, true)], results: [{ sequence: 2n, lastSequence: 3n }] },
+        },
+      }),
+      create(PlayResponseSchema, { kind: { case: "result", value: { lastSequence: 3n } } }),
+    ];
+    const seen: string[] = [];
+    for await (const kind of playItems(stream(responses))) {
+      seen.push(kind.case === "event" ? `e${kind.value.sequence}` : `r${kind.value.lastSequence}`);
+    }
+    expect(seen).toEqual(["e1", "e2", "e3", "r3", "r3"]);
+  });
+});
+
+async function* stream<T>(items: T[]): AsyncGenerator<T> {
+  for (const item of items) yield item;
+}

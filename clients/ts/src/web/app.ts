@@ -21,7 +21,7 @@ import {
   type TableSummary,
   type WatchLobbyResponse,
 } from "../gen/copas/v1/copas_pb.js";
-import { AccountSession, isOver, mustAct, refusal, sameCard } from "../copas.js";
+import { AccountSession, isOver, mustAct, refusal, sameCard, tableEvents } from "../copas.js";
 import { $, element } from "./dom.js";
 import { type Actions, type Session, type Setup, state } from "./state.js";
 import { onHandKey, render as drawTable, tick } from "./table.js";
@@ -115,7 +115,7 @@ async function watch(session: Session, signal: AbortSignal): Promise<void> {
       // From the first event on when starting (the snapshot then lists the kept history, so
       // the point cards taken so far are known); after a break, from the last one seen.
       const after = state.sequence > 0n ? state.sequence : 1n;
-      const stream = client.watchTable({ tableId: session.tableId, afterSequence: after }, { headers, signal });
+      const stream = tableEvents(client.watchTable({ tableId: session.tableId, afterSequence: after, isBatched: true }, { headers, signal }));
       for await (const { event } of stream) {
         failures = 0;
         if (event) onEvent(event);
