@@ -4,12 +4,14 @@ bots (the Python client, as tests/test_championships.py plays them) making up th
 the page takes the person to their table each round by itself, the person plays it by clicks,
 and the page then shows the final standings with the tie-break that decided each place, the
 same as the server's. axe-core finds nothing on the list, a table of the championship, or the
-final standings. One-hand games, 2 rounds, bots at once."""
+final standings. One-hand games, 2 rounds, bots at once. Screenshots of the list, a table
+and the final standings go to tests/screenshots/ (COPAS_SCREENSHOTS names another folder)."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import shutil
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -26,6 +28,7 @@ from tests.helpers.servers import free_port, serving
 
 ROOT = Path(__file__).resolve().parent.parent
 AXE = ROOT / "clients" / "ts" / "node_modules" / "axe-core" / "axe.min.js"
+SHOTS = Path(os.environ.get("COPAS_SCREENSHOTS") or ROOT / "tests" / "screenshots")
 ADMIN_TOKEN = "operator-token-for-the-web-championship-test"
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
                   "--no-first-run", "--disable-background-networking",
@@ -85,6 +88,11 @@ async def axe_violations(page: Any) -> list[dict[str, Any]]:
             for v in result["violations"]]
 
 
+async def screenshot(page: Any, name: str) -> None:
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    await page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
+
+
 async def play_the_table(page: Any, table: str) -> None:
     """Plays the page's seat by clicks, the first legal cards, until its game is over."""
     while True:
@@ -138,6 +146,7 @@ async def test_a_person_registers_is_taken_to_each_table_and_sees_the_final_stan
             row = f'#champ-list tr[data-championship="{cid}"]'
             await page.wait_for_selector(f"{row}[data-state=REGISTERING]")
             lobby_violations = await axe_violations(page)
+            await screenshot(page, "championship-list-1280")
             await page.click(f'{row} button[data-action="register"]')  # the 4th: it starts
 
             tables = []
@@ -151,6 +160,7 @@ async def test_a_person_registers_is_taken_to_each_table_and_sees_the_final_stan
                 assert f"Web Cup: round {round_number} of 2" in banner, banner
                 if round_number == 1:
                     table_violations = await axe_violations(page)
+                    await screenshot(page, "championship-table-1280")
                 tables.append(table)
                 await play_the_table(page, table)
 
@@ -162,6 +172,8 @@ async def test_a_person_registers_is_taken_to_each_table_and_sees_the_final_stan
                   place: Number(tr.dataset.place), you: tr.dataset.you === "true",
                   cells: Array.from(tr.children, (c) => c.textContent)}))""")
             final_violations = await axe_violations(page)
+            await page.locator("#championships").screenshot(
+                path=str(SHOTS / "championship-final-1280.png"))
             await asyncio.wait_for(asyncio.gather(*bots), 60)
         finally:
             for task in bots:

@@ -20,7 +20,7 @@ import {
 import { Phase } from "../gen/copas/v1/copas_pb.js";
 import { $, element } from "./dom.js";
 import type { Session } from "./state.js";
-import { refusalWords } from "./words.js";
+import { ordinal, refusalWords } from "./words.js";
 
 /** What this part may ask of the rest of the page. */
 export interface ChampionshipHooks {
@@ -324,7 +324,7 @@ function renderStandings(c: Championship): void {
 function tableLine(roundNumber: number, table: ChampionshipTable): HTMLLIElement {
   const item = element("li", "", { "data-table": table.tableId, "data-finished": String(table.isFinished) });
   const seats = table.seats
-    .map((s) => s.displayName + (s.isYou ? " (you)" : "") + (s.hasLeft ? " (left)" : "") + (s.place ? `: ${s.place}., +${s.points}` : ""))
+    .map((s) => s.displayName + (s.isYou ? " (you)" : "") + (s.hasLeft ? " (left)" : "") + (s.place ? ` (${ordinal(s.place)}, ${s.points} points)` : ""))
     .join(", ");
   const live = table.live;
   const how = table.isFinished ? "over" : live && live.phase !== Phase.GAME_OVER ? `hand ${live.handNumber + 1}` : "playing";
