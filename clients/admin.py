@@ -13,6 +13,12 @@ a client certificate with --cert/--key). Output is a table; --json prints the an
   copas admin drain                        take no new tables or seats here (a cluster
                                            node hands its tables over)
   copas admin undrain                      take them again
+  copas admin championship create --name NAME --rounds N ... --reason TEXT
+                                           a championship (no quota), open for registration
+  copas admin championship start|cancel ID --reason TEXT
+                                           start it now, or cancel it (its games end CLOSED)
+  copas admin championship remove-player ID ACCOUNT_ID --reason TEXT
+                                           take a player out (withdrawn after the start)
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import uuid
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -31,6 +38,7 @@ from google.protobuf.message import Message
 from rich.console import Console
 from rich.table import Table
 
+from clients.championship import add_settings_arguments, print_championship, settings_from
 from clients.common import DEFAULT_SERVER, error_reason
 from clients.render import PHASE_TEXT
 
@@ -91,6 +99,38 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         if name == "rename":
             acting.add_argument("display_name")
         acting.add_argument("--reason", required=True, help="why (for the audit log)")
+    championship = command("championship", "create, start, cancel a championship, remove a "
+                                           "player")
+    champ = championship.add_subparsers(dest="championship_command", required=True)
+    made = champ.add_parser("create", help="a championship (no quota)", parents=[shared])
+    add_settings_arguments(made)
+    for name, text in (("start", "start it now (3 players at least)"),
+                       ("cancel", "cancel it: its running games end CLOSED"),
+                       ("remove-player", "take a player out (withdrawn after the start)")):
+        acting = champ.add_parser(name, help=text, parents=[shared])
+        acting.add_argument("championship_id")
+        if name == "remove-player":
+            acting.add_argument("account_id", help="the player's account (a_...)")
+    for acting in champ.choices.values():
+        acting.add_argument("--reason", required=True, help="why (for the audit log)")
+
+
+async def _championship_call(call: Callable[[Callable[..., Awaitable[Any]], Message],
+                                            Awaitable[Any]],
+                             stub: admin_pb2_grpc.AdminServiceStub,
+                             args: argparse.Namespace) -> Any:
+    command, cid = args.championship_command, getattr(args, "championship_id", "")
+    if command == "create":
+        return await call(stub.CreateChampionship, admin_pb2.CreateChampionshipRequest(
+            settings=settings_from(args), request_id=uuid.uuid4().hex, reason=args.reason))
+    if command == "start":
+        return await call(stub.StartChampionship, admin_pb2.StartChampionshipRequest(
+            championship_id=cid, reason=args.reason))
+    if command == "cancel":
+        return await call(stub.CancelChampionship, admin_pb2.CancelChampionshipRequest(
+            championship_id=cid, reason=args.reason))
+    return await call(stub.RemoveChampionshipPlayer, admin_pb2.RemoveChampionshipPlayerRequest(
+        championship_id=cid, account_id=args.account_id, reason=args.reason))
 
 
 def _token(args: argparse.Namespace) -> str:
@@ -234,11 +274,15 @@ async def admin_main(args: argparse.Namespace) -> int:
                     table_id=args.table_id, seat=args.seat, reason=args.reason))
             elif command in ACCOUNT_COMMANDS:
                 answer = await _account_call(call, stub, args)
+            elif command == "championship":
+                answer = await _championship_call(call, stub, args)
             elif command == "drain":
                 answer = await call(stub.Drain, admin_pb2.DrainRequest())
             else:
                 answer = await call(stub.Undrain, admin_pb2.UndrainRequest())
         except grpc.aio.AioRpcError as error:
+            if command == "championship":
+                command = f"championship {args.championship_command}"
             print(f"copas admin {command}: {error.code().name} {error_reason(error)}: "
                   f"{error.details()}", file=sys.stderr)
             return 1
@@ -260,6 +304,8 @@ async def admin_main(args: argparse.Namespace) -> int:
     elif isinstance(answer, admin_pb2.RemovePlayerResponse):
         _tables(console, [answer.table])
         console.print(f"seat {args.seat} removed")
+    elif command == "championship":
+        print_championship(console, getattr(answer, "championship"))  # noqa: B009 (a Message)
     elif command in ACCOUNT_COMMANDS:
         console.print(json_format.MessageToJson(answer, preserving_proto_field_name=True))
     elif isinstance(answer, admin_pb2.DrainResponse):

@@ -1,5 +1,5 @@
 """`copas`: the reference clients (play, bot, loadtest, watch; login, me, leaderboard,
-logout for an account) and the operators' `admin`."""
+logout for an account; championship) and the operators' `admin`."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import argparse
 import asyncio
 import sys
 
-from clients import account, admin, bots, loadtest, play, watch
+from clients import account, admin, bots, championship, loadtest, play, watch
 from clients.common import add_server_arguments
 
 
@@ -33,8 +33,10 @@ def main(argv: list[str] | None = None) -> int:
             ("bot", bots, bots.bots_main, "join bot players to a table"),
             ("loadtest", loadtest, loadtest.loadtest_main, "keep many tables busy with bots"),
             ("watch", watch, watch.watch_main, "list tables or follow one as a spectator"),
+            ("championship", championship, championship.championship_main,
+             "championships: list, show, create, register, unregister, withdraw, watch"),
             ("admin", admin, admin.admin_main, "operators: tables, close, remove, drain, "
-                                               "status (the admin service)")):
+                                               "status, championship (the admin service)")):
         sub = commands.add_parser(name, help=text, description=module.__doc__,
                                   formatter_class=argparse.RawDescriptionHelpFormatter)
         module.add_arguments(sub)

@@ -18,7 +18,15 @@ import grpc
 import pytest
 from connectrpc.code import Code
 from connectrpc.errors import ConnectError
-from copas.v1 import accounts_connect, accounts_pb2, cards_pb2, copas_connect, copas_pb2
+from copas.v1 import (
+    accounts_connect,
+    accounts_pb2,
+    cards_pb2,
+    championships_connect,
+    championships_pb2,
+    copas_connect,
+    copas_pb2,
+)
 from google.rpc import error_details_pb2
 from grpc_status import rpc_status
 
@@ -31,6 +39,7 @@ from tests.helpers.web import post_json
 ROOT = Path(__file__).resolve().parent.parent
 SERVICE = copas_pb2.DESCRIPTOR.services_by_name["CopasService"]
 ACCOUNT_SERVICE = accounts_pb2.DESCRIPTOR.services_by_name["AccountService"]
+CHAMPIONSHIP_SERVICE = championships_pb2.DESCRIPTOR.services_by_name["ChampionshipService"]
 
 
 @contextlib.asynccontextmanager
@@ -48,7 +57,8 @@ def refused_details(error: ConnectError) -> dict[str, bytes]:
 
 @pytest.mark.parametrize(("service", "protocol", "relay"), [
     (SERVICE, copas_connect.CopasService, web.Relay),
-    (ACCOUNT_SERVICE, accounts_connect.AccountService, web.AccountRelay)])
+    (ACCOUNT_SERVICE, accounts_connect.AccountService, web.AccountRelay),
+    (CHAMPIONSHIP_SERVICE, championships_connect.ChampionshipService, web.ChampionshipRelay)])
 def test_every_rpc_of_the_contract_is_relayed(service: Any, protocol: Any, relay: Any) -> None:
     """Each relay implements every method of its generated protocol itself (none is left to
     the protocol's UNIMPLEMENTED default)."""

@@ -36,11 +36,15 @@ from copas.v1 import (
     accounts_connect,
     accounts_pb2,
     accounts_pb2_grpc,
+    championships_connect,
+    championships_pb2,
+    championships_pb2_grpc,
     copas_connect,
     copas_pb2,
     copas_pb2_grpc,
 )
 from copas.v1.accounts_connect import AccountServiceASGIApplication
+from copas.v1.championships_connect import ChampionshipServiceASGIApplication
 from copas.v1.copas_connect import CopasServiceASGIApplication
 from google.rpc import status_pb2
 from prometheus_client.core import GaugeMetricFamily
@@ -56,6 +60,7 @@ from server.rpc.web_connections import ConnectionLimits, WebConnections, protoco
 log = structlog.get_logger("copas.web")
 SERVICE = copas_pb2.DESCRIPTOR.services_by_name["CopasService"]
 ACCOUNT_SERVICE = accounts_pb2.DESCRIPTOR.services_by_name["AccountService"]
+CHAMPIONSHIP_SERVICE = championships_pb2.DESCRIPTOR.services_by_name["ChampionshipService"]
 PAGE_DIR = Path(__file__).resolve().parent.parent / "web"  # server/web/
 _STATUS_DETAILS = "grpc-status-details-bin"
 # gRPC's status codes by name, as Connect spells them (Connect has "canceled").
@@ -74,8 +79,9 @@ _PAGE_HEADERS = [
      b"img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"),
 ]
 # A request for one of these is a stream: its connection stays busy while it streams.
-STREAM_PATHS = frozenset(f"/{SERVICE.full_name}/{method.name}" for method in SERVICE.methods
-                         if method.server_streaming)
+STREAM_PATHS = frozenset(f"/{service.full_name}/{method.name}"
+                         for service in (SERVICE, CHAMPIONSHIP_SERVICE)
+                         for method in service.methods if method.server_streaming)
 _METHOD_NAME = (re.compile("([^_])([A-Z][a-z]+)"), re.compile("([a-z])([A-Z])"))
 Ctx = RequestContext[Any, Any]
 
@@ -110,10 +116,11 @@ def _copy_metadata(metadata: Any, headers: Any) -> None:
 
 @dataclass(frozen=True)
 class _Stubs:
-    """Both services' stubs on one channel."""
+    """The services' stubs on one channel."""
 
     copas: copas_pb2_grpc.CopasServiceStub
     accounts: accounts_pb2_grpc.AccountServiceStub
+    championships: championships_pb2_grpc.ChampionshipServiceStub
 
 
 class _Connections:
@@ -136,7 +143,8 @@ class _Connections:
                 ("grpc.use_local_subchannel_pool", 1)])  # a connection of its own
             self.channels.append(channel)
             self.stubs.append(_Stubs(copas_pb2_grpc.CopasServiceStub(channel),
-                                     accounts_pb2_grpc.AccountServiceStub(channel)))
+                                     accounts_pb2_grpc.AccountServiceStub(channel),
+                                     championships_pb2_grpc.ChampionshipServiceStub(channel)))
             self.calls.append(0)
             index = len(self.calls) - 1
         self.calls[index] += 1
@@ -311,16 +319,49 @@ class AccountRelay(_Forwarding, accounts_connect.AccountService):
         return await self._unary("ListMyGames", request, ctx)
 
 
+class ChampionshipRelay(_Forwarding, championships_connect.ChampionshipService):
+    """Every ChampionshipService RPC relayed the same way (the access token goes along)."""
+
+    @staticmethod
+    def _stub(stubs: _Stubs) -> Any:
+        return stubs.championships
+
+    async def create_championship(self, request: Any, ctx: Ctx, /) -> Any:
+        return await self._unary("CreateChampionship", request, ctx)
+
+    async def list_championships(self, request: Any, ctx: Ctx, /) -> Any:
+        return await self._unary("ListChampionships", request, ctx)
+
+    async def get_championship(self, request: Any, ctx: Ctx, /) -> Any:
+        return await self._unary("GetChampionship", request, ctx)
+
+    async def register(self, request: Any, ctx: Ctx, /) -> Any:
+        return await self._unary("Register", request, ctx)
+
+    async def unregister(self, request: Any, ctx: Ctx, /) -> Any:
+        return await self._unary("Unregister", request, ctx)
+
+    async def withdraw(self, request: Any, ctx: Ctx, /) -> Any:
+        return await self._unary("Withdraw", request, ctx)
+
+    def watch_championship(self, request: Any, ctx: Ctx, /) -> AsyncIterator[Any]:
+        return self._stream("WatchChampionship", request, ctx)
+
+
 class WebApp:
     """The ASGI application: the contract under ``/copas.v1.CopasService/``, accounts under
-    ``/copas.v1.AccountService/`` (when given), the page at /."""
+    ``/copas.v1.AccountService/`` and championships under ``/copas.v1.ChampionshipService/``
+    (when given), the page at /."""
 
     def __init__(self, rpc: Callable[..., Awaitable[None]],
-                 accounts: Callable[..., Awaitable[None]] | None = None) -> None:
+                 accounts: Callable[..., Awaitable[None]] | None = None,
+                 championships: Callable[..., Awaitable[None]] | None = None) -> None:
         self.rpc = rpc
         self.rpc_prefix = f"/{SERVICE.full_name}/"
         self.accounts = accounts
         self.accounts_prefix = f"/{ACCOUNT_SERVICE.full_name}/"
+        self.championships = championships
+        self.championships_prefix = f"/{CHAMPIONSHIP_SERVICE.full_name}/"
         self.files = {path: ((PAGE_DIR / name).read_bytes(), kind)
                       for path, (name, kind) in _PAGE_FILES.items()}
 
@@ -332,6 +373,10 @@ class WebApp:
             return
         if self.accounts is not None and scope["path"].startswith(self.accounts_prefix):
             await self.accounts(scope, receive, send)
+            return
+        if self.championships is not None \
+                and scope["path"].startswith(self.championships_prefix):
+            await self.championships(scope, receive, send)
             return
         found = self.files.get(scope["path"])
         if scope["method"] not in ("GET", "HEAD"):
@@ -462,14 +507,18 @@ def prepare(host: str, port: int, grpc_target: str, per_connection: int) -> WebS
 def start(web: WebServer, forwarding_key: str, limits: ConnectionLimits,
           closed: Callable[[str], None], *, max_message_bytes: int, grace: float,
           tls_cert: str = "", tls_key: str = "", tls_client_ca: str = "") -> None:
-    """Serve the page and the relays (CopasService, AccountService) on ``web``'s sockets,
+    """Serve the page and the relays (CopasService, AccountService, ChampionshipService) on
+    ``web``'s sockets,
     its connections held to ``limits`` (``closed`` counts each one closed or refused for a
     limit, by reason)."""
     relay = Relay(web.connections, forwarding_key)
     rpc = CopasServiceASGIApplication(relay, read_max_bytes=max_message_bytes)
     accounts = AccountServiceASGIApplication(AccountRelay(web.connections, forwarding_key),
                                              read_max_bytes=max_message_bytes)
-    web.serve(WebApp(rpc, accounts), WebConnections(limits, closed, STREAM_PATHS), grace=grace,
+    championships = ChampionshipServiceASGIApplication(
+        ChampionshipRelay(web.connections, forwarding_key), read_max_bytes=max_message_bytes)
+    web.serve(WebApp(rpc, accounts, championships),
+              WebConnections(limits, closed, STREAM_PATHS), grace=grace,
               tls_cert=tls_cert, tls_key=tls_key, tls_client_ca=tls_client_ca)
 
 

@@ -22,6 +22,7 @@ import {
   type WatchLobbyResponse,
 } from "../gen/copas/v1/copas_pb.js";
 import { AccountSession, isOver, mustAct, refusal, sameCard, tableEvents } from "../copas.js";
+import { startChampionships } from "./championships.js";
 import { $, element } from "./dom.js";
 import { type Actions, type Session, type Setup, state } from "./state.js";
 import { onHandKey, render as drawTable, tick } from "./table.js";
@@ -693,4 +694,12 @@ function start(): void {
 }
 
 start();
+startChampionships({
+  transport,
+  account,
+  signedIn: () => signedIn ?? Promise.resolve(false),
+  enterTable: (session) => enterTable(session),
+  toLobby,
+  here: () => ({ session: state.session, isOver: !!state.view && isOver(state.view) }),
+});
 
