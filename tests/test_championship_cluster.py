@@ -21,7 +21,7 @@ from tests.helpers.calls import auth
 from tests.helpers.championships import FAST_RULES, BotPlayer, recomputed, records_of, sign_in
 from tests.helpers.servers import ServerProcess, fresh_database
 
-PLAYERS, ROUNDS = 9, 3
+PLAYERS, ROUNDS = 23, 3  # the 23 accounts: tables of 4, 4, 4, 4, 4, 3 each round
 OPERATOR = "operator-0123456789-championships"
 ADMIN = (("authorization", f"Bearer {OPERATOR}"),)
 
