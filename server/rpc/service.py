@@ -108,14 +108,17 @@ class CopasService(copas_pb2_grpc.CopasServiceServicer):
         name = inputs.display_name(request.display_name, inputs.TABLE_NAME_MAX, required=False)
         overrides = codec.rules_overrides(request.rules)
         seed = request.seed if request.HasField("seed") else None
+        bot_pace = request.rules.bot_pace_seconds \
+            if request.rules.HasField("bot_pace_seconds") else None
         table = self.registry.create(
             preset=request.preset, overrides=overrides, bot_seats=request.bot_seats, name=name,
             seed=seed, request_id=request_id, bot_policy=request.bot_policy,
-            rating=request.rating,
+            rating=request.rating, bot_pace=bot_pace,
             creator=caller().peer,
             fingerprint=fingerprint("CreateTable", request.preset or "online", overrides,
                                     request.bot_seats, name, seed, request.bot_policy,
-                                    *([request.rating] if request.rating else []))
+                                    *([request.rating] if request.rating else []),
+                                    *([bot_pace] if bot_pace is not None else []))
             if request_id else "")
         structlog.contextvars.bind_contextvars(table_id=table.id)
         await self.delivery.committed(table)

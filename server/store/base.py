@@ -89,13 +89,16 @@ class TableMeta:
     """How its bot seats play."""
     rating: str = "people"
     """Which of its finished games move ratings ("people", "with_bots", "off")."""
+    bot_pace: float = 0.0
+    """Seconds its bots wait before they act (the server's, never in its log)."""
 
     def to_json(self) -> str:
         return json.dumps({
             "name": self.name, "preset": self.preset, "rules": self.rules.to_dict(),
             "seed": self.seed, "bots": self.bot_seats, "order": self.order,
             "rk": self.request_key, "fp": self.fingerprint, "bot_policy": self.bot_policy,
-            **({"rating": self.rating} if self.rating != "people" else {})})
+            **({"rating": self.rating} if self.rating != "people" else {}),
+            **({"bot_pace": self.bot_pace} if self.bot_pace else {})})
 
     @classmethod
     def from_json(cls, text: str) -> TableMeta:
@@ -109,8 +112,9 @@ class TableMeta:
                        Rules.from_dict(_object(data["rules"], "rules")), seed,
                        int(data["bots"]), int(data.get("order", 0) or 0),
                        str(data.get("rk", "")), str(data.get("fp", "")),
-                       str(data.get("bot_policy", "auto")), str(data.get("rating", "people")))
-        except (KeyError, TypeError, RulesError) as exc:
+                       str(data.get("bot_policy", "auto")), str(data.get("rating", "people")),
+                       float(data.get("bot_pace", 0.0) or 0.0))
+        except (KeyError, TypeError, ValueError, RulesError) as exc:
             raise ValueError(f"unreadable table meta: {exc!r}") from None
 
 

@@ -157,7 +157,8 @@ class TableRegistry:
 
     def create(self, *, preset: str, overrides: RuleOverrides, bot_seats: int, name: str,
                seed: str | None, request_id: str = "", fingerprint: str = "",
-               bot_policy: str = "", rating: str = "", creator: str = "") -> Table:
+               bot_policy: str = "", rating: str = "", creator: str = "",
+               bot_pace: float | None = None) -> Table:
         """A new table (or, for a retried request_id, the table it created); ``creator``,
         the address asking, may have at most --max-tables-per-address unfinished.
 
@@ -183,7 +184,7 @@ class TableRegistry:
                 "or leave one first", "TOO_MANY_TABLES", f"address {creator}", 60.0)
         new = check_new_table(self.settings, preset=preset, overrides=overrides,
                               bot_seats=bot_seats, bot_policy=bot_policy,
-                              has_seed=seed is not None, rating=rating)
+                              has_seed=seed is not None, rating=rating, bot_pace=bot_pace)
         if new.bot_seats == new.rules.players \
                 and self.bot_tables >= self.settings.max_bot_tables:
             raise ServiceError.exhausted(
@@ -194,7 +195,7 @@ class TableRegistry:
                          seed=seed if seed is not None else secrets.randbits(64),
                          bot_seats=new.bot_seats, order=next(self._order), request_key=key,
                          fingerprint=fingerprint, bot_policy=new.bot_policy,
-                         rating=new.rating)
+                         rating=new.rating, bot_pace=new.bot_pace)
         created = self.scheduler.now()
         self.store.create_table(table_id, created, meta)  # refused once the store failed
         table = self.new_table(table_id, created, meta)
