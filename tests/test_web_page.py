@@ -567,7 +567,7 @@ async def test_a_whole_game_by_clicks_or_taps_with_the_table_drawn_as_one(device
         if is_phone:
             boxes = await player.eval_on_selector_all(
                 "#hand button", "bs => bs.map(b => b.getBoundingClientRect())")
-            assert all(b["width"] >= 40 and b["height"] >= 44 for b in boxes), boxes
+            assert all(b["width"] >= 44 and b["height"] >= 44 for b in boxes), boxes
             assert await player.evaluate("() => document.documentElement.scrollWidth") <= width
         turns, shots = 0, {"passing", "trick", "summary"}
         while (state := await state_of(player))["phase"] != "GAME_OVER":
@@ -724,6 +724,9 @@ async def test_the_lobby_follows_other_clients_and_quick_match_seats_people_toge
         await cid.click("#quick-match")
         await cid.wait_for_selector("#game:not([hidden])[data-phase=WAITING_FOR_PLAYERS]")
         quick = str(await cid.get_attribute("#game", "data-table"))
+        assert await cid.text_content("#game-title") == "Quick match"  # a name, not its id
+        info = (await cid.text_content("#game-info") or "").lower()
+        assert info.count("one hand") == 1, info  # not "One hand · one hand"
         await lobby.wait_for_selector(f'#tables tr[data-table="{quick}"]')
         assert "One hand" in (await lobby.text_content(f'#tables tr[data-table="{quick}"]') or "")
         await lobby.fill("#name", "Dee")
@@ -741,6 +744,41 @@ async def test_the_lobby_follows_other_clients_and_quick_match_seats_people_toge
         for page in (lobby, cid, eve):
             check_page(await state_of(page))
             assert page.errors == []
+
+
+async def test_a_refused_name_opens_no_table_and_reads_as_its_reason() -> None:
+    """"Play against bots" creates and seats in one request: a name the server keeps for its
+    bots opens no table (ListTables before and after), and the page says why in words."""
+    port = free_port()
+    async with (serving(web_port=port, web_host="127.0.0.1", rule_defaults=TIMING)
+                as (_, stub), browser() as launched):
+        async def tables() -> set[str]:
+            listed = await stub.ListTables(copas_pb2.ListTablesRequest(page_size=100))
+            return {t.table_id for t in listed.tables}
+
+        page = await open_page(launched, f"http://127.0.0.1:{port}/")
+        await page.wait_for_selector("#tables[data-live=true]")
+        await page.wait_for_function(
+            "() => document.getElementById('me').dataset.account")  # signed in as a guest
+        before = await tables()
+        await page.fill("#name", "Bot 7")
+        await page.click("#create")
+        await page.wait_for_function("() => document.getElementById('lobby-error').textContent")
+        error = await page.text_content("#lobby-error") or ""
+        assert "kept for the server's bots" in error, error
+        assert "special characters" not in error and not CODE_WORDS.search(error)
+        assert await page.is_hidden("#game")
+        assert await tables() == before, "a refused name left a table behind"
+        # The same page, with a name it may take: one request opens the table and seats it.
+        await page.fill("#name", "Bea")
+        await page.click("#create")
+        await page.wait_for_selector("#game:not([hidden])[data-phase=PASSING]")
+        table_id = str(await page.get_attribute("#game", "data-table"))
+        assert await tables() - before == {table_id}
+        names = await page.eval_on_selector_all(
+            "#seats li .name > span:first-child", "spans => spans.map(s => s.textContent)")
+        assert sorted(names) == ["Basil", "Bea", "Cleo", "Dario"], names
+        assert page.errors == []
 
 
 # ----------------------------------------------------------------- the moon, the keyboard

@@ -43,6 +43,7 @@ from server.tables.table import JOIN_SCOPE, Table
 
 log = structlog.get_logger("copas.registry")
 
+QUICK_MATCH_NAME = "Quick match"  # a quick match's table (a name, not its raw id)
 CREATE_MEMORY = 10_000  # CreateTable request_ids remembered
 
 
@@ -392,8 +393,8 @@ class TableRegistry:
                         account_id and any(s.account_id == account_id for s in table.seats)):
                 return table
         overrides: RuleOverrides = {"players": players} if players is not None else {}
-        return self.create(preset=preset, overrides=overrides, bot_seats=0, name="", seed=None,
-                           creator=creator)
+        return self.create(preset=preset, overrides=overrides, bot_seats=0,
+                           name=QUICK_MATCH_NAME, seed=None, creator=creator)
 
     def authenticate(self, token_hash: str | None, table_id: str) -> tuple[Table, int]:
         """The table and seat a token belongs to."""

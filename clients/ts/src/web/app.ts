@@ -348,10 +348,16 @@ function showLobbyError(text: string): void {
   $("lobby-error").textContent = text;
 }
 
-function playerName(): string {
-  const name = $<HTMLInputElement>("name").value.trim() || "Player";
-  localStorage.setItem(NAME_KEY, name);
+/** The name typed, kept for the next visit; empty when none is (the account's then). */
+function typedName(): string {
+  const name = $<HTMLInputElement>("name").value.trim();
+  if (name) localStorage.setItem(NAME_KEY, name);
   return name;
+}
+
+/** The name a seat is taken under: the one typed, else the account's, else "Player". */
+function playerName(): string {
+  return typedName() || account.account?.displayName || "Player";
 }
 
 async function joinTable(tableId: string, table?: TableSummary): Promise<void> {
@@ -381,28 +387,35 @@ const MOON_VALUE: Record<string, MoonRule> = {
   off: MoonRule.DISABLED,
 };
 
-/** Opens a table as ``setup`` says (bots in the seats no friend takes) and sits at it. */
+/** Opens a table as ``setup`` says (bots in the seats no friend takes) and sits at it, in
+ * one request: a name the server refuses leaves no table behind. */
 async function openTable(setup: Setup, button?: HTMLButtonElement): Promise<void> {
   if (button) button.disabled = true;
   showLobbyError("");
   try {
     const clock = CLOCKS[setup.clock] ?? CLOCKS.standard!;
-    const { table } = await client.createTable({
-      preset: setup.preset,
-      botSeats: 3 - setup.friends,
-      // Games against the page's bots count too: each bot an opponent of a fixed rating.
-      rating: "with_bots",
-      displayName: `${playerName()}'s table`.slice(0, 64),
-      requestId: requestId(),
-      rules: {
-        moon: MOON_VALUE[setup.moon] ?? MoonRule.UNSPECIFIED,
-        playTimeoutSeconds: clock.play,
-        passTimeoutSeconds: clock.pass,
-        moonTimeoutSeconds: clock.moon,
-      },
-    });
+    const made = await asAccount((headers, playerDisplayName) =>
+      client.createTable(
+        {
+          preset: setup.preset,
+          botSeats: 3 - setup.friends,
+          // Games against the page's bots count too: each bot an opponent of a fixed rating.
+          rating: "with_bots",
+          displayName: `${playerName()}'s table`.slice(0, 64),
+          playerDisplayName,
+          requestId: requestId(),
+          rules: {
+            moon: MOON_VALUE[setup.moon] ?? MoonRule.UNSPECIFIED,
+            playTimeoutSeconds: clock.play,
+            passTimeoutSeconds: clock.pass,
+            moonTimeoutSeconds: clock.moon,
+          },
+        },
+        { headers },
+      ),
+    );
     state.lastSetup = setup;
-    if (table) await joinTable(table.tableId, table);
+    if (made.table) enterTable({ tableId: made.table.tableId, token: made.playerToken, seat: made.seat }, made.table);
   } catch (error) {
     showLobbyError(`Could not open a table. ${refusalWords(refusal(error))}`);
   } finally {
@@ -478,9 +491,10 @@ let aroundMe = false;
 /** The access token's headers and the seat's name: the account's (renamed first when the
  * name field says otherwise), or, without an account, the name typed. */
 async function asAccount<T>(join: (headers: Record<string, string>, displayName: string) => Promise<T>): Promise<T> {
-  const typed = playerName();
-  if (!(await signedIn)) return join({}, typed);
-  if (account.account && account.account.displayName !== typed) await rename(typed);
+  const typed = typedName();
+  if (!(await signedIn)) return join({}, typed || "Player");
+  // An empty field keeps the account's own name ("Players who come back").
+  if (typed && account.account && account.account.displayName !== typed) await rename(typed);
   const joined = await account.call((headers) => join(headers, ""));
   void showProfile();
   return joined;

@@ -139,9 +139,11 @@ function renderHeader(view: TableView | undefined, summary: TableSummary | undef
   const watching = state.session?.token ? "" : "Watching: ";
   $("game-title").textContent = watching + (summary?.displayName || "Open table");
   const rules = view?.rules ?? summary?.rules;
+  const preset = presetName(summary?.preset ?? "");
+  const length = lengthName(rules);
   const parts = [
-    presetName(summary?.preset ?? ""),
-    lengthName(rules),
+    preset,
+    length.toLowerCase() === preset.toLowerCase() ? "" : length, // not "One hand · one hand"
     rules ? MOON_RULE_NAME[rules.moon] ?? "" : "",
     clockName(rules),
   ];
