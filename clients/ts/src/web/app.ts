@@ -24,7 +24,7 @@ import {
 import { AccountSession, isOver, mustAct, refusal, sameCard } from "../copas.js";
 import { $, element } from "./dom.js";
 import { type Actions, type Session, type Setup, state } from "./state.js";
-import { onHandKey, render as drawTable, tick } from "./table.js";
+import { finalSummaryEnded, onHandKey, render as drawTable, startLookBack, tick } from "./table.js";
 import { CLOCKS, ordinal, PRESET_MOON, presetName, refusalWords } from "./words.js";
 
 const transport = createConnectTransport({ baseUrl: location.origin, useBinaryFormat: true });
@@ -78,6 +78,7 @@ function notePublic(event: TableEvent): void {
     if (points.length) state.taken.set(kind.value.winner, [...(state.taken.get(kind.value.winner) ?? []), ...points]);
   } else if (kind.case === "handScored") {
     state.lastHand = kind.value;
+    state.hands.set(kind.value.handNumber, kind.value);
   }
 }
 
@@ -87,6 +88,11 @@ function onEvent(event: TableEvent): void {
     for (const missed of event.kind.value.missedEvents) notePublic(missed);
   } else {
     notePublic(event);
+    // Seen live, the game's end shows the last hand's summary first, for a hand's pause.
+    const pause = event.view?.rules?.handPauseSeconds ?? 0;
+    if (event.kind.case === "gameOver" && state.lastHand && pause > 0) {
+      state.finalSummaryUntil = performance.now() + pause * 1000;
+    }
   }
   const view = event.view;
   if (!view) return;
@@ -141,8 +147,8 @@ function enterTable(session: Session, table?: TableSummary): void {
   state.watching?.abort();
   stopLobby();
   Object.assign(state, {
-    session, view: undefined, sequence: 0n, lastHand: undefined, chosen: [], taken: new Map(),
-    takenHand: -1, hint: "", error: "", errorReason: "",
+    session, view: undefined, sequence: 0n, lastHand: undefined, hands: new Map(), chosen: [],
+    taken: new Map(), takenHand: -1, hint: "", error: "", errorReason: "", finalSummaryUntil: undefined,
   });
   summary = table;
   if (session.token) sessionStorage.setItem(SESSION_KEY, JSON.stringify(session));
@@ -674,6 +680,7 @@ function start(): void {
     if (id) enterTable({ tableId: id });
   });
   $("pass-button").addEventListener("click", onPass);
+  startLookBack();
   $("hand").addEventListener("keydown", onHandKey);
   $("back").addEventListener("click", toLobby);
   $("copy-link").addEventListener("click", () => {
@@ -690,7 +697,10 @@ function start(): void {
       toLobby();
     });
   });
-  setInterval(tick, 250);
+  setInterval(() => {
+    if (finalSummaryEnded()) render(); // the last hand's summary gives way to the standings
+    tick();
+  }, 250);
   const saved = sessionStorage.getItem(SESSION_KEY);
   const resumed = saved ? (JSON.parse(saved) as Session) : undefined;
   const params = new URLSearchParams(location.search);
