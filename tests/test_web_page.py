@@ -235,7 +235,8 @@ async def browser() -> AsyncIterator[Any]:
 async def open_page(launched: Any, url: str, device: dict[str, Any] | None = None,
                     **options: Any) -> Any:
     """A page in a context of its own (its own storage, like another person's browser)."""
-    context = await launched.new_context(reduced_motion="reduce", **(device or LAPTOP), **options)
+    context = await launched.new_context(**{"reduced_motion": "reduce", **(device or LAPTOP),
+                                            **options})
     page = await context.new_page()
     page.set_default_timeout(20_000)
     errors: list[str] = []
@@ -901,6 +902,43 @@ async def test_a_refused_name_opens_no_table_and_reads_as_its_reason() -> None:
             "#seats li .name > span:first-child", "spans => spans.map(s => s.textContent)")
         assert sorted(names) == ["Basil", "Bea", "Cleo", "Dario"], names
         assert page.errors == []
+
+
+# Counts, on each change of the trick, the animations running on the table's cards.
+COUNT_MOVES = """() => {
+  window.__moves = [];
+  new MutationObserver(() => {
+    window.__moves.push(document.getAnimations().filter((a) => {
+      const target = a.effect && a.effect.target;
+      return target && target.closest && !!target.closest("#trick, #hand, #pass-direction");
+    }).length);
+  }).observe(document.getElementById("trick"), { childList: true });
+}"""
+
+
+async def test_played_cards_travel_to_the_trick_unless_motion_is_reduced() -> None:
+    """Two spectators of bots playing at a pace: each card glides from its seat to the
+    trick on a page that allows motion, and nothing moves on one that asks for less."""
+    port = free_port()
+    async with (serving(web_port=port, web_host="127.0.0.1", allow_seed=True,
+                        bot_table_pace=0.0) as (_, stub), browser() as launched):
+        table = await new_table(stub, preset="quick", bots=4, bot_pace_seconds=0.3,
+                                trick_pause_seconds=0.6)
+        url = f"http://127.0.0.1:{port}/?watch={table.table_id}"
+        moving = await open_page(launched, url, reduced_motion="no-preference")
+        still = await open_page(launched, url)
+        for page in (moving, still):
+            await page.wait_for_selector("#seats li")
+            await page.evaluate(COUNT_MOVES)
+        for page in (moving, still):
+            await page.wait_for_function(
+                "() => Number(document.getElementById('game').dataset.trick) >= 3", timeout=60_000)
+        moves = await moving.evaluate("() => window.__moves")
+        assert sum(1 for m in moves if m) >= 6, moves  # a card in flight on most plays
+        assert not any(await still.evaluate("() => window.__moves"))
+        for page in (moving, still):
+            check_page(await state_of(page))
+            assert page.errors == []
 
 
 # ----------------------------------------------------------------- the moon, the keyboard

@@ -136,9 +136,11 @@ export function render(actions: Actions, summary: TableSummary | undefined): voi
   }
   $("felt").dataset.players = String(view.players.length);
   $("felt").dataset.phase = Phase[view.phase];
+  const was = whereCardsWere();
   renderSeats(view);
   renderCenter(view);
   renderHand(view, actions);
+  moveCards(view, was);
   renderStatus(view);
   renderMoon(view, actions);
   renderHandScore(view);
@@ -658,6 +660,80 @@ function renderStandings(view: TableView, actions: Actions): void {
       buttons,
     ];
   });
+}
+
+// ------------------------------------------------------------------ cards that move
+
+interface CardsBefore {
+  hasView: boolean;
+  hand: Map<string, DOMRect>; // where each card of the hand was
+  trick: Set<string>; // the cards the trick showed
+  passed: Set<string>;
+}
+
+let lastDrawnTable = "";
+
+function cardsIn(selector: string): Set<string> {
+  return new Set(Array.from(document.querySelectorAll<HTMLElement>(`${selector} [data-card]`), (e) => e.dataset.card ?? ""));
+}
+
+/** Before a redraw: where the cards were (the hand's buttons are about to be replaced). */
+function whereCardsWere(): CardsBefore {
+  const table = state.view?.tableId ?? "";
+  const hasView = lastDrawnTable === table && table !== "";
+  lastDrawnTable = table;
+  const hand = new Map<string, DOMRect>();
+  for (const b of document.querySelectorAll<HTMLElement>("#hand button[data-card]")) {
+    hand.set(b.dataset.card ?? "", b.getBoundingClientRect());
+  }
+  return { hasView, hand, trick: cardsIn("#trick"), passed: cardsIn("#pass-direction") };
+}
+
+function isMotionReduced(): boolean {
+  return matchMedia("(prefers-reduced-motion: reduce)").matches;
+}
+
+/** ``element`` glides from ``from`` to where it is now (transforms only: nothing reflows). */
+function glide(element: HTMLElement, from: DOMRect | undefined, ms = 380): void {
+  if (!from) return;
+  const to = element.getBoundingClientRect();
+  const dx = from.left + from.width / 2 - (to.left + to.width / 2);
+  const dy = from.top + from.height / 2 - (to.top + to.height / 2);
+  if (Math.abs(dx) < 1 && Math.abs(dy) < 1) return;
+  element.animate(
+    [
+      { transform: `translate(${dx.toFixed(1)}px, ${dy.toFixed(1)}px) scale(0.7)`, opacity: 0.4 },
+      { transform: "none", opacity: 1 },
+    ],
+    { duration: ms, easing: "cubic-bezier(0.2, 0.7, 0.3, 1)" },
+  );
+}
+
+function seatBox(seat: number | undefined): DOMRect | undefined {
+  if (seat === undefined) return undefined;
+  return document.querySelector(`#seats li[data-seat="${seat}"]`)?.getBoundingClientRect();
+}
+
+/** After a redraw: a card played travels from its seat (yours from your hand) to the trick;
+ * a pass leaves your hand for the pass's place; the cards passed to you come from their
+ * giver's seat. Nothing moves for whoever asked for reduced motion. */
+function moveCards(view: TableView, was: CardsBefore): void {
+  if (!was.hasView || isMotionReduced()) return;
+  for (const spot of document.querySelectorAll<HTMLElement>("#trick .played")) {
+    const text = spot.querySelector<HTMLElement>("[data-card]")?.dataset.card ?? "";
+    if (!text || was.trick.has(text)) continue;
+    glide(spot, was.hand.get(text) ?? seatBox(Number(spot.dataset.seat)));
+  }
+  for (const card of document.querySelectorAll<HTMLElement>("#pass-direction [data-card]")) {
+    const text = card.dataset.card ?? "";
+    if (!was.passed.has(text)) glide(card, was.hand.get(text));
+  }
+  if (was.hand.size && view.seat !== undefined) {
+    const giver = seatBox(passPartner(view, view.seat, "from"));
+    for (const button of document.querySelectorAll<HTMLElement>("#hand button[data-received=true]")) {
+      if (!was.hand.has(button.dataset.card ?? "")) glide(button, giver, 520);
+    }
+  }
 }
 
 // ------------------------------------------------------------------ looking back
