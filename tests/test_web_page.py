@@ -452,9 +452,10 @@ ACCOUNT_TOKENS = {"accessToken", "accessExpireMs", "refreshToken", "refreshExpir
 
 def check_storage(storage: dict[str, str]) -> None:
     """The page stores its seat (the token, which a reload needs), the name, the device's
-    secret (43 base64url characters) and its account's tokens, nothing else, and no card."""
+    secret (43 base64url characters), its account's tokens and whether the "your turn" sound
+    is on, nothing else, and no card."""
     assert set(storage) <= {"session:copas.session", "local:copas.name", "local:copas.device",
-                            "local:copas.account"}, storage
+                            "local:copas.account", "local:copas.sound"}, storage
     for key, value in storage.items():
         if key == "session:copas.session":
             session = json.loads(value)
@@ -464,6 +465,8 @@ def check_storage(storage: dict[str, str]) -> None:
         elif key == "local:copas.device":
             assert re.fullmatch(r"[A-Za-z0-9_-]{43}", value), "not 32 random bytes"
             continue
+        elif key == "local:copas.sound":
+            assert value in ("on", "off"), value
         elif key == "local:copas.account":
             tokens = json.loads(value)
             assert set(tokens) == ACCOUNT_TOKENS, tokens
@@ -922,8 +925,8 @@ async def test_played_cards_travel_to_the_trick_unless_motion_is_reduced() -> No
     port = free_port()
     async with (serving(web_port=port, web_host="127.0.0.1", allow_seed=True,
                         bot_table_pace=0.0) as (_, stub), browser() as launched):
-        table = await new_table(stub, preset="quick", bots=4, bot_pace_seconds=0.3,
-                                trick_pause_seconds=0.6)
+        table = await new_table(stub, preset="quick", bots=4, bot_pace_seconds=0.4,
+                                trick_pause_seconds=0.6)  # a hand of about 30 s
         url = f"http://127.0.0.1:{port}/?watch={table.table_id}"
         moving = await open_page(launched, url, reduced_motion="no-preference")
         still = await open_page(launched, url)
@@ -931,8 +934,7 @@ async def test_played_cards_travel_to_the_trick_unless_motion_is_reduced() -> No
             await page.wait_for_selector("#seats li")
             await page.evaluate(COUNT_MOVES)
         for page in (moving, still):
-            await page.wait_for_function(
-                "() => Number(document.getElementById('game').dataset.trick) >= 3", timeout=60_000)
+            await page.wait_for_function("() => window.__moves.length >= 10", timeout=60_000)
         moves = await moving.evaluate("() => window.__moves")
         assert sum(1 for m in moves if m) >= 6, moves  # a card in flight on most plays
         assert not any(await still.evaluate("() => window.__moves"))
@@ -1123,6 +1125,31 @@ async def test_keyboard_only_play_and_a_refusal_in_plain_words() -> None:
                                    metadata=auth(token))).view
         assert follow[0]["card"] in {c.text for c in view.hand}
         assert state["legal"][0] not in {c.text for c in view.hand}
+        assert page.errors == []
+
+
+async def test_the_your_turn_sound_is_off_at_first_and_remembered() -> None:
+    port = free_port()
+    async with (serving(web_port=port, web_host="127.0.0.1", allow_seed=True) as (_, stub),
+                browser() as launched):
+        table = await new_table(stub, preset="quick", bots=3, seed="sound", **SEEDED)
+        page = await open_page(launched, f"http://127.0.0.1:{port}/?join={table.table_id}")
+        await page.fill("#name", "Lou")
+        await page.click("#invite-join")
+        await page.wait_for_function(NEXT_TURN, arg=-1)
+        assert await page.get_attribute("#sound", "aria-pressed") == "false"
+        assert await page.get_attribute("#game", "data-beeps") is None  # our turn, silent
+        await page.click("#sound")  # on: a tone says so
+        assert await page.get_attribute("#sound", "aria-pressed") == "true"
+        assert await page.get_attribute("#game", "data-beeps") == "1"
+        state = await state_of(page)
+        await take_turn(page, state)
+        await page.wait_for_function(NEXT_TURN, arg=state["sequence"])
+        assert int(await page.get_attribute("#game", "data-beeps") or 0) == 2  # the next turn
+        await page.reload()
+        await page.wait_for_selector("#seats li")
+        assert await page.get_attribute("#sound", "aria-pressed") == "true"  # remembered
+        check_page(await state_of(page))
         assert page.errors == []
 
 

@@ -23,6 +23,7 @@ import {
 } from "../gen/copas/v1/copas_pb.js";
 import { AccountSession, isOver, mustAct, refusal, sameCard } from "../copas.js";
 import { $, element } from "./dom.js";
+import { startSound } from "./sound.js";
 import { type Actions, type Session, type Setup, state } from "./state.js";
 import { finalSummaryEnded, onHandKey, render as drawTable, startLookBack, tick } from "./table.js";
 import { CLOCKS, ordinal, PRESET_MOON, presetName, refusalWords } from "./words.js";
@@ -681,6 +682,7 @@ function start(): void {
   });
   $("pass-button").addEventListener("click", onPass);
   startLookBack();
+  startSound();
   $("hand").addEventListener("keydown", onHandKey);
   $("back").addEventListener("click", toLobby);
   $("copy-link").addEventListener("click", () => {

@@ -8,6 +8,7 @@ import { MoonChoice, PassDirection, Phase, type TableSummary, type TableView, ty
 import { isOver, mustAct, sameCard } from "../copas.js";
 import { $, element, redraw } from "./dom.js";
 import { isLegal, whyNot } from "./hints.js";
+import { onTurn } from "./sound.js";
 import { type Actions, state } from "./state.js";
 import {
   cardName,
@@ -146,6 +147,7 @@ export function render(actions: Actions, summary: TableSummary | undefined): voi
   renderHandScore(view);
   renderStandings(view, actions);
   renderLookBack(view);
+  onTurn(mustAct(view) && !state.isBusy);
   const isSeated = !!state.session?.token && !isOver(view);
   $("leave").hidden = !isSeated;
   // A seated player leaves with "Leave the table"; the game-over screen has its own way out.
