@@ -179,7 +179,7 @@ def takeover(pg: Postgres, args: argparse.Namespace) -> None:
             stub = copas_pb2_grpc.CopasServiceStub(channel)
             rules = copas_pb2.RulesOverrides(play_timeout_seconds=0, pass_timeout_seconds=0,
                                              moon_timeout_seconds=0, trick_pause_seconds=0,
-                                             hand_pause_seconds=0)
+                                             hand_pause_seconds=0, bot_pace_seconds=0)
             for i in range(args.open_tables):
                 table = stub.CreateTable(copas_pb2.CreateTableRequest(
                     bot_seats=3, rules=rules, display_name=f"t{i}")).table

@@ -530,10 +530,10 @@ async def join(stub: copas_pb2_grpc.CopasServiceStub, table_id: str, name: str,
 
 
 def zero_timing() -> copas_pb2.RulesOverrides:
-    """No pauses and no time limits: for bot-only tables and load tests."""
+    """No pauses, no time limits, bots at once: for bot-only tables and load tests."""
     return copas_pb2.RulesOverrides(trick_pause_seconds=0, hand_pause_seconds=0,
                                     play_timeout_seconds=0, pass_timeout_seconds=0,
-                                    moon_timeout_seconds=0)
+                                    moon_timeout_seconds=0, bot_pace_seconds=0)
 
 
 async def watch(stub: copas_pb2_grpc.CopasServiceStub, table_id: str,

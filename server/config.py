@@ -81,6 +81,9 @@ class Config:
                                             "its player to open a WatchTable or Play stream; "
                                             "then it goes back (RESERVATION_EXPIRED)")
     bot_table_pace: float = flag(0.5, "seconds between moves at a table of bots only")
+    bot_pace: float = flag(1.0, "seconds a bot waits before it plays a card at a new table "
+                                "with a seat for a person, unless the table asks for "
+                                "another bot_pace_seconds (a pass waits 1.5 times as long)")
     bot_policy: str = flag("mc", "how bot seats play unless a table says: mc (strong), duck, "
                                  "greedy, random or auto (the timeout rules' choices)")
     bot_workers: int = flag(1, "processes the bots think in, off the event loop (0: bots play "
@@ -258,7 +261,8 @@ class Config:
             finished_table_ttl=self.finished_table_ttl,
             min_timeout=self.min_timeout, max_point_limit=self.max_point_limit,
             max_hands_limit=self.max_hands_limit, allow_seed=self.allow_seed,
-            bot_policy=self.bot_policy, rule_defaults=dict(self.rule_defaults),
+            bot_policy=self.bot_policy, bot_pace=self.bot_pace,
+            rule_defaults=dict(self.rule_defaults),
             watcher_queue=self.watcher_queue)
 
 
@@ -296,6 +300,7 @@ class RegistrySettings:
     max_hands_limit: int = 100
     allow_seed: bool = False
     bot_policy: str = "mc"
+    bot_pace: float = 1.0  # a new table's bot_pace_seconds when a person may sit at it
     rule_defaults: dict[str, float] = field(default_factory=dict)
     watcher_queue: int = 512  # the lobby streams' queues
 

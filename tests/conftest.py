@@ -38,6 +38,8 @@ class PureSourceFinder(importlib.abc.MetaPathFinder):
 # Servers the tests start as processes serve no web page unless a test asks (--web-port):
 # none of them may take the default port 8080 from a running `make run`, or from another.
 os.environ["COPAS_WEB_PORT"] = "0"
+# Their bots play at once too (the tests of the bots' pace set --bot-pace or the table's).
+os.environ["COPAS_BOT_PACE"] = "0"
 
 if os.environ.get("COPAS_PURE_ENGINE") == "1":  # run the tests on the pure-Python modules
     sys.meta_path.insert(0, PureSourceFinder())

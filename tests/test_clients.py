@@ -69,7 +69,7 @@ def test_copas_play_a_whole_game_through_a_terminal(server_address: str) -> None
     assert term.exit_code() == 0
     assert tried_bad_input and tried_illegal
     # The end, each once: the last card and its trick, the hand's score, the standings.
-    assert "(auto)" not in term.screen and "Bot 2 plays" in term.screen
+    assert "(auto)" not in term.screen and "Basil plays" in term.screen
     assert "out of time" not in term.screen  # bots' own moves are not marked
     assert term.screen.count("final standings") == 1
     assert term.screen.count("hand 1 scored") == 1

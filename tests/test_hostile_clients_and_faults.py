@@ -913,10 +913,11 @@ async def test_bad_tls_files_and_invisible_names_are_refused(tmp_path: Path) -> 
                                          tls_key=str(tmp_path / key)))
     async with serving() as (_, stub):
         table = await new_table(stub, seed=None)
-        for name in ("\u3164", "Bot 4", "bot2", "a" + "\u0301" * 6):
+        for name, reason in (("\u3164", "INVALID_NAME"), ("Bot 4", "NAME_RESERVED"),
+                             ("bot2", "NAME_RESERVED"), ("a" + "\u0301" * 6, "INVALID_NAME")):
             await refused(stub.JoinTable(copas_pb2.JoinTableRequest(
                 table_id=table.table_id, display_name=name)), grpc.StatusCode.INVALID_ARGUMENT,
-                "INVALID_NAME")
+                reason)
 
 
 def test_a_client_is_its_address_and_an_ipv6_client_its_network() -> None:

@@ -79,7 +79,7 @@ async def test_what_a_client_sets_on_a_table_comes_back_everywhere_it_is_shown()
         watch = Watch(stub, table_id, other.player_token)
         started = await watch.opened()
         assert [p.display_name for p in started.view.players] == \
-            ["Carla", "Bruno", "Bot 3", "Bot 4"]
+            ["Carla", "Bruno", "Cleo", "Dario"]
         await watch.close()
 
 
@@ -104,7 +104,7 @@ async def test_a_table_without_a_name_shows_its_id_and_records_keep_the_name() -
         assert record.display_name == "Bots' table"
         assert record.preset == "quick" and record.table_id == bots.table_id
         assert record.rules.point_limit == 40 and record.rating == "off"
-        assert [s.display_name for s in record.seats] == ["Bot 1", "Bot 2", "Bot 3", "Bot 4"]
+        assert [s.display_name for s in record.seats] == ["Ada", "Basil", "Cleo", "Dario"]
         listed = (await stub.ListGameRecords(copas_pb2.ListGameRecordsRequest())).records
         mine = next(r for r in listed if r.record_id == bots.table_id)
         assert mine.display_name == "Bots' table" and mine.preset == "quick"

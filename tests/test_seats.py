@@ -33,7 +33,7 @@ def test_the_last_seats_are_the_bots_and_the_rest_are_free() -> None:
     seats = Seats(4, 2, SlotCount())
     assert len(seats) == 4 and [s.number for s in seats] == [0, 1, 2, 3]
     assert [(s.is_taken, s.is_bot, s.name) for s in seats] == [
-        (False, False, ""), (False, False, ""), (True, True, "Bot 3"), (True, True, "Bot 4")]
+        (False, False, ""), (False, False, ""), (True, True, "Cleo"), (True, True, "Dario")]
     assert seats.has_free_seat() and not seats.is_full()
     assert seats.any_bot([0, 3]) and not seats.any_bot([0, 1])
     assert seats.people_among([3, 1, 2, 0]) == [1, 0]

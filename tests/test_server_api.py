@@ -340,3 +340,46 @@ async def test_finished_tables_are_released_after_their_ttl() -> None:
 
 def test_replica_agrees_on_phase_names() -> None:
     assert {p.value for p in Phase} <= {n.removeprefix("PHASE_") for n in copas_pb2.Phase.keys()}  # noqa: SIM118
+
+
+async def test_create_table_seats_its_caller_in_the_same_request_or_makes_no_table() -> None:
+    async with serving() as (_, stub):
+        def listed() -> Any:
+            return stub.ListTables(copas_pb2.ListTablesRequest(page_size=100))
+
+        before = {t.table_id for t in (await listed()).tables}
+        for name, reason in (("Bot 7", "NAME_RESERVED"), ("", "INVALID_NAME"),
+                             ("x" * 33, "INVALID_NAME")):
+            await expect(stub.CreateTable(copas_pb2.CreateTableRequest(
+                bot_seats=3, display_name="Bot 7's table", player_display_name=name,
+                request_id="r" * 32)), grpc.StatusCode.INVALID_ARGUMENT, reason)
+        await expect(stub.CreateTable(copas_pb2.CreateTableRequest(
+            bot_seats=3, player_display_name="Ana", request_id="short")),
+            grpc.StatusCode.INVALID_ARGUMENT, "INVALID_REQUEST_ID")  # it unlocks a token
+        assert {t.table_id for t in (await listed()).tables} == before, "no table was left"
+        request = copas_pb2.CreateTableRequest(
+            bot_seats=3, display_name="Ana's table", player_display_name="Ana",
+            request_id="s" * 32, rules=copas_pb2.RulesOverrides(trick_pause_seconds=0))
+        made = await stub.CreateTable(request)
+        assert made.player_token and made.seat == 0
+        assert made.table.seats[0].display_name == "Ana" and made.table.seats[0].is_taken
+        assert made.table.phase == copas_pb2.PHASE_PASSING  # full: the game started
+        again = await stub.CreateTable(request)  # a retry: the same table, seat and token
+        assert (again.table.table_id, again.seat, again.player_token) == (
+            made.table.table_id, made.seat, made.player_token)
+        view = (await stub.GetTable(copas_pb2.GetTableRequest(
+            table_id=made.table.table_id))).table
+        assert [s.display_name for s in view.seats] == ["Ana", "Basil", "Cleo", "Dario"]
+        watch = Watch(stub, made.table.table_id, made.player_token)
+        assert (await watch.opened()).view.hand  # the token is the seat's
+        await watch.close()
+        plain = await stub.CreateTable(copas_pb2.CreateTableRequest(bot_seats=3))
+        assert not plain.player_token and not any(
+            s.is_taken and not s.is_bot for s in plain.table.seats)
+
+
+async def test_a_quick_match_table_has_a_name_not_its_id() -> None:
+    async with serving() as (_, stub):
+        joined = await stub.JoinTable(copas_pb2.JoinTableRequest(
+            preset="online", display_name="Ana"))
+        assert joined.table.display_name == "Quick match"

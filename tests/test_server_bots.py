@@ -3,6 +3,7 @@ processes that stop with the server; a decision that comes back too late is drop
 
 from __future__ import annotations
 
+import itertools
 import multiprocessing
 import time
 from pathlib import Path
@@ -14,9 +15,10 @@ from copas.v1 import copas_pb2
 
 from engine import Leave, Phase
 from server.main import shutdown, start
+from server.store.base import TableMeta
 from server.tables.clock import ManualScheduler
 from tests.helpers.calls import Watch, auth, join_all, new_table
-from tests.helpers.servers import ServerProcess, config_for_tests, registry_for_tests
+from tests.helpers.servers import ServerProcess, config_for_tests, registry_for_tests, serving
 
 
 async def test_mc_bots_play_a_whole_game_and_their_pool_stops_with_the_server() -> None:
@@ -141,3 +143,84 @@ def test_the_bots_workers_go_when_the_server_is_killed(tmp_path: Path) -> None:
             time.sleep(0.05)
     finally:
         server.kill9()
+
+
+def _times(table: Any, kind: str, seat: int | None = None) -> list[float]:
+    """The server's own times of ``table``'s events of ``kind`` (of ``seat``'s, if given)."""
+    found = []
+    for event in table.history:
+        if event.WhichOneof("kind") == kind and (
+                seat is None or getattr(event, kind).seat == seat):
+            found.append(event.time.seconds + event.time.nanos / 1e9)
+    return found
+
+
+def _play_a_hand(table: Any, clock: ManualScheduler, person: int, step: float) -> None:
+    """Until the first hand is scored: the person acts at once when to act, the clock moves
+    ``step`` seconds at a time otherwise (0: what is due now runs, and something must be)."""
+    while not _times(table, "hand_scored"):
+        game = table.game
+        if person in game.to_act() and table.paused_until is None:
+            table.act(person, game.auto_action(person))
+        else:
+            assert clock.advance(step) or step, "nothing is due: the bots wait"
+
+
+def test_bots_play_one_by_one_at_the_tables_pace_when_a_person_is_seated() -> None:
+    clock = ManualScheduler()
+    registry = registry_for_tests(clock, bot_pace=1.0)
+    table = registry.create(preset="online", overrides={"trick_pause": 0.0, "hand_pause": 0.0,
+                                                      "play_timeout": 30.0,
+                                                      "pass_timeout": 30.0},
+                            bot_seats=3, name="", seed=None)
+    assert table.summary().rules.bot_pace_seconds == 1.0  # the default where a person sits
+    assert TableMeta.from_json(table.meta.to_json()).bot_pace == 1.0  # kept over a restart
+    person = table.join("Ana", None)[0]
+    _play_a_hand(table, clock, person, 0.05)
+    passes = _times(table, "pass_chosen")
+    assert len(passes) == 4
+    bot_passes = sorted(_times(table, "pass_chosen", s)[0] for s in (1, 2, 3))
+    start = _times(table, "hand_started")[0]
+    assert bot_passes[0] - start >= 1.5 - 1e-6
+    assert all(b - a >= 1.5 - 1e-6 for a, b in itertools.pairwise(bot_passes))
+    played = [(e.time.seconds + e.time.nanos / 1e9, e.card_played.seat)
+              for e in table.history if e.WhichOneof("kind") == "card_played"]
+    assert len(played) == 52
+    for (before, _), (at, seat) in itertools.pairwise(played):
+        if seat != person:  # a bot waits its pace after the card before it
+            assert at - before >= 1.0 - 1e-6, (before, at, seat)
+    # The person's clock is their rules' own, however long the bots took.
+    game = table.game
+    assert game is not None
+    while person not in game.to_act() or table.paused_until is not None:
+        clock.advance(0.05)
+    assert table.deadline == pytest.approx(clock.now() + 30.0, abs=0.051)
+
+
+def test_a_table_of_bots_only_and_a_table_asking_for_no_pace_play_at_once() -> None:
+    clock = ManualScheduler()
+    registry = registry_for_tests(clock, bot_pace=1.0, bot_table_pace=0.0)
+    bots_only = registry.create(preset="quick", overrides={"trick_pause": 0.0,
+                                                          "hand_pause": 0.0},
+                                bot_seats=4, name="", seed=None)
+    assert bots_only.summary().rules.bot_pace_seconds == 0.0
+    clock.run_due()
+    clock.advance(0.0)
+    assert bots_only.is_finished, "no time passed, the whole game was played"
+    asked = registry.create(preset="online", overrides={"trick_pause": 0.0, "hand_pause": 0.0,
+                                                       "play_timeout": 0.0, "pass_timeout": 0.0},
+                            bot_seats=3, name="", seed=None, bot_pace=0.0)
+    person = asked.join("Ana", None)[0]
+    began = clock.now()
+    _play_a_hand(asked, clock, person, 0.0)
+    assert clock.now() == began
+
+
+async def test_a_table_asks_for_its_pace_within_the_servers_bounds() -> None:
+    async with serving(allow_seed=True) as (_, stub):
+        table = await new_table(stub, bots=3, bot_pace_seconds=0.25)
+        assert table.rules.bot_pace_seconds == 0.25
+        for wrong in (-1.0, 11.0, float("nan")):
+            with pytest.raises(grpc.aio.AioRpcError) as err:
+                await new_table(stub, bots=3, bot_pace_seconds=wrong)
+            assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT

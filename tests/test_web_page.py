@@ -13,6 +13,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import html
+import itertools
 import json
 import os
 import re
@@ -99,7 +100,8 @@ PAGE_STATE = """() => {
   const data = (selector) => (document.querySelector(selector) || { dataset: {} }).dataset;
   const cardsOf = (selector) =>
       Array.from(document.querySelectorAll(selector), (b) => b.dataset.card);
-  const where = (e) => e.closest("#trick") ? "table" : e.closest("#hand") ? "hand"
+  const where = (e) => e.closest("#trick") || e.closest("#last-trick") ? "table"
+      : e.closest("#hand") ? "hand"
       : e.closest("#pass-direction") ? "passed" : e.closest("#seats .took") ? "taken" : "elsewhere";
   const storage = {};
   for (const [name, store] of [["local", localStorage], ["session", sessionStorage]]) {
@@ -143,6 +145,33 @@ PAGE_STATE = """() => {
     storage,
     wire: window.__copasWire,
   };
+}"""
+# The whole games' bots play at the table's pace, a card every BOT_PACE seconds (a person's
+# table defaults to 1 s; short here, so a game of four hands stays short).
+BOT_PACE = 0.1
+# Records, on each change of the trick, the hand's cards and where each is on the page (the
+# document's coordinates): nothing the player may touch may move while the trick changes.
+WATCH_HAND = """() => {
+  window.__handBoxes = [];
+  const hand = document.getElementById("hand");
+  new MutationObserver(() => {
+    const game = document.getElementById("game");
+    const buttons = Array.from(hand.querySelectorAll("button"));
+    window.__handBoxes.push({
+      at: game.dataset.hand + ":" + game.dataset.trick, mode: hand.dataset.mode,
+      cards: buttons.map((b) => b.dataset.card).join(" "),
+      trickCards: document.querySelectorAll("#trick [data-card]").length,
+      // What moved, when something did: the heights of the table's parts.
+      layout: ["felt", "table-state", "trick", "trick-note", "turn"].map(
+        (id) => id + ":" + Math.round(document.getElementById(id).getBoundingClientRect().height),
+      ).concat(Array.from(document.querySelectorAll("#seats li"),
+        (li) => li.dataset.pos + ":" + Math.round(li.getBoundingClientRect().height))),
+      boxes: buttons.map((b) => {
+        const r = b.getBoundingClientRect();
+        return [r.x + scrollX, r.y + scrollY, r.width, r.height].map((v) => Math.round(v * 10));
+      }),
+    });
+  }).observe(document.getElementById("trick"), { childList: true });
 }"""
 # Our turn (the page takes moves), or the game is over, or (when asked) a hand's summary is
 # on the table, after the event ``s``.
@@ -206,7 +235,8 @@ async def browser() -> AsyncIterator[Any]:
 async def open_page(launched: Any, url: str, device: dict[str, Any] | None = None,
                     **options: Any) -> Any:
     """A page in a context of its own (its own storage, like another person's browser)."""
-    context = await launched.new_context(reduced_motion="reduce", **(device or LAPTOP), **options)
+    context = await launched.new_context(**{"reduced_motion": "reduce", **(device or LAPTOP),
+                                            **options})
     page = await context.new_page()
     page.set_default_timeout(20_000)
     errors: list[str] = []
@@ -423,9 +453,10 @@ ACCOUNT_TOKENS = {"accessToken", "accessExpireMs", "refreshToken", "refreshExpir
 
 def check_storage(storage: dict[str, str]) -> None:
     """The page stores its seat (the token, which a reload needs), the name, the device's
-    secret (43 base64url characters) and its account's tokens, nothing else, and no card."""
+    secret (43 base64url characters), its account's tokens and whether the "your turn" sound
+    is on, nothing else, and no card."""
     assert set(storage) <= {"session:copas.session", "local:copas.name", "local:copas.device",
-                            "local:copas.account"}, storage
+                            "local:copas.account", "local:copas.sound"}, storage
     for key, value in storage.items():
         if key == "session:copas.session":
             session = json.loads(value)
@@ -435,6 +466,8 @@ def check_storage(storage: dict[str, str]) -> None:
         elif key == "local:copas.device":
             assert re.fullmatch(r"[A-Za-z0-9_-]{43}", value), "not 32 random bytes"
             continue
+        elif key == "local:copas.sound":
+            assert value in ("on", "off"), value
         elif key == "local:copas.account":
             tokens = json.loads(value)
             assert set(tokens) == ACCOUNT_TOKENS, tokens
@@ -535,6 +568,80 @@ async def create_through_the_lobby(page: Any, name: str, preset: str, *, tap: bo
     return str(await page.get_attribute("#game", "data-table"))
 
 
+async def sheet_of(page: Any, selector: str) -> list[tuple[int, list[int], int | None]]:
+    """A score sheet as the page shows it: per hand, each seat's points and the moon's
+    shooter (marked)."""
+    rows = await page.eval_on_selector_all(
+        f"{selector} tbody tr[data-hand]",
+        """rows => rows.map(r => [Number(r.dataset.hand),
+            Array.from(r.querySelectorAll("td"), td => Number(td.dataset.points)),
+            Array.from(r.querySelectorAll("td"), td => td.dataset.moon === "true")])""")
+    return [(hand, points, next((s for s, m in enumerate(moons) if m), None))
+            for hand, points, moons in rows]
+
+
+async def look_at_the_last_trick(page: Any, seen: Seen, *, tap: bool) -> None:
+    """The last trick on demand: its four cards by who played them and who took it, as the
+    server's view has it; closed, the dialog keeps no card."""
+    await press(page, "#show-last-trick", tap=tap)
+    await page.wait_for_selector("#last-trick-dialog[open] #last-trick [data-card]")
+    shown = await page.eval_on_selector_all(
+        "#last-trick li", "items => items.map(i => [Number(i.dataset.seat),"
+        " i.querySelector('[data-card]').dataset.card])")
+    assert shown == [[c.seat, c.card.text] for c in seen.view.last_trick.cards]
+    winner = await page.get_attribute("#last-trick .last-trick-winner", "data-winner")
+    assert winner == str(seen.view.last_trick_winner)
+    check_page(await state_of(page))
+    await press(page, "#last-trick-dialog button.close", tap=tap)
+    await page.wait_for_selector("#last-trick-dialog:not([open])", state="attached")
+    assert not await page.eval_on_selector_all("#last-trick *", "nodes => nodes.length")
+
+
+async def look_at_the_score_sheet(page: Any, *, tap: bool) -> None:
+    """The score sheet one tap away: every hand scored so far, as the HandScored events the
+    page received say."""
+    await press(page, "#show-sheet", tap=tap)
+    await page.wait_for_selector("#sheet-dialog[open] #sheet-table")
+    scored = {}
+    for event in table_events(await wire_of(page)):
+        if event.WhichOneof("kind") == "hand_scored":
+            hand = event.hand_scored
+            scored[hand.hand_number] = (hand.hand_number, list(hand.points), hand.moon_shooter
+                                        if hand.HasField("moon_shooter") else None)
+    assert scored and await sheet_of(page, "#sheet-table") == [scored[n] for n in sorted(scored)]
+    await press(page, "#sheet-dialog button.close", tap=tap)
+    await page.wait_for_selector("#sheet-dialog:not([open])", state="attached")
+
+
+def check_hand_boxes(records: list[dict[str, Any]]) -> None:
+    """Between two changes of the trick that leave the hand as it was (another seat played,
+    the trick was taken), not one of its cards moved or changed size on the page."""
+    compared = 0
+    for before, after in itertools.pairwise(records):
+        if before["cards"] == after["cards"] and before["mode"] == after["mode"] == "waiting":
+            assert before["boxes"] == after["boxes"], (
+                before["at"], after["at"], before["trickCards"], after["trickCards"],
+                before["layout"], after["layout"],
+                [(b, a) for b, a in zip(before["boxes"], after["boxes"], strict=True) if b != a])
+            compared += 1
+    assert compared >= 20, compared
+
+
+def check_bot_pace(messages: list[Message], seat: int, pace: float) -> None:
+    """By the server's own clock (the events' times), each bot's card came at least the
+    table's pace after the event before it: one by one, never at once."""
+    events = {e.sequence: e for e in table_events(messages)
+              if e.WhichOneof("kind") not in ("snapshot", "player_connection")}
+    ordered = [events[s] for s in sorted(events)]
+    bot_cards = 0
+    for before, event in itertools.pairwise(ordered):
+        if event.WhichOneof("kind") == "card_played" and event.card_played.seat != seat:
+            gap = event.time.ToNanoseconds() - before.time.ToNanoseconds()
+            assert gap >= pace * 1e9 * 0.999, (before, event)
+            bot_cards += 1
+    assert bot_cards >= 39 * 4 - 5, bot_cards  # (snapshots may start after a few)
+
+
 # ----------------------------------------------------------------- whole games
 
 @pytest.mark.parametrize("device", ["laptop", "phone"])
@@ -546,7 +653,8 @@ async def test_a_whole_game_by_clicks_or_taps_with_the_table_drawn_as_one(device
     width = 390 if is_phone else 1280
     port = free_port()
     async with (serving(web_port=port, web_host="127.0.0.1", rule_defaults=TIMING,
-                        allow_seed=True) as (_, stub), browser() as launched):
+                        allow_seed=True, bot_pace=BOT_PACE) as (_, stub),
+                browser() as launched):
         url = f"http://127.0.0.1:{port}/"
         waiting = await new_table(stub, bots=2, seed=None)  # someone else's, in the lobby
         player = await open_page(launched, url, PHONE if is_phone else LAPTOP)
@@ -557,6 +665,7 @@ async def test_a_whole_game_by_clicks_or_taps_with_the_table_drawn_as_one(device
             assert await player.evaluate("() => document.documentElement.scrollWidth") <= width
         table_id = await create_through_the_lobby(player, "Ana", "online", tap=is_phone)
         assert "Four hands" in (await player.text_content("#game-info") or "")
+        await player.evaluate(WATCH_HAND)
 
         spectator = None
         if not is_phone:
@@ -568,9 +677,10 @@ async def test_a_whole_game_by_clicks_or_taps_with_the_table_drawn_as_one(device
         if is_phone:
             boxes = await player.eval_on_selector_all(
                 "#hand button", "bs => bs.map(b => b.getBoundingClientRect())")
-            assert all(b["width"] >= 40 and b["height"] >= 44 for b in boxes), boxes
+            assert all(b["width"] >= 44 and b["height"] >= 44 for b in boxes), boxes
             assert await player.evaluate("() => document.documentElement.scrollWidth") <= width
         turns, shots = 0, {"passing", "trick", "summary"}
+        looks = {"last trick", "sheet"}
         while (state := await state_of(player))["phase"] != "GAME_OVER":
             if not state["mustAct"]:  # a hand's summary is on the table, for its pause
                 assert "scored" in (await player.text_content("#hand-score") or "")
@@ -582,6 +692,13 @@ async def test_a_whole_game_by_clicks_or_taps_with_the_table_drawn_as_one(device
                 continue
             seen = check_page(state)
             check_turn(state, seen)
+            if "last trick" in looks and state["phase"] == "PLAYING" and len(
+                    seen.view.last_trick.cards) == 4:
+                await look_at_the_last_trick(player, seen, tap=is_phone)
+                looks.discard("last trick")
+            if "sheet" in looks and seen.view.hand_number >= 1:
+                await look_at_the_score_sheet(player, tap=is_phone)
+                looks.discard("sheet")
             if "trick" in shots and state["phase"] == "PLAYING" and state["dim"] and len(
                     [c for c in state["cards"] if c["where"] == "table"]) >= 2:
                 await screenshot(player, f"trick-{width}")
@@ -598,20 +715,25 @@ async def test_a_whole_game_by_clicks_or_taps_with_the_table_drawn_as_one(device
             if spectator is not None and turns % 10 == 0:
                 check_page(await state_of(spectator))
         check_page(state)
-        assert turns >= 13 and not state["error"] and not shots, shots
-        await player.wait_for_selector("#standings:not([hidden]) tbody tr")
+        assert turns >= 13 and not state["error"] and not shots and not looks, (shots, looks)
+        # The last hand's summary comes first (the game ends without a hand pause), then
+        # the standings, with every hand's points on the score sheet.
+        assert "scored" in (await player.text_content("#hand-score") or "")
+        assert await player.is_hidden("#standings")
+        await player.wait_for_selector("#standings:not([hidden]) #final-standings tbody tr")
         await screenshot(player, f"game-over-{width}")
         title = await player.text_content("#result-title") or ""
         assert re.fullmatch(r"You (won!|share \d(st|nd|rd|th) place!?|finished \d(st|nd|rd|th))",
                             title), title
         rows = await player.eval_on_selector_all(
-            "#standings tbody tr", "rows => rows.map(r => r.dataset)")
+            "#final-standings tbody tr", "rows => rows.map(r => r.dataset)")
         assert len(rows) == 4 and any(r["winner"] == "true" for r in rows)
         assert all((r["place"] == "1") == (r["winner"] == "true") for r in rows)
         assert await player.is_visible("#again")
+        check_hand_boxes(await player.evaluate("() => window.__handBoxes"))
 
         if spectator is not None:
-            await spectator.wait_for_selector("#standings:not([hidden]) tbody tr")
+            await spectator.wait_for_selector("#standings:not([hidden]) #final-standings tbody tr")
             assert not await spectator.eval_on_selector_all(
                 "#hand [data-card], #pass-direction [data-card]", "cards => cards.length")
             winner = await spectator.text_content("#result-title") or ""
@@ -623,6 +745,10 @@ async def test_a_whole_game_by_clicks_or_taps_with_the_table_drawn_as_one(device
             record_id=table_id))).record
         seat = next(s.seat for s in record.seats if s.display_name == "Ana")
         assert check_messages(await wire_of(player), Truth.of(record.record_json, seat)) > 50
+        assert await sheet_of(player, "#final-sheet") == [
+            (h.hand_number, list(h.points), h.moon_shooter if h.HasField("moon_shooter")
+             else None) for h in record.hands]
+        check_bot_pace(await wire_of(player), seat, BOT_PACE)
         if spectator is not None:
             assert check_messages(await wire_of(spectator),
                                   Truth.of(record.record_json, None)) > 50
@@ -725,6 +851,9 @@ async def test_the_lobby_follows_other_clients_and_quick_match_seats_people_toge
         await cid.click("#quick-match")
         await cid.wait_for_selector("#game:not([hidden])[data-phase=WAITING_FOR_PLAYERS]")
         quick = str(await cid.get_attribute("#game", "data-table"))
+        assert await cid.text_content("#game-title") == "Quick match"  # a name, not its id
+        info = (await cid.text_content("#game-info") or "").lower()
+        assert info.count("one hand") == 1, info  # not "One hand · one hand"
         await lobby.wait_for_selector(f'#tables tr[data-table="{quick}"]')
         assert "One hand" in (await lobby.text_content(f'#tables tr[data-table="{quick}"]') or "")
         await lobby.fill("#name", "Dee")
@@ -740,6 +869,77 @@ async def test_the_lobby_follows_other_clients_and_quick_match_seats_people_toge
         await cid.wait_for_function(
             "() => document.getElementById('share-text').textContent.includes('1 more player')")
         for page in (lobby, cid, eve):
+            check_page(await state_of(page))
+            assert page.errors == []
+
+
+async def test_a_refused_name_opens_no_table_and_reads_as_its_reason() -> None:
+    """"Play against bots" creates and seats in one request: a name the server keeps for its
+    bots opens no table (ListTables before and after), and the page says why in words."""
+    port = free_port()
+    async with (serving(web_port=port, web_host="127.0.0.1", rule_defaults=TIMING)
+                as (_, stub), browser() as launched):
+        async def tables() -> set[str]:
+            listed = await stub.ListTables(copas_pb2.ListTablesRequest(page_size=100))
+            return {t.table_id for t in listed.tables}
+
+        page = await open_page(launched, f"http://127.0.0.1:{port}/")
+        await page.wait_for_selector("#tables[data-live=true]")
+        await page.wait_for_function(
+            "() => document.getElementById('me').dataset.account")  # signed in as a guest
+        before = await tables()
+        await page.fill("#name", "Bot 7")
+        await page.click("#create")
+        await page.wait_for_function("() => document.getElementById('lobby-error').textContent")
+        error = await page.text_content("#lobby-error") or ""
+        assert "kept for the server's bots" in error, error
+        assert "special characters" not in error and not CODE_WORDS.search(error)
+        assert await page.is_hidden("#game")
+        assert await tables() == before, "a refused name left a table behind"
+        # The same page, with a name it may take: one request opens the table and seats it.
+        await page.fill("#name", "Bea")
+        await page.click("#create")
+        await page.wait_for_selector("#game:not([hidden])[data-phase=PASSING]")
+        table_id = str(await page.get_attribute("#game", "data-table"))
+        assert await tables() - before == {table_id}
+        names = await page.eval_on_selector_all(
+            "#seats li .name > span:first-child", "spans => spans.map(s => s.textContent)")
+        assert sorted(names) == ["Basil", "Bea", "Cleo", "Dario"], names
+        assert page.errors == []
+
+
+# Counts, on each change of the trick, the animations running on the table's cards.
+COUNT_MOVES = """() => {
+  window.__moves = [];
+  new MutationObserver(() => {
+    window.__moves.push(document.getAnimations().filter((a) => {
+      const target = a.effect && a.effect.target;
+      return target && target.closest && !!target.closest("#trick, #hand, #pass-direction");
+    }).length);
+  }).observe(document.getElementById("trick"), { childList: true });
+}"""
+
+
+async def test_played_cards_travel_to_the_trick_unless_motion_is_reduced() -> None:
+    """Two spectators of bots playing at a pace: each card glides from its seat to the
+    trick on a page that allows motion, and nothing moves on one that asks for less."""
+    port = free_port()
+    async with (serving(web_port=port, web_host="127.0.0.1", allow_seed=True,
+                        bot_table_pace=0.0) as (_, stub), browser() as launched):
+        table = await new_table(stub, preset="quick", bots=4, bot_pace_seconds=0.4,
+                                trick_pause_seconds=0.6)  # a hand of about 30 s
+        url = f"http://127.0.0.1:{port}/?watch={table.table_id}"
+        moving = await open_page(launched, url, reduced_motion="no-preference")
+        still = await open_page(launched, url)
+        for page in (moving, still):
+            await page.wait_for_selector("#seats li")
+            await page.evaluate(COUNT_MOVES)
+        for page in (moving, still):
+            await page.wait_for_function("() => window.__moves.length >= 10", timeout=60_000)
+        moves = await moving.evaluate("() => window.__moves")
+        assert sum(1 for m in moves if m) >= 6, moves  # a card in flight on most plays
+        assert not any(await still.evaluate("() => window.__moves"))
+        for page in (moving, still):
             check_page(await state_of(page))
             assert page.errors == []
 
@@ -816,7 +1016,7 @@ async def test_the_moon_choice_dialog_on_a_seeded_deal() -> None:
         check_page(await state_of(page))
         assert await axe_violations(page) == []
         await page.click('#moon button[data-choice="ADD_TO_OTHERS"]')
-        await page.wait_for_selector("#standings:not([hidden]) tbody tr")
+        await page.wait_for_selector("#standings:not([hidden]) #final-standings tbody tr")
         assert await page.text_content("#result-title") == "You won!"
         assert "shot the moon" in (await page.text_content("#standings") or "")
         assert not await page.evaluate("() => document.getElementById('moon').open")
@@ -926,6 +1126,31 @@ async def test_keyboard_only_play_and_a_refusal_in_plain_words() -> None:
                                    metadata=auth(token))).view
         assert follow[0]["card"] in {c.text for c in view.hand}
         assert state["legal"][0] not in {c.text for c in view.hand}
+        assert page.errors == []
+
+
+async def test_the_your_turn_sound_is_off_at_first_and_remembered() -> None:
+    port = free_port()
+    async with (serving(web_port=port, web_host="127.0.0.1", allow_seed=True) as (_, stub),
+                browser() as launched):
+        table = await new_table(stub, preset="quick", bots=3, seed="sound", **SEEDED)
+        page = await open_page(launched, f"http://127.0.0.1:{port}/?join={table.table_id}")
+        await page.fill("#name", "Lou")
+        await page.click("#invite-join")
+        await page.wait_for_function(NEXT_TURN, arg=-1)
+        assert await page.get_attribute("#sound", "aria-pressed") == "false"
+        assert await page.get_attribute("#game", "data-beeps") is None  # our turn, silent
+        await page.click("#sound")  # on: a tone says so
+        assert await page.get_attribute("#sound", "aria-pressed") == "true"
+        assert await page.get_attribute("#game", "data-beeps") == "1"
+        state = await state_of(page)
+        await take_turn(page, state)
+        await page.wait_for_function(NEXT_TURN, arg=state["sequence"])
+        assert int(await page.get_attribute("#game", "data-beeps") or 0) == 2  # the next turn
+        await page.reload()
+        await page.wait_for_selector("#seats li")
+        assert await page.get_attribute("#sound", "aria-pressed") == "true"  # remembered
+        check_page(await state_of(page))
         assert page.errors == []
 
 
@@ -1078,7 +1303,7 @@ async def test_no_accessibility_violations(device: str) -> None:
             await take_turn(page, state, tap=is_phone)
             await page.wait_for_function(NEXT_MOMENT,
                                          arg=[state["sequence"], "summary" not in found])
-        await page.wait_for_selector("#standings:not([hidden]) tbody tr")
+        await page.wait_for_selector("#standings:not([hidden]) #final-standings tbody tr")
         found["game over"] = await axe_violations(page)
         assert {"trick", "game over"} <= set(found) and ("summary" in found or is_phone)
         assert not serious(found), serious(found)

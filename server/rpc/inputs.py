@@ -59,5 +59,5 @@ def display_name(value: str, limit: int, *, required: bool) -> str:
                          for c in name)):
         raise ServiceError.invalid("display_name must show something", "INVALID_NAME")
     if required and _BOT_NAME.fullmatch(name):
-        raise ServiceError.invalid("names like 'Bot 2' are the server's bots'", "INVALID_NAME")
+        raise ServiceError.invalid("names like 'Bot 2' are the server's bots'", "NAME_RESERVED")
     return name

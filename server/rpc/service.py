@@ -103,22 +103,52 @@ class CopasService(copas_pb2_grpc.CopasServiceServicer):
         inputs.check_length("bot_policy", request.bot_policy, inputs.PRESET_MAX,
                             "INVALID_BOT_POLICY")
         inputs.check_length("rating", request.rating, inputs.PRESET_MAX, "INVALID_RATING_RULE")
-        request_id = _request_id(request)
+        is_seating = request.HasField("player_display_name")
+        # A request that seats its caller has a secret id, as a JoinTable's: it gets the token.
+        request_id = _request_id(request, JOIN_REQUEST_ID_MIN if is_seating else 0,
+                                 is_secret=is_seating)
         name = inputs.display_name(request.display_name, inputs.TABLE_NAME_MAX, required=False)
+        # The person's name is checked before any table is made: a refusal leaves none.
+        person, account_id = await self._person(request.player_display_name) \
+            if is_seating else ("", "")
         overrides = codec.rules_overrides(request.rules)
         seed = request.seed if request.HasField("seed") else None
+        bot_pace = request.rules.bot_pace_seconds \
+            if request.rules.HasField("bot_pace_seconds") else None
         table = self.registry.create(
             preset=request.preset, overrides=overrides, bot_seats=request.bot_seats, name=name,
             seed=seed, request_id=request_id, bot_policy=request.bot_policy,
-            rating=request.rating,
+            rating=request.rating, bot_pace=bot_pace,
             creator=caller().peer,
             fingerprint=fingerprint("CreateTable", request.preset or "online", overrides,
                                     request.bot_seats, name, seed, request.bot_policy,
-                                    *([request.rating] if request.rating else []))
+                                    *([request.rating] if request.rating else []),
+                                    *([bot_pace] if bot_pace is not None else []),
+                                    *(["seat", person, account_id] if is_seating else []))
             if request_id else "")
         structlog.contextvars.bind_contextvars(table_id=table.id)
-        await self.delivery.committed(table)
-        return copas_pb2.CreateTableResponse(table=table.summary())
+        seat, token = 0, ""
+        if is_seating:
+            seat, token = self._seat_creator(table.id, person, account_id, request_id)
+        await self.delivery.committed(table)  # the table, and its seat, durable first
+        return copas_pb2.CreateTableResponse(table=table.summary(), seat=seat,
+                                             player_token=token)
+
+    def _seat_creator(self, table_id: str, name: str, account_id: str, request_id: str
+                      ) -> tuple[int, str]:
+        """The creator's seat at the table just made (a retry: the same seat and token); a
+        refusal (the server full of people) takes the table back, so none is left behind."""
+        try:
+            _, seat, token = self.registry.join(
+                table_id, name, None, request_id,
+                fingerprint("JoinTable", table_id, "", None, name, None,
+                            *([account_id] if account_id else [])) if request_id else "",
+                account_id=account_id, address=caller().peer)
+        except ServiceError as error:
+            self.registry.release(table_id, error)
+            raise
+        structlog.contextvars.bind_contextvars(seat=seat)
+        return seat, token
 
     async def ListTables(self, request: copas_pb2.ListTablesRequest, context: Context
                          ) -> copas_pb2.ListTablesResponse:
@@ -141,6 +171,19 @@ class CopasService(copas_pb2_grpc.CopasServiceServicer):
         await self.delivery.committed(table)
         return copas_pb2.GetTableResponse(table=summary)
 
+    async def _person(self, display_name: str) -> tuple[str, str]:
+        """The name and account id a seat is taken under: the signed-in caller's account
+        (its name unless ``display_name`` gives one), else ``display_name``, required.
+
+        :raises ServiceError: INVALID_ARGUMENT INVALID_NAME or NAME_RESERVED."""
+        found = caller()
+        account = await self.accounts.authenticate_digest(found.token_hash) \
+            if found.has_access_token and found.token_hash is not None else None
+        name = inputs.display_name(display_name, inputs.PLAYER_NAME_MAX,
+                                   required=account is None) or \
+            (account.display_name if account is not None else "")
+        return name, account.id if account is not None else ""
+
     async def JoinTable(self, request: copas_pb2.JoinTableRequest, context: Context
                         ) -> copas_pb2.JoinTableResponse:
         table_id = _table_id(request)
@@ -149,15 +192,9 @@ class CopasService(copas_pb2_grpc.CopasServiceServicer):
             raise ServiceError.invalid("table_id (or preset, for a quick match) is required",
                                        "MISSING_TABLE_ID")
         inputs.check_length("preset", request.preset, inputs.PRESET_MAX, "INVALID_RULES")
-        found = caller()
-        account = await self.accounts.authenticate_digest(found.token_hash) \
-            if found.has_access_token and found.token_hash is not None else None
-        name = inputs.display_name(request.display_name, inputs.PLAYER_NAME_MAX,
-                                   required=account is None) or \
-            (account.display_name if account is not None else "")
+        name, account_id = await self._person(request.display_name)
         seat_asked = request.seat if request.HasField("seat") else None
         players = request.players if request.HasField("players") else None
-        account_id = account.id if account is not None else ""
         table, seat, token = self.registry.join(
             table_id, name, seat_asked, request_id,
             fingerprint("JoinTable", table_id, request.preset, players, name, seat_asked,

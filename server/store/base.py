@@ -92,6 +92,8 @@ class TableMeta:
     is_quick: bool = False
     """A quick match could have opened it (the preset's rules and the server's defaults, no
     bots): its seats are reservations, and one client holds one of them."""
+    bot_pace: float = 0.0
+    """Seconds its bots wait before they act (the server's, never in its log)."""
 
     def to_json(self) -> str:
         return json.dumps({
@@ -99,7 +101,8 @@ class TableMeta:
             "seed": self.seed, "bots": self.bot_seats, "order": self.order,
             "rk": self.request_key, "fp": self.fingerprint, "bot_policy": self.bot_policy,
             **({"rating": self.rating} if self.rating != "people" else {}),
-            **({"quick": True} if self.is_quick else {})})
+            **({"quick": True} if self.is_quick else {}),
+            **({"bot_pace": self.bot_pace} if self.bot_pace else {})})
 
     @classmethod
     def from_json(cls, text: str) -> TableMeta:
@@ -114,8 +117,8 @@ class TableMeta:
                        int(data["bots"]), int(data.get("order", 0) or 0),
                        str(data.get("rk", "")), str(data.get("fp", "")),
                        str(data.get("bot_policy", "auto")), str(data.get("rating", "people")),
-                       data.get("quick") is True)
-        except (KeyError, TypeError, RulesError) as exc:
+                       data.get("quick") is True, float(data.get("bot_pace", 0.0) or 0.0))
+        except (KeyError, TypeError, ValueError, RulesError) as exc:
             raise ValueError(f"unreadable table meta: {exc!r}") from None
 
 

@@ -16,7 +16,7 @@ from typing import Any, Protocol
 import structlog
 
 import ai
-from engine import Action, EngineError, Game
+from engine import Action, EngineError, Game, Phase
 from server.observability import Metrics
 from server.tables.seats import Seats
 from server.tables.timers import TableTimers, TimerKind
@@ -100,9 +100,14 @@ class BotTable(Protocol):
     def log(self) -> Any: ...
 
 
+PASS_PACE = 1.5  # a bot's pass takes this many times its pace (three cards to choose)
+
+
 class BotTurns:
     """The bots of one table. Each move is a step of its own on the loop (``as_step`` makes
-    one), ``pace`` seconds after the last; the bot decides here (the automatic choice) or in
+    one), ``pace`` seconds after the last (a pass: ``PASS_PACE`` times as long), on the
+    table's timers: a person's clock runs on its own, the log never holds the pace, and the
+    table's closing cancels it; the bot decides here (the automatic choice) or in
     the pool while the table goes on (a leave, a timeout), and ``play`` applies its move in
     the step. A decision is applied only if the table is still where the bot began to think;
     else, if a bot is still to act, it thinks again."""
@@ -121,7 +126,10 @@ class BotTurns:
         """The next bot move, instead of a pending one or a decision being thought (none
         while the table replays its log)."""
         if not self._table.is_replaying:
-            self._timers.arm(TimerKind.BOT, self._pace, self._as_step(self._move))
+            game = self._table.game
+            is_pass = game is not None and game.phase is Phase.PASSING
+            self._timers.arm(TimerKind.BOT, self._pace * (PASS_PACE if is_pass else 1.0),
+                             self._as_step(self._move))
 
     @property
     def is_pending(self) -> bool:

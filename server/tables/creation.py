@@ -21,6 +21,10 @@ class NewTable:
     bot_seats: int
     bot_policy: str
     rating: str = "people"
+    bot_pace: float = 0.0
+
+
+MAX_BOT_PACE = 10.0  # seconds: the slowest bot a table may ask for
 
 
 RATING_RULES = ("people", "with_bots", "off")  # CreateTableRequest.rating
@@ -28,9 +32,11 @@ RATING_RULES = ("people", "with_bots", "off")  # CreateTableRequest.rating
 
 def check_new_table(settings: RegistrySettings, *, preset: str, overrides: RuleOverrides,
                     bot_seats: int, bot_policy: str, has_seed: bool,
-                    rating: str = "") -> NewTable:
-    """:raises ServiceError: INVALID_ARGUMENT for rules, bots or a policy this server does not
-    take; PERMISSION_DENIED for a seed where none is allowed."""
+                    rating: str = "", bot_pace: float | None = None) -> NewTable:
+    """``bot_pace`` None: the server's --bot-pace where a person may sit, else 0.
+
+    :raises ServiceError: INVALID_ARGUMENT for rules, bots, a policy or a pace this server
+        does not take; PERMISSION_DENIED for a seed where none is allowed."""
     preset = preset or "online"
     try:
         rules = Rules.preset(preset, **{**settings.rule_defaults, **overrides})
@@ -61,4 +67,9 @@ def check_new_table(settings: RegistrySettings, *, preset: str, overrides: RuleO
     if rating not in RATING_RULES:
         raise ServiceError.invalid(f"rating must be one of {', '.join(RATING_RULES)}",
                                    "INVALID_RATING_RULE")
-    return NewTable(preset, rules, bot_seats, bot_policy, rating)
+    if bot_pace is None:
+        bot_pace = settings.bot_pace if bot_seats < rules.players else 0.0
+    if not 0.0 <= bot_pace <= MAX_BOT_PACE:  # NaN too
+        raise ServiceError.invalid(f"bot_pace_seconds must be 0..{MAX_BOT_PACE:g}",
+                                   "INVALID_RULES")
+    return NewTable(preset, rules, bot_seats, bot_policy, rating, bot_pace)

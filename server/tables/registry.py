@@ -43,6 +43,7 @@ from server.tables.table import JOIN_SCOPE, Table
 
 log = structlog.get_logger("copas.registry")
 
+QUICK_MATCH_NAME = "Quick match"  # a quick match's table (a name, not its raw id)
 CREATE_MEMORY = 10_000  # CreateTable request_ids remembered
 
 
@@ -162,7 +163,7 @@ class TableRegistry:
     def create(self, *, preset: str, overrides: RuleOverrides, bot_seats: int, name: str,
                seed: str | None, request_id: str = "", fingerprint: str = "",
                bot_policy: str = "", rating: str = "", creator: str = "",
-               is_server_seed: bool = False) -> Table:
+               is_server_seed: bool = False, bot_pace: float | None = None) -> Table:
         """A new table (or, for a retried request_id, the table it created); ``creator``,
         the address asking, may have at most --max-tables-per-address unfinished. One a quick
         match could have opened (no seed given) is a quick-match table (``TableMeta.is_quick``);
@@ -191,7 +192,7 @@ class TableRegistry:
         new = check_new_table(self.settings, preset=preset, overrides=overrides,
                               bot_seats=bot_seats, bot_policy=bot_policy,
                               has_seed=seed is not None and not is_server_seed,
-                              rating=rating)
+                              rating=rating, bot_pace=bot_pace)
         if new.bot_seats == new.rules.players \
                 and self.bot_tables >= self.settings.max_bot_tables:
             raise ServiceError.exhausted(
@@ -202,7 +203,7 @@ class TableRegistry:
                          seed=seed if seed is not None else secrets.randbits(64),
                          bot_seats=new.bot_seats, order=next(self._order), request_key=key,
                          fingerprint=fingerprint, bot_policy=new.bot_policy,
-                         rating=new.rating,
+                         rating=new.rating, bot_pace=new.bot_pace,
                          is_quick=seed is None and self._is_quick_match(new.preset, new.rules,
                                                                         new.bot_seats))
         created = self.scheduler.now()
@@ -405,8 +406,8 @@ class TableRegistry:
                         account_id and any(s.account_id == account_id for s in table.seats)):
                 return table
         overrides: RuleOverrides = {"players": players} if players is not None else {}
-        return self.create(preset=preset, overrides=overrides, bot_seats=0, name="", seed=None,
-                           creator=creator)
+        return self.create(preset=preset, overrides=overrides, bot_seats=0,
+                           name=QUICK_MATCH_NAME, seed=None, creator=creator)
 
     def _is_quick_match(self, preset: str, rules: Rules, bot_seats: int) -> bool:
         """A table of a quick match's rules (its preset's and this server's defaults, no

@@ -64,6 +64,11 @@ class Seat:
         self.requests: Bounded[str, Remembered] = Bounded(REQUEST_MEMORY)
 
 
+# The bots' names, by seat: names people give (a person may not take "Bot 2", the server's
+# old names, still kept for bots; SeatSummary.is_bot says who is one).
+BOT_NAMES = ("Ada", "Basil", "Cleo", "Dario", "Esme")
+
+
 class Seats(Sequence[Seat]):
     """The seats of one table, by number; the last ``bot_seats`` are the bots'. A slot is
     taken from ``slots`` when a person sits and given back exactly once."""
@@ -71,7 +76,7 @@ class Seats(Sequence[Seat]):
     def __init__(self, players: int, bot_seats: int, slots: Slots) -> None:
         self._seats = [Seat(i) for i in range(players)]
         for seat in self._seats[players - bot_seats:]:
-            seat.is_taken, seat.is_bot, seat.name = True, True, f"Bot {seat.number + 1}"
+            seat.is_taken, seat.is_bot, seat.name = True, True, BOT_NAMES[seat.number]
         self._slots = slots
         self._joins: dict[str, tuple[Remembered, str]] = {}  # key -> (seat, sealed token)
 

@@ -87,10 +87,10 @@ class Table:
         self.seed = meta.seed
         self.order = meta.order
         self.bot_seats = meta.bot_seats
-        self.bot_policy, self.rating = meta.bot_policy, meta.rating
-        self.request_key = meta.request_key  # the CreateTable request that made it, if any
-        self.fingerprint = meta.fingerprint
+        self.bot_policy, self.rating, self.bot_pace = meta.bot_policy, meta.rating, meta.bot_pace
+        self.request_key, self.fingerprint = meta.request_key, meta.fingerprint  # its creation
         self.rules_pb = codec.rules_to_pb(self.rules)
+        self.rules_pb.bot_pace_seconds = self.bot_pace
         self.view_cache = views.ViewCache(self.rules_pb)
         self.seats = Seats(self.rules.players, self.bot_seats, host)
         self.has_people = self.bot_seats < self.rules.players
@@ -110,7 +110,8 @@ class Table:
         self._presence = Presence(scheduler, settings.presence_interval, self._events,
                                   self.is_connected, self._timer_step)
         self._bots = BotTurns(self, self._timers, thinker,
-                              0.0 if self.has_people else settings.bot_table_pace,
+                              self.bot_pace if self.has_people
+                              else max(self.bot_pace, settings.bot_table_pace),
                               self._play_bot, self._timer_step)
         self.finished_at: float | None = None
         self.is_replaying = False

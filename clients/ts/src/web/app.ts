@@ -24,8 +24,9 @@ import {
 import { AccountSession, isOver, mustAct, refusal, sameCard, tableEvents } from "../copas.js";
 import { startChampionships } from "./championships.js";
 import { $, element } from "./dom.js";
+import { startSound } from "./sound.js";
 import { type Actions, type Session, type Setup, state } from "./state.js";
-import { onHandKey, render as drawTable, tick } from "./table.js";
+import { finalSummaryEnded, onHandKey, render as drawTable, startLookBack, tick } from "./table.js";
 import { CLOCKS, ordinal, PRESET_MOON, presetName, refusalWords } from "./words.js";
 
 const transport = createConnectTransport({ baseUrl: location.origin, useBinaryFormat: true });
@@ -79,6 +80,7 @@ function notePublic(event: TableEvent): void {
     if (points.length) state.taken.set(kind.value.winner, [...(state.taken.get(kind.value.winner) ?? []), ...points]);
   } else if (kind.case === "handScored") {
     state.lastHand = kind.value;
+    state.hands.set(kind.value.handNumber, kind.value);
   }
 }
 
@@ -88,6 +90,11 @@ function onEvent(event: TableEvent): void {
     for (const missed of event.kind.value.missedEvents) notePublic(missed);
   } else {
     notePublic(event);
+    // Seen live, the game's end shows the last hand's summary first, for a hand's pause.
+    const pause = event.view?.rules?.handPauseSeconds ?? 0;
+    if (event.kind.case === "gameOver" && state.lastHand && pause > 0) {
+      state.finalSummaryUntil = performance.now() + pause * 1000;
+    }
   }
   const view = event.view;
   if (!view) return;
@@ -142,8 +149,8 @@ function enterTable(session: Session, table?: TableSummary): void {
   state.watching?.abort();
   stopLobby();
   Object.assign(state, {
-    session, view: undefined, sequence: 0n, lastHand: undefined, chosen: [], taken: new Map(),
-    takenHand: -1, hint: "", error: "", errorReason: "",
+    session, view: undefined, sequence: 0n, lastHand: undefined, hands: new Map(), chosen: [],
+    taken: new Map(), takenHand: -1, hint: "", error: "", errorReason: "", finalSummaryUntil: undefined,
   });
   summary = table;
   if (session.token) sessionStorage.setItem(SESSION_KEY, JSON.stringify(session));
@@ -349,10 +356,16 @@ function showLobbyError(text: string): void {
   $("lobby-error").textContent = text;
 }
 
-function playerName(): string {
-  const name = $<HTMLInputElement>("name").value.trim() || "Player";
-  localStorage.setItem(NAME_KEY, name);
+/** The name typed, kept for the next visit; empty when none is (the account's then). */
+function typedName(): string {
+  const name = $<HTMLInputElement>("name").value.trim();
+  if (name) localStorage.setItem(NAME_KEY, name);
   return name;
+}
+
+/** The name a seat is taken under: the one typed, else the account's, else "Player". */
+function playerName(): string {
+  return typedName() || account.account?.displayName || "Player";
 }
 
 async function joinTable(tableId: string, table?: TableSummary): Promise<void> {
@@ -382,28 +395,35 @@ const MOON_VALUE: Record<string, MoonRule> = {
   off: MoonRule.DISABLED,
 };
 
-/** Opens a table as ``setup`` says (bots in the seats no friend takes) and sits at it. */
+/** Opens a table as ``setup`` says (bots in the seats no friend takes) and sits at it, in
+ * one request: a name the server refuses leaves no table behind. */
 async function openTable(setup: Setup, button?: HTMLButtonElement): Promise<void> {
   if (button) button.disabled = true;
   showLobbyError("");
   try {
     const clock = CLOCKS[setup.clock] ?? CLOCKS.standard!;
-    const { table } = await client.createTable({
-      preset: setup.preset,
-      botSeats: 3 - setup.friends,
-      // Games against the page's bots count too: each bot an opponent of a fixed rating.
-      rating: "with_bots",
-      displayName: `${playerName()}'s table`.slice(0, 64),
-      requestId: requestId(),
-      rules: {
-        moon: MOON_VALUE[setup.moon] ?? MoonRule.UNSPECIFIED,
-        playTimeoutSeconds: clock.play,
-        passTimeoutSeconds: clock.pass,
-        moonTimeoutSeconds: clock.moon,
-      },
-    });
+    const made = await asAccount((headers, playerDisplayName) =>
+      client.createTable(
+        {
+          preset: setup.preset,
+          botSeats: 3 - setup.friends,
+          // Games against the page's bots count too: each bot an opponent of a fixed rating.
+          rating: "with_bots",
+          displayName: `${playerName()}'s table`.slice(0, 64),
+          playerDisplayName,
+          requestId: requestId(),
+          rules: {
+            moon: MOON_VALUE[setup.moon] ?? MoonRule.UNSPECIFIED,
+            playTimeoutSeconds: clock.play,
+            passTimeoutSeconds: clock.pass,
+            moonTimeoutSeconds: clock.moon,
+          },
+        },
+        { headers },
+      ),
+    );
     state.lastSetup = setup;
-    if (table) await joinTable(table.tableId, table);
+    if (made.table) enterTable({ tableId: made.table.tableId, token: made.playerToken, seat: made.seat }, made.table);
   } catch (error) {
     showLobbyError(`Could not open a table. ${refusalWords(refusal(error))}`);
   } finally {
@@ -479,9 +499,10 @@ let aroundMe = false;
 /** The access token's headers and the seat's name: the account's (renamed first when the
  * name field says otherwise), or, without an account, the name typed. */
 async function asAccount<T>(join: (headers: Record<string, string>, displayName: string) => Promise<T>): Promise<T> {
-  const typed = playerName();
-  if (!(await signedIn)) return join({}, typed);
-  if (account.account && account.account.displayName !== typed) await rename(typed);
+  const typed = typedName();
+  if (!(await signedIn)) return join({}, typed || "Player");
+  // An empty field keeps the account's own name ("Players who come back").
+  if (typed && account.account && account.account.displayName !== typed) await rename(typed);
   const joined = await account.call((headers) => join(headers, ""));
   void showProfile();
   return joined;
@@ -661,6 +682,8 @@ function start(): void {
     if (id) enterTable({ tableId: id });
   });
   $("pass-button").addEventListener("click", onPass);
+  startLookBack();
+  startSound();
   $("hand").addEventListener("keydown", onHandKey);
   $("back").addEventListener("click", toLobby);
   $("copy-link").addEventListener("click", () => {
@@ -677,7 +700,10 @@ function start(): void {
       toLobby();
     });
   });
-  setInterval(tick, 250);
+  setInterval(() => {
+    if (finalSummaryEnded()) render(); // the last hand's summary gives way to the standings
+    tick();
+  }, 250);
   const saved = sessionStorage.getItem(SESSION_KEY);
   const resumed = saved ? (JSON.parse(saved) as Session) : undefined;
   const params = new URLSearchParams(location.search);

@@ -26,6 +26,11 @@ export const state = {
   view: undefined as TableView | undefined,
   sequence: 0n,
   lastHand: undefined as HandScored | undefined,
+  /** Every hand's score seen (HandScored events, public), by hand number: the score sheet. */
+  hands: new Map<number, HandScored>(),
+  /** performance.now() until which the game's last hand shows its summary, before the
+   * standings (the game ends without a hand pause); undefined once it is over. */
+  finalSummaryUntil: undefined as number | undefined,
   /** Point cards taken this hand, per seat, from the TrickWon events (public). */
   taken: new Map<number, Card[]>(),
   /** The hand `taken` is about; -1 when not known (then it is not shown). */

@@ -8,6 +8,7 @@ import { MoonChoice, PassDirection, Phase, type TableSummary, type TableView, ty
 import { isOver, mustAct, sameCard } from "../copas.js";
 import { $, element, redraw } from "./dom.js";
 import { isLegal, whyNot } from "./hints.js";
+import { onTurn } from "./sound.js";
 import { type Actions, state } from "./state.js";
 import {
   cardName,
@@ -86,9 +87,24 @@ function limitSeconds(view: TableView): number {
   return rules.playTimeoutSeconds;
 }
 
+/** A hand's summary is on the table: during the pause after it, or, for the game's last
+ * hand (no pause follows it), for a hand's pause before the standings. */
 function isHandPause(view: TableView): boolean {
   const hand = state.lastHand;
-  return !!view.pausedUntil && !!hand && hand.handNumber === view.handNumber - 1 && !isOver(view);
+  if (!hand) return false;
+  if (isOver(view)) return isFinalSummary();
+  return !!view.pausedUntil && hand.handNumber === view.handNumber - 1;
+}
+
+function isFinalSummary(): boolean {
+  return state.finalSummaryUntil !== undefined && performance.now() < state.finalSummaryUntil;
+}
+
+/** The last hand's summary has had its time (once): the standings may be drawn. */
+export function finalSummaryEnded(): boolean {
+  if (state.finalSummaryUntil === undefined || performance.now() < state.finalSummaryUntil) return false;
+  state.finalSummaryUntil = undefined;
+  return true;
 }
 
 /** The taken cards are shown only when they add up to every seat's public hand points. */
@@ -121,13 +137,17 @@ export function render(actions: Actions, summary: TableSummary | undefined): voi
   }
   $("felt").dataset.players = String(view.players.length);
   $("felt").dataset.phase = Phase[view.phase];
+  const was = whereCardsWere();
   renderSeats(view);
   renderCenter(view);
   renderHand(view, actions);
+  moveCards(view, was);
   renderStatus(view);
   renderMoon(view, actions);
   renderHandScore(view);
   renderStandings(view, actions);
+  renderLookBack(view);
+  onTurn(mustAct(view) && !state.isBusy);
   const isSeated = !!state.session?.token && !isOver(view);
   $("leave").hidden = !isSeated;
   // A seated player leaves with "Leave the table"; the game-over screen has its own way out.
@@ -139,9 +159,11 @@ function renderHeader(view: TableView | undefined, summary: TableSummary | undef
   const watching = state.session?.token ? "" : "Watching: ";
   $("game-title").textContent = watching + (summary?.displayName || "Open table");
   const rules = view?.rules ?? summary?.rules;
+  const preset = presetName(summary?.preset ?? "");
+  const length = lengthName(rules);
   const parts = [
-    presetName(summary?.preset ?? ""),
-    lengthName(rules),
+    preset,
+    length.toLowerCase() === preset.toLowerCase() ? "" : length, // not "One hand · one hand"
     rules ? MOON_RULE_NAME[rules.moon] ?? "" : "",
     clockName(rules),
   ];
@@ -202,28 +224,32 @@ function renderSeats(view: TableView): void {
       if (!isWaiting) {
         const numbers = element("div", "", { class: "numbers" });
         const hand = element("span", "", { class: "stat", "data-hand-points": String(player.handPoints) });
-        hand.append(element("span", "hand", { class: "label" }), ` ${player.handPoints}`);
+        // Each number in a box as wide as its most digits: a line wraps the same whatever they say.
+        hand.append(element("span", "hand", { class: "label" }), " ", element("span", String(player.handPoints), { class: "value two" }));
         const total = element("span", "", { class: "stat", "data-total": String(player.total) });
-        total.append(element("span", "total", { class: "label" }), ` ${player.total}`);
+        total.append(element("span", "total", { class: "label" }), " ", element("span", String(player.total), { class: "value three" }));
         const count = element("span", "", { class: "stat count", "data-card-count": String(player.cardCount) });
-        count.append(element("span", "cards", { class: "label" }), ` ${player.cardCount}`);
+        count.append(element("span", "cards", { class: "label" }), " ", element("span", String(player.cardCount), { class: "value two" }));
         numbers.append(hand, total, count);
         item.append(numbers);
       }
+      // Every line keeps its place, empty or not: nothing below moves as the turn goes round.
       const took = known ? state.taken.get(seat) ?? [] : [];
-      if (took.length) item.append(takenLine(took));
-      const now = doing(view, seat);
-      if (now) item.append(element("div", now, { class: "doing" }));
-      if (isToAct && view.deadline) {
-        const clock = element("div", "", { class: "clock", "aria-hidden": "true" });
+      if (!isWaiting) item.append(takenLine(took));
+      item.append(element("div", doing(view, seat), { class: "doing" }));
+      if (!isWaiting) {
+        const hasClock = isToAct && !!view.deadline;
+        const clock = element("div", "", { class: hasClock ? "clock" : "clock off", "aria-hidden": "true" });
         clock.append(element("div", "", { class: "fill" }));
         item.append(clock);
       }
+      let note = "";
       if (seat === target && view.seat !== undefined) {
         item.dataset.receives = "true";
-        item.append(element("div", `gets your pass ${ARROW[pos] ?? ""}`, { class: "pass-note" }));
+        note = `gets your pass ${ARROW[pos] ?? ""}`;
       }
-      if (seat === source) item.append(element("div", "passed to you", { class: "pass-note" }));
+      if (seat === source) note = "passed to you";
+      if (!isWaiting) item.append(element("div", note, { class: "pass-note" })); // empty, it keeps its line
       return item;
     }),
   );
@@ -232,6 +258,7 @@ function renderSeats(view: TableView): void {
 /** The point cards a seat took this hand: the Q♠ and its hearts, in rank order. */
 function takenLine(cards: Card[]): HTMLElement {
   const box = element("div", "", { class: "took" });
+  if (!cards.length) return box;
   const queen = cards.find((c) => c.text === "QS");
   const hearts = cards.filter((c) => c !== queen).sort((a, b) => a.rank - b.rank);
   box.append(element("span", "took", { class: "label" }));
@@ -322,13 +349,14 @@ function renderCenter(view: TableView): void {
     if (view.trickNumber === 0 && view.passDirection === PassDirection.HOLD) text += " · no passing this hand";
   }
   note.textContent = text;
-  note.hidden = !isPlaying || !text;
+  note.hidden = !isPlaying; // empty, it keeps its line
 
   // The pass: an arrow to whoever gets your three cards.
   const pass = $("pass-direction");
   const direction = DIRECTION_WORD[view.passDirection] ?? "hold";
   pass.dataset.direction = direction;
   pass.hidden = !isPassing;
+  if (!isPassing) pass.replaceChildren(); // out of sight, it keeps no card
   if (isPassing) {
     const seat = view.seat;
     const target = seat === undefined ? undefined : passPartner(view, seat, "towards");
@@ -532,8 +560,8 @@ interface Row {
 }
 
 /** A table whose first cell in each row names the row. */
-function scoreTable(caption: string, headings: string[], rows: Row[]): HTMLTableElement {
-  const table = element("table");
+function scoreTable(caption: string, headings: string[], rows: Row[], id = ""): HTMLTableElement {
+  const table = element("table", "", id ? { id } : {});
   table.append(element("caption", caption, { class: "visually-hidden" }));
   const head = element("tr");
   head.append(...headings.map((h) => element("th", h, { scope: "col" })));
@@ -594,10 +622,10 @@ export function resultTitle(view: TableView): string {
 
 function renderStandings(view: TableView, actions: Actions): void {
   const box = $("standings");
-  box.hidden = !isOver(view);
+  box.hidden = !isOver(view) || isFinalSummary();
   if (box.hidden) return;
   const key = view.standings.map((s) => `${s.seat}/${s.place}/${s.total}`).join(",");
-  redraw(box, `${view.tableId}:${state.lastHand?.handNumber}:${key}`, () => {
+  redraw(box, `${view.tableId}:${state.lastHand?.handNumber}:${state.hands.size}:${key}`, () => {
     const mine = view.standings.find((s) => s.seat === view.seat);
     const heading = element("h3", resultTitle(view), { id: "result-title" });
     if (mine?.place === 1 && !mine.hasLeft) heading.classList.add("won");
@@ -631,10 +659,187 @@ function renderStandings(view: TableView, actions: Actions): void {
       heading,
       element("p", END_REASON[view.endReason] ?? "", { class: "end-reason" }),
       ...moon,
-      scoreTable("Final standings", ["Place", "Player", "Total"], places),
+      scoreTable("Final standings", ["Place", "Player", "Total"], places, "final-standings"),
+      ...(state.hands.size ? [element("h4", "Score sheet", { class: "sheet-title" }), scoreSheet(view, "final-sheet")] : []),
       buttons,
     ];
   });
+}
+
+// ------------------------------------------------------------------ cards that move
+
+interface CardsBefore {
+  hasView: boolean;
+  hand: Map<string, DOMRect>; // where each card of the hand was
+  trick: Set<string>; // the cards the trick showed
+  passed: Set<string>;
+}
+
+let lastDrawnTable = "";
+
+function cardsIn(selector: string): Set<string> {
+  return new Set(Array.from(document.querySelectorAll<HTMLElement>(`${selector} [data-card]`), (e) => e.dataset.card ?? ""));
+}
+
+/** Before a redraw: where the cards were (the hand's buttons are about to be replaced). */
+function whereCardsWere(): CardsBefore {
+  const table = state.view?.tableId ?? "";
+  const hasView = lastDrawnTable === table && table !== "";
+  lastDrawnTable = table;
+  const hand = new Map<string, DOMRect>();
+  for (const b of document.querySelectorAll<HTMLElement>("#hand button[data-card]")) {
+    hand.set(b.dataset.card ?? "", b.getBoundingClientRect());
+  }
+  return { hasView, hand, trick: cardsIn("#trick"), passed: cardsIn("#pass-direction") };
+}
+
+function isMotionReduced(): boolean {
+  return matchMedia("(prefers-reduced-motion: reduce)").matches;
+}
+
+/** ``element`` glides from ``from`` to where it is now (transforms only: nothing reflows). */
+function glide(element: HTMLElement, from: DOMRect | undefined, ms = 380): void {
+  if (!from) return;
+  const to = element.getBoundingClientRect();
+  const dx = from.left + from.width / 2 - (to.left + to.width / 2);
+  const dy = from.top + from.height / 2 - (to.top + to.height / 2);
+  if (Math.abs(dx) < 1 && Math.abs(dy) < 1) return;
+  element.animate(
+    [
+      { transform: `translate(${dx.toFixed(1)}px, ${dy.toFixed(1)}px) scale(0.7)`, opacity: 0.4 },
+      { transform: "none", opacity: 1 },
+    ],
+    { duration: ms, easing: "cubic-bezier(0.2, 0.7, 0.3, 1)" },
+  );
+}
+
+function seatBox(seat: number | undefined): DOMRect | undefined {
+  if (seat === undefined) return undefined;
+  return document.querySelector(`#seats li[data-seat="${seat}"]`)?.getBoundingClientRect();
+}
+
+/** After a redraw: a card played travels from its seat (yours from your hand) to the trick;
+ * a pass leaves your hand for the pass's place; the cards passed to you come from their
+ * giver's seat. Nothing moves for whoever asked for reduced motion. */
+function moveCards(view: TableView, was: CardsBefore): void {
+  if (!was.hasView || isMotionReduced()) return;
+  for (const spot of document.querySelectorAll<HTMLElement>("#trick .played")) {
+    const text = spot.querySelector<HTMLElement>("[data-card]")?.dataset.card ?? "";
+    if (!text || was.trick.has(text)) continue;
+    glide(spot, was.hand.get(text) ?? seatBox(Number(spot.dataset.seat)));
+  }
+  for (const card of document.querySelectorAll<HTMLElement>("#pass-direction [data-card]")) {
+    const text = card.dataset.card ?? "";
+    if (!was.passed.has(text)) glide(card, was.hand.get(text));
+  }
+  if (was.hand.size && view.seat !== undefined) {
+    const giver = seatBox(passPartner(view, view.seat, "from"));
+    for (const button of document.querySelectorAll<HTMLElement>("#hand button[data-received=true]")) {
+      if (!was.hand.has(button.dataset.card ?? "")) glide(button, giver, 520);
+    }
+  }
+}
+
+// ------------------------------------------------------------------ looking back
+
+/** Every hand's points per seat (a moon marked 🌙 on its shooter), then the totals. */
+export function scoreSheet(view: TableView, id: string): HTMLTableElement {
+  const hands = [...state.hands.values()].sort((a, b) => a.handNumber - b.handNumber);
+  const table = element("table", "", { id, class: "sheet" });
+  table.append(element("caption", "Every hand's points", { class: "visually-hidden" }));
+  const head = element("tr");
+  head.append(element("th", "Hand", { scope: "col" }));
+  for (const player of view.players) {
+    const name = seatName(view, player.seat) + (player.seat === view.seat ? " (you)" : "");
+    head.append(element("th", name, { scope: "col", "data-seat": String(player.seat) }));
+  }
+  const thead = element("thead");
+  thead.append(head);
+  const body = element("tbody");
+  for (const hand of hands) {
+    const row = element("tr", "", { "data-hand": String(hand.handNumber) });
+    row.append(element("th", `Hand ${hand.handNumber + 1}`, { scope: "row" }));
+    view.players.forEach((player) => {
+      const points = hand.points[player.seat] ?? 0;
+      const isShooter = hand.moonShooter === player.seat;
+      const cell = element("td", `${points}${isShooter ? " 🌙" : ""}`, {
+        "data-seat": String(player.seat),
+        "data-points": String(points),
+      });
+      if (isShooter) {
+        cell.dataset.moon = "true";
+        cell.title = "shot the moon";
+      }
+      row.append(cell);
+    });
+    body.append(row);
+  }
+  const totals = element("tr", "", { class: "totals" });
+  totals.append(element("th", "Total", { scope: "row" }));
+  for (const player of view.players) {
+    totals.append(element("td", String(player.total), { "data-seat": String(player.seat), "data-total": String(player.total) }));
+  }
+  body.append(totals);
+  table.append(thead, body);
+  return table;
+}
+
+/** The last trick: each card by who played it, and who took it. */
+function lastTrickNodes(view: TableView): Node[] {
+  const cards = view.lastTrick?.cards ?? [];
+  if (!cards.length) return [element("p", "No trick has been taken yet this hand.")];
+  const list = element("ol", "", { class: "last-trick-cards" });
+  for (const played of cards) {
+    const item = element("li", "", { "data-seat": String(played.seat) });
+    if (played.card) item.append(cardFace(played.card));
+    item.append(element("span", you(view, played.seat), { class: "by" }));
+    list.append(item);
+  }
+  const winner = view.lastTrickWinner;
+  const points = cards.reduce((sum, c) => sum + (c.card ? cardPoints(c.card) : 0), 0);
+  const who = winner === undefined ? "" : winner === view.seat ? "You took it" : `${seatName(view, winner)} took it`;
+  const line = element("p", who ? `${who}${points ? ` (${points} point${points === 1 ? "" : "s"})` : ""}.` : "", {
+    class: "last-trick-winner",
+    "data-winner": String(winner ?? ""),
+  });
+  return [list, line];
+}
+
+/** The open look-back dialogs follow the table; closed, they hold nothing. */
+function renderLookBack(view: TableView): void {
+  const canLook = view.phase !== Phase.WAITING_FOR_PLAYERS;
+  $<HTMLButtonElement>("show-last-trick").disabled = !canLook || !view.lastTrick?.cards.length;
+  $<HTMLButtonElement>("show-sheet").disabled = !canLook || !state.hands.size;
+  const trick = $<HTMLDialogElement>("last-trick-dialog");
+  if (trick.open) {
+    const key = `${view.handNumber}:${view.trickNumber}:${(view.lastTrick?.cards ?? []).map((c) => c.card?.text).join(",")}`;
+    redraw($("last-trick"), key, () => lastTrickNodes(view));
+  }
+  const sheet = $<HTMLDialogElement>("sheet-dialog");
+  if (sheet.open) {
+    const key = `${state.hands.size}:${view.players.map((p) => p.total).join(",")}`;
+    redraw($("sheet"), key, () => [scoreSheet(view, "sheet-table")]);
+  }
+}
+
+/** The buttons that open the last trick and the score sheet, and their dialogs' closing. */
+export function startLookBack(): void {
+  const open = (button: string, dialog: string) =>
+    $(button).addEventListener("click", () => {
+      const box = $<HTMLDialogElement>(dialog);
+      if (!box.open) box.showModal();
+      if (state.view) renderLookBack(state.view);
+    });
+  open("show-last-trick", "last-trick-dialog");
+  open("show-sheet", "sheet-dialog");
+  for (const [dialog, content] of [["last-trick-dialog", "last-trick"], ["sheet-dialog", "sheet"]] as const) {
+    const box = $<HTMLDialogElement>(dialog);
+    box.querySelector("button.close")?.addEventListener("click", () => box.close());
+    box.addEventListener("close", () => {
+      $(content).replaceChildren(); // no card kept out of sight
+      delete $(content).dataset.key;
+    });
+  }
 }
 
 // ------------------------------------------------------------------ clocks
@@ -647,6 +852,11 @@ export function tick(): void {
   const until = paused ? state.resumes : state.deadline;
   const next = document.getElementById("next-hand");
   const moon = $("moon-countdown");
+  if (next && view && isOver(view) && state.finalSummaryUntil !== undefined) {
+    const left = Math.max(0, Math.ceil((state.finalSummaryUntil - performance.now()) / 1000));
+    next.textContent = `Final standings in ${left} s`;
+    next.dataset.seconds = String(left);
+  }
   if (!view || until === undefined || isOver(view)) {
     countdown.textContent = "";
     countdown.removeAttribute("data-seconds");
