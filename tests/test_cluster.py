@@ -106,6 +106,101 @@ async def test_a_node_that_lost_its_table_can_never_write_for_it_again(postgres:
         await b.close()
 
 
+class _CountingConnection:
+    """The writer's connection, counting the statements sent on it (each a round trip)."""
+
+    def __init__(self, db: Any) -> None:
+        self._db = db
+        self.statements = 0
+
+    def execute(self, *args: Any, **kwargs: Any) -> Any:
+        self.statements += 1
+        return self._db.execute(*args, **kwargs)
+
+    def cursor(self, *args: Any, **kwargs: Any) -> Any:
+        counting = self
+
+        class Cursor:
+            def __init__(self, cur: Any) -> None:
+                self._cur = cur
+
+            def __enter__(self) -> Cursor:
+                return self
+
+            def __exit__(self, *exc: object) -> None:
+                self._cur.close()
+
+            def execute(self, *a: Any, **k: Any) -> Any:
+                counting.statements += 1
+                return self._cur.execute(*a, **k)
+
+            def executemany(self, query: Any, params: Any, **k: Any) -> Any:
+                params = list(params)
+                counting.statements += len(params)
+                return self._cur.executemany(query, params, **k)
+
+        return Cursor(self._db.cursor(*args, **kwargs))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._db, name)
+
+
+async def test_a_commits_statements_do_not_grow_with_the_tables_it_writes_for(
+        postgres: Any) -> None:
+    """Issue 27, finding 8: every statement of a commit is a round trip of the writer thread,
+    and each waits for the GIL while the event loop is busy: per-row statements made one
+    commit of a thousand tables' moves cost a second on a loaded machine, the commits fell
+    behind and the cluster served no moves. A commit now sends the same statements for 5
+    tables as for 200 (what each kind of write needs once), and writes exactly the same."""
+    from server.store.postgres import LobbyEntry
+
+    dsn = fresh_database(postgres.dsn)
+    store = _open(dsn, "a")
+    counting = _CountingConnection(store._db)
+    store._db = counting
+    try:
+        PgClusterQueries(store).heartbeat()
+
+        async def one_commit(tables: list[str], first: bool) -> int:
+            for table_id in tables:
+                if first:
+                    store.create_table(table_id, 1.0, META)
+                    for seat in range(4):
+                        store.register_token(f"{table_id}-{seat}", table_id, seat,
+                                             f"join-{table_id}-{seat}")
+                for _ in range(2):
+                    store.append(table_id, json.dumps({"kind": "move", "table": table_id}))
+                store.update_lobby(LobbyEntry(table_id, b"old", "joinable", "online", 4))
+                store.update_lobby(LobbyEntry(table_id, table_id.encode(), "playing",
+                                              "online", 4))
+                store.note_sequence(table_id, 7 if first else 9)
+            before = counting.statements
+            await store.sync()
+            return counting.statements - before
+
+        few, many = [f"f{i}" for i in range(5)], [f"m{i}" for i in range(200)]
+        made = [await one_commit(few, True), await one_commit(many, True)]
+        moved = [await one_commit(few, False), await one_commit(many, False)]
+        assert made[0] == made[1] and moved[0] == moved[1], (made, moved)
+        assert moved[1] <= 8  # begin, lock and check the owners, entries, lobby, seq, commit
+        with psycopg.connect(dsn) as db:
+            rows = db.execute("SELECT table_id, owner, epoch, seq, summary, lobby, players "
+                              "FROM tables ORDER BY table_id").fetchall()
+            entries = db.execute("SELECT table_id, count(*), max(n) FROM log "
+                                 "GROUP BY table_id").fetchall()
+            tokens = db.execute("SELECT count(*), count(join_key) FROM tokens").fetchone()
+        assert len(rows) == 205
+        assert all(owner == "a" and epoch == 1 and seq == 9 and bytes(summary) == t.encode()
+                   and lobby == "playing" and players == 4
+                   for t, owner, epoch, seq, summary, lobby, players in rows)
+        assert sorted(entries) == sorted((t, 4, 4) for t, *_ in rows)
+        assert tokens == (820, 820)
+        assert PgClusterQueries(store).table_of_token("m7-2") == ("m7", 2)
+    finally:
+        store._db = counting._db
+        await store.close()
+
+
 def _cut_off(dsn: str) -> None:
     """Every other connection to the database ends (as in an outage, or a restart)."""
     with psycopg.connect(dsn, autocommit=True) as db:
