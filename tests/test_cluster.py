@@ -110,12 +110,12 @@ class _CountingConnection:
     """The writer's connection, counting the statements sent on it (each a round trip)."""
 
     def __init__(self, db: Any) -> None:
-        self._db = db
+        self.db = db
         self.statements = 0
 
     def execute(self, *args: Any, **kwargs: Any) -> Any:
         self.statements += 1
-        return self._db.execute(*args, **kwargs)
+        return self.db.execute(*args, **kwargs)
 
     def cursor(self, *args: Any, **kwargs: Any) -> Any:
         counting = self
@@ -139,10 +139,10 @@ class _CountingConnection:
                 counting.statements += len(params)
                 return self._cur.executemany(query, params, **k)
 
-        return Cursor(self._db.cursor(*args, **kwargs))
+        return Cursor(self.db.cursor(*args, **kwargs))
 
     def __getattr__(self, name: str) -> Any:
-        return getattr(self._db, name)
+        return getattr(self.db, name)
 
 
 async def test_a_commits_statements_do_not_grow_with_the_tables_it_writes_for(
@@ -156,8 +156,8 @@ async def test_a_commits_statements_do_not_grow_with_the_tables_it_writes_for(
 
     dsn = fresh_database(postgres.dsn)
     store = _open(dsn, "a")
-    counting = _CountingConnection(store._db)
-    store._db = counting
+    counting = _CountingConnection(store.writer)
+    store.writer = counting
     try:
         PgClusterQueries(store).heartbeat()
 
@@ -197,7 +197,7 @@ async def test_a_commits_statements_do_not_grow_with_the_tables_it_writes_for(
         assert tokens == (820, 820)
         assert PgClusterQueries(store).table_of_token("m7-2") == ("m7", 2)
     finally:
-        store._db = counting._db
+        store.writer = counting.db
         await store.close()
 
 

@@ -163,7 +163,7 @@ class PgStore(GroupCommitStore[Write | ClusterWrite]):
         self._closed = False
         self.dsn = dsn
         self.node = node
-        self._db = writer  # the writer thread's connection
+        self.writer = writer  # the writer thread's connection
         self._reader_conn = reader  # lookups, records, claims (its own lock)
         self._read_lock = threading.Lock()
         self._at_close: list[Callable[[bool], None]] = []  # cluster.queries: the lease
@@ -297,7 +297,7 @@ class PgStore(GroupCommitStore[Write | ClusterWrite]):
                 self._fenced |= fenced
 
     def _commit_once(self, batch: Batch[Write | ClusterWrite]) -> set[str]:
-        db = self._db
+        db = self.writer
         created = {w.table_id for w in batch.writes if isinstance(w, CreateTable)}
         touched = {w.table_id for w in batch.writes if not isinstance(w, RewriteRecord)} | \
             set(batch.sequences)  # (a record rewritten is no table's: nothing to fence)
@@ -411,7 +411,7 @@ class PgStore(GroupCommitStore[Write | ClusterWrite]):
                 await asyncio.to_thread(closing, is_clean)
         with self._read_lock:
             self._reader_conn.close()
-        self._db.close()
+        self.writer.close()
 
 
 def _write_batch(db: Any, writes: list[Write | ClusterWrite], me: str,
