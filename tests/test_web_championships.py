@@ -12,8 +12,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import shutil
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -22,17 +20,14 @@ from copas.admin.v1 import admin_pb2, admin_pb2_grpc
 from copas.v1 import championships_pb2 as pb
 from copas.v1 import championships_pb2_grpc, copas_pb2
 
+from tests.helpers.browser import AXE, axe_violations, browser
 from tests.helpers.calls import auth
 from tests.helpers.championships import FAST_RULES, BotPlayer, sign_in
 from tests.helpers.servers import free_port, serving
 
 ROOT = Path(__file__).resolve().parent.parent
-AXE = ROOT / "clients" / "ts" / "node_modules" / "axe-core" / "axe.min.js"
 SHOTS = Path(os.environ.get("COPAS_SCREENSHOTS") or ROOT / "tests" / "screenshots")
 ADMIN_TOKEN = "operator-token-for-the-web-championship-test"
-CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-                  "--no-first-run", "--disable-background-networking",
-                  "--disable-component-update", "--disable-sync"]
 # A person's clock: long enough for clicks on a busy machine, the bots' games at once.
 RULES = copas_pb2.RulesOverrides()
 RULES.CopyFrom(FAST_RULES)
@@ -60,32 +55,7 @@ NEXT = """([table, sequence]) => {
 }"""
 
 
-def chromium() -> str:
-    found = shutil.which("chromium") or shutil.which("chromium-browser")
-    assert found, "chromium is needed for the web page tests: apt-get install -y chromium"
-    return found
 
-
-@contextlib.asynccontextmanager
-async def browser() -> AsyncIterator[Any]:
-    from playwright.async_api import async_playwright
-
-    async with async_playwright() as playwright:
-        launched = await playwright.chromium.launch(executable_path=chromium(),
-                                                    args=CHROMIUM_FLAGS)
-        try:
-            yield launched
-        finally:
-            await launched.close()
-
-
-async def axe_violations(page: Any) -> list[dict[str, Any]]:
-    await page.add_script_tag(path=str(AXE))
-    result = await page.evaluate(
-        "() => axe.run(document, {runOnly: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa',"
-        " 'best-practice']})")
-    return [{"id": v["id"], "impact": v["impact"], "nodes": [n["target"] for n in v["nodes"]][:3]}
-            for v in result["violations"]]
 
 
 async def screenshot(page: Any, name: str) -> None:

@@ -11,7 +11,6 @@ COPAS_SCREENSHOTS names another folder). Without chromium these tests fail."""
 from __future__ import annotations
 
 import base64
-import contextlib
 import html
 import itertools
 import json
@@ -19,7 +18,7 @@ import os
 import re
 import shutil
 import subprocess
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,18 +32,15 @@ from engine import IllegalActionError, PassCards, PlayCard, Rules, card
 from engine.cards import cards_of
 from engine.game import Game
 from engine.record import replay
+from tests.helpers.browser import AXE, axe_violations, browser
 from tests.helpers.calls import auth, join_all, new_table
 from tests.helpers.servers import free_port, serving
 
 ROOT = Path(__file__).resolve().parent.parent
 TS_DIR = ROOT / "clients" / "ts"
 BUNDLE = ROOT / "server" / "web" / "app.js"
-AXE = TS_DIR / "node_modules" / "axe-core" / "axe.min.js"
 SHOTS = Path(os.environ.get("COPAS_SCREENSHOTS") or ROOT / "tests" / "screenshots")
 SERVICE = copas_pb2.DESCRIPTOR.services_by_name["CopasService"]
-CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-                  "--no-first-run", "--disable-background-networking",
-                  "--disable-component-update", "--disable-sync"]
 # Short pauses, long enough limits that the countdown shows and never runs out; the hand
 # pause is long enough to see (and photograph) the hand's summary.
 TIMING = {"trick_pause": 0.05, "hand_pause": 1.5, "play_timeout": 120.0,
@@ -211,25 +207,6 @@ CARD_MENTIONS = [
 CODE_WORDS = re.compile(r"\b[A-Z]{2,}_[A-Z_]+\b")  # MUST_FOLLOW_SUIT, FAILED_PRECONDITION
 
 
-def chromium() -> str:
-    found = shutil.which("chromium") or shutil.which("chromium-browser")
-    assert found, ("chromium is needed for the web page tests: apt-get install -y chromium "
-                   "(make test installs it)")
-    return found
-
-
-@contextlib.asynccontextmanager
-async def browser() -> AsyncIterator[Any]:
-    from playwright.async_api import async_playwright
-
-    async with async_playwright() as playwright:
-        # Playwright gives each launch a fresh profile (its own --user-data-dir).
-        launched = await playwright.chromium.launch(executable_path=chromium(),
-                                                    args=CHROMIUM_FLAGS)
-        try:
-            yield launched
-        finally:
-            await launched.close()
 
 
 async def open_page(launched: Any, url: str, device: dict[str, Any] | None = None,
@@ -1249,14 +1226,6 @@ async def test_a_guest_comes_back_to_its_name_history_and_rating_and_signs_in_el
 
 
 # ----------------------------------------------------------------- accessibility
-
-async def axe_violations(page: Any) -> list[dict[str, Any]]:
-    await page.add_script_tag(path=str(AXE))
-    result = await page.evaluate(
-        "() => axe.run(document, {runOnly: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa',"
-        " 'best-practice']})")
-    return [{"id": v["id"], "impact": v["impact"], "nodes": [n["target"] for n in v["nodes"]][:3]}
-            for v in result["violations"]]
 
 
 def serious(found: dict[str, list[dict[str, Any]]]) -> dict[str, list[dict[str, Any]]]:
