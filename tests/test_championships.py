@@ -166,7 +166,7 @@ async def test_bad_inputs_are_each_refused_with_their_reason(served: Served) -> 
 
 
 async def play_championship(address: str, champs: Any, admin: Any, players: int,
-                            rounds: int, *, withdraw: int = -1
+                            rounds: int, *, withdraw: int = -1, absent: int = -1
                             ) -> tuple[pb.Championship, list[Any]]:
     sessions = await sign_in(address, [f"Bot{n:02}" for n in range(players)])
     made = (await admin.CreateChampionship(admin_pb2.CreateChampionshipRequest(
@@ -175,7 +175,8 @@ async def play_championship(address: str, champs: Any, admin: Any, players: int,
     for session in sessions:
         await champs.Register(pb.RegisterRequest(championship_id=made.championship_id),
                               metadata=auth(session.access_token))
-    bots = [BotPlayer(address, s, made.championship_id) for s in sessions]
+    bots = [BotPlayer(address, s, made.championship_id) for n, s in enumerate(sessions)
+            if n != absent]  # the absent one registers, then never comes
     tasks = [asyncio.ensure_future(b.run()) for b in bots]
     if withdraw >= 0:
         while not bots[withdraw].played:
@@ -215,6 +216,27 @@ async def test_thirteen_bots_play_four_rounds_and_the_records_give_the_standings
         sample(seating, "copas_championship_seating_seconds_count")
     print(f"13 bots, 4 rounds: {time.monotonic() - began:.1f} s; seating a round of 13 "
           f"(3 tables made, seated, on disk): {took * 1e3:.1f} ms")
+
+
+async def test_a_no_show_is_ranked_behind_everyone_at_its_table(served: Served) -> None:
+    """A registered player who never comes: their seat is played by the server (away, at
+    once), the record says they made no move of their own, and they rank last at their
+    table (0 championship points), as a leaver would, whatever their game's total."""
+    final, sessions = await play_championship(served.address, served.champs, served.admin,
+                                              4, 1, absent=2)
+    assert final.state == pb.CHAMPIONSHIP_STATE_FINISHED
+    records = await records_of(served.address, final)
+    (record,) = records.values()
+    acted = {s["account"]: s.get("acted", True) for s in record["seats"]}
+    absent = sessions[2].account.account_id
+    assert acted == {s.account.account_id: s.account.account_id != absent for s in sessions}
+    line = next(line for line in final.standings if line.display_name == "Bot02")
+    assert line.points == 0 and final.standings[-1].display_name == "Bot02"
+    accounts = [s.account.account_id for s in sessions]
+    names = {s.account.account_id: s.account.display_name for s in sessions}
+    expected = recomputed(final, records, accounts)
+    assert [(names[s.player], s.points) for s in expected] == \
+        [(line.display_name, line.points) for line in final.standings]
 
 
 async def test_a_championship_starts_by_itself_at_its_time(served: Served) -> None:

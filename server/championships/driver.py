@@ -100,11 +100,14 @@ def request_id(championship: Championship, *parts: object) -> str:
 
 def result_of(record: GameRecord, table: SeatedTable) -> GameResult:
     """A finished table's game as the championship counts it: the seated players by seat,
-    the totals, the leavers in the order they left."""
+    the totals, the leavers in the order they left, the no-shows (no move of their own)."""
     players = table.players
     summary = record.summary
+    leavers = tuple(players[lv.seat] for lv in summary.result.leavers)
+    no_shows = tuple(players[s.seat] for s in summary.seats
+                     if not s.has_acted and players[s.seat] not in leavers)
     return GameResult(table.round_no, table.table_no, players, summary.result.totals,
-                      tuple(players[lv.seat] for lv in summary.result.leavers))
+                      leavers, no_shows)
 
 
 class Driver:

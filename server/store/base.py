@@ -131,6 +131,9 @@ class SeatRecord:
     is_bot: bool
     account_id: str = ""
     """The account that held the seat ("" for an anonymous seat or a bot)."""
+    has_acted: bool = True
+    """Its person made a move of their own in the game (False: a no-show, whose every move
+    the server made; a championship ranks them with the leavers)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -211,7 +214,8 @@ class RecordSummary:
                 "created": self.created, "finished": self.finished, "seed": self.seed,
                 "rules": self.rules.to_dict(),
                 "seats": [{"seat": s.seat, "name": s.name, "is_bot": s.is_bot,
-                           **({"account": s.account_id} if s.account_id else {})}
+                           **({"account": s.account_id} if s.account_id else {}),
+                           **({} if s.has_acted else {"acted": False})}
                           for s in self.seats],
                 "result": self.result.to_dict(),
                 **({"rating": self.rating} if self.rating != "people" else {})}
@@ -225,7 +229,7 @@ class RecordSummary:
                        float(data["created"]), float(data["finished"]), data["seed"],
                        Rules.from_dict(_object(data["rules"], "rules")),
                        tuple(SeatRecord(int(s["seat"]), str(s["name"]), bool(s["is_bot"]),
-                                        str(s.get("account", "")))
+                                        str(s.get("account", "")), s.get("acted") is not False)
                              for s in data["seats"]),
                        GameResult.from_dict(_object(data["result"], "result")),
                        str(data.get("rating", "people")))

@@ -40,7 +40,8 @@ class Slots(Protocol):
 class Seat:
     """One seat: who holds it (a bot, or a person known by their token's hash)."""
 
-    __slots__ = ("account_id", "address", "has_streamed", "holds_slot", "is_away", "is_bot",
+    __slots__ = ("account_id", "address", "has_acted", "has_streamed", "holds_slot", "is_away",
+                 "is_bot",
                  "is_taken", "join_key", "log_n", "name", "number", "requests",
                  "reserved_until", "timeouts_in_row", "token_hash")
 
@@ -60,6 +61,7 @@ class Seat:
         self.has_streamed = False  # its person had a stream open (live only, never logged)
         self.is_away = False
         self.timeouts_in_row = 0
+        self.has_acted = False  # its person made a move of their own (a no-show's never does)
         # request_id -> its first answer, for retries
         self.requests: Bounded[str, Remembered] = Bounded(REQUEST_MEMORY)
 
@@ -186,7 +188,7 @@ class Seats(Sequence[Seat]):
         seat = self._seats[number]
         seat.is_taken, seat.name, seat.token_hash, seat.log_n = True, name, token_hash, log_n
         seat.account_id, seat.address = account_id, address
-        seat.holds_slot = True
+        seat.holds_slot, seat.has_acted = True, False
         self._slots.slot_taken()
         if join_key:
             seat.join_key = join_key
@@ -209,9 +211,9 @@ class Seats(Sequence[Seat]):
         return seat.reserved_until is not None
 
     def acted(self, number: int) -> None:
-        """The person acted: not away, no timeout in a row."""
+        """The person acted: not away, no timeout in a row, not a no-show."""
         seat = self._seats[number]
-        seat.is_away, seat.timeouts_in_row = False, 0
+        seat.is_away, seat.timeouts_in_row, seat.has_acted = False, 0, True
 
     def timed_out(self, number: int, *, is_away_play: bool) -> None:
         """The seat's turn was played for it: by its clock (away after two in a row), or at

@@ -31,6 +31,8 @@ class SeatFacts(Protocol):
     def is_away(self) -> bool: ...
     @property
     def account_id(self) -> str: ...
+    @property
+    def has_acted(self) -> bool: ...
 
 
 class TableFacts(Protocol):
@@ -93,7 +95,8 @@ def record(table: RecordFacts) -> GameRecord:
     summary = RecordSummary(
         record_id=table.id, table_id=table.id, display_name=table.name, preset=table.preset,
         created=table.created, finished=table.finished_at, seed=table.seed, rules=table.rules,
-        seats=tuple(SeatRecord(s.number, s.name, s.is_bot, s.account_id) for s in table.seats),
+        seats=tuple(SeatRecord(s.number, s.name, s.is_bot, s.account_id, s.is_bot or s.has_acted)
+                    for s in table.seats),
         result=GameResult.of(game), rating=table.rating)
     return GameRecord(summary, tuple(game.actions))
 

@@ -120,7 +120,10 @@ def recomputed(championship: championships_pb2.Championship,
             results.append(GameResult(
                 round_.round_number, table.table_number, by_seat,
                 tuple(record["result"]["totals"]),
-                tuple(by_seat[leaver["seat"]] for leaver in record["result"]["leavers"])))
+                leavers := tuple(by_seat[leaver["seat"]]
+                                 for leaver in record["result"]["leavers"]),
+                tuple(by_seat[s["seat"]] for s in seats
+                      if s.get("acted") is False and by_seat[s["seat"]] not in leavers)))
     return standings(results, players, championship.seed)
 
 
