@@ -7,6 +7,7 @@ lost or counted twice, no table made twice."""
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,7 @@ from copas.v1 import championships_pb2 as pb
 from copas.v1 import championships_pb2_grpc, copas_pb2, copas_pb2_grpc
 
 from engine.championship import table_sizes
-from tests.helpers.calls import auth
+from tests.helpers.calls import Watch, auth
 from tests.helpers.championships import FAST_RULES, BotPlayer, recomputed, records_of, sign_in
 from tests.helpers.servers import ServerProcess, fresh_database
 
@@ -101,6 +102,75 @@ async def test_a_node_killed_mid_round_two_and_the_other_carries_on(
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+        a.proc.kill()
+        if b is not None:
+            b.proc.kill()
+
+
+# Clocks long enough that the game cannot end by itself before the cancel reaches it.
+SLOW_RULES = copas_pb2.RulesOverrides(max_hands=1, play_timeout_seconds=60,
+                                      pass_timeout_seconds=60, moon_timeout_seconds=60,
+                                      trick_pause_seconds=0, hand_pause_seconds=0)
+
+
+async def test_a_cancel_through_the_other_node_ends_the_games_where_they_run(
+        postgres: Any, tmp_path: Path) -> None:
+    """An operator cancels through a node that does not drive the championship: the games
+    running on the node that does end CLOSED there (its driver sees the cancel)."""
+    dsn = fresh_database(postgres.dsn)
+    (tmp_path / "operator").write_text(OPERATOR + "\n")
+    a = node(dsn, "a", tmp_path)
+    b: ServerProcess | None = None
+    try:
+        async with grpc.aio.insecure_channel(a.address) as on_a:
+            cid = (await admin_pb2_grpc.AdminServiceStub(on_a).CreateChampionship(
+                admin_pb2.CreateChampionshipRequest(settings=pb.ChampionshipSettings(
+                    display_name="Cancelled cup", rounds=2, rules=SLOW_RULES, max_players=4,
+                    start_when_full=True), reason="test"),
+                metadata=ADMIN)).championship.championship_id
+        await asyncio.sleep(0.5)  # a's driver takes the championship's lease
+        b = node(dsn, "b", tmp_path)
+        sessions = await sign_in(b.address, [f"X{n}" for n in range(4)])
+        async with grpc.aio.insecure_channel(b.address) as on_b:
+            champs = championships_pb2_grpc.ChampionshipServiceStub(on_b)
+            for session in sessions:
+                await champs.Register(pb.RegisterRequest(championship_id=cid),
+                                      metadata=auth(session.access_token))
+            tokens = []
+            for session in sessions:  # each watches its seat and never plays: a's clocks run
+                async for message in champs.WatchChampionship(pb.WatchChampionshipRequest(
+                        championship_id=cid), metadata=auth(session.access_token),
+                        timeout=30):
+                    if message.your_table.table_id:
+                        table_id = message.your_table.table_id
+                        tokens.append(message.your_table.player_token)
+                        break
+            assert await owners(b.address, [table_id]) == {"a"}
+        async with grpc.aio.insecure_channel(a.address) as on_a:
+            stub = copas_pb2_grpc.CopasServiceStub(on_a)
+            seated = [Watch(stub, table_id, token) for token in tokens]
+            for watch in seated:
+                await watch.opened()
+            assert (await stub.GetTable(copas_pb2.GetTableRequest(table_id=table_id))
+                    ).table.phase != copas_pb2.PHASE_GAME_OVER
+        async with grpc.aio.insecure_channel(b.address) as on_b:
+            cancelled = (await admin_pb2_grpc.AdminServiceStub(on_b).CancelChampionship(
+                admin_pb2.CancelChampionshipRequest(championship_id=cid, reason="test"),
+                metadata=ADMIN)).championship
+            assert cancelled.state == pb.CHAMPIONSHIP_STATE_CANCELLED
+        async with grpc.aio.insecure_channel(a.address) as on_a:
+            game = copas_pb2_grpc.CopasServiceStub(on_a)
+            deadline = time.monotonic() + 30
+            while (await game.GetTable(copas_pb2.GetTableRequest(table_id=table_id),
+                                       timeout=10)).table.phase != copas_pb2.PHASE_GAME_OVER:
+                assert time.monotonic() < deadline, "the game on a never ended"
+                await asyncio.sleep(0.05)
+            record = (await game.GetGameRecord(copas_pb2.GetGameRecordRequest(
+                record_id=table_id), timeout=10)).record
+            for watch in seated:
+                await watch.close()
+        assert json.loads(record.record_json)["result"]["end_reason"] == "CLOSED"
+    finally:
         a.proc.kill()
         if b is not None:
             b.proc.kill()

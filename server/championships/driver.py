@@ -125,6 +125,7 @@ class Driver:
         self._changes: dict[str, asyncio.Event] = {}  # its watchers wait for a change
         self._versions: dict[str, int] = {}  # changes seen (championships of this process)
         self._left: set[tuple[str, int]] = set()  # (table, seat) a withdrawn player left
+        self._driven: set[str] = set()  # championships this node drove at its last pass
         self._running = 0
 
     # ------------------------------------------------------------ watchers
@@ -170,9 +171,14 @@ class Driver:
 
     async def step_all(self) -> None:
         running = 0
-        for championship_id in await self._store.active():
+        active = await self._store.active()
+        for championship_id in self._driven - set(active):
+            await self._close_if_cancelled(championship_id)
+        self._driven &= set(active)
+        for championship_id in active:
             if not await self._lease.holds(championship_id):
                 continue
+            self._driven.add(championship_id)
             try:
                 phase = await self.step(championship_id)
             except (StoreUnreachable, StoreUnusable):
@@ -183,6 +189,18 @@ class Driver:
                 continue
             running += phase is Phase.RUNNING
         self._running = running
+
+    async def _close_if_cancelled(self, championship_id: str) -> None:
+        """A championship this node drove ended: cancelled (by an operator through any node),
+        its games still running here end CLOSED, as those of the node that answered did."""
+        championship = await self._store.load(championship_id)
+        if championship is None or championship.phase is not Phase.CANCELLED:
+            return
+        counted = championship.counted_ids()
+        for table in championship.tables_of(championship.current_round):
+            if table.table_id not in counted:
+                self._tables.close(table.table_id)  # not here, or over: nothing to do
+        await self._tables.committed()
 
     async def step_if_held(self, championship_id: str) -> None:
         """A step now, when this node drives the championship (else its driver's next step
