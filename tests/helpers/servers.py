@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import hashlib
+import itertools
 import os
 import secrets
 import signal
@@ -26,10 +27,27 @@ from copas.v1 import copas_pb2_grpc
 ROOT = Path(__file__).resolve().parent.parent.parent
 
 
+# Ports for the tests' servers come from below the kernel's ephemeral range (32768-60999 on
+# Linux), a block of its own for each pytest-xdist worker: a port handed out here is never
+# one the kernel gives to another socket's bind(0) or connect() in the moment before the
+# server binds it (which made "Address already in use" now and then).
+_PORT_BLOCK = 4000
+_WORKER = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw") or 0) % 5
+_ports = itertools.cycle(range(10000 + _WORKER * _PORT_BLOCK,
+                               10000 + (_WORKER + 1) * _PORT_BLOCK))
+
+
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    """A loopback port nobody holds now, of this worker's block (see above)."""
+    for _ in range(_PORT_BLOCK):
+        port = next(_ports)
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue  # held (by another run on this machine): the next one
+            return port
+    raise RuntimeError("this test worker has used every port of its block")
 
 
 def config_for_tests(**options: Any) -> Any:
