@@ -6,7 +6,6 @@ thread."""
 from __future__ import annotations
 
 import asyncio
-import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -23,7 +22,7 @@ from server.accounts.model import (
     Session,
 )
 from server.accounts.ratings import MU, SIGMA, Rating
-from server.store.base import StoreUnreachable
+from server.store.pg_connection import PgConnection
 
 T = TypeVar("T")
 
@@ -69,34 +68,13 @@ class PgAccountStore:
     """The ``AccountStore`` of a cluster."""
 
     def __init__(self, dsn: str) -> None:
-        import psycopg
-
-        self._dsn = dsn
-        self._db: Any = psycopg.connect(dsn, autocommit=True, connect_timeout=10)
-        with self._db.transaction():
-            self._db.execute("SELECT pg_advisory_xact_lock(7031980)")  # one node at a time
-            for statement in SCHEMA.split(";"):
-                if statement.strip():
-                    self._db.execute(statement)
-        self._lock = threading.Lock()
+        self._connection = PgConnection(dsn, SCHEMA, 7031980, "the accounts'")
 
     def close(self) -> None:
-        with self._lock:
-            self._db.close()
+        self._connection.close()
 
     def _run(self, body: Callable[[Any], T]) -> T:
-        import psycopg
-
-        with self._lock:
-            try:
-                if self._db.closed or self._db.broken:
-                    self._db = psycopg.connect(self._dsn, autocommit=True, connect_timeout=5)
-                with self._db.transaction():
-                    return body(self._db)
-            except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
-                raise StoreUnreachable("the accounts' database cannot be reached: "
-                                       f"{str(exc).splitlines()[0] if str(exc) else exc!r}"
-                                       ) from None
+        return self._connection.run(body)
 
     async def _do(self, body: Callable[[Any], T]) -> T:
         return await asyncio.to_thread(self._run, body)

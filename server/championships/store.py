@@ -32,7 +32,7 @@ from server.championships.model import (
     SeatedTable,
     Spec,
 )
-from server.store.base import StoreUnreachable
+from server.store.pg_connection import PgConnection
 
 T = TypeVar("T")
 FILE = "championships.sqlite3"
@@ -412,31 +412,10 @@ class PgChampionshipStore(ChampionshipStore):
     changes under the championship's row lock, taken first)."""
 
     def __init__(self, dsn: str) -> None:
-        import psycopg
-
-        self._dsn = dsn
-        self._db: Any = psycopg.connect(dsn, autocommit=True, connect_timeout=10)
-        with self._db.transaction():
-            self._db.execute("SELECT pg_advisory_xact_lock(7031981)")  # one node at a time
-            for statement in SCHEMA.split(";"):
-                if statement.strip():
-                    self._db.execute(statement)
-        self._lock = threading.Lock()
+        self._connection = PgConnection(dsn, SCHEMA, 7031981, "the championships'")
 
     def close(self) -> None:
-        with self._lock:
-            self._db.close()
+        self._connection.close()
 
     def _run(self, body: Callable[[Tx], T]) -> T:
-        import psycopg
-
-        with self._lock:
-            try:
-                if self._db.closed or self._db.broken:
-                    self._db = psycopg.connect(self._dsn, autocommit=True, connect_timeout=5)
-                with self._db.transaction():
-                    return body(_PgTx(self._db))
-            except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
-                raise StoreUnreachable("the championships' database cannot be reached: "
-                                       f"{str(exc).splitlines()[0] if str(exc) else exc!r}"
-                                       ) from None
+        return self._connection.run(lambda db: body(_PgTx(db)))
