@@ -149,7 +149,7 @@ function enterTable(session: Session, table?: TableSummary): void {
   state.watching?.abort();
   stopLobby();
   Object.assign(state, {
-    session, view: undefined, sequence: 0n, lastHand: undefined, hands: new Map(), chosen: [],
+    session, view: undefined, sequence: 0n, awaiting: 0n, lastHand: undefined, hands: new Map(), chosen: [],
     taken: new Map(), takenHand: -1, hint: "", error: "", errorReason: "", finalSummaryUntil: undefined,
   });
   summary = table;
@@ -196,7 +196,9 @@ function showError(text: string, reason = ""): void {
   $("error").dataset.reason = reason;
 }
 
-async function act(move: (tableId: string, headers: Record<string, string>) => Promise<unknown>): Promise<void> {
+async function act(
+  move: (tableId: string, headers: Record<string, string>) => Promise<{ sequence: bigint }>,
+): Promise<void> {
   const session = state.session;
   if (!session?.token || state.isBusy) return;
   state.isBusy = true;
@@ -204,7 +206,8 @@ async function act(move: (tableId: string, headers: Record<string, string>) => P
   showError("");
   render();
   try {
-    await move(session.tableId, { authorization: `Bearer ${session.token}` });
+    const answer = await move(session.tableId, { authorization: `Bearer ${session.token}` });
+    if (state.session === session) state.awaiting = answer.sequence;
   } catch (error) {
     const why = refusal(error);
     showError(refusalWords(why, state.view), why.reason);
@@ -236,8 +239,9 @@ function onPass(): void {
   if (state.chosen.length !== 3) return;
   const cards = state.chosen.map(cardRef);
   void act(async (tableId, headers) => {
-    await client.passCards({ tableId, cards, requestId: requestId() }, { headers });
+    const answer = await client.passCards({ tableId, cards, requestId: requestId() }, { headers });
     state.chosen = [];
+    return answer;
   });
 }
 
@@ -696,8 +700,9 @@ function start(): void {
   $("leave").addEventListener("click", () => {
     if (!confirm("Leave the table for good? The table plays your seat from now on.")) return;
     void act(async (tableId, headers) => {
-      await client.leaveTable({ tableId, requestId: requestId() }, { headers });
+      const answer = await client.leaveTable({ tableId, requestId: requestId() }, { headers });
       toLobby();
+      return answer;
     });
   });
   setInterval(() => {

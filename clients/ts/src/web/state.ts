@@ -39,6 +39,9 @@ export const state = {
   deadline: undefined as number | undefined, // performance.now() when the turn runs out
   resumes: undefined as number | undefined, // performance.now() when a pause ends
   isBusy: false, // a move is on its way
+  /** The sequence of this tab's last accepted move: until the stream shows it, the view is
+   * older than the move and the turn is not ours again (no second beep, no stale buttons). */
+  awaiting: 0n,
   hint: "",
   error: "",
   errorReason: "",
@@ -53,4 +56,9 @@ export interface Actions {
   chooseMoon(choice: MoonChoice): void;
   playAgain(): void;
   toLobby(): void;
+}
+
+/** Whether a move of ours is on its way or accepted but not yet seen on the stream. */
+export function isBusy(): boolean {
+  return state.isBusy || state.sequence < state.awaiting;
 }

@@ -9,7 +9,7 @@ import { isOver, mustAct, sameCard } from "../copas.js";
 import { $, element, redraw } from "./dom.js";
 import { isLegal, whyNot } from "./hints.js";
 import { onTurn } from "./sound.js";
-import { type Actions, state } from "./state.js";
+import { type Actions, isBusy, state } from "./state.js";
 import {
   cardName,
   cardPoints,
@@ -123,7 +123,7 @@ export function render(actions: Actions, summary: TableSummary | undefined): voi
   game.dataset.table = state.session?.tableId ?? "";
   game.dataset.sequence = String(state.sequence);
   game.dataset.phase = view ? Phase[view.phase] : "";
-  game.dataset.mustAct = String(!!view && mustAct(view) && !state.isBusy);
+  game.dataset.mustAct = String(!!view && mustAct(view) && !isBusy());
   game.dataset.seated = String(!!state.session?.token);
   game.dataset.hand = view ? String(view.handNumber) : "";
   game.dataset.trick = view ? String(view.trickNumber) : "";
@@ -147,7 +147,7 @@ export function render(actions: Actions, summary: TableSummary | undefined): voi
   renderHandScore(view);
   renderStandings(view, actions);
   renderLookBack(view);
-  onTurn(mustAct(view) && !state.isBusy);
+  onTurn(mustAct(view) && !isBusy());
   const isSeated = !!state.session?.token && !isOver(view);
   $("leave").hidden = !isSeated;
   // A seated player leaves with "Leave the table"; the game-over screen has its own way out.
@@ -396,7 +396,7 @@ export function shareLink(tableId: string): string {
 
 function renderHand(view: TableView, actions: Actions): void {
   const hand = $("hand");
-  const canAct = mustAct(view) && !state.isBusy;
+  const canAct = mustAct(view) && !isBusy();
   const isPassing = view.phase === Phase.PASSING && canAct;
   const isPlaying = view.phase === Phase.PLAYING && canAct;
   const active = document.activeElement as HTMLElement | null;
@@ -455,7 +455,7 @@ function renderHand(view: TableView, actions: Actions): void {
 function whyDim(view: TableView, card: Card, isPassing: boolean, isPlaying: boolean): string {
   if (isPassing || (isPlaying && isLegal(view, card))) return "";
   if (isPlaying) return whyNot(view, card)?.text ?? "Not playable now";
-  if (state.isBusy) return "Your move is on its way";
+  if (isBusy()) return "Your move is on its way";
   if (view.pausedUntil) return "The table is pausing";
   if (view.phase === Phase.PASSING && view.passChoice.length) return "You passed: waiting for the others";
   const turnOf = view.toAct.length ? listNames(view.toAct.map((s) => seatName(view, s))) : "";
@@ -530,7 +530,7 @@ function renderStatus(view: TableView): void {
 
 function renderMoon(view: TableView, actions: Actions): void {
   const dialog = $<HTMLDialogElement>("moon");
-  const choices = mustAct(view) && view.phase === Phase.MOON_CHOICE && !state.isBusy ? view.moonChoices : [];
+  const choices = mustAct(view) && view.phase === Phase.MOON_CHOICE && !isBusy() ? view.moonChoices : [];
   if (choices.length === 0) {
     if (dialog.open) dialog.close();
     return;
