@@ -33,8 +33,12 @@ ROOT = Path(__file__).resolve().parent.parent.parent
 # server binds it (which made "Address already in use" now and then).
 _PORT_BLOCK = 4000
 _WORKER = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw") or 0) % 5
-_ports = itertools.cycle(range(10000 + _WORKER * _PORT_BLOCK,
-                               10000 + (_WORKER + 1) * _PORT_BLOCK))
+# Two runs on one machine (a developer's and CI's) start at different places of the block,
+# by process id, so that they do not walk the same ports in step.
+_START = 10000 + _WORKER * _PORT_BLOCK
+_FIRST = os.getpid() % _PORT_BLOCK
+_ports = itertools.cycle([*range(_START + _FIRST, _START + _PORT_BLOCK),
+                          *range(_START, _START + _FIRST)])
 
 
 def free_port() -> int:
