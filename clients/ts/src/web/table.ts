@@ -834,11 +834,16 @@ export function startLookBack(): void {
   open("show-sheet", "sheet-dialog");
   for (const [dialog, content] of [["last-trick-dialog", "last-trick"], ["sheet-dialog", "sheet"]] as const) {
     const box = $<HTMLDialogElement>(dialog);
-    box.querySelector("button.close")?.addEventListener("click", () => box.close());
-    box.addEventListener("close", () => {
+    const empty = () => {
       $(content).replaceChildren(); // no card kept out of sight
       delete $(content).dataset.key;
+    };
+    // Emptied as it closes (the "close" event comes a task later; Escape closes by it).
+    box.querySelector("button.close")?.addEventListener("click", () => {
+      empty();
+      box.close();
     });
+    box.addEventListener("close", empty);
   }
 }
 
