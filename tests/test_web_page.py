@@ -485,6 +485,9 @@ def check_turn(state: dict[str, Any], seen: Seen) -> None:
     reason, our seat marked with its clock, the live countdown, the pass's arrow."""
     view = seen.view
     assert not state["error"], state["error"]  # the last move was accepted
+    if state["phase"] == "MOON_CHOICE":  # we shot the moon (a lobby's deal is random)
+        assert view.moon_choices and view.seat in state["toAct"]
+        return
     assert state["legal"], "it is our turn, yet no card is marked legal"
     assert state["seconds"] is not None and 0 < state["seconds"] <= 120  # the live countdown
     assert view.seat in state["toAct"] and state["clocks"] >= 1
@@ -604,7 +607,7 @@ def check_hand_boxes(records: list[dict[str, Any]]) -> None:
     assert compared >= 20, compared
 
 
-def check_bot_pace(messages: list[Message], seat: int, pace: float) -> None:
+def check_bot_pace(messages: list[Message], seat: int, pace: float, hands: int) -> None:
     """By the server's own clock (the events' times), each bot's card came at least the
     table's pace after the event before it: one by one, never at once."""
     events = {e.sequence: e for e in table_events(messages)
@@ -616,20 +619,23 @@ def check_bot_pace(messages: list[Message], seat: int, pace: float) -> None:
             gap = event.time.ToNanoseconds() - before.time.ToNanoseconds()
             assert gap >= pace * 1e9 * 0.999, (before, event)
             bot_cards += 1
-    assert bot_cards >= 39 * 4 - 5, bot_cards  # (snapshots may start after a few)
+    assert bot_cards >= 39 * hands - 5, bot_cards  # (snapshots may start after a few)
 
 
 # ----------------------------------------------------------------- whole games
 
 @pytest.mark.parametrize("device", ["laptop", "phone"])
 async def test_a_whole_game_by_clicks_or_taps_with_the_table_drawn_as_one(device: str) -> None:
-    """On a 1280 px laptop by clicks, watched by a spectator; on a 390 px phone by taps. Every
-    turn is checked (what is lifted, dim, marked, where the pass goes, what is shown), and
-    every moment photographed: the lobby, a pass, a trick, a hand's summary, the end."""
+    """On a 1280 px laptop by clicks, four hands watched by a spectator; on a 390 px phone by
+    taps, one hand (its summary is the last hand's, before the standings: a longer pause).
+    Every turn is checked (what is lifted, dim, marked, where the pass goes, what is shown),
+    and every moment photographed: the lobby, a pass, a trick, a hand's summary, the end."""
     is_phone = device == "phone"
     width = 390 if is_phone else 1280
+    preset, hands = ("quick", 1) if is_phone else ("online", 4)
+    timing = {**TIMING, "hand_pause": 4.0} if is_phone else TIMING
     port = free_port()
-    async with (serving(web_port=port, web_host="127.0.0.1", rule_defaults=TIMING,
+    async with (serving(web_port=port, web_host="127.0.0.1", rule_defaults=timing,
                         allow_seed=True, bot_pace=BOT_PACE) as (_, stub),
                 browser() as launched):
         url = f"http://127.0.0.1:{port}/"
@@ -640,8 +646,9 @@ async def test_a_whole_game_by_clicks_or_taps_with_the_table_drawn_as_one(device
         await screenshot(player, f"lobby-{width}")
         if is_phone:  # nothing wider than the phone, and cards big enough for a finger
             assert await player.evaluate("() => document.documentElement.scrollWidth") <= width
-        table_id = await create_through_the_lobby(player, "Ana", "online", tap=is_phone)
-        assert "Four hands" in (await player.text_content("#game-info") or "")
+        table_id = await create_through_the_lobby(player, "Ana", preset, tap=is_phone)
+        assert ("One hand" if is_phone else "Four hands") in (
+            await player.text_content("#game-info") or "")
         await player.evaluate(WATCH_HAND)
 
         spectator = None
@@ -657,7 +664,7 @@ async def test_a_whole_game_by_clicks_or_taps_with_the_table_drawn_as_one(device
             assert all(b["width"] >= 44 and b["height"] >= 44 for b in boxes), boxes
             assert await player.evaluate("() => document.documentElement.scrollWidth") <= width
         turns, shots = 0, {"passing", "trick", "summary"}
-        looks = {"last trick", "sheet"}
+        looks = {"last trick", "sheet"} if hands > 1 else {"last trick"}  # (one: at the end)
         while (state := await state_of(player))["phase"] != "GAME_OVER":
             if not state["mustAct"]:  # a hand's summary is on the table, for its pause
                 assert "scored" in (await player.text_content("#hand-score") or "")
@@ -692,12 +699,17 @@ async def test_a_whole_game_by_clicks_or_taps_with_the_table_drawn_as_one(device
             if spectator is not None and turns % 10 == 0:
                 check_page(await state_of(spectator))
         check_page(state)
-        assert turns >= 13 and not state["error"] and not shots and not looks, (shots, looks)
         # The last hand's summary comes first (the game ends without a hand pause), then
         # the standings, with every hand's points on the score sheet.
         assert "scored" in (await player.text_content("#hand-score") or "")
         assert await player.is_hidden("#standings")
+        if "summary" in shots and not await player.is_hidden("#hand-score"):
+            await screenshot(player, f"hand-summary-{width}")
+            shots.discard("summary")
+        assert turns >= 13 and not state["error"] and not shots and not looks, (shots, looks)
         await player.wait_for_selector("#standings:not([hidden]) #final-standings tbody tr")
+        if hands == 1:  # the sheet, one tap away on the final screen too
+            await look_at_the_score_sheet(player, tap=is_phone)
         await screenshot(player, f"game-over-{width}")
         title = await player.text_content("#result-title") or ""
         assert re.fullmatch(r"You (won!|share \d(st|nd|rd|th) place!?|finished \d(st|nd|rd|th))",
@@ -725,7 +737,7 @@ async def test_a_whole_game_by_clicks_or_taps_with_the_table_drawn_as_one(device
         assert await sheet_of(player, "#final-sheet") == [
             (h.hand_number, list(h.points), h.moon_shooter if h.HasField("moon_shooter")
              else None) for h in record.hands]
-        check_bot_pace(await wire_of(player), seat, BOT_PACE)
+        check_bot_pace(await wire_of(player), seat, BOT_PACE, hands)
         if spectator is not None:
             assert check_messages(await wire_of(spectator),
                                   Truth.of(record.record_json, None)) > 50
