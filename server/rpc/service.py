@@ -214,8 +214,12 @@ class CopasService(copas_pb2_grpc.CopasServiceServicer):
         table_id = _table_id(request)
         request_id = _request_id(request, JOIN_REQUEST_ID_MIN, is_secret=True)
         found = caller()
+        # A signed-in person may show their account instead of their old seat's token.
+        account = await self.accounts.authenticate_digest(found.token_hash) \
+            if found.has_access_token and found.token_hash is not None else None
         table, seat, token = self.rematches.accept(
-            found.token_hash, table_id, request_id,
+            None if account is not None else found.token_hash,
+            account.id if account is not None else "", table_id, request_id,
             fingerprint("Rematch", table_id) if request_id else "", found.peer)
         structlog.contextvars.bind_contextvars(seat=seat, rematch_table_id=table.id)
         await self.delivery.committed(table)  # the seat is durable before the token is given

@@ -50,25 +50,18 @@ class Rematches:
                 "before it (they take them with Rematch); bots take the rest soon",
                 "REMATCH_SEAT_RESERVED")
 
-    def accept(self, token_hash: str | None, table_id: str, request_id: str, fingerprint: str,
-               address: str) -> tuple[Table, int, str]:
-        """Seat the person holding ``token_hash`` at ``table_id`` (a finished game) at their
-        old seat of its rematch (made now if none was); returns (table, seat, token). A retry
-        with the same request_id gets the same seat and token.
+    def accept(self, token_hash: str | None, account_id: str, table_id: str, request_id: str,
+               fingerprint: str, address: str) -> tuple[Table, int, str]:
+        """Seat the person holding ``token_hash`` (a seat's token of ``table_id``, a finished
+        game), or signed in as ``account_id``, at their old seat of its rematch (made now if
+        none was); returns (table, seat, token). A retry with the same request_id gets the
+        same seat and token.
 
         :raises ServiceError: NOT_FOUND (the table, or its rematch gone); UNAUTHENTICATED
             without a token; PERMISSION_DENIED NOT_SEATED_THERE; FAILED_PRECONDITION
             GAME_NOT_OVER, REMATCH_ALREADY_ACCEPTED, REMATCH_STARTED."""
         old = self._registry.get(table_id)
-        if token_hash is None:
-            raise ServiceError.unauthenticated(
-                "send your player token of that game: 'authorization: Bearer <token>'")
-        found = self._registry.seating.seat_of(token_hash)
-        if found is None or found[0] != old.id:
-            raise ServiceError.denied("only the people seated at that game take part in its "
-                                      "rematch: send your token of that table",
-                                      "NOT_SEATED_THERE")
-        number = found[1]
+        number = self._seat_of(old, token_hash, account_id)
         if not old.is_finished:
             raise ServiceError.precondition("the game is not over: ask for its rematch once it "
                                             "ended", "GAME_NOT_OVER")
@@ -84,6 +77,24 @@ class Rematches:
         if table.game is not None:
             self._close_window(table.id)  # everyone is back: it started
         return table, number, token
+
+    def _seat_of(self, old: Table, token_hash: str | None, account_id: str) -> int:
+        """The old seat of the token's holder, or of the account."""
+        if token_hash is None and not account_id:
+            raise ServiceError.unauthenticated(
+                "send your player token of that game (or your account's access token): "
+                "'authorization: Bearer <token>'")
+        if account_id:
+            found = next((s.number for s in old.seats if s.account_id == account_id
+                          and not s.is_bot), None)
+        else:
+            entry = self._registry.seating.seat_of(token_hash or "")
+            found = entry[1] if entry is not None and entry[0] == old.id else None
+        if found is None:
+            raise ServiceError.denied("only the people seated at that game take part in its "
+                                      "rematch: send your token of that table",
+                                      "NOT_SEATED_THERE")
+        return found
 
     def _make(self, old: Table, address: str) -> Table:
         """The rematch table of ``old``: its settings, a new deal; its window starts."""
