@@ -14,6 +14,7 @@ from copas.v1 import copas_pb2, copas_pb2_grpc
 
 from engine import Game
 from tests.helpers.calls import Watch, auth, drive, join_all, new_table, quota_details
+from tests.helpers.championships import sign_in
 from tests.helpers.games import rules_of
 from tests.helpers.servers import serving
 
@@ -113,3 +114,22 @@ async def test_bots_take_the_seats_nobody_claimed_in_time() -> None:
             (old.seats[3].display_name, True)]  # a bot took P1's seat
         assert await refusal(rematch(stub, old.table_id, tokens[1])) == \
             (grpc.StatusCode.FAILED_PRECONDITION, "REMATCH_STARTED")
+
+
+async def test_a_signed_in_person_comes_back_by_their_account() -> None:
+    """A person who sat signed in shows their account (a new tab of their browser has no seat
+    token): the same old seat; another account is not seated there."""
+    async with serving(allow_seed=True) as (running, stub):
+        ann, other = await sign_in(f"127.0.0.1:{running.port}", ["Ann", "Other"])
+        table = await new_table(stub, preset="quick", seed=SEED, bots=3)
+        joined = await stub.JoinTable(copas_pb2.JoinTableRequest(table_id=table.table_id),
+                                      metadata=auth(ann.access_token))
+        watch = Watch(stub, table.table_id, joined.player_token)
+        await drive(stub, table.table_id, {joined.seat: joined.player_token},
+                    {joined.seat: watch}, Game(rules_of(table), SEED))
+        await watch.close()
+        assert await refusal(rematch(stub, table.table_id, other.access_token)) == \
+            (grpc.StatusCode.PERMISSION_DENIED, "NOT_SEATED_THERE")
+        back = await rematch(stub, table.table_id, ann.access_token)
+        assert (back.seat, back.table.seats[0].display_name) == (joined.seat, "Ann")
+        assert back.table.phase == copas_pb2.PHASE_PASSING  # the only person: it starts
