@@ -6,6 +6,7 @@ unclaimed ones; the old table points to the new one; retries are answered once."
 from __future__ import annotations
 
 import uuid
+from pathlib import Path
 from typing import Any
 
 import grpc
@@ -133,3 +134,25 @@ async def test_a_signed_in_person_comes_back_by_their_account() -> None:
         back = await rematch(stub, table.table_id, ann.access_token)
         assert (back.seat, back.table.seats[0].display_name) == (joined.seat, "Ann")
         assert back.table.phase == copas_pb2.PHASE_PASSING  # the only person: it starts
+
+
+async def test_a_rematch_with_a_bot_in_an_unclaimed_seat_comes_back_after_a_restart(
+        tmp_path: Path) -> None:
+    """The bot's seat is in the rematch table's log (a join without a token): a restart
+    replays it, and the person's new token still opens their seat."""
+    options = {"rematch_window": 0.3, "allow_seed": True, "data_dir": str(tmp_path)}
+    async with serving(**options) as (_, stub):
+        old, tokens = await finished_game(stub)
+        first = await rematch(stub, old.table_id, tokens[0])
+        new_id = first.table.table_id
+        watch = Watch(stub, new_id, first.player_token)
+        before = await watch.wait_for(lambda m: m.view.phase == copas_pb2.PHASE_PASSING,
+                                      timeout=20)
+        await watch.close()
+    async with serving(**options) as (_, stub):
+        view = (await stub.GetView(copas_pb2.GetViewRequest(table_id=new_id),
+                                   metadata=auth(first.player_token))).view
+        assert view.seat == 0 and view.phase == copas_pb2.PHASE_PASSING
+        assert [(p.display_name, p.is_bot) for p in view.players] == \
+            [(p.display_name, p.is_bot) for p in before.view.players]
+        assert view.players[1].is_bot and list(view.hand) == list(before.view.hand)
