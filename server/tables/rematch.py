@@ -17,6 +17,7 @@ log, but the old table no longer points to it and its seats are open to JoinTabl
 from __future__ import annotations
 
 import dataclasses
+import secrets
 
 from server.bounded import Bounded
 from server.errors import ServiceError
@@ -99,10 +100,12 @@ class Rematches:
     def _make(self, old: Table, address: str) -> Table:
         """The rematch table of ``old``: its settings, a new deal; its window starts."""
         overrides = {f.name: getattr(old.rules, f.name) for f in dataclasses.fields(old.rules)}
+        # The server's own seed: a new deal, and never a quick-match table (whose free seats
+        # a quick match would give to anyone).
         table = self._registry.create(
             preset=old.preset, overrides=overrides, bot_seats=old.bot_seats, name=old.name,
-            seed=None, bot_policy=old.bot_policy, rating=old.rating, creator=address,
-            bot_pace=old.bot_pace)
+            seed=str(secrets.randbits(64)), is_server_seed=True, bot_policy=old.bot_policy,
+            rating=old.rating, creator=address, bot_pace=old.bot_pace)
         self._rematch_of[old.id] = table.id
         self._windows[table.id] = self._registry.scheduler.call_later(
             self._window, lambda: self._window_ended(table.id))
