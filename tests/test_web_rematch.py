@@ -22,6 +22,7 @@ from tests.test_web_page import (
     check_page,
     create_through_the_lobby,
     open_page,
+    screenshot,
     state_of,
     take_turn,
 )
@@ -88,10 +89,12 @@ async def test_a_rematch_seats_the_same_two_people_at_a_new_table_through_the_sh
         # Bea, still at the finished game, sees the offer; she opens the same link again.
         await bea.wait_for_selector("#rematch-offer:has-text('Ana offers a rematch')")
         assert (await bea.text_content("#again") or "").strip() == "Accept the rematch"
+        await screenshot(bea, "rematch-offered")
         check_page(await state_of(bea))
         await bea.goto(link)
         for page in (ana, bea):
             await page.wait_for_function(NEW_GAME, arg=old_id, timeout=30_000)
+        await screenshot(bea, "rematch-seated")
         ana_state, bea_state = await state_of(ana), await state_of(bea)
         assert ana_state["table"] == bea_state["table"] == new_id
         assert (ana_state["you"], bea_state["you"]) == ("0", "1")  # their old seats
