@@ -80,6 +80,9 @@ class Config:
     reservation_seconds: float = flag(15.0, "seconds a quick-match seat stays reserved for "
                                             "its player to open a WatchTable or Play stream; "
                                             "then it goes back (RESERVATION_EXPIRED)")
+    rematch_window: float = flag(45.0, "seconds a rematch keeps the seats of the people of "
+                                       "the game before it for them; then bots take the "
+                                       "unclaimed ones and the game starts")
     bot_table_pace: float = flag(0.5, "seconds between moves at a table of bots only")
     bot_pace: float = flag(1.0, "seconds a bot waits before it plays a card at a new table "
                                 "with a seat for a person, unless the table asks for "
@@ -263,7 +266,7 @@ class Config:
             max_hands_limit=self.max_hands_limit, allow_seed=self.allow_seed,
             bot_policy=self.bot_policy, bot_pace=self.bot_pace,
             rule_defaults=dict(self.rule_defaults),
-            watcher_queue=self.watcher_queue)
+            watcher_queue=self.watcher_queue, rematch_window=self.rematch_window)
 
 
 @dataclass(frozen=True, slots=True)
@@ -303,6 +306,7 @@ class RegistrySettings:
     bot_pace: float = 1.0  # a new table's bot_pace_seconds when a person may sit at it
     rule_defaults: dict[str, float] = field(default_factory=dict)
     watcher_queue: int = 512  # the lobby streams' queues
+    rematch_window: float = 45.0  # seconds a rematch keeps its people's seats for them
 
 
 _TIMING = ("play_timeout", "pass_timeout", "moon_timeout", "trick_pause", "hand_pause")

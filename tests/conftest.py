@@ -75,7 +75,7 @@ TIERS = {
     "test_readme.py": INTEGRATION, "test_round_trip.py": INTEGRATION,
     "test_server_api.py": INTEGRATION, "test_server_game.py": INTEGRATION,
     "test_server_play.py": INTEGRATION, "test_quick_match_seats.py": INTEGRATION,
-    "test_fail_stop.py": INTEGRATION,
+    "test_fail_stop.py": INTEGRATION, "test_rematch.py": INTEGRATION,
     "test_spectators.py": INTEGRATION, "test_stream_limits_and_leavers.py": INTEGRATION,
     "test_address_limits_and_floods.py": PROCESS, "test_bot_clients.py": PROCESS,
     "test_clients.py": PROCESS, "test_durability.py": PROCESS,
@@ -89,7 +89,7 @@ TIERS = {
     "test_championships.py": INTEGRATION, "test_championship_kill9.py": PROCESS,
     "test_championship_cluster.py": CLUSTER, "test_championship_cli.py": PROCESS,
     "test_web_championships.py": BROWSER,
-    "test_web_page.py": BROWSER,
+    "test_web_page.py": BROWSER, "test_web_rematch.py": BROWSER,
 }
 
 

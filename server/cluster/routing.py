@@ -52,6 +52,7 @@ ROUTES: dict[str, Route] = {
     "WatchLobby": Route.HERE,
     "GetTable": Route.TABLE,
     "JoinTable": Route.TABLE,  # a quick match (no table_id) seats here
+    "Rematch": Route.SEAT,  # the finished table's owner makes its rematch there
     "PassCards": Route.SEAT,
     "PlayCard": Route.SEAT,
     "ChooseMoon": Route.SEAT,
@@ -65,7 +66,8 @@ ROUTES: dict[str, Route] = {
 SERVICE = copas_pb2.DESCRIPTOR.services_by_name["CopasService"]
 # The answers that seat a player or name a table: they tell the client the public address of
 # the table's owner (x-copas-owner), for it to call that node directly from then on.
-TELLS_OWNER = frozenset({"CreateTable", "JoinTable", "GetTable", "WatchTable", "Play"})
+TELLS_OWNER = frozenset({"CreateTable", "JoinTable", "Rematch", "GetTable", "WatchTable",
+                         "Play"})
 
 
 ADMIN_ROUTES: dict[str, Route] = {

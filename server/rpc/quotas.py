@@ -119,7 +119,7 @@ class Quotas:
                     f"too many tables created from {peer} (at most "
                     f"{self.creates.rate * 60:g} per minute)", "TOO_MANY_TABLES",
                     f"peer {peer}", wait, self.penalty)
-        elif method == "JoinTable":
+        elif method in ("JoinTable", "Rematch"):  # each seats its caller: a new token
             wait = self.joins.take(peer, now)
             if wait:
                 raise ServiceError.over_quota(

@@ -29,6 +29,7 @@ from server.tables.idempotency import JOIN_REQUEST_ID_MIN, fingerprint
 from server.tables.lobby import LobbyFilter, LobbySource
 from server.tables.records import Records
 from server.tables.registry import TableRegistry
+from server.tables.rematch import Rematches
 from server.wire import field
 
 Context = grpc.aio.ServicerContext[Any, Any]
@@ -89,6 +90,7 @@ class CopasService(copas_pb2_grpc.CopasServiceServicer):
         self.records = records
         self.quotas = quotas
         self.play_streams: set[PlayStream] = set()  # open Play streams (for the gauges)
+        self.rematches = Rematches(registry, registry.settings.rematch_window)
 
     def gauges(self) -> Iterable[GaugeMetricFamily]:
         return gauges(
@@ -168,6 +170,7 @@ class CopasService(copas_pb2_grpc.CopasServiceServicer):
         # The summary as of now, answered once now is committed: bots keep moving during the
         # commit, and a phase shown (GAME_OVER) must already be on disk (its record too).
         summary = table.summary()
+        summary.rematch_table_id = self.rematches.rematch_of(table.id)
         await self.delivery.committed(table)
         return copas_pb2.GetTableResponse(table=summary)
 
@@ -195,6 +198,7 @@ class CopasService(copas_pb2_grpc.CopasServiceServicer):
         name, account_id = await self._person(request.display_name)
         seat_asked = request.seat if request.HasField("seat") else None
         players = request.players if request.HasField("players") else None
+        self.rematches.check_joinable(table_id)
         table, seat, token = self.registry.join(
             table_id, name, seat_asked, request_id,
             fingerprint("JoinTable", table_id, request.preset, players, name, seat_asked,
@@ -204,6 +208,22 @@ class CopasService(copas_pb2_grpc.CopasServiceServicer):
         structlog.contextvars.bind_contextvars(seat=seat)
         await self.delivery.committed(table)  # the seat is durable before the token is given
         return copas_pb2.JoinTableResponse(seat=seat, player_token=token, table=table.summary())
+
+    async def Rematch(self, request: copas_pb2.RematchRequest, context: Context
+                      ) -> copas_pb2.RematchResponse:
+        table_id = _table_id(request)
+        request_id = _request_id(request, JOIN_REQUEST_ID_MIN, is_secret=True)
+        found = caller()
+        # A signed-in person may show their account instead of their old seat's token.
+        account = await self.accounts.authenticate_digest(found.token_hash) \
+            if found.has_access_token and found.token_hash is not None else None
+        table, seat, token = self.rematches.accept(
+            None if account is not None else found.token_hash,
+            account.id if account is not None else "", table_id, request_id,
+            fingerprint("Rematch", table_id) if request_id else "", found.peer)
+        structlog.contextvars.bind_contextvars(seat=seat, rematch_table_id=table.id)
+        await self.delivery.committed(table)  # the seat is durable before the token is given
+        return copas_pb2.RematchResponse(seat=seat, player_token=token, table=table.summary())
 
     async def _act(self, request: Any, method: str) -> int:
         """Authenticate, apply, and answer once the action is durable."""

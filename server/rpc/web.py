@@ -243,6 +243,9 @@ class Relay(_Forwarding, copas_connect.CopasService):
     async def join_table(self, request: Any, ctx: Ctx, /) -> Any:
         return await self._unary("JoinTable", request, ctx)
 
+    async def rematch(self, request: Any, ctx: Ctx, /) -> Any:
+        return await self._unary("Rematch", request, ctx)
+
     async def pass_cards(self, request: Any, ctx: Ctx, /) -> Any:
         return await self._unary("PassCards", request, ctx)
 

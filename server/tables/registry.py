@@ -109,6 +109,8 @@ class TableRegistry:
         self.seated -= 1
 
     def token_issued(self, token_hash: str, table_id: str, seat: int, join_key: str) -> None:
+        if not token_hash:  # a bot took a rematch's unclaimed seat: no token
+            return
         self.seating.seated(token_hash, table_id, seat, join_key)
         self._ownership.token_issued(token_hash, table_id, seat, join_key)
 

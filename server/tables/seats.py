@@ -12,6 +12,7 @@ from typing import Protocol, overload
 from server.bounded import Bounded
 from server.errors import ServiceError
 from server.tables.idempotency import Remembered, check_reuse
+from server.tables.log_entries import Joined
 from server.tables.timers import TableTimers, TimerKind
 
 REQUEST_MEMORY = 256  # successful request_ids remembered per seat
@@ -69,6 +70,12 @@ class Seat:
 # The bots' names, by seat: names people give (a person may not take "Bot 2", the server's
 # old names, still kept for bots; SeatSummary.is_bot says who is one).
 BOT_NAMES = ("Ada", "Basil", "Cleo", "Dario", "Esme")
+
+
+def bot_joined(seq: int, number: int, at: float) -> Joined:
+    """The log entry of a bot taking the free seat ``number``: a join without a token (a
+    rematch's seat nobody claimed in time, ``server.tables.rematch``)."""
+    return Joined(seq, number, BOT_NAMES[number], "", at=at)
 
 
 class Seats(Sequence[Seat]):
@@ -184,8 +191,12 @@ class Seats(Sequence[Seat]):
         """A person (signed in as ``account_id``, or anonymous from ``address`` at a
         quick-match table) sits at the free seat ``number`` (its join at ``log_n`` in the
         log) and takes a slot; ``join_key`` (with the request's fingerprint and sealed token)
-        lets a retried join find them."""
+        lets a retried join find them. No ``token_hash``: a bot takes the seat (a rematch's
+        seat nobody claimed in time, ``server.tables.rematch``), without a slot."""
         seat = self._seats[number]
+        if not token_hash:
+            seat.is_taken, seat.is_bot, seat.name, seat.log_n = True, True, name, log_n
+            return seat
         seat.is_taken, seat.name, seat.token_hash, seat.log_n = True, name, token_hash, log_n
         seat.account_id, seat.address = account_id, address
         seat.holds_slot, seat.has_acted = True, False

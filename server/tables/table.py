@@ -1,24 +1,22 @@
 """A table's state machine: seats and tokens, the game, turns, pauses, deadlines and bots.
 
-Everything here runs on the server's one event loop and never awaits while it changes the
-table, so a table's moves are strictly ordered. Work comes in *steps*: one player's request,
-one timer (a deadline, a pause's end), or one bot move. Every step goes through one runner
-(``_step``), which refuses to start once the store has failed (fail-stop: nothing changes in
-memory that the log will never hold) and ends by staging the step's events, each carrying the
-view after the whole step, for the watchers; they see them once the store has committed the
-step. A step does a bounded amount of game work (one action and what the engine plays at once
-for leavers), never waits; bots move in steps of their own, scheduled on the loop, so no
-request or timer ever plays a game through.
+Everything here runs on the server's one event loop and never awaits while it changes the table, so
+a table's moves are strictly ordered. Work comes in *steps*: one player's request, one timer (a
+deadline, a pause's end), or one bot move. Every step goes through one runner (``_step``), which
+refuses to start once the store has failed (fail-stop: nothing changes in memory that the log will
+never hold) and ends by staging the step's events, each carrying the view after the whole step, for
+the watchers; they see them once the store has committed the step. A step does a bounded amount of
+game work (one action and what the engine plays at once for leavers), never waits; bots move in
+steps of their own, scheduled on the loop, so no request or timer ever plays a game through.
 
-A table asks its owner for what it cannot decide alone only through ``TableHost`` (slots
-against --max-players, where tokens belong, delivery), given at construction; it writes its
-log through the narrow ``TableLog`` (both in ``ports``). What it owns is split by state: its
-seats and a quick match's reservations (``seats``), its numbered events (``events``), its
-timer handles, turn's clock, watchdog and away seats' turns (``timers``), its bots' moves
-(``bots.BotTurns``), its presence events (``presence.Presence``); the table decides what
-happens when a person sits, connects, acts or leaves, or a timer fires. Recovery replays the
-log through the same code with ``is_replaying`` set, which schedules nothing, logs nothing,
-counts nothing and sends nothing.
+A table asks its owner for what it cannot decide alone only through ``TableHost`` (slots against
+--max-players, where tokens belong, delivery), given at construction; it writes its log through the
+narrow ``TableLog`` (both in ``ports``). What it owns is split by state: its seats and a quick
+match's reservations (``seats``), its numbered events (``events``), its timer handles, turn's clock,
+watchdog and away seats' turns (``timers``), its bots' moves (``bots.BotTurns``), its presence
+events (``presence.Presence``); the table decides what happens when a person sits, connects, acts or
+leaves, or a timer fires. Recovery replays the log through the same code with ``is_replaying`` set,
+which schedules nothing, logs nothing, counts nothing and sends nothing.
 """
 
 from __future__ import annotations
@@ -59,7 +57,7 @@ from server.tables.log_entries import (
 )
 from server.tables.ports import TableHost, TableLog
 from server.tables.presence import Presence
-from server.tables.seats import Reservations, Seats, revoked
+from server.tables.seats import Reservations, Seats, bot_joined, revoked
 from server.tables.timers import AwayTurns, TableTimers, TurnClock, Watchdog
 
 log = structlog.get_logger("copas.table")
@@ -301,6 +299,9 @@ class Table:
         if self.seats.is_ready():
             self._start()
 
+    def seat_bot(self, number: int) -> None:  # a rematch's unclaimed seat: a join, no token
+        self._step(lambda: self._seat_person(bot_joined(self.sequence, number, self._step_time)))
+
     def _take_up(self, entry: TakenUp) -> None:
         """A reserved seat's person connected: the game starts once every seat is."""
         self._log(entry)
@@ -446,8 +447,7 @@ class Table:
             return ActResult(known, self.sequence)
         kind = type(action).__name__
         try:
-            first = self._step(lambda: self._person_acts(seat, action, request_id,
-                                                         fingerprint))
+            first = self._step(lambda: self._person_acts(seat, action, request_id, fingerprint))
         except ServiceError as error:
             if not self.is_replaying:
                 self.metrics.actions.labels(kind, error.reason).inc()

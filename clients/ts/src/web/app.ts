@@ -25,6 +25,7 @@ import { AccountSession, isOver, mustAct, refusal, sameCard, tableEvents } from 
 import { startChampionships } from "./championships.js";
 import { $, element } from "./dom.js";
 import { startSound } from "./sound.js";
+import { acceptRematch, followLink, isRematchGame, noteView, startRematch, stopRematchWatch } from "./rematch.js";
 import { type Actions, type Session, type Setup, state } from "./state.js";
 import { finalSummaryEnded, onHandKey, render as drawTable, startLookBack, tick } from "./table.js";
 import { CLOCKS, ordinal, PRESET_MOON, presetName, refusalWords } from "./words.js";
@@ -56,11 +57,12 @@ const actions: Actions = {
   onPass,
   chooseMoon: (choice: MoonChoice) =>
     void act((tableId, headers) => client.chooseMoon({ tableId, choice, requestId: requestId() }, { headers })),
-  playAgain: () => void playAgain(),
+  playAgain: () => void (state.session && isRematchGame(state.view, state.session) ? acceptRematch(state.session) : playAgain()),
   toLobby: () => toLobby(),
 };
 
 function render(): void {
+  noteView(state.view, state.session);
   drawTable(actions, summary);
 }
 
@@ -176,6 +178,7 @@ function enterTable(session: Session, table?: TableSummary): void {
 
 function toLobby(): void {
   state.watching?.abort();
+  stopRematchWatch();
   state.session = undefined;
   state.view = undefined;
   sessionStorage.removeItem(SESSION_KEY);
@@ -714,14 +717,29 @@ function start(): void {
   const params = new URLSearchParams(location.search);
   const invited = params.get("join");
   const watched = params.get("watch");
-  if (resumed?.tableId && resumed.token && (!invited || invited === resumed.tableId)) {
-    enterTable(resumed); // a reload keeps your seat
-  } else if (watched) {
-    enterTable({ tableId: watched });
-  } else {
-    startLobby();
-    if (invited) void showInvite(invited);
-  }
+  const open = (): void => {
+    if (resumed?.tableId && resumed.token && (!invited || invited === resumed.tableId)) {
+      enterTable(resumed); // a reload keeps your seat
+    } else if (watched) {
+      enterTable({ tableId: watched });
+    } else {
+      startLobby();
+      if (invited) void showInvite(invited);
+    }
+  };
+  startRematch({
+    client,
+    asAccount: async (call) => {
+      if (!(await signedIn)) throw new Error("not signed in");
+      return account.call(call);
+    },
+    enterTable,
+    requestId,
+    render,
+  });
+  // The link of a finished game with a rematch leads its people to their seats there.
+  if (invited) void followLink(invited, resumed).then((isSeated) => isSeated || open());
+  else open();
 }
 
 start();

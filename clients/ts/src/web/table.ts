@@ -8,6 +8,7 @@ import { MoonChoice, PassDirection, Phase, type TableSummary, type TableView, ty
 import { isOver, mustAct, sameCard } from "../copas.js";
 import { $, element, redraw } from "./dom.js";
 import { isLegal, whyNot } from "./hints.js";
+import { againLabel, linkTable, offerText, rematch, rematchKey } from "./rematch.js";
 import { onTurn } from "./sound.js";
 import { type Actions, isBusy, state } from "./state.js";
 import {
@@ -383,7 +384,7 @@ function renderCenter(view: TableView): void {
     const free = view.players.filter((p) => !p.displayName).length;
     $("share-text").textContent = `Waiting for ${free} more player${free === 1 ? "" : "s"}. Send your friends this link:`;
     const link = $<HTMLInputElement>("share-link");
-    const url = shareLink(view.tableId);
+    const url = shareLink(linkTable(view.tableId));
     if (link.value !== url) link.value = url;
   }
 }
@@ -625,7 +626,7 @@ function renderStandings(view: TableView, actions: Actions): void {
   box.hidden = !isOver(view) || isFinalSummary();
   if (box.hidden) return;
   const key = view.standings.map((s) => `${s.seat}/${s.place}/${s.total}`).join(",");
-  redraw(box, `${view.tableId}:${state.lastHand?.handNumber}:${state.hands.size}:${key}`, () => {
+  redraw(box, `${view.tableId}:${state.lastHand?.handNumber}:${state.hands.size}:${key}:${rematchKey()}`, () => {
     const mine = view.standings.find((s) => s.seat === view.seat);
     const heading = element("h3", resultTitle(view), { id: "result-title" });
     if (mine?.place === 1 && !mine.hasLeft) heading.classList.add("won");
@@ -643,12 +644,15 @@ function renderStandings(view: TableView, actions: Actions): void {
         },
       };
     });
-    const again = element("button", "Play again", { type: "button", id: "again", class: "primary" });
+    const again = element("button", againLabel(view, state.session), { type: "button", id: "again", class: "primary" });
+    again.disabled = rematch.isBusy;
     again.addEventListener("click", actions.playAgain);
     const lobby = element("button", "Back to the lobby", { type: "button", id: "to-lobby" });
     lobby.addEventListener("click", actions.toLobby);
     const buttons = element("p", "", { class: "buttons" });
     buttons.append(again, " ", lobby);
+    const offer = element("p", offerText(view), { id: "rematch-offer", class: "rematch-offer" });
+    const refused = element("p", rematch.error, { id: "rematch-error", class: "error", role: "alert" });
     const hand = state.lastHand;
     const shooter = hand?.moonShooter;
     const moon =
@@ -661,7 +665,9 @@ function renderStandings(view: TableView, actions: Actions): void {
       ...moon,
       scoreTable("Final standings", ["Place", "Player", "Total"], places, "final-standings"),
       ...(state.hands.size ? [element("h4", "Score sheet", { class: "sheet-title" }), scoreSheet(view, "final-sheet")] : []),
+      offer,
       buttons,
+      refused,
     ];
   });
 }
