@@ -144,7 +144,7 @@ PAGE_STATE = """() => {
 }"""
 # The whole games' bots play at the table's pace, a card every BOT_PACE seconds (a person's
 # table defaults to 1 s; short here, so a game of four hands stays short).
-BOT_PACE = 0.1
+BOT_PACE = 0.05
 # Records, on each change of the trick, the hand's cards and where each is on the page (the
 # document's coordinates): nothing the player may touch may move while the trick changes.
 WATCH_HAND = """() => {
