@@ -156,3 +156,26 @@ async def test_a_rematch_with_a_bot_in_an_unclaimed_seat_comes_back_after_a_rest
         assert [(p.display_name, p.is_bot) for p in view.players] == \
             [(p.display_name, p.is_bot) for p in before.view.players]
         assert view.players[1].is_bot and list(view.hand) == list(before.view.hand)
+
+
+async def test_after_a_restart_the_old_table_points_to_its_rematch_and_its_seats_stay_kept(
+        tmp_path: Path) -> None:
+    """The pointer is the rematch table's own (in its log's meta): after a restart the old
+    table names its rematch again, a stranger's JoinTable is still refused there, the other
+    person still takes their old seat, and then bots take nobody's seat but the game starts."""
+    options = {"rematch_window": 60.0, "allow_seed": True, "data_dir": str(tmp_path)}
+    async with serving(**options) as (_, stub):
+        old, tokens = await finished_game(stub)
+        first = await rematch(stub, old.table_id, tokens[0])
+        new_id = first.table.table_id
+        assert (await summary(stub, old.table_id)).rematch_table_id == new_id
+    async with serving(**options) as (_, stub):
+        assert (await summary(stub, old.table_id)).rematch_table_id == new_id
+        assert await refusal(stub.JoinTable(copas_pb2.JoinTableRequest(
+            table_id=new_id, display_name="Stranger"))) == \
+            (grpc.StatusCode.PERMISSION_DENIED, "REMATCH_SEAT_RESERVED")
+        second = await rematch(stub, old.table_id, tokens[1])
+        assert (second.table.table_id, second.seat) == (new_id, 1)
+        assert second.table.phase == copas_pb2.PHASE_PASSING  # both back: it started
+        assert [s.display_name for s in second.table.seats][:2] == \
+            [s.display_name for s in old.seats][:2]

@@ -94,6 +94,9 @@ class TableMeta:
     bots): its seats are reservations, and one client holds one of them."""
     bot_pace: float = 0.0
     """Seconds its bots wait before they act (the server's, never in its log)."""
+    rematch_of: str = ""
+    """The finished table whose rematch it is ("" for none): the old table's pointer to it
+    comes back with it after a restart."""
 
     def to_json(self) -> str:
         return json.dumps({
@@ -102,7 +105,8 @@ class TableMeta:
             "rk": self.request_key, "fp": self.fingerprint, "bot_policy": self.bot_policy,
             **({"rating": self.rating} if self.rating != "people" else {}),
             **({"quick": True} if self.is_quick else {}),
-            **({"bot_pace": self.bot_pace} if self.bot_pace else {})})
+            **({"bot_pace": self.bot_pace} if self.bot_pace else {}),
+            **({"rematch_of": self.rematch_of} if self.rematch_of else {})})
 
     @classmethod
     def from_json(cls, text: str) -> TableMeta:
@@ -117,7 +121,8 @@ class TableMeta:
                        int(data["bots"]), int(data.get("order", 0) or 0),
                        str(data.get("rk", "")), str(data.get("fp", "")),
                        str(data.get("bot_policy", "auto")), str(data.get("rating", "people")),
-                       data.get("quick") is True, float(data.get("bot_pace", 0.0) or 0.0))
+                       data.get("quick") is True, float(data.get("bot_pace", 0.0) or 0.0),
+                       str(data.get("rematch_of", "")))
         except (KeyError, TypeError, ValueError, RulesError) as exc:
             raise ValueError(f"unreadable table meta: {exc!r}") from None
 

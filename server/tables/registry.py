@@ -64,6 +64,8 @@ class TableRegistry:
         self.seating = Seating()
         self.quarantined: dict[str, str] = {}  # table_id -> why its log did not replay
         self._create_requests: Bounded[str, Remembered] = Bounded(CREATE_MEMORY)
+        # A finished table -> its rematch (``TableMeta.rematch_of`` of a table held here).
+        self.rematch_tables: Bounded[str, str] = Bounded(CREATE_MEMORY)
         self._order = itertools.count(1)
         self.is_accepting = True
         self._is_draining = False  # an operator's Drain: no new tables, seats or takeovers
@@ -165,7 +167,8 @@ class TableRegistry:
     def create(self, *, preset: str, overrides: RuleOverrides, bot_seats: int, name: str,
                seed: str | None, request_id: str = "", fingerprint: str = "",
                bot_policy: str = "", rating: str = "", creator: str = "",
-               is_server_seed: bool = False, bot_pace: float | None = None) -> Table:
+               is_server_seed: bool = False, bot_pace: float | None = None,
+               rematch_of: str = "") -> Table:
         """A new table (or, for a retried request_id, the table it created); ``creator``,
         the address asking, may have at most --max-tables-per-address unfinished. One a quick
         match could have opened (no seed given) is a quick-match table (``TableMeta.is_quick``);
@@ -205,7 +208,7 @@ class TableRegistry:
                          seed=seed if seed is not None else secrets.randbits(64),
                          bot_seats=new.bot_seats, order=next(self._order), request_key=key,
                          fingerprint=fingerprint, bot_policy=new.bot_policy,
-                         rating=new.rating, bot_pace=new.bot_pace,
+                         rating=new.rating, bot_pace=new.bot_pace, rematch_of=rematch_of,
                          is_quick=seed is None and self._is_quick_match(new.preset, new.rules,
                                                                         new.bot_seats))
         created = self.scheduler.now()
@@ -246,6 +249,8 @@ class TableRegistry:
         CreateTable request_id answers again; a finished one counts in no limit and goes
         after what is left of its ttl (or sooner, as in ``table_finished``)."""
         self._tables[table.id] = table
+        if table.meta.rematch_of:
+            self.rematch_tables[table.meta.rematch_of] = table.id
         if table.request_key:
             self._create_requests[table.request_key] = Remembered(table.fingerprint, table.id)
         if table.is_finished:

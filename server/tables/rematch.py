@@ -8,10 +8,11 @@ they were signed in). The people's seats are kept for them alone for ``--rematch
 seconds (JoinTable is refused there meanwhile); then a bot takes each seat nobody claimed,
 and the game starts (at once when everyone accepted: the seats are full).
 
-What it holds is bounded: one rematch per table, pointers for at most ``MEMORY`` old tables
+What it holds is bounded: one rematch per table, pointers for at most 10,000 old tables
 (the oldest forgotten first), one window timer per rematch table, cancelled once it starts.
-The pointers live in this node's memory: after a restart the rematch table is back from its
-log, but the old table no longer points to it and its seats are open to JoinTable.
+The pointer is the rematch table's own (``TableMeta.rematch_of``, in its log's meta): after a
+restart the old table points to it again, and a rematch not yet started keeps its seats for
+its people, its window started again at the first call that meets it.
 """
 
 from __future__ import annotations
@@ -19,13 +20,10 @@ from __future__ import annotations
 import dataclasses
 import secrets
 
-from server.bounded import Bounded
 from server.errors import ServiceError
 from server.tables.clock import Handle
 from server.tables.registry import TableRegistry
 from server.tables.table import Table
-
-MEMORY = 10_000  # old tables whose rematch is remembered
 
 
 class Rematches:
@@ -34,17 +32,18 @@ class Rematches:
     def __init__(self, registry: TableRegistry, window: float) -> None:
         self._registry = registry
         self._window = window
-        self._rematch_of: Bounded[str, str] = Bounded(MEMORY)
         self._windows: dict[str, Handle] = {}  # rematch table -> its window's end
 
     def rematch_of(self, table_id: str) -> str:
         """The rematch table of ``table_id`` ("" when none was asked for)."""
-        return self._rematch_of.get(table_id) or ""
+        return self._registry.rematch_tables.get(table_id) or ""
 
     def check_joinable(self, table_id: str) -> None:
         """JoinTable at a rematch whose seats are still kept for its people.
 
         :raises ServiceError: PERMISSION_DENIED REMATCH_SEAT_RESERVED."""
+        if self._registry.holds(table_id):
+            self._keep_window(self._registry.get(table_id))
         if table_id in self._windows:
             raise ServiceError.denied(
                 "this table is a rematch: its seats are kept for the people of the game "
@@ -66,8 +65,9 @@ class Rematches:
         if not old.is_finished:
             raise ServiceError.precondition("the game is not over: ask for its rematch once it "
                                             "ended", "GAME_NOT_OVER")
-        rematch_id = self._rematch_of.get(old.id)
+        rematch_id = self._registry.rematch_tables.get(old.id)
         table = self._make(old, address) if rematch_id is None else self._registry.get(rematch_id)
+        self._keep_window(table)
         seat = old.seats[number]
         try:
             _, number, token = self._registry.join(
@@ -105,12 +105,17 @@ class Rematches:
         table = self._registry.create(
             preset=old.preset, overrides=overrides, bot_seats=old.bot_seats, name=old.name,
             seed=str(secrets.randbits(64)), is_server_seed=True, bot_policy=old.bot_policy,
-            rating=old.rating, creator=address, bot_pace=old.bot_pace)
-        self._rematch_of[old.id] = table.id
-        self._windows[table.id] = self._registry.scheduler.call_later(
-            self._window, lambda: self._window_ended(table.id))
+            rating=old.rating, creator=address, bot_pace=old.bot_pace, rematch_of=old.id)
+        self._keep_window(table)
         table.log.info("rematch_created", rematch_of=old.id)
         return table
+
+    def _keep_window(self, table: Table) -> None:
+        """A rematch not yet started has its window running (after a restart: from now)."""
+        if table.meta.rematch_of and table.game is None and not table.is_released \
+                and table.id not in self._windows:
+            self._windows[table.id] = self._registry.scheduler.call_later(
+                self._window, lambda: self._window_ended(table.id))
 
     def _window_ended(self, table_id: str) -> None:
         """Bots take the seats nobody claimed: the game starts."""
