@@ -539,7 +539,8 @@ def test_make_cluster_serves_loadtest_and_play_unchanged_and_stops_cleanly(
     cluster = subprocess.Popen(
         [sys.executable, "-m", "tools.cluster", "--workers", "2", "--pg-dir", str(pg_dir),
          "--pg-port", str(free_port()), "--listen", f"127.0.0.1:{port}", "--metrics-port",
-         "0", "--web-port", "0", "--unlimited-quotas", "--log-level", "warning"],
+         "0", "--web-port", "0", "--unlimited-quotas", "--log-level", "warning",  # short pauses:
+         "--trick-pause", "0.05", "--hand-pause", "0.1"],  # the default 2 s a trick
         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
         env={**os.environ, "PYTHONUNBUFFERED": "1"})
     try:
