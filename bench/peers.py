@@ -25,13 +25,15 @@ import argparse
 import hashlib
 import json
 import os
+import random
 import shutil
+import socket
 import statistics
 import subprocess
 from pathlib import Path
 from typing import Any
 
-from cpu_per_move import ROOT, copas_round, cpu_seconds, free_port, serve
+from cpu_per_move import ROOT, copas_round, cpu_seconds, serve
 
 PEERS_DIR = ROOT / "bench" / "peers"
 PEERS = ("boardgameio", "colyseus")
@@ -62,9 +64,26 @@ def install() -> Path:
     return place
 
 
+def listen_port() -> int:
+    """A port below the kernel's ephemeral range that both stacks can bind: boardgame.io
+    listens on every address, and a port of that range can be held by TIME-WAIT connections
+    (after a run of hundreds of them) that stop a dual-stack listen but not an IPv4 one."""
+    low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    for _attempt in range(100):
+        port = random.randrange(max(1024, low - 12_000), low)
+        try:
+            for family, address in ((socket.AF_INET6, "::"), (socket.AF_INET, "127.0.0.1")):
+                with socket.socket(family) as probe:
+                    probe.bind((address, port))
+            return port
+        except OSError:
+            continue
+    raise SystemExit("no free port below the ephemeral range")
+
+
 def peer_round(place: Path, peer: str, args: argparse.Namespace) -> dict[str, Any]:
     for _attempt in range(3):  # a free port can be taken before the server binds it
-        port = free_port()
+        port = listen_port()
         try:
             server = serve(["node", str(place / f"{peer}-server.js"), str(port)], env=NODE_ENV)
             break
