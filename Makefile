@@ -19,7 +19,7 @@ TS_SOURCES := $(wildcard $(TS_DIR)/src/*.ts $(TS_DIR)/src/web/*.ts $(TS_DIR)/tsc
 CONTRACT_BASE := 6f74c4a95deac2b0d10ce711010413c236c57beb
 
 .DEFAULT_GOAL := help
-.PHONY: help setup proto ts web run cluster monitor play demo check test needs lint bench bench-bots bench-pace bench-load bench-cluster clean
+.PHONY: help setup proto ts web run cluster monitor play demo check test needs lint bench bench-bots bench-pace bench-load bench-cluster bench-peers clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-11s %s\n", $$1, $$2}'
@@ -145,6 +145,9 @@ bench-load: setup ## load test vs a bare gRPC echo swarm at 100 and 1000 tables 
 
 bench-cluster: setup ## nodes on a throw-away PostgreSQL: CPU per move 1 vs 2 nodes, forwarded moves, takeover (minutes)
 	$(BIN)/python bench/cluster.py
+
+bench-peers: setup ## server CPU per card vs boardgame.io and Colyseus, 20 and 100 tables (needs Node.js 20, npm)
+	$(BIN)/python bench/peers.py
 
 clean: ## remove the virtual environment, generated code and caches
 	rm -rf $(VENV) $(PROTO_DIR)/copas/v1/*_pb2*.py* $(PROTO_DIR)/copas/v1/*_connect.py \

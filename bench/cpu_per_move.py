@@ -54,9 +54,10 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def serve(command: list[str]) -> subprocess.Popen[str]:
+def serve(command: list[str], env: dict[str, str] = ENV) -> subprocess.Popen[str]:
+    """Start a server that prints a line with "listening" when it is, and nothing more."""
     proc = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE,
-                            stderr=subprocess.DEVNULL, text=True, env=ENV)
+                            stderr=subprocess.DEVNULL, text=True, env=env)
     assert proc.stdout is not None and "listening" in proc.stdout.readline()
     return proc
 
