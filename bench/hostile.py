@@ -23,7 +23,8 @@ own.
 * Flood 6 (snapshot amplification): two addresses open spectator streams on a long finished
   game with ``after_sequence=1``, read the snapshot and cancel, as fast as their quota allows.
 
-Prints each phase's p50/p99, the flooders' counts, and ``flood2_p99_ratio`` (the honest
+Prints each phase's p50/p99 and how busy the server was (its CPU seconds a second), the
+flooders' counts, and ``flood2_p99_ratio`` (the honest
 browser's PlayCard), ``flood2_grpc_p99_ratio``, ``flood2_page_p99_ratio``, ``flood4_p99_ratio``,
 ``flood5_p99_ratio`` and ``flood6_p99_ratio`` (the honest p99 beside the flood / quiet, medians
 over rounds; the target is <= 2.0 each). Asserts nothing.
@@ -206,6 +207,12 @@ def tokens_of(honest: tuple[str, list[tuple[tuple[str, str], ...]], Any]) -> lis
     return [metadata[0][1].removeprefix("Bearer ") for metadata in honest[1]]
 
 
+def cpu_seconds(pid: int) -> float:
+    """A process's CPU time so far, user and system (Linux)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def summary(latencies: list[float]) -> str:
     return f"p50 {p(latencies, .5) * 1e3:.2f} ms, p99 {p(latencies, .99) * 1e3:.2f} ms"
 
@@ -231,9 +238,11 @@ def stop_py_spy(spy: subprocess.Popen[str] | None) -> None:
 async def rounds(address: str, web_port: int, server_pid: int, args: argparse.Namespace
                  ) -> dict[str, dict[str, list[float]]]:
     """The p99s of each phase, by victim: ``grpc`` (every phase), ``browser`` and ``page``
-    (the BROWSER_PHASES)."""
+    (the BROWSER_PHASES); and ``server_cpu``, the server's CPU seconds a second while the gRPC
+    victim played (a figure other processes on the machine do not move as much)."""
     p99: dict[str, dict[str, list[float]]] = {
         "grpc": {phase: [] for phase in args.phases},
+        "server_cpu": {phase: [] for phase in args.phases},
         "browser": {phase: [] for phase in BROWSER_PHASES},
         "page": {phase: [] for phase in BROWSER_PHASES}}
     async with grpc.aio.insecure_channel(address) as channel:
@@ -268,9 +277,13 @@ async def rounds(address: str, web_port: int, server_pid: int, args: argparse.Na
                         cwd=ROOT, stdout=subprocess.PIPE, text=True)
                     await asyncio.sleep(2.0)  # let the flood reach full speed
                 spy = py_spy(args, server_pid, f"{phase}-round{number + 1}")
+                cpu, began = cpu_seconds(server_pid), time.monotonic()
                 latencies = await victim(stub, *honest, args.moves)
+                busy = (cpu_seconds(server_pid) - cpu) / (time.monotonic() - began)
                 p99["grpc"][phase].append(p(latencies, 0.99))
-                print(f"{phase:7} round {number + 1}: {summary(latencies)}", flush=True)
+                p99["server_cpu"][phase].append(busy)
+                print(f"{phase:7} round {number + 1}: {summary(latencies)}; the server busy "
+                      f"{busy:.2f} of a core", flush=True)
                 if browser is not None:
                     moves, pages, counts = await web_victim(web_port, browser[0],
                                                             tokens_of(browser), browser[2],
@@ -339,6 +352,8 @@ def main() -> None:
     for victim_name in ("browser", "page"):
         for phase, value in medians[victim_name].items():
             print(f"{victim_name}_{phase}_p99_ms={value * 1e3:.2f}")
+    for phase, value in medians["server_cpu"].items():
+        print(f"server_cpu_{phase}={value:.3f}")
     for phase in args.phases[1:]:
         grpc_ratio = medians["grpc"][phase] / quiet
         if phase == "flood2":
