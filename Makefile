@@ -19,7 +19,7 @@ TS_SOURCES := $(wildcard $(TS_DIR)/src/*.ts $(TS_DIR)/src/web/*.ts $(TS_DIR)/tsc
 CONTRACT_BASE := 6f74c4a95deac2b0d10ce711010413c236c57beb
 
 .DEFAULT_GOAL := help
-.PHONY: help setup proto ts web run cluster monitor play demo check test needs lint bench bench-bots bench-pace bench-load bench-cluster bench-peers clean
+.PHONY: help setup proto ts web run cluster monitor play demo check test needs lint bench bench-hostile bench-bots bench-pace bench-load bench-cluster bench-peers clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-11s %s\n", $$1, $$2}'
@@ -133,6 +133,9 @@ bench: setup ## benchmarks: engine vs OpenSpiel; a move vs gRPC echo; durable vs
 	$(BIN)/python bench/accounts.py
 	$(BIN)/python bench/championship.py
 	COPAS_PERF_ROUNDS=3 $(STEP) $(PYTEST) -s -m perf  # the figures the tests print (p99 under floods, costs)
+
+bench-hostile: setup ## issue 27's floods 2, 4, 5, 6 beside an honest player and browser: p99 ratios (minutes)
+	$(BIN)/python bench/hostile.py
 
 bench-bots: setup ## bot strength: mc vs duck, random, greedy on duplicate deals; decision time (minutes)
 	$(BIN)/python bench/bots_strength.py

@@ -50,16 +50,19 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-async def seat_victim(stub: copas_pb2_grpc.CopasServiceStub, seed: str
+async def seat_victim(stub: copas_pb2_grpc.CopasServiceStub, seed: str,
+                      origin: tuple[tuple[str, str], ...] = ()
                       ) -> tuple[str, list[tuple[tuple[str, str], ...]], Game]:
     """A table of four players (made before any flood: a flooder on the same address would
-    use up the address's quota for creating and joining)."""
+    use up the address's quota for creating and joining), created and joined as ``origin``
+    (metadata such as an x-forwarded-for: an address's quota of unfinished tables)."""
     table = (await stub.CreateTable(copas_pb2.CreateTableRequest(
-        seed=seed, rules=copas_pb2.RulesOverrides(**NO_CLOCK)))).table  # type: ignore[arg-type]
+        seed=seed, rules=copas_pb2.RulesOverrides(**NO_CLOCK)),  # type: ignore[arg-type]
+        metadata=origin)).table
     tokens = []
     for s in range(4):
         join = await stub.JoinTable(copas_pb2.JoinTableRequest(
-            table_id=table.table_id, display_name=f"P{s}"))
+            table_id=table.table_id, display_name=f"P{s}"), metadata=origin)
         tokens.append((("authorization", f"Bearer {join.player_token}"),))
     return table.table_id, tokens, Game(Rules(max_hands=0, point_limit=1000), seed)
 

@@ -1,26 +1,40 @@
-"""Floods of issue 27's findings 5 and 6 beside an honest table; does the honest player notice?
+"""Floods of issue 27's findings 2, 4, 5 and 6 beside an honest table; does the honest player
+notice?
 
-Starts the server (its defaults: SQLite in a temporary directory, quotas on; loopback is a
-trusted proxy, so the flooders can speak for many addresses with ``x-forwarded-for``) and, per
-round, times an honest table of four players (``bench/flood.py``'s victim: a move every 25 ms,
-each PlayCard's latency) three times: quiet, beside flood 5, beside flood 6. Each flood runs in
-a process of its own.
+Starts the server (its defaults: SQLite in a temporary directory, quotas on, the web port on
+loopback; loopback is a trusted proxy, so the gRPC flooders can speak for many addresses with
+``x-forwarded-for``, and the web flooders connect from addresses of 127.0.0.0/8) and, per
+round, times an honest table of four players (``bench/flood.py``'s victim over gRPC: a move
+every 25 ms, each PlayCard's latency) in each phase: quiet, then beside each flood. In the
+quiet phase and beside flood 2 an honest browser (``bench/hostile_web.py``: the same victim
+over the web port in Connect's JSON, each player reading its WatchTable stream, and the page
+fetched every 0.2 s) is timed too, after the gRPC victim. Each flood runs in a process of its
+own.
 
+* Flood 2 (slow readers on the web port): 17 addresses x 64 connections, a WatchTable of the
+  two honest tables or a WatchLobby, that read their first message and never again; each
+  tries once (with ``--slow-retry S``, a refused one is tried again after S seconds).
+* Flood 4 (a Play stream of refusals): one player token's 4 Play streams (its most) send
+  refused actions (a card while nobody may play) as fast as the server takes them, each
+  opened again at once when the server ends it (TOO_MANY_REFUSALS).
 * Flood 5 (spectators): 64 spectators (eight addresses, eight each) read the honest table's
   stream, and two more addresses try to open 1,024 spectator streams each on a table of bots
   playing fast (the quotas let each hold ``--max-spectator-streams-per-peer``).
 * Flood 6 (snapshot amplification): two addresses open spectator streams on a long finished
   game with ``after_sequence=1``, read the snapshot and cancel, as fast as their quota allows.
 
-Prints each phase's p50/p99, the flooders' counts, and ``flood5_p99_ratio`` and
-``flood6_p99_ratio`` (the honest p99 beside the flood / quiet, medians over rounds; the target
-is <= 2.0 each). Asserts nothing.
+Prints each phase's p50/p99 and how busy the server was (its CPU seconds a second), the
+flooders' counts, and ``flood2_p99_ratio`` (the honest
+browser's PlayCard), ``flood2_grpc_p99_ratio``, ``flood2_page_p99_ratio``, ``flood4_p99_ratio``,
+``flood5_p99_ratio`` and ``flood6_p99_ratio`` (the honest p99 beside the flood / quiet, medians
+over rounds; the target is <= 2.0 each). Asserts nothing.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import collections
 import contextlib
 import json
 import os
@@ -34,13 +48,17 @@ from pathlib import Path
 from typing import Any
 
 import grpc
-from copas.v1 import copas_pb2, copas_pb2_grpc
+from copas.v1 import cards_pb2, copas_pb2, copas_pb2_grpc
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
 sys.path.insert(0, str(ROOT))
 
 from flood import free_port, p, seat_victim, victim  # type: ignore[import-not-found]  # noqa: E402
+from hostile_web import slow_readers, web_victim  # type: ignore[import-not-found]  # noqa: E402
+
+PHASES = ("quiet", "flood2", "flood4", "flood5", "flood6")
+BROWSER_PHASES = ("quiet", "flood2")  # the phases that time the honest browser too
 
 FAST = {"trick_pause_seconds": 0.0, "hand_pause_seconds": 0.0, "play_timeout_seconds": 0.0,
         "pass_timeout_seconds": 0.0, "moon_timeout_seconds": 0.0}
@@ -119,45 +137,168 @@ async def flood6(server: str, finished_table: str, stop: asyncio.Event) -> dict[
     return counts
 
 
-async def flooder(kind: str, server: str, tables: list[str]) -> dict[str, int]:
+async def flood4(server: str, stop: asyncio.Event) -> dict[str, int]:
+    """One token's 4 Play streams sending refused actions as fast as the server takes them
+    (the results read); a stream the server ends is opened again at once."""
+    counts: collections.Counter[str] = collections.Counter()
+    origin = as_client("198.51.100.44")
+    channels = [grpc.aio.insecure_channel(server) for _ in range(4)]
+    stubs = [copas_pb2_grpc.CopasServiceStub(c) for c in channels]
+    table = (await stubs[0].CreateTable(copas_pb2.CreateTableRequest(),
+                                        metadata=origin)).table
+    join = await stubs[0].JoinTable(copas_pb2.JoinTableRequest(
+        table_id=table.table_id, display_name="flood4"), metadata=origin)
+    metadata = (("authorization", f"Bearer {join.player_token}"), *origin)
+    opening = copas_pb2.PlayRequest(open=copas_pb2.WatchTableRequest(table_id=table.table_id))
+    refused = copas_pb2.PlayRequest(play_card=copas_pb2.PlayCardRequest(
+        card=cards_pb2.Card(text="2C")))  # nobody may play: the table waits for players
+
+    async def read(call: Any) -> None:
+        async for response in call:
+            if response.WhichOneof("kind") == "result":
+                counts["results"] += 1
+                counts["refused"] += response.result.HasField("error")
+
+    async def stream(stub: Any) -> None:
+        while not stop.is_set():
+            call = stub.Play(metadata=metadata)
+            reading = asyncio.create_task(read(call))
+            try:
+                await call.write(opening)
+                counts["opened"] += 1
+                while not reading.done():
+                    await call.write(refused)
+                    counts["sent"] += 1
+            except (grpc.aio.AioRpcError, asyncio.InvalidStateError):
+                pass
+            with contextlib.suppress(grpc.aio.AioRpcError):
+                await reading
+            code, details = await call.code(), await call.details()
+            if "in a row" in (details or ""):
+                counts["ended_too_many_refusals"] += 1
+            else:
+                counts[f"ended_{code.name}"] += 1
+                await asyncio.sleep(0.005)
+
+    tasks = [asyncio.create_task(stream(stubs[i])) for i in range(4)]
+    await stop.wait()
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+    for channel in channels:
+        await channel.close()
+    return dict(counts)
+
+
+async def flooder(kind: str, server: str, tables: list[str], slow_retry: float
+                  ) -> dict[str, int]:
     stop = asyncio.Event()
     asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
+    if kind == "2":
+        return await slow_readers(int(tables[0]), tables[1:], stop, slow_retry)
+    if kind == "4":
+        return await flood4(server, stop)
     if kind == "5":
         return await flood5(server, tables[0], tables[1], stop)
     return await flood6(server, tables[0], stop)
 
 
-async def rounds(address: str, args: argparse.Namespace) -> dict[str, list[float]]:
-    p99: dict[str, list[float]] = {"quiet": [], "flood5": [], "flood6": []}
+def tokens_of(honest: tuple[str, list[tuple[tuple[str, str], ...]], Any]) -> list[str]:
+    return [metadata[0][1].removeprefix("Bearer ") for metadata in honest[1]]
+
+
+def cpu_seconds(pid: int) -> float:
+    """A process's CPU time so far, user and system (Linux)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def summary(latencies: list[float]) -> str:
+    return f"p50 {p(latencies, .5) * 1e3:.2f} ms, p99 {p(latencies, .99) * 1e3:.2f} ms"
+
+
+def py_spy(args: argparse.Namespace, server_pid: int, name: str) -> subprocess.Popen[str] | None:
+    """With ``--py-spy DIR``: py-spy sampling the server (its collapsed stacks in
+    DIR/``name``.txt, for flamegraph.pl or speedscope) until stopped."""
+    if not args.py_spy:
+        return None
+    Path(args.py_spy).mkdir(parents=True, exist_ok=True)
+    return subprocess.Popen(
+        ["py-spy", "record", "--pid", str(server_pid), "--nonblocking", "--format", "raw",
+         "--rate", "200", "-o", str(Path(args.py_spy) / f"{name}.txt")],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, text=True)
+
+
+def stop_py_spy(spy: subprocess.Popen[str] | None) -> None:
+    if spy is not None:
+        spy.send_signal(signal.SIGINT)  # py-spy writes what it sampled, then exits
+        spy.wait(30)
+
+
+async def rounds(address: str, web_port: int, server_pid: int, args: argparse.Namespace
+                 ) -> dict[str, dict[str, list[float]]]:
+    """The p99s of each phase, by victim: ``grpc`` (every phase), ``browser`` and ``page``
+    (the BROWSER_PHASES); and ``server_cpu``, the server's CPU seconds a second while the gRPC
+    victim played (a figure other processes on the machine do not move as much)."""
+    p99: dict[str, dict[str, list[float]]] = {
+        "grpc": {phase: [] for phase in args.phases},
+        "server_cpu": {phase: [] for phase in args.phases},
+        "browser": {phase: [] for phase in BROWSER_PHASES},
+        "page": {phase: [] for phase in BROWSER_PHASES}}
     async with grpc.aio.insecure_channel(address) as channel:
         stub = copas_pb2_grpc.CopasServiceStub(channel)
-        finished = await bot_table(stub, "long")
-        watch = stub.WatchTable(copas_pb2.WatchTableRequest(table_id=finished))
-        async for response in watch:  # a long game: a snapshot after 1 lists many events
-            if response.event.view.phase == copas_pb2.PHASE_GAME_OVER:
-                break
-        watch.cancel()
-        print(f"finished game: {response.event.sequence} events", flush=True)
+        finished = ""
+        if "flood6" in args.phases:
+            finished = await bot_table(stub, "long")
+            watch = stub.WatchTable(copas_pb2.WatchTableRequest(table_id=finished))
+            async for response in watch:  # a long game: a snapshot after 1 lists many events
+                if response.event.view.phase == copas_pb2.PHASE_GAME_OVER:
+                    break
+            watch.cancel()
+            print(f"finished game: {response.event.sequence} events", flush=True)
         for number in range(args.rounds):
-            for phase in ("quiet", "flood5", "flood6"):
-                honest = await seat_victim(stub, f"{number}-{phase}")
+            origin = as_client(f"203.0.113.{10 + number}")  # its quota of unfinished tables
+            for phase in args.phases:
+                honest = await seat_victim(stub, f"{number}-{phase}", origin)
+                browser = (await seat_victim(stub, f"{number}-{phase}-web", origin)
+                           if phase in BROWSER_PHASES else None)
                 flooding = None
                 if phase != "quiet":
-                    tables = ([honest[0], await bot_table(stub, f"b{number}")]
-                              if phase == "flood5" else [finished])
+                    if phase == "flood2":
+                        assert browser is not None
+                        tables = [str(web_port), honest[0], browser[0]]
+                    elif phase == "flood5":
+                        tables = [honest[0], await bot_table(stub, f"b{number}")]
+                    else:
+                        tables = [finished] if phase == "flood6" else []
                     flooding = subprocess.Popen(
-                        [sys.executable, __file__, "--flood", phase[-1], address, *tables],
+                        [sys.executable, __file__, "--slow-retry", str(args.slow_retry),
+                         "--flood", phase[-1], address, *tables],
                         cwd=ROOT, stdout=subprocess.PIPE, text=True)
                     await asyncio.sleep(2.0)  # let the flood reach full speed
+                spy = py_spy(args, server_pid, f"{phase}-round{number + 1}")
+                cpu, began = cpu_seconds(server_pid), time.monotonic()
                 latencies = await victim(stub, *honest, args.moves)
-                p99[phase].append(p(latencies, 0.99))
-                line = (f"{phase:7} round {number + 1}: p50 {p(latencies, .5) * 1e3:.2f} ms, "
-                        f"p99 {p(latencies, .99) * 1e3:.2f} ms")
+                busy = (cpu_seconds(server_pid) - cpu) / (time.monotonic() - began)
+                p99["grpc"][phase].append(p(latencies, 0.99))
+                p99["server_cpu"][phase].append(busy)
+                print(f"{phase:7} round {number + 1}: {summary(latencies)}; the server busy "
+                      f"{busy:.2f} of a core", flush=True)
+                if browser is not None:
+                    moves, pages, counts = await web_victim(web_port, browser[0],
+                                                            tokens_of(browser), browser[2],
+                                                            args.moves)
+                    p99["browser"][phase].append(p(moves, 0.99))
+                    p99["page"][phase].append(p(pages, 0.99))
+                    print(f"{phase:7} round {number + 1}: browser PlayCard {summary(moves)}; "
+                          f"page {summary(pages)}; {json.dumps(counts, sort_keys=True)}",
+                          flush=True)
+                stop_py_spy(spy)
                 if flooding is not None:
                     flooding.send_signal(signal.SIGTERM)
                     out, _ = await asyncio.to_thread(flooding.communicate, timeout=60)
-                    line += f", flooder {out.strip().splitlines()[-1] if out else '?'}"
-                print(line, flush=True)
+                    print(f"{phase:7} round {number + 1}: flooder "
+                          f"{out.strip().splitlines()[-1] if out else '?'}", flush=True)
     return p99
 
 
@@ -166,37 +307,63 @@ def main() -> None:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--moves", type=int, default=200)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--phases", nargs="+", choices=PHASES, default=list(PHASES),
+                        help="the phases to run (quiet is always run)")
+    parser.add_argument("--slow-retry", type=float, default=0.0,
+                        help="seconds before flood 2's refused connection is tried again "
+                             "(0: each tries once)")
+    parser.add_argument("--py-spy", metavar="DIR", default="",
+                        help="sample the server with py-spy (on PATH) while each phase's "
+                             "victims play: DIR/PHASE-roundN.txt, collapsed stacks")
     parser.add_argument("--flood", nargs="+", help=argparse.SUPPRESS)  # a flooder process
     parser.add_argument("--server-flag", action="append", default=[],
                         help="a further flag for the server (e.g. --spectator-tick=0)")
     args = parser.parse_args()
     if args.flood:
         kind, server, *tables = args.flood
-        print(json.dumps(asyncio.run(flooder(kind, server, tables))))
+        print(json.dumps(asyncio.run(flooder(kind, server, tables, args.slow_retry))))
         return
+    args.phases = ["quiet", *(phase for phase in PHASES[1:] if phase in args.phases)]
     address = f"127.0.0.1:{free_port()}"
+    web_port = free_port()
     with tempfile.TemporaryDirectory() as data_dir:
         server = subprocess.Popen(
             [sys.executable, "-m", "server.main", "--listen", address, "--metrics-port", "0",
-             "--web-port", "0", "--data-dir", data_dir, "--log-level", "warning",
-             "--allow-seed", "--trusted-proxies", "127.0.0.1", "--bot-table-pace", "0.01",
-             "--bot-policy", "auto", *args.server_flag],
+             "--web-port", str(web_port), "--web-host", "127.0.0.1", "--data-dir", data_dir,
+             "--log-level", "warning", "--allow-seed", "--trusted-proxies", "127.0.0.1",
+             "--bot-table-pace", "0.01", "--bot-policy", "auto", *args.server_flag],
             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
             env={**os.environ, "PYTHONUNBUFFERED": "1"})
         began = time.monotonic()
         try:
             assert server.stdout is not None and "listening" in server.stdout.readline()
-            p99 = asyncio.run(rounds(address, args))
+            assert "web page on" in server.stdout.readline()
+            p99 = asyncio.run(rounds(address, web_port, server.pid, args))
         finally:
             server.terminate()
             with contextlib.suppress(subprocess.TimeoutExpired):
                 server.wait(15)
-    quiet = statistics.median(p99["quiet"])
+    medians = {victim: {phase: statistics.median(values) for phase, values in phases.items()
+                        if values} for victim, phases in p99.items()}
+    quiet = medians["grpc"]["quiet"]
     print(f"honest_quiet_p99_ms={quiet * 1e3:.2f}")
-    for phase in ("flood5", "flood6"):
-        flooded = statistics.median(p99[phase])
-        print(f"honest_{phase}_p99_ms={flooded * 1e3:.2f}")
-        print(f"{phase}_p99_ratio={flooded / quiet:.3f}")
+    for phase in args.phases[1:]:
+        print(f"honest_{phase}_p99_ms={medians['grpc'][phase] * 1e3:.2f}")
+    for victim_name in ("browser", "page"):
+        for phase, value in medians[victim_name].items():
+            print(f"{victim_name}_{phase}_p99_ms={value * 1e3:.2f}")
+    for phase, value in medians["server_cpu"].items():
+        print(f"server_cpu_{phase}={value:.3f}")
+    for phase in args.phases[1:]:
+        grpc_ratio = medians["grpc"][phase] / quiet
+        if phase == "flood2":
+            for victim_name in ("browser", "page"):
+                ratio = medians[victim_name]["flood2"] / medians[victim_name]["quiet"]
+                print(f"flood2_{'' if victim_name == 'browser' else 'page_'}p99_ratio="
+                      f"{ratio:.3f}")
+            print(f"flood2_grpc_p99_ratio={grpc_ratio:.3f}")
+        else:
+            print(f"{phase}_p99_ratio={grpc_ratio:.3f}")
     print(f"seconds={time.monotonic() - began:.0f}")
 
 

@@ -123,6 +123,12 @@ def _grpc_server(config: Config) -> grpc.aio.Server:
             ("grpc.so_reuseport", 1 if config.reuse_port else 0),
             ("grpc.max_concurrent_streams", config.max_concurrent_streams),
             ("grpc.max_receive_message_length", config.max_message_bytes),
+            # What a client may send that the server has not read is HTTP/2's window: keep it
+            # at 64 KiB. grpc's bandwidth-delay probe grew it to megabytes, and a Play stream
+            # over its quota (not read: flow control is to hold it) sent ~20,000 refused actions
+            # a second into it, each parsed (issue 27, finding 4). Requests are small (at most
+            # --max-message-bytes), so a window per round trip loses nothing.
+            ("grpc.http2.bdp_probe", 0),
             # grpc core refuses calls beyond 1000 (soft) / 3000 (hard) waiting to be picked
             # up: a reconnect storm after a restart must not be dropped, so size them.
             ("grpc.server.max_pending_requests", config.max_pending_requests),

@@ -16,7 +16,7 @@ import grpc
 import pytest
 from copas.v1 import copas_pb2, copas_pb2_grpc
 
-from engine import Game, Phase, action_to_json, replay, result_of
+from engine import Game, Phase, PlayCard, action_to_json, replay, result_of
 from server.main import shutdown, start
 from tests.helpers.calls import (
     PlayStream,
@@ -519,3 +519,62 @@ async def test_a_log_that_does_not_replay_is_quarantined_and_retried(tmp_path: P
                                                                               False, False]
     finally:
         await shutdown(running, 0)
+
+
+async def test_an_away_seat_is_played_at_once_after_a_kill_9_and_a_restart(
+        tmp_path: Path) -> None:
+    """Issue 27, finding 3, across a restart: a seat whose person's stream ended is played at
+    once at its turn and shown away; after kill -9 and a restart on the same data it is still
+    away (nobody is connected after a restart: the log says so, not memory), and its next turn
+    is played at once again, not after the turn's 5-minute clock."""
+    port = free_port()
+    server = durable_server(tmp_path, port)
+    try:
+        channel = grpc.aio.insecure_channel(f"127.0.0.1:{port}")
+        stub = copas_pb2_grpc.CopasServiceStub(channel)
+        table = await new_table(stub, seed="42", play_timeout_seconds=300.0,
+                                pass_timeout_seconds=300.0, moon_timeout_seconds=300.0)
+        tokens = {j.seat: j.player_token for j in await join_all(stub, table.table_id, 4)}
+        game = Game(rules_of(table), "42")
+        gone = Watch(stub, table.table_id, tokens[1])  # seat 1 streams, then goes
+        await gone.wait_for(lambda m: True)
+        await gone.close()
+        others = {s: t for s, t in tokens.items() if s != 1}
+        watches = {s: Watch(stub, table.table_id, t) for s, t in others.items()}
+        await watches[0].wait_for(lambda m: not m.view.players[1].is_connected)
+        def plays_of_seat_1() -> int:
+            return sum(1 for a in game.actions if a.seat == 1 and isinstance(a, PlayCard))
+
+        # The others play; seat 1's turns (its pass, its cards) are played by the server at
+        # once (drive does not wait for them: the next seat waits for the view that shows
+        # them, 20 s at most, where the turn's clock is 300 s).
+        await drive(stub, table.table_id, others, watches, game,
+                    stop=lambda g: plays_of_seat_1() == 1 and g.actions[-1].seat != 1)
+        shown = await watches[0].wait_for(lambda m: m.view.players[1].is_away)
+        assert not shown.view.players[1].is_connected
+        server.kill9()
+        for watch in watches.values():
+            await watch.close()
+        await channel.close()
+
+        server = durable_server(tmp_path, port)  # the same data directory
+        channel = grpc.aio.insecure_channel(f"127.0.0.1:{port}")
+        stub = copas_pb2_grpc.CopasServiceStub(channel)
+        watches = {s: Watch(stub, table.table_id, t) for s, t in others.items()}
+        head = await watches[0].wait_for(lambda m: True, timeout=15)
+        assert head.view.players[1].is_away  # away still, from the log
+        before = plays_of_seat_1()
+        await drive(stub, table.table_id, others, watches, game,
+                    stop=lambda g: plays_of_seat_1() > before and g.actions[-1].seat != 1)
+        last = await watches[0].wait_for(lambda m: m.sequence > head.sequence
+                                         and m.WhichOneof("kind") == "turn_timed_out"
+                                         and m.turn_timed_out.seat == 1)
+        assert last.turn_timed_out.phase == copas_pb2.PHASE_PLAYING
+        view = (await stub.GetView(copas_pb2.GetViewRequest(table_id=table.table_id),
+                                   metadata=auth(tokens[0]), timeout=15)).view
+        assert view.players[1].is_away and len(view.hand) == len(game.hand(0))
+        for watch in watches.values():
+            await watch.close()
+        await channel.close()
+    finally:
+        server.stop()

@@ -368,6 +368,36 @@ async def test_a_flood_of_actions_is_read_no_faster_than_its_quota(batched: bool
         await stream.close()
 
 
+WINDOW = 65_535  # HTTP/2's initial window, in bytes of messages
+
+
+async def test_a_client_over_its_quota_is_held_within_one_window() -> None:
+    """Finding 4, as bench/hostile.py's flood 4 found it: a Play stream over its quota is held
+    by HTTP/2 flow control only if the server's receive window stays small. With grpc's
+    bandwidth-delay probe the server grew it to megabytes, so one stream sent ~20,000 refused
+    actions a second into it (44,000 before its 100th refusal), each parsed by the server.
+    Now a stream the server does not read is held after about a window of actions."""
+    async with serving(allow_seed=True, token_calls_per_second=1.0, token_calls_burst=1.0,
+                       play_max_refusals_in_a_row=0) as (_, stub):
+        table = await new_table(stub, seed="42")
+        joins = await join_all(stub, table.table_id, 4)
+        call = stub.Play(metadata=auth(joins[1].player_token))
+        await call.write(copas_pb2.PlayRequest(open=copas_pb2.WatchTableRequest(
+            table_id=table.table_id)))
+        action = copas_pb2.PlayRequest(play_card=copas_pb2.PlayCardRequest(card=card_pb("2C")))
+        size = len(action.SerializeToString()) + 5  # and gRPC's message header
+        sent = 0
+        while sent * size <= 16 * WINDOW:  # a runaway stops somewhere
+            try:
+                await asyncio.wait_for(call.write(action), 2.0)
+            except TimeoutError:
+                break  # held: the server takes no more
+            sent += 1
+        # A window, and the few actions read meanwhile (one a second) handing back theirs.
+        assert sent * size <= 2 * WINDOW, sent
+        call.cancel()
+
+
 async def test_a_stream_of_refused_actions_in_a_row_ends_with_its_reason(batched: bool) -> None:
     """Finding 4: --play-max-refusals-in-a-row refused actions in a row end the stream with
     RESOURCE_EXHAUSTED TOO_MANY_REFUSALS, after their results; an accepted action starts the

@@ -55,6 +55,7 @@ from server.config import Config
 from server.metadata import FORWARDED_FOR, FORWARDING_KEY
 from server.observability import Metrics, gauges
 from server.rpc.peers import Networks, forwarded_chain
+from server.rpc.web_codec import web_codecs
 from server.rpc.web_connections import ConnectionLimits, WebConnections, protocol_for
 
 log = structlog.get_logger("copas.web")
@@ -515,11 +516,13 @@ def start(web: WebServer, forwarding_key: str, limits: ConnectionLimits,
     its connections held to ``limits`` (``closed`` counts each one closed or refused for a
     limit, by reason)."""
     relay = Relay(web.connections, forwarding_key)
-    rpc = CopasServiceASGIApplication(relay, read_max_bytes=max_message_bytes)
+    codecs = web_codecs()  # JSON encoded once for all the streams sending one message
+    rpc = CopasServiceASGIApplication(relay, read_max_bytes=max_message_bytes, codecs=codecs)
     accounts = AccountServiceASGIApplication(AccountRelay(web.connections, forwarding_key),
-                                             read_max_bytes=max_message_bytes)
+                                             read_max_bytes=max_message_bytes, codecs=codecs)
     championships = ChampionshipServiceASGIApplication(
-        ChampionshipRelay(web.connections, forwarding_key), read_max_bytes=max_message_bytes)
+        ChampionshipRelay(web.connections, forwarding_key), read_max_bytes=max_message_bytes,
+        codecs=codecs)
     web.serve(WebApp(rpc, accounts, championships),
               WebConnections(limits, closed, STREAM_PATHS), grace=grace,
               tls_cert=tls_cert, tls_key=tls_key, tls_client_ca=tls_client_ca)
