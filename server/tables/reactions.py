@@ -10,6 +10,8 @@ rate of each seat is bounded by the servicer (``Quotas.admit_reaction``)."""
 
 from __future__ import annotations
 
+from typing import cast
+
 from copas.v1 import copas_pb2
 
 from server.errors import ServiceError
@@ -20,12 +22,12 @@ from server.wire import timestamp
 REACTIONS = frozenset(copas_pb2.Reaction.values()) - {copas_pb2.REACTION_UNSPECIFIED}
 
 
-def check(reaction: int) -> int:
+def check(reaction: int) -> copas_pb2.Reaction.ValueType:
     """``reaction`` when it is one of the fixed reactions, else INVALID_ARGUMENT."""
     if reaction not in REACTIONS:
         names = ", ".join(copas_pb2.Reaction.Name(r) for r in sorted(REACTIONS))
         raise ServiceError.invalid(f"reaction must be one of {names}", "INVALID_REACTION")
-    return reaction
+    return cast("copas_pb2.Reaction.ValueType", reaction)
 
 
 def check_seated(table: Table, seat: int) -> None:
@@ -36,7 +38,7 @@ def check_seated(table: Table, seat: int) -> None:
                                   "shows no reactions", "SEAT_HAS_LEFT")
 
 
-def show(table: Table, seat: int, reaction: int) -> None:
+def show(table: Table, seat: int, reaction: copas_pb2.Reaction.ValueType) -> None:
     """Stage ``seat``'s reaction for every stream of ``table`` (none open: nothing)."""
     seats = table.fanout.seats_watching()
     if not seats:

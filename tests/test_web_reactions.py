@@ -1,0 +1,89 @@
+"""Quick reactions through the page (issue 30), in a real headless Chromium: two people (two
+browser contexts) at one table for friends; one presses a reaction and the other sees it by
+the first one's seat, for a moment; the row of buttons stays accessible (axe-core), by
+keyboard too. At every step the page is checked for a card out of place (the page test's
+own checks, imported from it as tests/test_web_rematch.py does)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tests.helpers.browser import axe_violations, browser
+from tests.helpers.servers import free_port, serving
+from tests.test_web_page import (
+    PHONE,
+    TIMING,
+    check_page,
+    create_through_the_lobby,
+    open_page,
+    state_of,
+)
+
+
+async def two_people(launched: Any, url: str, device: dict[str, Any] | None = None
+                     ) -> tuple[Any, Any]:
+    """Ana opens a table for one friend; Bea joins it with the shared link: both seated."""
+    ana = await open_page(launched, url, device, bypass_csp=True)  # for axe
+    await create_through_the_lobby(ana, "Ana", "quick", friends=1)
+    await ana.wait_for_selector("#share:not([hidden])")
+    link = await ana.input_value("#share-link")
+    bea = await open_page(launched, link, device, bypass_csp=True)
+    await bea.wait_for_selector("#invite:not([hidden]) #invite-join:not([disabled])")
+    await bea.fill("#name", "Bea")
+    await bea.click("#invite-join")
+    for page in (ana, bea):
+        await page.wait_for_selector("#game[data-phase=PASSING][data-seated=true]")
+        await page.wait_for_selector("#reactions:not([hidden]) button")
+    return ana, bea
+
+
+async def your_seat(page: Any) -> str:
+    return str(await page.get_attribute("#seats li[data-you=true]", "data-seat"))
+
+
+async def test_a_reaction_shows_by_its_seat_on_the_other_persons_page() -> None:
+    port = free_port()
+    async with (serving(web_port=port, web_host="127.0.0.1", rule_defaults=TIMING)
+                as _, browser() as launched):
+        ana, bea = await two_people(launched, f"http://127.0.0.1:{port}/")
+        seat = await your_seat(ana)
+        assert seat != await your_seat(bea)
+        names = await ana.eval_on_selector_all(
+            "#reactions button", "bs => bs.map(b => b.getAttribute('aria-label'))")
+        assert names == ["React: Good game", "React: Nice", "React: Oops", "React: Thanks",
+                         "React: Wow"]
+        await ana.click('#reactions button[data-reaction="NICE"]')
+        bubble = f'#seats li[data-seat="{seat}"] .reaction[data-reaction="NICE"]'
+        for page in (bea, ana):  # both pages show it by Ana's seat, and by no other
+            await page.wait_for_selector(bubble)
+            assert await page.eval_on_selector_all(
+                "#seats .reaction", "rs => rs.map(r => r.closest('li').dataset.seat)") == [seat]
+            assert "Nice" in (await page.text_content(bubble) or "")
+        assert await axe_violations(bea) == []
+        # By keyboard: Bea focuses "Thanks" and presses Enter; Ana sees it by Bea's seat.
+        await bea.focus('#reactions button[data-reaction="THANKS"]')
+        await bea.keyboard.press("Enter")
+        await ana.wait_for_selector(
+            f'#seats li[data-seat="{await your_seat(bea)}"] .reaction[data-reaction="THANKS"]')
+        # A reaction shows for a moment only.
+        await bea.wait_for_selector(bubble, state="detached", timeout=10_000)
+        for page in (ana, bea):
+            check_page(await state_of(page))
+            assert page.errors == []
+
+
+async def test_the_reaction_buttons_are_a_fingers_target_on_a_phone() -> None:
+    port = free_port()
+    async with (serving(web_port=port, web_host="127.0.0.1", rule_defaults=TIMING)
+                as _, browser() as launched):
+        ana, bea = await two_people(launched, f"http://127.0.0.1:{port}/", PHONE)
+        sizes = await ana.eval_on_selector_all(
+            "#reactions button", "bs => bs.map(b => [b.offsetWidth, b.offsetHeight])")
+        assert all(w >= 44 and h >= 44 for w, h in sizes), sizes
+        await ana.tap('#reactions button[data-reaction="WOW"]')
+        await bea.wait_for_selector(
+            f'#seats li[data-seat="{await your_seat(ana)}"] .reaction[data-reaction="WOW"]')
+        assert await axe_violations(ana) == []
+        for page in (ana, bea):
+            check_page(await state_of(page))
+            assert page.errors == []
