@@ -59,7 +59,6 @@ async def test_a_reaction_shows_by_its_seat_on_the_other_persons_page() -> None:
             assert await page.eval_on_selector_all(
                 "#seats .reaction", "rs => rs.map(r => r.closest('li').dataset.seat)") == [seat]
             assert "Nice" in (await page.text_content(bubble) or "")
-        assert await axe_violations(bea) == []
         # By keyboard: Bea focuses "Thanks" and presses Enter; Ana sees it by Bea's seat.
         await bea.focus('#reactions button[data-reaction="THANKS"]')
         await bea.keyboard.press("Enter")
@@ -70,6 +69,9 @@ async def test_a_reaction_shows_by_its_seat_on_the_other_persons_page() -> None:
         for page in (ana, bea):
             check_page(await state_of(page))
             assert page.errors == []
+        await bea.click('#reactions button[data-reaction="OOPS"]')
+        await bea.wait_for_selector('#seats .reaction[data-reaction="OOPS"]')
+        assert await axe_violations(bea) == []  # last: axe's own script names "cards"
 
 
 async def test_the_reaction_buttons_are_a_fingers_target_on_a_phone() -> None:
@@ -83,7 +85,7 @@ async def test_the_reaction_buttons_are_a_fingers_target_on_a_phone() -> None:
         await ana.tap('#reactions button[data-reaction="WOW"]')
         await bea.wait_for_selector(
             f'#seats li[data-seat="{await your_seat(ana)}"] .reaction[data-reaction="WOW"]')
-        assert await axe_violations(ana) == []
         for page in (ana, bea):
             check_page(await state_of(page))
             assert page.errors == []
+        assert await axe_violations(bea) == []  # last: axe's own script names "cards"
