@@ -15,6 +15,7 @@ import pytest
 from copas.v1 import copas_pb2, copas_pb2_grpc
 
 from tests.helpers.calls import PlayStream, Watch, auth, join_all, new_table, quota_details
+from tests.helpers.servers import serving
 
 Streams = list[Watch | PlayStream]
 
@@ -147,3 +148,31 @@ async def test_bad_reactions_spectators_strangers_and_leavers_are_refused(stub: 
         await until_shown(stream, 0, copas_pb2.REACTION_THANKS)
         assert shown(stream) == [(0, reaction) for reaction in three]
     await close(streams)
+
+
+@pytest.mark.parametrize("batched", [False, True], ids=["per-event", "batched"])
+async def test_coalesced_spectators_see_each_reaction_once(batched: bool) -> None:
+    """Spectators' updates coalesced over a tick (a table playing fast: bots, and a person
+    whose turns time out) still show each reaction once, after the snapshot of the steps
+    around it: a reaction is not history, so no snapshot could list it."""
+    async with serving(allow_seed=True, spectator_tick=0.3) as (_, stub):
+        table = await new_table(stub, seed="8", bots=3, max_hands=1,
+                                play_timeout_seconds=0.01, pass_timeout_seconds=0.01,
+                                moon_timeout_seconds=0.01)
+        joined = (await join_all(stub, table.table_id, 1))[0]
+        token, seat = joined.player_token, joined.seat
+        player = Watch(stub, table.table_id, token, is_batched=batched)
+        watcher = Watch(stub, table.table_id, is_batched=batched)
+        await player.opened()
+        await watcher.opened()
+        sent = [copas_pb2.REACTION_NICE, copas_pb2.REACTION_OOPS, copas_pb2.REACTION_WOW]
+        for count, reaction in enumerate(sent, 1):
+            await player.wait_for(lambda m: m.WhichOneof("kind") == "card_played",
+                                  start=len(player.messages))  # while the game goes on
+            await react(stub, table.table_id, token, reaction)
+            assert len(shown(player)) <= count
+        for stream in (player, watcher):
+            await until_shown(stream, seat, copas_pb2.REACTION_WOW)
+            assert shown(stream) == [(seat, reaction) for reaction in sent]
+        await player.close()
+        await watcher.close()
