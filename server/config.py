@@ -80,6 +80,10 @@ class Config:
     reservation_seconds: float = flag(15.0, "seconds a quick-match seat stays reserved for "
                                             "its player to open a WatchTable or Play stream; "
                                             "then it goes back (RESERVATION_EXPIRED)")
+    reaction_burst: int = flag(3, "reactions one seat may show at once (issue 30), then one "
+                                  "per --reaction-interval")
+    reaction_interval: float = flag(2.0, "seconds between two reactions of one seat past its "
+                                         "burst (0: no limit)")
     rematch_window: float = flag(45.0, "seconds a rematch keeps the seats of the people of "
                                        "the game before it for them; then bots take the "
                                        "unclaimed ones and the game starts")

@@ -90,6 +90,7 @@ TIERS = {
     "test_championship_cluster.py": CLUSTER, "test_championship_cli.py": PROCESS,
     "test_web_championships.py": BROWSER,
     "test_web_page.py": BROWSER, "test_web_rematch.py": BROWSER,
+    "test_reactions.py": INTEGRATION, "test_web_reactions.py": BROWSER,
 }
 
 

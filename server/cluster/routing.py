@@ -57,6 +57,7 @@ ROUTES: dict[str, Route] = {
     "PlayCard": Route.SEAT,
     "ChooseMoon": Route.SEAT,
     "LeaveTable": Route.SEAT,
+    "React": Route.SEAT,
     "WatchTable": Route.SEAT,
     "GetView": Route.SEAT,
     "GetGameRecord": Route.HERE,

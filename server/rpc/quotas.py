@@ -73,6 +73,9 @@ class Quotas:
                                          config.address_calls_burst)
         self.creates = RateLimiter(config.tables_per_minute / 60, config.tables_burst)
         self.joins = RateLimiter(config.joins_per_minute / 60, config.joins_burst)
+        self.reactions = RateLimiter(  # per seat (issue 30)
+            1 / config.reaction_interval if config.reaction_interval > 0 else 0.0,
+            config.reaction_burst)
         self.max_streams_per_peer = config.max_streams_per_peer
         self.max_lobby_streams_per_peer = config.max_lobby_streams_per_peer
         self.max_spectator_streams_per_peer = config.max_spectator_streams_per_peer
@@ -129,6 +132,16 @@ class Quotas:
             first_bucket[0] -= 1.0
         if address_bucket is not None:
             address_bucket[0] -= 1.0
+
+    def admit_reaction(self, table_id: str, seat: int) -> None:
+        """Count one reaction of ``seat``; RESOURCE_EXHAUSTED TOO_MANY_REACTIONS (QuotaFailure,
+        RetryInfo) beyond --reaction-burst at once and one per --reaction-interval."""
+        wait = self.reactions.take(f"{table_id}/{seat}", time.monotonic())
+        if wait:
+            raise ServiceError.over_quota(
+                f"too many reactions from your seat (at most {self.reactions.burst:g} at once, "
+                f"then one every {1 / self.reactions.rate:g} seconds)", "TOO_MANY_REACTIONS",
+                f"seat {seat}", wait, self.penalty)
 
     def delay(self, peer: str, token_hash: str | None) -> float:
         """Seconds until ``admit`` would let a call of this client pass its rates (0.0: now);

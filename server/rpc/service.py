@@ -24,7 +24,7 @@ from server.rpc.gateway import StreamRequests, caller
 from server.rpc.play import PlayStream
 from server.rpc.quotas import Quotas
 from server.store.records import record_to_pb
-from server.tables import paging
+from server.tables import paging, reactions
 from server.tables.idempotency import JOIN_REQUEST_ID_MIN, fingerprint
 from server.tables.lobby import LobbyFilter, LobbySource
 from server.tables.records import Records
@@ -260,6 +260,21 @@ class CopasService(copas_pb2_grpc.CopasServiceServicer):
     async def LeaveTable(self, request: copas_pb2.LeaveTableRequest, context: Context
                          ) -> copas_pb2.LeaveTableResponse:
         return copas_pb2.LeaveTableResponse(sequence=await self._act(request, "LeaveTable"))
+
+    async def React(self, request: copas_pb2.ReactRequest, context: Context
+                    ) -> copas_pb2.ReactResponse:
+        """A seated person's reaction (issue 30), shown live, never logged: see
+        ``server.tables.reactions``."""
+        table_id = _table_id(request)
+        _request_id(request)
+        table, seat = self.registry.authenticate(caller().token_hash, table_id)
+        structlog.contextvars.bind_contextvars(seat=seat)
+        reactions.check_seated(table, seat)
+        reaction = reactions.check(request.reaction)
+        self.quotas.admit_reaction(table.id, seat)
+        reactions.show(table, seat, reaction)
+        self.delivery.step_ended(table)  # shown after what the table staged before it
+        return copas_pb2.ReactResponse()
 
     async def Play(  # type: ignore[override]  # the gateway's requests; it writes its own
             self, requests: StreamRequests, context: Context) -> None:

@@ -247,6 +247,9 @@ class Relay(_Forwarding, copas_connect.CopasService):
     async def rematch(self, request: Any, ctx: Ctx, /) -> Any:
         return await self._unary("Rematch", request, ctx)
 
+    async def react(self, request: Any, ctx: Ctx, /) -> Any:
+        return await self._unary("React", request, ctx)
+
     async def pass_cards(self, request: Any, ctx: Ctx, /) -> Any:
         return await self._unary("PassCards", request, ctx)
 

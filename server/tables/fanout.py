@@ -146,6 +146,7 @@ class Fanout:
         self._on_resync: Callable[[], None] = lambda: None
         self._lists: dict[tuple[int, bool], bytes] = {}  # (after, is_capped) -> list
         self._lists_sequence = -1  # the table's sequence the cached lists end at
+        self._live: set[int] = set()  # staged or batched steps that are reactions (issue 30)
 
     def __len__(self) -> int:
         return len(self.watchers)
@@ -227,6 +228,12 @@ class Fanout:
         self.steps += 1
         self.outbox.append((self.steps, events, views, time.monotonic(), is_numbered))
 
+    def stage_live(self, event: tuple[int, bytes], views: Views) -> None:
+        """A reaction (issue 30): a step of its own, not numbered (it repeats the latest
+        sequence), shown as it comes; coalesced spectators get it after their snapshot."""
+        self.stage([event], views, is_numbered=False)
+        self._live.add(self.steps)
+
     def deliver(self, upto: int, on_resync: Callable[[], None]) -> None:
         """Send the staged events up to sequence ``upto`` (now durable) to the streams."""
         count = 0
@@ -235,6 +242,14 @@ class Fanout:
         if not count:
             return
         ready, self.outbox = self.outbox[:count], self.outbox[count:]
+        try:
+            self._deliver(ready, on_resync)
+        finally:  # a reaction is kept no longer than its step
+            if self._live:
+                self._live -= {r[0] for r in ready} - {b[0] for b in self._batch}
+
+    def _deliver(self, ready: list[tuple[int, Staged, Views, float, bool]],
+                 on_resync: Callable[[], None]) -> None:
         if not self.watchers:
             return
         coalesce = self.spectator_tick > 0 and self._spectators > 0
@@ -311,6 +326,8 @@ class Fanout:
                 if not watcher.push(sequence, message, staged):
                     self._on_resync()
                     break
+        if self._live:
+            self._live -= {entry[0] for entry in batch}
 
     def _coalesced(self, steps: list[tuple[int, Staged, bytes, float, bool]],
                    is_batched: bool = False) -> tuple[int, list[bytes], float]:
@@ -326,8 +343,15 @@ class Fanout:
         missed = [event for _, step_events, _, _, is_numbered in steps if is_numbered
                   for _, event in step_events]
         sequence = steps[-1][1][-1][0]
-        message = snapshot_response(sequence, self._clock(), missed, steps[-1][2])
-        return sequence, [batch_response(message) if is_batched else message], staged
+        view = steps[-1][2]
+        message = snapshot_response(sequence, self._clock(), missed, view)
+        # Reactions are not history: after the snapshot, each as it would have come.
+        live = [event for step, step_events, _, _, _ in steps if step in self._live
+                for _, event in step_events]
+        if is_batched:
+            return sequence, [batch_response(message), *(
+                [batch_response(batch_body(live, view))] if live else [])], staged
+        return sequence, [message, *(response(event, view) for event in live)], staged
 
     def missed_list(self, missed_since: Callable[[int], copas_pb2.Snapshot], sequence: int,
                     after_sequence: int, is_spectator: bool) -> tuple[bytes, bool]:

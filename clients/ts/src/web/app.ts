@@ -25,6 +25,7 @@ import { AccountSession, isOver, mustAct, refusal, sameCard, tableEvents } from 
 import { startChampionships } from "./championships.js";
 import { $, element } from "./dom.js";
 import { startSound } from "./sound.js";
+import { clearReactions, decorateSeats, noteReaction, showRow, startReactions } from "./reactions.js";
 import { acceptRematch, followLink, isRematchGame, noteView, startRematch, stopRematchWatch } from "./rematch.js";
 import { type Actions, type Session, type Setup, state } from "./state.js";
 import { finalSummaryEnded, onHandKey, render as drawTable, startLookBack, tick } from "./table.js";
@@ -64,6 +65,8 @@ const actions: Actions = {
 function render(): void {
   noteView(state.view, state.session);
   drawTable(actions, summary);
+  showRow(!!state.session?.token && !!state.view);
+  decorateSeats();
 }
 
 // ------------------------------------------------------------------ the table's stream
@@ -90,6 +93,8 @@ function onEvent(event: TableEvent): void {
   if (event.kind.case === "snapshot") {
     if (event.kind.value.hasGap) state.takenHand = -1;
     for (const missed of event.kind.value.missedEvents) notePublic(missed);
+  } else if (event.kind.case === "reactionShown") {
+    noteReaction(event.kind.value.seat, event.kind.value.reaction);
   } else {
     notePublic(event);
     // Seen live, the game's end shows the last hand's summary first, for a hand's pause.
@@ -149,6 +154,7 @@ async function watch(session: Session, signal: AbortSignal): Promise<void> {
 
 function enterTable(session: Session, table?: TableSummary): void {
   state.watching?.abort();
+  clearReactions();
   stopLobby();
   Object.assign(state, {
     session, view: undefined, sequence: 0n, awaiting: 0n, lastHand: undefined, hands: new Map(), chosen: [],
@@ -743,6 +749,7 @@ function start(): void {
 }
 
 start();
+startReactions((tableId, reaction, headers) => client.react({ tableId, reaction }, { headers }));
 startChampionships({
   transport,
   account,

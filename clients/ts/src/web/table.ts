@@ -8,6 +8,7 @@ import { MoonChoice, PassDirection, Phase, type TableSummary, type TableView, ty
 import { isOver, mustAct, sameCard } from "../copas.js";
 import { $, element, redraw } from "./dom.js";
 import { isLegal, whyNot } from "./hints.js";
+import { type Leaving, passedCards, sendAway } from "./passing.js";
 import { againLabel, linkTable, offerText, rematch, rematchKey } from "./rematch.js";
 import { onTurn } from "./sound.js";
 import { type Actions, isBusy, state } from "./state.js";
@@ -679,6 +680,7 @@ interface CardsBefore {
   hand: Map<string, DOMRect>; // where each card of the hand was
   trick: Set<string>; // the cards the trick showed
   passed: Set<string>;
+  leaving: Map<string, Leaving>; // the pass's cards (or the hand's), to fly at the exchange
 }
 
 let lastDrawnTable = "";
@@ -696,7 +698,7 @@ function whereCardsWere(): CardsBefore {
   for (const b of document.querySelectorAll<HTMLElement>("#hand button[data-card]")) {
     hand.set(b.dataset.card ?? "", b.getBoundingClientRect());
   }
-  return { hasView, hand, trick: cardsIn("#trick"), passed: cardsIn("#pass-direction") };
+  return { hasView, hand, trick: cardsIn("#trick"), passed: cardsIn("#pass-direction"), leaving: passedCards() };
 }
 
 function isMotionReduced(): boolean {
@@ -704,13 +706,13 @@ function isMotionReduced(): boolean {
 }
 
 /** ``element`` glides from ``from`` to where it is now (transforms only: nothing reflows). */
-function glide(element: HTMLElement, from: DOMRect | undefined, ms = 380): void {
-  if (!from) return;
+function glide(element: HTMLElement, from: DOMRect | undefined, ms = 380): Animation | undefined {
+  if (!from) return undefined;
   const to = element.getBoundingClientRect();
   const dx = from.left + from.width / 2 - (to.left + to.width / 2);
   const dy = from.top + from.height / 2 - (to.top + to.height / 2);
-  if (Math.abs(dx) < 1 && Math.abs(dy) < 1) return;
-  element.animate(
+  if (Math.abs(dx) < 1 && Math.abs(dy) < 1) return undefined;
+  return element.animate(
     [
       { transform: `translate(${dx.toFixed(1)}px, ${dy.toFixed(1)}px) scale(0.7)`, opacity: 0.4 },
       { transform: "none", opacity: 1 },
@@ -740,9 +742,18 @@ function moveCards(view: TableView, was: CardsBefore): void {
   }
   if (was.hand.size && view.seat !== undefined) {
     const giver = seatBox(passPartner(view, view.seat, "from"));
+    let arrived = 0;
     for (const button of document.querySelectorAll<HTMLElement>("#hand button[data-received=true]")) {
-      if (!was.hand.has(button.dataset.card ?? "")) glide(button, giver, 520);
+      if (was.hand.has(button.dataset.card ?? "")) continue;
+      arrived += 1;
+      const arriving = glide(button, giver, 520);
+      if (!arriving) continue;
+      button.dataset.passArriving = "true";
+      arriving.addEventListener("finish", () => delete button.dataset.passArriving);
     }
+    // The exchange (cards came in): the three you passed leave for their receiver.
+    const leaving = view.passChoice.map((c) => was.leaving.get(c.text)).filter((c): c is Leaving => !!c);
+    if (arrived) sendAway(leaving, seatBox(passPartner(view, view.seat, "towards")));
   }
 }
 
