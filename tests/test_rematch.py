@@ -5,6 +5,7 @@ unclaimed ones; the old table points to the new one; retries are answered once."
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from pathlib import Path
 from typing import Any
@@ -179,3 +180,62 @@ async def test_after_a_restart_the_old_table_points_to_its_rematch_and_its_seats
         assert second.table.phase == copas_pb2.PHASE_PASSING  # both back: it started
         assert [s.display_name for s in second.table.seats][:2] == \
             [s.display_name for s in old.seats][:2]
+
+
+async def test_a_request_id_is_one_persons_and_a_refused_first_call_makes_no_rematch(
+        ) -> None:
+    """Another person's retry under your request_id does not get your seat and token
+    (REQUEST_ID_REUSED); a first Rematch refused (its request_id already spent on a join)
+    leaves no table and no pointer behind; a rematch nobody came back to goes at the end of
+    its window, with no game and no record, and a later Rematch makes a new one."""
+    async with serving(rematch_window=0.3, allow_seed=True) as (_, stub):
+        old, tokens = await finished_game(stub)
+        used = f"r-{uuid.uuid4().hex}"
+        other = await new_table(stub, preset="quick", bots=3)
+        await stub.JoinTable(copas_pb2.JoinTableRequest(
+            table_id=other.table_id, display_name="Q", request_id=used))
+        tables_before = {t.table_id for t in (await stub.ListTables(
+            copas_pb2.ListTablesRequest(page_size=100))).tables}
+        assert (await refusal(rematch(stub, old.table_id, tokens[0], used)))[1] == \
+            "REQUEST_ID_REUSED"
+        assert (await summary(stub, old.table_id)).rematch_table_id == ""
+        assert {t.table_id for t in (await stub.ListTables(
+            copas_pb2.ListTablesRequest(page_size=100))).tables} == tables_before
+
+        mine = f"r-{uuid.uuid4().hex}"
+        first = await rematch(stub, old.table_id, tokens[0], mine)
+        assert await refusal(rematch(stub, old.table_id, tokens[1], mine)) == \
+            (grpc.StatusCode.INVALID_ARGUMENT, "REQUEST_ID_REUSED")
+        await stub.LeaveTable(copas_pb2.LeaveTableRequest(table_id=first.table.table_id),
+                              metadata=auth(first.player_token))
+        # Nobody holds a seat of it now: at the window's end it goes, and nothing is made.
+        gone = first.table.table_id
+        for _ in range(200):
+            if (await summary(stub, old.table_id)).rematch_table_id == "":
+                break
+            await asyncio.sleep(0.05)  # the window (0.3 s) runs on the server's clock
+        assert (await summary(stub, old.table_id)).rematch_table_id == ""
+        assert (await refusal(stub.GetTable(copas_pb2.GetTableRequest(table_id=gone))))[0] \
+            == grpc.StatusCode.NOT_FOUND
+        records = (await stub.ListGameRecords(copas_pb2.ListGameRecordsRequest())).records
+        assert gone not in {r.record_id for r in records}
+        again = await rematch(stub, old.table_id, tokens[1])
+        assert again.table.table_id not in ("", gone) and again.seat == 1
+
+
+async def test_a_person_who_left_the_game_takes_no_part_in_its_rematch() -> None:
+    async with serving(allow_seed=True) as (_, stub):
+        table = await new_table(stub, preset="quick", seed=SEED, bots=2)
+        joins = await join_all(stub, table.table_id, 2)
+        tokens = {j.seat: j.player_token for j in joins}
+        await stub.LeaveTable(copas_pb2.LeaveTableRequest(table_id=table.table_id),
+                              metadata=auth(tokens[1]))
+        watch = Watch(stub, table.table_id, tokens[0])
+        await drive(stub, table.table_id, {0: tokens[0]}, {0: watch},
+                    Game(rules_of(table), SEED))
+        await watch.close()
+        assert await refusal(rematch(stub, table.table_id, tokens[1])) == \
+            (grpc.StatusCode.PERMISSION_DENIED, "SEAT_HAS_LEFT")
+        assert (await summary(stub, table.table_id)).rematch_table_id == ""
+        back = await rematch(stub, table.table_id, tokens[0])
+        assert back.seat == 0

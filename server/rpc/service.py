@@ -219,8 +219,7 @@ class CopasService(copas_pb2_grpc.CopasServiceServicer):
             if found.has_access_token and found.token_hash is not None else None
         table, seat, token = self.rematches.accept(
             None if account is not None else found.token_hash,
-            account.id if account is not None else "", table_id, request_id,
-            fingerprint("Rematch", table_id) if request_id else "", found.peer)
+            account.id if account is not None else "", table_id, request_id, found.peer)
         structlog.contextvars.bind_contextvars(seat=seat, rematch_table_id=table.id)
         await self.delivery.committed(table)  # the seat is durable before the token is given
         return copas_pb2.RematchResponse(seat=seat, player_token=token, table=table.summary())

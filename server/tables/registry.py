@@ -64,8 +64,9 @@ class TableRegistry:
         self.seating = Seating()
         self.quarantined: dict[str, str] = {}  # table_id -> why its log did not replay
         self._create_requests: Bounded[str, Remembered] = Bounded(CREATE_MEMORY)
-        # A finished table -> its rematch (``TableMeta.rematch_of`` of a table held here).
-        self.rematch_tables: Bounded[str, str] = Bounded(CREATE_MEMORY)
+        # A finished table -> its rematch (``TableMeta.rematch_of`` of a table held here),
+        # as long as the finished table is held: one entry per table at most.
+        self.rematch_tables: dict[str, str] = {}
         self._order = itertools.count(1)
         self.is_accepting = True
         self._is_draining = False  # an operator's Drain: no new tables, seats or takeovers
@@ -249,7 +250,7 @@ class TableRegistry:
         CreateTable request_id answers again; a finished one counts in no limit and goes
         after what is left of its ttl (or sooner, as in ``table_finished``)."""
         self._tables[table.id] = table
-        if table.meta.rematch_of:
+        if table.meta.rematch_of in self._tables:
             self.rematch_tables[table.meta.rematch_of] = table.id
         if table.request_key:
             self._create_requests[table.request_key] = Remembered(table.fingerprint, table.id)
@@ -485,11 +486,14 @@ class TableRegistry:
         """The table leaves this node's memory: counts, seats, tokens, timers, streams,
         the listeners told. ``is_ours``: its tokens are given up in the store too."""
         table = self._tables.pop(table_id, None)
+        self.rematch_tables.pop(table_id, None)  # (a finished table: its pointer)
         handle = self._release_handles.pop(table_id, None)
         if handle is not None:
             handle.cancel()
         if table is None:
             return None
+        if self.rematch_tables.get(table.meta.rematch_of) == table_id:  # a rematch that went
+            del self.rematch_tables[table.meta.rematch_of]
         if table.id in self._finished:
             del self._finished[table.id]
         else:

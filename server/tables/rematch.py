@@ -22,6 +22,7 @@ import secrets
 
 from server.errors import ServiceError
 from server.tables.clock import Handle
+from server.tables.idempotency import fingerprint
 from server.tables.registry import TableRegistry
 from server.tables.table import Table
 
@@ -51,29 +52,37 @@ class Rematches:
                 "REMATCH_SEAT_RESERVED")
 
     def accept(self, token_hash: str | None, account_id: str, table_id: str, request_id: str,
-               fingerprint: str, address: str) -> tuple[Table, int, str]:
+               address: str) -> tuple[Table, int, str]:
         """Seat the person holding ``token_hash`` (a seat's token of ``table_id``, a finished
         game), or signed in as ``account_id``, at their old seat of its rematch (made now if
         none was); returns (table, seat, token). A retry with the same request_id gets the
-        same seat and token.
+        same seat and token (the same request_id from another seat is REQUEST_ID_REUSED). A
+        refused first call makes no rematch.
 
         :raises ServiceError: NOT_FOUND (the table, or its rematch gone); UNAUTHENTICATED
-            without a token; PERMISSION_DENIED NOT_SEATED_THERE; FAILED_PRECONDITION
-            GAME_NOT_OVER, REMATCH_ALREADY_ACCEPTED, REMATCH_STARTED."""
+            without a token; PERMISSION_DENIED NOT_SEATED_THERE, SEAT_HAS_LEFT;
+            FAILED_PRECONDITION GAME_NOT_OVER, REMATCH_ALREADY_ACCEPTED, REMATCH_STARTED."""
         old = self._registry.get(table_id)
         number = self._seat_of(old, token_hash, account_id)
         if not old.is_finished:
             raise ServiceError.precondition("the game is not over: ask for its rematch once it "
                                             "ended", "GAME_NOT_OVER")
+        if old.game is not None and old.game.has_left[number]:
+            raise ServiceError.denied("you left that game: a rematch is for the people who "
+                                      "played it to its end", "SEAT_HAS_LEFT")
         rematch_id = self._registry.rematch_tables.get(old.id)
-        table = self._make(old, address) if rematch_id is None else self._registry.get(rematch_id)
+        is_new = rematch_id is None
+        table = self._make(old, address) if is_new else self._registry.get(str(rematch_id))
         self._keep_window(table)
         seat = old.seats[number]
         try:
             _, number, token = self._registry.join(
-                table.id, seat.name, number, request_id, fingerprint,
+                table.id, seat.name, number, request_id,
+                fingerprint("Rematch", old.id, number) if request_id else "",
                 account_id=seat.account_id, address=address)
         except ServiceError as error:
+            if is_new:  # nobody is seated there: no rematch was made
+                self._drop(table.id)
             raise self._refusal(table, number, error) from None
         if table.game is not None:
             self._close_window(table.id)  # everyone is back: it started
@@ -117,13 +126,23 @@ class Rematches:
             self._windows[table.id] = self._registry.scheduler.call_later(
                 self._window, lambda: self._window_ended(table.id))
 
+    def _drop(self, table_id: str) -> None:
+        """A rematch nobody holds a seat of goes: no game, no record, no pointer (a later
+        Rematch makes another)."""
+        self._close_window(table_id)
+        self._registry.release(table_id, ServiceError.not_found(
+            "this rematch ended before anyone took a seat", "TABLE_EXPIRED"))
+
     def _window_ended(self, table_id: str) -> None:
-        """Bots take the seats nobody claimed: the game starts."""
+        """Bots take the seats nobody claimed: the game starts (unless nobody came back)."""
         self._windows.pop(table_id, None)
         if not self._registry.holds(table_id):
             return
         table = self._registry.get(table_id)
         if table.game is not None or table.is_released:
+            return
+        if not any(seat.is_taken for seat in table.seats if not seat.is_bot):
+            self._drop(table_id)
             return
         for seat in table.seats:
             if not seat.is_taken and table.game is None:
@@ -138,7 +157,7 @@ class Rematches:
     def _refusal(table: Table, number: int, error: ServiceError) -> ServiceError:
         """A refused seat as a rematch says it (the seat taken by the caller before, or by a
         bot after the window)."""
-        if error.reason not in ("SEAT_TAKEN", "TABLE_FULL"):
+        if error.reason not in ("SEAT_TAKEN", "TABLE_FULL", "ACCOUNT_ALREADY_SEATED"):
             return error
         if table.seats[number].is_bot:
             return ServiceError.precondition(
