@@ -117,7 +117,8 @@ export async function acceptRematch(session: Session): Promise<void> {
   given.render();
   try {
     const headers = { authorization: `Bearer ${session.token}` };
-    const answer = await given.client.rematch({ tableId: session.tableId, requestId: given.requestId() }, { headers });
+    const requestId = rematchRequestId(session.tableId, given);
+    const answer = await given.client.rematch({ tableId: session.tableId, requestId }, { headers });
     seated(session.tableId, answer.table, answer.playerToken, answer.seat);
   } catch (error) {
     rematch.error = `No rematch. ${refusalWords(refusal(error))}`;
@@ -140,7 +141,7 @@ export async function followLink(tableId: string, resumed: Session | undefined):
       given.enterTable(resumed); // already back at the rematch: a reload
       return true;
     }
-    const request = { tableId, requestId: given.requestId() };
+    const request = { tableId, requestId: rematchRequestId(tableId, given) };
     const answer = resumed?.tableId === tableId && resumed.token
       ? await given.client.rematch(request, { headers: { authorization: `Bearer ${resumed.token}` } })
       : await given.asAccount((headers) => given.client.rematch(request, { headers }));
@@ -151,8 +152,20 @@ export async function followLink(tableId: string, resumed: Session | undefined):
   }
 }
 
+/** One request id per finished table until an answer comes: a retry after a lost answer
+ * gets the seat and token the first call took (a new id would be REMATCH_ALREADY_ACCEPTED). */
+function rematchRequestId(oldId: string, given: { requestId(): string }): string {
+  const key = `copas.rematch-request.${oldId}`;
+  const kept = sessionStorage.getItem(key);
+  if (kept) return kept;
+  const made = given.requestId();
+  sessionStorage.setItem(key, made);
+  return made;
+}
+
 function seated(oldId: string, table: TableSummary | undefined, token: string, seat: number): void {
   if (!ports || !table) return;
+  sessionStorage.removeItem(`copas.rematch-request.${oldId}`);
   stopRematchWatch();
   firstTable.set(table.tableId, firstTable.get(oldId) ?? oldId);
   Object.assign(rematch, { tableId: "", rematchId: "", offeredBy: [], isBusy: false, error: "" });
