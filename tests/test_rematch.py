@@ -73,6 +73,9 @@ async def test_a_rematch_seats_the_same_people_at_their_old_seats(stub: Any) -> 
     assert await refusal(stub.JoinTable(copas_pb2.JoinTableRequest(
         table_id=new_id, display_name="Stranger"))) == \
         (grpc.StatusCode.PERMISSION_DENIED, "REMATCH_SEAT_RESERVED")
+    joinable = (await stub.ListTables(copas_pb2.ListTablesRequest(
+        only_joinable=True, page_size=100))).tables
+    assert new_id not in {t.table_id for t in joinable}  # not offered to strangers
     request_id = f"r-{uuid.uuid4().hex}"
     second = await rematch(stub, old.table_id, tokens[0], request_id)
     assert (second.table.table_id, second.seat) == (new_id, 0)

@@ -162,8 +162,8 @@ class Table:
     def now(self) -> float:
         return self.scheduler.now()
 
-    def has_free_seat(self) -> bool:
-        return self.seats.has_free_seat()
+    def has_free_seat(self) -> bool:  # for anyone: a rematch's seats are kept for its people
+        return self.seats.has_free_seat() and not (self.meta.rematch_of and self.game is None)
 
     def is_connected(self, seat: int) -> bool:
         token_hash = self.seats[seat].token_hash
