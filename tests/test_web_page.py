@@ -1039,6 +1039,8 @@ async def test_keyboard_only_play_and_a_refusal_in_plain_words() -> None:
         table = await new_table(stub, preset="quick", bots=3, seed="keys", **SEEDED)
         page = await open_page(launched, f"http://127.0.0.1:{port}/?join={table.table_id}")
         await page.fill("#name", "Kim")
+        # (focus does not wait for the invitation to show: Enter would go to the lobby's form)
+        await page.wait_for_selector("#invite-join:visible:enabled")
         await page.focus("#invite-join")
         await page.keyboard.press("Enter")
         await page.wait_for_function(NEXT_TURN, arg=-1)
