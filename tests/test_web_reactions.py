@@ -82,6 +82,7 @@ async def test_a_reaction_shows_by_its_seat_on_the_other_persons_page() -> None:
                 "#seats .reaction", "rs => rs.map(r => r.closest('li').dataset.seat)") == [seat]
             assert "Nice" in (await page.text_content(bubble) or "")
         # By keyboard: Bea focuses "Thanks" and presses Enter; Ana sees it by Bea's seat.
+        await bea.wait_for_selector('#reactions button[data-reaction="THANKS"]:visible:enabled')
         await bea.focus('#reactions button[data-reaction="THANKS"]')
         await bea.keyboard.press("Enter")
         await ana.wait_for_selector(
