@@ -68,6 +68,19 @@ def as_client(address: str) -> tuple[tuple[str, str], ...]:
     return (("x-forwarded-for", address),)
 
 
+async def wind_down(stop: asyncio.Event, tasks: list[asyncio.Task[Any]],
+                    channels: list[grpc.aio.Channel], *, cancel: bool = True) -> None:
+    """A flood's end: once ``stop`` is set, its tasks end (cancelled, or by themselves when
+    they watch ``stop``) and its channels close."""
+    await stop.wait()
+    if cancel:
+        for task in tasks:
+            task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+    for channel in channels:
+        await channel.close()
+
+
 async def bot_table(stub: copas_pb2_grpc.CopasServiceStub, seed: str) -> str:
     table = (await stub.CreateTable(copas_pb2.CreateTableRequest(
         seed=seed, bot_seats=4, rules=copas_pb2.RulesOverrides(**FAST)),  # type: ignore[arg-type]
@@ -101,12 +114,7 @@ async def flood5(server: str, honest_table: str, bots_table: str, stop: asyncio.
              for i in range(64)]
     tasks += [asyncio.create_task(read(stubs[8 + i % 16], bots_table,
                                        f"203.0.113.{1 + i // 1024}")) for i in range(2048)]
-    await stop.wait()
-    for task in tasks:
-        task.cancel()
-    await asyncio.gather(*tasks, return_exceptions=True)
-    for channel in channels:
-        await channel.close()
+    await wind_down(stop, tasks, channels)
     return counts
 
 
@@ -130,10 +138,7 @@ async def flood6(server: str, finished_table: str, stop: asyncio.Event) -> dict[
     channels = [grpc.aio.insecure_channel(server) for _ in range(2)]
     tasks = [asyncio.create_task(worker(copas_pb2_grpc.CopasServiceStub(channels[i % 2]),
                                         f"192.0.2.{1 + i % 2}")) for i in range(16)]
-    await stop.wait()
-    await asyncio.gather(*tasks, return_exceptions=True)
-    for channel in channels:
-        await channel.close()
+    await wind_down(stop, tasks, channels, cancel=False)
     return counts
 
 
@@ -181,12 +186,7 @@ async def flood4(server: str, stop: asyncio.Event) -> dict[str, int]:
                 await asyncio.sleep(0.005)
 
     tasks = [asyncio.create_task(stream(stubs[i])) for i in range(4)]
-    await stop.wait()
-    for task in tasks:
-        task.cancel()
-    await asyncio.gather(*tasks, return_exceptions=True)
-    for channel in channels:
-        await channel.close()
+    await wind_down(stop, tasks, channels)
     return dict(counts)
 
 
