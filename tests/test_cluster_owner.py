@@ -320,6 +320,51 @@ async def test_a_shared_upstream_feeds_at_most_max_watchers_per_table_of_a_node(
         await c.stop()
 
 
+async def test_a_burst_of_relayed_calls_is_answered_by_the_owner_not_refused(
+        postgres: Any, tmp_path: Path) -> None:
+    """Issue 27, finding 8: 1,000 tables opening at once through a cluster's shared port
+    relay thousands of joins in a burst to busy owners. A busy owner's grpc-core refuses
+    streams (RST_STREAM REFUSED_STREAM) on a connection near its
+    ``--max-concurrent-streams``, counting calls it answered but has not given back; the
+    relay filled each connection to that count, so some of the burst came back UNAVAILABLE,
+    which the relay turned into TABLE_MOVED "the table's node went away" with no node gone.
+    Every call of the burst is answered by the owner."""
+    dsn = fresh_database(postgres.dsn)
+    a = Node(tmp_path, dsn, "a")
+    b = Node(tmp_path, dsn, "b", "--cluster-lookups-per-second", "100000")  # (not the point)
+    try:
+        tables = [await new_table(a.stub, preset="quick", seed=str(i)) for i in range(300)]
+        for i in range(40):  # a is busy, as an owner of 500 tables is: bots play at once
+            await new_table(a.stub, preset="quick", seed=str(1000 + i), bots=4,
+                            max_hands=100)
+        relayed = b.metric("copas_cluster_relayed_total")
+        # The clients: 40 connections to b (30 calls on each, well within b's limit).
+        clients = [grpc.aio.insecure_channel(b.address, options=[
+            ("grpc.use_local_subchannel_pool", 1)]) for _ in range(40)]
+        stubs = [copas_pb2_grpc.CopasServiceStub(c) for c in clients]
+
+        async def join(number: int) -> str:
+            try:
+                await stubs[number % len(stubs)].JoinTable(copas_pb2.JoinTableRequest(
+                    table_id=tables[number % len(tables)].table_id,
+                    display_name=f"P{number}"), timeout=30)
+            except grpc.aio.AioRpcError as error:
+                return f"{error.code().name} {error_reason(error)} {error.details()}"
+            return "OK"
+
+        try:  # 1,200 joins through b at once, each relayed to a: every seat of every table
+            answers = await asyncio.gather(*(join(n) for n in range(1200)))
+        finally:
+            for channel in clients:
+                await channel.close()
+        refused = [a for a in answers if a != "OK"]
+        assert not refused, (len(refused), refused[:3])
+        assert b.metric("copas_cluster_relayed_total") >= relayed + 1200
+    finally:
+        await a.stop()
+        await b.stop()
+
+
 async def test_with_workers_each_worker_has_a_public_port_of_its_own(
         postgres: Any, tmp_path: Path) -> None:
     dsn = fresh_database(postgres.dsn)

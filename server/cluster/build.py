@@ -89,7 +89,10 @@ async def build(config: Config, registry: TableRegistry, queries: ClusterQueries
     takeovers = Takeovers(registry, queries, lease)
     router = Router(registry, queries, lease, takeovers, config.cluster_lookups_per_second)
     keys = ClusterKeys(*await asyncio.to_thread(queries.cluster_keys, GRACE_SECONDS))
-    relay = Forwarder(keys, router.forget_owner, config.max_concurrent_streams,
+    # Half the owner's --max-concurrent-streams on each relaying connection: a busy owner's
+    # grpc-core still counts calls it answered but has not given back, and refuses streams
+    # past its limit (those are sent again: ``Forwarder.unary``).
+    relay = Forwarder(keys, router.forget_owner, max(1, config.max_concurrent_streams // 2),
                       answer_within=config.lease / 2, credentials=credentials,
                       history=config.history, watcher_queue=config.watcher_queue,
                       max_watchers_per_table=config.max_watchers_per_table)

@@ -33,6 +33,8 @@ from server.metadata import CLUSTER_KEY, FORWARDED_FOR, HOPS
 
 Context = grpc.aio.ServicerContext[Any, Any]
 WATCH_TABLE = "/copas.v1.CopasService/WatchTable"
+REFUSED_RETRIES = 3  # a call the owner refused unread is sent again up to this many times
+REFUSED_PAUSE = 0.02  # seconds before the first such retry (doubling after)
 
 
 @dataclass
@@ -113,6 +115,16 @@ class Forwarder:
 
     async def unary(self, address: str, table_id: str, path: str, raw: bytes,
                     context: Context, client: str) -> bytes:
+        for attempt in range(REFUSED_RETRIES):  # a refused stream was not processed
+            try:
+                return await self._unary(address, table_id, path, raw, context, client,
+                                         is_last=False)
+            except _Refused:
+                await asyncio.sleep(REFUSED_PAUSE * 2 ** attempt)
+        return await self._unary(address, table_id, path, raw, context, client, is_last=True)
+
+    async def _unary(self, address: str, table_id: str, path: str, raw: bytes,
+                     context: Context, client: str, is_last: bool) -> bytes:
         connection = self._acquire(address)
         try:
             answer = await connection.channel.unary_unary(
@@ -120,6 +132,8 @@ class Forwarder:
                 raw, metadata=self._metadata(context, client),
                 timeout=min(_timeout(context), self.answer_within))
         except grpc.aio.AioRpcError as error:
+            if not is_last and is_refused_stream(error) and _client_has_time(context):
+                raise _Refused() from error
             if error.code() == grpc.StatusCode.UNAVAILABLE:
                 self._unreachable(address, table_id, connection)
             elif error.code() == grpc.StatusCode.DEADLINE_EXCEEDED \
@@ -207,6 +221,18 @@ class Forwarder:
                 await connection.channel.close(None)
         self._connections.clear()
         await asyncio.gather(*self._closing)
+
+
+class _Refused(Exception):
+    """The owner refused the call's stream (HTTP/2 REFUSED_STREAM): it did not see it."""
+
+
+def is_refused_stream(error: grpc.aio.AioRpcError) -> bool:
+    """grpc-core's UNAVAILABLE for a stream the peer refused before reading it (RST_STREAM
+    REFUSED_STREAM, HTTP/2's code 7): by HTTP/2's rule the call was not processed, so it is
+    safe to send again (grpc says so only in its message)."""
+    return error.code() == grpc.StatusCode.UNAVAILABLE and \
+        "RST_STREAM with error code 7" in (error.details() or "")
 
 
 def _as_is(data: bytes) -> bytes:
