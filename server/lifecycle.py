@@ -30,6 +30,7 @@ if TYPE_CHECKING:  # imported only when a page is served (start-up)
 
 log = structlog.get_logger("copas.server")
 CALLS_LULL = 0.1  # seconds without a new call before a failed node stops (``end_all``)
+CALLS_ANSWER_FLOOR = 0.5  # seconds a failed node's stop gives its answers, at least
 
 
 class Tasks:
@@ -120,7 +121,9 @@ class RunningServer:
         ended = await self.calls.end_all(grace / 2, CALLS_LULL)
         if ended:
             log.warning("calls_ended_at_fail_stop", count=ended)
-        await self.stop(max(0.0, grace - (time.monotonic() - began)))
+        # At least CALLS_ANSWER_FLOOR for the stop: the calls just ended (and those refused
+        # meanwhile) write their answers on a loop that a busy machine may have kept late.
+        await self.stop(max(CALLS_ANSWER_FLOOR, grace - (time.monotonic() - began)))
 
     async def watch_store(self) -> None:
         await self.fail_stop(await self.store.failed())
