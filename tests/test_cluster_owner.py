@@ -330,17 +330,22 @@ async def test_a_burst_of_relayed_calls_is_answered_by_the_owner_not_refused(
     which the relay turned into TABLE_MOVED "the table's node went away" with no node gone.
     Every call of the burst is answered by the owner."""
     dsn = fresh_database(postgres.dsn)
-    a = Node(tmp_path, dsn, "a")
-    b = Node(tmp_path, dsn, "b", "--cluster-lookups-per-second", "100000")  # (not the point)
+    # A lease of 20 s: the relay gives the owner half of it to answer (1,200 joins on a busy
+    # machine take longer than the 1 s of the other tests' lease); the lookup budget is not
+    # the point either.
+    # Each node's limit is 20 streams a connection, so that the burst meets it often.
+    small = ("--lease", "20", "--max-concurrent-streams", "20")
+    a = Node(tmp_path, dsn, "a", *small)
+    b = Node(tmp_path, dsn, "b", *small, "--cluster-lookups-per-second", "100000")
     try:
         tables = [await new_table(a.stub, preset="quick", seed=str(i)) for i in range(300)]
         for i in range(40):  # a is busy, as an owner of 500 tables is: bots play at once
             await new_table(a.stub, preset="quick", seed=str(1000 + i), bots=4,
                             max_hands=100)
         relayed = b.metric("copas_cluster_relayed_total")
-        # The clients: 40 connections to b (30 calls on each, well within b's limit).
+        # The clients: 120 connections to b (10 calls on each, within b's limit).
         clients = [grpc.aio.insecure_channel(b.address, options=[
-            ("grpc.use_local_subchannel_pool", 1)]) for _ in range(40)]
+            ("grpc.use_local_subchannel_pool", 1)]) for _ in range(120)]
         stubs = [copas_pb2_grpc.CopasServiceStub(c) for c in clients]
 
         async def join(number: int) -> str:

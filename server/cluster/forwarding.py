@@ -33,8 +33,8 @@ from server.metadata import CLUSTER_KEY, FORWARDED_FOR, HOPS
 
 Context = grpc.aio.ServicerContext[Any, Any]
 WATCH_TABLE = "/copas.v1.CopasService/WatchTable"
-REFUSED_RETRIES = 3  # a call the owner refused unread is sent again up to this many times
-REFUSED_PAUSE = 0.02  # seconds before the first such retry (doubling after)
+REFUSED_RETRIES = 5  # a call the owner refused unread is sent again up to this many times
+REFUSED_PAUSE = 0.05  # seconds before the first such retry (doubling after: 1.55 s in all)
 
 
 @dataclass
