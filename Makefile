@@ -124,7 +124,7 @@ lint: setup ## ruff, mypy --strict (engine/, ai/, server/, clients/, tools/, gen
 	cd $(PROTO_DIR) && ../$(BIN)/buf lint
 	cd $(PROTO_DIR) && ../$(BIN)/buf breaking --against '../.git#ref=$(CONTRACT_BASE),subdir=protos'
 
-bench: setup ## benchmarks: engine vs OpenSpiel; a move vs gRPC echo; durable vs memory; a flood; CPU per move; accounts; championships; the perf tests' figures
+bench: setup ## benchmarks: engine vs OpenSpiel; a move vs gRPC echo; durable vs memory; a flood; CPU per move; accounts; championships; start-up; the perf tests' figures
 	$(BIN)/python bench/engine_vs_openspiel.py
 	$(BIN)/python bench/move_cost.py
 	$(BIN)/python bench/durability.py
@@ -132,6 +132,7 @@ bench: setup ## benchmarks: engine vs OpenSpiel; a move vs gRPC echo; durable vs
 	$(BIN)/python bench/cpu_per_move.py
 	$(BIN)/python bench/accounts.py
 	$(BIN)/python bench/championship.py
+	$(BIN)/python bench/startup.py
 	COPAS_PERF_ROUNDS=3 $(STEP) $(PYTEST) -s -m perf  # the figures the tests print (p99 under floods, costs)
 
 bench-hostile: setup ## issue 27's floods 2, 4, 5, 6 beside an honest player and browser: p99 ratios (minutes)
