@@ -10,7 +10,6 @@ Target (issue 29): under 1 s on a quiet machine.
 from __future__ import annotations
 
 import argparse
-import os
 import signal
 import statistics
 import subprocess
@@ -25,13 +24,8 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from clients.loadtest import cpu_seconds  # noqa: E402
 from tools.pglocal import free_port  # noqa: E402
-
-
-def _cpu_seconds(pid: int) -> float:
-    """User and system CPU of process ``pid`` so far (every thread), from /proc."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _is_serving(address: str) -> bool:
@@ -60,7 +54,7 @@ def one_start() -> tuple[float, float]:
                     raise SystemExit(f"the server exited ({server.returncode})")
                 time.sleep(0.005)
             wall = time.perf_counter() - began
-            cpu = _cpu_seconds(server.pid)
+            cpu = cpu_seconds(server.pid) or 0.0
         finally:
             server.send_signal(signal.SIGTERM)
             server.wait(30)
