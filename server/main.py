@@ -35,7 +35,7 @@ from server.cluster.ownership import Lease
 from server.cluster.queries import PgClusterQueries
 from server.cluster.shared_ownership import ClusterOwnership
 from server.config import Config, parse_args
-from server.lifecycle import RunningServer, Tasks, close_store, settle_collector
+from server.lifecycle import RunningServer, Tasks, close_store, run, settle_collector
 from server.listen import SetupError, bind, internal_address
 from server.observability import Metrics, configure_logging
 from server.rpc import reflection
@@ -288,7 +288,7 @@ def main(argv: list[str] | None = None) -> int:
 
         return supervise(config, sys.argv[1:] if argv is None else argv)
     configure_logging(config.log_format, config.log_level, queue_lines=config.log_queue)
-    return asyncio.run(serve(config))
+    return run(serve(config), config.event_loop)
 
 
 if __name__ == "__main__":
