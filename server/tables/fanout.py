@@ -353,7 +353,7 @@ class Fanout:
                 [batch_response(batch_body(live, view))] if live else [])], staged
         return sequence, [message, *(response(event, view) for event in live)], staged
 
-    def missed_list(self, missed_since: Callable[[int], copas_pb2.Snapshot], sequence: int,
+    def missed_list(self, missed_since: Callable[[int, bool], bytes], sequence: int,
                     after_sequence: int, is_spectator: bool) -> tuple[bytes, bool]:
         """A snapshot's Snapshot message (serialized) for ``after_sequence``: the kept events
         after it (``missed_since``; a spectator's: at most ``snapshot_max_events``, the latest,
@@ -369,10 +369,8 @@ class Fanout:
         known = self._lists.get(key)
         if known is not None:
             return known, True
-        snap = missed_since(sequence - limit if is_capped else after_sequence)
-        if is_capped:
-            snap.has_gap = True  # the events before the latest ``limit`` are left out
-        body = snap.SerializeToString()
+        # Capped: the events before the latest ``limit`` are left out (has_gap).
+        body = missed_since(sequence - limit if is_capped else after_sequence, is_capped)
         if len(self._lists) >= SNAPSHOT_CACHE:
             self._lists.clear()
         self._lists[key] = body
@@ -380,7 +378,7 @@ class Fanout:
         return body, False
 
     def snapshot(self, watcher: Watcher, after_sequence: int,
-                 missed_since: Callable[[int], copas_pb2.Snapshot], sequence: int, now: float,
+                 missed_since: Callable[[int, bool], bytes], sequence: int, now: float,
                  view: bytes) -> bytes:
         """A snapshot for ``watcher`` as a serialized TableEvent: ``view`` (the current one)
         plus the events it missed after ``after_sequence`` (none when 0; ``missed_list``)."""

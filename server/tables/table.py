@@ -21,7 +21,6 @@ which schedules nothing, logs nothing, counts nothing and sends nothing.
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Callable
 from typing import TypeVar
 
@@ -126,9 +125,9 @@ class Table:
         return self._events.sequence
 
     @property
-    def history(self) -> deque[copas_pb2.TableEvent]:
-        """The latest numbered events (at most --history)."""
-        return self._events.history
+    def history(self) -> list[copas_pb2.TableEvent]:
+        """The latest numbered events (at most --history), parsed (kept serialized)."""
+        return [copas_pb2.TableEvent.FromString(event) for _, event in self._events.history]
 
     @property
     def last_event_at(self) -> float:
@@ -223,7 +222,7 @@ class Table:
         seats = self.fanout.seats_watching()
         if seats:  # nobody watching: no views to build
             shared = views.public_bytes(self)
-            self.fanout.stage([(e.sequence, e.SerializeToString()) for e in step.events],
+            self.fanout.stage(step.events,
                               {seat: views.view_bytes(self, shared, seat) for seat in seats},
                               step.is_numbered)
         self._host.table_changed(self)
