@@ -9,7 +9,9 @@ its event written on each stream; its p99 is the bucket bound it falls under), o
 run and in the steady state (after ``--warm-up``: every table made, its players seated and
 streaming, a burst of 4,000 joins no human pace has), the moves per
 second, the server's CPU per move and share of one core, and its memory per table (peak
-resident memory over the tables, after the memory of the idle server).
+resident memory over the tables, after the memory of the idle server), beside what a bare
+grpc.aio server holds for the same connections and open streams (`bench/bare_grpc_memory.py`,
+measured after the run: the floor under it).
 """
 
 from __future__ import annotations
@@ -128,6 +130,14 @@ def main() -> None:
     print(f"human_pace_steady_server_view_p99_ms_at_most={quantile_ms(end, 0.99, warm):g}")
     print(f"human_pace_server_core_share={cpu * report['moves_per_s'] / 1000:.2f}")
     print(f"human_pace_kb_per_table={per_table:.1f}")
+    sys.path.insert(0, str(ROOT / "bench"))
+    from bare_grpc_memory import measure
+
+    connection, stream = measure(args.tables)
+    bare = 4 * (connection + stream)
+    print(f"human_pace_bare_grpc_kb_per_table={bare:.1f} (a connection {connection:.1f}, "
+          f"an open stream {stream:.1f})")
+    print(f"human_pace_kb_per_table_over_bare_grpc={per_table - bare:.1f}")
 
 
 if __name__ == "__main__":
