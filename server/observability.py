@@ -51,8 +51,8 @@ class Metrics:
         self.move_to_view = Histogram(
             "copas_move_to_view_seconds", "From a move (or timer, or bot move) taken by its "
             "table to its event written on each watching stream: the commit, the fan-out "
-            "and the stream's write", registry=r,
-            buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5))
+            "and the stream's write", registry=r,  # 0.04: a p99 under 50 ms shows as one
+            buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.04, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5))
         self.commit_duration = Histogram(
             "copas_commit_duration_seconds", "How long one group commit took (the store's "
             "transaction)", registry=r,
