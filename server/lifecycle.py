@@ -67,9 +67,7 @@ async def close_store(store: Storage) -> None:
     await store.close()
 
 
-FULL_COLLECTION_PERIOD = 10.0  # seconds between two full collections
-THAW_EVERY = 360  # full collections between two that also scan what earlier ones froze
-NEVER = 1 << 30  # CPython's own trigger for full collections: off (``keep_collected``'s)
+FULL_COLLECTION_EVERY = 100  # young collections between two full ones (CPython's: 10)
 
 
 def run(serving: Coroutine[Any, Any, int], event_loop: str = "uvloop") -> int:
@@ -83,40 +81,27 @@ def run(serving: Coroutine[Any, Any, int], event_loop: str = "uvloop") -> int:
     return asyncio.run(serving)
 
 
-def settle_collector(parts: contextlib.AsyncExitStack) -> None:
-    """Once serving: what start-up made is frozen (moved out of the collector's reach), and
-    full collections run on ``keep_collected``'s clock instead of CPython's, until ``parts``
-    close.
+def settle_collector() -> None:
+    """Once serving. What start-up made (modules, the recovered tables) lives as long as the
+    process: moved out of the collector's reach, a full collection scans only what came after
+    (~1 ms instead of 25-33 ms with the loop held, measured under a refused-call flood). And
+    full collections come ten times less often than CPython's default: each holds the loop
+    for as long as it takes to scan every object it reaches (at 1,000 tables at a human pace,
+    `make bench-pace`: 4,000 open Play streams, each with gRPC's pending read, its tasks and
+    coroutines, 350,000 objects, 250-290 ms), and at the default they set the p99 of a move's
+    way to its players. Garbage cycles that outlive two young collections are found that
+    much later; refcounting frees the rest at once, as before.
 
-    Why: a full collection holds the loop for as long as it takes to scan every object it
-    reaches, and at 1,000 tables at a human pace (`make bench-pace`: 4,000 open Play streams,
-    each with gRPC's pending read, its tasks and coroutines: 350,000 objects) one took
-    290 ms, and CPython's trigger ran one about every minute: they set the p99 of a move's
-    way to its players (at most 250 ms). Each of ``keep_collected``'s scans only what came
-    since the last (25-65 ms there, once a burst of new tables is behind it). Young
-    collections stay CPython's (every 700 allocations, under 3 ms; at 10,000 they took
-    20-40 ms each, though the server's CPU per move was about a tenth lower)."""
+    Tried and left: freezing what each of our own full collections (every 10 s) left, so
+    the next scans only what came after (25-65 ms there): a live object frozen that later
+    becomes a garbage cycle is never found, and under a flood of refused calls the server
+    grew 11 MB in a few seconds (tests/test_address_limits_and_floods.py). Young
+    collections every 10,000 allocations instead of 700: about a tenth less CPU per card,
+    but each took 20-40 ms at 1,000 tables."""
     gc.collect()
     gc.freeze()
     young, middle, _ = gc.get_threshold()
-    gc.set_threshold(young, middle, NEVER)
-    collecting = asyncio.get_running_loop().create_task(keep_collected())
-    parts.callback(collecting.cancel)
-
-
-async def keep_collected(period: float = FULL_COLLECTION_PERIOD,
-                         thaw_every: int = THAW_EVERY) -> None:
-    """Every ``period`` seconds a full collection of what the last one left, and what it
-    leaves frozen; every ``thaw_every``-th first thaws everything, so a garbage cycle among
-    frozen objects lives at most that long (``period`` x ``thaw_every``: an hour)."""
-    done = 0
-    while True:
-        await asyncio.sleep(period)
-        done += 1
-        if done % thaw_every == 0:
-            gc.unfreeze()
-        gc.collect()
-        gc.freeze()
+    gc.set_threshold(young, middle, FULL_COLLECTION_EVERY)
 
 
 @dataclass

@@ -258,7 +258,7 @@ async def serve(config: Config) -> int:
     if running.page is not None:
         scheme = "https" if config.tls_cert else "http"
         print(f"web page on {scheme}://{config.web_host}:{running.page.port}/", flush=True)
-    settle_collector(running.parts)
+    settle_collector()
     log.info("server_started", listen=config.listen, port=running.port,
              metrics_port=running.metrics_port, rules_defaults=config.rule_defaults)
     stop = asyncio.Event()

@@ -187,8 +187,10 @@ def _p99(samples: list[float]) -> float:
 @pytest.mark.perf
 async def test_a_flood_of_refused_calls_costs_an_honest_player_little(tmp_path: Path) -> None:
     """Finding 4: 2,048 concurrent calls without a token from one address over 4 connections
-    (a process of its own), almost all refused, and the server's RSS grows less than 10 MB:
-    refusals are answered at once, so none is held in memory. An honest player's GetView p99
+    (a process of its own), almost all refused, and the server's RSS grows less than 16 MB:
+    refusals are answered at once, so none is held in memory (held, 90,000 refusals of three
+    rounds would be hundreds of MB; gRPC's buffers for the calls under way grew it 3.7-10.4 MB
+    over three rounds on uvloop, 5.2-8.6 MB on asyncio's loop). An honest player's GetView p99
     with and without the flood (pooled over alternating rounds: one in `make test`,
     COPAS_PERF_ROUNDS under `make bench`) is printed: a figure of this machine
     (bench/flood.py measures it), not a check."""
@@ -234,7 +236,7 @@ async def test_a_flood_of_refused_calls_costs_an_honest_player_little(tmp_path: 
     # A flood: more refused than its quotas let through (the niced flooder sends fewer on a
     # busy machine; ten times more on a quiet one), every refusal at once.
     assert codes.get("RESOURCE_EXHAUSTED", 0) > codes.get("OK", 0) > 0, codes
-    assert grown < 10.0, grown
+    assert grown < 16.0, grown
 
 
 async def test_a_stalled_log_reader_never_stops_the_server(tmp_path: Path) -> None:
