@@ -51,6 +51,7 @@ from server.tables.fanout import Watcher, with_results
 from server.tables.idempotency import fingerprint
 from server.tables.registry import TableRegistry
 from server.tables.table import Table
+from server.wakeup import Wakeup
 
 PENDING_RESULTS = 64  # actions taken but not yet answered on one stream
 Context = grpc.aio.ServicerContext[Any, Any]
@@ -75,7 +76,7 @@ class PlayStream:
         self._caller = found
         self._context = context
         self._results: deque[_Result] = deque()
-        self._room = asyncio.Event()  # the results fell below PENDING_RESULTS
+        self._room = Wakeup()  # the results fell below PENDING_RESULTS (the reader's)
         self._room.set()
         self._ended: BaseException | None = None  # why the reader stopped, when it failed
         self._refused = 0  # refused actions in a row

@@ -41,6 +41,7 @@ from collections.abc import Callable
 from copas.v1 import copas_pb2
 
 from server.errors import ServiceError
+from server.wakeup import Wakeup
 from server.wire import field, timestamp, varint
 
 Views = dict[int | None, bytes]  # seat (None: spectator) -> its view, serialized
@@ -68,7 +69,7 @@ class Watcher:
         self.queue: deque[tuple[int, bytes, float]] = deque()
         self.queued_bytes = 0
         self.last_staged = 0.0  # the step of the message popped last: when it was staged
-        self.wakeup = asyncio.Event()
+        self.wakeup = Wakeup()  # its one task's: Play's writer, WatchTable's
         self.needs_snapshot = False
         self.is_closed = False
         self.close_error: ServiceError | None = None
