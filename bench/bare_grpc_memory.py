@@ -6,6 +6,8 @@ under `make bench-pace`'s memory per table: Copas's own state is what it holds b
 Run alone: `python bench/bare_grpc_memory.py --tables 1000` prints
 ``bare_grpc_kb_per_connection=``, ``bare_grpc_kb_per_stream=`` and
 ``bare_grpc_kb_per_table=`` (resident memory of the server process, after its idle memory).
+``measure_at_pace`` gives the same floor with traffic: the bare echo server of
+bench/echo_swarm.py under a swarm at a human pace (`make bench-pace` prints both).
 """
 
 from __future__ import annotations
@@ -74,6 +76,41 @@ def measure(tables: int, players: int = 4) -> tuple[float, float]:
         assert server.stdout is not None
         port = int(server.stdout.readline())
         return asyncio.run(_hold(port, tables * players, server.pid))
+    finally:
+        server.kill()
+        server.wait(30)
+
+
+def measure_at_pace(tables: int, move_interval: float, duration: float, processes: int,
+                    message_bytes: int = 350) -> float:
+    """KB per table of the bare grpc.aio echo server (bench/echo_swarm.py, the Play shape:
+    one bidirectional stream per player, each on its own connection, every move fanned out
+    to the table's 4 streams) under a swarm of ``tables`` moving once per ``move_interval``:
+    its peak resident memory over its idle, as `make bench-pace` reads Copas's. The floor
+    with traffic: gRPC's buffers grow with what goes through them, idle streams hold less."""
+    root = Path(__file__).resolve().parent
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = int(probe.getsockname()[1])
+    server = subprocess.Popen([sys.executable, str(root / "echo_swarm.py"), "serve", "--port",
+                               str(port)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert server.stdout is not None and "listening" in server.stdout.readline()
+        time.sleep(0.5)
+        idle = peak = rss_kb(server.pid)
+        swarm = subprocess.Popen(
+            [sys.executable, str(root / "echo_swarm.py"), "swarm", "--server",
+             f"127.0.0.1:{port}", "--tables", str(tables), "--duration", str(duration),
+             "--processes", str(processes), "--message-bytes", str(message_bytes), "--shape",
+             "play", "--move-interval", str(move_interval), "--json"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        while swarm.poll() is None:
+            peak = max(peak, rss_kb(server.pid))
+            time.sleep(0.25)
+        assert swarm.returncode == 0, "the echo swarm failed"
+        return (peak - idle) / tables
     finally:
         server.kill()
         server.wait(30)

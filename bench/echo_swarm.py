@@ -85,7 +85,8 @@ async def serve(port: int) -> None:
 
 
 async def group(server: str, index: int, players: int, deadline: float, size: int,
-                out: dict[str, list[float]], shape: str = "unary") -> None:
+                out: dict[str, list[float]], shape: str = "unary",
+                move_interval: float = 0.0) -> None:
     # A connection per player, like the load test's (channels would share one otherwise).
     channels = [grpc.aio.insecure_channel(server, options=[("grpc.use_local_subchannel_pool", 1)])
                 for _ in range(players)]
@@ -102,6 +103,8 @@ async def group(server: str, index: int, players: int, deadline: float, size: in
         await s.read()  # ready
     move = 0
     while time.time() < deadline:
+        if move_interval:  # a human pace, as `copas loadtest --move-interval`
+            await asyncio.sleep(move_interval)
         player = move % players
         start = time.perf_counter()
         if shape == "play":
@@ -124,16 +127,17 @@ async def group(server: str, index: int, players: int, deadline: float, size: in
 
 
 async def swarm_part(server: str, tables: range, players: int, deadline: float, size: int,
-                     shape: str) -> dict[str, list[float]]:
+                     shape: str, move_interval: float = 0.0) -> dict[str, list[float]]:
     out: dict[str, list[float]] = {"play": [], "view": [], "moves": []}
-    await asyncio.gather(*(group(server, i, players, deadline, size, out, shape)
+    await asyncio.gather(*(group(server, i, players, deadline, size, out, shape, move_interval)
                            for i in tables))
     return out
 
 
 def _child(server: str, tables: range, players: int, deadline: float, size: int,
-           shape: str, queue: Any) -> None:
-    queue.put(asyncio.run(swarm_part(server, tables, players, deadline, size, shape)))
+           shape: str, move_interval: float, queue: Any) -> None:
+    queue.put(asyncio.run(swarm_part(server, tables, players, deadline, size, shape,
+                                     move_interval)))
 
 
 def pct(values: list[float], q: float) -> float:
@@ -149,7 +153,8 @@ def swarm(args: argparse.Namespace) -> int:
     queue = ctx.Queue()
     parts = [range(p, args.tables, args.processes) for p in range(args.processes)]
     children = [ctx.Process(target=_child, args=(args.server, part, args.players, deadline,
-                                                   args.message_bytes, args.shape, queue))
+                                                   args.message_bytes, args.shape,
+                                                   args.move_interval, queue))
                 for part in parts]
     for c in children:
         c.start()
@@ -188,6 +193,8 @@ def main() -> int:
     w.add_argument("--shape", choices=("unary", "play"), default="unary",
                    help="a move as a unary call plus a server stream per player, or as a "
                         "message on one bidirectional stream per player (Play)")
+    w.add_argument("--move-interval", type=float, default=0.0,
+                   help="seconds each table waits before each move (0: at once)")
     args = parser.parse_args()
     if args.command == "serve":
         asyncio.run(serve(args.port))

@@ -138,13 +138,18 @@ def main() -> None:
     print(f"human_pace_server_core_share={cpu * report['moves_per_s'] / 1000:.2f}")
     print(f"human_pace_kb_per_table={per_table:.1f}")
     sys.path.insert(0, str(ROOT / "bench"))
-    from bare_grpc_memory import measure
+    from bare_grpc_memory import measure, measure_at_pace
 
     connection, stream = measure(args.tables)
     bare = 4 * (connection + stream)
     print(f"human_pace_bare_grpc_kb_per_table={bare:.1f} (a connection {connection:.1f}, "
           f"an open stream {stream:.1f})")
     print(f"human_pace_kb_per_table_over_bare_grpc={per_table - bare:.1f}")
+    # The same floor with traffic: the bare echo server at the same pace, tables, clients.
+    echo = measure_at_pace(args.tables, args.move_interval, min(args.duration, 30.0),
+                           args.processes)
+    print(f"human_pace_echo_kb_per_table={echo:.1f}")
+    print(f"human_pace_kb_per_table_over_echo={per_table - echo:.1f}")
 
 
 if __name__ == "__main__":
