@@ -33,7 +33,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections import deque
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -75,7 +74,7 @@ class PlayStream:
         self._seat = seat
         self._caller = found
         self._context = context
-        self._results: deque[_Result] = deque()
+        self._results: list[_Result] = []  # at most PENDING_RESULTS (a deque takes 600 B)
         self._room = Wakeup()  # the results fell below PENDING_RESULTS (the reader's)
         self._room.set()
         self._ended: BaseException | None = None  # why the reader stopped, when it failed
@@ -140,7 +139,7 @@ class PlayStream:
                 if is_batched:
                     await self._write_results(written)
                 else:
-                    await self._write_result(results.popleft(), written)
+                    await self._write_result(results.pop(0), written)
                 continue
             if not queue:
                 break
@@ -174,7 +173,7 @@ class PlayStream:
             await self._write_results(written)
             return
         while self._results:
-            await self._write_result(self._results.popleft(), written)
+            await self._write_result(self._results.pop(0), written)
 
     async def _write_result(self, result: _Result, written: int) -> None:
         await self._write(copas_pb2.PlayResponse(result=_answer(result, written)))
@@ -185,7 +184,7 @@ class PlayStream:
         """The waiting results whose events are all sent by ``written``, serialized."""
         results, taken = self._results, []
         while results and results[0].after <= written:
-            taken.append(_answer(results.popleft(), written).SerializeToString())
+            taken.append(_answer(results.pop(0), written).SerializeToString())
         if len(results) < PENDING_RESULTS:
             self._room.set()
         return taken
