@@ -630,7 +630,9 @@ class Gateway:
                             method, _opened_table(first), found.token_hash,
                             trust.is_relayed(context.invocation_metadata() or ())), context)
                     if address is None:
-                        await inner_bidi(StreamRequests(first, requests, parse), context)
+                        call = inner_bidi(StreamRequests(first, requests, parse), context)
+                        first = first_raw = None  # the handler holds them while it needs them
+                        await call
                     else:  # another node owns the table: relay the whole stream there
                         assert first_raw is not None
                         relaying = True

@@ -97,6 +97,7 @@ class PlayStream:
             await self._delivery.committed()  # show only what is durable
             if not watcher.is_closed:  # the token may have been revoked meanwhile
                 await self._write(watcher.opening(first))  # PlayResponse.event (.batch)
+            del first  # not held for the stream's life
             written = self._written = watcher.seen
             while True:
                 written = await self._flush(watcher, written)

@@ -290,10 +290,12 @@ class CopasService(copas_pb2_grpc.CopasServiceServicer):
         table, seat = self.registry.authenticate(found.token_hash, table_id)
         structlog.contextvars.bind_contextvars(seat=seat)
         stream = PlayStream(self.registry, self.quotas, table, seat, found, context)
+        rest, parse = requests.rest, requests.parse
+        after, is_batched = opening.after_sequence, opening.is_batched
+        del requests, first, opening  # the opening is not held for the stream's life
         self.play_streams.add(stream)
         try:
-            await stream.run(requests.rest, requests.parse, opening.after_sequence,
-                             opening.is_batched)
+            await stream.run(rest, parse, after, is_batched)
         finally:
             self.play_streams.discard(stream)
 
