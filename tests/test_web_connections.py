@@ -146,31 +146,36 @@ async def test_a_request_whose_body_stalls_is_closed() -> None:
 
 async def test_the_deadlines_bound_each_request_not_a_connection_or_a_stream() -> None:
     """A kept-alive connection outlives the deadlines by sending its requests in time, and a
-    WatchTable stream, whose request is read, streams on."""
+    WatchTable stream, whose request is read, streams on.
+
+    Each is asserted on its own connection, not by the server's count of header timeouts: the
+    Connect client's pool may hold another connection idle meanwhile (the one its CreateTable
+    used, when the stream opened before it went back to the pool), and an idle kept-alive
+    connection is rightly closed at the header deadline."""
     port = free_port()
-    # Deadlines of 1 s, requests 0.1 s apart for 3 s: a margin of 0.9 s for a loaded machine.
-    async with (serving(web_port=port, web_host="127.0.0.1", web_header_timeout=1.0,
-                        web_body_timeout=1.0) as (running, _),
+    # Deadlines of 1.5 s, requests 0.1 s apart for 3 s: a margin of 1.4 s for a loaded machine.
+    async with (serving(web_port=port, web_host="127.0.0.1", web_header_timeout=1.5,
+                        web_body_timeout=1.5) as (running, _),
                 copas_connect.CopasServiceClient(f"http://127.0.0.1:{port}") as client):
         table = (await client.create_table(copas_pb2.CreateTableRequest())).table
         stream = client.watch_table(copas_pb2.WatchTableRequest(table_id=table.table_id))
         async with contextlib.aclosing(stream):
             assert (await anext(stream)).event.WhichOneof("kind") == "snapshot"
             reader, writer = await connect_from(port, "127.0.0.2")
-            began = time.monotonic()
-            while time.monotonic() - began < 3.0:  # requests 0.1 s apart on one connection
+            began, served = time.monotonic(), 0
+            while time.monotonic() - began < 3.0:  # 0.1 s apart for two deadlines, one connection
                 writer.write(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
                 head = await read_head(reader, 5)
-                assert head.startswith(b"HTTP/1.1 200 ")
+                assert head.startswith(b"HTTP/1.1 200 "), f"request {served}: {head[:40]!r}"
                 length = int(head.split(b"content-length: ")[1].split(b"\r\n")[0])
                 await reader.readexactly(length)
+                served += 1
                 await asyncio.sleep(0.1)
             writer.close()
             await client.join_table(copas_pb2.JoinTableRequest(table_id=table.table_id,
                                                                display_name="Ana"))
             event = await asyncio.wait_for(anext(stream), 10)  # the stream is still open
-            assert event.event.WhichOneof("kind") != "snapshot"
-        assert sample(running, CLOSED, reason="header_timeout") == 0
+            assert event.event.WhichOneof("kind") == "player_joined", event
         assert sample(running, CLOSED, reason="body_timeout") == 0
 
 
