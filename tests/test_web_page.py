@@ -659,8 +659,14 @@ async def test_a_whole_game_by_clicks_or_taps_with_the_table_drawn_as_one(device
 
         await player.wait_for_function(NEXT_TURN, arg=-1)
         if is_phone:
-            boxes = await player.eval_on_selector_all(
-                "#hand button", "bs => bs.map(b => b.getBoundingClientRect())")
+            # Found and measured in one evaluation: eval_on_selector_all queries, then calls
+            # its function in a second step, and a render between them measures the detached
+            # cards it replaced (zero boxes, seen beside busy processes).
+            boxes = await player.evaluate(
+                """() => Array.from(document.querySelectorAll("#hand button"), (b) => {
+                  const r = b.getBoundingClientRect(); return {width: r.width, height: r.height};
+                })""")
+            assert boxes, "no card in the hand"
             assert all(b["width"] >= 44 and b["height"] >= 44 for b in boxes), boxes
             assert await player.evaluate("() => document.documentElement.scrollWidth") <= width
         turns, shots = 0, {"passing", "trick", "summary"}

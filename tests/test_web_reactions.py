@@ -102,8 +102,10 @@ async def test_the_reaction_buttons_are_a_fingers_target_on_a_phone() -> None:
     async with (serving(web_port=port, web_host="127.0.0.1", rule_defaults=TIMING)
                 as _, browser() as launched):
         ana, bea = await two_people(launched, f"http://127.0.0.1:{port}/", PHONE)
-        sizes = await ana.eval_on_selector_all(
-            "#reactions button", "bs => bs.map(b => [b.offsetWidth, b.offsetHeight])")
+        sizes = await ana.evaluate(  # found and measured at once (no render between them)
+            """() => Array.from(document.querySelectorAll("#reactions button"),
+                               (b) => [b.offsetWidth, b.offsetHeight])""")
+        assert sizes, "no reaction button"
         assert all(w >= 44 and h >= 44 for w, h in sizes), sizes
         await ana.tap('#reactions button[data-reaction="WOW"]')
         await bea.wait_for_selector(
