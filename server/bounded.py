@@ -4,7 +4,7 @@ and forgets the oldest first when a new key would pass it."""
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Iterator, MutableMapping
+from collections.abc import ItemsView, Iterator, MutableMapping, ValuesView
 from typing import TypeVar
 
 K = TypeVar("K")
@@ -14,7 +14,8 @@ V = TypeVar("V")
 class Bounded(MutableMapping[K, V]):
     """At most ``limit`` keys, oldest first. Writing a key makes it the newest; so does
     reading one when ``is_lru`` (a least-recently-used cache). When a write would hold more
-    than ``limit`` keys, the oldest go (``in`` and iteration move nothing)."""
+    than ``limit`` keys, the oldest go (``in``, iteration, ``values()`` and ``items()`` move
+    nothing: a reader that walks the mapping never reorders it under itself)."""
 
     __slots__ = ("_items", "is_lru", "limit")
 
@@ -48,3 +49,9 @@ class Bounded(MutableMapping[K, V]):
 
     def __len__(self) -> int:
         return len(self._items)
+
+    def values(self) -> ValuesView[V]:
+        return self._items.values()
+
+    def items(self) -> ItemsView[K, V]:
+        return self._items.items()

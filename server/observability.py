@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import atexit
+import concurrent.futures
 import contextlib
 import importlib.metadata
 import logging
@@ -26,6 +28,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 LOG_QUEUE = 10_000  # log lines waiting for the writer thread before new ones are dropped
+GAUGES_WAIT = 10.0  # seconds a scrape waits for the event loop to compute the live gauges
 
 
 class Metrics:
@@ -126,13 +129,45 @@ class Metrics:
 
     def add_gauges(self, collect: Callable[[], Iterable[Metric]]) -> None:
         """Gauges (and counters kept by their owners) computed at scrape time from the live
-        state (tables, seats, streams)."""
+        state (tables, seats, streams). The scrape runs in the metrics server's thread, but the
+        state belongs to the event loop: ``collect`` runs on the loop (called from a running
+        loop, on that one), all of it in one slice, so it reads a consistent snapshot and
+        never a dict another thread is changing."""
+        loop = _running_loop()
 
         class _Live(Collector):
             def collect(self) -> Iterable[Metric]:
-                return collect()
+                return on_loop(loop, collect)
 
         self.registry.register(_Live())
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+
+
+def on_loop(loop: asyncio.AbstractEventLoop | None, collect: Callable[[], Iterable[Metric]]
+            ) -> list[Metric]:
+    """``collect()``'s metrics, computed on ``loop``'s thread (here when this is that thread,
+    or there is no loop); none when the loop has stopped or does not answer in GAUGES_WAIT."""
+    if loop is None or _running_loop() is loop:
+        return list(collect())
+    answer: concurrent.futures.Future[list[Metric]] = concurrent.futures.Future()
+
+    def compute() -> None:
+        try:
+            answer.set_result(list(collect()))
+        except BaseException as exc:  # the scrape fails with it, not the loop
+            answer.set_exception(exc)
+
+    try:
+        loop.call_soon_threadsafe(compute)
+        return answer.result(GAUGES_WAIT)
+    except (RuntimeError, concurrent.futures.TimeoutError):  # the loop is closed or stuck
+        return []
 
 
 def gauges(*rows: tuple[str, str, float]) -> Iterable[GaugeMetricFamily]:

@@ -13,16 +13,17 @@ from copas.admin.v1 import admin_pb2, admin_pb2_grpc
 from copas.v1 import accounts_pb2, accounts_pb2_grpc, copas_pb2, copas_pb2_grpc
 
 from clients.common import error_reason
+from tests.helpers.accounts import Scraper, dashboard_metrics, play_rated_games, sign_in_many
 from tests.helpers.calls import auth
-from tests.helpers.servers import ServerProcess, fresh_database
+from tests.helpers.servers import ServerProcess, free_port, fresh_database
 
 OPERATOR = "operator-0123456789-abcdefghij"
 
 
-def node(dsn: str, node_id: str, token_file: Path) -> ServerProcess:
+def node(dsn: str, node_id: str, token_file: Path, *flags: str) -> ServerProcess:
     return ServerProcess("--database", dsn, "--node-id", node_id, "--unlimited-quotas",
                          "--admin-token-file", str(token_file), "--bot-workers", "0",
-                         "--log-level", "warning")
+                         "--log-level", "warning", *flags)
 
 
 async def reason_of(call: Any) -> str:
@@ -89,6 +90,34 @@ async def test_sign_in_on_one_node_play_on_the_other_revoke_ends_it_on_both(
             assert await reason_of(accounts_b.GetProfile(
                 accounts_pb2.GetProfileRequest(), metadata=auth(people[1].access_token))) \
                 == "OK"
+    finally:
+        a.stop()
+        b.stop()
+
+
+async def test_both_nodes_metrics_answer_every_scrape_beside_a_thousand_accounts(
+        postgres: Any, tmp_path: Path) -> None:
+    """Scraped without pause while a thousand accounts sign in on either node and refresh on
+    the other, and bot accounts play: HTTP 200 every time on both, with every series the
+    dashboard reads."""
+    dsn = fresh_database(postgres.dsn)
+    token_file = tmp_path / "operator"
+    token_file.write_text(OPERATOR + "\n")
+    ports = [free_port(), free_port()]
+    a, b = (node(dsn, name, token_file, "--metrics-port", str(port), "--metrics-host",
+                 "127.0.0.1") for name, port in zip("ab", ports, strict=True))
+    try:
+        with Scraper(ports) as scraper:
+            sessions, _ = await asyncio.gather(
+                sign_in_many([a.address, b.address], 1000),
+                play_rated_games(b.address, 2, [f"Cluster {n}" for n in range(6)]))
+        assert len({s.account.account_id for s in sessions}) == 1000
+        assert scraper.failures == []
+        assert len(scraper.statuses) > 6 and set(scraper.statuses) == {200}
+        for port in ports:
+            assert dashboard_metrics() - {"copas_web_connections",
+                                          "copas_web_connections_waiting"} \
+                - scraper.exported[port] == set(), port
     finally:
         a.stop()
         b.stop()

@@ -41,3 +41,15 @@ def test_keys_can_go_before_their_time() -> None:
 def test_a_bound_holds_at_least_one_key() -> None:
     with pytest.raises(ValueError):
         Bounded(0)
+
+
+def test_walking_an_lru_reorders_nothing() -> None:
+    """A gauge that sums an LRU's values must not move its keys (it did: "OrderedDict mutated
+    during iteration" on every scrape once two accounts had signed in)."""
+    lru: Bounded[str, int] = Bounded(3, is_lru=True)
+    lru["a"], lru["b"], lru["c"] = 1, 2, 3
+    assert sum(lru.values()) == 6
+    assert list(lru.items()) == [("a", 1), ("b", 2), ("c", 3)]
+    assert list(lru) == ["a", "b", "c"]
+    lru["d"] = 4  # "a" is still the least recently used
+    assert list(lru) == ["b", "c", "d"]
