@@ -93,12 +93,12 @@ class ClusterLobby:
         """A page by (creation time, table id) as the database holds them: the next page
         starts exactly after the last table shown, however many tables share a moment."""
         size = paging.page_size(size)
-        rows = await self._rows(wanted, size + 1, paging.decode(token))
+        rows = await self._rows(wanted, size + 1, paging.decode(paging.Listing.TABLES, token))
         page = [copas_pb2.TableSummary.FromString(data) for _, _, data in rows[:size]]
         if len(rows) <= size:
             return page, ""
         created, table_id, _ = rows[size - 1]
-        return page, paging.encode((created, table_id))
+        return page, paging.encode(paging.Listing.TABLES, (created, table_id))
 
     async def _read(self, include_finished: bool) -> _Snapshot:
         await self._committed()  # this node's latest entries first

@@ -192,26 +192,28 @@ class AccountService(accounts_pb2_grpc.AccountServiceServicer):
                     you = (await self._me()).id
                 except ServiceError:
                     you = ""  # the board is public; a stale token only loses is_you
-            position = paging.decode(request.page_token)
-            offset = int(position[0]) if position is not None else 0
+            offset = paging.decode_offset(paging.Listing.LEADERBOARD, request.page_token)
             lines = await self.accounts.leaderboard(players, offset, size)
         after = lines[-1].place if len(lines) == size else 0
         return accounts_pb2.GetLeaderboardResponse(
             players=players, entries=[_entry(line, you) for line in lines],
-            next_page_token=paging.encode((after, "")) if after else "")
+            next_page_token=paging.offset_token(paging.Listing.LEADERBOARD, after) if after
+            else "")
 
     async def ListMyGames(self, request: accounts_pb2.ListMyGamesRequest, context: Context
                           ) -> accounts_pb2.ListMyGamesResponse:
         me = await self._me()
         size = paging.page_size(request.page_size)
-        games = await self.accounts.games(me, size, paging.decode(request.page_token))
+        games = await self.accounts.games(
+            me, size, paging.decode(paging.Listing.MY_GAMES, request.page_token))
         last = games[-1] if len(games) == size else None
         return accounts_pb2.ListMyGamesResponse(
             games=[accounts_pb2.MyGame(
                 record_id=g.record_id, table_name=g.table_name, finish_time=timestamp(g.finished),
                 players=g.players, place=g.place, points=g.points, is_rated=g.is_rated,
                 rating_after=g.rating_after, rating_change=g.rating_change) for g in games],
-            next_page_token=paging.encode((last.finished, last.record_id)) if last else "")
+            next_page_token=paging.encode(paging.Listing.MY_GAMES, (last.finished, last.record_id))
+            if last else "")
 
 
 async def sweep_bans(registry: TableRegistry, accounts: Accounts, interval: float = 2.0

@@ -156,7 +156,7 @@ def _position_of(table: Table) -> Position:
 
 
 def _after(token: str) -> Position | None:
-    position = paging.decode(token)
+    position = paging.decode(paging.Listing.ADMIN_TABLES, token)
     return None if position is None else (-int(position[0]), position[1])
 
 
@@ -194,7 +194,8 @@ def _page_of(tables: list[admin_pb2.AdminTable], size: int, after: Position | No
     response = admin_pb2.ListTablesResponse(tables=page)
     if len(ordered) > size:
         created, table_id = _position(page[-1])
-        response.next_page_token = paging.encode((float(-created), table_id))
+        response.next_page_token = paging.encode(paging.Listing.ADMIN_TABLES,
+                                                (float(-created), table_id))
     return response
 
 

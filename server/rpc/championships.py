@@ -156,13 +156,13 @@ class ChampionshipService(championships_pb2_grpc.ChampionshipServiceServicer):
     async def ListChampionships(self, request: pb.ListChampionshipsRequest, context: Context
                                 ) -> pb.ListChampionshipsResponse:
         size = paging.page_size(request.page_size)
-        position = paging.decode(request.page_token)
-        offset = int(position[0]) if position is not None else 0
+        offset = paging.decode_offset(paging.Listing.CHAMPIONSHIPS, request.page_token)
         you = await self._viewer()
         found = await self._championships.page(size, offset, request.include_finished)
         return pb.ListChampionshipsResponse(
             championships=[championship_pb(c, you) for c in found],
-            next_page_token=paging.encode((offset + size, "")) if len(found) == size else "")
+            next_page_token=paging.offset_token(paging.Listing.CHAMPIONSHIPS, offset + size)
+            if len(found) == size else "")
 
     async def GetChampionship(self, request: pb.GetChampionshipRequest, context: Context
                               ) -> pb.GetChampionshipResponse:

@@ -369,7 +369,8 @@ class CopasService(copas_pb2_grpc.CopasServiceServicer):
         account_id = inputs.check_length("account_id", request.account_id, inputs.ID_MAX)
         size = paging.page_size(request.page_size)
         games = await self.accounts.games_of_id(account_id, size,
-                                                paging.decode(_page_token(request)))
+                                                paging.decode(paging.Listing.MY_GAMES,
+                                                              _page_token(request)))
         records = []
         for game in games:
             found = await asyncio.to_thread(self.records.find, game.record_id)
@@ -380,4 +381,5 @@ class CopasService(copas_pb2_grpc.CopasServiceServicer):
         last = games[-1] if len(games) == size else None
         return copas_pb2.ListGameRecordsResponse(
             records=records,
-            next_page_token=paging.encode((last.finished, last.record_id)) if last else "")
+            next_page_token=paging.encode(paging.Listing.MY_GAMES, (last.finished, last.record_id))
+            if last else "")

@@ -221,7 +221,7 @@ class Lobby:
     async def page(self, size: int, token: str, wanted: LobbyFilter
                    ) -> tuple[list[copas_pb2.TableSummary], str]:
         size = paging.page_size(size)
-        position = paging.decode(token)
+        position = paging.decode(paging.Listing.TABLES, token)
         before = position[0] if position is not None else None
         page: list[TableFacts] = []
         more = False
@@ -236,7 +236,8 @@ class Lobby:
             page.append(table)
         summaries = [views.summary(t) for t in page]
         await self._committed()  # show only what is durable
-        return summaries, paging.encode((page[-1].order, "")) if more else ""
+        return summaries, paging.encode(paging.Listing.TABLES, (page[-1].order, "")) \
+            if more else ""
 
     def _index(self, table: TableFacts) -> None:
         preset, players = table.preset, table.rules.players

@@ -37,11 +37,12 @@ class Records:
     def page(self, size: int, token: str) -> tuple[list[RecordSummary], str]:
         """Records newest first after the page ``token``; and the next token (blocking)."""
         size = paging.page_size(size)
-        rows = self._store.list_records(size + 1, paging.decode(token))
+        rows = self._store.list_records(size + 1, paging.decode(paging.Listing.RECORDS, token))
         if len(rows) <= size:
             return rows, ""
         rows = rows[:size]
-        return rows, paging.encode((rows[-1].finished, rows[-1].record_id))
+        return rows, paging.encode(paging.Listing.RECORDS,
+                                   (rows[-1].finished, rows[-1].record_id))
 
     def prune(self) -> int:
         """Enforce the limits once (blocking); how many records went."""
