@@ -243,6 +243,14 @@ class Config:
                                            "it again)")
     password_time_cost: int = flag(3, "argon2id passes per password hash")
     password_memory_kib: int = flag(65536, "argon2id memory per password hash, in KiB")
+    sessions_per_account: int = flag(10, "sessions one account holds at once (a new sign-in "
+                                         "ends its oldest)")
+    guest_days: float = flag(30.0, "days a guest account (a device's) that never finished a "
+                                   "game is kept after its last sign-in or refresh")
+    rate_one_network: bool = flag(False, "rate games between people who joined from one network "
+                                         "(a LAN party, a club behind one router): by default "
+                                         "they do not rate each other (docs/RULES.md, \"Rated "
+                                         "games\")")
     # Championships (copas.v1.ChampionshipService).
     championships_per_account: int = flag(1, "championships not yet over an account may have "
                                              "created (0: only operators create them)")

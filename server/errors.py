@@ -56,6 +56,10 @@ class ServiceError(Exception):
         return cls(grpc.StatusCode.FAILED_PRECONDITION, reason, message)
 
     @classmethod
+    def already_exists(cls, message: str, reason: str) -> ServiceError:
+        return cls(grpc.StatusCode.ALREADY_EXISTS, reason, message)
+
+    @classmethod
     def not_found(cls, message: str, reason: str = "TABLE_NOT_FOUND") -> ServiceError:
         return cls(grpc.StatusCode.NOT_FOUND, reason, message)
 

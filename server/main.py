@@ -219,6 +219,7 @@ async def start(config: Config) -> RunningServer:
         tasks.spawn(records.keep_pruned(config.retention_interval))
         tasks.spawn(running.watch_store())
         tasks.spawn(sweep_bans(registry, accounts))
+        tasks.spawn(accounts.sweep_forever())
         recorded = metrics.account_games
         tasks.spawn(GameIntake(accounts, store, on_recorded=lambda is_rated: recorded.labels(
             rated="yes" if is_rated else "no").inc()).run())

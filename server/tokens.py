@@ -13,3 +13,18 @@ def new_token() -> str:
 
 def hash_token(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
+
+
+def network_tag(table_id: str, address: str) -> str:
+    """A client's network (its quota key: an IPv4 address or an IPv6 /64) as one table keeps
+    it: equal for two seats of the table from one network, and not the address ("" when not
+    known)."""
+    if not address:
+        return ""
+    return hashlib.sha256(f"net:{table_id}:{address}".encode()).hexdigest()[:16]
+
+
+def pseudonym(record_id: str, account_id: str) -> str:
+    """The name a game record gives a signed-in seat's account: the same in that record, not
+    linkable to the account or to another record without the account's private id."""
+    return "p_" + hashlib.sha256(f"player:{record_id}:{account_id}".encode()).hexdigest()[:16]

@@ -6,13 +6,16 @@ a place on it; and for the durable ones, all of it still there after a reopen.""
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from server.accounts.model import (
+    SESSIONS_KEPT,
     USED_REFRESH_KEPT,
     Account,
     AccountStore,
@@ -21,12 +24,14 @@ from server.accounts.model import (
     IdentityTaken,
     MemoryAccountStore,
     Method,
+    NameTaken,
     Placed,
     Session,
 )
 from server.accounts.postgres import PgAccountStore
-from server.accounts.ratings import Rating, rate
-from server.accounts.sqlite import SqliteAccountStore
+from server.accounts.ratings import Rating, Update, rate
+from server.accounts.sqlite import SCHEMA_V1, SqliteAccountStore
+from server.store.base import StoreUnusable
 from tests.helpers.servers import fresh_database
 
 KINDS = ["memory", "sqlite", "postgresql"]
@@ -136,7 +141,19 @@ async def test_sessions_rotate_remember_old_refresh_tokens_and_end(opened: Opene
 def game(record_id: str, places: dict[str, int], *, players: int = 4, is_rated: bool = True,
          finished: float = 5000.0) -> FinishedGame:
     return FinishedGame(record_id, f"table {record_id}", finished, players,
-                        tuple(Placed(a, p, 10 * p) for a, p in places.items()), is_rated)
+                        tuple(Placed(a, p, 10 * p, seat) for seat, (a, p)
+                              in enumerate(places.items())), is_rated)
+
+
+def rated(places: dict[str, int], *, step: int = 10) -> Any:
+    """A ``compute`` rating everyone against everyone by ``places``, each game counting
+    ``step`` rated games (10: a single game makes a rating established, on the board)."""
+    def compute(before: list[Rating]) -> list[Update]:
+        after = rate(before, list(places.values()))
+        return [Update(n, b, Rating(a.mu, a.sigma, b.games + step, a.wins),
+                       tuple(k for k in range(len(before)) if k != n))
+                for n, (b, a) in enumerate(zip(before, after, strict=True))]
+    return compute
 
 
 async def test_a_game_is_recorded_once_and_the_leaderboard_orders_by_rating(
@@ -145,21 +162,29 @@ async def test_a_game_is_recorded_once_and_the_leaderboard_orders_by_rating(
     people = [account(n) for n in range(6)]
     for person in people:
         await store.create(person, Identity(Method.DEVICE, f"dev-{person.id}", person.id))
-    first = await store.record_game(game("g1", {p.id: n + 1 for n, p in enumerate(people[:4])}),
-                                    rate)
-    assert first is not None and first[people[0].id][0] == Rating()
-    assert await store.record_game(game("g1", {p.id: 1 for p in people[:4]}), rate) is None
+    g1 = {p.id: n + 1 for n, p in enumerate(people[:4])}
+    first = await store.record_game(game("g1", g1), rated(g1))
+    assert first is not None and first[0].before == Rating() and first[0].seat == 0
+    assert await store.game_ratings("g1") == first  # kept beside the game
+    assert await store.record_game(game("g1", {p.id: 1 for p in people[:4]}), rated(g1)) \
+        is None
     assert await store.is_recorded("g1") and not await store.is_recorded("g2")
-    await store.record_game(game("g2", {people[0].id: 1, people[4].id: 2, people[5].id: 2,
-                                        people[3].id: 4}, finished=6000.0), rate)
-    await store.record_game(game("g3", {people[5].id: 1, people[4].id: 2, people[3].id: 3},
-                                 players=3, finished=7000.0), rate)
+    g2 = {people[0].id: 1, people[4].id: 2, people[5].id: 2, people[3].id: 4}
+    await store.record_game(game("g2", g2, finished=6000.0), rated(g2))
+    g3 = {people[5].id: 1, people[4].id: 2, people[3].id: 3}
+    await store.record_game(game("g3", g3, players=3, finished=7000.0), rated(g3))
     unrated = await store.record_game(game("g4", {people[0].id: 2}, is_rated=False,
-                                           finished=8000.0), rate)
-    assert unrated == {}
+                                           finished=8000.0), rated({people[0].id: 2}))
+    assert unrated == [] and await store.game_ratings("g4") == []
+    # One game of provisional ratings (a step of 1 rated game): on no leaderboard.
+    g5 = {people[1].id: 1, people[2].id: 2}
+    await store.record_game(game("g5", g5, players=5, finished=9000.0), rated(g5, step=1))
+    assert await store.leaderboard(5, 0, 10) == []
+    assert await store.place_of(people[1].id, 5) is None
     store = opened.reopen()
+    assert await store.game_ratings("g1") == first
     ratings = await store.ratings(people[0].id)
-    assert set(ratings) == {4} and ratings[4].games == 2 and ratings[4].wins == 2
+    assert set(ratings) == {4} and ratings[4].games == 20 and ratings[4].wins == 2
     board = await store.leaderboard(4, 0, 10)
     assert [r.place for r in board] == [1, 2, 3, 4, 5, 6]
     assert board[0].account_id == people[0].id and board[0].display_name == "Person 0"
@@ -196,10 +221,104 @@ async def test_games_rated_at_once_from_two_connections_lose_no_update(
         ids = [account(n).id for n in range(4)]
         games = [(f"g{n}", opened.store if n % 2 else other) for n in range(20)]
         await asyncio.gather(*(store.record_game(
-            game(record_id, {a: 1 + (k + n) % 4 for k, a in enumerate(ids)}), rate)
+            game(record_id, {a: 1 + (k + n) % 4 for k, a in enumerate(ids)}),
+            rated({a: 1 + (k + n) % 4 for k, a in enumerate(ids)}, step=1))
             for n, (record_id, store) in enumerate(games)))
         for account_id in ids:
             assert (await opened.store.ratings(account_id))[4].games == 20
             assert len(await opened.store.games_of(account_id, 100, None)) == 20
     finally:
         other.close()
+
+
+async def test_no_two_accounts_share_a_name_that_looks_the_same(opened: Opened) -> None:
+    store: AccountStore = opened.store
+    ana = Account("a_ana", "Ana", 1.0)
+    await store.create(ana, Identity(Method.DEVICE, "dev-ana", ana.id))
+    for copy in ("Ana", "ANA", "A n a", "Аna", "Anа"):  # the last two: Cyrillic letters
+        with pytest.raises(NameTaken):
+            await store.create(Account("a_copy", copy, 2.0),
+                               Identity(Method.DEVICE, "dev-copy", "a_copy"))
+    assert await store.identity(Method.DEVICE, "dev-copy") is None  # nothing was written
+    bia = Account("a_bia", "Bia", 3.0)
+    await store.create(bia, Identity(Method.DEVICE, "dev-bia", bia.id))
+    with pytest.raises(NameTaken):
+        await store.save_account(Account(bia.id, "ana", bia.created))
+    await store.save_account(Account(ana.id, "Ana Maria", ana.created))  # her own rename
+    await store.save_account(Account(bia.id, "Ana", bia.created))  # "Ana" is free now
+    store = opened.reopen()
+    assert (await store.account(bia.id)).display_name == "Ana"
+    await store.save_account(Account(bia.id, "", bia.created, is_deleted=True))
+    cai = Account("a_cai", "Ana", 4.0)  # a deleted account's name is free again
+    await store.create(cai, Identity(Method.DEVICE, "dev-cai", cai.id))
+
+
+async def test_an_account_holds_a_bounded_number_of_sessions_and_expired_ones_go(
+        opened: Opened) -> None:
+    store: AccountStore = opened.store
+    ana = account(1)
+    await store.create(ana, Identity(Method.DEVICE, "dev-1", ana.id))
+    for n in range(SESSIONS_KEPT + 3):  # one device secret signing in again and again
+        await store.start_session(replace(session(f"s{n:02d}", ana.id), created=100.0 + n,
+                                          refresh_expires=10_000.0 + n))
+    assert await store.sessions_of(ana.id) == SESSIONS_KEPT
+    assert await store.session_by_access("acc-s00-0") is None  # the oldest went first
+    assert await store.session_by_access(f"acc-s{SESSIONS_KEPT + 2:02d}-0") is not None
+    store = opened.reopen()
+    assert await store.sweep(10_005.0, 0.0) == (3, 0)  # refresh tokens expired: swept
+    assert await store.sessions_of(ana.id) == SESSIONS_KEPT - 3
+
+
+async def test_never_used_guests_go_and_everyone_else_stays(opened: Opened) -> None:
+    store: AccountStore = opened.store
+    idle, seen, player, named, banned = (Account(f"a_{w}", w.title(), 10.0, w == "banned")
+                                         for w in ("idle", "seen", "player", "named",
+                                                   "banned"))
+    for person in (idle, seen, player, named, banned):
+        await store.create(person, Identity(Method.DEVICE, f"dev-{person.id}", person.id))
+        await store.start_session(replace(session(person.id, person.id), created=20.0))
+    await store.link(Identity(Method.PASSWORD, "named", named.id, "$argon2id$x"))
+    await store.record_game(game("g1", {player.id: 1}, is_rated=False), rated({}))
+    await store.start_session(replace(session("later", seen.id), created=500.0))
+    assert await store.sweep(30.0, 100.0) == (0, 1)  # only the idle guest, never used
+    assert await store.account(idle.id) is None
+    assert await store.identity(Method.DEVICE, f"dev-{idle.id}") is None
+    assert await store.session_by_access(f"acc-{idle.id}-0") is None
+    for kept in (seen, player, named, banned):
+        assert await store.account(kept.id) is not None
+    fresh = Account("a_new", "Idle", 50.0)  # its name is free again
+    await store.create(fresh, Identity(Method.DEVICE, "dev-new", fresh.id))
+    assert await store.sweep(30.0, 40.0) == (0, 0)  # made since: kept
+
+
+async def test_an_older_accounts_database_is_migrated_and_a_newer_one_refused(
+        tmp_path: Path) -> None:
+    """Version 1 (before names had keys): its accounts come through with their names made
+    unique, oldest first (a later copy keeps its name but holds no key); a database of a
+    newer version is refused and left as it was."""
+    path = tmp_path / "accounts.sqlite3"
+    db = sqlite3.connect(path)
+    db.executescript(SCHEMA_V1)
+    db.executemany("INSERT INTO accounts VALUES (?, ?, ?, 0, 0)",
+                   [("a_old", "Ana", 1.0), ("a_copy", "ana", 2.0), ("a_bia", "Bia", 3.0)])
+    db.commit()
+    db.close()
+    store = SqliteAccountStore(path)
+    try:
+        assert (await store.account("a_copy")).display_name == "ana"
+        with pytest.raises(NameTaken):
+            await store.create(Account("a_new", "ANA", 4.0),
+                               Identity(Method.DEVICE, "dev-new", "a_new"))
+        await store.save_account(Account("a_old", "Ana Clara", 1.0))
+        await store.create(Account("a_new", "ANA", 4.0),  # the oldest's key was Ana's
+                           Identity(Method.DEVICE, "dev-new", "a_new"))
+    finally:
+        store.close()
+    db = sqlite3.connect(path)
+    db.execute("PRAGMA user_version = 99")
+    db.commit()
+    db.close()
+    before = path.read_bytes()
+    with pytest.raises(StoreUnusable, match="newer Copas"):
+        SqliteAccountStore(path)
+    assert path.read_bytes() == before

@@ -18,15 +18,15 @@ from server.accounts.credentials import PasswordParameters, Passwords
 from server.accounts.finished import finished_game
 from server.accounts.model import MemoryAccountStore
 from server.accounts.oidc import OidcIssuer, OidcVerifier
-from server.accounts.ratings import Rating, rate
-from server.accounts.service import ACCESS_TTL, Accounts
+from server.accounts.ratings import Contender, Rating, rate, rate_game
+from server.accounts.service import ACCESS_TTL, REFRESH_GRACE, Accounts
 from server.errors import ServiceError
 from server.store.base import GameResult, RecordSummary, SeatRecord
 from server.tokens import hash_token
 
 ISSUER = "https://id.example.test"
 AUDIENCE = "copas-web"
-DEVICE = "d" * 30
+DEVICE = "d3v1ce-Secret_kept-0nThePhone"
 FAST = PasswordParameters(time_cost=1, memory_kib=8, parallelism=1)
 
 
@@ -83,11 +83,12 @@ async def test_a_device_signs_in_the_same_account_every_time() -> None:
     assert first.is_new and not again.is_new
     assert again.account == first.account and again.account.display_name == "Ana"
     assert (await accounts.authenticate(again.access_token)).id == first.account.id
-    other = await accounts.sign_in_device("e" * 30, "Bia")
+    other = await accounts.sign_in_device("an0ther-Device_secret-XYZ", "Bia")
     assert other.account.id != first.account.id
 
 
-@pytest.mark.parametrize("secret", ["short", "x" * 129, "not url safe!" * 3, ""])
+@pytest.mark.parametrize("secret", ["short", "x" * 129, "not url safe!" * 3, "",
+                                    "d" * 22, "ab" * 20, "abcdefg" * 5])
 async def test_a_weak_device_secret_is_refused_and_nothing_is_made(secret: str) -> None:
     accounts, store, _ = make()
     with pytest.raises(ServiceError) as error:
@@ -197,13 +198,32 @@ async def test_refresh_rotates_and_a_reused_refresh_token_ends_the_family() -> N
         await accounts.refresh(third.refresh_token)
 
 
-async def test_two_refreshes_of_one_token_at_once_leave_one_session() -> None:
-    accounts, _, _ = make()
+async def test_two_refreshes_of_one_token_at_once_get_the_same_tokens() -> None:
+    """Two tabs, or a retry after a lost answer: both get the one new pair, and the person
+    stays signed in (they used to sign the person out)."""
+    accounts, store, _ = make()
     first = await accounts.sign_in_device(DEVICE, "Ana")
     results = await asyncio.gather(accounts.refresh(first.refresh_token),
-                                   accounts.refresh(first.refresh_token),
-                                   return_exceptions=True)
-    assert sum(isinstance(r, ServiceError) for r in results) >= 1
+                                   accounts.refresh(first.refresh_token))
+    assert {(r.access_token, r.refresh_token) for r in results} == {
+        (results[0].access_token, results[0].refresh_token)}
+    assert await store.sessions_of(first.account.id) == 1
+    assert (await accounts.authenticate(results[1].access_token)).id == first.account.id
+    assert (await accounts.refresh(results[1].refresh_token)).account.id == first.account.id
+
+
+async def test_a_refresh_token_repeated_after_the_grace_ends_the_session() -> None:
+    accounts, _, clock = make()
+    first = await accounts.sign_in_device(DEVICE, "Ana")
+    second = await accounts.refresh(first.refresh_token)
+    clock.advance(REFRESH_GRACE - 1)
+    assert (await accounts.refresh(first.refresh_token)).access_token == second.access_token
+    clock.advance(2)  # past the grace: a copy of the old token is a theft
+    with pytest.raises(ServiceError) as error:
+        await accounts.refresh(first.refresh_token)
+    assert reason(error) == "SESSION_REVOKED"
+    with pytest.raises(ServiceError):
+        await accounts.authenticate(second.access_token)
 
 
 async def test_an_access_token_expires_and_the_refresh_token_renews_it() -> None:
@@ -252,7 +272,7 @@ async def test_a_guest_links_a_password_and_keeps_the_account() -> None:
     await accounts.link_password(guest.account, "ana", "correct horse battery")
     signed = await accounts.sign_in_password("ana", "correct horse battery", "1.2.3.4")
     assert signed.account.id == guest.account.id
-    other = await accounts.sign_in_device("f" * 30, "Bia")
+    other = await accounts.sign_in_device("th1rd-Device_secret-QRSTU", "Bia")
     with pytest.raises(ServiceError) as error:
         await accounts.link_password(other.account, "ANA", "another long password")
     assert reason(error) == "IDENTITY_TAKEN"
@@ -343,10 +363,14 @@ def test_ratings_follow_places_and_ties_share() -> None:
 
 
 def _summary(accounts: list[str], places: list[int], *, end: str = "POINT_LIMIT",
-             bots: int = 0, rating: str = "people") -> RecordSummary:
+             bots: int = 0, rating: str = "people", own: list[int] | None = None,
+             networks: list[str] | None = None) -> RecordSummary:
+    """A finished game of 13 cards a seat; ``own``: the cards each seat's person played
+    (default: all of them)."""
     from engine import GameEndReason, Rules, Standing
 
-    seats = tuple(SeatRecord(n, f"P{n}", n >= len(accounts), a)
+    seats = tuple(SeatRecord(n, f"P{n}", n >= len(accounts), a, True,
+                             (own or [13] * 5)[n], 13, (networks or [""] * 5)[n])
                   for n, a in enumerate(accounts + [""] * bots))
     standings = tuple(Standing(n, p, 10 * p, False) for n, p in enumerate(places))
     result = GameResult(True, GameEndReason(end), tuple(10 * p for p in places), (), (),
@@ -383,17 +407,67 @@ def test_an_abandoned_game_is_rated_with_the_leavers_last() -> None:
     assert [p.place for p in game.places] == [1, 2, 4, 3]
 
 
-def test_a_table_rated_with_bots_rates_its_people_against_fixed_bots() -> None:
-    game = finished_game(_summary(["a1", "a2"], [3, 1, 2, 4], bots=2, rating="with_bots"))
-    assert game is not None and game.is_rated and game.fixed_places == (2, 4)
-    after = rate([Rating(), Rating()], [3, 1], game.fixed_places)
-    assert after[1].mu > Rating().mu > after[0].mu
-    again = rate([Rating(), Rating()], [3, 1], game.fixed_places)
-    assert again == after  # a bot's rating never moves: the same game rates the same
-    assert not finished_game(_summary(["a1", ""], [1, 2, 3, 4], bots=2,
-                                      rating="with_bots")).is_rated  # an anonymous person
+def test_a_game_with_a_bot_is_never_rated_whatever_its_table_asked() -> None:
+    """A farm of one person and bots (or of a person's own accounts and bots) earns nothing:
+    "with_bots" is still accepted from older clients and rates nothing."""
+    for rating in ("with_bots", "people"):
+        game = finished_game(_summary(["a1", "a2"], [3, 1, 2, 4], bots=2, rating=rating))
+        assert game is not None and not game.is_rated
 
 
 def test_a_table_rated_off_is_never_rated() -> None:
     game = finished_game(_summary(["a1", "a2", "a3", "a4"], [1, 2, 3, 4], rating="off"))
     assert game is not None and not game.is_rated
+
+
+def _contenders(places: list[int], played: list[bool], games: list[int] | None = None,
+                networks: list[str] | None = None) -> list[Contender]:
+    return [Contender(n, p, played[n], (networks or [""] * 5)[n],
+                      Rating(games=(games or [0] * 5)[n]))
+            for n, p in enumerate(places)]
+
+
+def test_a_game_nobody_played_moves_nobodys_rating() -> None:
+    """The farm of one person and three guests who leave (or time out) at once: the game
+    ends, nobody but the winner played, and nothing is rated."""
+    game = finished_game(_summary(["main", "g1", "g2", "g3"], [1, 2, 3, 4],
+                                  end="LAST_PLAYER", own=[0, 0, 0, 0]))
+    assert game is not None and not game.is_rated
+    assert rate_game(_contenders([1, 2, 3, 4], [True, False, False, False])) == []
+    # Played a card or two, then left: under half of their cards is not playing.
+    game = finished_game(_summary(["main", "g1", "g2", "g3"], [1, 2, 3, 4], own=[13, 6, 1, 0]))
+    assert game is not None and not game.is_rated
+
+
+def test_seats_that_played_rate_each_other_and_a_leaver_loses_but_gives_nothing() -> None:
+    updates = {u.seat: u for u in rate_game(_contenders([2, 1, 4, 3],
+                                                         [True, True, False, True]))}
+    assert sorted(updates) == [0, 1, 2, 3]
+    for seat in (0, 1, 3):  # rated among the three who played
+        assert updates[seat].opponents == tuple(s for s in (0, 1, 3) if s != seat)
+    assert updates[2].opponents == (0, 1, 3)  # the leaver, against all who played
+    assert updates[2].after.mu < updates[2].before.mu and updates[2].after.wins == 0
+    alone = rate([Rating()] * 3, [2, 1, 3])  # the three as if the leaver was never there
+    assert [updates[s].after.mu for s in (0, 1, 3)] == pytest.approx([r.mu for r in alone])
+
+
+def test_new_accounts_cannot_feed_an_established_one() -> None:
+    updates = {u.seat: u for u in rate_game(_contenders(
+        [1, 2, 3, 4], [True] * 4, games=[12, 0, 0, 11]))}
+    assert updates[0].opponents == (3,) and updates[3].opponents == (0,)
+    assert updates[1].opponents == (0, 2, 3)  # a provisional one is rated against all
+    solo = rate_game(_contenders([1, 2, 3, 4], [True] * 4, games=[12, 0, 0, 0]))
+    assert 0 not in {u.seat for u in solo}  # no established opponent: not rated at all
+
+
+def test_people_of_one_network_do_not_rate_each_other() -> None:
+    nets = ["home", "home", "cafe", ""]
+    updates = {u.seat: u for u in rate_game(_contenders([1, 2, 3, 4], [True] * 4,
+                                                        networks=nets))}
+    assert updates[0].opponents == (2, 3) and updates[1].opponents == (2, 3)
+    assert updates[2].opponents == (0, 1, 3) and updates[3].opponents == (0, 1, 2)
+    two = rate_game(_contenders([1, 2], [True, True], networks=["home", "home"]))
+    assert two == []  # two accounts of one device (one network): nothing moves
+    allowed = rate_game(_contenders([1, 2], [True, True], networks=["home", "home"]),
+                        is_one_network_rated=True)
+    assert [u.opponents for u in allowed] == [(1,), (0,)]

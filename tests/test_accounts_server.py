@@ -18,7 +18,7 @@ from copas.v1 import accounts_pb2, accounts_pb2_grpc, copas_pb2, copas_pb2_grpc
 from clients.common import error_reason
 from server.accounts.ratings import Rating, rate
 from server.main import shutdown, start
-from tests.helpers.calls import auth
+from tests.helpers.calls import auth, play_out
 from tests.helpers.servers import config_for_tests
 
 
@@ -76,12 +76,20 @@ async def test_refresh_rotates_and_sign_out_ends_both_tokens(accounts: Any) -> N
                                          metadata=auth(first.access_token))) == (
         grpc.StatusCode.UNAUTHENTICATED, "SESSION_REVOKED")
     await stub.GetProfile(accounts_pb2.GetProfileRequest(), metadata=auth(second.access_token))
+    # The same refresh token again at once (a second tab, a retry): the same new tokens.
+    again = (await stub.RefreshSession(accounts_pb2.RefreshSessionRequest(
+        refresh_token=first.refresh_token))).session
+    assert (again.access_token, again.refresh_token) == (second.access_token,
+                                                         second.refresh_token)
+    assert [m for m in again.account.methods] == [accounts_pb2.SIGN_IN_METHOD_DEVICE]
+    third = (await stub.RefreshSession(accounts_pb2.RefreshSessionRequest(
+        refresh_token=second.refresh_token))).session
     assert await refused(stub.RefreshSession(accounts_pb2.RefreshSessionRequest(
         refresh_token=first.refresh_token))) == (grpc.StatusCode.UNAUTHENTICATED,
                                                   "SESSION_REVOKED")
-    # the reuse ended the family: the second pair is gone too
+    # the reuse ended the family: the newest pair is gone too
     assert (await refused(stub.GetProfile(accounts_pb2.GetProfileRequest(),
-                                          metadata=auth(second.access_token))))[1] \
+                                          metadata=auth(third.access_token))))[1] \
         == "SESSION_REVOKED"
     third = (await stub.SignInDevice(accounts_pb2.SignInDeviceRequest(
         device_secret=secrets.token_urlsafe(24)))).session
@@ -160,8 +168,9 @@ async def _guest(stub: Any, name: str) -> Any:
 
 
 async def _played(game: Any, sessions: list[Any], leave_order: list[int]) -> str:
-    """A table of the sessions' accounts (no bots); the seats in ``leave_order`` leave one
-    by one, so the last one left wins (LAST_PLAYER); returns the table id."""
+    """A table of the sessions' accounts (no bots), played by everyone's own hand to its end
+    (one hand); then the seats in ``leave_order`` leave (nobody, once it is over); returns
+    the table id."""
     table = (await game.CreateTable(copas_pb2.CreateTableRequest(
         preset="quick", display_name="rated", rules=copas_pb2.RulesOverrides(
             players=len(sessions), pass_timeout_seconds=0, play_timeout_seconds=0,
@@ -172,6 +181,8 @@ async def _played(game: Any, sessions: list[Any], leave_order: list[int]) -> str
                                       metadata=auth(session.access_token))
         assert joined.seat == n
         tokens.append(joined.player_token)
+    if not leave_order:
+        await play_out(game, table.table_id, dict(enumerate(tokens)))
     for seat in leave_order:
         await game.LeaveTable(copas_pb2.LeaveTableRequest(table_id=table.table_id),
                               metadata=auth(tokens[seat]))
@@ -194,12 +205,11 @@ async def test_signed_in_people_play_a_rated_game_and_see_it_everywhere(accounts
     async with grpc.aio.insecure_channel(f"127.0.0.1:{running.port}") as channel:
         game = copas_pb2_grpc.CopasServiceStub(channel)
         people = [await _guest(stub, name) for name in ("Ana", "Bia", "Cai", "Davi")]
-        table_id = await _played(game, people, [3, 2, 1])
+        table_id = await _played(game, people, [])
         summary = (await game.GetTable(copas_pb2.GetTableRequest(table_id=table_id))).table
         assert [s.display_name for s in summary.seats] == ["Ana", "Bia", "Cai", "Davi"]
         record = await game.GetGameRecord(copas_pb2.GetGameRecordRequest(record_id=table_id))
-        places = {s.seat: s.place for s in record.record.standings}
-        assert places == {0: 1, 1: 2, 2: 3, 3: 4}
+        places = [s.place for s in sorted(record.record.standings, key=lambda s: s.seat)]
         with pytest.raises(grpc.aio.AioRpcError) as error:  # one seat per person
             table = (await game.CreateTable(copas_pb2.CreateTableRequest(preset="quick"))).table
             for _ in range(2):
@@ -207,23 +217,30 @@ async def test_signed_in_people_play_a_rated_game_and_see_it_everywhere(accounts
                                      metadata=auth(people[0].access_token))
         assert error_reason(error.value) == "ACCOUNT_ALREADY_SEATED"
     profiles = [await _until_recorded(stub, person, 1) for person in people]
-    expected = rate([Rating()] * 4, [1, 2, 3, 4])
+    expected = rate([Rating()] * 4, places)
     for profile, rating in zip(profiles, expected, strict=True):
         assert profile.games == 1 and len(profile.ratings) == 1
         assert profile.ratings[0].players == 4
         assert profile.ratings[0].mu == pytest.approx(rating.mu)
         assert profile.ratings[0].rating == rating.shown
-    assert [p.wins for p in profiles] == [1, 0, 0, 0]
-    assert [p.ratings[0].place for p in profiles] == [1, 2, 3, 4]
+        assert profile.ratings[0].is_provisional and profile.ratings[0].place == 0
+    assert [p.wins for p in profiles] == [int(p == 1) for p in places]
     board = await stub.GetLeaderboard(accounts_pb2.GetLeaderboardRequest(players=4),
                                       metadata=auth(people[2].access_token))
-    assert [(e.place, e.display_name, e.is_you) for e in board.entries] == [
-        (1, "Ana", False), (2, "Bia", False), (3, "Cai", True), (4, "Davi", False)]
+    assert list(board.entries) == []  # provisional ratings are on no leaderboard
     mine = await stub.ListMyGames(accounts_pb2.ListMyGamesRequest(),
                                   metadata=auth(people[1].access_token))
     assert [(g.record_id, g.place, g.is_rated, g.table_name) for g in mine.games] == [
-        (table_id, 2, True, "rated")]
+        (table_id, places[1], True, "rated")]
     assert mine.games[0].rating_change == expected[1].shown
+    # The record names every seat by a pseudonym of this game, and shows each update.
+    record = (await game_record(running, table_id)).record
+    assert len({s.player_id for s in record.seats}) == 4
+    assert all(s.player_id.startswith("p_") for s in record.seats)
+    assert not any(p.account.account_id in record.SerializeToString().decode("latin-1")
+                   for p in people)
+    assert [(r.seat, r.rating_after, sorted(r.opponents)) for r in record.ratings] == [
+        (n, expected[n].shown, sorted(set(range(4)) - {n})) for n in range(4)]
 
 
 async def test_a_game_with_an_anonymous_seat_is_in_the_history_but_not_rated(
@@ -248,3 +265,9 @@ async def test_a_game_with_an_anonymous_seat_is_in_the_history_but_not_rated(
     mine = await stub.ListMyGames(accounts_pb2.ListMyGamesRequest(),
                                   metadata=auth(ana.access_token))
     assert [(g.place, g.is_rated, g.rating_change) for g in mine.games] == [(1, False, 0)]
+
+
+async def game_record(running: Any, record_id: str) -> Any:
+    async with grpc.aio.insecure_channel(f"127.0.0.1:{running.port}") as channel:
+        return await copas_pb2_grpc.CopasServiceStub(channel).GetGameRecord(
+            copas_pb2.GetGameRecordRequest(record_id=record_id))

@@ -15,9 +15,10 @@ import grpc
 import pytest
 from copas.admin.v1 import admin_pb2, admin_pb2_grpc
 from copas.v1 import accounts_pb2, accounts_pb2_grpc, copas_pb2
+from openskill.models import PlackettLuce
 
 from clients.common import error_reason
-from tests.helpers.calls import auth, new_table
+from tests.helpers.calls import auth, new_table, play_out
 from tests.helpers.servers import serving
 
 TOKEN = "operator-0123456789-abcdefghij"
@@ -131,17 +132,18 @@ async def test_a_deleted_accounts_games_stay_in_the_records_naming_nobody(
         tokens = [(await game.JoinTable(copas_pb2.JoinTableRequest(table_id=table.table_id),
                                         metadata=auth(p.access_token))).player_token
                   for p in people]
-        for token in tokens[1:]:
-            await game.LeaveTable(copas_pb2.LeaveTableRequest(table_id=table.table_id),
-                                  metadata=auth(token))
+        await play_out(game, table.table_id, dict(enumerate(tokens)))  # a rated game
         ana = people[0].account.account_id
         for _ in range(200):  # the intake takes the game within about a second
             listed = await game.ListGameRecords(copas_pb2.ListGameRecordsRequest(
-                account_id=ana))
+                account_id=ana), metadata=auth(people[0].access_token))
             if listed.records:
                 break
             await asyncio.sleep(0.05)
         assert [r.record_id for r in listed.records] == [table.table_id]
+        before = (await game.GetGameRecord(copas_pb2.GetGameRecordRequest(
+            record_id=table.table_id))).record
+        assert len(before.ratings) == 3
         deleted = await admin.DeleteAccount(admin_pb2.DeleteAccountRequest(
             account_id=ana, reason="asked to be forgotten"), metadata=OPERATOR)
         assert deleted.records_rewritten == 1
@@ -150,8 +152,25 @@ async def test_a_deleted_accounts_games_stay_in_the_records_naming_nobody(
         assert [s.display_name for s in record.seats] == ["(deleted)", "Bia", "Cai"]
         assert ana not in record.record_json and "Ana" not in record.record_json
         assert len(record.standings) == 3  # the game itself is kept
-        assert not (await game.ListGameRecords(copas_pb2.ListGameRecordsRequest(
-            account_id=ana))).records
+        # ... and everyone's rating updates with it: the others' can still be redone.
+        assert list(record.ratings) == list(before.ratings)
+        assert [s.player_id for s in record.seats] == [s.player_id for s in before.seats]
+        model = PlackettLuce()
+        places = {s.seat: s.place for s in record.standings}
+        by_seat = {r.seat: r for r in record.ratings}
+        for update in record.ratings:
+            group = sorted([update.seat, *update.opponents])
+            teams = [[model.create_rating([by_seat[s].mu_before, by_seat[s].sigma_before])]
+                     for s in group]
+            redone = model.rate(teams, ranks=[float(places[s]) for s in group])
+            assert redone[group.index(update.seat)][0].mu == pytest.approx(update.mu_after)
         bia = await game.ListGameRecords(copas_pb2.ListGameRecordsRequest(
-            account_id=people[1].account.account_id))
+            account_id=people[1].account.account_id), metadata=auth(people[1].access_token))
         assert [r.record_id for r in bia.records] == [table.table_id]
+        # Nobody lists another person's games, deleted or not.
+        for who in (ana, people[1].account.account_id):
+            with pytest.raises(grpc.aio.AioRpcError) as caught:
+                await game.ListGameRecords(copas_pb2.ListGameRecordsRequest(account_id=who),
+                                           metadata=auth(people[2].access_token))
+            assert caught.value.code() is grpc.StatusCode.PERMISSION_DENIED
+            assert error_reason(caught.value) == "NOT_YOUR_ACCOUNT"

@@ -87,7 +87,7 @@ async def test_a_node_killed_mid_round_two_and_the_other_carries_on(
         ids = [t.table_id for r in final.rounds for t in r.tables]
         accounts = [s.account.account_id for s in sessions]
         names = {s.account.account_id: s.account.display_name for s in sessions}
-        expected = recomputed(final, await records_of(b.address, final), accounts)
+        expected = recomputed(final, await records_of(b.address, final), accounts, names)
         assert [(names[s.player], s.points) for s in expected] == \
             [(line.display_name, line.points) for line in final.standings]
         async with grpc.aio.insecure_channel(b.address) as on_b:

@@ -107,7 +107,7 @@ async def test_kill_9_mid_round_and_before_the_count_lose_nothing(tmp_path: Path
         assert len(set(ids)) == len(ids) == ROUNDS * len(table_sizes(PLAYERS))
         accounts = [s.account.account_id for s in sessions]
         names = {s.account.account_id: s.account.display_name for s in sessions}
-        expected = recomputed(final, await records_of(address, final), accounts)
+        expected = recomputed(final, await records_of(address, final), accounts, names)
         assert [(names[s.player], s.points, s.games) for s in expected] == \
             [(line.display_name, line.points, line.games) for line in final.standings]
         async with grpc.aio.insecure_channel(address) as channel:  # no table made twice

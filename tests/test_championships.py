@@ -168,7 +168,7 @@ async def test_bad_inputs_are_each_refused_with_their_reason(served: Served) -> 
 async def play_championship(address: str, champs: Any, admin: Any, players: int,
                             rounds: int, *, withdraw: int = -1, absent: int = -1
                             ) -> tuple[pb.Championship, list[Any]]:
-    sessions = await sign_in(address, [f"Bot{n:02}" for n in range(players)])
+    sessions = await sign_in(address, [f"Robo{n:02}" for n in range(players)])
     made = (await admin.CreateChampionship(admin_pb2.CreateChampionshipRequest(
         settings=settings(rounds=rounds, max_players=players, start_when_full=True),
         reason="test"), metadata=ADMIN)).championship
@@ -199,17 +199,17 @@ async def test_thirteen_bots_play_four_rounds_and_the_records_give_the_standings
     assert all(t.is_finished for r in final.rounds for t in r.tables)
     accounts = [s.account.account_id for s in sessions]
     names = {s.account.account_id: s.account.display_name for s in sessions}
-    expected = recomputed(final, await records_of(served.address, final), accounts)
+    expected = recomputed(final, await records_of(served.address, final), accounts, names)
     assert [(names[s.player], s.points, s.games) for s in expected] == \
         [(line.display_name, line.points, line.games) for line in final.standings]
     assert [int(s.decided_by) + 1 for s in expected] == [
         line.decided_by for line in final.standings]
     assert all(line.games == 4 for line in final.standings)
     # The withdrawn player left each game from its withdrawal on: a leaver, 0 points there.
-    withdrawn = next(line for line in final.standings if line.display_name == "Bot12")
+    withdrawn = next(line for line in final.standings if line.display_name == "Robo12")
     assert withdrawn.has_withdrawn
     last_seat = next(s for t in final.rounds[-1].tables for s in t.seats
-                     if s.display_name == "Bot12")
+                     if s.display_name == "Robo12")
     assert last_seat.has_left and last_seat.points == 0
     seating = served.running.metrics.championship_seating
     took = sample(seating, "copas_championship_seating_seconds_sum") / \
@@ -227,14 +227,15 @@ async def test_a_no_show_is_ranked_behind_everyone_at_its_table(served: Served) 
     assert final.state == pb.CHAMPIONSHIP_STATE_FINISHED
     records = await records_of(served.address, final)
     (record,) = records.values()
-    acted = {s["account"]: s.get("acted", True) for s in record["seats"]}
-    absent = sessions[2].account.account_id
-    assert acted == {s.account.account_id: s.account.account_id != absent for s in sessions}
-    line = next(line for line in final.standings if line.display_name == "Bot02")
-    assert line.points == 0 and final.standings[-1].display_name == "Bot02"
+    acted = {s["name"]: s.get("acted", True) for s in record["seats"]}
+    absent = sessions[2].account.display_name
+    assert acted == {s.account.display_name: s.account.display_name != absent
+                     for s in sessions}
+    line = next(line for line in final.standings if line.display_name == "Robo02")
+    assert line.points == 0 and final.standings[-1].display_name == "Robo02"
     accounts = [s.account.account_id for s in sessions]
     names = {s.account.account_id: s.account.display_name for s in sessions}
-    expected = recomputed(final, records, accounts)
+    expected = recomputed(final, records, accounts, names)
     assert [(names[s.player], s.points) for s in expected] == \
         [(line.display_name, line.points) for line in final.standings]
 

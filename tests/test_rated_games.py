@@ -1,6 +1,7 @@
 """Accounts that come back, end to end: eight bot accounts of the reference client (`copas bot
---accounts`) play twenty rated games; the leaderboard equals the ratings computed here, from
-the game records alone, with the same library."""
+--accounts`) play twenty rated games; every account's rating, and the leaderboard, equal the
+ratings computed here from the game records alone, with the same library and the written
+rule."""
 
 from __future__ import annotations
 
@@ -10,9 +11,12 @@ import random
 from typing import Any
 
 import grpc
+import pytest
 from copas.v1 import accounts_pb2, accounts_pb2_grpc, copas_pb2
 from openskill.models import PlackettLuce
 
+from clients.bots import account_secret
+from tests.helpers.calls import auth
 from tests.helpers.servers import serving
 
 NAMES = ["Ana", "Bia", "Cai", "Davi", "Eva", "Fabio", "Gil", "Hugo"]
@@ -51,35 +55,63 @@ async def test_eight_accounts_play_twenty_rated_games_and_the_leaderboard_agrees
                 break
         assert len(records) == GAMES
         accounts = accounts_pb2_grpc.AccountServiceStub(channel)
+        sessions = {name: (await accounts.SignInDevice(accounts_pb2.SignInDeviceRequest(
+            device_secret=account_secret("rated-games", name), display_name=name))).session
+            for name in NAMES}  # the bots' own accounts (the same device secrets)
         for _ in range(400):  # the intake takes finished games within about a second
-            board = await accounts.GetLeaderboard(accounts_pb2.GetLeaderboardRequest(
-                players=4, page_size=100))
-            if sum(e.games for e in board.entries) == 4 * GAMES:
+            profiles = [await accounts.GetProfile(accounts_pb2.GetProfileRequest(),
+                                                  metadata=auth(s.access_token))
+                        for s in sessions.values()]
+            if sum(p.games for p in profiles) == 4 * GAMES:
                 break
             await asyncio.sleep(0.05)
-        # The same ratings, from the records alone: oldest game first.
+        board = await accounts.GetLeaderboard(accounts_pb2.GetLeaderboardRequest(
+            players=4, page_size=100))
+        # The same ratings, from the records alone, by docs/RULES.md's "Rated games" written
+        # again here: oldest game first; everyone played every card (the bots of the
+        # reference client play their own), so each seat is rated against the others, less
+        # the provisional ones (fewer than 10 rated games) when it is established.
         model = PlackettLuce()
         ratings = {name: model.rating() for name in NAMES}
         played = {name: 0 for name in NAMES}
         won = {name: 0 for name in NAMES}
         for record in sorted(records, key=lambda r: (r.finish_time.ToMicroseconds(),
                                                      r.record_id)):
-            full = await stub.GetGameRecord(copas_pb2.GetGameRecordRequest(
-                record_id=record.record_id))
-            seats = json.loads(full.record.record_json)["seats"]
-            assert all(s["account"].startswith("a_") for s in seats)  # the record names them
-            names = {s.seat: s.display_name for s in full.record.seats}
-            order = sorted(full.record.standings, key=lambda s: s.seat)
-            teams = [[ratings[names[s.seat]]] for s in order]
-            for s, team in zip(order, model.rate(teams, ranks=[float(s.place) for s in order]),
-                               strict=True):
-                ratings[names[s.seat]] = team[0]
-                played[names[s.seat]] += 1
-                won[names[s.seat]] += s.place == 1
+            full = (await stub.GetGameRecord(copas_pb2.GetGameRecordRequest(
+                record_id=record.record_id))).record
+            seats = json.loads(full.record_json)["seats"]
+            assert all("account" not in s and s["player"].startswith("p_") for s in seats)
+            assert all(s["own"] == s["cards"] == 13 for s in seats)  # they played
+            names = {s.seat: s.display_name for s in full.seats}
+            places = {s.seat: s.place for s in full.standings}
+            after = {}
+            for seat, name in names.items():
+                is_established = played[name] >= 10
+                group = [s for s in names if s == seat or not is_established
+                         or played[names[s]] >= 10]
+                if len(group) < 2:
+                    continue
+                teams = [[ratings[names[s]]] for s in group]
+                rated = model.rate(teams, ranks=[float(places[s]) for s in group])
+                after[name] = (rated[group.index(seat)][0], places[seat] == 1)
+                moved = next(r for r in full.ratings if r.seat == seat)  # the record says so
+                assert moved.mu_after == pytest.approx(after[name][0].mu)
+                assert sorted(moved.opponents) == sorted(set(group) - {seat})
+            for name, (rating, first) in after.items():
+                ratings[name] = rating
+                played[name] += 1
+                won[name] += first
         shown = {n: round((r.mu - 3 * r.sigma) * 100) for n, r in ratings.items()}
-        expected = sorted(((shown[n], played[n], won[n], n) for n in NAMES if played[n]),
+        for session in sessions.values():  # every account's profile: exactly these
+            profile = await accounts.GetProfile(accounts_pb2.GetProfileRequest(),
+                                                metadata=auth(session.access_token))
+            name = profile.account.display_name
+            assert [(r.rating, r.games, r.wins, r.is_provisional) for r in profile.ratings] \
+                == [(shown[name], played[name], won[name], played[name] < 10)]
+        # The leaderboard lists the established ones only, in order.
+        expected = sorted(((shown[n], played[n], won[n], n) for n in NAMES if played[n] >= 10),
                           key=lambda row: (-row[0], -row[1]))
         got = [(e.rating, e.games, e.wins, e.display_name) for e in board.entries]
-        assert sorted(got) == sorted(expected)  # every account: rating, games, wins
+        assert sorted(got) == sorted(expected)
         assert [g[0] for g in got] == sorted((g[0] for g in got), reverse=True)
         assert [e.place for e in board.entries] == list(range(1, len(expected) + 1))

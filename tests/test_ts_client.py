@@ -18,6 +18,7 @@ import pytest
 from copas.v1 import copas_pb2, copas_pb2_grpc
 
 from server.errors import ERROR_DOMAIN
+from server.tokens import pseudonym
 from tests.helpers.servers import serving
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -115,7 +116,9 @@ async def test_the_typescript_client_plays_as_a_guest_account() -> None:
         record = (await stub.GetGameRecord(copas_pb2.GetGameRecordRequest(
             record_id=summary["table_id"]))).record
         seats = json.loads(record.record_json)["seats"]
-        assert any(s.get("account") == account_id for s in seats), seats
+        # The record names the account by this game's pseudonym of it, never by its id.
+        assert seats[summary["seat"]]["player"] == pseudonym(summary["table_id"], account_id)
+        assert account_id not in record.SerializeToString().decode("latin-1")
 
 
 class CutPlayStreams(copas_pb2_grpc.CopasServiceServicer):

@@ -82,7 +82,8 @@ async def test_a_guest_signs_in_through_the_web_port_and_its_seat_is_its_own() -
                 refused_details(caught.value)["google.rpc.ErrorInfo"])
             assert info.reason == "WEAK_DEVICE_SECRET"
             session = (await accounts.sign_in_device(accounts_pb2.SignInDeviceRequest(
-                device_secret="d" * 43, display_name="Webby"))).session
+                device_secret="w3b-Device_secret-kept-in-localStorage-0123",
+                display_name="Webby"))).session
             assert session.is_new_account and session.account.display_name == "Webby"
             bearer = {"authorization": f"Bearer {session.access_token}"}
             profile = await accounts.get_profile(accounts_pb2.GetProfileRequest(),

@@ -61,4 +61,7 @@ def build_accounts(config: Config, store: AccountStore) -> Accounts:
     return Accounts(store, time.time, passwords=passwords, verifier=verifier,
                     attempts=SignInAttempts(time.monotonic),
                     access_ttl=config.access_token_seconds,
-                    refresh_ttl=config.refresh_token_days * 86400.0)
+                    refresh_ttl=config.refresh_token_days * 86400.0,
+                    guest_ttl=config.guest_days * 86400.0,
+                    sessions_kept=max(config.sessions_per_account, 1),
+                    is_one_network_rated=config.rate_one_network)

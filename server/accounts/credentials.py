@@ -15,6 +15,9 @@ from server.tokens import hash_token
 
 DEVICE_SECRET_MIN = 22  # token_urlsafe(16): 128 bits
 DEVICE_SECRET_MAX = 128
+# A random 22-character secret holds about 19 different characters; fewer than 8 happens to
+# one in about 10^12 (a made-up "aaaa..." or "abab..." is refused).
+DEVICE_SECRET_DISTINCT = 8
 PASSWORD_MIN = 10
 PASSWORD_MAX = 128
 _URL_SAFE = re.compile(r"[A-Za-z0-9_-]+")
@@ -30,10 +33,11 @@ def device_digest(secret: str) -> str:
     :raises ServiceError: WEAK_DEVICE_SECRET (too short, too long, not URL-safe).
     """
     if not DEVICE_SECRET_MIN <= len(secret) <= DEVICE_SECRET_MAX \
-            or not _URL_SAFE.fullmatch(secret):
+            or not _URL_SAFE.fullmatch(secret) or len(set(secret)) < DEVICE_SECRET_DISTINCT:
         raise ServiceError.invalid(
             f"a device secret is {DEVICE_SECRET_MIN}..{DEVICE_SECRET_MAX} URL-safe characters "
-            "made at random on the device", "WEAK_DEVICE_SECRET")
+            f"made at random on the device (at least {DEVICE_SECRET_DISTINCT} different ones)",
+            "WEAK_DEVICE_SECRET")
     return hash_token("device:" + secret)
 
 

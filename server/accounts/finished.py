@@ -1,21 +1,19 @@
-"""A finished game as its accounts keep it, and whether it is rated.
-
-Its table's rating rule (CreateTableRequest.rating; RULES.md, "Accounts and ratings") says:
-- ``people`` (the default): rated when every seat was held by a signed-in account (no bot, no
-  anonymous seat: a rating is only won against people who can be rated back);
-- ``with_bots``: rated when every person's seat was held by a signed-in account; each bot is an
-  opponent of a new account's rating, fixed (a bot's rating never moves);
-- ``off``: never rated.
-Either way the game reached its end (the point limit, the hand limit, the last player, or
-abandoned with the leavers last) and no operator ended it (CLOSED). Places are the game's
-standings: ties share a place, leavers rank behind everyone who stayed, the first to leave
-last. Every game of an account is in its history, rated or not.
+"""A finished game as its accounts keep it, and whether it may be rated (RULES.md, "Rated
+games"): its table's rating rule is ``people`` (``off`` never rates; ``with_bots`` is kept for
+older clients and rates nothing, since a game with a bot is never rated), it reached its end
+(the point limit, the hand limit, the last player standing, or abandoned) and no operator
+ended it (CLOSED), and every seat was held by a signed-in account, each a different one. Who
+then moves whose rating is ``ratings.rate_game``'s: only seats whose people played rate each
+other (the seat's cards, ``SeatRecord.own_cards`` of the cards it played). Places are the
+game's standings: ties share a place, leavers rank behind everyone who stayed, the first to
+leave last. Every game of an account is in its history, rated or not.
 """
 
 from __future__ import annotations
 
 from engine import GameEndReason
 from server.accounts.model import FinishedGame, Placed
+from server.accounts.ratings import has_played
 from server.store.base import RecordSummary
 
 
@@ -25,17 +23,17 @@ def finished_game(summary: RecordSummary) -> FinishedGame | None:
     if not accounts:
         return None
     result = summary.result
-    by_seat = sorted(result.standings, key=lambda s: s.seat)
-    places = tuple(Placed(accounts[s.seat], s.place, s.total) for s in by_seat
-                   if s.seat in accounts)
-    bots = {s.seat for s in summary.seats if s.is_bot}
-    people = [s for s in summary.seats if not s.is_bot]
-    all_signed_in = all(s.account_id for s in people) and \
-        len(set(accounts.values())) == len(accounts)
-    allowed = (summary.rating == "people" and not bots) or \
-        summary.rating == "with_bots"
-    is_rated = (result.is_over and result.end_reason is not GameEndReason.CLOSED and allowed
-                and all_signed_in and len(summary.seats) >= 2)
+    by_seat = {s.seat: s for s in summary.seats}
+    places = tuple(
+        Placed(accounts[r.seat], r.place, r.total, r.seat,
+               has_played(by_seat[r.seat].own_cards, by_seat[r.seat].cards,
+                          summary.rules.hand_size),
+               by_seat[r.seat].network)
+        for r in sorted(result.standings, key=lambda s: s.seat) if r.seat in accounts)
+    is_rated = (summary.rating == "people" and result.is_over
+                and result.end_reason is not GameEndReason.CLOSED
+                and len(accounts) == len(summary.seats) >= 2
+                and len(set(accounts.values())) == len(accounts)
+                and sum(p.has_played for p in places) >= 2)
     return FinishedGame(summary.record_id, summary.display_name, summary.finished,
-                        len(summary.seats), places, is_rated,
-                        tuple(s.place for s in by_seat if s.seat in bots) if is_rated else ())
+                        len(summary.seats), places, is_rated)

@@ -17,12 +17,11 @@ from collections.abc import Callable
 from dataclasses import replace
 
 import structlog
-from copas.v1 import copas_pb2
 
 from server.accounts.finished import finished_game
 from server.accounts.service import Accounts
 from server.bounded import Bounded
-from server.store.base import GameRecord, RecordSummary, Storage
+from server.store.base import RecordSummary, Storage
 
 log = structlog.get_logger("copas.accounts")
 
@@ -47,11 +46,11 @@ class GameIntake:
         if summary.record_id in self._seen:
             return False
         game = finished_game(summary)
-        taken = game is not None and await self._accounts.game_finished(game)
+        updates = await self._accounts.game_finished(game) if game is not None else None
         self._seen[summary.record_id] = None
-        if taken and game is not None:
-            self._on_recorded(game.is_rated)
-        return taken
+        if updates is not None:
+            self._on_recorded(bool(updates))
+        return updates is not None
 
     async def catch_up(self, since: float | None = None) -> int:
         """Take every record finished after ``since`` (default: the window before now),
@@ -94,10 +93,9 @@ async def forget_in_records(store: Storage, account_id: str, record_ids: list[st
     how many records were written again."""
     rewritten = 0
     for record_id in record_ids:
-        found = await asyncio.to_thread(store.get_record, record_id)
-        if found is None:
+        record = await asyncio.to_thread(store.get_kept_record, record_id)
+        if record is None:
             continue  # pruned by retention meanwhile
-        record = GameRecord.from_json(copas_pb2.GameRecord.FromString(found).record_json)
         seats = tuple(replace(s, name=DELETED_NAME, account_id="")
                       if s.account_id == account_id else s for s in record.summary.seats)
         store.rewrite_record(replace(record, summary=replace(record.summary, seats=seats)))

@@ -4,13 +4,13 @@ a write returns once it is durable."""
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Protocol
 
-from server.accounts.ratings import Rating
+from server.accounts.ratings import Rating, Update
+from server.names import name_key
 
 
 class Method(StrEnum):
@@ -71,6 +71,16 @@ class Session:
     """When the refresh token stops working."""
     generation: int = 0
     """How many times it was refreshed."""
+    created: float = 0.0
+    """When it signed in (the oldest go first past an account's cap)."""
+    previous_refresh: str = ""
+    """The refresh token's digest before the last rotation: presented again within the grace
+    after ``rotated`` (two tabs, a retry), it answers the same new tokens."""
+    rotated: float = 0.0
+    """When it was last refreshed."""
+    salt: str = ""
+    """The secret the next tokens are derived with from the refresh token presented, so a
+    repeat within the grace gets the same ones (``server.accounts.service``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +107,12 @@ class Placed:
     """1-based; tied players share a place."""
     points: int
     """Game points (fewer is better)."""
+    seat: int = -1
+    """Its seat."""
+    has_played: bool = True
+    """Its person played the game (``ratings.has_played``)."""
+    network: str = ""
+    """Its network's tag at this table ("" unknown)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,9 +130,8 @@ class FinishedGame:
     places: tuple[Placed, ...]
     """The accounts' results (seats without an account are not listed)."""
     is_rated: bool
-    """Whether it moves ratings."""
-    fixed_places: tuple[int, ...] = ()
-    """The places of its bots, rated opponents whose ratings never move (``with_bots``)."""
+    """Whether it may move ratings (RULES.md's "Rated games": who moves is
+    ``ratings.rate_game``'s)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,11 +158,19 @@ class PlayedGame:
     """How the shown rating moved."""
 
 
-RatingUpdate = Callable[[list[Rating], list[int]], list[Rating]]
+RatingUpdate = Callable[[list[Rating]], list[Update]]
+"""The ratings of a game's ``places`` before it -> how each seat's moved."""
 
 
 class IdentityTaken(Exception):
     """The identity's key already belongs to an account."""
+
+
+class NameTaken(Exception):
+    """Another account's name looks the same (``server.names.name_key``)."""
+
+
+SESSIONS_KEPT = 10  # an account's sessions at once: a new sign-in ends the oldest beyond
 
 
 class AccountStore(Protocol):
@@ -155,32 +178,44 @@ class AccountStore(Protocol):
     async def identities(self, account_id: str) -> list[Identity]: ...
     async def account(self, account_id: str) -> Account | None: ...
     async def create(self, account: Account, identity: Identity) -> None:
-        """:raises IdentityTaken: another account has the identity (nothing is written)."""
+        """:raises IdentityTaken: another account has the identity (nothing is written).
+        :raises NameTaken: another account's name looks the same (nothing is written)."""
     async def link(self, identity: Identity) -> None:
         """:raises IdentityTaken: another account has the identity."""
     async def unlink(self, method: Method, key: str) -> None: ...
-    async def save_account(self, account: Account) -> None: ...
+    async def save_account(self, account: Account) -> None:
+        """:raises NameTaken: another account's name looks the same (nothing is written)."""
     async def banned_among(self, account_ids: list[str]) -> set[str]:
         """Those of ``account_ids`` banned (or deleted)."""
-    async def start_session(self, session: Session) -> None: ...
+    async def start_session(self, session: Session, keep: int = SESSIONS_KEPT) -> None:
+        """A new sign-in; the account's oldest sessions beyond ``keep`` end, and the account
+        was seen now."""
     async def session_by_access(self, digest: str) -> Session | None: ...
     async def session_by_refresh(self, digest: str) -> tuple[Session | None, bool]:
         """The session whose current refresh token has ``digest`` (and True), or whose
         earlier one had it (and False: a reuse), or (None, False)."""
     async def rotate(self, old: Session, new: Session) -> bool:
         """Replace ``old`` by ``new`` if ``old`` is still current (False: it was rotated or
-        ended meanwhile; nothing written)."""
+        ended meanwhile; nothing written); the account was seen at ``new.rotated``."""
     async def end_family(self, family: str) -> None: ...
     async def end_sessions(self, account_id: str) -> int:
         """End every session of the account; returns how many."""
+    async def sessions_of(self, account_id: str) -> int:
+        """How many sessions the account has."""
+    async def sweep(self, now: float, idle_guests_before: float) -> tuple[int, int]:
+        """Sessions whose refresh token expired end, and guests never used go: accounts that
+        sign in only by a device, have no game in their history and were neither made nor
+        seen since ``idle_guests_before``. Returns (sessions, guests) removed."""
     async def ratings(self, account_id: str) -> dict[int, Rating]: ...
     async def record_game(self, game: FinishedGame, compute: RatingUpdate
-                          ) -> dict[str, tuple[Rating, Rating]] | None:
+                          ) -> list[Update] | None:
         """Take one finished game into its accounts' histories exactly once, and when it is
-        rated, read their ratings for games of its player count, ``compute`` the new ones and
-        write them, all in one transaction. Returns each rated account's (before, after)
-        ({} for an unrated game), or None when the game was recorded already (nothing
-        written)."""
+        rated, read their ratings for games of its player count, ``compute`` how they move and
+        write them, and each seat's update beside the game (``game_ratings``), all in one
+        transaction. Returns the updates ([] for an unrated game), or None when the game was
+        recorded already (nothing written)."""
+    async def game_ratings(self, record_id: str) -> list[Update]:
+        """How a game moved its seats' ratings (kept when an account is deleted)."""
     async def is_recorded(self, record_id: str) -> bool: ...
     async def games_of(self, account_id: str, limit: int,
                        before: tuple[float, str] | None) -> list[PlayedGame]:
@@ -188,15 +223,33 @@ class AccountStore(Protocol):
     async def totals(self, account_id: str) -> tuple[int, int, float]:
         """The account's games, wins and average place over every game recorded."""
     async def leaderboard(self, players: int, offset: int, limit: int) -> list[Ranked]:
-        """Accounts by shown rating (then games, then id), from place ``offset + 1``."""
+        """Established accounts (``Rating.is_provisional`` not) by shown rating (then games,
+        then id), from place ``offset + 1``."""
     async def place_of(self, account_id: str, players: int) -> int | None:
-        """The account's place on the leaderboard of ``players`` (1 = top), if rated."""
+        """The account's place on the leaderboard of ``players`` (1 = top), if on it."""
     async def forget_games(self, account_id: str) -> None:
         """The account's ratings and history go (it was deleted): it leaves every leaderboard
         and no listing links it to its games."""
 
 
+
 USED_REFRESH_KEPT = 16  # a family remembers this many of its old refresh tokens (reuse check)
+
+
+def history_line(game: FinishedGame, placed: Placed, update: Update | None) -> PlayedGame:
+    """The account's line for ``game`` (its rating's move, if the game moved it)."""
+    return PlayedGame(game.record_id, game.table_name, game.finished, game.players,
+                      placed.place, placed.points, update is not None,
+                      update.after.shown if update is not None else 0,
+                      update.after.shown - update.before.shown if update is not None else 0)
+
+
+def is_never_used_guest(identities: list[Identity], games: int, account: Account,
+                        seen: float, before: float) -> bool:
+    """A guest to forget (``AccountStore.sweep``)."""
+    return (bool(identities) and all(i.method is Method.DEVICE for i in identities)
+            and not games and not account.is_banned and account.created < before
+            and seen < before)
 
 
 class MemoryAccountStore:
@@ -204,6 +257,8 @@ class MemoryAccountStore:
 
     def __init__(self) -> None:
         self._accounts: dict[str, Account] = {}
+        self._names: dict[str, str] = {}  # name_key -> account id
+        self._seen: dict[str, float] = {}
         self._identities: dict[tuple[Method, str], Identity] = {}
         self._sessions: dict[str, Session] = {}  # family -> session
         self._by_access: dict[str, str] = {}
@@ -212,8 +267,8 @@ class MemoryAccountStore:
         self._used_order: dict[str, list[str]] = {}
         self._ratings: dict[str, dict[int, Rating]] = {}
         self._recorded: set[str] = set()
+        self._game_ratings: dict[str, list[Update]] = {}
         self._history: dict[str, list[PlayedGame]] = {}
-        self._order = itertools.count()
 
     def __len__(self) -> int:
         """How many accounts it holds."""
@@ -223,15 +278,26 @@ class MemoryAccountStore:
         return self._identities.get((method, key))
 
     async def identities(self, account_id: str) -> list[Identity]:
-        return [i for i in self._identities.values() if i.account_id == account_id]
+        return sorted((i for i in self._identities.values() if i.account_id == account_id),
+                      key=lambda i: (i.method.value, i.key))
 
     async def account(self, account_id: str) -> Account | None:
         return self._accounts.get(account_id)
 
+    def _check_name(self, account: Account) -> str:
+        key = name_key(account.display_name) if not account.is_deleted else ""
+        holder = self._names.get(key) if key else None
+        if holder is not None and holder != account.id:
+            raise NameTaken(account.display_name)
+        return key
+
     async def create(self, account: Account, identity: Identity) -> None:
         if (identity.method, identity.key) in self._identities:
             raise IdentityTaken(identity.method)
+        key = self._check_name(account)
         self._accounts[account.id] = account
+        self._names[key] = account.id
+        self._seen[account.id] = account.created
         self._identities[identity.method, identity.key] = identity
 
     async def link(self, identity: Identity) -> None:
@@ -248,9 +314,24 @@ class MemoryAccountStore:
                 and (found.is_banned or found.is_deleted)}
 
     async def save_account(self, account: Account) -> None:
+        key = self._check_name(account)
+        old = self._accounts.get(account.id)
+        if old is not None:
+            self._names.pop(name_key(old.display_name), None) \
+                if self._names.get(name_key(old.display_name)) == account.id else None
         self._accounts[account.id] = account
+        if key:
+            self._names[key] = account.id
 
-    async def start_session(self, session: Session) -> None:
+    async def start_session(self, session: Session, keep: int = SESSIONS_KEPT) -> None:
+        self._add_session(session)
+        self._seen[session.account_id] = session.created
+        mine = sorted((s for s in self._sessions.values() if s.account_id == session.account_id),
+                      key=lambda s: (s.created, s.family))
+        for old in mine[:max(len(mine) - keep, 0)]:
+            await self.end_family(old.family)
+
+    def _add_session(self, session: Session) -> None:
         self._sessions[session.family] = session
         self._by_access[session.access_digest] = session.family
         self._by_refresh[session.refresh_digest] = session.family
@@ -278,7 +359,8 @@ class MemoryAccountStore:
         self._used_refresh[old.refresh_digest] = old.family
         while len(used) > USED_REFRESH_KEPT:
             self._used_refresh.pop(used.pop(0), None)
-        await self.start_session(new)
+        self._add_session(new)
+        self._seen[new.account_id] = new.rotated
         return True
 
     async def end_family(self, family: str) -> None:
@@ -295,29 +377,50 @@ class MemoryAccountStore:
             await self.end_family(family)
         return len(families)
 
+    async def sessions_of(self, account_id: str) -> int:
+        return sum(1 for s in self._sessions.values() if s.account_id == account_id)
+
+    async def sweep(self, now: float, idle_guests_before: float) -> tuple[int, int]:
+        expired = [s.family for s in self._sessions.values() if s.refresh_expires <= now]
+        for family in expired:
+            await self.end_family(family)
+        guests = [a for a in list(self._accounts.values()) if is_never_used_guest(
+            await self.identities(a.id), len(self._history.get(a.id, [])), a,
+            self._seen.get(a.id, a.created), idle_guests_before)]
+        for account in guests:
+            await self.end_sessions(account.id)
+            for identity in await self.identities(account.id):
+                await self.unlink(identity.method, identity.key)
+            self._names.pop(name_key(account.display_name), None)
+            del self._accounts[account.id]
+            self._seen.pop(account.id, None)
+        return len(expired), len(guests)
+
     async def ratings(self, account_id: str) -> dict[int, Rating]:
         return dict(self._ratings.get(account_id, {}))
 
     async def record_game(self, game: FinishedGame, compute: RatingUpdate
-                          ) -> dict[str, tuple[Rating, Rating]] | None:
+                          ) -> list[Update] | None:
         if game.record_id in self._recorded:
             return None
-        changes = {}
+        updates: list[Update] = []
         if game.is_rated:
-            ids = [p.account_id for p in game.places]
-            before = [self._ratings.get(a, {}).get(game.players, Rating()) for a in ids]
-            after = compute(before, [p.place for p in game.places])
-            for account_id, rating in zip(ids, after, strict=True):
-                self._ratings.setdefault(account_id, {})[game.players] = rating
-            changes = {a: (b, r) for a, b, r in zip(ids, before, after, strict=True)}
+            before = [self._ratings.get(p.account_id, {}).get(game.players, Rating())
+                      for p in game.places]
+            updates = compute(before)
+            by_seat = {p.seat: p.account_id for p in game.places}
+            for update in updates:
+                self._ratings.setdefault(by_seat[update.seat], {})[game.players] = update.after
+            self._game_ratings[game.record_id] = updates
+        moved = {u.seat: u for u in updates}
         for placed in game.places:
-            b, r = changes.get(placed.account_id, (Rating(), Rating()))
-            self._history.setdefault(placed.account_id, []).append(PlayedGame(
-                game.record_id, game.table_name, game.finished, game.players, placed.place,
-                placed.points, game.is_rated, r.shown if game.is_rated else 0,
-                r.shown - b.shown if game.is_rated else 0))
+            self._history.setdefault(placed.account_id, []).append(
+                history_line(game, placed, moved.get(placed.seat)))
         self._recorded.add(game.record_id)
-        return changes
+        return updates
+
+    async def game_ratings(self, record_id: str) -> list[Update]:
+        return list(self._game_ratings.get(record_id, []))
 
     async def is_recorded(self, record_id: str) -> bool:
         return record_id in self._recorded
@@ -337,7 +440,8 @@ class MemoryAccountStore:
                 sum(g.place for g in games) / len(games))
 
     def _board(self, players: int) -> list[tuple[str, Rating]]:
-        rows = [(a, r[players]) for a, r in self._ratings.items() if players in r]
+        rows = [(a, r[players]) for a, r in self._ratings.items()
+                if players in r and not r[players].is_provisional]
         return sorted(rows, key=lambda row: (-row[1].shown, -row[1].games, row[0]))
 
     async def leaderboard(self, players: int, offset: int, limit: int) -> list[Ranked]:
@@ -355,3 +459,6 @@ class MemoryAccountStore:
                 return n + 1
         return None
 
+
+def renamed(account: Account, name: str) -> Account:
+    return replace(account, display_name=name)

@@ -10,22 +10,30 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from server.accounts.model import (
+    SESSIONS_KEPT,
     USED_REFRESH_KEPT,
     Account,
     FinishedGame,
     Identity,
     IdentityTaken,
     Method,
+    NameTaken,
     PlayedGame,
     Ranked,
     RatingUpdate,
     Session,
+    history_line,
 )
-from server.accounts.ratings import MU, SIGMA, Rating
+from server.accounts.ratings import MU, PROVISIONAL_GAMES, SIGMA, Rating, Update
+from server.accounts.sqlite import SCHEMA_VERSION, unique_name_keys, update_of, update_row
+from server.names import name_key
+from server.store.base import StoreUnusable
 from server.store.pg_connection import PgConnection
 
 T = TypeVar("T")
 
+# Version 1 (the first layout, made before the accounts' schema had a version); the version
+# is kept in accounts_meta, the same numbers as the SQLite store's (server/accounts/sqlite.py).
 SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS accounts (
     account_id text PRIMARY KEY, display_name text NOT NULL, created double precision NOT NULL,
@@ -53,22 +61,80 @@ CREATE TABLE IF NOT EXISTS history (
     account_id text NOT NULL, finished double precision NOT NULL, record_id text NOT NULL,
     table_name text NOT NULL, players integer NOT NULL, place integer NOT NULL,
     points integer NOT NULL, is_rated boolean NOT NULL, rating_after integer NOT NULL,
-    rating_change integer NOT NULL, PRIMARY KEY (account_id, finished, record_id))
+    rating_change integer NOT NULL, PRIMARY KEY (account_id, finished, record_id));
+CREATE TABLE IF NOT EXISTS accounts_meta (key text PRIMARY KEY, value text NOT NULL)
+"""
+SCHEMA_V2 = f"""
+ALTER TABLE accounts ADD COLUMN name_key text;
+ALTER TABLE accounts ADD COLUMN last_seen double precision NOT NULL DEFAULT 0;
+UPDATE accounts SET last_seen = created;
+CREATE INDEX accounts_by_last_seen ON accounts (last_seen);
+ALTER TABLE sessions ADD COLUMN created double precision NOT NULL DEFAULT 0;
+ALTER TABLE sessions ADD COLUMN previous_refresh text NOT NULL DEFAULT '';
+ALTER TABLE sessions ADD COLUMN rotated double precision NOT NULL DEFAULT 0;
+ALTER TABLE sessions ADD COLUMN salt text NOT NULL DEFAULT '';
+CREATE INDEX sessions_by_expiry ON sessions (refresh_expires);
+CREATE INDEX sessions_by_created ON sessions (account_id, created);
+CREATE TABLE game_ratings (
+    record_id text NOT NULL, seat integer NOT NULL, mu_before double precision NOT NULL,
+    sigma_before double precision NOT NULL, games_before integer NOT NULL,
+    wins_before integer NOT NULL, mu_after double precision NOT NULL,
+    sigma_after double precision NOT NULL, games_after integer NOT NULL,
+    wins_after integer NOT NULL, opponents text NOT NULL, PRIMARY KEY (record_id, seat));
+CREATE INDEX ratings_established ON ratings (players, shown DESC, games DESC, account_id)
+    WHERE games >= {PROVISIONAL_GAMES}
 """
 
 _SESSION = ("family, account_id, access_digest, access_expires, refresh_digest, "
-            "refresh_expires, generation")
+            "refresh_expires, generation, created, previous_refresh, rotated, salt")
+_SESSION_MARKS = ", ".join(["%s"] * len(_SESSION.split(", ")))
+_UPDATE = ("seat, mu_before, sigma_before, games_before, wins_before, mu_after, sigma_after, "
+           "games_after, wins_after, opponents")
 
 
 def _session(row: Any) -> Session:
-    return Session(row[0], row[1], row[2], row[3], row[4], row[5], row[6])
+    return Session(*row)
+
+
+def _session_row(session: Session) -> tuple[Any, ...]:
+    return (session.family, session.account_id, session.access_digest,
+            session.access_expires, session.refresh_digest, session.refresh_expires,
+            session.generation, session.created, session.previous_refresh, session.rotated,
+            session.salt)
+
+
+def _migrate(db: Any) -> None:
+    """The accounts' schema to SCHEMA_VERSION (under the connection's advisory lock)."""
+    row = db.execute("SELECT value FROM accounts_meta WHERE key = 'schema_version'").fetchone()
+    version = int(row[0]) if row is not None else 1
+    if version > SCHEMA_VERSION:
+        raise StoreUnusable(f"the database has accounts schema version {version}; this server "
+                            f"knows up to {SCHEMA_VERSION}: run a newer Copas")
+    if version < 2:
+        for statement in SCHEMA_V2.split(";"):
+            if statement.strip():
+                db.execute(statement)
+        rows = db.execute("SELECT account_id, display_name FROM accounts WHERE NOT is_deleted "
+                          "ORDER BY created, account_id").fetchall()
+        for key, account_id in unique_name_keys(rows):
+            db.execute("UPDATE accounts SET name_key = %s WHERE account_id = %s",
+                       (key, account_id))
+        db.execute("CREATE UNIQUE INDEX accounts_by_name ON accounts (name_key) "
+                   "WHERE name_key IS NOT NULL")
+    db.execute("INSERT INTO accounts_meta VALUES ('schema_version', %s) ON CONFLICT (key) DO "
+               "UPDATE SET value = excluded.value", (str(SCHEMA_VERSION),))
+
+
+def _key_of(account: Account) -> str | None:
+    return None if account.is_deleted or not account.display_name \
+        else name_key(account.display_name)
 
 
 class PgAccountStore:
     """The ``AccountStore`` of a cluster."""
 
     def __init__(self, dsn: str) -> None:
-        self._connection = PgConnection(dsn, SCHEMA, 7031980, "the accounts'")
+        self._connection = PgConnection(dsn, SCHEMA, 7031980, "the accounts'", _migrate)
 
     def close(self) -> None:
         self._connection.close()
@@ -109,9 +175,13 @@ class PgAccountStore:
                           "NOTHING", (identity.method.value, identity.key, account.id,
                                       identity.secret)).rowcount == 0:
                 raise IdentityTaken(identity.method)
-            db.execute("INSERT INTO accounts VALUES (%s, %s, %s, %s, %s)",
-                       (account.id, account.display_name, account.created, account.is_banned,
-                        account.is_deleted))
+            if db.execute("INSERT INTO accounts (account_id, display_name, created, is_banned, "
+                          "is_deleted, name_key, last_seen) VALUES (%s, %s, %s, %s, %s, %s, %s) "
+                          "ON CONFLICT DO NOTHING",
+                          (account.id, account.display_name, account.created, account.is_banned,
+                           account.is_deleted, _key_of(account), account.created)
+                          ).rowcount == 0:
+                raise NameTaken(account.display_name)
         await self._do(body)
 
     async def link(self, identity: Identity) -> None:
@@ -136,17 +206,34 @@ class PgAccountStore:
             "(is_banned OR is_deleted)", (account_ids,)).fetchall())} if account_ids else set()
 
     async def save_account(self, account: Account) -> None:
-        await self._do(lambda db: db.execute(
-            "UPDATE accounts SET display_name = %s, is_banned = %s, is_deleted = %s "
-            "WHERE account_id = %s", (account.display_name, account.is_banned,
-                                      account.is_deleted, account.id)))
+        def body(db: Any) -> None:
+            key = _key_of(account)
+            if key is not None and db.execute(
+                    "SELECT 1 FROM accounts WHERE name_key = %s AND account_id != %s",
+                    (key, account.id)).fetchone() is not None:
+                raise NameTaken(account.display_name)
+            db.execute("UPDATE accounts SET display_name = %s, is_banned = %s, is_deleted = %s, "
+                       "name_key = %s WHERE account_id = %s",
+                       (account.display_name, account.is_banned, account.is_deleted, key,
+                        account.id))
+        try:
+            await self._do(body)
+        except _unique_violation():  # another rename took the name meanwhile
+            raise NameTaken(account.display_name) from None
 
-    async def start_session(self, session: Session) -> None:
-        await self._do(lambda db: db.execute(
-            f"INSERT INTO sessions ({_SESSION}) VALUES (%s, %s, %s, %s, %s, %s, %s)",
-            (session.family, session.account_id, session.access_digest,
-             session.access_expires, session.refresh_digest, session.refresh_expires,
-             session.generation)))
+    async def start_session(self, session: Session, keep: int = SESSIONS_KEPT) -> None:
+        def body(db: Any) -> None:
+            db.execute(f"INSERT INTO sessions ({_SESSION}) VALUES ({_SESSION_MARKS})",
+                       _session_row(session))
+            db.execute("UPDATE accounts SET last_seen = %s WHERE account_id = %s",
+                       (session.created, session.account_id))
+            doomed = [f for (f,) in db.execute(
+                "DELETE FROM sessions WHERE family IN (SELECT family FROM sessions WHERE "
+                "account_id = %s ORDER BY created DESC, family DESC OFFSET %s) "
+                "RETURNING family", (session.account_id, keep))]
+            if doomed:
+                db.execute("DELETE FROM used_refresh WHERE family = ANY(%s)", (doomed,))
+        await self._do(body)
 
     async def session_by_access(self, digest: str) -> Session | None:
         def body(db: Any) -> Session | None:
@@ -171,12 +258,15 @@ class PgAccountStore:
         def body(db: Any) -> bool:
             changed = db.execute(
                 "UPDATE sessions SET access_digest = %s, access_expires = %s, "
-                "refresh_digest = %s, refresh_expires = %s, generation = %s "
-                "WHERE family = %s AND refresh_digest = %s",
+                "refresh_digest = %s, refresh_expires = %s, generation = %s, "
+                "previous_refresh = %s, rotated = %s WHERE family = %s AND refresh_digest = %s",
                 (new.access_digest, new.access_expires, new.refresh_digest,
-                 new.refresh_expires, new.generation, old.family, old.refresh_digest)).rowcount
+                 new.refresh_expires, new.generation, new.previous_refresh, new.rotated,
+                 old.family, old.refresh_digest)).rowcount
             if not changed:
                 return False
+            db.execute("UPDATE accounts SET last_seen = %s WHERE account_id = %s",
+                       (new.rotated, new.account_id))
             db.execute("INSERT INTO used_refresh VALUES (%s, %s, %s) ON CONFLICT DO NOTHING",
                        (old.refresh_digest, old.family, old.generation))
             db.execute("DELETE FROM used_refresh WHERE family = %s AND generation <= %s",
@@ -198,6 +288,35 @@ class PgAccountStore:
             return len(families)
         return await self._do(body)
 
+    async def sessions_of(self, account_id: str) -> int:
+        return int(await self._do(lambda db: db.execute(
+            "SELECT count(*) FROM sessions WHERE account_id = %s", (account_id,)
+        ).fetchone()[0]))
+
+    async def sweep(self, now: float, idle_guests_before: float) -> tuple[int, int]:
+        def body(db: Any) -> tuple[int, int]:
+            expired = [f for (f,) in db.execute(
+                "DELETE FROM sessions WHERE refresh_expires <= %s RETURNING family", (now,))]
+            if expired:
+                db.execute("DELETE FROM used_refresh WHERE family = ANY(%s)", (expired,))
+            guests = [a for (a,) in db.execute(
+                "SELECT a.account_id FROM accounts a WHERE a.last_seen < %s AND a.created < %s "
+                "AND NOT a.is_banned AND NOT a.is_deleted "
+                "AND EXISTS (SELECT 1 FROM identities i WHERE i.account_id = a.account_id) "
+                "AND NOT EXISTS (SELECT 1 FROM identities i WHERE i.account_id = a.account_id "
+                "                AND i.method != 'device') "
+                "AND NOT EXISTS (SELECT 1 FROM history h WHERE h.account_id = a.account_id) "
+                "FOR UPDATE OF a SKIP LOCKED", (idle_guests_before, idle_guests_before))]
+            if guests:
+                families = [f for (f,) in db.execute(
+                    "DELETE FROM sessions WHERE account_id = ANY(%s) RETURNING family",
+                    (guests,))]
+                db.execute("DELETE FROM used_refresh WHERE family = ANY(%s)", (families,))
+                db.execute("DELETE FROM identities WHERE account_id = ANY(%s)", (guests,))
+                db.execute("DELETE FROM accounts WHERE account_id = ANY(%s)", (guests,))
+            return len(expired), len(guests)
+        return await self._do(body)
+
     async def ratings(self, account_id: str) -> dict[int, Rating]:
         def body(db: Any) -> dict[int, Rating]:
             return {p: Rating(mu, sigma, games, wins) for p, mu, sigma, games, wins in db.execute(
@@ -206,12 +325,12 @@ class PgAccountStore:
         return await self._do(body)
 
     async def record_game(self, game: FinishedGame, compute: RatingUpdate
-                          ) -> dict[str, tuple[Rating, Rating]] | None:
-        def body(db: Any) -> dict[str, tuple[Rating, Rating]] | None:
+                          ) -> list[Update] | None:
+        def body(db: Any) -> list[Update] | None:
             if db.execute("INSERT INTO recorded_games VALUES (%s) ON CONFLICT DO NOTHING",
                           (game.record_id,)).rowcount == 0:
                 return None
-            changes: dict[str, tuple[Rating, Rating]] = {}
+            updates: list[Update] = []
             if game.is_rated:
                 ids = [p.account_id for p in game.places]
                 for account_id in sorted(ids):  # rows to lock, in one order (no deadlock)
@@ -222,24 +341,32 @@ class PgAccountStore:
                             "SELECT account_id, mu, sigma, games, wins FROM ratings WHERE "
                             "players = %s AND account_id = ANY(%s) ORDER BY account_id "
                             "FOR UPDATE", (game.players, ids))}
-                before = [rows[a] for a in ids]
-                after = compute(before, [p.place for p in game.places])
-                for account_id, rating in zip(ids, after, strict=True):
+                updates = compute([rows[a] for a in ids])
+                by_seat = {p.seat: p.account_id for p in game.places}
+                for update in updates:
+                    rating = update.after
                     db.execute("UPDATE ratings SET mu = %s, sigma = %s, games = %s, wins = %s, "
                                "shown = %s WHERE account_id = %s AND players = %s",
                                (rating.mu, rating.sigma, rating.games, rating.wins,
-                                rating.shown, account_id, game.players))
-                changes = {a: (b, r) for a, b, r in zip(ids, before, after, strict=True)}
+                                rating.shown, by_seat[update.seat], game.players))
+                    db.execute(f"INSERT INTO game_ratings (record_id, {_UPDATE}) VALUES "
+                               "(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT DO "
+                               "NOTHING", (game.record_id, *update_row(update)))
+            moved = {u.seat: u for u in updates}
             for placed in game.places:
-                b, r = changes.get(placed.account_id, (Rating(), Rating()))
+                line = history_line(game, placed, moved.get(placed.seat))
                 db.execute("INSERT INTO history VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
                            "ON CONFLICT DO NOTHING",
-                           (placed.account_id, game.finished, game.record_id, game.table_name,
-                            game.players, placed.place, placed.points, game.is_rated,
-                            r.shown if game.is_rated else 0,
-                            r.shown - b.shown if game.is_rated else 0))
-            return changes
+                           (placed.account_id, line.finished, line.record_id, line.table_name,
+                            line.players, line.place, line.points, line.is_rated,
+                            line.rating_after, line.rating_change))
+            return updates
         return await self._do(body)
+
+    async def game_ratings(self, record_id: str) -> list[Update]:
+        return [update_of(row) for row in await self._do(lambda db: db.execute(
+            f"SELECT {_UPDATE} FROM game_ratings WHERE record_id = %s ORDER BY seat",
+            (record_id,)).fetchall())]
 
     async def is_recorded(self, record_id: str) -> bool:
         return await self._do(lambda db: db.execute(
@@ -272,8 +399,9 @@ class PgAccountStore:
         def body(db: Any) -> list[Ranked]:
             rows = db.execute(  # the page from the board's index alone, then its names
                 "SELECT r.account_id, a.display_name, r.mu, r.sigma, r.games, r.wins "
-                "FROM (SELECT account_id FROM ratings WHERE players = %s AND games > 0 "
-                "      ORDER BY shown DESC, games DESC, account_id LIMIT %s OFFSET %s) page "
+                "FROM (SELECT account_id FROM ratings WHERE players = %s AND games >= "
+                f"{PROVISIONAL_GAMES} ORDER BY shown DESC, games DESC, account_id LIMIT %s "
+                "      OFFSET %s) page "
                 "JOIN ratings r ON r.account_id = page.account_id AND r.players = %s "
                 "JOIN accounts a ON a.account_id = r.account_id "
                 "ORDER BY r.shown DESC, r.games DESC, r.account_id",
@@ -285,12 +413,14 @@ class PgAccountStore:
     async def place_of(self, account_id: str, players: int) -> int | None:
         def body(db: Any) -> int | None:
             row = db.execute("SELECT shown, games FROM ratings WHERE account_id = %s AND "
-                             "players = %s AND games > 0", (account_id, players)).fetchone()
+                             f"players = %s AND games >= {PROVISIONAL_GAMES}",
+                             (account_id, players)).fetchone()
             if row is None:
                 return None
             shown, games = row
             ahead = db.execute(
-                "SELECT count(*) FROM ratings WHERE players = %s AND games > 0 AND "
+                f"SELECT count(*) FROM ratings WHERE players = %s AND games >= {PROVISIONAL_GAMES} "
+                "AND "
                 "(shown > %s OR (shown = %s AND (games > %s OR (games = %s AND "
                 "account_id < %s))))",
                 (players, shown, shown, games, games, account_id)).fetchone()[0]
@@ -302,3 +432,9 @@ class PgAccountStore:
             db.execute("DELETE FROM ratings WHERE account_id = %s", (account_id,))
             db.execute("DELETE FROM history WHERE account_id = %s", (account_id,))
         await self._do(body)
+
+
+def _unique_violation() -> type[Exception]:
+    import psycopg
+
+    return psycopg.errors.UniqueViolation

@@ -5,6 +5,11 @@ teams) and Glicko-2 (two-player, a multiplayer game has to be split into pairs):
 rates a 3-, 4- or 5-player free-for-all in one update, and openskill is maintained, typed and
 pure Python.
 
+Which games are rated, and who moves whom, is RULES.md's "Rated games" (``rate_game`` here):
+only seats whose people played rate each other; a seat that did not play loses rating and
+gives none; an established account (``PROVISIONAL_GAMES`` rated games or more) is rated only
+against established opponents; seats of one network do not rate each other.
+
 The shown rating is the ordinal ``mu - 3 sigma`` (a conservative estimate that rises as games
 are played), scaled so that a new account shows 0 and a point is a hundredth of openskill's:
 ``round((mu - 3 sigma) * 100)``.
@@ -12,6 +17,7 @@ are played), scaled so that a new account shows 0 and a point is a hundredth of 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from openskill.models import PlackettLuce
@@ -19,6 +25,8 @@ from openskill.models import PlackettLuce
 MODEL = PlackettLuce()
 MU = MODEL.mu
 SIGMA = MODEL.sigma
+PROVISIONAL_GAMES = 10  # rated games before a rating is established (and on a leaderboard)
+PLAYED_SHARE = 0.5  # of a seat's cards (a hand's at least) its person must play themselves
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,16 +47,94 @@ class Rating:
         """The number people see: the conservative estimate, 0 for a new account."""
         return round((self.mu - 3 * self.sigma) * 100)
 
+    @property
+    def is_provisional(self) -> bool:
+        """Fewer than PROVISIONAL_GAMES rated games: on no leaderboard, and no established
+        account's rating moves against it."""
+        return self.games < PROVISIONAL_GAMES
 
-def rate(before: list[Rating], places: list[int], fixed_places: tuple[int, ...] = ()
-         ) -> list[Rating]:
-    """Ratings after one game: ``before[i]`` of the player who finished ``places[i]`` (1 =
-    first; equal places are a tie), beside opponents of a new account's rating that never
-    moves (bots) at ``fixed_places``. Returns the players' new ratings in the same order."""
-    if len(before) != len(places) or len(before) + len(fixed_places) < 2:
+
+def has_played(own_cards: int, cards: int, hand_cards: int) -> bool:
+    """A seat's person played the game: of the cards the seat played, or of a whole hand's
+    ``hand_cards`` if the seat played fewer (a game cut short by people leaving is short for
+    everyone), at least PLAYED_SHARE were theirs, not played for them on a timeout, while
+    away or after they left."""
+    return own_cards > 0 and own_cards >= PLAYED_SHARE * max(cards, hand_cards)
+
+
+@dataclass(frozen=True, slots=True)
+class Contender:
+    """One signed-in seat of a rated game, as the rule reads it."""
+
+    seat: int
+    place: int
+    """Its place in the game's standings (1 = first; ties share)."""
+    has_played: bool
+    """``has_played`` of its cards."""
+    network: str
+    """Its network's tag ("" when not known: then it shares none)."""
+    before: Rating
+    """Its account's rating in this kind of game before the game."""
+
+
+@dataclass(frozen=True, slots=True)
+class Update:
+    """How one seat's rating moved, and against whom: everyone can redo it with openskill
+    from the opponents' ``before`` ratings and the places."""
+
+    seat: int
+    before: Rating
+    after: Rating
+    opponents: tuple[int, ...]
+    """The seats it was rated against (their places and ratings before)."""
+
+
+def rate_game(contenders: Sequence[Contender], *, is_one_network_rated: bool = False
+              ) -> list[Update]:
+    """The rating updates of a finished game whose every seat held a signed-in account (the
+    caller checked that and the other conditions of RULES.md's "Rated games"): none unless
+    two seats or more played. For each seat, its opponents are the other seats that played,
+    less those of its network (unless ``is_one_network_rated``), less the provisional ones
+    when it is established; a seat with no opponent is not rated. A seat that played is placed
+    as in the game; one that did not is placed behind all its opponents (it loses; it is in
+    nobody's opponents, so it gives nothing)."""
+    players = [c for c in contenders if c.has_played]
+    if len(players) < 2:
+        return []
+    last = max(c.place for c in contenders) + 1
+    updates: list[Update] = []
+    computed: dict[tuple[tuple[int, ...], int], dict[int, Rating]] = {}
+    for c in contenders:
+        opponents = [o for o in players if o.seat != c.seat
+                     and (is_one_network_rated or not c.network or o.network != c.network)
+                     and (c.before.is_provisional or not o.before.is_provisional)]
+        if not opponents:
+            continue
+        group = sorted([c, *opponents], key=lambda x: x.seat)
+        absent = -1 if c.has_played else c.seat  # the one placed last, if any
+        key = (tuple(x.seat for x in group), absent)
+        if key not in computed:
+            teams = [[MODEL.create_rating([x.before.mu, x.before.sigma])] for x in group]
+            ranks = [float(last if x.seat == absent else x.place) for x in group]
+            rated = MODEL.rate(teams, ranks=ranks)
+            computed[key] = {x.seat: Rating(team[0].mu, team[0].sigma) for x, team
+                             in zip(group, rated, strict=True)}
+        new = computed[key][c.seat]
+        won = c.has_played and c.place == 1
+        updates.append(Update(c.seat, c.before,
+                              Rating(new.mu, new.sigma, c.before.games + 1,
+                                     c.before.wins + won),
+                              tuple(o.seat for o in opponents)))
+    return updates
+
+
+def rate(before: list[Rating], places: list[int]) -> list[Rating]:
+    """Ratings after a game in which everyone played and rated everyone: ``before[i]`` of
+    the player who finished ``places[i]``; the new ratings in the same order."""
+    if len(before) != len(places) or len(before) < 2:
         raise ValueError("a rated game has two players or more, each with a place")
-    teams = [[MODEL.create_rating([r.mu, r.sigma])] for r in before] + \
-        [[MODEL.create_rating([MU, SIGMA])] for _ in fixed_places]
-    after = MODEL.rate(teams, ranks=[float(p) for p in (*places, *fixed_places)])
-    return [Rating(team[0].mu, team[0].sigma, r.games + 1, r.wins + (p == 1))
-            for r, team, p in zip(before, after[:len(before)], places, strict=True)]
+    updates = rate_game([Contender(n, p, True, "", b) for n, (b, p)
+                         in enumerate(zip(before, places, strict=True))],
+                        is_one_network_rated=True)
+    by_seat = {u.seat: u.after for u in updates}
+    return [by_seat.get(n, b) for n, b in enumerate(before)]

@@ -1,6 +1,13 @@
 """``Accounts``: sign-in by device, password or OIDC; sessions that refresh with rotation (a
-reused refresh token ends its whole family, as OAuth 2.0's security practice says); linking a
-second way to an account; the operators' rename, revoke, ban and delete.
+reused refresh token ends its whole family, as OAuth 2.0's security practice says, except the
+same token again within ``REFRESH_GRACE`` seconds of its rotation: two tabs, a retry, which get
+the same new tokens); linking a second way to an account; the operators' rename, revoke, ban
+and delete.
+
+Accounts are bounded like every other resource: an account holds at most ``SESSIONS_KEPT``
+sessions (a new sign-in ends the oldest), expired sessions are swept, and a guest never used
+(no game, not signed in for ``guest_ttl``) goes. Names follow ``server.names``' one policy, and
+no two accounts' names look the same (NAME_TAKEN).
 
 Every refusal is a ``ServiceError`` with its reason; a refused call changed nothing. No secret
 (device secret, password, token) is kept but as a digest or hash, or put in a message.
@@ -9,13 +16,20 @@ Every refusal is a ``ServiceError`` with its reason; a refused call changed noth
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
+import hashlib
+import hmac
 import secrets
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, replace
 
+import structlog
+
 from server.accounts.attempts import SignInAttempts
 from server.accounts.credentials import (
+    ACCESS_PREFIX,
+    REFRESH_PREFIX,
     Passwords,
     check_password,
     device_digest,
@@ -24,21 +38,26 @@ from server.accounts.credentials import (
     username_key,
 )
 from server.accounts.model import (
+    SESSIONS_KEPT,
     Account,
     AccountStore,
     FinishedGame,
     Identity,
     IdentityTaken,
     Method,
+    NameTaken,
     PlayedGame,
     Ranked,
     Session,
 )
 from server.accounts.oidc import OidcVerifier
-from server.accounts.ratings import Rating, rate
+from server.accounts.ratings import Contender, Rating, Update, rate_game
 from server.bounded import Bounded
 from server.errors import ServiceError
+from server.names import person
 from server.tokens import hash_token
+
+log = structlog.get_logger("copas.accounts")
 
 ACCESS_TTL = 15 * 60.0  # seconds an access token works
 REFRESH_TTL = 30 * 86400.0  # seconds a refresh token works (each refresh starts it again)
@@ -46,6 +65,10 @@ HASHES_AT_ONCE = 2  # argon2 hashes computed at once (each on a thread, 64 MiB)
 HASHES_WAITING = 32  # more password sign-ins waiting than this are refused at once
 ACTIVE_SECONDS = 900.0  # an account signed in or seen within this is active
 ACTIVE_KEPT = 100_000  # accounts remembered as recently seen (the least recent forgotten)
+REFRESH_GRACE = 30.0  # seconds a rotated refresh token still answers the same new tokens
+GUEST_TTL = 30 * 86400.0  # seconds a guest never used (no game) is kept after its last sign-in
+SWEEP_INTERVAL = 3600.0  # seconds between sweeps of expired sessions and idle guests
+DEFAULT_NAME_TRIES = 8  # default names drawn before a sign-in gives up (they never collide)
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +107,8 @@ class SignedIn:
     """When ``refresh_token`` stops working."""
     is_new: bool
     """The account was created by this sign-in."""
+    identities: tuple[Identity, ...] = ()
+    """How it signs in (secrets are digests or hashes)."""
 
 
 def _bad_credentials() -> ServiceError:
@@ -100,10 +125,25 @@ def _banned() -> ServiceError:
     return ServiceError.denied("this account is banned", "ACCOUNT_BANNED")
 
 
+def _name_taken() -> ServiceError:
+    return ServiceError.already_exists("another account's name looks the same: choose another",
+                                       "NAME_TAKEN")
+
+
+def _derived(salt: str, refresh_token: str, kind: str) -> str:
+    """The next token of a session, derived from the refresh token presented: the same
+    presented twice (within the grace) gives the same tokens, and nobody derives them without
+    both the session's salt and that refresh token."""
+    mac = hmac.new(salt.encode(), f"{kind}:{refresh_token}".encode(), hashlib.sha256).digest()
+    return base64.urlsafe_b64encode(mac).decode().rstrip("=")
+
+
 class Accounts:
     def __init__(self, store: AccountStore, clock: Callable[[], float], *,
                  passwords: Passwords, verifier: OidcVerifier, attempts: SignInAttempts,
-                 access_ttl: float = ACCESS_TTL, refresh_ttl: float = REFRESH_TTL) -> None:
+                 access_ttl: float = ACCESS_TTL, refresh_ttl: float = REFRESH_TTL,
+                 guest_ttl: float = GUEST_TTL, sessions_kept: int = SESSIONS_KEPT,
+                 is_one_network_rated: bool = False) -> None:
         self._store = store
         self._clock = clock
         self._passwords = passwords
@@ -111,6 +151,9 @@ class Accounts:
         self._attempts = attempts
         self._access_ttl = access_ttl
         self._refresh_ttl = refresh_ttl
+        self._guest_ttl = guest_ttl
+        self._sessions_kept = sessions_kept
+        self._is_one_network_rated = is_one_network_rated
         self._seen: Bounded[str, float] = Bounded(ACTIVE_KEPT, is_lru=True)  # id -> last use
         self._hashing = asyncio.Semaphore(HASHES_AT_ONCE)
         self._hashes_waiting = 0
@@ -118,14 +161,17 @@ class Accounts:
     # ------------------------------------------------------------ sign-in
 
     async def sign_in_device(self, secret: str, display_name: str) -> SignedIn:
-        """The device's account, created on its first sign-in (named ``display_name``)."""
+        """The device's account, created on its first sign-in (named ``display_name``, which
+        the caller checked against the name policy; empty: a default name).
+
+        :raises ServiceError: WEAK_DEVICE_SECRET, NAME_TAKEN (a new account's name), ...
+        """
         key = device_digest(secret)
         found = await self._store.identity(Method.DEVICE, key)
         if found is not None:
             return await self._start(await self._usable(found.account_id), is_new=False)
-        account = self._new_account(display_name)
         try:
-            await self._store.create(account, Identity(Method.DEVICE, key, account.id))
+            account = await self._create(display_name, lambda a: Identity(Method.DEVICE, key, a))
         except IdentityTaken:  # the same device signed in twice at once: the first won
             return await self.sign_in_device(secret, display_name)
         return await self._start(account, is_new=True)
@@ -135,10 +181,11 @@ class Accounts:
         """A new account that signs in by username and password."""
         key = username_key(username)
         check_password(password)
+        name = display_name or person(username)
         hashed = await self._hash(password)
-        account = self._new_account(display_name or username)
         try:
-            await self._store.create(account, Identity(Method.PASSWORD, key, account.id, hashed))
+            account = await self._create(
+                name, lambda a: Identity(Method.PASSWORD, key, a, hashed))
         except IdentityTaken:
             raise ServiceError.precondition("this username is taken", "IDENTITY_TAKEN") from None
         return await self._start(account, is_new=True)
@@ -165,9 +212,10 @@ class Accounts:
         found = await self._store.identity(Method.OIDC, identity.key)
         if found is not None:
             return await self._start(await self._usable(found.account_id), is_new=False)
-        account = self._new_account(display_name or identity.name)
+        name = display_name or _claimed_name(identity.name)
         try:
-            await self._store.create(account, Identity(Method.OIDC, identity.key, account.id))
+            account = await self._create(name, lambda a: Identity(Method.OIDC, identity.key, a),
+                                         is_name_chosen=bool(display_name))
         except IdentityTaken:
             return await self.sign_in_oidc(id_token, display_name)
         return await self._start(account, is_new=True)
@@ -177,28 +225,62 @@ class Accounts:
     async def refresh(self, refresh_token: str) -> SignedIn:
         """A new access token and refresh token for ``refresh_token``, which stops working.
         An old refresh token presented again ends the session (someone copied it)."""
-        session, is_current = await self._store.session_by_refresh(hash_token(refresh_token))
-        if session is None:
-            raise _revoked()
-        if not is_current:
-            await self._store.end_family(session.family)
-            raise ServiceError.unauthenticated(
-                "this refresh token was already used: the session has ended, sign in again",
-                "SESSION_REVOKED")
-        now = self._clock()
-        if session.refresh_expires <= now:
-            await self._store.end_family(session.family)
-            raise ServiceError.unauthenticated("this session expired: sign in again",
-                                               "SESSION_EXPIRED")
-        account = await self._usable(session.account_id)
-        access, refresh = new_access_token(), new_refresh_token()
-        new = replace(session, access_digest=hash_token(access),
-                      access_expires=now + self._access_ttl,
-                      refresh_digest=hash_token(refresh), refresh_expires=now + self._refresh_ttl,
-                      generation=session.generation + 1)
-        if not await self._store.rotate(session, new):
-            raise _revoked()  # refreshed twice at once: the other won, this copy is spent
-        return SignedIn(account, access, refresh, new.access_expires, new.refresh_expires, False)
+        digest = hash_token(refresh_token)
+        for _ in range(2):  # a second look when another refresh of it rotated it meanwhile
+            session, is_current = await self._store.session_by_refresh(digest)
+            if session is None:
+                raise _revoked()
+            now = self._clock()
+            if not is_current:
+                repeat = self._repeated(session, refresh_token, digest, now)
+                if repeat is not None:
+                    return await self._signed_in(session.account_id, *repeat, session)
+                await self._store.end_family(session.family)
+                raise ServiceError.unauthenticated(
+                    "this refresh token was already used: the session has ended, sign in again",
+                    "SESSION_REVOKED")
+            if session.refresh_expires <= now:
+                await self._store.end_family(session.family)
+                raise ServiceError.unauthenticated("this session expired: sign in again",
+                                                   "SESSION_EXPIRED")
+            await self._usable(session.account_id)
+            access, refresh = self._next_tokens(session, refresh_token)
+            new = replace(session, access_digest=hash_token(access),
+                          access_expires=now + self._access_ttl, refresh_digest=hash_token(refresh),
+                          refresh_expires=now + self._refresh_ttl,
+                          generation=session.generation + 1, previous_refresh=digest, rotated=now)
+            if await self._store.rotate(session, new):
+                self._seen[session.account_id] = now
+                return await self._signed_in(session.account_id, access, refresh, new)
+        raise _revoked()
+
+    def _next_tokens(self, session: Session, refresh_token: str) -> tuple[str, str]:
+        """The access and refresh tokens that follow ``refresh_token`` (random for a session
+        made before sessions had a salt)."""
+        if not session.salt:
+            return new_access_token(), new_refresh_token()
+        return (ACCESS_PREFIX + _derived(session.salt, refresh_token, "access"),
+                REFRESH_PREFIX + _derived(session.salt, refresh_token, "refresh"))
+
+    def _repeated(self, session: Session, refresh_token: str, digest: str, now: float
+                  ) -> tuple[str, str] | None:
+        """The tokens the last rotation answered, when ``refresh_token`` is the one it
+        rotated and it comes again within REFRESH_GRACE (else None: a reuse)."""
+        if session.previous_refresh != digest or now - session.rotated > REFRESH_GRACE \
+                or not session.salt:
+            return None
+        access, refresh = self._next_tokens(session, refresh_token)
+        if not (hmac.compare_digest(hash_token(access), session.access_digest)
+                and hmac.compare_digest(hash_token(refresh), session.refresh_digest)):
+            return None
+        return access, refresh
+
+    async def _signed_in(self, account_id: str, access: str, refresh: str, session: Session
+                         ) -> SignedIn:
+        account = await self._usable(account_id)
+        return SignedIn(account, access, refresh, session.access_expires,
+                        session.refresh_expires, False,
+                        tuple(await self._store.identities(account_id)))
 
     async def authenticate(self, access_token: str) -> Account:
         """The account an access token signs in.
@@ -242,6 +324,22 @@ class Accounts:
             if old.key != key:
                 await self._store.unlink(old.method, old.key)
 
+    async def sweep(self) -> tuple[int, int]:
+        """Expired sessions end and never-used guests go; (sessions, guests) removed."""
+        now = self._clock()
+        return await self._store.sweep(now, now - self._guest_ttl)
+
+    async def sweep_forever(self, interval: float = SWEEP_INTERVAL) -> None:
+        """The background task: a sweep every ``interval`` seconds (one at start)."""
+        while True:
+            try:
+                sessions, guests = await self.sweep()
+                if sessions or guests:
+                    log.info("accounts_swept", sessions=sessions, guests=guests)
+            except Exception as exc:
+                log.warning("accounts_sweep_failed", error=str(exc)[:200])
+            await asyncio.sleep(interval)
+
     async def link_oidc(self, account: Account, id_token: str) -> None:
         identity = await asyncio.to_thread(self._verifier.verify, id_token)
         try:
@@ -282,11 +380,19 @@ class Accounts:
         """An account's games by its id (a deleted or unknown one: none)."""
         return await self._store.games_of(account_id, limit, before)
 
-    async def game_finished(self, game: FinishedGame) -> bool:
+    async def game_finished(self, game: FinishedGame) -> list[Update] | None:
         """Take a finished game into its accounts' histories and, if rated, their ratings:
-        exactly once (False: it was taken already, by this node or another)."""
-        return await self._store.record_game(
-            game, lambda before, places: rate(before, places, game.fixed_places)) is not None
+        exactly once. How it moved them (None: it was taken already, by this node or
+        another)."""
+        def compute(before: list[Rating]) -> list[Update]:
+            return rate_game([Contender(p.seat, p.place, p.has_played, p.network, b)
+                              for p, b in zip(game.places, before, strict=True)],
+                             is_one_network_rated=self._is_one_network_rated)
+        return await self._store.record_game(game, compute)
+
+    async def game_ratings(self, record_id: str) -> list[Update]:
+        """How a finished game moved its seats' ratings (none for an unrated game)."""
+        return await self._store.game_ratings(record_id)
 
     # ------------------------------------------------------------ operators
 
@@ -305,8 +411,15 @@ class Accounts:
         return account
 
     async def rename(self, account_id: str, name: str) -> Account:
+        """``name``, checked against the name policy by the caller, for the account.
+
+        :raises ServiceError: ACCOUNT_NOT_FOUND, NAME_TAKEN.
+        """
         account = replace(await self.find(account_id), display_name=name)
-        await self._store.save_account(account)
+        try:
+            await self._store.save_account(account)
+        except NameTaken:
+            raise _name_taken() from None
         return account
 
     async def revoke(self, account_id: str) -> int:
@@ -335,9 +448,26 @@ class Accounts:
 
     # ------------------------------------------------------------ helpers
 
-    def _new_account(self, display_name: str) -> Account:
-        number = secrets.token_urlsafe(12)
-        return Account("a_" + number, display_name or f"Player {number[:4]}", self._clock())
+    async def _create(self, name: str, identity: Callable[[str], Identity], *,
+                      is_name_chosen: bool = True) -> Account:
+        """A new account named ``name`` (a default name when empty, or when it is not chosen
+        by the person and taken), signing in by ``identity(account_id)``.
+
+        :raises IdentityTaken: the identity signs in another account (nothing made).
+        :raises ServiceError: NAME_TAKEN (a chosen name; nothing made).
+        """
+        for attempt in range(DEFAULT_NAME_TRIES):
+            number = "a_" + secrets.token_urlsafe(12)
+            given = name if name and (attempt == 0 or is_name_chosen) else _default_name()
+            account = Account(number, given, self._clock())
+            try:
+                await self._store.create(account, identity(number))
+                return account
+            except NameTaken:
+                if name and is_name_chosen:
+                    raise _name_taken() from None
+        raise ServiceError.unavailable("no free default name was found: try again",
+                                       "SHUTTING_DOWN")
 
     async def _usable(self, account_id: str) -> Account:
         account = await self._store.account(account_id)
@@ -357,10 +487,12 @@ class Accounts:
         self._seen[account.id] = now
         access, refresh = new_access_token(), new_refresh_token()
         session = Session(secrets.token_urlsafe(16), account.id, hash_token(access),
-                          now + self._access_ttl, hash_token(refresh), now + self._refresh_ttl)
-        await self._store.start_session(session)
+                          now + self._access_ttl, hash_token(refresh), now + self._refresh_ttl,
+                          created=now, rotated=now, salt=secrets.token_urlsafe(24))
+        await self._store.start_session(session, self._sessions_kept)
         return SignedIn(account, access, refresh, session.access_expires,
-                        session.refresh_expires, is_new)
+                        session.refresh_expires, is_new,
+                        tuple(await self._store.identities(account.id)))
 
     async def _hash(self, password: str) -> str:
         async with self._hashing_turn():
@@ -383,3 +515,17 @@ class Accounts:
                 yield
         finally:
             self._hashes_waiting -= 1
+
+
+def _default_name() -> str:
+    """A name for an account whose person gave none: "Player" and six random characters."""
+    return "Player " + secrets.token_hex(3).upper()
+
+
+def _claimed_name(claim: str) -> str:
+    """An OIDC token's ``name`` claim as an account's name: by the name policy, cut to its
+    length; "" (a default name) when the claim is no name the policy allows."""
+    try:
+        return person(claim[:64].strip()[:32], required=False)
+    except ServiceError:
+        return ""

@@ -12,22 +12,29 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from server.accounts.model import (
+    SESSIONS_KEPT,
     USED_REFRESH_KEPT,
     Account,
     FinishedGame,
     Identity,
     IdentityTaken,
     Method,
+    NameTaken,
     PlayedGame,
     Ranked,
     RatingUpdate,
     Session,
+    history_line,
 )
-from server.accounts.ratings import Rating
+from server.accounts.ratings import PROVISIONAL_GAMES, Rating, Update
+from server.names import name_key
+from server.store.base import StoreUnusable
 
 T = TypeVar("T")
+SCHEMA_VERSION = 2
 
-SCHEMA = """
+# Version 1: the first layout (written before the accounts' schema had a version).
+SCHEMA_V1 = """
 CREATE TABLE IF NOT EXISTS accounts (
     account_id TEXT PRIMARY KEY, display_name TEXT NOT NULL, created REAL NOT NULL,
     is_banned INTEGER NOT NULL DEFAULT 0, is_deleted INTEGER NOT NULL DEFAULT 0);
@@ -55,13 +62,72 @@ CREATE TABLE IF NOT EXISTS history (
     points INTEGER NOT NULL, is_rated INTEGER NOT NULL, rating_after INTEGER NOT NULL,
     rating_change INTEGER NOT NULL, PRIMARY KEY (account_id, finished, record_id)) WITHOUT ROWID;
 """
+# Version 2: names unique by their look (name_key), when an account was last seen (never-used
+# guests go), sessions with their creation (a cap per account), their last rotation and salt
+# (a repeat within the grace), how each game moved its seats' ratings, the established board.
+SCHEMA_V2 = f"""
+ALTER TABLE accounts ADD COLUMN name_key TEXT;
+ALTER TABLE accounts ADD COLUMN last_seen REAL NOT NULL DEFAULT 0;
+UPDATE accounts SET last_seen = created;
+CREATE INDEX accounts_by_last_seen ON accounts (last_seen);
+ALTER TABLE sessions ADD COLUMN created REAL NOT NULL DEFAULT 0;
+ALTER TABLE sessions ADD COLUMN previous_refresh TEXT NOT NULL DEFAULT '';
+ALTER TABLE sessions ADD COLUMN rotated REAL NOT NULL DEFAULT 0;
+ALTER TABLE sessions ADD COLUMN salt TEXT NOT NULL DEFAULT '';
+CREATE INDEX sessions_by_expiry ON sessions (refresh_expires);
+CREATE INDEX sessions_by_created ON sessions (account_id, created);
+CREATE TABLE game_ratings (
+    record_id TEXT NOT NULL, seat INTEGER NOT NULL, mu_before REAL NOT NULL,
+    sigma_before REAL NOT NULL, games_before INTEGER NOT NULL, wins_before INTEGER NOT NULL,
+    mu_after REAL NOT NULL, sigma_after REAL NOT NULL, games_after INTEGER NOT NULL,
+    wins_after INTEGER NOT NULL, opponents TEXT NOT NULL,
+    PRIMARY KEY (record_id, seat)) WITHOUT ROWID;
+CREATE INDEX ratings_established ON ratings (players, shown DESC, games DESC, account_id)
+    WHERE games >= {PROVISIONAL_GAMES};
+"""
 
 _SESSION = ("family, account_id, access_digest, access_expires, refresh_digest, "
-            "refresh_expires, generation")
+            "refresh_expires, generation, created, previous_refresh, rotated, salt")
+_SESSION_MARKS = ", ".join("?" * len(_SESSION.split(", ")))
+_UPDATE = ("seat, mu_before, sigma_before, games_before, wins_before, mu_after, sigma_after, "
+           "games_after, wins_after, opponents")
 
 
 def _session(row: Any) -> Session:
-    return Session(row[0], row[1], row[2], row[3], row[4], row[5], row[6])
+    return Session(*row)
+
+
+def _session_row(session: Session) -> tuple[Any, ...]:
+    return (session.family, session.account_id, session.access_digest,
+            session.access_expires, session.refresh_digest, session.refresh_expires,
+            session.generation, session.created, session.previous_refresh, session.rotated,
+            session.salt)
+
+
+def update_row(update: Update) -> tuple[Any, ...]:
+    """A seat's update as ``game_ratings`` keeps it (both stores)."""
+    b, a = update.before, update.after
+    return (update.seat, b.mu, b.sigma, b.games, b.wins, a.mu, a.sigma, a.games, a.wins,
+            ",".join(str(o) for o in update.opponents))
+
+
+def update_of(row: Any) -> Update:
+    seat, mu0, sigma0, games0, wins0, mu1, sigma1, games1, wins1, opponents = row
+    return Update(int(seat), Rating(mu0, sigma0, games0, wins0), Rating(mu1, sigma1, games1,
+                                                                        wins1),
+                  tuple(int(o) for o in opponents.split(",") if o))
+
+
+def unique_name_keys(rows: list[tuple[str, str]]) -> list[tuple[str | None, str]]:
+    """(name_key, account id) for accounts (id, name), oldest first: a name that looks like an
+    older account's keeps no key (it stays, but names no one for uniqueness)."""
+    taken: set[str] = set()
+    out: list[tuple[str | None, str]] = []
+    for account_id, name in rows:
+        key = name_key(name) if name else ""
+        out.append((key if key and key not in taken else None, account_id))
+        taken.add(key)
+    return out
 
 
 def _account(row: Any) -> Account:
@@ -73,10 +139,29 @@ class SqliteAccountStore:
 
     def __init__(self, path: Path) -> None:
         self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+        version = self._db.execute("PRAGMA user_version").fetchone()[0]
+        if version > SCHEMA_VERSION:
+            self._db.close()
+            raise StoreUnusable(f"{path} has accounts schema version {version}; this server "
+                                f"knows up to {SCHEMA_VERSION}: run a newer Copas")
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=FULL")
         self._db.execute("PRAGMA busy_timeout=5000")
-        self._db.executescript(SCHEMA)
+        if version < 1:
+            self._db.executescript(SCHEMA_V1)
+        if version < 2:
+            self._db.execute("BEGIN IMMEDIATE")
+            for statement in SCHEMA_V2.split(";"):
+                if statement.strip():
+                    self._db.execute(statement)
+            self._db.executemany("UPDATE accounts SET name_key = ? WHERE account_id = ?",
+                                 unique_name_keys(self._db.execute(
+                                     "SELECT account_id, display_name FROM accounts WHERE NOT "
+                                     "is_deleted ORDER BY created, account_id").fetchall()))
+            self._db.execute("CREATE UNIQUE INDEX accounts_by_name ON accounts (name_key) "
+                             "WHERE name_key IS NOT NULL")
+            self._db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+            self._db.execute("COMMIT")
         self._lock = threading.Lock()
 
     def close(self) -> None:
@@ -129,9 +214,14 @@ class SqliteAccountStore:
                            (identity.method.value, identity.key, account.id, identity.secret))
             except sqlite3.IntegrityError:
                 raise IdentityTaken(identity.method) from None
-            db.execute("INSERT INTO accounts VALUES (?, ?, ?, ?, ?)",
-                       (account.id, account.display_name, account.created,
-                        int(account.is_banned), int(account.is_deleted)))
+            try:
+                db.execute("INSERT INTO accounts (account_id, display_name, created, is_banned, "
+                           "is_deleted, name_key, last_seen) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                           (account.id, account.display_name, account.created,
+                            int(account.is_banned), int(account.is_deleted),
+                            _key_of(account), account.created))
+            except sqlite3.IntegrityError:
+                raise NameTaken(account.display_name) from None
         await self._do(body)
 
     async def link(self, identity: Identity) -> None:
@@ -158,17 +248,29 @@ class SqliteAccountStore:
         return await self._do(body) if account_ids else set()
 
     async def save_account(self, account: Account) -> None:
-        await self._do(lambda db: db.execute(
-            "UPDATE accounts SET display_name = ?, is_banned = ?, is_deleted = ? "
-            "WHERE account_id = ?", (account.display_name, int(account.is_banned),
-                                     int(account.is_deleted), account.id)))
+        def body(db: sqlite3.Connection) -> None:
+            try:
+                db.execute("UPDATE accounts SET display_name = ?, is_banned = ?, "
+                           "is_deleted = ?, name_key = ? WHERE account_id = ?",
+                           (account.display_name, int(account.is_banned),
+                            int(account.is_deleted), _key_of(account), account.id))
+            except sqlite3.IntegrityError:
+                raise NameTaken(account.display_name) from None
+        await self._do(body)
 
-    async def start_session(self, session: Session) -> None:
-        await self._do(lambda db: db.execute(
-            f"INSERT INTO sessions ({_SESSION}) VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (session.family, session.account_id, session.access_digest,
-             session.access_expires, session.refresh_digest, session.refresh_expires,
-             session.generation)))
+    async def start_session(self, session: Session, keep: int = SESSIONS_KEPT) -> None:
+        def body(db: sqlite3.Connection) -> None:
+            db.execute(f"INSERT INTO sessions ({_SESSION}) VALUES ({_SESSION_MARKS})",
+                       _session_row(session))
+            db.execute("UPDATE accounts SET last_seen = ? WHERE account_id = ?",
+                       (session.created, session.account_id))
+            doomed = [f for (f,) in db.execute(
+                "SELECT family FROM sessions WHERE account_id = ? ORDER BY created DESC, "
+                "family DESC LIMIT -1 OFFSET ?", (session.account_id, keep))]
+            for family in doomed:
+                db.execute("DELETE FROM sessions WHERE family = ?", (family,))
+                db.execute("DELETE FROM used_refresh WHERE family = ?", (family,))
+        await self._do(body)
 
     async def session_by_access(self, digest: str) -> Session | None:
         def body(db: sqlite3.Connection) -> Session | None:
@@ -193,11 +295,15 @@ class SqliteAccountStore:
         def body(db: sqlite3.Connection) -> bool:
             changed = db.execute(
                 "UPDATE sessions SET access_digest = ?, access_expires = ?, refresh_digest = ?, "
-                "refresh_expires = ?, generation = ? WHERE family = ? AND refresh_digest = ?",
+                "refresh_expires = ?, generation = ?, previous_refresh = ?, rotated = ? "
+                "WHERE family = ? AND refresh_digest = ?",
                 (new.access_digest, new.access_expires, new.refresh_digest,
-                 new.refresh_expires, new.generation, old.family, old.refresh_digest)).rowcount
+                 new.refresh_expires, new.generation, new.previous_refresh, new.rotated,
+                 old.family, old.refresh_digest)).rowcount
             if not changed:
                 return False
+            db.execute("UPDATE accounts SET last_seen = ? WHERE account_id = ?",
+                       (new.rotated, new.account_id))
             db.execute("INSERT OR IGNORE INTO used_refresh VALUES (?, ?, ?)",
                        (old.refresh_digest, old.family, old.generation))
             db.execute("DELETE FROM used_refresh WHERE family = ? AND generation <= ?",
@@ -221,6 +327,36 @@ class SqliteAccountStore:
             return len(families)
         return await self._do(body)
 
+    async def sessions_of(self, account_id: str) -> int:
+        return int(await self._do(lambda db: db.execute(
+            "SELECT count(*) FROM sessions WHERE account_id = ?", (account_id,)
+        ).fetchone()[0]))
+
+    async def sweep(self, now: float, idle_guests_before: float) -> tuple[int, int]:
+        def body(db: sqlite3.Connection) -> tuple[int, int]:
+            expired = [f for (f,) in db.execute(
+                "SELECT family FROM sessions WHERE refresh_expires <= ?", (now,))]
+            for family in expired:
+                db.execute("DELETE FROM sessions WHERE family = ?", (family,))
+                db.execute("DELETE FROM used_refresh WHERE family = ?", (family,))
+            guests = [a for (a,) in db.execute(
+                "SELECT a.account_id FROM accounts a WHERE a.last_seen < ?1 AND a.created < ?1 "
+                "AND NOT a.is_banned AND NOT a.is_deleted "
+                "AND EXISTS (SELECT 1 FROM identities i WHERE i.account_id = a.account_id) "
+                "AND NOT EXISTS (SELECT 1 FROM identities i WHERE i.account_id = a.account_id "
+                "                AND i.method != 'device') "
+                "AND NOT EXISTS (SELECT 1 FROM history h WHERE h.account_id = a.account_id)",
+                (idle_guests_before,))]
+            for account_id in guests:
+                for (family,) in db.execute("SELECT family FROM sessions WHERE account_id = ?",
+                                            (account_id,)).fetchall():
+                    db.execute("DELETE FROM used_refresh WHERE family = ?", (family,))
+                db.execute("DELETE FROM sessions WHERE account_id = ?", (account_id,))
+                db.execute("DELETE FROM identities WHERE account_id = ?", (account_id,))
+                db.execute("DELETE FROM accounts WHERE account_id = ?", (account_id,))
+            return len(expired), len(guests)
+        return await self._do(body)
+
     async def ratings(self, account_id: str) -> dict[int, Rating]:
         def body(db: sqlite3.Connection) -> dict[int, Rating]:
             return {p: Rating(mu, sigma, games, wins) for p, mu, sigma, games, wins in db.execute(
@@ -229,35 +365,43 @@ class SqliteAccountStore:
         return await self._do(body)
 
     async def record_game(self, game: FinishedGame, compute: RatingUpdate
-                          ) -> dict[str, tuple[Rating, Rating]] | None:
-        def body(db: sqlite3.Connection) -> dict[str, tuple[Rating, Rating]] | None:
+                          ) -> list[Update] | None:
+        def body(db: sqlite3.Connection) -> list[Update] | None:
             if db.execute("INSERT OR IGNORE INTO recorded_games VALUES (?)",
                           (game.record_id,)).rowcount == 0:
                 return None
-            changes: dict[str, tuple[Rating, Rating]] = {}
+            updates: list[Update] = []
             if game.is_rated:
-                ids = [p.account_id for p in game.places]
                 before = []
-                for account_id in ids:
+                for placed in game.places:
                     row = db.execute("SELECT mu, sigma, games, wins FROM ratings WHERE "
                                      "account_id = ? AND players = ?",
-                                     (account_id, game.players)).fetchone()
+                                     (placed.account_id, game.players)).fetchone()
                     before.append(Rating() if row is None else Rating(*row))
-                after = compute(before, [p.place for p in game.places])
-                for account_id, rating in zip(ids, after, strict=True):
+                updates = compute(before)
+                by_seat = {p.seat: p.account_id for p in game.places}
+                for update in updates:
+                    rating = update.after
                     db.execute("INSERT OR REPLACE INTO ratings VALUES (?, ?, ?, ?, ?, ?, ?)",
-                               (account_id, game.players, rating.mu, rating.sigma,
+                               (by_seat[update.seat], game.players, rating.mu, rating.sigma,
                                 rating.games, rating.wins, rating.shown))
-                changes = {a: (b, r) for a, b, r in zip(ids, before, after, strict=True)}
+                    db.execute(f"INSERT OR REPLACE INTO game_ratings (record_id, {_UPDATE}) "
+                               "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                               (game.record_id, *update_row(update)))
+            moved = {u.seat: u for u in updates}
             for placed in game.places:
-                b, r = changes.get(placed.account_id, (Rating(), Rating()))
+                line = history_line(game, placed, moved.get(placed.seat))
                 db.execute("INSERT OR IGNORE INTO history VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                           (placed.account_id, game.finished, game.record_id, game.table_name,
-                            game.players, placed.place, placed.points, int(game.is_rated),
-                            r.shown if game.is_rated else 0,
-                            r.shown - b.shown if game.is_rated else 0))
-            return changes
+                           (placed.account_id, line.finished, line.record_id, line.table_name,
+                            line.players, line.place, line.points, int(line.is_rated),
+                            line.rating_after, line.rating_change))
+            return updates
         return await self._do(body)
+
+    async def game_ratings(self, record_id: str) -> list[Update]:
+        return [update_of(row) for row in await self._do(lambda db: db.execute(
+            f"SELECT {_UPDATE} FROM game_ratings WHERE record_id = ? ORDER BY seat",
+            (record_id,)).fetchall())]
 
     async def is_recorded(self, record_id: str) -> bool:
         return await self._do(lambda db: db.execute(
@@ -290,8 +434,9 @@ class SqliteAccountStore:
         def body(db: sqlite3.Connection) -> list[Ranked]:
             rows = db.execute(  # the page from the board's index alone, then its names
                 "SELECT r.account_id, a.display_name, r.mu, r.sigma, r.games, r.wins "
-                "FROM (SELECT account_id FROM ratings WHERE players = ?1 "
-                "      ORDER BY shown DESC, games DESC, account_id LIMIT ?2 OFFSET ?3) page "
+                "FROM (SELECT account_id FROM ratings WHERE players = ?1 AND games >= "
+                f"{PROVISIONAL_GAMES} ORDER BY shown DESC, games DESC, account_id LIMIT ?2 "
+                "      OFFSET ?3) page "
                 "JOIN ratings r ON r.account_id = page.account_id AND r.players = ?1 "
                 "JOIN accounts a ON a.account_id = r.account_id "
                 "ORDER BY r.shown DESC, r.games DESC, r.account_id",
@@ -303,14 +448,15 @@ class SqliteAccountStore:
     async def place_of(self, account_id: str, players: int) -> int | None:
         def body(db: sqlite3.Connection) -> int | None:
             row = db.execute("SELECT shown, games FROM ratings WHERE account_id = ? AND "
-                             "players = ?", (account_id, players)).fetchone()
+                             f"players = ? AND games >= {PROVISIONAL_GAMES}",
+                             (account_id, players)).fetchone()
             if row is None:
                 return None
+            board = f"FROM ratings WHERE players = ?1 AND games >= {PROVISIONAL_GAMES}"
             ahead = db.execute(  # three ranges of the board's index (no scan of the rest)
-                "SELECT (SELECT count(*) FROM ratings WHERE players = ?1 AND shown > ?2) + "
-                "(SELECT count(*) FROM ratings WHERE players = ?1 AND shown = ?2 AND "
-                "games > ?3) + (SELECT count(*) FROM ratings WHERE players = ?1 AND "
-                "shown = ?2 AND games = ?3 AND account_id < ?4)",
+                f"SELECT (SELECT count(*) {board} AND shown > ?2) + "
+                f"(SELECT count(*) {board} AND shown = ?2 AND games > ?3) + "
+                f"(SELECT count(*) {board} AND shown = ?2 AND games = ?3 AND account_id < ?4)",
                 (players, row[0], row[1], account_id)).fetchone()[0]
             return int(ahead) + 1
         return await self._do(body)
@@ -320,3 +466,9 @@ class SqliteAccountStore:
             db.execute("DELETE FROM ratings WHERE account_id = ?", (account_id,))
             db.execute("DELETE FROM history WHERE account_id = ?", (account_id,))
         await self._do(body)
+
+
+def _key_of(account: Account) -> str | None:
+    """The name's key, None for a deleted account (its name is free again)."""
+    return None if account.is_deleted or not account.display_name \
+        else name_key(account.display_name)

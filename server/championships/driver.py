@@ -36,7 +36,6 @@ from collections.abc import Callable, Iterable
 from typing import Protocol
 
 import structlog
-from copas.v1 import copas_pb2
 from prometheus_client.core import GaugeMetricFamily
 
 from engine.championship import ChampionshipError, GameResult, deal_seed, seat_round
@@ -80,7 +79,7 @@ class StoreLease:
 
 
 class Records(Protocol):
-    def get_record(self, record_id: str) -> bytes | None: ...
+    def get_kept_record(self, record_id: str) -> GameRecord | None: ...
 
 
 SEAT_SCOPE = "championship-seat"  # what a seat's sealed token is sealed for
@@ -320,13 +319,12 @@ class Driver:
         for table in championship.tables_of(round_no):
             if table.table_id in counted:
                 continue
-            found = await asyncio.to_thread(self._records.get_record, table.table_id)
-            if found is None:
+            record = await asyncio.to_thread(self._records.get_kept_record, table.table_id)
+            if record is None:
                 for seat, account_id in enumerate(table.players):
                     if account_id in withdrawn:
                         self._leave(table.table_id, seat)
                 continue
-            record = GameRecord.from_json(copas_pb2.GameRecord.FromString(found).record_json)
             result = result_of(record, table)
             if await self._store.count(championship.id, Counted(table.table_id, result,
                                                                 self._clock())):

@@ -13,6 +13,7 @@ import structlog
 from copas.v1 import accounts_pb2, accounts_pb2_grpc
 from prometheus_client.core import GaugeMetricFamily
 
+from server import names
 from server.accounts.model import Account, Identity, Method, Ranked
 from server.accounts.service import Accounts, SignedIn
 from server.errors import ServiceError
@@ -45,7 +46,8 @@ def account_pb(account: Account, identities: tuple[Identity, ...] | list[Identit
 
 def session_pb(signed: SignedIn) -> accounts_pb2.Session:
     return accounts_pb2.Session(
-        account=account_pb(signed.account), access_token=signed.access_token,
+        account=account_pb(signed.account, signed.identities),
+        access_token=signed.access_token,
         access_expire_time=timestamp(signed.access_expires),
         refresh_token=signed.refresh_token,
         refresh_expire_time=timestamp(signed.refresh_expires),
@@ -61,7 +63,7 @@ def _secret(name: str, value: str, limit: int = SECRET_MAX) -> str:
 
 
 def _name(value: str) -> str:
-    return inputs.display_name(value, inputs.PLAYER_NAME_MAX, required=False)
+    return names.person(value, required=False)
 
 
 def _players(requested: int) -> int:
@@ -148,14 +150,15 @@ class AccountService(accounts_pb2_grpc.AccountServiceServicer):
             account=account_pb(profile.account, profile.identities),
             ratings=[accounts_pb2.Rating(players=p, rating=r.shown, mu=r.mu, sigma=r.sigma,
                                          games=r.games, wins=r.wins,
-                                         place=profile.places.get(p, 0))
+                                         place=profile.places.get(p, 0),
+                                         is_provisional=r.is_provisional)
                      for p, r in sorted(profile.ratings.items())],
             games=profile.games, wins=profile.wins, average_place=profile.average_place)
 
     async def UpdateProfile(self, request: accounts_pb2.UpdateProfileRequest,
                             context: Context) -> accounts_pb2.UpdateProfileResponse:
         me = await self._me()
-        name = inputs.display_name(request.display_name, inputs.PLAYER_NAME_MAX, required=True)
+        name = names.person(request.display_name)
         return accounts_pb2.UpdateProfileResponse(
             account=account_pb(await self.accounts.rename(me.id, name)))
 

@@ -22,6 +22,7 @@ import structlog
 from copas.admin.v1 import admin_pb2, admin_pb2_grpc
 from copas.v1 import accounts_pb2, copas_pb2
 
+from server import names
 from server.accounts.games import forget_in_records
 from server.accounts.model import Account
 from server.accounts.service import Accounts
@@ -326,7 +327,7 @@ class AdminService(ChampionshipAdmin, admin_pb2_grpc.AdminServiceServicer):
     async def RenameAccount(self, request: admin_pb2.RenameAccountRequest, context: Context
                             ) -> admin_pb2.RenameAccountResponse:
         _reason(request.reason)
-        name = inputs.display_name(request.display_name, inputs.PLAYER_NAME_MAX, required=True)
+        name = names.person(request.display_name)
         account = await self._accounts.rename(_account_id(request.account_id), name)
         return admin_pb2.RenameAccountResponse(account=await self._account_pb(account))
 

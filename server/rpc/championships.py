@@ -13,7 +13,7 @@ from copas.v1 import championships_pb2 as pb
 from copas.v1 import championships_pb2_grpc, copas_pb2
 
 from engine.championship import championship_points
-from server import codec
+from server import codec, names
 from server.accounts.model import Account
 from server.accounts.service import Accounts
 from server.championships.model import Championship, Phase
@@ -31,13 +31,14 @@ _PHASES = {Phase.REGISTERING: pb.CHAMPIONSHIP_STATE_REGISTERING,
            Phase.FINISHED: pb.CHAMPIONSHIP_STATE_FINISHED,
            Phase.CANCELLED: pb.CHAMPIONSHIP_STATE_CANCELLED}
 Live = Callable[[str], copas_pb2.TableSummary | None]
+CHAMPIONSHIP_NAME_MAX = 60
 
 
 def settings_of(message: pb.ChampionshipSettings) -> NewChampionship:
     """:raises ServiceError: INVALID_ARGUMENT for a field too long or rules unknown."""
     return NewChampionship(
-        name=inputs.check_length("display_name", message.display_name, 60,
-                                 "INVALID_CHAMPIONSHIP"),
+        name=names.clean(message.display_name, CHAMPIONSHIP_NAME_MAX, required=False,
+                         is_reserved_checked=False),
         rounds=message.rounds,
         preset=inputs.check_length("preset", message.preset, inputs.PRESET_MAX,
                                    "INVALID_RULES"),

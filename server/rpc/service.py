@@ -14,7 +14,7 @@ import structlog
 from copas.v1 import copas_pb2, copas_pb2_grpc
 from prometheus_client.core import GaugeMetricFamily
 
-from server import codec
+from server import codec, names
 from server.accounts.service import Accounts
 from server.errors import ServiceError
 from server.observability import gauges
@@ -109,7 +109,8 @@ class CopasService(copas_pb2_grpc.CopasServiceServicer):
         # A request that seats its caller has a secret id, as a JoinTable's: it gets the token.
         request_id = _request_id(request, JOIN_REQUEST_ID_MIN if is_seating else 0,
                                  is_secret=is_seating)
-        name = inputs.display_name(request.display_name, inputs.TABLE_NAME_MAX, required=False)
+        name = names.clean(request.display_name, names.TABLE_MAX, required=False,
+                           is_reserved_checked=False)
         # The person's name is checked before any table is made: a refusal leaves none.
         person, account_id = await self._person(request.player_display_name) \
             if is_seating else ("", "")
@@ -182,8 +183,7 @@ class CopasService(copas_pb2_grpc.CopasServiceServicer):
         found = caller()
         account = await self.accounts.authenticate_digest(found.token_hash) \
             if found.has_access_token and found.token_hash is not None else None
-        name = inputs.display_name(display_name, inputs.PLAYER_NAME_MAX,
-                                   required=account is None) or \
+        name = names.person(display_name, required=account is None) or \
             (account.display_name if account is not None else "")
         return name, account.id if account is not None else ""
 
@@ -352,11 +352,27 @@ class CopasService(copas_pb2_grpc.CopasServiceServicer):
             raise ServiceError.invalid("record_id is required", "MISSING_RECORD_ID")
         inputs.check_length("record_id", request.record_id, inputs.ID_MAX)
         record = await asyncio.to_thread(self.records.get, request.record_id)
-        return field(1, record)  # GetGameRecordResponse.record, stored serialized
+        moved = await self.accounts.game_ratings(request.record_id)
+        ratings = copas_pb2.GameRecord(ratings=[
+            copas_pb2.SeatRating(
+                seat=u.seat, mu_before=u.before.mu, sigma_before=u.before.sigma,
+                games_before=u.before.games, mu_after=u.after.mu, sigma_after=u.after.sigma,
+                games_after=u.after.games, rating_before=u.before.shown,
+                rating_after=u.after.shown, opponents=u.opponents)
+            for u in moved])
+        # GetGameRecordResponse.record: the stored record, its ratings appended (a message's
+        # fields may come in any order; repeated ones concatenate).
+        return field(1, record + ratings.SerializeToString())
 
     async def ListGameRecords(self, request: copas_pb2.ListGameRecordsRequest,
                               context: Context) -> copas_pb2.ListGameRecordsResponse:
         if request.account_id:
+            me = caller()
+            account = await self.accounts.authenticate_digest(me.token_hash) \
+                if me.has_access_token and me.token_hash is not None else None
+            if account is None or account.id != request.account_id:
+                raise ServiceError.denied("an account's games are listed for that account "
+                                          "only, signed in", "NOT_YOUR_ACCOUNT")
             return await self._records_of(request)
         rows, token = await asyncio.to_thread(self.records.page, request.page_size,
                                               _page_token(request))

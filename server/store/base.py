@@ -139,6 +139,17 @@ class SeatRecord:
     has_acted: bool = True
     """Its person made a move of their own in the game (False: a no-show, whose every move
     the server made; a championship ranks them with the leavers)."""
+    own_cards: int = 0
+    """Cards its person played themselves (not on a timeout, while away or after leaving)."""
+    cards: int = 0
+    """Cards the seat played in all (its person's, and those played for it)."""
+    network: str = ""
+    """Its signed-in person's network tag (``server.tokens.network_tag``; "" unknown). Kept,
+    never shown: a public record says only whom each rated seat was rated against."""
+    player: str = ""
+    """The per-game pseudonym of its account (``server.tokens.pseudonym``; "" for an
+    anonymous seat or a bot): what a public record calls it, kept when the account is
+    deleted."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -213,15 +224,14 @@ class RecordSummary:
     rating: str = "people"
     """Its table's rating rule."""
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self, *, is_public: bool = False) -> dict[str, Any]:
+        """The JSON form this server keeps; ``is_public``: the form everyone may read, whose
+        seats name no account and no network (a pseudonym per game instead)."""
         return {"record_id": self.record_id, "table_id": self.table_id,
                 "display_name": self.display_name, "preset": self.preset,
                 "created": self.created, "finished": self.finished, "seed": self.seed,
                 "rules": self.rules.to_dict(),
-                "seats": [{"seat": s.seat, "name": s.name, "is_bot": s.is_bot,
-                           **({"account": s.account_id} if s.account_id else {}),
-                           **({} if s.has_acted else {"acted": False})}
-                          for s in self.seats],
+                "seats": [_seat_dict(s, is_public) for s in self.seats],
                 "result": self.result.to_dict(),
                 **({"rating": self.rating} if self.rating != "people" else {})}
 
@@ -234,7 +244,10 @@ class RecordSummary:
                        float(data["created"]), float(data["finished"]), data["seed"],
                        Rules.from_dict(_object(data["rules"], "rules")),
                        tuple(SeatRecord(int(s["seat"]), str(s["name"]), bool(s["is_bot"]),
-                                        str(s.get("account", "")), s.get("acted") is not False)
+                                        str(s.get("account", "")), s.get("acted") is not False,
+                                        int(s.get("own", 0)), int(s.get("cards", 0)),
+                                        str(s.get("net", "")),
+                                        str(s.get("player", "")))
                              for s in data["seats"]),
                        GameResult.from_dict(_object(data["result"], "result")),
                        str(data.get("rating", "people")))
@@ -249,6 +262,15 @@ class RecordSummary:
         return cls.from_dict(_object(json.loads(text), "record summary"))
 
 
+def _seat_dict(seat: SeatRecord, is_public: bool) -> dict[str, Any]:
+    return {"seat": seat.seat, "name": seat.name, "is_bot": seat.is_bot,
+            **({"account": seat.account_id} if seat.account_id and not is_public else {}),
+            **({"player": seat.player} if seat.player else {}),
+            **({} if seat.has_acted else {"acted": False}),
+            **({"own": seat.own_cards, "cards": seat.cards} if not seat.is_bot else {}),
+            **({"net": seat.network} if seat.network and not is_public else {})}
+
+
 @dataclass(frozen=True, slots=True)
 class GameRecord:
     """A finished game: replayable by the engine (rules, seed, actions) and carrying its
@@ -257,14 +279,15 @@ class GameRecord:
     summary: RecordSummary
     actions: tuple[Action, ...]
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self, *, is_public: bool = False) -> dict[str, Any]:
         """The record's JSON form: ``engine.record.to_record``'s (what ``copas replay``
-        reads) with the summary's fields beside it."""
+        reads) with the summary's fields beside it (``is_public``: as everyone may read it,
+        see ``RecordSummary.to_dict``)."""
         return {"format": RECORD_FORMAT, "actions": [action_to_json(a) for a in self.actions],
-                **self.summary.to_dict()}
+                **self.summary.to_dict(is_public=is_public)}
 
-    def to_json(self) -> str:
-        return json.dumps(self.to_dict(), separators=(",", ":"))
+    def to_json(self, *, is_public: bool = False) -> str:
+        return json.dumps(self.to_dict(is_public=is_public), separators=(",", ":"))
 
     @classmethod
     def from_json(cls, text: str) -> GameRecord:
@@ -409,7 +432,12 @@ class Storage(Protocol):
         """The tables to rebuild at start."""
 
     def get_record(self, record_id: str) -> bytes | None:
-        """A finished game as a serialized copas.v1.GameRecord (with its JSON)."""
+        """A finished game as a serialized copas.v1.GameRecord (with its JSON), as everyone
+        may read it (no account, no network: ``RecordSummary.to_dict(is_public=True)``)."""
+
+    def get_kept_record(self, record_id: str) -> GameRecord | None:
+        """A finished game as this server keeps it (its seats' accounts and networks too),
+        for the server's own use only."""
 
     def list_records(self, limit: int, before: tuple[float, str] | None
                      ) -> list[RecordSummary]:

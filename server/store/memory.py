@@ -31,7 +31,7 @@ class MemoryStore:
     def __init__(self) -> None:
         self._batch: Batch[Write] = Batch()
         self._counters: dict[str, int] = {}
-        self._records: dict[str, tuple[RecordSummary, bytes]] = {}
+        self._records: dict[str, tuple[RecordSummary, bytes, GameRecord]] = {}
         self._failure: StorageFailed | None = None
         self._failed = asyncio.Event()
         self.commits = 0
@@ -74,7 +74,7 @@ class MemoryStore:
     def finish_table(self, table_id: str, record: GameRecord) -> None:
         self._queue(FinishTable(table_id, record))
         summary = record.summary
-        self._records[summary.record_id] = (summary, record_message(record))
+        self._records[summary.record_id] = (summary, record_message(record), record)
         while len(self._records) > MEMORY_RECORDS:
             del self._records[min(self._records, key=lambda r: self._records[r][0].finished)]
 
@@ -82,7 +82,7 @@ class MemoryStore:
         self._queue(RewriteRecord(record))
         summary = record.summary
         if summary.record_id in self._records:
-            self._records[summary.record_id] = (summary, record_message(record))
+            self._records[summary.record_id] = (summary, record_message(record), record)
 
     def release_table(self, table_id: str) -> None:
         self._queue(ReleaseTable(table_id))
@@ -109,9 +109,13 @@ class MemoryStore:
         found = self._records.get(record_id)
         return found[1] if found else None
 
+    def get_kept_record(self, record_id: str) -> GameRecord | None:
+        found = self._records.get(record_id)
+        return found[2] if found else None
+
     def list_records(self, limit: int, before: tuple[float, str] | None
                      ) -> list[RecordSummary]:
-        rows = sorted((s for s, _ in self._records.values()),
+        rows = sorted((s for s, _, _ in self._records.values()),
                       key=lambda s: (-s.finished, s.record_id))
         if before is not None:
             rows = [s for s in rows if (-s.finished, s.record_id) > (-before[0], before[1])]
@@ -119,7 +123,7 @@ class MemoryStore:
 
     def prune_records(self, keep: int, max_age: float, now: float) -> int:
         rows = sorted(self._records.values(), key=lambda r: -r[0].finished)
-        doomed = [s.record_id for i, (s, _) in enumerate(rows)
+        doomed = [s.record_id for i, (s, _, _) in enumerate(rows)
                   if (keep and i >= keep) or (max_age and s.finished < now - max_age)]
         for record_id in doomed:
             del self._records[record_id]

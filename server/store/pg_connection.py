@@ -14,8 +14,11 @@ T = TypeVar("T")
 
 
 class PgConnection:
-    def __init__(self, dsn: str, schema: str, lock_key: int, what: str) -> None:
-        """``what``: whose database, as an outage's message names it ("the accounts'")."""
+    def __init__(self, dsn: str, schema: str, lock_key: int, what: str,
+                 prepare: Callable[[Any], None] | None = None) -> None:
+        """``what``: whose database, as an outage's message names it ("the accounts'");
+        ``prepare(connection)``: the schema's migrations, after ``schema`` in the same
+        transaction under the lock (it may raise ``StoreUnusable``)."""
         import psycopg
 
         self._dsn, self._what = dsn, what
@@ -25,6 +28,8 @@ class PgConnection:
             for statement in schema.split(";"):
                 if statement.strip():
                     self._db.execute(statement)
+            if prepare is not None:
+                prepare(self._db)
         self._lock = threading.Lock()
 
     def close(self) -> None:

@@ -30,6 +30,7 @@ from server.store.base import (
     CreateTable,
     DeleteEntry,
     FinishTable,
+    GameRecord,
     RecordSummary,
     ReleaseTable,
     RewriteRecord,
@@ -42,11 +43,19 @@ from server.store.base import (
 )
 from server.store.group_commit import CommitObserver, GroupCommitStore
 from server.store.records import record_message, record_message_of_json
-from server.store.sqlite import SCHEMA_VERSION
 
-# The same versions as the SQLite store's migrations (server/store/sqlite.py): version n means the
-# same tables and columns in both; version 4 adds what a cluster needs.
-MIGRATIONS: tuple[str, ...] = (
+
+def _records_made_public(db: Any) -> None:
+    """8: a record as everyone may read it names no account (a per-game pseudonym instead):
+    the served copy of each kept record is made again from the record."""
+    for record_id, record in db.execute("SELECT record_id, record FROM records").fetchall():
+        db.execute("UPDATE records SET record_pb = %s WHERE record_id = %s",
+                   (record_message(GameRecord.from_json(record)), record_id))
+
+
+# Versions 1 to 3 are the SQLite store's first three (server/store/sqlite.py): the same tables
+# and columns; from 4 on, each store has its own steps (4 to 7 here: what a cluster needs).
+MIGRATIONS: tuple[str | Callable[[Any], None], ...] = (
     """
     CREATE TABLE tables (table_id text PRIMARY KEY, created double precision NOT NULL,
                          meta text NOT NULL, status text NOT NULL DEFAULT 'open');
@@ -100,9 +109,9 @@ MIGRATIONS: tuple[str, ...] = (
     """
     ALTER TABLE nodes ADD COLUMN public_address text NOT NULL DEFAULT '';
     """,
+    _records_made_public,
 )
 PG_SCHEMA_VERSION = len(MIGRATIONS)
-assert PG_SCHEMA_VERSION >= SCHEMA_VERSION
 
 
 @dataclass(frozen=True)
@@ -247,7 +256,11 @@ class PgStore(GroupCommitStore[Write | ClusterWrite]):
                 raise StoreUnusable(f"the database has schema version {version}; this "
                                     f"server knows up to {PG_SCHEMA_VERSION}: run a newer Copas")
             for step in range(version, PG_SCHEMA_VERSION):
-                for statement in MIGRATIONS[step].split(";"):
+                migration = MIGRATIONS[step]
+                if callable(migration):
+                    migration(db)
+                    continue
+                for statement in migration.split(";"):
                     if statement.strip():
                         db.execute(statement)
             db.execute("INSERT INTO copas VALUES ('schema_version', %s) ON CONFLICT (key) "
@@ -373,6 +386,12 @@ class PgStore(GroupCommitStore[Write | ClusterWrite]):
         if row is None:
             return None
         return bytes(row[0]) if row[0] is not None else record_message_of_json(row[1])
+
+    def get_kept_record(self, record_id: str) -> GameRecord | None:
+        with self.reading() as db:
+            row = db.execute("SELECT record FROM records WHERE record_id = %s",
+                                   (record_id,)).fetchone()
+        return None if row is None else GameRecord.from_json(row[0])
 
     def list_records(self, limit: int, before: tuple[float, str] | None
                      ) -> list[RecordSummary]:

@@ -26,7 +26,7 @@ def record_to_pb(summary: RecordSummary, record: GameRecord | None = None
     for seat in summary.seats:
         message.seats.add(seat=seat.seat, display_name=seat.name, is_taken=True,
                           is_bot=seat.is_bot, has_left=seat.seat in left,
-                          total=result.totals[seat.seat])
+                          total=result.totals[seat.seat], player_id=seat.player)
     for hand in result.hands:
         h = message.hands.add(hand_number=hand.hand_number,
                               pass_direction=codec.DIRECTION_TO_PB[hand.pass_direction],
@@ -40,7 +40,7 @@ def record_to_pb(summary: RecordSummary, record: GameRecord | None = None
         message.leavers.add(seat=lv.seat, hand_number=lv.hand_number,
                             trick_number=lv.trick_number)
     if record is not None:
-        message.record_json = record.to_json()
+        message.record_json = record.to_json(is_public=True)
         message.action_count = len(record.actions)
     return message
 

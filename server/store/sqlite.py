@@ -14,6 +14,7 @@ import fcntl
 import os
 import sqlite3
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import structlog
@@ -25,6 +26,7 @@ from server.store.base import (
     CreateTable,
     DeleteEntry,
     FinishTable,
+    GameRecord,
     RecordSummary,
     ReleaseTable,
     RewriteRecord,
@@ -38,10 +40,20 @@ from server.store.records import record_message, record_message_of_json
 
 log = structlog.get_logger("copas.store")
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
-# Each migration takes the schema from version i to i + 1 (index 0: from nothing to 1).
-MIGRATIONS: tuple[str, ...] = (
+
+def _records_made_public(db: sqlite3.Connection) -> None:
+    """4: a record as everyone may read it names no account (a per-game pseudonym instead):
+    the served copy of each kept record is made again from the record."""
+    for record_id, record in db.execute("SELECT record_id, record FROM records").fetchall():
+        db.execute("UPDATE records SET record_pb = ? WHERE record_id = ?",
+                   (record_message(GameRecord.from_json(record)), record_id))
+
+
+# Each migration takes the schema from version i to i + 1 (index 0: from nothing to 1): SQL
+# statements, or a function run in the migration's transaction.
+MIGRATIONS: tuple[str | Callable[[sqlite3.Connection], None], ...] = (
     # 1: the first layout (written before the schema had a version).
     """
     CREATE TABLE IF NOT EXISTS tables (
@@ -79,6 +91,7 @@ MIGRATIONS: tuple[str, ...] = (
     """
     ALTER TABLE records ADD COLUMN record_pb BLOB;
     """,
+    _records_made_public,
 )
 _V1_TABLES = {"tables", "log", "records"}
 
@@ -179,14 +192,18 @@ class SqliteStore(GroupCommitStore[Write]):
         db.execute("PRAGMA synchronous=FULL")
         if version == 0 and not names:
             version = 1  # a new database: version 1's tables, then the migrations
-            db.executescript(MIGRATIONS[0])
+            db.executescript(str(MIGRATIONS[0]))
         elif version == 0:
             version = 1  # written before the schema had a version: it is version 1
         for step in range(version, SCHEMA_VERSION):
             db.execute("BEGIN")
-            for statement in MIGRATIONS[step].split(";"):
-                if statement.strip():
-                    db.execute(statement)
+            migration = MIGRATIONS[step]
+            if callable(migration):
+                migration(db)
+            else:
+                for statement in migration.split(";"):
+                    if statement.strip():
+                        db.execute(statement)
             db.execute(f"PRAGMA user_version = {step + 1}")
             db.execute("COMMIT")
         # A write at start: a store we cannot write to stops the start, not the first move.
@@ -273,6 +290,12 @@ class SqliteStore(GroupCommitStore[Write]):
         if row is None:
             return None
         return bytes(row[0]) if row[0] is not None else record_message_of_json(row[1])
+
+    def get_kept_record(self, record_id: str) -> GameRecord | None:
+        with self._lock:
+            row = self._db.execute("SELECT record FROM records WHERE record_id = ?",
+                                   (record_id,)).fetchone()
+        return None if row is None else GameRecord.from_json(row[0])
 
     def list_records(self, limit: int, before: tuple[float, str] | None
                      ) -> list[RecordSummary]:

@@ -42,6 +42,9 @@ class Joined:
     """The signed-in account that took the seat ("" for an anonymous person)."""
     address: str = ""
     """An anonymous person's address at a quick-match table, one seat each ("" otherwise)."""
+    network: str = ""
+    """A signed-in person's network, as a tag of this table (``network_tag``): seats of one
+    network do not rate each other (RULES.md, "Rated games"); "" when not known."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,6 +141,8 @@ def dumps(entry: Entry) -> str:
                 data["acct"] = entry.account_id
             if entry.address:
                 data["addr"] = entry.address
+            if entry.network:
+                data["net"] = entry.network
         case Acted():
             data = {"k": "act", "seq": entry.seq, "a": action_to_json(entry.action),
                     "by": entry.by}
@@ -172,7 +177,7 @@ def loads(text: str) -> Entry:
             return Joined(seq, int(data["seat"]), str(data["name"]), str(data["token"]),
                           str(data.get("rk", "")), str(data.get("fp", "")),
                           str(data.get("sealed", "")), at, str(data.get("acct", "")),
-                          str(data.get("addr", "")))
+                          str(data.get("addr", "")), str(data.get("net", "")))
         if kind == "act":
             return Acted(seq, action_from_json(data["a"]), str(data["by"]),
                          str(data.get("rid", "")), str(data.get("fp", "")), at)

@@ -42,9 +42,8 @@ class Seat:
     """One seat: who holds it (a bot, or a person known by their token's hash)."""
 
     __slots__ = ("account_id", "address", "has_acted", "has_streamed", "holds_slot", "is_away",
-                 "is_bot",
-                 "is_taken", "join_key", "log_n", "name", "number", "requests",
-                 "reserved_until", "timeouts_in_row", "token_hash")
+                 "is_bot", "is_taken", "join_key", "log_n", "name", "network", "number",
+                 "own_cards", "requests", "reserved_until", "timeouts_in_row", "token_hash")
 
     def __init__(self, number: int) -> None:
         self.number = number
@@ -63,6 +62,8 @@ class Seat:
         self.is_away = False
         self.timeouts_in_row = 0
         self.has_acted = False  # its person made a move of their own (a no-show's never does)
+        self.own_cards = 0  # cards its person played themselves (not on a timeout, away, left)
+        self.network = ""  # its signed-in person's network tag (Joined.network)
         # request_id -> its first answer, for retries
         self.requests: Bounded[str, Remembered] = Bounded(REQUEST_MEMORY)
 
@@ -187,7 +188,7 @@ class Seats(Sequence[Seat]):
 
     def seat_person(self, number: int, name: str, token_hash: str, log_n: int,
                     join_key: str = "", fingerprint: str = "", sealed_token: str = "",
-                    account_id: str = "", address: str = "") -> Seat:
+                    account_id: str = "", address: str = "", network: str = "") -> Seat:
         """A person (signed in as ``account_id``, or anonymous from ``address`` at a
         quick-match table) sits at the free seat ``number`` (its join at ``log_n`` in the
         log) and takes a slot; ``join_key`` (with the request's fingerprint and sealed token)
@@ -198,7 +199,7 @@ class Seats(Sequence[Seat]):
             seat.is_taken, seat.is_bot, seat.name, seat.log_n = True, True, name, log_n
             return seat
         seat.is_taken, seat.name, seat.token_hash, seat.log_n = True, name, token_hash, log_n
-        seat.account_id, seat.address = account_id, address
+        seat.account_id, seat.address, seat.network = account_id, address, network
         seat.holds_slot, seat.has_acted = True, False
         self._slots.slot_taken()
         if join_key:
@@ -221,10 +222,12 @@ class Seats(Sequence[Seat]):
         seat.has_streamed = True
         return seat.reserved_until is not None
 
-    def acted(self, number: int) -> None:
-        """The person acted: not away, no timeout in a row, not a no-show."""
+    def acted(self, number: int, *, is_card: bool = False) -> None:
+        """The person acted (``is_card``: played a card): not away, no timeout in a row, not a
+        no-show."""
         seat = self._seats[number]
         seat.is_away, seat.timeouts_in_row, seat.has_acted = False, 0, True
+        seat.own_cards += is_card
 
     def timed_out(self, number: int, *, is_away_play: bool) -> None:
         """The seat's turn was played for it: by its clock (away after two in a row), or at

@@ -27,7 +27,7 @@ from typing import TypeVar
 import structlog
 from copas.v1 import copas_pb2
 
-from engine import Action, EngineError, Game, Leave
+from engine import Action, EngineError, Game, Leave, PlayCard
 from engine import actions as ev
 from server import codec, tokens
 from server.config import TableSettings
@@ -58,6 +58,7 @@ from server.tables.ports import TableHost, TableLog
 from server.tables.presence import Presence
 from server.tables.seats import Reservations, Seats, bot_joined, revoked
 from server.tables.timers import AwayTurns, TableTimers, TurnClock, Watchdog
+from server.tokens import network_tag
 
 log = structlog.get_logger("copas.table")
 
@@ -276,7 +277,8 @@ class Table:
             self._seat_person(Joined(self.sequence, seat.number, name,
                                      tokens.hash_token(token), key, fingerprint, sealed,
                                      self._step_time, account_id,
-                                     address if self.meta.is_quick and not account_id else ""))
+                                     address if self.meta.is_quick and not account_id else "",
+                                     network_tag(self.id, address) if account_id else ""))
             return seat.number, token
         return self._step(seat_them)
 
@@ -287,7 +289,7 @@ class Table:
             raise ReplayMismatch(f"seat {entry.seat} is taken")
         self.seats.seat_person(entry.seat, entry.name, entry.token_hash, self._log(entry),
                                entry.request_key, entry.fingerprint, entry.sealed_token,
-                               entry.account_id, entry.address)
+                               entry.account_id, entry.address, entry.network)
         if self.meta.is_quick:
             self._reservations.reserve(entry.seat, self._step_time, is_live=not self.is_replaying)
         self._host.token_issued(entry.token_hash, self.id, entry.seat, entry.request_key)
@@ -481,7 +483,7 @@ class Table:
             raise from_engine(error) from None
         self._log(Acted(seq, action, "player", request_id, fingerprint, self._step_time))
         self._watchdog.person_acted()
-        self.seats.acted(seat)
+        self.seats.acted(seat, is_card=isinstance(action, PlayCard))
         if is_leave:
             if not self.is_replaying:
                 self.metrics.leavers.inc()

@@ -12,9 +12,10 @@ from typing import Protocol
 
 from copas.v1 import copas_pb2
 
-from engine import Game, PassDirection, Phase, Rules, private_view, public_view
+from engine import Game, PassDirection, Phase, PlayCard, Rules, private_view, public_view
 from server import codec
 from server.store.base import GameRecord, GameResult, RecordSummary, SeatRecord
+from server.tokens import pseudonym
 from server.wire import duration, field, timestamp, varint
 
 
@@ -33,6 +34,10 @@ class SeatFacts(Protocol):
     def account_id(self) -> str: ...
     @property
     def has_acted(self) -> bool: ...
+    @property
+    def own_cards(self) -> int: ...
+    @property
+    def network(self) -> str: ...
 
 
 class TableFacts(Protocol):
@@ -92,10 +97,16 @@ def record(table: RecordFacts) -> GameRecord:
     its result, seats and times."""
     game = table.game
     assert game is not None and table.finished_at is not None
+    cards = [0] * len(table.seats)
+    for action in game.actions:
+        if isinstance(action, PlayCard):
+            cards[action.seat] += 1
     summary = RecordSummary(
         record_id=table.id, table_id=table.id, display_name=table.name, preset=table.preset,
         created=table.created, finished=table.finished_at, seed=table.seed, rules=table.rules,
-        seats=tuple(SeatRecord(s.number, s.name, s.is_bot, s.account_id, s.is_bot or s.has_acted)
+        seats=tuple(SeatRecord(s.number, s.name, s.is_bot, s.account_id, s.is_bot or s.has_acted,
+                               s.own_cards, cards[s.number], s.network,
+                               pseudonym(table.id, s.account_id) if s.account_id else "")
                     for s in table.seats),
         result=GameResult.of(game), rating=table.rating)
     return GameRecord(summary, tuple(game.actions))

@@ -331,3 +331,39 @@ class PlayStream:
         self.call.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await self.task
+
+
+async def play_out(stub: copas_pb2_grpc.CopasServiceStub, table_id: str,
+                   tokens: dict[int, str], stop: Callable[[copas_pb2.TableView], bool]
+                   = lambda view: False) -> copas_pb2.TableView:
+    """Play every seat of ``tokens`` by its own hand through unary calls, reading each seat's
+    view: the first three legal cards to pass, the first legal card to play, "add to the
+    others" at a moon; other seats (bots, absent people) are left to the server. Until the
+    game is over (or ``stop(view)``); returns the last view read."""
+    while True:
+        acted = False
+        for seat, token in tokens.items():
+            view = (await stub.GetView(copas_pb2.GetViewRequest(table_id=table_id),
+                                       metadata=auth(token))).view
+            if view.phase == copas_pb2.PHASE_GAME_OVER or stop(view):
+                return view
+            if seat not in view.to_act or view.HasField("paused_until"):
+                continue
+            meta = auth(token)
+            try:
+                if view.phase == copas_pb2.PHASE_PASSING:
+                    await stub.PassCards(copas_pb2.PassCardsRequest(
+                        table_id=table_id, cards=list(view.legal_cards[:3])), metadata=meta)
+                elif view.phase == copas_pb2.PHASE_PLAYING:
+                    await stub.PlayCard(copas_pb2.PlayCardRequest(
+                        table_id=table_id, card=view.legal_cards[0]), metadata=meta)
+                elif view.phase == copas_pb2.PHASE_MOON_CHOICE:
+                    await stub.ChooseMoon(copas_pb2.ChooseMoonRequest(
+                        table_id=table_id, choice=copas_pb2.MOON_CHOICE_ADD_TO_OTHERS),
+                        metadata=meta)
+                acted = True
+            except grpc.aio.AioRpcError as error:  # the table moved on meanwhile (a timer)
+                if error.code() != grpc.StatusCode.FAILED_PRECONDITION:
+                    raise
+        if not acted:
+            await asyncio.sleep(0.01)  # a bot's or a timer's turn: the server acts

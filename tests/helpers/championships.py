@@ -108,15 +108,19 @@ class BotPlayer:
 
 
 def recomputed(championship: championships_pb2.Championship,
-               records: dict[str, dict[str, Any]], players: list[str]) -> list[Standing]:
-    """The standings from the game records alone (each record's seats, accounts, totals and
-    leavers) and the championship's seed, revealed at its end."""
+               records: dict[str, dict[str, Any]], players: list[str],
+               names: dict[str, str]) -> list[Standing]:
+    """The standings from the game records alone (each record's seats, by the names of the
+    registered ``players``, ``names``: a record names no account; totals and leavers) and the
+    championship's seed, revealed at its end."""
+    by_name = {name: account for account, name in names.items()}
     results = []
     for round_ in championship.rounds:
         for table in round_.tables:
             record = records[table.table_id]
             seats = sorted(record["seats"], key=lambda s: s["seat"])
-            by_seat = tuple(s["account"] for s in seats)
+            assert all("account" not in s for s in seats)
+            by_seat = tuple(by_name[s["name"]] for s in seats)
             results.append(GameResult(
                 round_.round_number, table.table_number, by_seat,
                 tuple(record["result"]["totals"]),

@@ -57,14 +57,17 @@ def free_port() -> int:
 def config_for_tests(**options: Any) -> Any:
     """A configuration for tests: loopback, any free port, no metrics, no web page, the
     in-memory store, no per-client quotas (a test of quotas sets its own), bots at full
-    speed (a test of their pace sets ``bot_pace``), cheap password hashes and every event
-    sent to spectators as it comes (a test of coalescing sets ``spectator_tick``)."""
+    speed (a test of their pace sets ``bot_pace``), cheap password hashes, every event
+    sent to spectators as it comes (a test of coalescing sets ``spectator_tick``) and games
+    between people of one network rated (the tests' people all come from loopback; a test
+    of that rule sets ``rate_one_network=False``)."""
     from server.config import Config, unlimited
 
     base = unlimited(Config(listen="127.0.0.1:0", metrics_port=0, web_port=0, data_dir="memory",
                             bot_table_pace=0.0005, bot_pace=0.0, quota_penalty=0.0,
                             min_timeout=0.01, bot_policy="auto", bot_workers=0, spectator_tick=0.0,
-                            password_time_cost=1, password_memory_kib=8))
+                            password_time_cost=1, password_memory_kib=8,
+                            rate_one_network=True))
     server_dsn = os.environ.get(TEST_DATABASE)
     if server_dsn and "database" not in options:  # the suite run against PostgreSQL
         data_dir = options.get("data_dir", "memory")

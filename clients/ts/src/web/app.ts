@@ -420,8 +420,8 @@ async function openTable(setup: Setup, button?: HTMLButtonElement): Promise<void
         {
           preset: setup.preset,
           botSeats: 3 - setup.friends,
-          // Games against the page's bots count too: each bot an opponent of a fixed rating.
-          rating: "with_bots",
+          // The server's default rule: rated only when every seat is a signed-in person who
+          // plays (a table with bots never is).
           displayName: `${playerName()}'s table`.slice(0, 64),
           playerDisplayName,
           requestId: requestId(),
