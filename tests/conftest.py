@@ -86,7 +86,7 @@ TIERS = {
     "test_hostile_clients_and_faults.py": PROCESS, "test_ops.py": PROCESS,
     "test_server_bots.py": PROCESS, "test_server_process.py": PROCESS,
     "test_ts_client.py": PROCESS, "test_web_bridge.py": PROCESS,
-    "test_web_connections.py": PROCESS,
+    "test_web_connections.py": PROCESS, "test_wheel.py": PROCESS,
     "test_cluster.py": CLUSTER, "test_cluster_admin.py": CLUSTER,
     "test_cluster_as_one_server.py": CLUSTER, "test_cluster_owner.py": CLUSTER,
     "test_store_contract.py": CLUSTER, "test_championship_store.py": CLUSTER,
