@@ -4,7 +4,7 @@ and forgets the oldest first when a new key would pass it."""
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Iterator, MutableMapping
+from collections.abc import ItemsView, Iterator, MutableMapping, ValuesView
 from typing import TypeVar
 
 K = TypeVar("K")
@@ -14,7 +14,8 @@ V = TypeVar("V")
 class Bounded(MutableMapping[K, V]):
     """At most ``limit`` keys, oldest first. Writing a key makes it the newest; so does
     reading one when ``is_lru`` (a least-recently-used cache). When a write would hold more
-    than ``limit`` keys, the oldest go (``in`` and iteration move nothing)."""
+    than ``limit`` keys, the oldest go (``in`` and iteration, of keys, values or items, move
+    nothing)."""
 
     __slots__ = ("_items", "is_lru", "limit")
 
@@ -45,6 +46,12 @@ class Bounded(MutableMapping[K, V]):
 
     def __iter__(self) -> Iterator[K]:
         return iter(self._items)
+
+    def values(self) -> ValuesView[V]:
+        return self._items.values()  # (Mapping's would read each key: an LRU one moves it)
+
+    def items(self) -> ItemsView[K, V]:
+        return self._items.items()
 
     def __len__(self) -> int:
         return len(self._items)

@@ -29,6 +29,14 @@ def test_reads_move_nothing_unless_it_is_lru() -> None:
     assert list(lru) == ["a", "c"]  # "b" was the least recently used ("in" is no use)
 
 
+def test_iterating_an_lru_ones_values_or_items_moves_nothing() -> None:
+    lru: Bounded[str, int] = Bounded(3, is_lru=True)  # its values() once raised "OrderedDict
+    lru["a"], lru["b"], lru["c"] = 1, 2, 3  # mutated during iteration" (each read moved a key)
+    assert list(lru.values()) == [1, 2, 3] and list(lru.items()) == [("a", 1), ("b", 2), ("c", 3)]
+    lru["d"] = 4
+    assert list(lru) == ["b", "c", "d"]
+
+
 def test_keys_can_go_before_their_time() -> None:
     memory: Bounded[str, int] = Bounded(2)
     memory["a"] = 1
