@@ -243,6 +243,12 @@ class Config:
                                            "it again)")
     password_time_cost: int = flag(3, "argon2id passes per password hash")
     password_memory_kib: int = flag(65536, "argon2id memory per password hash, in KiB")
+    password_checks_per_address: int = flag(4, "password sign-ins, sign-ups and links of one "
+                                               "address waiting for their argon2 hash (2 hashes "
+                                               "at once, given to the addresses waiting in "
+                                               "turn; 32 wait in all); beyond, its new ones "
+                                               "are refused at once (RESOURCE_EXHAUSTED "
+                                               "TOO_MANY_SIGN_INS)", is_quota=True)
     # Championships (copas.v1.ChampionshipService).
     championships_per_account: int = flag(1, "championships not yet over an account may have "
                                              "created (0: only operators create them)")

@@ -1,6 +1,6 @@
 """The accounts of a server, from its configuration: their store (memory, SQLite beside the
-tables in ``--data-dir``, or the cluster's PostgreSQL), the password hasher, the trusted OIDC
-issuers and the attempt limits."""
+tables in ``--data-dir``, or the cluster's PostgreSQL), the password hasher and its turns, the
+trusted OIDC issuers and the attempt limits."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from typing import Protocol
 
 from server.accounts.attempts import SignInAttempts
 from server.accounts.credentials import PasswordParameters, Passwords
+from server.accounts.hashing import PasswordWork
 from server.accounts.model import AccountStore, MemoryAccountStore
 from server.accounts.oidc import OidcIssuer, OidcVerifier
 from server.accounts.service import Accounts
@@ -61,4 +62,5 @@ def build_accounts(config: Config, store: AccountStore) -> Accounts:
     return Accounts(store, time.time, passwords=passwords, verifier=verifier,
                     attempts=SignInAttempts(time.monotonic),
                     access_ttl=config.access_token_seconds,
-                    refresh_ttl=config.refresh_token_days * 86400.0)
+                    refresh_ttl=config.refresh_token_days * 86400.0,
+                    password_work=PasswordWork(per_address=config.password_checks_per_address))

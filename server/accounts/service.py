@@ -9,9 +9,8 @@ Every refusal is a ``ServiceError`` with its reason; a refused call changed noth
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import secrets
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from server.accounts.attempts import SignInAttempts
@@ -23,6 +22,7 @@ from server.accounts.credentials import (
     new_refresh_token,
     username_key,
 )
+from server.accounts.hashing import PasswordWork
 from server.accounts.model import (
     Account,
     AccountStore,
@@ -42,8 +42,6 @@ from server.tokens import hash_token
 
 ACCESS_TTL = 15 * 60.0  # seconds an access token works
 REFRESH_TTL = 30 * 86400.0  # seconds a refresh token works (each refresh starts it again)
-HASHES_AT_ONCE = 2  # argon2 hashes computed at once (each on a thread, 64 MiB)
-HASHES_WAITING = 32  # more password sign-ins waiting than this are refused at once
 ACTIVE_SECONDS = 900.0  # an account signed in or seen within this is active
 ACTIVE_KEPT = 100_000  # accounts remembered as recently seen (the least recent forgotten)
 
@@ -103,7 +101,8 @@ def _banned() -> ServiceError:
 class Accounts:
     def __init__(self, store: AccountStore, clock: Callable[[], float], *,
                  passwords: Passwords, verifier: OidcVerifier, attempts: SignInAttempts,
-                 access_ttl: float = ACCESS_TTL, refresh_ttl: float = REFRESH_TTL) -> None:
+                 access_ttl: float = ACCESS_TTL, refresh_ttl: float = REFRESH_TTL,
+                 password_work: PasswordWork | None = None) -> None:
         self._store = store
         self._clock = clock
         self._passwords = passwords
@@ -112,8 +111,7 @@ class Accounts:
         self._access_ttl = access_ttl
         self._refresh_ttl = refresh_ttl
         self._seen: Bounded[str, float] = Bounded(ACTIVE_KEPT, is_lru=True)  # id -> last use
-        self._hashing = asyncio.Semaphore(HASHES_AT_ONCE)
-        self._hashes_waiting = 0
+        self.password_work = password_work or PasswordWork()  # argon2's turns, per address
 
     # ------------------------------------------------------------ sign-in
 
@@ -130,12 +128,12 @@ class Accounts:
             return await self.sign_in_device(secret, display_name)
         return await self._start(account, is_new=True)
 
-    async def sign_up_password(self, username: str, password: str, display_name: str
-                               ) -> SignedIn:
+    async def sign_up_password(self, username: str, password: str, display_name: str,
+                               address: str = "") -> SignedIn:
         """A new account that signs in by username and password."""
         key = username_key(username)
         check_password(password)
-        hashed = await self._hash(password)
+        hashed = await self._hash(password, address)
         account = self._new_account(display_name or username)
         try:
             await self._store.create(account, Identity(Method.PASSWORD, key, account.id, hashed))
@@ -154,7 +152,7 @@ class Accounts:
                 "TOO_MANY_SIGN_INS", "sign-in attempts", wait)
         found = await self._store.identity(Method.PASSWORD, key)
         stored = found.secret if found is not None else None
-        if not await self._verify(stored, password[:1024]) or found is None:
+        if not await self._verify(stored, password[:1024], address) or found is None:
             self._attempts.failed(key, address)
             raise _bad_credentials()
         return await self._start(await self._usable(found.account_id), is_new=False)
@@ -227,11 +225,12 @@ class Accounts:
 
     # ------------------------------------------------------------ linking
 
-    async def link_password(self, account: Account, username: str, password: str) -> None:
+    async def link_password(self, account: Account, username: str, password: str,
+                            address: str = "") -> None:
         """The account signs in by ``username`` and ``password`` too (history kept)."""
         key = username_key(username)
         check_password(password)
-        hashed = await self._hash(password)
+        hashed = await self._hash(password, address)
         existing = [i for i in await self._store.identities(account.id)
                     if i.method is Method.PASSWORD]
         try:
@@ -362,24 +361,9 @@ class Accounts:
         return SignedIn(account, access, refresh, session.access_expires,
                         session.refresh_expires, is_new)
 
-    async def _hash(self, password: str) -> str:
-        async with self._hashing_turn():
-            return await asyncio.to_thread(self._passwords.hash, password)
+    async def _hash(self, password: str, address: str) -> str:
+        """An argon2id hash, in ``address``'s turn (``hashing.py``)."""
+        return await self.password_work.run(address, self._passwords.hash, password)
 
-    async def _verify(self, stored: str | None, password: str) -> bool:
-        async with self._hashing_turn():
-            return await asyncio.to_thread(self._passwords.verify, stored, password)
-
-    @contextlib.asynccontextmanager
-    async def _hashing_turn(self) -> AsyncIterator[None]:
-        """One password hash's turn: at most HASHES_AT_ONCE run, HASHES_WAITING wait; more
-        are refused at once (a flood of sign-ins holds no unbounded queue of threads)."""
-        if self._hashes_waiting >= HASHES_WAITING:
-            raise ServiceError.over_quota("the server is checking too many passwords at once",
-                                          "TOO_MANY_SIGN_INS", "password checks", 1.0)
-        self._hashes_waiting += 1
-        try:
-            async with self._hashing:
-                yield
-        finally:
-            self._hashes_waiting -= 1
+    async def _verify(self, stored: str | None, password: str, address: str) -> bool:
+        return await self.password_work.run(address, self._passwords.verify, stored, password)

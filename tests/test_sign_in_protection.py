@@ -1,0 +1,274 @@
+"""Players you can trust (issue 37): the argon2 work is shared in turn among the addresses
+that ask. Hostile clients against a server on loopback (each address named by
+``x-forwarded-for`` through the trusted loopback proxy), and the parts on their own with a
+hasher the test lets finish; the queues are bounded."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import grpc
+import pytest
+from copas.v1 import accounts_pb2, accounts_pb2_grpc
+
+from server.accounts.attempts import SignInAttempts
+from server.accounts.credentials import PasswordParameters, Passwords
+from server.accounts.hashing import PasswordWork
+from server.accounts.model import MemoryAccountStore
+from server.accounts.oidc import OidcVerifier
+from server.accounts.service import Accounts
+from server.errors import ServiceError
+from server.main import shutdown, start
+from tests.helpers.calls import quota_details
+from tests.helpers.servers import config_for_tests
+from tests.test_accounts import ManualClock
+
+PASSWORD = "correct horse battery"
+ATTACKER, OWNER = "198.51.100.66", "203.0.113.7"
+FAST = PasswordParameters(time_cost=1, memory_kib=8, parallelism=1)
+DEADLINE = 30.0  # seconds any one thing awaited here may take before the test fails
+
+
+
+def at(address: str) -> tuple[tuple[str, str], ...]:
+    return (("x-forwarded-for", address),)
+
+
+@contextlib.asynccontextmanager
+async def accounts_server(**options: Any) -> AsyncIterator[tuple[Any, Any]]:
+    """A server behind the trusted loopback proxy, and an AccountService stub to it."""
+    running = await start(config_for_tests(trusted_proxies="127.0.0.1", **options))
+    try:
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{running.port}") as channel:
+            yield running, accounts_pb2_grpc.AccountServiceStub(channel)
+    finally:
+        await shutdown(running, 0)
+
+
+async def refusal(call: Any) -> tuple[grpc.StatusCode, str, float]:
+    """The status, reason and retry delay of a call that must be refused."""
+    with pytest.raises(grpc.aio.AioRpcError) as refused:
+        await call
+    reason, _, retry = quota_details(refused.value)
+    return refused.value.code(), reason, retry
+
+
+def sign_in(username: str, password: str = PASSWORD) -> accounts_pb2.SignInPasswordRequest:
+    return accounts_pb2.SignInPasswordRequest(username=username, password=password)
+
+
+
+# ---------------------------------------------------------------- against a server
+
+async def test_forty_sign_ins_from_one_address_do_not_hold_another_addresses() -> None:
+    """Finding 2: forty correct sign-ins at once from one address filled the shared argon2
+    queue (2 hashing, 32 waiting) and another address's sign-in was refused, or waited
+    behind all of them. Now that address waits with at most 4 (the others refused at once)
+    and the other address's sign-in is served in turn, before the flood's last ones."""
+    async with accounts_server(password_time_cost=3, password_memory_kib=65536,
+                               password_checks_per_address=4) as (running, stub):
+        bia = ""
+        for username, address in (("flood", ATTACKER), ("bia", OWNER)):
+            made = await stub.SignUpPassword(accounts_pb2.SignUpPasswordRequest(
+                username=username, password=PASSWORD), metadata=at(address))
+            bia = made.session.account.account_id
+        flood = [asyncio.ensure_future(stub.SignInPassword(sign_in("flood"),
+                                                           metadata=at(ATTACKER)))
+                 for _ in range(40)]
+        # The queue has formed once the flood's first refusal is back.
+        done, _ = await asyncio.wait(flood, timeout=DEADLINE,
+                                     return_when=asyncio.FIRST_EXCEPTION)
+        assert any(call.exception() is not None for call in done), "no flood call refused"
+        honest = await asyncio.wait_for(
+            stub.SignInPassword(sign_in("bia"), metadata=at(OWNER)), DEADLINE)
+        assert honest.session.account.account_id == bia
+        assert not all(call.done() for call in flood), "the honest one waited for the flood"
+        results = await asyncio.wait_for(asyncio.gather(*flood, return_exceptions=True),
+                                         DEADLINE)
+        refused = [r for r in results if isinstance(r, grpc.aio.AioRpcError)]
+        assert len(results) - len(refused) >= 2  # the flood is served too, in its turn
+        for error in refused:
+            assert error.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+            reason, _, retry = quota_details(error)
+            assert reason == "TOO_MANY_SIGN_INS" and retry > 0
+        sample = running.metrics.registry.get_sample_value
+        assert sample("copas_password_checks_waiting") == 0
+        assert sample("copas_password_checks_running") == 0
+
+
+
+# ---------------------------------------------------------------- argon2's turns
+
+class Hashes:
+    """Work for ``PasswordWork`` that holds its thread until the test lets it finish, and the
+    order the works started in."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.get_running_loop()
+        self.started: list[str] = []
+        self._changed = asyncio.Event()
+        self._go: dict[str, threading.Event] = {}
+
+    def submit(self, work: PasswordWork, address: str, name: str) -> asyncio.Future[str]:
+        self._go[name] = threading.Event()
+        return asyncio.ensure_future(work.run(address, self.work, name))
+
+    def work(self, name: str) -> str:
+        self.loop.call_soon_threadsafe(self._start, name)
+        assert self._go[name].wait(DEADLINE), f"{name} was never let finish"
+        return name
+
+    def _start(self, name: str) -> None:
+        self.started.append(name)
+        self._changed.set()
+
+    def finish(self, name: str) -> None:
+        self._go[name].set()
+
+    async def until(self, condition: Callable[[], bool]) -> None:
+        async def wait() -> None:
+            while not condition():
+                self._changed.clear()
+                await self._changed.wait()
+        await asyncio.wait_for(wait(), DEADLINE)
+
+    async def until_started(self, count: int) -> None:
+        await self.until(lambda: len(self.started) >= count)
+
+
+async def settle() -> None:
+    """Every call submitted has reached its queue (or been refused)."""
+    for _ in range(5):
+        await asyncio.sleep(0)
+
+
+async def test_argon2_slots_go_to_the_waiting_addresses_in_turn() -> None:
+    work, hashes = PasswordWork(at_once=2, per_address=4, waiting=32), Hashes()
+    flood = [hashes.submit(work, "a", f"a{n}") for n in range(1, 7)]
+    await settle()
+    honest = hashes.submit(work, "b", "b1")
+    await settle()
+    assert (work.running, work.waiting, work.waiting_of("a")) == (2, 5, 4)
+    for name in ("a1", "a2", "a3", "b1", "a4", "a5", "a6"):
+        await hashes.until(lambda name=name: name in hashes.started)  # type: ignore[misc]
+        hashes.finish(name)
+    assert await asyncio.wait_for(honest, DEADLINE) == "b1"
+    assert await asyncio.wait_for(asyncio.gather(*flood), DEADLINE) == \
+        [f"a{n}" for n in range(1, 7)]
+    assert hashes.started == ["a1", "a2", "a3", "b1", "a4", "a5", "a6"]
+    assert (work.running, work.waiting, work.addresses_waiting) == (0, 0, 0)
+
+
+async def test_an_address_waits_with_a_few_and_its_next_are_refused_at_once() -> None:
+    work, hashes = PasswordWork(at_once=2, per_address=4, waiting=32), Hashes()
+    admitted = [hashes.submit(work, "a", f"a{n}") for n in range(6)]
+    await settle()
+    with pytest.raises(ServiceError) as refused:
+        await work.run("a", hashes.work, "never")
+    assert refused.value.reason == "TOO_MANY_SIGN_INS" and refused.value.is_quota
+    other = hashes.submit(work, "b", "b0")  # another address is not refused
+    await settle()
+    assert work.waiting_of("b") == 1
+    for name in [f"a{n}" for n in range(6)] + ["b0"]:
+        hashes.finish(name)
+    await asyncio.wait_for(asyncio.gather(*admitted, other), DEADLINE)
+    assert "never" not in hashes.started
+
+
+async def test_when_all_wait_a_newcomer_takes_the_place_of_the_longest_queues_newest() -> None:
+    work, hashes = PasswordWork(at_once=1, per_address=0, waiting=4), Hashes()
+    running = hashes.submit(work, "a", "a0")
+    await hashes.until_started(1)
+    queued = [hashes.submit(work, "a", f"a{n}") for n in range(1, 5)]
+    await settle()
+    assert work.waiting == 4
+    b = hashes.submit(work, "b", "b1")
+    await settle()
+    with pytest.raises(ServiceError) as evicted:  # a's newest made room
+        await asyncio.wait_for(queued[-1], DEADLINE)
+    assert evicted.value.reason == "TOO_MANY_SIGN_INS"
+    c = hashes.submit(work, "c", "c1")
+    await settle()
+    with pytest.raises(ServiceError):
+        await asyncio.wait_for(queued[-2], DEADLINE)
+    assert (work.waiting_of("a"), work.waiting_of("b"), work.waiting_of("c")) == (2, 1, 1)
+    with pytest.raises(ServiceError):  # b would then have as many as the most: refused
+        await work.run("b", hashes.work, "never")
+    d = hashes.submit(work, "d", "d1")  # a has 2, d none: a gives its newest again
+    await settle()
+    assert (work.waiting_of("a"), work.waiting_of("d"), work.waiting) == (1, 1, 4)
+    with pytest.raises(ServiceError):  # everyone waits with one: a newcomer is refused
+        await work.run("e", hashes.work, "never")
+    for name in ("a0", "a1", "b1", "c1", "d1"):
+        hashes.finish(name)
+    await asyncio.wait_for(asyncio.gather(running, queued[0], b, c, d), DEADLINE)
+    assert hashes.started == ["a0", "a1", "b1", "c1", "d1"]
+
+
+async def test_a_caller_gone_holds_its_slot_until_its_hash_ends() -> None:
+    """A client that cancels once its hash started cannot start more hashes than the slots:
+    the thread still computes, and its slot is given back when it ends."""
+    work, hashes = PasswordWork(at_once=1, per_address=4, waiting=32), Hashes()
+    first = hashes.submit(work, "a", "a1")
+    await hashes.until_started(1)
+    first.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await first
+    second = hashes.submit(work, "b", "b1")
+    await settle()
+    assert (work.running, work.waiting, hashes.started) == (1, 1, ["a1"])
+    waiting = hashes.submit(work, "c", "c1")
+    await settle()
+    waiting.cancel()  # one gone while waiting: its place goes at once
+    with pytest.raises(asyncio.CancelledError):
+        await waiting
+    assert (work.waiting, work.waiting_of("c")) == (1, 0)
+    hashes.finish("a1")
+    await hashes.until_started(2)
+    hashes.finish("b1")
+    assert await asyncio.wait_for(second, DEADLINE) == "b1"
+    assert (work.running, work.waiting, hashes.started) == (0, 0, ["a1", "b1"])
+
+
+
+def make(work: PasswordWork) -> Accounts:
+    clock = ManualClock(1_000_000.0)
+    return Accounts(MemoryAccountStore(), clock, passwords=Passwords(FAST),
+                    verifier=OidcVerifier([]), attempts=SignInAttempts(clock),
+                    password_work=work)
+
+
+async def test_sign_ins_sign_ups_and_links_hash_in_their_addresses_turn() -> None:
+    """Accounts hands each hash to its PasswordWork with the caller's address."""
+    seen: list[str] = []
+
+    class Recording(PasswordWork):
+        async def run(self, address: str, work: Any, *args: object) -> Any:
+            seen.append(address)
+            return await super().run(address, work, *args)
+
+    accounts = make(Recording())
+    guest = await accounts.sign_in_device("d" * 30, "Ana")
+    await accounts.sign_up_password("bia", PASSWORD, "Bia", "q")
+    await accounts.link_password(guest.account, "ana", PASSWORD, "r")
+    await accounts.sign_in_password("ana", PASSWORD, "s")
+    assert seen == ["q", "r", "s"]
+
+
+
+# ---------------------------------------------------------------- bounded
+
+async def test_the_argon2_queues_are_bounded() -> None:
+    work, hashes = PasswordWork(at_once=1, per_address=2, waiting=32), Hashes()
+    calls = [hashes.submit(work, f"addr{n}", f"h{n}") for n in range(1_000)]
+    await settle()
+    assert (work.running, work.waiting, work.addresses_waiting) == (1, 32, 32)
+    for n in range(1_000):
+        hashes.finish(f"h{n}")
+    results = await asyncio.wait_for(asyncio.gather(*calls, return_exceptions=True), DEADLINE)
+    assert sum(isinstance(r, str) for r in results) == 33
+    assert (work.running, work.waiting, work.addresses_waiting) == (0, 0, 0)
