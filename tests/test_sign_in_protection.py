@@ -1,7 +1,8 @@
-"""Players you can trust (issue 37): the argon2 work is shared in turn among the addresses
-that ask. Hostile clients against a server on loopback (each address named by
-``x-forwarded-for`` through the trusted loopback proxy), and the parts on their own with a
-hasher the test lets finish; the queues are bounded."""
+"""Players you can trust (issue 37): sign-in throttles the attacker and never the owner, and
+the argon2 work is shared in turn among the addresses that ask. Hostile clients against a
+server on loopback (each address named by ``x-forwarded-for`` through the trusted loopback
+proxy), and the parts on their own with a fake clock and a hasher the test lets finish; every
+map is bounded."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import grpc
 import pytest
 from copas.v1 import accounts_pb2, accounts_pb2_grpc
 
-from server.accounts.attempts import SignInAttempts
+from server.accounts.attempts import AttemptRule, SignInAttempts
 from server.accounts.credentials import PasswordParameters, Passwords
 from server.accounts.hashing import PasswordWork
 from server.accounts.model import MemoryAccountStore
@@ -28,7 +29,7 @@ from tests.helpers.servers import config_for_tests
 from tests.test_accounts import ManualClock
 
 PASSWORD = "correct horse battery"
-ATTACKER, OWNER = "198.51.100.66", "203.0.113.7"
+ATTACKER, OWNER, OTHER = "198.51.100.66", "203.0.113.7", "192.0.2.10"
 FAST = PasswordParameters(time_cost=1, memory_kib=8, parallelism=1)
 DEADLINE = 30.0  # seconds any one thing awaited here may take before the test fails
 
@@ -64,6 +65,28 @@ def sign_in(username: str, password: str = PASSWORD) -> accounts_pb2.SignInPassw
 
 # ---------------------------------------------------------------- against a server
 
+async def test_wrong_passwords_from_one_address_do_not_lock_the_owner_out() -> None:
+    """Finding 1: ten wrong passwords for a username from one address refused its owner's
+    right one from everywhere. Now the guessing address is refused, and only it."""
+    async with accounts_server() as (_, stub):
+        made = await stub.SignUpPassword(accounts_pb2.SignUpPasswordRequest(
+            username="ana", password=PASSWORD), metadata=at(OTHER))
+        ana = made.session.account.account_id
+        for n in range(10):
+            code, reason, _ = await refusal(stub.SignInPassword(
+                sign_in("ana", f"guess number {n}"), metadata=at(ATTACKER)))
+            assert (code, reason) == (grpc.StatusCode.UNAUTHENTICATED, "INVALID_CREDENTIALS")
+        signed = await stub.SignInPassword(sign_in("ANA"), metadata=at(OWNER))
+        assert signed.session.account.account_id == ana
+        for password in ("guess number 11", PASSWORD):  # the attacker's address, right or not
+            code, reason, retry = await refusal(stub.SignInPassword(
+                sign_in("ana", password), metadata=at(ATTACKER)))
+            assert (code, reason) == (grpc.StatusCode.RESOURCE_EXHAUSTED, "TOO_MANY_SIGN_INS")
+            assert retry > 0
+        again = await stub.SignInPassword(sign_in("ana"), metadata=at(OWNER))
+        assert again.session.account.account_id == ana
+
+
 async def test_forty_sign_ins_from_one_address_do_not_hold_another_addresses() -> None:
     """Finding 2: forty correct sign-ins at once from one address filled the shared argon2
     queue (2 hashing, 32 waiting) and another address's sign-in was refused, or waited
@@ -98,6 +121,120 @@ async def test_forty_sign_ins_from_one_address_do_not_hold_another_addresses() -
         sample = running.metrics.registry.get_sample_value
         assert sample("copas_password_checks_waiting") == 0
         assert sample("copas_password_checks_running") == 0
+
+
+
+# ---------------------------------------------------------------- the parts, on a fake clock
+
+class Sleeps:
+    """A ``sleep`` that returns at once and remembers what it was asked."""
+
+    def __init__(self) -> None:
+        self.asked: list[float] = []
+
+    async def __call__(self, seconds: float) -> None:
+        self.asked.append(seconds)
+
+
+
+def make(clock: ManualClock | None = None, work: PasswordWork | None = None
+         ) -> tuple[Accounts, ManualClock, Sleeps]:
+    clock = clock or ManualClock(1_000_000.0)
+    sleeps = Sleeps()
+    accounts = Accounts(MemoryAccountStore(), clock, passwords=Passwords(FAST),
+                        verifier=OidcVerifier([]), attempts=SignInAttempts(clock, sleep=sleeps),
+                        password_work=work)
+    return accounts, clock, sleeps
+
+
+async def reason_of(call: Any) -> str:
+    with pytest.raises(ServiceError) as error:
+        await call
+    return error.value.reason
+
+
+async def test_the_owner_signs_in_from_anywhere_while_many_addresses_guess() -> None:
+    accounts, clock, sleeps = make()
+    await accounts.sign_up_password("ana", PASSWORD, "Ana", "home")
+    for guesser in range(3):  # 30 failures from 3 addresses, 10 each
+        for n in range(10):
+            assert await reason_of(accounts.sign_in_password(
+                "ana", f"guess {n}", f"10.0.0.{guesser}")) == "INVALID_CREDENTIALS"
+        assert await reason_of(accounts.sign_in_password(
+            "ana", PASSWORD, f"10.0.0.{guesser}")) == "TOO_MANY_SIGN_INS"
+    sleeps.asked.clear()  # (the third guesser's own tries were held: 20 failures before)
+    assert (await accounts.sign_in_password("ana", PASSWORD, "home")).account
+    assert sleeps.asked == []  # the address that made it: never held
+    assert (await accounts.sign_in_password("ana", PASSWORD, "cafe")).account
+    assert sleeps.asked == [8.0]  # a new address: held at most 8 s, then signed in
+    assert (await accounts.sign_in_password("ana", PASSWORD, "cafe")).account
+    assert sleeps.asked == [8.0]  # and familiar from now on
+    assert await reason_of(accounts.sign_in_password(  # a guesser: refused, and only it
+        "ana", PASSWORD, "10.0.0.1")) == "TOO_MANY_SIGN_INS"
+    clock.advance(30.0)  # each guesser may try once more, held as any new address
+    assert (await accounts.sign_in_password("ana", PASSWORD, "10.0.0.1")).account
+    assert sleeps.asked == [8.0, 8.0]
+    clock.advance(7 * 30.0)  # eight failures forgiven: 10 left, nobody held
+    assert (await accounts.sign_in_password("ana", PASSWORD, "train")).account
+    assert sleeps.asked == [8.0, 8.0]
+
+
+async def test_a_usernames_failures_hold_unfamiliar_addresses_1_s_doubling_to_8() -> None:
+    clock, sleeps = ManualClock(0.0), Sleeps()
+    attempts = SignInAttempts(clock, sleep=sleeps)
+    held = []
+    for n in range(25):  # one failure from each of 25 addresses
+        async with attempts.attempt("ana", f"10.1.0.{n}") as attempt:
+            attempt.failed()
+        held.append(attempts.hold("ana", "elsewhere"))
+    assert held[:10] == [0.0] * 10  # one address's 10 alone hold nobody
+    assert held[10:15] == [1.0, 2.0, 4.0, 8.0, 8.0]
+    assert set(held[15:]) == {8.0}
+    assert sleeps.asked == held[10:24]  # each failing address was held too, as it came
+    attempts.signed_in("ana", "home")
+    assert attempts.hold("ana", "home") == 0.0 and attempts.hold("bia", "elsewhere") == 0.0
+    clock.advance(4 * 30.0)  # the count stopped at 18: 4 forgiven, still the most
+    assert attempts.hold("ana", "elsewhere") == 8.0
+    waits = []
+    for _ in range(4):
+        clock.advance(30.0)
+        waits.append(attempts.hold("ana", "elsewhere"))
+    assert waits == [4.0, 2.0, 1.0, 0.0]  # gone 4 minutes after the last failure
+
+
+async def test_guesses_sent_at_once_count_as_they_start_and_a_right_one_costs_nothing() -> None:
+    clock = ManualClock(0.0)
+    attempts = SignInAttempts(clock, per_pair=AttemptRule(3, 1 / 30),
+                              per_address=AttemptRule(5, 1 / 5))
+    async with contextlib.AsyncExitStack() as stack:
+        for _ in range(3):  # three checks under way at once: the pair's allowance
+            await stack.enter_async_context(attempts.attempt("ana", "a"))
+        with pytest.raises(ServiceError) as refused:
+            await stack.enter_async_context(attempts.attempt("ana", "a"))
+        assert refused.value.reason == "TOO_MANY_SIGN_INS"
+        await stack.enter_async_context(attempts.attempt("bia", "a"))  # another username
+    for _ in range(3):  # those ended without a wrong password: all given back
+        async with attempts.attempt("ana", "a") as attempt:
+            attempt.failed()
+    assert attempts.wait("ana", "a") > 0 and attempts.wait("ana", "b") == 0
+    attempts.signed_in("ana", "a")  # a right password forgets the pair's failures
+    assert attempts.wait("ana", "a") == 0
+    for username in ("bia", "cai"):  # the address's own allowance (5) runs out across names
+        async with attempts.attempt(username, "a") as attempt:
+            attempt.failed()
+    with pytest.raises(ServiceError):
+        async with attempts.attempt("dora", "a"):
+            pass
+
+
+async def test_a_right_password_gives_back_its_try_and_forgets_the_failures() -> None:
+    accounts, _, _ = make()
+    await accounts.sign_up_password("ana", PASSWORD, "Ana", "home")
+    for _ in range(3):
+        for n in range(9):  # the owner mistypes 9 times, then gets it right: never refused
+            assert await reason_of(accounts.sign_in_password(
+                "ana", f"typo {n}", "laptop")) == "INVALID_CREDENTIALS"
+        assert (await accounts.sign_in_password("ana", PASSWORD, "laptop")).account
 
 
 
@@ -234,14 +371,6 @@ async def test_a_caller_gone_holds_its_slot_until_its_hash_ends() -> None:
     assert (work.running, work.waiting, hashes.started) == (0, 0, ["a1", "b1"])
 
 
-
-def make(work: PasswordWork) -> Accounts:
-    clock = ManualClock(1_000_000.0)
-    return Accounts(MemoryAccountStore(), clock, passwords=Passwords(FAST),
-                    verifier=OidcVerifier([]), attempts=SignInAttempts(clock),
-                    password_work=work)
-
-
 async def test_sign_ins_sign_ups_and_links_hash_in_their_addresses_turn() -> None:
     """Accounts hands each hash to its PasswordWork with the caller's address."""
     seen: list[str] = []
@@ -251,7 +380,7 @@ async def test_sign_ins_sign_ups_and_links_hash_in_their_addresses_turn() -> Non
             seen.append(address)
             return await super().run(address, work, *args)
 
-    accounts = make(Recording())
+    accounts, _, _ = make(work=Recording())
     guest = await accounts.sign_in_device("d" * 30, "Ana")
     await accounts.sign_up_password("bia", PASSWORD, "Bia", "q")
     await accounts.link_password(guest.account, "ana", PASSWORD, "r")
@@ -262,7 +391,14 @@ async def test_sign_ins_sign_ups_and_links_hash_in_their_addresses_turn() -> Non
 
 # ---------------------------------------------------------------- bounded
 
-async def test_the_argon2_queues_are_bounded() -> None:
+async def test_every_map_is_bounded() -> None:
+    clock = ManualClock(0.0)
+    attempts = SignInAttempts(clock, max_keys=100)
+    for n in range(1_000):
+        async with attempts.attempt(f"user{n}", f"addr{n}") as attempt:
+            attempt.failed()
+        attempts.signed_in(f"user{n}", f"home{n}")
+    assert attempts.keys_held == 400  # addresses, pairs, usernames, familiar pairs: 100 each
     work, hashes = PasswordWork(at_once=1, per_address=2, waiting=32), Hashes()
     calls = [hashes.submit(work, f"addr{n}", f"h{n}") for n in range(1_000)]
     await settle()

@@ -139,22 +139,20 @@ class Accounts:
             await self._store.create(account, Identity(Method.PASSWORD, key, account.id, hashed))
         except IdentityTaken:
             raise ServiceError.precondition("this username is taken", "IDENTITY_TAKEN") from None
+        self._attempts.signed_in(key, address)
         return await self._start(account, is_new=True)
 
     async def sign_in_password(self, username: str, password: str, address: str) -> SignedIn:
         """The account of ``username``; the same answer, after the same work, whether the
         name is unknown or the password wrong."""
         key = username.lower()[:64]
-        wait = self._attempts.wait(key, address)
-        if wait > 0:
-            raise ServiceError.over_quota(
-                "too many failed sign-ins for this username or from this address",
-                "TOO_MANY_SIGN_INS", "sign-in attempts", wait)
-        found = await self._store.identity(Method.PASSWORD, key)
-        stored = found.secret if found is not None else None
-        if not await self._verify(stored, password[:1024], address) or found is None:
-            self._attempts.failed(key, address)
-            raise _bad_credentials()
+        async with self._attempts.attempt(key, address) as attempt:  # refused, or held, here
+            found = await self._store.identity(Method.PASSWORD, key)
+            stored = found.secret if found is not None else None
+            if not await self._verify(stored, password[:1024], address) or found is None:
+                attempt.failed()
+                raise _bad_credentials()
+        self._attempts.signed_in(key, address)
         return await self._start(await self._usable(found.account_id), is_new=False)
 
     async def sign_in_oidc(self, id_token: str, display_name: str) -> SignedIn:
@@ -240,6 +238,7 @@ class Accounts:
         for old in existing:  # one password per account: a new username replaces the old
             if old.key != key:
                 await self._store.unlink(old.method, old.key)
+        self._attempts.signed_in(key, address)
 
     async def link_oidc(self, account: Account, id_token: str) -> None:
         identity = await asyncio.to_thread(self._verifier.verify, id_token)
