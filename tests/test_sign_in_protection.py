@@ -1,13 +1,14 @@
-"""Players you can trust (issue 37): sign-in throttles the attacker and never the owner, and
-the argon2 work is shared in turn among the addresses that ask. Hostile clients against a
-server on loopback (each address named by ``x-forwarded-for`` through the trusted loopback
-proxy), and the parts on their own with a fake clock and a hasher the test lets finish; every
-map is bounded."""
+"""Players you can trust (issue 37): sign-in throttles the attacker and never the owner, the
+argon2 work is shared in turn among the addresses that ask, and one address cannot make
+accounts without end. Hostile clients against a server on loopback (each address named by
+``x-forwarded-for`` through the trusted loopback proxy), and the parts on their own with a
+fake clock and a hasher the test lets finish; every map is bounded."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import secrets
 import threading
 from collections.abc import AsyncIterator, Callable
 from typing import Any
@@ -16,23 +17,22 @@ import grpc
 import pytest
 from copas.v1 import accounts_pb2, accounts_pb2_grpc
 
-from server.accounts.attempts import AttemptRule, SignInAttempts
+from server.accounts.attempts import AccountCreations, AttemptRule, SignInAttempts
 from server.accounts.credentials import PasswordParameters, Passwords
 from server.accounts.hashing import PasswordWork
 from server.accounts.model import MemoryAccountStore
-from server.accounts.oidc import OidcVerifier
+from server.accounts.oidc import OidcIssuer, OidcVerifier
 from server.accounts.service import Accounts
 from server.errors import ServiceError
 from server.main import shutdown, start
 from tests.helpers.calls import quota_details
 from tests.helpers.servers import config_for_tests
-from tests.test_accounts import ManualClock
+from tests.test_accounts import AUDIENCE, ISSUER, Keys, ManualClock, keys  # noqa: F401
 
 PASSWORD = "correct horse battery"
 ATTACKER, OWNER, OTHER = "198.51.100.66", "203.0.113.7", "192.0.2.10"
 FAST = PasswordParameters(time_cost=1, memory_kib=8, parallelism=1)
 DEADLINE = 30.0  # seconds any one thing awaited here may take before the test fails
-
 
 
 def at(address: str) -> tuple[tuple[str, str], ...]:
@@ -61,6 +61,9 @@ async def refusal(call: Any) -> tuple[grpc.StatusCode, str, float]:
 def sign_in(username: str, password: str = PASSWORD) -> accounts_pb2.SignInPasswordRequest:
     return accounts_pb2.SignInPasswordRequest(username=username, password=password)
 
+
+def device() -> accounts_pb2.SignInDeviceRequest:
+    return accounts_pb2.SignInDeviceRequest(device_secret=secrets.token_urlsafe(24))
 
 
 # ---------------------------------------------------------------- against a server
@@ -123,6 +126,39 @@ async def test_forty_sign_ins_from_one_address_do_not_hold_another_addresses() -
         assert sample("copas_password_checks_running") == 0
 
 
+async def test_one_address_cannot_make_accounts_without_end() -> None:
+    """Finding 3: one address made 40-50 guest accounts a second. Now it makes its burst,
+    then is refused TOO_MANY_ACCOUNTS (a guest's and a password's alike), while another
+    address still makes one, and signing in to an existing account is never refused."""
+    async with accounts_server(accounts_burst=5, accounts_per_address_per_hour=60) as (_, stub):
+        ana = await stub.SignUpPassword(accounts_pb2.SignUpPasswordRequest(
+            username="ana", password=PASSWORD), metadata=at(OWNER))
+        mine = device()
+        first = await stub.SignInDevice(mine, metadata=at(ATTACKER))
+        assert first.session.is_new_account
+        made, refusals = 1, []
+        for _ in range(30):
+            try:
+                await stub.SignInDevice(device(), metadata=at(ATTACKER))
+                made += 1
+            except grpc.aio.AioRpcError as error:
+                refusals.append((error.code(), *quota_details(error)[::2]))
+        assert made == 5
+        assert len(refusals) == 26
+        for code, reason, retry in refusals:
+            assert (code, reason) == (grpc.StatusCode.RESOURCE_EXHAUSTED, "TOO_MANY_ACCOUNTS")
+            assert 0 < retry <= 60
+        code, reason, _ = await refusal(stub.SignUpPassword(accounts_pb2.SignUpPasswordRequest(
+            username="flooder", password=PASSWORD), metadata=at(ATTACKER)))
+        assert (code, reason) == (grpc.StatusCode.RESOURCE_EXHAUSTED, "TOO_MANY_ACCOUNTS")
+        again = await stub.SignInDevice(mine, metadata=at(ATTACKER))  # an existing account
+        assert not again.session.is_new_account
+        assert again.session.account.account_id == first.session.account.account_id
+        signed = await stub.SignInPassword(sign_in("ana"), metadata=at(ATTACKER))
+        assert signed.session.account.account_id == ana.session.account.account_id
+        other = await stub.SignInDevice(device(), metadata=at(OTHER))
+        assert other.session.is_new_account
+
 
 # ---------------------------------------------------------------- the parts, on a fake clock
 
@@ -136,14 +172,15 @@ class Sleeps:
         self.asked.append(seconds)
 
 
-
-def make(clock: ManualClock | None = None, work: PasswordWork | None = None
+def make(clock: ManualClock | None = None, keys: Keys | None = None,  # noqa: F811
+         creations: tuple[float, float] = (0.0, 1.0), work: PasswordWork | None = None
          ) -> tuple[Accounts, ManualClock, Sleeps]:
     clock = clock or ManualClock(1_000_000.0)
     sleeps = Sleeps()
+    verifier = OidcVerifier([OidcIssuer(ISSUER, AUDIENCE, str(keys.path))] if keys else [])
     accounts = Accounts(MemoryAccountStore(), clock, passwords=Passwords(FAST),
-                        verifier=OidcVerifier([]), attempts=SignInAttempts(clock, sleep=sleeps),
-                        password_work=work)
+                        verifier=verifier, attempts=SignInAttempts(clock, sleep=sleeps),
+                        password_work=work, creations=AccountCreations(clock, *creations))
     return accounts, clock, sleeps
 
 
@@ -236,6 +273,36 @@ async def test_a_right_password_gives_back_its_try_and_forgets_the_failures() ->
                 "ana", f"typo {n}", "laptop")) == "INVALID_CREDENTIALS"
         assert (await accounts.sign_in_password("ana", PASSWORD, "laptop")).account
 
+
+async def test_new_accounts_are_limited_per_address_and_sign_ins_never_are(
+        keys: Keys) -> None:  # noqa: F811
+    accounts, clock, _ = make(keys=keys, creations=(60.0, 3.0))
+    mine = await accounts.sign_in_device("d" * 30, "Ana", "a")
+    await accounts.sign_up_password("ana", PASSWORD, "Ana", "a")
+    await accounts.sign_in_oidc(keys.token(sub="person-a"), "", "a")
+    for call in (accounts.sign_in_device("e" * 30, "Bia", "a"),
+                 accounts.sign_up_password("bia", PASSWORD, "Bia", "a"),
+                 accounts.sign_in_oidc(keys.token(sub="person-b"), "", "a")):
+        assert await reason_of(call) == "TOO_MANY_ACCOUNTS"
+    # signing in to the accounts it has: never counted, never refused
+    assert (await accounts.sign_in_device("d" * 30, "", "a")).account == mine.account
+    assert (await accounts.sign_in_password("ana", PASSWORD, "a")).account
+    assert not (await accounts.sign_in_oidc(keys.token(sub="person-a"), "", "a")).is_new
+    assert (await accounts.sign_in_device("e" * 30, "Bia", "b")).is_new  # another address
+    assert await reason_of(accounts.sign_up_password("ana", PASSWORD, "", "b")) \
+        == "IDENTITY_TAKEN"  # a taken username is given back: b has two left
+    await accounts.sign_in_device("f" * 30, "Cai", "b")
+    await accounts.sign_in_device("g" * 30, "Dora", "b")
+    assert await reason_of(accounts.sign_in_device("h" * 30, "Eva", "b")) == "TOO_MANY_ACCOUNTS"
+    clock.advance(60.0)  # one a minute
+    assert (await accounts.sign_in_device("h" * 30, "Eva", "a")).is_new
+    assert await reason_of(accounts.sign_in_device("i" * 30, "Fay", "a")) == "TOO_MANY_ACCOUNTS"
+
+
+async def test_without_a_limit_an_address_makes_accounts_freely() -> None:
+    accounts, _, _ = make(creations=(0.0, 1.0))
+    for n in range(30):
+        assert (await accounts.sign_in_device(f"{n:02d}" + "d" * 28, "", "a")).is_new
 
 
 # ---------------------------------------------------------------- argon2's turns
@@ -388,7 +455,6 @@ async def test_sign_ins_sign_ups_and_links_hash_in_their_addresses_turn() -> Non
     assert seen == ["q", "r", "s"]
 
 
-
 # ---------------------------------------------------------------- bounded
 
 async def test_every_map_is_bounded() -> None:
@@ -399,6 +465,11 @@ async def test_every_map_is_bounded() -> None:
             attempt.failed()
         attempts.signed_in(f"user{n}", f"home{n}")
     assert attempts.keys_held == 400  # addresses, pairs, usernames, familiar pairs: 100 each
+    creations = AccountCreations(clock, 60.0, 5.0, max_keys=100)
+    for n in range(1_000):
+        with creations.one(f"addr{n}"):
+            pass
+    assert creations.keys_held == 100
     work, hashes = PasswordWork(at_once=1, per_address=2, waiting=32), Hashes()
     calls = [hashes.submit(work, f"addr{n}", f"h{n}") for n in range(1_000)]
     await settle()
@@ -408,3 +479,4 @@ async def test_every_map_is_bounded() -> None:
     results = await asyncio.wait_for(asyncio.gather(*calls, return_exceptions=True), DEADLINE)
     assert sum(isinstance(r, str) for r in results) == 33
     assert (work.running, work.waiting, work.addresses_waiting) == (0, 0, 0)
+

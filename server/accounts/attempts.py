@@ -1,4 +1,5 @@
-"""Password guesses, throttled so that the attacker is held back and never the owner (issue 37).
+"""Password guesses, throttled so that the attacker is held back and never the owner; and new
+accounts, bounded per address (issue 37).
 
 OWASP's authentication cheat sheet counts failures against the account, since a guesser can
 change address, and warns that an account lockout must not let anyone lock its owner out.
@@ -27,12 +28,18 @@ to a wrong password, so these limits say nothing of which names exist. What boun
 across all addresses together is the hashing (``hashing.py``: 2 argon2 hashes at once, about 20
 checks a second per node at the default cost), which the held calls wait outside of.
 
-Bounded, per node: each map (addresses, username-address pairs, usernames, familiar pairs)
-holds at most ``max_keys`` (100,000) keys, one float each at most, the oldest written forgotten
-first: a forgotten bucket starts full again, a forgotten familiar address is held like any
-other. A full map takes about 18 MB (170-200 bytes a key measured with tracemalloc,
-19-character usernames and IPv4 addresses), the four about 72 MB at worst. Each node of a
-cluster keeps its own: an attacker spread over n nodes gets n times these.
+**New accounts** (``AccountCreations``): a token bucket per address, ``--accounts-burst`` (10) at
+once, then ``--accounts-per-address-per-hour`` (60); beyond, RESOURCE_EXHAUSTED
+``TOO_MANY_ACCOUNTS`` with a RetryInfo. A first SignInDevice of a device, a SignUpPassword and a
+first SignInOidc of an identity each take one; a sign-in of an existing account takes none, and a
+creation that fails (its username taken, the same device at once) gives it back.
+
+Bounded, per node: each map (addresses, username-address pairs, usernames, familiar pairs,
+new accounts' addresses) holds at most ``max_keys`` (100,000) keys, one float each at most, the
+oldest written forgotten first: a forgotten bucket starts full again, a forgotten familiar
+address is held like any other. A full map takes about 18 MB (170-200 bytes a key measured with
+tracemalloc, 19-character usernames and IPv4 addresses or IPv6 /64s), the five about 90 MB at
+worst. Each node of a cluster keeps its own: an attacker spread over n nodes gets n times these.
 """
 
 from __future__ import annotations
@@ -40,7 +47,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import math
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass
 
 from server.bounded import Bounded
@@ -230,3 +237,37 @@ class SignInAttempts:
         return (len(self._addresses) + len(self._pairs) + len(self._usernames)
                 + len(self._familiar))
 
+
+class AccountCreations:
+    """New accounts per address: ``with one(address):`` around the making of one (refused
+    beyond the address's bucket; given back if the making fails). ``per_hour`` 0: no limit."""
+
+    def __init__(self, clock: Callable[[], float], per_hour: float, burst: float,
+                 max_keys: int = MAX_KEYS) -> None:
+        self._clock = clock
+        self.per_hour = per_hour
+        self._buckets = _Buckets(AttemptRule(max(int(burst), 1), per_hour / 3600), max_keys)
+
+    @contextlib.contextmanager
+    def one(self, address: str) -> Iterator[None]:
+        """:raises ServiceError: TOO_MANY_ACCOUNTS."""
+        if not self.per_hour:
+            yield
+            return
+        now = self._clock()
+        wait = self._buckets.wait(address, now)
+        if wait > 0:
+            raise ServiceError.over_quota(
+                f"too many new accounts from this address (at most {self.per_hour:g} an hour "
+                "past the first few): sign in to an existing one, or retry as RetryInfo says",
+                "TOO_MANY_ACCOUNTS", f"new accounts from {address}", wait)
+        self._buckets.take(address, now)
+        try:
+            yield
+        except BaseException:
+            self._buckets.give_back(address, self._clock())
+            raise
+
+    @property
+    def keys_held(self) -> int:
+        return len(self._buckets)

@@ -13,7 +13,7 @@ import secrets
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from server.accounts.attempts import SignInAttempts
+from server.accounts.attempts import AccountCreations, SignInAttempts
 from server.accounts.credentials import (
     Passwords,
     check_password,
@@ -102,7 +102,8 @@ class Accounts:
     def __init__(self, store: AccountStore, clock: Callable[[], float], *,
                  passwords: Passwords, verifier: OidcVerifier, attempts: SignInAttempts,
                  access_ttl: float = ACCESS_TTL, refresh_ttl: float = REFRESH_TTL,
-                 password_work: PasswordWork | None = None) -> None:
+                 password_work: PasswordWork | None = None,
+                 creations: AccountCreations | None = None) -> None:
         self._store = store
         self._clock = clock
         self._passwords = passwords
@@ -112,20 +113,24 @@ class Accounts:
         self._refresh_ttl = refresh_ttl
         self._seen: Bounded[str, float] = Bounded(ACTIVE_KEPT, is_lru=True)  # id -> last use
         self.password_work = password_work or PasswordWork()  # argon2's turns, per address
+        self._creations = creations or AccountCreations(clock, 0.0, 1.0)  # none: no limit
 
     # ------------------------------------------------------------ sign-in
 
-    async def sign_in_device(self, secret: str, display_name: str) -> SignedIn:
-        """The device's account, created on its first sign-in (named ``display_name``)."""
+    async def sign_in_device(self, secret: str, display_name: str, address: str = ""
+                             ) -> SignedIn:
+        """The device's account, created on its first sign-in (named ``display_name``).
+        ``address``: the caller's (its quota key), which new accounts are counted against."""
         key = device_digest(secret)
         found = await self._store.identity(Method.DEVICE, key)
         if found is not None:
             return await self._start(await self._usable(found.account_id), is_new=False)
         account = self._new_account(display_name)
         try:
-            await self._store.create(account, Identity(Method.DEVICE, key, account.id))
+            with self._creations.one(address):
+                await self._store.create(account, Identity(Method.DEVICE, key, account.id))
         except IdentityTaken:  # the same device signed in twice at once: the first won
-            return await self.sign_in_device(secret, display_name)
+            return await self.sign_in_device(secret, display_name, address)
         return await self._start(account, is_new=True)
 
     async def sign_up_password(self, username: str, password: str, display_name: str,
@@ -133,12 +138,15 @@ class Accounts:
         """A new account that signs in by username and password."""
         key = username_key(username)
         check_password(password)
-        hashed = await self._hash(password, address)
-        account = self._new_account(display_name or username)
-        try:
-            await self._store.create(account, Identity(Method.PASSWORD, key, account.id, hashed))
-        except IdentityTaken:
-            raise ServiceError.precondition("this username is taken", "IDENTITY_TAKEN") from None
+        with self._creations.one(address):
+            hashed = await self._hash(password, address)
+            account = self._new_account(display_name or username)
+            try:
+                await self._store.create(account,
+                                         Identity(Method.PASSWORD, key, account.id, hashed))
+            except IdentityTaken:
+                raise ServiceError.precondition("this username is taken",
+                                                "IDENTITY_TAKEN") from None
         self._attempts.signed_in(key, address)
         return await self._start(account, is_new=True)
 
@@ -155,7 +163,8 @@ class Accounts:
         self._attempts.signed_in(key, address)
         return await self._start(await self._usable(found.account_id), is_new=False)
 
-    async def sign_in_oidc(self, id_token: str, display_name: str) -> SignedIn:
+    async def sign_in_oidc(self, id_token: str, display_name: str, address: str = ""
+                           ) -> SignedIn:
         """The account of the ID token's issuer and subject, created on first use."""
         identity = await asyncio.to_thread(self._verifier.verify, id_token)
         found = await self._store.identity(Method.OIDC, identity.key)
@@ -163,9 +172,10 @@ class Accounts:
             return await self._start(await self._usable(found.account_id), is_new=False)
         account = self._new_account(display_name or identity.name)
         try:
-            await self._store.create(account, Identity(Method.OIDC, identity.key, account.id))
+            with self._creations.one(address):
+                await self._store.create(account, Identity(Method.OIDC, identity.key, account.id))
         except IdentityTaken:
-            return await self.sign_in_oidc(id_token, display_name)
+            return await self.sign_in_oidc(id_token, display_name, address)
         return await self._start(account, is_new=True)
 
     # ------------------------------------------------------------ sessions

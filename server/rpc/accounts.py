@@ -112,7 +112,8 @@ class AccountService(accounts_pb2_grpc.AccountServiceServicer):
                            ) -> accounts_pb2.SignInDeviceResponse:
         return accounts_pb2.SignInDeviceResponse(session=await self._signed_in(
             "device", self.accounts.sign_in_device(
-                _secret("device_secret", request.device_secret), _name(request.display_name))))
+                _secret("device_secret", request.device_secret), _name(request.display_name),
+                caller().peer)))
 
     async def SignUpPassword(self, request: accounts_pb2.SignUpPasswordRequest,
                              context: Context) -> accounts_pb2.SignUpPasswordResponse:
@@ -133,7 +134,8 @@ class AccountService(accounts_pb2_grpc.AccountServiceServicer):
                          ) -> accounts_pb2.SignInOidcResponse:
         return accounts_pb2.SignInOidcResponse(session=await self._signed_in(
             "oidc", self.accounts.sign_in_oidc(
-                _secret("id_token", request.id_token, ID_TOKEN_MAX), _name(request.display_name))))
+                _secret("id_token", request.id_token, ID_TOKEN_MAX), _name(request.display_name),
+                caller().peer)))
 
     async def RefreshSession(self, request: accounts_pb2.RefreshSessionRequest,
                              context: Context) -> accounts_pb2.RefreshSessionResponse:
