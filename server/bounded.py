@@ -47,11 +47,11 @@ class Bounded(MutableMapping[K, V]):
     def __iter__(self) -> Iterator[K]:
         return iter(self._items)
 
-    def __len__(self) -> int:
-        return len(self._items)
-
     def values(self) -> ValuesView[V]:
-        return self._items.values()
+        return self._items.values()  # (Mapping's would read each key: an LRU one moves it)
 
     def items(self) -> ItemsView[K, V]:
         return self._items.items()
+
+    def __len__(self) -> int:
+        return len(self._items)

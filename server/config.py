@@ -251,6 +251,20 @@ class Config:
                                          "(a LAN party, a club behind one router): by default "
                                          "they do not rate each other (docs/RULES.md, \"Rated "
                                          "games\")")
+    password_checks_per_address: int = flag(4, "password sign-ins, sign-ups and links of one "
+                                               "address waiting for their argon2 hash (2 hashes "
+                                               "at once, given to the addresses waiting in "
+                                               "turn; 32 wait in all); beyond, its new ones "
+                                               "are refused at once (RESOURCE_EXHAUSTED "
+                                               "TOO_MANY_SIGN_INS)", is_quota=True)
+    accounts_per_address_per_hour: float = flag(60.0, "new accounts one address may make per "
+                                                      "hour past its --accounts-burst (a first "
+                                                      "SignInDevice, SignUpPassword, a first "
+                                                      "SignInOidc; RESOURCE_EXHAUSTED "
+                                                      "TOO_MANY_ACCOUNTS beyond); signing in to "
+                                                      "an existing account is never counted",
+                                                is_quota=True)
+    accounts_burst: float = flag(10.0, "new accounts one address may make at once")
     # Championships (copas.v1.ChampionshipService).
     championships_per_account: int = flag(1, "championships not yet over an account may have "
                                              "created (0: only operators create them)")

@@ -70,7 +70,7 @@ TIERS = {
     "test_accounts_server.py": INTEGRATION, "test_admin_accounts.py": INTEGRATION,
     "test_rated_games.py": INTEGRATION, "test_rated_farms.py": INTEGRATION,
     "test_account_games_kill9.py": PROCESS,
-    "test_accounts_cluster.py": CLUSTER,
+    "test_accounts_cluster.py": CLUSTER, "test_sign_in_protection.py": INTEGRATION,
     "test_view_bytes.py": UNIT, "test_views_and_records.py": UNIT,
     "test_admin.py": INTEGRATION, "test_contract.py": INTEGRATION,
     "test_fuzz_requests.py": INTEGRATION, "test_play_stream.py": INTEGRATION,

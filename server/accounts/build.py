@@ -1,6 +1,6 @@
 """The accounts of a server, from its configuration: their store (memory, SQLite beside the
-tables in ``--data-dir``, or the cluster's PostgreSQL), the password hasher, the trusted OIDC
-issuers and the attempt limits."""
+tables in ``--data-dir``, or the cluster's PostgreSQL), the password hasher and its turns, the
+trusted OIDC issuers, the attempt limits and the new accounts' per address."""
 
 from __future__ import annotations
 
@@ -8,8 +8,9 @@ import time
 from pathlib import Path
 from typing import Protocol
 
-from server.accounts.attempts import SignInAttempts
+from server.accounts.attempts import AccountCreations, SignInAttempts
 from server.accounts.credentials import PasswordParameters, Passwords
+from server.accounts.hashing import PasswordWork
 from server.accounts.model import AccountStore, MemoryAccountStore
 from server.accounts.oidc import OidcIssuer, OidcVerifier
 from server.accounts.service import Accounts
@@ -64,4 +65,8 @@ def build_accounts(config: Config, store: AccountStore) -> Accounts:
                     refresh_ttl=config.refresh_token_days * 86400.0,
                     guest_ttl=config.guest_days * 86400.0,
                     sessions_kept=max(config.sessions_per_account, 1),
-                    is_one_network_rated=config.rate_one_network)
+                    is_one_network_rated=config.rate_one_network,
+                    password_work=PasswordWork(per_address=config.password_checks_per_address),
+                    creations=AccountCreations(time.monotonic,
+                                               config.accounts_per_address_per_hour,
+                                               config.accounts_burst))

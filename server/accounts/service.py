@@ -17,16 +17,15 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import contextlib
 import hashlib
 import hmac
 import secrets
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 import structlog
 
-from server.accounts.attempts import SignInAttempts
+from server.accounts.attempts import AccountCreations, SignInAttempts
 from server.accounts.credentials import (
     ACCESS_PREFIX,
     REFRESH_PREFIX,
@@ -37,6 +36,7 @@ from server.accounts.credentials import (
     new_refresh_token,
     username_key,
 )
+from server.accounts.hashing import PasswordWork
 from server.accounts.model import (
     SESSIONS_KEPT,
     Account,
@@ -61,8 +61,6 @@ log = structlog.get_logger("copas.accounts")
 
 ACCESS_TTL = 15 * 60.0  # seconds an access token works
 REFRESH_TTL = 30 * 86400.0  # seconds a refresh token works (each refresh starts it again)
-HASHES_AT_ONCE = 2  # argon2 hashes computed at once (each on a thread, 64 MiB)
-HASHES_WAITING = 32  # more password sign-ins waiting than this are refused at once
 ACTIVE_SECONDS = 900.0  # an account signed in or seen within this is active
 ACTIVE_KEPT = 100_000  # accounts remembered as recently seen (the least recent forgotten)
 REFRESH_GRACE = 30.0  # seconds a rotated refresh token still answers the same new tokens
@@ -143,7 +141,9 @@ class Accounts:
                  passwords: Passwords, verifier: OidcVerifier, attempts: SignInAttempts,
                  access_ttl: float = ACCESS_TTL, refresh_ttl: float = REFRESH_TTL,
                  guest_ttl: float = GUEST_TTL, sessions_kept: int = SESSIONS_KEPT,
-                 is_one_network_rated: bool = False) -> None:
+                 is_one_network_rated: bool = False,
+                 password_work: PasswordWork | None = None,
+                 creations: AccountCreations | None = None) -> None:
         self._store = store
         self._clock = clock
         self._passwords = passwords
@@ -155,58 +155,64 @@ class Accounts:
         self._sessions_kept = sessions_kept
         self._is_one_network_rated = is_one_network_rated
         self._seen: Bounded[str, float] = Bounded(ACTIVE_KEPT, is_lru=True)  # id -> last use
-        self._hashing = asyncio.Semaphore(HASHES_AT_ONCE)
-        self._hashes_waiting = 0
+        self.password_work = password_work or PasswordWork()  # argon2's turns, per address
+        self._creations = creations or AccountCreations(clock, 0.0, 1.0)  # none: no limit
 
     # ------------------------------------------------------------ sign-in
 
-    async def sign_in_device(self, secret: str, display_name: str) -> SignedIn:
+    async def sign_in_device(self, secret: str, display_name: str, address: str = ""
+                             ) -> SignedIn:
         """The device's account, created on its first sign-in (named ``display_name``, which
-        the caller checked against the name policy; empty: a default name).
+        the caller checked against the name policy; empty: a default name). ``address``: the
+        caller's (its quota key), which new accounts are counted against.
 
-        :raises ServiceError: WEAK_DEVICE_SECRET, NAME_TAKEN (a new account's name), ...
+        :raises ServiceError: WEAK_DEVICE_SECRET, NAME_TAKEN (a new account's name),
+            TOO_MANY_ACCOUNTS, ...
         """
         key = device_digest(secret)
         found = await self._store.identity(Method.DEVICE, key)
         if found is not None:
             return await self._start(await self._usable(found.account_id), is_new=False)
         try:
-            account = await self._create(display_name, lambda a: Identity(Method.DEVICE, key, a))
+            with self._creations.one(address):
+                account = await self._create(display_name,
+                                             lambda a: Identity(Method.DEVICE, key, a))
         except IdentityTaken:  # the same device signed in twice at once: the first won
-            return await self.sign_in_device(secret, display_name)
+            return await self.sign_in_device(secret, display_name, address)
         return await self._start(account, is_new=True)
 
-    async def sign_up_password(self, username: str, password: str, display_name: str
-                               ) -> SignedIn:
+    async def sign_up_password(self, username: str, password: str, display_name: str,
+                               address: str = "") -> SignedIn:
         """A new account that signs in by username and password."""
         key = username_key(username)
         check_password(password)
         name = display_name or person(username)
-        hashed = await self._hash(password)
-        try:
-            account = await self._create(
-                name, lambda a: Identity(Method.PASSWORD, key, a, hashed))
-        except IdentityTaken:
-            raise ServiceError.precondition("this username is taken", "IDENTITY_TAKEN") from None
+        with self._creations.one(address):
+            hashed = await self._hash(password, address)
+            try:
+                account = await self._create(
+                    name, lambda a: Identity(Method.PASSWORD, key, a, hashed))
+            except IdentityTaken:
+                raise ServiceError.precondition("this username is taken",
+                                                "IDENTITY_TAKEN") from None
+        self._attempts.signed_in(key, address)
         return await self._start(account, is_new=True)
 
     async def sign_in_password(self, username: str, password: str, address: str) -> SignedIn:
         """The account of ``username``; the same answer, after the same work, whether the
         name is unknown or the password wrong."""
         key = username.lower()[:64]
-        wait = self._attempts.wait(key, address)
-        if wait > 0:
-            raise ServiceError.over_quota(
-                "too many failed sign-ins for this username or from this address",
-                "TOO_MANY_SIGN_INS", "sign-in attempts", wait)
-        found = await self._store.identity(Method.PASSWORD, key)
-        stored = found.secret if found is not None else None
-        if not await self._verify(stored, password[:1024]) or found is None:
-            self._attempts.failed(key, address)
-            raise _bad_credentials()
+        async with self._attempts.attempt(key, address) as attempt:  # refused, or held, here
+            found = await self._store.identity(Method.PASSWORD, key)
+            stored = found.secret if found is not None else None
+            if not await self._verify(stored, password[:1024], address) or found is None:
+                attempt.failed()
+                raise _bad_credentials()
+        self._attempts.signed_in(key, address)
         return await self._start(await self._usable(found.account_id), is_new=False)
 
-    async def sign_in_oidc(self, id_token: str, display_name: str) -> SignedIn:
+    async def sign_in_oidc(self, id_token: str, display_name: str, address: str = ""
+                           ) -> SignedIn:
         """The account of the ID token's issuer and subject, created on first use."""
         identity = await asyncio.to_thread(self._verifier.verify, id_token)
         found = await self._store.identity(Method.OIDC, identity.key)
@@ -214,10 +220,12 @@ class Accounts:
             return await self._start(await self._usable(found.account_id), is_new=False)
         name = display_name or _claimed_name(identity.name)
         try:
-            account = await self._create(name, lambda a: Identity(Method.OIDC, identity.key, a),
-                                         is_name_chosen=bool(display_name))
+            with self._creations.one(address):
+                account = await self._create(
+                    name, lambda a: Identity(Method.OIDC, identity.key, a),
+                    is_name_chosen=bool(display_name))
         except IdentityTaken:
-            return await self.sign_in_oidc(id_token, display_name)
+            return await self.sign_in_oidc(id_token, display_name, address)
         return await self._start(account, is_new=True)
 
     # ------------------------------------------------------------ sessions
@@ -309,11 +317,12 @@ class Accounts:
 
     # ------------------------------------------------------------ linking
 
-    async def link_password(self, account: Account, username: str, password: str) -> None:
+    async def link_password(self, account: Account, username: str, password: str,
+                            address: str = "") -> None:
         """The account signs in by ``username`` and ``password`` too (history kept)."""
         key = username_key(username)
         check_password(password)
-        hashed = await self._hash(password)
+        hashed = await self._hash(password, address)
         existing = [i for i in await self._store.identities(account.id)
                     if i.method is Method.PASSWORD]
         try:
@@ -323,6 +332,7 @@ class Accounts:
         for old in existing:  # one password per account: a new username replaces the old
             if old.key != key:
                 await self._store.unlink(old.method, old.key)
+        self._attempts.signed_in(key, address)
 
     async def sweep(self) -> tuple[int, int]:
         """Expired sessions end and never-used guests go; (sessions, guests) removed."""
@@ -494,27 +504,12 @@ class Accounts:
                         session.refresh_expires, is_new,
                         tuple(await self._store.identities(account.id)))
 
-    async def _hash(self, password: str) -> str:
-        async with self._hashing_turn():
-            return await asyncio.to_thread(self._passwords.hash, password)
+    async def _hash(self, password: str, address: str) -> str:
+        """An argon2id hash, in ``address``'s turn (``hashing.py``)."""
+        return await self.password_work.run(address, self._passwords.hash, password)
 
-    async def _verify(self, stored: str | None, password: str) -> bool:
-        async with self._hashing_turn():
-            return await asyncio.to_thread(self._passwords.verify, stored, password)
-
-    @contextlib.asynccontextmanager
-    async def _hashing_turn(self) -> AsyncIterator[None]:
-        """One password hash's turn: at most HASHES_AT_ONCE run, HASHES_WAITING wait; more
-        are refused at once (a flood of sign-ins holds no unbounded queue of threads)."""
-        if self._hashes_waiting >= HASHES_WAITING:
-            raise ServiceError.over_quota("the server is checking too many passwords at once",
-                                          "TOO_MANY_SIGN_INS", "password checks", 1.0)
-        self._hashes_waiting += 1
-        try:
-            async with self._hashing:
-                yield
-        finally:
-            self._hashes_waiting -= 1
+    async def _verify(self, stored: str | None, password: str, address: str) -> bool:
+        return await self.password_work.run(address, self._passwords.verify, stored, password)
 
 
 def _default_name() -> str:

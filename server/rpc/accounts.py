@@ -85,8 +85,13 @@ class AccountService(accounts_pb2_grpc.AccountServiceServicer):
         self._sign_ins = metrics.sign_ins
 
     def gauges(self) -> Iterable[GaugeMetricFamily]:
+        work = self.accounts.password_work
         return gauges(("copas_accounts_active", "Accounts signed in or seen on this node in "
-                       "the last 15 minutes", self.accounts.active()))
+                       "the last 15 minutes", self.accounts.active()),
+                      ("copas_password_checks_running", "argon2 password hashes computing now "
+                       "(sign-ins, sign-ups, links)", work.running),
+                      ("copas_password_checks_waiting", "Password sign-ins, sign-ups and links "
+                       "waiting for a hash, from all addresses", work.waiting))
 
     async def _signed_in(self, method: str, sign_in: Awaitable[SignedIn]) -> accounts_pb2.Session:
         """A sign-in's session, counted by method and outcome (never with what was sent)."""
@@ -109,14 +114,16 @@ class AccountService(accounts_pb2_grpc.AccountServiceServicer):
                            ) -> accounts_pb2.SignInDeviceResponse:
         return accounts_pb2.SignInDeviceResponse(session=await self._signed_in(
             "device", self.accounts.sign_in_device(
-                _secret("device_secret", request.device_secret), _name(request.display_name))))
+                _secret("device_secret", request.device_secret), _name(request.display_name),
+                caller().peer)))
 
     async def SignUpPassword(self, request: accounts_pb2.SignUpPasswordRequest,
                              context: Context) -> accounts_pb2.SignUpPasswordResponse:
         return accounts_pb2.SignUpPasswordResponse(session=await self._signed_in(
             "sign_up", self.accounts.sign_up_password(
                 inputs.check_length("username", request.username, 64, "INVALID_USERNAME"),
-                _secret("password", request.password), _name(request.display_name))))
+                _secret("password", request.password), _name(request.display_name),
+                caller().peer)))
 
     async def SignInPassword(self, request: accounts_pb2.SignInPasswordRequest,
                              context: Context) -> accounts_pb2.SignInPasswordResponse:
@@ -129,7 +136,8 @@ class AccountService(accounts_pb2_grpc.AccountServiceServicer):
                          ) -> accounts_pb2.SignInOidcResponse:
         return accounts_pb2.SignInOidcResponse(session=await self._signed_in(
             "oidc", self.accounts.sign_in_oidc(
-                _secret("id_token", request.id_token, ID_TOKEN_MAX), _name(request.display_name))))
+                _secret("id_token", request.id_token, ID_TOKEN_MAX), _name(request.display_name),
+                caller().peer)))
 
     async def RefreshSession(self, request: accounts_pb2.RefreshSessionRequest,
                              context: Context) -> accounts_pb2.RefreshSessionResponse:
@@ -167,7 +175,7 @@ class AccountService(accounts_pb2_grpc.AccountServiceServicer):
         me = await self._me()
         await self.accounts.link_password(
             me, inputs.check_length("username", request.username, 64, "INVALID_USERNAME"),
-            _secret("password", request.password))
+            _secret("password", request.password), caller().peer)
         profile = await self.accounts.profile(me)
         return accounts_pb2.LinkPasswordResponse(account=account_pb(me, profile.identities))
 

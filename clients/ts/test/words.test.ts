@@ -90,7 +90,7 @@ describe("refusals in plain words", () => {
     const reasons = [
       "INVALID_CREDENTIALS", "WEAK_DEVICE_SECRET", "WEAK_PASSWORD", "INVALID_USERNAME", "IDENTITY_TAKEN",
       "SESSION_EXPIRED", "SESSION_REVOKED", "INVALID_ID_TOKEN", "UNKNOWN_ISSUER", "ACCOUNT_BANNED",
-      "TOO_MANY_SIGN_INS", "ACCOUNT_NOT_FOUND", "ACCOUNT_ALREADY_SEATED",
+      "TOO_MANY_SIGN_INS", "ACCOUNT_NOT_FOUND", "ACCOUNT_ALREADY_SEATED", "TOO_MANY_ACCOUNTS",
     ];
     for (const reason of reasons) expect(ErrorReason[reason as keyof typeof ErrorReason]).toBeGreaterThan(0);
     const unworded = reasons.filter((r) => refusalWords(refused(r)) === "The server refused that.");

@@ -209,6 +209,7 @@ export function refusalWords(why: Refusal, view?: TableView): string {
     UNKNOWN_ISSUER: "This server does not accept that way to sign in.",
     ACCOUNT_BANNED: "This account may not play here.",
     TOO_MANY_SIGN_INS: "Too many sign-in attempts." + retryWords(why),
+    TOO_MANY_ACCOUNTS: "Too many new accounts from your network." + retryWords(why),
     ACCOUNT_NOT_FOUND: "That account no longer exists.",
     ACCOUNT_ALREADY_SEATED: "You already have a seat at that table.",
   };

@@ -1,0 +1,490 @@
+"""Players you can trust (issue 37): sign-in throttles the attacker and never the owner, the
+argon2 work is shared in turn among the addresses that ask, and one address cannot make
+accounts without end. Hostile clients against a server on loopback (each address named by
+``x-forwarded-for`` through the trusted loopback proxy), and the parts on their own with a
+fake clock and a hasher the test lets finish; every map is bounded."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import secrets
+import threading
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import grpc
+import pytest
+from copas.v1 import accounts_pb2, accounts_pb2_grpc
+
+from server.accounts.attempts import AccountCreations, AttemptRule, SignInAttempts
+from server.accounts.credentials import PasswordParameters, Passwords
+from server.accounts.hashing import PasswordWork
+from server.accounts.model import MemoryAccountStore
+from server.accounts.oidc import OidcIssuer, OidcVerifier
+from server.accounts.service import Accounts
+from server.errors import ServiceError
+from server.main import shutdown, start
+from tests.helpers.calls import quota_details
+from tests.helpers.servers import config_for_tests
+from tests.test_accounts import AUDIENCE, ISSUER, Keys, ManualClock, keys  # noqa: F401
+
+PASSWORD = "correct horse battery"
+ATTACKER, OWNER, OTHER = "198.51.100.66", "203.0.113.7", "192.0.2.10"
+FAST = PasswordParameters(time_cost=1, memory_kib=8, parallelism=1)
+DEADLINE = 30.0  # seconds any one thing awaited here may take before the test fails
+
+
+
+def secret_of(word: str) -> str:
+    """A device secret of its own for ``word`` (the same word, the same device)."""
+    return f"{word}-device-Secret_0123456789"
+
+
+def at(address: str) -> tuple[tuple[str, str], ...]:
+    return (("x-forwarded-for", address),)
+
+
+@contextlib.asynccontextmanager
+async def accounts_server(**options: Any) -> AsyncIterator[tuple[Any, Any]]:
+    """A server behind the trusted loopback proxy, and an AccountService stub to it."""
+    running = await start(config_for_tests(trusted_proxies="127.0.0.1", **options))
+    try:
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{running.port}") as channel:
+            yield running, accounts_pb2_grpc.AccountServiceStub(channel)
+    finally:
+        await shutdown(running, 0)
+
+
+async def refusal(call: Any) -> tuple[grpc.StatusCode, str, float]:
+    """The status, reason and retry delay of a call that must be refused."""
+    with pytest.raises(grpc.aio.AioRpcError) as refused:
+        await call
+    reason, _, retry = quota_details(refused.value)
+    return refused.value.code(), reason, retry
+
+
+def sign_in(username: str, password: str = PASSWORD) -> accounts_pb2.SignInPasswordRequest:
+    return accounts_pb2.SignInPasswordRequest(username=username, password=password)
+
+
+def device() -> accounts_pb2.SignInDeviceRequest:
+    return accounts_pb2.SignInDeviceRequest(device_secret=secrets.token_urlsafe(24))
+
+
+# ---------------------------------------------------------------- against a server
+
+async def test_wrong_passwords_from_one_address_do_not_lock_the_owner_out() -> None:
+    """Finding 1: ten wrong passwords for a username from one address refused its owner's
+    right one from everywhere. Now the guessing address is refused, and only it."""
+    async with accounts_server() as (_, stub):
+        made = await stub.SignUpPassword(accounts_pb2.SignUpPasswordRequest(
+            username="ana", password=PASSWORD), metadata=at(OTHER))
+        ana = made.session.account.account_id
+        for n in range(10):
+            code, reason, _ = await refusal(stub.SignInPassword(
+                sign_in("ana", f"guess number {n}"), metadata=at(ATTACKER)))
+            assert (code, reason) == (grpc.StatusCode.UNAUTHENTICATED, "INVALID_CREDENTIALS")
+        signed = await stub.SignInPassword(sign_in("ANA"), metadata=at(OWNER))
+        assert signed.session.account.account_id == ana
+        for password in ("guess number 11", PASSWORD):  # the attacker's address, right or not
+            code, reason, retry = await refusal(stub.SignInPassword(
+                sign_in("ana", password), metadata=at(ATTACKER)))
+            assert (code, reason) == (grpc.StatusCode.RESOURCE_EXHAUSTED, "TOO_MANY_SIGN_INS")
+            assert retry > 0
+        again = await stub.SignInPassword(sign_in("ana"), metadata=at(OWNER))
+        assert again.session.account.account_id == ana
+
+
+async def test_forty_sign_ins_from_one_address_do_not_hold_another_addresses() -> None:
+    """Finding 2: forty correct sign-ins at once from one address filled the shared argon2
+    queue (2 hashing, 32 waiting) and another address's sign-in was refused, or waited
+    behind all of them. Now that address waits with at most 4 (the others refused at once)
+    and the other address's sign-in is served in turn, before the flood's last ones."""
+    async with accounts_server(password_time_cost=3, password_memory_kib=65536,
+                               password_checks_per_address=4) as (running, stub):
+        bia = ""
+        for username, address in (("flood", ATTACKER), ("bia", OWNER)):
+            made = await stub.SignUpPassword(accounts_pb2.SignUpPasswordRequest(
+                username=username, password=PASSWORD), metadata=at(address))
+            bia = made.session.account.account_id
+        flood = [asyncio.ensure_future(stub.SignInPassword(sign_in("flood"),
+                                                           metadata=at(ATTACKER)))
+                 for _ in range(40)]
+        # The queue has formed once the flood's first refusal is back.
+        done, _ = await asyncio.wait(flood, timeout=DEADLINE,
+                                     return_when=asyncio.FIRST_EXCEPTION)
+        assert any(call.exception() is not None for call in done), "no flood call refused"
+        honest = await asyncio.wait_for(
+            stub.SignInPassword(sign_in("bia"), metadata=at(OWNER)), DEADLINE)
+        assert honest.session.account.account_id == bia
+        assert not all(call.done() for call in flood), "the honest one waited for the flood"
+        results = await asyncio.wait_for(asyncio.gather(*flood, return_exceptions=True),
+                                         DEADLINE)
+        refused = [r for r in results if isinstance(r, grpc.aio.AioRpcError)]
+        assert len(results) - len(refused) >= 2  # the flood is served too, in its turn
+        for error in refused:
+            assert error.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+            reason, _, retry = quota_details(error)
+            assert reason == "TOO_MANY_SIGN_INS" and retry > 0
+        sample = running.metrics.registry.get_sample_value
+        assert sample("copas_password_checks_waiting") == 0
+        assert sample("copas_password_checks_running") == 0
+
+
+async def test_one_address_cannot_make_accounts_without_end() -> None:
+    """Finding 3: one address made 40-50 guest accounts a second. Now it makes its burst,
+    then is refused TOO_MANY_ACCOUNTS (a guest's and a password's alike), while another
+    address still makes one, and signing in to an existing account is never refused."""
+    async with accounts_server(accounts_burst=5, accounts_per_address_per_hour=60) as (_, stub):
+        ana = await stub.SignUpPassword(accounts_pb2.SignUpPasswordRequest(
+            username="ana", password=PASSWORD), metadata=at(OWNER))
+        mine = device()
+        first = await stub.SignInDevice(mine, metadata=at(ATTACKER))
+        assert first.session.is_new_account
+        made, refusals = 1, []
+        for _ in range(30):
+            try:
+                await stub.SignInDevice(device(), metadata=at(ATTACKER))
+                made += 1
+            except grpc.aio.AioRpcError as error:
+                refusals.append((error.code(), *quota_details(error)[::2]))
+        assert made == 5
+        assert len(refusals) == 26
+        for code, reason, retry in refusals:
+            assert (code, reason) == (grpc.StatusCode.RESOURCE_EXHAUSTED, "TOO_MANY_ACCOUNTS")
+            assert 0 < retry <= 60
+        code, reason, _ = await refusal(stub.SignUpPassword(accounts_pb2.SignUpPasswordRequest(
+            username="flooder", password=PASSWORD), metadata=at(ATTACKER)))
+        assert (code, reason) == (grpc.StatusCode.RESOURCE_EXHAUSTED, "TOO_MANY_ACCOUNTS")
+        again = await stub.SignInDevice(mine, metadata=at(ATTACKER))  # an existing account
+        assert not again.session.is_new_account
+        assert again.session.account.account_id == first.session.account.account_id
+        signed = await stub.SignInPassword(sign_in("ana"), metadata=at(ATTACKER))
+        assert signed.session.account.account_id == ana.session.account.account_id
+        other = await stub.SignInDevice(device(), metadata=at(OTHER))
+        assert other.session.is_new_account
+
+
+# ---------------------------------------------------------------- the parts, on a fake clock
+
+class Sleeps:
+    """A ``sleep`` that returns at once and remembers what it was asked."""
+
+    def __init__(self) -> None:
+        self.asked: list[float] = []
+
+    async def __call__(self, seconds: float) -> None:
+        self.asked.append(seconds)
+
+
+def make(clock: ManualClock | None = None, keys: Keys | None = None,  # noqa: F811
+         creations: tuple[float, float] = (0.0, 1.0), work: PasswordWork | None = None
+         ) -> tuple[Accounts, ManualClock, Sleeps]:
+    clock = clock or ManualClock(1_000_000.0)
+    sleeps = Sleeps()
+    verifier = OidcVerifier([OidcIssuer(ISSUER, AUDIENCE, str(keys.path))] if keys else [])
+    accounts = Accounts(MemoryAccountStore(), clock, passwords=Passwords(FAST),
+                        verifier=verifier, attempts=SignInAttempts(clock, sleep=sleeps),
+                        password_work=work, creations=AccountCreations(clock, *creations))
+    return accounts, clock, sleeps
+
+
+async def reason_of(call: Any) -> str:
+    with pytest.raises(ServiceError) as error:
+        await call
+    return error.value.reason
+
+
+async def test_the_owner_signs_in_from_anywhere_while_many_addresses_guess() -> None:
+    accounts, clock, sleeps = make()
+    await accounts.sign_up_password("ana", PASSWORD, "Ana", "home")
+    for guesser in range(3):  # 30 failures from 3 addresses, 10 each
+        for n in range(10):
+            assert await reason_of(accounts.sign_in_password(
+                "ana", f"guess {n}", f"10.0.0.{guesser}")) == "INVALID_CREDENTIALS"
+        assert await reason_of(accounts.sign_in_password(
+            "ana", PASSWORD, f"10.0.0.{guesser}")) == "TOO_MANY_SIGN_INS"
+    sleeps.asked.clear()  # (the third guesser's own tries were held: 20 failures before)
+    assert (await accounts.sign_in_password("ana", PASSWORD, "home")).account
+    assert sleeps.asked == []  # the address that made it: never held
+    assert (await accounts.sign_in_password("ana", PASSWORD, "cafe")).account
+    assert sleeps.asked == [8.0]  # a new address: held at most 8 s, then signed in
+    assert (await accounts.sign_in_password("ana", PASSWORD, "cafe")).account
+    assert sleeps.asked == [8.0]  # and familiar from now on
+    assert await reason_of(accounts.sign_in_password(  # a guesser: refused, and only it
+        "ana", PASSWORD, "10.0.0.1")) == "TOO_MANY_SIGN_INS"
+    clock.advance(30.0)  # each guesser may try once more, held as any new address
+    assert (await accounts.sign_in_password("ana", PASSWORD, "10.0.0.1")).account
+    assert sleeps.asked == [8.0, 8.0]
+    clock.advance(7 * 30.0)  # eight failures forgiven: 10 left, nobody held
+    assert (await accounts.sign_in_password("ana", PASSWORD, "train")).account
+    assert sleeps.asked == [8.0, 8.0]
+
+
+async def test_a_usernames_failures_hold_unfamiliar_addresses_1_s_doubling_to_8() -> None:
+    clock, sleeps = ManualClock(0.0), Sleeps()
+    attempts = SignInAttempts(clock, sleep=sleeps)
+    held = []
+    for n in range(25):  # one failure from each of 25 addresses
+        async with attempts.attempt("ana", f"10.1.0.{n}") as attempt:
+            attempt.failed()
+        held.append(attempts.hold("ana", "elsewhere"))
+    assert held[:10] == [0.0] * 10  # one address's 10 alone hold nobody
+    assert held[10:15] == [1.0, 2.0, 4.0, 8.0, 8.0]
+    assert set(held[15:]) == {8.0}
+    assert sleeps.asked == held[10:24]  # each failing address was held too, as it came
+    attempts.signed_in("ana", "home")
+    assert attempts.hold("ana", "home") == 0.0 and attempts.hold("bia", "elsewhere") == 0.0
+    clock.advance(4 * 30.0)  # the count stopped at 18: 4 forgiven, still the most
+    assert attempts.hold("ana", "elsewhere") == 8.0
+    waits = []
+    for _ in range(4):
+        clock.advance(30.0)
+        waits.append(attempts.hold("ana", "elsewhere"))
+    assert waits == [4.0, 2.0, 1.0, 0.0]  # gone 4 minutes after the last failure
+
+
+async def test_guesses_sent_at_once_count_as_they_start_and_a_right_one_costs_nothing() -> None:
+    clock = ManualClock(0.0)
+    attempts = SignInAttempts(clock, per_pair=AttemptRule(3, 1 / 30),
+                              per_address=AttemptRule(5, 1 / 5))
+    async with contextlib.AsyncExitStack() as stack:
+        for _ in range(3):  # three checks under way at once: the pair's allowance
+            await stack.enter_async_context(attempts.attempt("ana", "a"))
+        with pytest.raises(ServiceError) as refused:
+            await stack.enter_async_context(attempts.attempt("ana", "a"))
+        assert refused.value.reason == "TOO_MANY_SIGN_INS"
+        await stack.enter_async_context(attempts.attempt("bia", "a"))  # another username
+    for _ in range(3):  # those ended without a wrong password: all given back
+        async with attempts.attempt("ana", "a") as attempt:
+            attempt.failed()
+    assert attempts.wait("ana", "a") > 0 and attempts.wait("ana", "b") == 0
+    attempts.signed_in("ana", "a")  # a right password forgets the pair's failures
+    assert attempts.wait("ana", "a") == 0
+    for username in ("bia", "cai"):  # the address's own allowance (5) runs out across names
+        async with attempts.attempt(username, "a") as attempt:
+            attempt.failed()
+    with pytest.raises(ServiceError):
+        async with attempts.attempt("dora", "a"):
+            pass
+
+
+async def test_a_right_password_gives_back_its_try_and_forgets_the_failures() -> None:
+    accounts, _, _ = make()
+    await accounts.sign_up_password("ana", PASSWORD, "Ana", "home")
+    for _ in range(3):
+        for n in range(9):  # the owner mistypes 9 times, then gets it right: never refused
+            assert await reason_of(accounts.sign_in_password(
+                "ana", f"typo {n}", "laptop")) == "INVALID_CREDENTIALS"
+        assert (await accounts.sign_in_password("ana", PASSWORD, "laptop")).account
+
+
+async def test_new_accounts_are_limited_per_address_and_sign_ins_never_are(
+        keys: Keys) -> None:  # noqa: F811
+    accounts, clock, _ = make(keys=keys, creations=(60.0, 3.0))
+    mine = await accounts.sign_in_device(secret_of("d"), "Ana", "a")
+    await accounts.sign_up_password("ana", PASSWORD, "Ana P", "a")
+    await accounts.sign_in_oidc(keys.token(sub="person-a"), "", "a")
+    for call in (accounts.sign_in_device(secret_of("e"), "Bia", "a"),
+                 accounts.sign_up_password("bia", PASSWORD, "Bia", "a"),
+                 accounts.sign_in_oidc(keys.token(sub="person-b"), "", "a")):
+        assert await reason_of(call) == "TOO_MANY_ACCOUNTS"
+    # signing in to the accounts it has: never counted, never refused
+    assert (await accounts.sign_in_device(secret_of("d"), "", "a")).account == mine.account
+    assert (await accounts.sign_in_password("ana", PASSWORD, "a")).account
+    assert not (await accounts.sign_in_oidc(keys.token(sub="person-a"), "", "a")).is_new
+    assert (await accounts.sign_in_device(secret_of("e"), "Bia", "b")).is_new  # another address
+    assert await reason_of(accounts.sign_up_password("ana", PASSWORD, "", "b")) \
+        == "IDENTITY_TAKEN"  # a taken username is given back: b has two left
+    await accounts.sign_in_device(secret_of("f"), "Cai", "b")
+    await accounts.sign_in_device(secret_of("g"), "Dora", "b")
+    assert await reason_of(accounts.sign_in_device(secret_of("h"), "Eva", "b")) \
+        == "TOO_MANY_ACCOUNTS"
+    clock.advance(60.0)  # one a minute
+    assert (await accounts.sign_in_device(secret_of("h"), "Eva", "a")).is_new
+    assert await reason_of(accounts.sign_in_device(secret_of("i"), "Fay", "a")) \
+        == "TOO_MANY_ACCOUNTS"
+
+
+async def test_without_a_limit_an_address_makes_accounts_freely() -> None:
+    accounts, _, _ = make(creations=(0.0, 1.0))
+    for n in range(30):
+        assert (await accounts.sign_in_device(secret_of(f"{n:02d}"), "", "a")).is_new
+
+
+# ---------------------------------------------------------------- argon2's turns
+
+class Hashes:
+    """Work for ``PasswordWork`` that holds its thread until the test lets it finish, and the
+    order the works started in."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.get_running_loop()
+        self.started: list[str] = []
+        self._changed = asyncio.Event()
+        self._go: dict[str, threading.Event] = {}
+
+    def submit(self, work: PasswordWork, address: str, name: str) -> asyncio.Future[str]:
+        self._go[name] = threading.Event()
+        return asyncio.ensure_future(work.run(address, self.work, name))
+
+    def work(self, name: str) -> str:
+        self.loop.call_soon_threadsafe(self._start, name)
+        assert self._go[name].wait(DEADLINE), f"{name} was never let finish"
+        return name
+
+    def _start(self, name: str) -> None:
+        self.started.append(name)
+        self._changed.set()
+
+    def finish(self, name: str) -> None:
+        self._go[name].set()
+
+    async def until(self, condition: Callable[[], bool]) -> None:
+        async def wait() -> None:
+            while not condition():
+                self._changed.clear()
+                await self._changed.wait()
+        await asyncio.wait_for(wait(), DEADLINE)
+
+    async def until_started(self, count: int) -> None:
+        await self.until(lambda: len(self.started) >= count)
+
+
+async def settle() -> None:
+    """Every call submitted has reached its queue (or been refused)."""
+    for _ in range(5):
+        await asyncio.sleep(0)
+
+
+async def test_argon2_slots_go_to_the_waiting_addresses_in_turn() -> None:
+    work, hashes = PasswordWork(at_once=2, per_address=4, waiting=32), Hashes()
+    flood = [hashes.submit(work, "a", f"a{n}") for n in range(1, 7)]
+    await settle()
+    honest = hashes.submit(work, "b", "b1")
+    await settle()
+    assert (work.running, work.waiting, work.waiting_of("a")) == (2, 5, 4)
+    for name in ("a1", "a2", "a3", "b1", "a4", "a5", "a6"):
+        await hashes.until(lambda name=name: name in hashes.started)  # type: ignore[misc]
+        hashes.finish(name)
+    assert await asyncio.wait_for(honest, DEADLINE) == "b1"
+    assert await asyncio.wait_for(asyncio.gather(*flood), DEADLINE) == \
+        [f"a{n}" for n in range(1, 7)]
+    assert hashes.started == ["a1", "a2", "a3", "b1", "a4", "a5", "a6"]
+    assert (work.running, work.waiting, work.addresses_waiting) == (0, 0, 0)
+
+
+async def test_an_address_waits_with_a_few_and_its_next_are_refused_at_once() -> None:
+    work, hashes = PasswordWork(at_once=2, per_address=4, waiting=32), Hashes()
+    admitted = [hashes.submit(work, "a", f"a{n}") for n in range(6)]
+    await settle()
+    with pytest.raises(ServiceError) as refused:
+        await work.run("a", hashes.work, "never")
+    assert refused.value.reason == "TOO_MANY_SIGN_INS" and refused.value.is_quota
+    other = hashes.submit(work, "b", "b0")  # another address is not refused
+    await settle()
+    assert work.waiting_of("b") == 1
+    for name in [f"a{n}" for n in range(6)] + ["b0"]:
+        hashes.finish(name)
+    await asyncio.wait_for(asyncio.gather(*admitted, other), DEADLINE)
+    assert "never" not in hashes.started
+
+
+async def test_when_all_wait_a_newcomer_takes_the_place_of_the_longest_queues_newest() -> None:
+    work, hashes = PasswordWork(at_once=1, per_address=0, waiting=4), Hashes()
+    running = hashes.submit(work, "a", "a0")
+    await hashes.until_started(1)
+    queued = [hashes.submit(work, "a", f"a{n}") for n in range(1, 5)]
+    await settle()
+    assert work.waiting == 4
+    b = hashes.submit(work, "b", "b1")
+    await settle()
+    with pytest.raises(ServiceError) as evicted:  # a's newest made room
+        await asyncio.wait_for(queued[-1], DEADLINE)
+    assert evicted.value.reason == "TOO_MANY_SIGN_INS"
+    c = hashes.submit(work, "c", "c1")
+    await settle()
+    with pytest.raises(ServiceError):
+        await asyncio.wait_for(queued[-2], DEADLINE)
+    assert (work.waiting_of("a"), work.waiting_of("b"), work.waiting_of("c")) == (2, 1, 1)
+    with pytest.raises(ServiceError):  # b would then have as many as the most: refused
+        await work.run("b", hashes.work, "never")
+    d = hashes.submit(work, "d", "d1")  # a has 2, d none: a gives its newest again
+    await settle()
+    assert (work.waiting_of("a"), work.waiting_of("d"), work.waiting) == (1, 1, 4)
+    with pytest.raises(ServiceError):  # everyone waits with one: a newcomer is refused
+        await work.run("e", hashes.work, "never")
+    for name in ("a0", "a1", "b1", "c1", "d1"):
+        hashes.finish(name)
+    await asyncio.wait_for(asyncio.gather(running, queued[0], b, c, d), DEADLINE)
+    assert hashes.started == ["a0", "a1", "b1", "c1", "d1"]
+
+
+async def test_a_caller_gone_holds_its_slot_until_its_hash_ends() -> None:
+    """A client that cancels once its hash started cannot start more hashes than the slots:
+    the thread still computes, and its slot is given back when it ends."""
+    work, hashes = PasswordWork(at_once=1, per_address=4, waiting=32), Hashes()
+    first = hashes.submit(work, "a", "a1")
+    await hashes.until_started(1)
+    first.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await first
+    second = hashes.submit(work, "b", "b1")
+    await settle()
+    assert (work.running, work.waiting, hashes.started) == (1, 1, ["a1"])
+    waiting = hashes.submit(work, "c", "c1")
+    await settle()
+    waiting.cancel()  # one gone while waiting: its place goes at once
+    with pytest.raises(asyncio.CancelledError):
+        await waiting
+    assert (work.waiting, work.waiting_of("c")) == (1, 0)
+    hashes.finish("a1")
+    await hashes.until_started(2)
+    hashes.finish("b1")
+    assert await asyncio.wait_for(second, DEADLINE) == "b1"
+    assert (work.running, work.waiting, hashes.started) == (0, 0, ["a1", "b1"])
+
+
+async def test_sign_ins_sign_ups_and_links_hash_in_their_addresses_turn() -> None:
+    """Accounts hands each hash to its PasswordWork with the caller's address."""
+    seen: list[str] = []
+
+    class Recording(PasswordWork):
+        async def run(self, address: str, work: Any, *args: object) -> Any:
+            seen.append(address)
+            return await super().run(address, work, *args)
+
+    accounts, _, _ = make(work=Recording())
+    guest = await accounts.sign_in_device(secret_of("d"), "Ana")
+    await accounts.sign_up_password("bia", PASSWORD, "Bia", "q")
+    await accounts.link_password(guest.account, "ana", PASSWORD, "r")
+    await accounts.sign_in_password("ana", PASSWORD, "s")
+    assert seen == ["q", "r", "s"]
+
+
+# ---------------------------------------------------------------- bounded
+
+async def test_every_map_is_bounded() -> None:
+    clock = ManualClock(0.0)
+    attempts = SignInAttempts(clock, max_keys=100)
+    for n in range(1_000):
+        async with attempts.attempt(f"user{n}", f"addr{n}") as attempt:
+            attempt.failed()
+        attempts.signed_in(f"user{n}", f"home{n}")
+    assert attempts.keys_held == 400  # addresses, pairs, usernames, familiar pairs: 100 each
+    creations = AccountCreations(clock, 60.0, 5.0, max_keys=100)
+    for n in range(1_000):
+        with creations.one(f"addr{n}"):
+            pass
+    assert creations.keys_held == 100
+    work, hashes = PasswordWork(at_once=1, per_address=2, waiting=32), Hashes()
+    calls = [hashes.submit(work, f"addr{n}", f"h{n}") for n in range(1_000)]
+    await settle()
+    assert (work.running, work.waiting, work.addresses_waiting) == (1, 32, 32)
+    for n in range(1_000):
+        hashes.finish(f"h{n}")
+    results = await asyncio.wait_for(asyncio.gather(*calls, return_exceptions=True), DEADLINE)
+    assert sum(isinstance(r, str) for r in results) == 33
+    assert (work.running, work.waiting, work.addresses_waiting) == (0, 0, 0)
+
