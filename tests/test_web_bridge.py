@@ -98,6 +98,11 @@ async def test_a_guest_signs_in_through_the_web_port_and_its_seat_is_its_own() -
             renewed = (await accounts.refresh_session(accounts_pb2.RefreshSessionRequest(
                 refresh_token=session.refresh_token))).session
             assert renewed.access_token != session.access_token
+            again = (await accounts.refresh_session(accounts_pb2.RefreshSessionRequest(
+                refresh_token=session.refresh_token))).session  # a second tab, at once
+            assert again.access_token == renewed.access_token
+            newest = (await accounts.refresh_session(accounts_pb2.RefreshSessionRequest(
+                refresh_token=renewed.refresh_token))).session
             with pytest.raises(ConnectError) as caught:
                 await accounts.refresh_session(accounts_pb2.RefreshSessionRequest(
                     refresh_token=session.refresh_token))
@@ -107,7 +112,7 @@ async def test_a_guest_signs_in_through_the_web_port_and_its_seat_is_its_own() -
             assert info.reason == "SESSION_REVOKED"  # a reused refresh token ends the session
             with pytest.raises(ConnectError) as caught:
                 await accounts.get_profile(accounts_pb2.GetProfileRequest(), headers={
-                    "authorization": f"Bearer {renewed.access_token}"})
+                    "authorization": f"Bearer {newest.access_token}"})
             assert caught.value.code is Code.UNAUTHENTICATED
 
 

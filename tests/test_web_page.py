@@ -890,7 +890,7 @@ async def test_a_refused_name_opens_no_table_and_reads_as_its_reason() -> None:
         await page.click("#create")
         await page.wait_for_function("() => document.getElementById('lobby-error').textContent")
         error = await page.text_content("#lobby-error") or ""
-        assert "kept for the server's bots" in error, error
+        assert "kept for the server" in error, error
         assert "special characters" not in error and not CODE_WORDS.search(error)
         assert await page.is_hidden("#game")
         assert await tables() == before, "a refused name left a table behind"
@@ -1180,8 +1180,8 @@ async def test_a_guest_comes_back_to_its_name_history_and_rating_and_signs_in_el
         account_id = await page.get_attribute("#me", "data-account")
         assert "guest" in (await page.text_content("#me-status") or "")
         for game in range(3):
-            table = (await stub.CreateTable(copas_pb2.CreateTableRequest(  # one hand, rated
-                preset="quick", bot_seats=3, rating="with_bots"))).table  # as the page's own
+            table = (await stub.CreateTable(copas_pb2.CreateTableRequest(  # one hand, as
+                preset="quick", bot_seats=3))).table  # the page's own: with bots, not rated
             await page.goto(f"{url}?join={table.table_id}")
             await page.wait_for_selector("#invite-join:not([disabled])")
             if game == 0:  # once the page shows the guest's own name (its profile is in)
@@ -1209,8 +1209,11 @@ async def test_a_guest_comes_back_to_its_name_history_and_rating_and_signs_in_el
         assert await again.text_content("#me-title") == "Gus"
         assert await again.input_value("#name") == "Gus"
         assert len(await again.query_selector_all("#my-games li[data-record]")) == 3
-        assert await again.get_attribute("#me-rating", "data-rated-games") == "3"
-        assert "on the leaderboard" in (await again.text_content("#me-rating") or "")
+        # Games against bots are in the history but rate nothing (RULES.md, "Rated games").
+        assert await again.get_attribute("#me-rating", "data-rated-games") == "0"
+        assert "no rated game yet" in (await again.text_content("#me-rating") or "")
+        for line in await again.query_selector_all("#my-games li[data-record]"):
+            assert "not rated" in (await line.text_content() or "")
         state = await state_of(again)
         check_storage(state["storage"])
         tokens = json.loads(state["storage"]["local:copas.account"])

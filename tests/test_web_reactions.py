@@ -124,9 +124,9 @@ async def test_passed_cards_leave_and_arrive_unless_motion_is_reduced() -> None:
     async with (serving(web_port=port, web_host="127.0.0.1", rule_defaults=TIMING)
                 as _, browser() as launched):
         url = f"http://127.0.0.1:{port}/"
-        for motion in ("no-preference", "reduce"):
+        for motion, name in (("no-preference", "Ana"), ("reduce", "Bia")):  # two accounts
             page = await open_page(launched, url, reduced_motion=motion)
-            await create_through_the_lobby(page, "Ana", "quick")
+            await create_through_the_lobby(page, name, "quick")
             await page.wait_for_selector("#game[data-phase=PASSING][data-must-act=true]")
             await page.evaluate(NOTE_PASS_MOVES)
             await take_turn(page, await state_of(page))
