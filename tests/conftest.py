@@ -78,6 +78,7 @@ TIERS = {
     "test_server_api.py": INTEGRATION, "test_server_game.py": INTEGRATION,
     "test_server_play.py": INTEGRATION, "test_quick_match_seats.py": INTEGRATION,
     "test_fail_stop.py": INTEGRATION, "test_page_tokens.py": INTEGRATION,
+    "test_names.py": INTEGRATION,
     "test_rematch.py": INTEGRATION,
     "test_spectators.py": INTEGRATION, "test_stream_limits_and_leavers.py": INTEGRATION,
     "test_address_limits_and_floods.py": PROCESS, "test_metrics_under_load.py": PROCESS,
@@ -212,3 +213,11 @@ async def stub(server: Any) -> Any:
     channel = grpc.aio.insecure_channel(f"127.0.0.1:{server.port}")
     yield copas_pb2_grpc.CopasServiceStub(channel)
     await channel.close()
+
+
+@pytest.fixture(scope="module")
+def keys(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """An OIDC issuer's signing key and its JWKS file (tests.helpers.accounts.Keys)."""
+    from tests.helpers.accounts import Keys
+
+    return Keys(tmp_path_factory.mktemp("oidc"))

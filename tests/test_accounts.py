@@ -4,10 +4,7 @@ attempt limits, and the operators' calls, on the in-memory store and a fake cloc
 from __future__ import annotations
 
 import asyncio
-import json
 import time
-from pathlib import Path
-from typing import Any
 
 import jwt
 import pytest
@@ -23,42 +20,10 @@ from server.accounts.service import ACCESS_TTL, REFRESH_GRACE, Accounts
 from server.errors import ServiceError
 from server.store.base import GameResult, RecordSummary, SeatRecord
 from server.tokens import hash_token
+from tests.helpers.accounts import AUDIENCE, ISSUER, Keys, ManualClock
 
-ISSUER = "https://id.example.test"
-AUDIENCE = "copas-web"
 DEVICE = "d3v1ce-Secret_kept-0nThePhone"
 FAST = PasswordParameters(time_cost=1, memory_kib=8, parallelism=1)
-
-
-class ManualClock:
-    def __init__(self, now: float) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += seconds
-
-
-class Keys:
-    def __init__(self, tmp: Path) -> None:
-        self.private = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-        jwk = json.loads(jwt.algorithms.RSAAlgorithm.to_jwk(self.private.public_key()))
-        jwk.update(kid="k1", alg="RS256", use="sig")
-        self.path = tmp / "jwks.json"
-        self.path.write_text(json.dumps({"keys": [jwk]}))
-
-    def token(self, **claims: Any) -> str:
-        now = int(time.time())
-        body = {"iss": ISSUER, "aud": AUDIENCE, "sub": "person-1", "iat": now,
-                "exp": now + 300, "name": "Ana"} | claims
-        return jwt.encode(body, self.private, algorithm="RS256", headers={"kid": "k1"})
-
-
-@pytest.fixture(scope="module")
-def keys(tmp_path_factory: pytest.TempPathFactory) -> Keys:
-    return Keys(tmp_path_factory.mktemp("oidc"))
 
 
 def make(keys: Keys | None = None, clock: ManualClock | None = None

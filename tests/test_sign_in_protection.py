@@ -25,9 +25,9 @@ from server.accounts.oidc import OidcIssuer, OidcVerifier
 from server.accounts.service import Accounts
 from server.errors import ServiceError
 from server.main import shutdown, start
+from tests.helpers.accounts import AUDIENCE, ISSUER, Keys, ManualClock
 from tests.helpers.calls import quota_details
 from tests.helpers.servers import config_for_tests
-from tests.test_accounts import AUDIENCE, ISSUER, Keys, ManualClock, keys  # noqa: F401
 
 PASSWORD = "correct horse battery"
 ATTACKER, OWNER, OTHER = "198.51.100.66", "203.0.113.7", "192.0.2.10"
@@ -178,7 +178,7 @@ class Sleeps:
         self.asked.append(seconds)
 
 
-def make(clock: ManualClock | None = None, keys: Keys | None = None,  # noqa: F811
+def make(clock: ManualClock | None = None, keys: Keys | None = None,
          creations: tuple[float, float] = (0.0, 1.0), work: PasswordWork | None = None
          ) -> tuple[Accounts, ManualClock, Sleeps]:
     clock = clock or ManualClock(1_000_000.0)
@@ -281,7 +281,7 @@ async def test_a_right_password_gives_back_its_try_and_forgets_the_failures() ->
 
 
 async def test_new_accounts_are_limited_per_address_and_sign_ins_never_are(
-        keys: Keys) -> None:  # noqa: F811
+        keys: Keys) -> None:
     accounts, clock, _ = make(keys=keys, creations=(60.0, 3.0))
     mine = await accounts.sign_in_device(secret_of("d"), "Ana", "a")
     await accounts.sign_up_password("ana", PASSWORD, "Ana P", "a")

@@ -518,9 +518,9 @@ def _default_name() -> str:
 
 
 def _claimed_name(claim: str) -> str:
-    """An OIDC token's ``name`` claim as an account's name: by the name policy, cut to its
-    length; "" (a default name) when the claim is no name the policy allows."""
+    """An OIDC token's ``name`` claim as an account's name, when the name policy allows it
+    as it is; else "" (a default name: the person may rename the account)."""
     try:
-        return person(claim[:64].strip()[:32], required=False)
+        return person(claim, required=False)
     except ServiceError:
         return ""

@@ -5,18 +5,27 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import re
 import secrets
 import threading
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
 import grpc
+import jwt
 from copas.v1 import accounts_pb2, accounts_pb2_grpc
+from cryptography.hazmat.primitives.asymmetric import rsa
 
 from tests.helpers.servers import ROOT
+
+ISSUER = "https://id.example.test"
+AUDIENCE = "copas-web"
 
 
 @dataclass
@@ -127,3 +136,29 @@ async def play_rated_games(address: str, games: int, names: Sequence[str]) -> No
                                   ",".join(seated), "--account-seed", "metrics-load",
                                   "--transport", "play", "--seed", str(n)])
         assert await bots.bots_main(args) == 0
+
+
+class ManualClock:
+    def __init__(self, now: float) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
+class Keys:
+    def __init__(self, tmp: Path) -> None:
+        self.private = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        jwk = json.loads(jwt.algorithms.RSAAlgorithm.to_jwk(self.private.public_key()))
+        jwk.update(kid="k1", alg="RS256", use="sig")
+        self.path = tmp / "jwks.json"
+        self.path.write_text(json.dumps({"keys": [jwk]}))
+
+    def token(self, **claims: Any) -> str:
+        now = int(time.time())
+        body = {"iss": ISSUER, "aud": AUDIENCE, "sub": "person-1", "iat": now,
+                "exp": now + 300, "name": "Ana"} | claims
+        return jwt.encode(body, self.private, algorithm="RS256", headers={"kid": "k1"})
