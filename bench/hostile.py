@@ -22,6 +22,11 @@ own.
   playing fast (the quotas let each hold ``--max-spectator-streams-per-peer``).
 * Flood 6 (snapshot amplification): two addresses open spectator streams on a long finished
   game with ``after_sequence=1``, read the snapshot and cancel, as fast as their quota allows.
+* Accounts from one address and from 16 (issue 37): each address's 8 workers make new guest
+  accounts, sign up with passwords, guess passwords of a real username and sign in to their
+  own password account, as fast as the server answers. Beside them an honest person (another
+  address) signs in with their password every 0.2 s: ``accounts1_honest_sign_ins`` and
+  ``accounts16_honest_sign_ins`` print how many succeeded of how many, with their p99.
 
 Prints each phase's p50/p99 and how busy the server was (its CPU seconds a second), the
 flooders' counts, and ``flood2_p99_ratio`` (the honest
@@ -57,7 +62,7 @@ sys.path.insert(0, str(ROOT))
 from flood import free_port, p, seat_victim, victim  # type: ignore[import-not-found]  # noqa: E402
 from hostile_web import slow_readers, web_victim  # type: ignore[import-not-found]  # noqa: E402
 
-PHASES = ("quiet", "flood2", "flood4", "flood5", "flood6")
+PHASES = ("quiet", "flood2", "flood4", "flood5", "flood6", "accounts1", "accounts16")
 BROWSER_PHASES = ("quiet", "flood2")  # the phases that time the honest browser too
 
 FAST = {"trick_pause_seconds": 0.0, "hand_pause_seconds": 0.0, "play_timeout_seconds": 0.0,
@@ -190,6 +195,73 @@ async def flood4(server: str, stop: asyncio.Event) -> dict[str, int]:
     return dict(counts)
 
 
+HONEST_USER = "honest.person"
+HONEST_PASSWORD = "the honest person's password"
+
+
+async def account_flood(server: str, addresses: int, stop: asyncio.Event) -> dict[str, int]:
+    """``addresses`` addresses, 8 workers each, making accounts, signing up, guessing the
+    honest person's password and signing in to their own account, as fast as answered."""
+    from copas.v1 import accounts_pb2, accounts_pb2_grpc
+
+    counts: collections.Counter[str] = collections.Counter()
+    channels = [grpc.aio.insecure_channel(server) for _ in range(min(addresses, 8))]
+    stubs = [accounts_pb2_grpc.AccountServiceStub(c) for c in channels]
+
+    async def worker(n: int) -> None:
+        origin = as_client(f"100.64.{n % addresses}.1")
+        stub = stubs[n % len(stubs)]
+        own = f"flood{n}"
+        with contextlib.suppress(grpc.aio.AioRpcError):
+            await stub.SignUpPassword(accounts_pb2.SignUpPasswordRequest(
+                username=own, password=HONEST_PASSWORD), metadata=origin)
+        k = 0
+        while not stop.is_set():
+            k += 1
+            calls = (
+                ("guest", stub.SignInDevice(accounts_pb2.SignInDeviceRequest(
+                    device_secret=f"flood-device-{n}-{k}-abcdefghijkl"), metadata=origin)),
+                ("sign_up", stub.SignUpPassword(accounts_pb2.SignUpPasswordRequest(
+                    username=f"f{n}x{k}", password=HONEST_PASSWORD), metadata=origin)),
+                ("guess", stub.SignInPassword(accounts_pb2.SignInPasswordRequest(
+                    username=HONEST_USER, password=f"guess {k}"), metadata=origin)),
+                ("own", stub.SignInPassword(accounts_pb2.SignInPasswordRequest(
+                    username=own, password=HONEST_PASSWORD), metadata=origin)))
+            name, call = calls[k % len(calls)]
+            try:
+                await call
+                counts[f"{name}_ok"] += 1
+            except grpc.aio.AioRpcError as error:
+                counts[f"{name}_{error.code().name}"] += 1
+
+    tasks = [asyncio.create_task(worker(n)) for n in range(8 * addresses)]
+    await wind_down(stop, tasks, channels, cancel=False)
+    return dict(counts)
+
+
+async def honest_sign_ins(stub: Any, until: asyncio.Event) -> tuple[int, int, list[float]]:
+    """The honest person signing in with their password every 0.2 s, from their own
+    address, until ``until``: (succeeded, tried, latencies of those that succeeded)."""
+    from copas.v1 import accounts_pb2
+
+    ok = tried = 0
+    latencies: list[float] = []
+    while not until.is_set():
+        tried += 1
+        began = time.monotonic()
+        try:
+            await stub.SignInPassword(accounts_pb2.SignInPasswordRequest(
+                username=HONEST_USER, password=HONEST_PASSWORD),
+                metadata=as_client("203.0.113.250"), timeout=30)
+            ok += 1
+            latencies.append(time.monotonic() - began)
+        except grpc.aio.AioRpcError:
+            pass
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(until.wait(), 0.2)
+    return ok, tried, latencies
+
+
 async def flooder(kind: str, server: str, tables: list[str], slow_retry: float
                   ) -> dict[str, int]:
     stop = asyncio.Event()
@@ -200,6 +272,8 @@ async def flooder(kind: str, server: str, tables: list[str], slow_retry: float
         return await flood4(server, stop)
     if kind == "5":
         return await flood5(server, tables[0], tables[1], stop)
+    if kind.startswith("accounts"):
+        return await account_flood(server, int(kind.removeprefix("accounts")), stop)
     return await flood6(server, tables[0], stop)
 
 
@@ -244,9 +318,15 @@ async def rounds(address: str, web_port: int, server_pid: int, args: argparse.Na
         "grpc": {phase: [] for phase in args.phases},
         "server_cpu": {phase: [] for phase in args.phases},
         "browser": {phase: [] for phase in BROWSER_PHASES},
-        "page": {phase: [] for phase in BROWSER_PHASES}}
+        "page": {phase: [] for phase in BROWSER_PHASES},
+        "sign_in": {phase: [] for phase in args.phases if phase.startswith("accounts")}}
     async with grpc.aio.insecure_channel(address) as channel:
         stub = copas_pb2_grpc.CopasServiceStub(channel)
+        from copas.v1 import accounts_pb2, accounts_pb2_grpc
+
+        accounts = accounts_pb2_grpc.AccountServiceStub(channel)
+        await accounts.SignUpPassword(accounts_pb2.SignUpPasswordRequest(
+            username=HONEST_USER, password=HONEST_PASSWORD), metadata=as_client("203.0.113.250"))
         finished = ""
         if "flood6" in args.phases:
             finished = await bot_table(stub, "long")
@@ -271,15 +351,26 @@ async def rounds(address: str, web_port: int, server_pid: int, args: argparse.Na
                         tables = [honest[0], await bot_table(stub, f"b{number}")]
                     else:
                         tables = [finished] if phase == "flood6" else []
+                    kind = phase if phase.startswith("accounts") else phase[-1]
                     flooding = subprocess.Popen(
                         [sys.executable, __file__, "--slow-retry", str(args.slow_retry),
-                         "--flood", phase[-1], address, *tables],
+                         "--flood", kind, address, *tables],
                         cwd=ROOT, stdout=subprocess.PIPE, text=True)
                     await asyncio.sleep(2.0)  # let the flood reach full speed
                 spy = py_spy(args, server_pid, f"{phase}-round{number + 1}")
                 cpu, began = cpu_seconds(server_pid), time.monotonic()
+                done = asyncio.Event()
+                signing = asyncio.create_task(honest_sign_ins(accounts, done)) \
+                    if phase in p99["sign_in"] else None
                 latencies = await victim(stub, *honest, args.moves)
                 busy = (cpu_seconds(server_pid) - cpu) / (time.monotonic() - began)
+                done.set()
+                if signing is not None:
+                    ok, tried, signed = await signing
+                    p99["sign_in"][phase].append(ok / max(tried, 1))
+                    print(f"{phase:7} round {number + 1}: the honest person signed in {ok} of "
+                          f"{tried} times; {summary(signed) if signed else 'never'}",
+                          flush=True)
                 p99["grpc"][phase].append(p(latencies, 0.99))
                 p99["server_cpu"][phase].append(busy)
                 print(f"{phase:7} round {number + 1}: {summary(latencies)}; the server busy "
@@ -354,6 +445,8 @@ def main() -> None:
             print(f"{victim_name}_{phase}_p99_ms={value * 1e3:.2f}")
     for phase, value in medians["server_cpu"].items():
         print(f"server_cpu_{phase}={value:.3f}")
+    for phase, value in medians["sign_in"].items():
+        print(f"{phase}_honest_sign_ins_ok_share={value:.3f}")
     for phase in args.phases[1:]:
         grpc_ratio = medians["grpc"][phase] / quiet
         if phase == "flood2":

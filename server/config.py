@@ -251,6 +251,9 @@ class Config:
                                          "(a LAN party, a club behind one router): by default "
                                          "they do not rate each other (docs/RULES.md, \"Rated "
                                          "games\")")
+    password_hashes_at_once: int = flag(0, "argon2 password hashes computed at once, each on a "
+                                           "core of its own (0: half the machine's cores, at "
+                                           "least one, so that games keep the rest)")
     password_checks_per_address: int = flag(4, "password sign-ins, sign-ups and links of one "
                                                "address waiting for their argon2 hash (2 hashes "
                                                "at once, given to the addresses waiting in "

@@ -13,10 +13,10 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from server.accounts.attempts import AttemptRule, SignInAttempts
 from server.accounts.credentials import PasswordParameters, Passwords
 from server.accounts.finished import finished_game
-from server.accounts.model import MemoryAccountStore
+from server.accounts.model import SESSIONS_KEPT, FinishedGame, MemoryAccountStore, Placed
 from server.accounts.oidc import OidcIssuer, OidcVerifier
 from server.accounts.ratings import Contender, Rating, rate, rate_game
-from server.accounts.service import ACCESS_TTL, REFRESH_GRACE, Accounts
+from server.accounts.service import ACCESS_TTL, GUEST_TTL, REFRESH_GRACE, Accounts
 from server.errors import ServiceError
 from server.store.base import GameResult, RecordSummary, SeatRecord
 from server.tokens import hash_token
@@ -439,3 +439,33 @@ def test_people_of_one_network_do_not_rate_each_other() -> None:
     allowed = rate_game(_contenders([1, 2], [True, True], networks=["home", "home"]),
                         is_one_network_rated=True)
     assert [u.opponents for u in allowed] == [(1,), (0,)]
+
+
+async def test_one_device_signing_in_again_and_again_holds_a_bounded_number_of_sessions(
+        ) -> None:
+    accounts, store, clock = make()
+    first = await accounts.sign_in_device(DEVICE, "Ana")
+    for _ in range(3 * SESSIONS_KEPT):
+        clock.advance(1)
+        last = await accounts.sign_in_device(DEVICE, "")
+    assert await store.sessions_of(first.account.id) == SESSIONS_KEPT
+    with pytest.raises(ServiceError) as error:
+        await accounts.authenticate(first.access_token)  # the oldest ended first
+    assert reason(error) == "SESSION_REVOKED"
+    assert (await accounts.authenticate(last.access_token)).id == first.account.id
+
+
+async def test_a_guest_never_used_goes_after_its_time_and_one_who_played_stays() -> None:
+    accounts, store, clock = make()
+    idle = await accounts.sign_in_device(DEVICE, "Idle")
+    player = await accounts.sign_in_device("an0ther-Device_secret-XYZ", "Player One")
+    await accounts.game_finished(FinishedGame("g1", "t", clock(), 4, (
+        Placed(player.account.id, 1, 0, 0),), False))
+    clock.advance(GUEST_TTL - 10)
+    assert await accounts.sweep() == (0, 0)
+    clock.advance(20)  # the refresh tokens (30 days) and the guest's time are both past
+    assert await accounts.sweep() == (2, 1)
+    assert await store.account(idle.account.id) is None
+    assert await store.account(player.account.id) is not None
+    again = await accounts.sign_in_device(DEVICE, "Idle")  # the device makes a new one
+    assert again.is_new and again.account.id != idle.account.id

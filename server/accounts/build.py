@@ -4,6 +4,7 @@ trusted OIDC issuers, the attempt limits and the new accounts' per address."""
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 from typing import Protocol
@@ -66,7 +67,10 @@ def build_accounts(config: Config, store: AccountStore) -> Accounts:
                     guest_ttl=config.guest_days * 86400.0,
                     sessions_kept=max(config.sessions_per_account, 1),
                     is_one_network_rated=config.rate_one_network,
-                    password_work=PasswordWork(per_address=config.password_checks_per_address),
+                    password_work=PasswordWork(
+                        at_once=config.password_hashes_at_once
+                        or max(1, (os.cpu_count() or 2) // 2),
+                        per_address=config.password_checks_per_address),
                     creations=AccountCreations(time.monotonic,
                                                config.accounts_per_address_per_hour,
                                                config.accounts_burst))
