@@ -147,7 +147,8 @@ async def start(config: Config) -> RunningServer:
                                                  cluster.match)
         forwarding_key = secrets.token_urlsafe(32) if bound.page is not None else None
         health_servicer = health.aio.HealthServicer()
-        service = CopasService(registry, lobby, records, quotas, accounts)
+        service = CopasService(registry, lobby, records, quotas, accounts,
+                               champs.championships.is_published)
         account_service = AccountService(accounts, metrics)
         failed = asyncio.Event()
         calls = CallsInFlight()  # both ports' calls, answered with a reason at a fail-stop

@@ -122,7 +122,7 @@ async def test_refresh_rotates_and_sign_out_ends_both_tokens(accounts: Any) -> N
     ("RefreshSession", accounts_pb2.RefreshSessionRequest(refresh_token="cr_nothing"),
      (grpc.StatusCode.UNAUTHENTICATED, "SESSION_REVOKED")),
     ("GetProfile", accounts_pb2.GetProfileRequest(),
-     (grpc.StatusCode.UNAUTHENTICATED, "SESSION_REVOKED")),
+     (grpc.StatusCode.UNAUTHENTICATED, "SIGN_IN_REQUIRED")),
     ("GetLeaderboard", accounts_pb2.GetLeaderboardRequest(players=7),
      (grpc.StatusCode.INVALID_ARGUMENT, "INVALID_RULES")),
 ])

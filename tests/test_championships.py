@@ -81,7 +81,7 @@ async def test_bad_inputs_are_each_refused_with_their_reason(served: Served) -> 
     owner, p1, p2, p3, p4 = await sign_in(served.address, ["Owner", "P1", "P2", "P3", "P4"])
     me = auth(owner.access_token)
     create = served.champs.CreateChampionship
-    await refused("SESSION_REVOKED", grpc.StatusCode.UNAUTHENTICATED,
+    await refused("SIGN_IN_REQUIRED", grpc.StatusCode.UNAUTHENTICATED,
                   create(pb.CreateChampionshipRequest(settings=settings())))
     await refused("INVALID_ROUNDS", grpc.StatusCode.INVALID_ARGUMENT,
                   create(pb.CreateChampionshipRequest(settings=settings(rounds=10_000)),
@@ -111,9 +111,11 @@ async def test_bad_inputs_are_each_refused_with_their_reason(served: Served) -> 
     register = served.champs.Register
     await refused("CHAMPIONSHIP_NOT_FOUND", grpc.StatusCode.NOT_FOUND,
                   register(pb.RegisterRequest(championship_id="c_nope"), metadata=me))
-    await refused("SESSION_REVOKED", grpc.StatusCode.UNAUTHENTICATED,
+    await refused("SIGN_IN_REQUIRED", grpc.StatusCode.UNAUTHENTICATED,
                   register(pb.RegisterRequest(championship_id=cid),
                            metadata=auth("not-a-token-of-anyone")))
+    await refused("SIGN_IN_REQUIRED", grpc.StatusCode.UNAUTHENTICATED,
+                  register(pb.RegisterRequest(championship_id=cid)))  # no credential at all
     for session in (owner, p1):
         await register(pb.RegisterRequest(championship_id=cid),
                        metadata=auth(session.access_token))

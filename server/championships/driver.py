@@ -277,7 +277,8 @@ class Driver:
                     request_id=request_id(championship, "table", round_no, number),
                     name=f"{spec.name} r{round_no} t{number}"[:60], preset=spec.preset,
                     rules=spec.rules.table_rules(size),
-                    seed=deal_seed(spec.rules, spec.seed, round_no, number, size))
+                    seed=deal_seed(spec.rules, spec.seed, round_no, number, size),
+                    championship=championship.id, is_duplicate=spec.duplicate_deals)
                 sealed = []
                 for seat, account_id in enumerate(members):
                     key = seat_key(championship, table_id, account_id)

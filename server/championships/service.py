@@ -114,6 +114,21 @@ class Championships:
         self._latest[championship_id] = (version, now, found)
         return found
 
+    async def is_published(self, championship_id: str, table_id: str) -> bool:
+        """Whether the record of ``table_id``, a table of the championship, may be shown:
+        its round is over (or the championship is). Until then it is withheld: with
+        duplicate deals it tells the hands of the tables still playing the same deal, and a
+        round's results are published together."""
+        try:
+            championship = await self.latest(championship_id)
+        except ServiceError:
+            return True  # no such championship here: nothing to withhold for
+        if championship.phase.is_over:
+            return True
+        round_no = next((t.round_no for t in championship.tables if t.table_id == table_id),
+                        None)
+        return round_no is not None and championship.is_round_over(round_no)
+
     async def page(self, size: int, offset: int, include_finished: bool
                    ) -> list[Championship]:
         return await self.store.page(size, offset, include_finished)

@@ -107,7 +107,7 @@ class AccountService(accounts_pb2_grpc.AccountServiceServicer):
         digest = caller().token_hash
         if digest is None:
             raise ServiceError.unauthenticated(
-                "sign in first: send authorization: Bearer <access_token>", "SESSION_REVOKED")
+                "sign in first: send authorization: Bearer <access_token>", "SIGN_IN_REQUIRED")
         return await self.accounts.authenticate_digest(digest)
 
     async def SignInDevice(self, request: accounts_pb2.SignInDeviceRequest, context: Context

@@ -131,7 +131,7 @@ class ChampionshipService(championships_pb2_grpc.ChampionshipServiceServicer):
         digest = caller().token_hash
         if digest is None or not caller().has_access_token:
             raise ServiceError.unauthenticated(
-                "sign in first: send authorization: Bearer <access_token>", "SESSION_REVOKED")
+                "sign in first: send authorization: Bearer <access_token>", "SIGN_IN_REQUIRED")
         return await self._accounts.authenticate_digest(digest)
 
     async def _viewer(self) -> str:

@@ -80,9 +80,18 @@ def _writer(context: Context) -> Callable[[Any], Awaitable[None]]:
     return write
 
 
+Published = Callable[[str, str], Awaitable[bool]]
+"""Whether the record of a championship's table may be shown (its round is over)."""
+
+
+async def _always() -> bool:
+    return True
+
+
 class CopasService(copas_pb2_grpc.CopasServiceServicer):
     def __init__(self, registry: TableRegistry, lobby: LobbySource, records: Records,
-                 quotas: Quotas, accounts: Accounts) -> None:
+                 quotas: Quotas, accounts: Accounts,
+                 published: Published = lambda championship, table: _always()) -> None:
         self.registry = registry
         self.accounts = accounts  # who a JoinTable with an access token seats
         self.delivery = registry.delivery  # the barrier: answer once committed
@@ -91,6 +100,7 @@ class CopasService(copas_pb2_grpc.CopasServiceServicer):
         self.quotas = quotas
         self.play_streams: set[PlayStream] = set()  # open Play streams (for the gauges)
         self.rematches = Rematches(registry, registry.settings.rematch_window)
+        self.published = published  # whether a championship table's record is shown yet
 
     def gauges(self) -> Iterable[GaugeMetricFamily]:
         return gauges(
@@ -352,6 +362,11 @@ class CopasService(copas_pb2_grpc.CopasServiceServicer):
             raise ServiceError.invalid("record_id is required", "MISSING_RECORD_ID")
         inputs.check_length("record_id", request.record_id, inputs.ID_MAX)
         record = await asyncio.to_thread(self.records.get, request.record_id)
+        championship = copas_pb2.GameRecord.FromString(record).championship_id
+        if championship and not await self.published(championship, request.record_id):
+            raise ServiceError.precondition(
+                "this game's championship round is still being played: its record is "
+                "published when the round ends", "RECORD_WITHHELD")
         moved = await self.accounts.game_ratings(request.record_id)
         ratings = copas_pb2.GameRecord(ratings=[
             copas_pb2.SeatRating(
@@ -376,7 +391,9 @@ class CopasService(copas_pb2_grpc.CopasServiceServicer):
             return await self._records_of(request)
         rows, token = await asyncio.to_thread(self.records.page, request.page_size,
                                               _page_token(request))
-        return copas_pb2.ListGameRecordsResponse(records=[record_to_pb(r) for r in rows],
+        shown = [r for r in rows if not r.championship
+                 or await self.published(r.championship, r.record_id)]  # (a page may be short)
+        return copas_pb2.ListGameRecordsResponse(records=[record_to_pb(r) for r in shown],
                                                  next_page_token=token)
 
     async def _records_of(self, request: copas_pb2.ListGameRecordsRequest
@@ -392,6 +409,9 @@ class CopasService(copas_pb2_grpc.CopasServiceServicer):
             found = await asyncio.to_thread(self.records.find, game.record_id)
             if found is not None:  # (a record retention removed is skipped)
                 record = copas_pb2.GameRecord.FromString(found)
+                if record.championship_id and not await self.published(
+                        record.championship_id, record.record_id):
+                    continue  # its round is still being played
                 record.ClearField("record_json")
                 records.append(record)
         last = games[-1] if len(games) == size else None

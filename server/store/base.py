@@ -97,6 +97,12 @@ class TableMeta:
     rematch_of: str = ""
     """The finished table whose rematch it is ("" for none): the old table's pointer to it
     comes back with it after a restart."""
+    championship: str = ""
+    """The championship whose round it is a table of ("" for none): its record is withheld
+    until the round ends."""
+    is_spectating_closed: bool = False
+    """Nobody watches it but its players (a championship's table with duplicate deals: its
+    cards would tell another table's)."""
 
     def to_json(self) -> str:
         return json.dumps({
@@ -106,7 +112,9 @@ class TableMeta:
             **({"rating": self.rating} if self.rating != "people" else {}),
             **({"quick": True} if self.is_quick else {}),
             **({"bot_pace": self.bot_pace} if self.bot_pace else {}),
-            **({"rematch_of": self.rematch_of} if self.rematch_of else {})})
+            **({"rematch_of": self.rematch_of} if self.rematch_of else {}),
+            **({"championship": self.championship} if self.championship else {}),
+            **({"closed_to_spectators": True} if self.is_spectating_closed else {})})
 
     @classmethod
     def from_json(cls, text: str) -> TableMeta:
@@ -122,7 +130,8 @@ class TableMeta:
                        str(data.get("rk", "")), str(data.get("fp", "")),
                        str(data.get("bot_policy", "auto")), str(data.get("rating", "people")),
                        data.get("quick") is True, float(data.get("bot_pace", 0.0) or 0.0),
-                       str(data.get("rematch_of", "")))
+                       str(data.get("rematch_of", "")), str(data.get("championship", "")),
+                       data.get("closed_to_spectators") is True)
         except (KeyError, TypeError, ValueError, RulesError) as exc:
             raise ValueError(f"unreadable table meta: {exc!r}") from None
 
@@ -223,6 +232,8 @@ class RecordSummary:
     result: GameResult
     rating: str = "people"
     """Its table's rating rule."""
+    championship: str = ""
+    """The championship it was a game of ("" for none)."""
 
     def to_dict(self, *, is_public: bool = False) -> dict[str, Any]:
         """The JSON form this server keeps; ``is_public``: the form everyone may read, whose
@@ -233,7 +244,8 @@ class RecordSummary:
                 "rules": self.rules.to_dict(),
                 "seats": [_seat_dict(s, is_public) for s in self.seats],
                 "result": self.result.to_dict(),
-                **({"rating": self.rating} if self.rating != "people" else {})}
+                **({"rating": self.rating} if self.rating != "people" else {}),
+                **({"championship": self.championship} if self.championship else {})}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RecordSummary:
@@ -250,7 +262,7 @@ class RecordSummary:
                                         str(s.get("player", "")))
                              for s in data["seats"]),
                        GameResult.from_dict(_object(data["result"], "result")),
-                       str(data.get("rating", "people")))
+                       str(data.get("rating", "people")), str(data.get("championship", "")))
         except (KeyError, TypeError, RulesError) as exc:
             raise ValueError(f"unreadable game record: {exc!r}") from None
 

@@ -20,6 +20,7 @@ def record_to_pb(summary: RecordSummary, record: GameRecord | None = None
         display_name=summary.display_name, preset=summary.preset,
         rules=codec.rules_to_pb(summary.rules), create_time=timestamp(summary.created),
         finish_time=timestamp(summary.finished), seed=str(summary.seed), rating=summary.rating,
+        championship_id=summary.championship,
         end_reason=codec.END_REASON_TO_PB[result.end_reason] if result.end_reason
         else copas_pb2.GAME_END_REASON_UNSPECIFIED)
     left = {lv.seat for lv in result.leavers}

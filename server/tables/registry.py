@@ -169,7 +169,8 @@ class TableRegistry:
                seed: str | None, request_id: str = "", fingerprint: str = "",
                bot_policy: str = "", rating: str = "", creator: str = "",
                is_server_seed: bool = False, bot_pace: float | None = None,
-               rematch_of: str = "") -> Table:
+               rematch_of: str = "", championship: str = "",
+               is_spectating_closed: bool = False) -> Table:
         """A new table (or, for a retried request_id, the table it created); ``creator``,
         the address asking, may have at most --max-tables-per-address unfinished. One a quick
         match could have opened (no seed given) is a quick-match table (``TableMeta.is_quick``);
@@ -210,6 +211,7 @@ class TableRegistry:
                          bot_seats=new.bot_seats, order=next(self._order), request_key=key,
                          fingerprint=fingerprint, bot_policy=new.bot_policy,
                          rating=new.rating, bot_pace=new.bot_pace, rematch_of=rematch_of,
+                         championship=championship, is_spectating_closed=is_spectating_closed,
                          is_quick=seed is None and self._is_quick_match(new.preset, new.rules,
                                                                         new.bot_seats))
         created = self.scheduler.now()
@@ -452,8 +454,19 @@ class TableRegistry:
         return self.get(entry[0]), entry[1]
 
     def seat_for_watch(self, token_hash: str | None, table_id: str) -> tuple[Table, int | None]:
+        """The table and the caller's seat (None: a spectator).
+
+        :raises ServiceError: a bad token's refusals; PERMISSION_DENIED SPECTATING_CLOSED for
+            a spectator of a table only its players watch.
+        """
         if token_hash is None:
-            return self.get(table_id), None
+            table = self.get(table_id)
+            if table.meta.is_spectating_closed:
+                raise ServiceError.denied(
+                    "this championship table is watched by its players only: its cards would "
+                    "tell the tables playing the same deal (duplicate deals); its record is "
+                    "published when the round ends", "SPECTATING_CLOSED")
+            return table, None
         return self.authenticate(token_hash, table_id)
 
     def is_valid_token(self, token_hash: str) -> bool:

@@ -14,7 +14,7 @@ from copas.v1 import copas_pb2
 
 from engine import Game, PassDirection, Phase, PlayCard, Rules, private_view, public_view
 from server import codec
-from server.store.base import GameRecord, GameResult, RecordSummary, SeatRecord
+from server.store.base import GameRecord, GameResult, RecordSummary, SeatRecord, TableMeta
 from server.tokens import pseudonym
 from server.wire import duration, field, timestamp, varint
 
@@ -89,6 +89,8 @@ class RecordFacts(TableFacts, Protocol):
     @property
     def seed(self) -> int | str: ...
     @property
+    def meta(self) -> TableMeta: ...
+    @property
     def finished_at(self) -> float | None: ...
 
 
@@ -108,7 +110,7 @@ def record(table: RecordFacts) -> GameRecord:
                                s.own_cards, cards[s.number], s.network,
                                pseudonym(table.id, s.account_id) if s.account_id else "")
                     for s in table.seats),
-        result=GameResult.of(game), rating=table.rating)
+        result=GameResult.of(game), rating=table.rating, championship=table.meta.championship)
     return GameRecord(summary, tuple(game.actions))
 
 
