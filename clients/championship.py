@@ -232,6 +232,23 @@ async def championship_main(args: argparse.Namespace) -> int:
     return 0
 
 
+
+def personalized(message: pb.WatchChampionshipResponse) -> pb.Championship:
+    """The message's championship as its watcher sees it: the server sends every watcher the
+    same one (no ``is_you``, no ``is_registered``); the watcher's own lines are those of its
+    ``your_player_id``."""
+    c = message.championship
+    you = message.your_player_id
+    if you:
+        c.is_registered = True
+        for player in c.players:
+            player.is_you = player.player_id == you
+        for line in c.standings:
+            line.is_you = line.player_id == you
+        for seat in (s for r in c.rounds for t in r.tables for s in t.seats):
+            seat.is_you = seat.player_id == you
+    return c
+
 class Follower:
     """Follows one championship for a signed-in person: prints each change, and plays each
     table the server seats them at (with ``play_table``) until the championship is over."""
@@ -279,7 +296,7 @@ class Follower:
         try:
             async for message in stub.WatchChampionship(pb.WatchChampionshipRequest(
                     championship_id=self.args.championship_id), metadata=bearer(self.token)):
-                self.show(message.championship)
+                self.show(personalized(message))
                 mine = message.your_table
                 if mine.table_id and mine.table_id not in self.played:
                     self.played.add(mine.table_id)

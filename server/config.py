@@ -272,6 +272,19 @@ class Config:
     championships_per_account: int = flag(1, "championships not yet over an account may have "
                                              "created (0: only operators create them)")
     championship_max_players: int = flag(1000, "registrations a championship takes at most")
+    championships_per_address_per_hour: float = flag(
+        6.0, "championships one address may create per hour past its --championships-burst "
+             "(RESOURCE_EXHAUSTED TOO_MANY_CHAMPIONSHIPS beyond)", is_quota=True)
+    championships_burst: float = flag(3.0, "championships one address may create at once")
+    championship_watchers_per_address: int = flag(
+        8, "WatchChampionship streams one address may hold open (RESOURCE_EXHAUSTED "
+           "TOO_MANY_STREAMS beyond)", is_quota=True)
+    championship_watch_tick: float = flag(0.25, "seconds a WatchChampionship stream waits after "
+                                                "a change before its next message (a burst of "
+                                                "changes: one message)")
+    championship_expiry_days: float = flag(7.0, "days a championship may wait to start (from "
+                                                "its creation, or its start time): then it is "
+                                                "cancelled")
     championship_interval: float = flag(1.0, "seconds between two steps of the championships' "
                                              "driver (it also steps at once on a change)")
 

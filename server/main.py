@@ -178,8 +178,10 @@ async def start(config: Config) -> RunningServer:
                             account_service),
                         **service_handlers(health_pb2_grpc.add_HealthServicer_to_server,
                                            health_servicer),
-                        **championship_handlers(champs.championships, accounts,
-                                                champs.tables.summary),
+                        **championship_handlers(
+                            champs.championships, accounts, champs.tables.summary,
+                            watchers_per_address=config.championship_watchers_per_address,
+                            tick=config.championship_watch_tick),
                         **reflection.services((SERVICE_NAME, ACCOUNT_SERVICE_NAME,
                                                ADMIN_SERVICE_NAME, CHAMPIONSHIP_SERVICE_NAME,
                                                health.SERVICE_NAME))})
@@ -225,6 +227,9 @@ async def start(config: Config) -> RunningServer:
         tasks.spawn(GameIntake(accounts, store, on_recorded=lambda is_rated: recorded.labels(
             rated="yes" if is_rated else "no").inc()).run())
         tasks.spawn(champs.driver.run())  # after recovery: its tables are here again
+        if champs.notices is not None:
+            champs.notices.start()
+            parts.push_async_callback(champs.notices.stop)
         if cluster is not None:
             tasks.spawn(cluster.keys.keep_fresh(cluster.queries))
         parts.push_async_callback(running.stop_serving, bound)  # the first step of a stop

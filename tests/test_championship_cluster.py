@@ -61,7 +61,6 @@ async def test_a_node_killed_mid_round_two_and_the_other_carries_on(
                     display_name="Cluster cup", rounds=ROUNDS, rules=FAST_RULES,
                     max_players=PLAYERS, start_when_full=True), reason="test"),
                 metadata=ADMIN)).championship.championship_id
-        await asyncio.sleep(0.5)  # a's driver takes the championship's lease
         b = node(dsn, "b", tmp_path)
         sessions = await sign_in(b.address, [f"C{n}" for n in range(PLAYERS)])
         async with grpc.aio.insecure_channel(b.address) as on_b:
@@ -69,20 +68,30 @@ async def test_a_node_killed_mid_round_two_and_the_other_carries_on(
             for session in sessions:
                 await champs.Register(pb.RegisterRequest(championship_id=cid),
                                       metadata=auth(session.access_token))
-        bots = [BotPlayer(b.address, s, cid) for s in sessions]
-        tasks = [asyncio.ensure_future(bot.run()) for bot in bots]
         deadline = time.monotonic() + 60
-        while (c := await get(b.address, cid)).current_round < 2:
+        while (c := await get(b.address, cid)).current_round < 1:
             assert time.monotonic() < deadline
             await asyncio.sleep(0.05)
-        assert await owners(b.address, [t.table_id for t in c.rounds[0].tables]) == {"a"}
-        a.kill9()
+        # Whichever node stepped the championship when it filled drives it (its lease): the
+        # players follow it through the other node, and the driving node is killed.
+        (driving,) = await owners(b.address, [t.table_id for t in c.rounds[0].tables])
+        killed, survivor = (a, b) if driving == "a" else (b, a)
+        bots = [BotPlayer(survivor.address, s, cid) for s in sessions]
+        tasks = [asyncio.ensure_future(bot.run()) for bot in bots]
+        while (c := await get(survivor.address, cid)).current_round < 2:
+            assert time.monotonic() < deadline
+            await asyncio.sleep(0.05)
+        assert await owners(survivor.address,
+                            [t.table_id for t in c.rounds[0].tables]) == {driving}
+        killed.kill9()
         await asyncio.wait_for(asyncio.gather(*tasks), 120)
+        b = survivor
         final = await get(b.address, cid)
         assert final.state == pb.CHAMPIONSHIP_STATE_FINISHED
         assert [sorted(len(t.seats) for t in r.tables) for r in final.rounds] == \
             [sorted(table_sizes(PLAYERS))] * ROUNDS
-        assert await owners(b.address, [t.table_id for t in final.rounds[-1].tables]) == {"b"}
+        assert await owners(b.address, [t.table_id for t in final.rounds[-1].tables]) \
+            == {"a" if driving == "b" else "b"}
         assert all(line.games == ROUNDS for line in final.standings)
         ids = [t.table_id for r in final.rounds for t in r.tables]
         accounts = [s.account.account_id for s in sessions]

@@ -47,11 +47,13 @@ async def until(condition: object, timeout: float = 60.0) -> None:
 async def games_over(address: str, tables: list[str]) -> bool:
     async with grpc.aio.insecure_channel(address) as channel:
         stub = copas_pb2_grpc.CopasServiceStub(channel)
-        for table_id in tables:
+        for table_id in tables:  # (their records are withheld until the round is over)
             try:
-                await stub.GetGameRecord(copas_pb2.GetGameRecordRequest(record_id=table_id),
-                                         timeout=10)
+                table = (await stub.GetTable(copas_pb2.GetTableRequest(table_id=table_id),
+                                             timeout=10)).table
             except grpc.aio.AioRpcError:
+                return False
+            if table.phase != copas_pb2.PHASE_GAME_OVER:
                 return False
     return True
 

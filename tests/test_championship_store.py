@@ -128,10 +128,10 @@ async def test_a_round_is_seated_once_and_a_game_counted_once(opened: Opened) ->
 
 async def test_one_node_holds_a_championships_lease_until_it_runs_out(opened: Opened) -> None:
     store = opened.store
-    assert await store.claim("c_1", "node-a", 100.0, 10.0)
-    assert not await store.claim("c_1", "node-b", 105.0, 10.0)
-    assert await store.claim("c_1", "node-a", 108.0, 10.0)  # renewed: until 118
-    assert not await store.claim("c_1", "node-b", 117.0, 10.0)
-    assert await store.claim("c_1", "node-b", 118.5, 10.0)  # ran out: taken over
-    assert not await store.claim("c_1", "node-a", 119.0, 10.0)
-    assert await store.claim("c_2", "node-a", 119.0, 10.0)  # one lease per championship
+    assert await store.claim("c_1", "node-a", 10.0, 100.0)
+    assert not await store.claim("c_1", "node-b", 10.0, 105.0)
+    assert await store.claim("c_1", "node-a", 10.0, 108.0)  # renewed: until 118
+    assert not await store.claim("c_1", "node-b", 10.0, 117.0)
+    assert await store.claim("c_1", "node-b", 10.0, 118.5)  # ran out: taken over
+    assert not await store.claim("c_1", "node-a", 10.0, 119.0)
+    assert await store.claim("c_2", "node-a", 10.0, 119.0)  # one lease per championship

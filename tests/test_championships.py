@@ -267,7 +267,9 @@ async def test_a_championship_starts_by_itself_at_its_time(served: Served) -> No
     assert message.championship.begin_time.ToNanoseconds() >= at.ToNanoseconds()
     (table,) = message.championship.rounds[0].tables
     assert message.your_table.table_id == table.table_id
-    assert [s.is_you for s in table.seats].count(True) == 1
+    # The message is every watcher's: a person finds their own seat by their player id.
+    assert [s.player_id == message.your_player_id for s in table.seats].count(True) == 1
+    assert message.your_player_id.startswith("p_") and not any(s.is_you for s in table.seats)
     stream.cancel()
     listed = (await served.champs.ListChampionships(pb.ListChampionshipsRequest())
               ).championships

@@ -238,19 +238,23 @@ class SignInAttempts:
                 + len(self._familiar))
 
 
-class AccountCreations:
-    """New accounts per address: ``with one(address):`` around the making of one (refused
-    beyond the address's bucket; given back if the making fails). ``per_hour`` 0: no limit."""
+class Creations:
+    """New things one address makes (accounts, championships): ``with one(address):`` around
+    the making of one (refused beyond the address's bucket: ``burst`` at once, then
+    ``per_hour``; given back if the making fails). ``per_hour`` 0: no limit."""
 
     def __init__(self, clock: Callable[[], float], per_hour: float, burst: float,
-                 max_keys: int = MAX_KEYS) -> None:
+                 max_keys: int = MAX_KEYS, *, what: str = "accounts",
+                 reason: str = "TOO_MANY_ACCOUNTS",
+                 advice: str = "sign in to an existing one") -> None:
         self._clock = clock
         self.per_hour = per_hour
+        self._what, self._reason, self._advice = what, reason, advice
         self._buckets = _Buckets(AttemptRule(max(int(burst), 1), per_hour / 3600), max_keys)
 
     @contextlib.contextmanager
     def one(self, address: str) -> Iterator[None]:
-        """:raises ServiceError: TOO_MANY_ACCOUNTS."""
+        """:raises ServiceError: RESOURCE_EXHAUSTED with this limit's reason."""
         if not self.per_hour:
             yield
             return
@@ -258,9 +262,9 @@ class AccountCreations:
         wait = self._buckets.wait(address, now)
         if wait > 0:
             raise ServiceError.over_quota(
-                f"too many new accounts from this address (at most {self.per_hour:g} an hour "
-                "past the first few): sign in to an existing one, or retry as RetryInfo says",
-                "TOO_MANY_ACCOUNTS", f"new accounts from {address}", wait)
+                f"too many new {self._what} from this address (at most {self.per_hour:g} an "
+                f"hour past the first few): {self._advice}, or retry as RetryInfo says",
+                self._reason, f"new {self._what} from {address}", wait)
         self._buckets.take(address, now)
         try:
             yield
@@ -271,3 +275,6 @@ class AccountCreations:
     @property
     def keys_held(self) -> int:
         return len(self._buckets)
+
+
+AccountCreations = Creations  # the accounts' (their reason is the default)

@@ -4,10 +4,13 @@ node's tables and records, and ``Championships`` for the edge."""
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from server.accounts.attempts import Creations
 from server.championships.driver import Driver, StoreLease
+from server.championships.notices import ChangeNotices
 from server.championships.service import Championships
 from server.championships.store import (
     FILE,
@@ -28,6 +31,8 @@ class ChampionshipsPart:
     driver: Driver
     championships: Championships
     tables: LocalTables
+    notices: ChangeNotices | None
+    """A cluster's: every change any node makes, heard at once (None: one node)."""
 
 
 def open_championship_store(config: Config) -> ChampionshipStore:
@@ -50,11 +55,20 @@ def build_championships(config: Config, store: ChampionshipStore, registry: Tabl
     """The parts, given this node's registry (its tables, and the records in its store). On
     a cluster (``--database``) a node drives a championship while it holds its lease."""
     tables = LocalTables(registry)
-    lease = StoreLease(store, node_id, LEASE_STEPS * config.championship_interval) \
+    lease = StoreLease(store, node_id, LEASE_STEPS * config.championship_interval,
+                       lambda: registry.is_draining) \
         if config.database else None
     driver = Driver(store, tables, registry.store, metrics, lease=lease,
-                    interval=config.championship_interval)
+                    interval=config.championship_interval,
+                    expire_after=config.championship_expiry_days * 86400.0)
     championships = Championships(store, driver, tables, registry.settings,
                                   per_account=config.championships_per_account,
-                                  max_players=config.championship_max_players)
-    return ChampionshipsPart(store, driver, championships, tables)
+                                  max_players=config.championship_max_players,
+                                  creations=Creations(
+                                      time.monotonic, config.championships_per_address_per_hour,
+                                      config.championships_burst, what="championships",
+                                      reason="TOO_MANY_CHAMPIONSHIPS",
+                                      advice="register for one that exists"))
+    notices = ChangeNotices(config.database, driver.changed, driver.changed_all) \
+        if config.database else None
+    return ChampionshipsPart(store, driver, championships, tables, notices)

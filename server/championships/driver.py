@@ -64,18 +64,29 @@ class EveryChampionship:
 
 
 class StoreLease:
-    """A cluster's: a lease per championship in the shared store, renewed at each step and
-    taken over by another node ``ttl`` seconds after its holder stopped renewing it."""
+    """A cluster's: a lease per championship in the shared store, by the database's clock (as
+    the nodes' own leases), renewed at each step and taken over by another node ``ttl``
+    seconds after its holder stopped renewing it. A draining node holds none: it gives its
+    leases up at once, and another node drives its championships from its next step (their
+    running tables are handed over with the node's other tables)."""
 
     def __init__(self, store: ChampionshipStore, node: str, ttl: float,
-                 clock: Callable[[], float] = time.time) -> None:
+                 is_draining: Callable[[], bool] = lambda: False) -> None:
         self._store = store
         self._node = node
         self._ttl = ttl
-        self._clock = clock
+        self._is_draining = is_draining
+        self._has_released = False
 
     async def holds(self, championship_id: str) -> bool:
-        return await self._store.claim(championship_id, self._node, self._clock(), self._ttl)
+        if self._is_draining():
+            if not self._has_released:
+                released = await self._store.release(self._node)
+                self._has_released = True
+                log.info("championship_leases_released", leases=released)
+            return False
+        self._has_released = False
+        return await self._store.claim(championship_id, self._node, self._ttl)
 
 
 class Records(Protocol):
@@ -83,6 +94,8 @@ class Records(Protocol):
 
 
 SEAT_SCOPE = "championship-seat"  # what a seat's sealed token is sealed for
+EXPIRE_AFTER = 7 * 86400.0  # seconds a championship may wait to start (then it is cancelled)
+VERSIONS_KEPT = 10_000  # championships whose changes this node counts (the oldest forgotten)
 
 
 def seat_key(championship: Championship, table_id: str, account_id: str) -> str:
@@ -112,7 +125,8 @@ def result_of(record: GameRecord, table: SeatedTable) -> GameResult:
 class Driver:
     def __init__(self, store: ChampionshipStore, tables: TablePort, records: Records,
                  metrics: Metrics, *, lease: DriverLease | None = None,
-                 clock: Callable[[], float] = time.time, interval: float = 1.0) -> None:
+                 clock: Callable[[], float] = time.time, interval: float = 1.0,
+                 expire_after: float = EXPIRE_AFTER) -> None:
         self._store = store
         self._tables = tables
         self._records = records
@@ -120,22 +134,33 @@ class Driver:
         self._lease = lease if lease is not None else EveryChampionship()
         self._clock = clock
         self._interval = interval
+        self._expire_after = expire_after
         self._wake = asyncio.Event()
         self._changes: dict[str, asyncio.Event] = {}  # its watchers wait for a change
         self._versions: dict[str, int] = {}  # changes seen (championships of this process)
         self._left: set[tuple[str, int]] = set()  # (table, seat) a withdrawn player left
         self._driven: set[str] = set()  # championships this node drove at its last pass
+        self._dirty: set[str] = set()  # changed since the last pass: stepped by the next
         self._running = 0
 
     # ------------------------------------------------------------ watchers
 
     def changed(self, championship_id: str) -> None:
-        """Something changed: the watchers look again, the driver steps at once."""
+        """Something changed (here, or on another node: its notification): the watchers look
+        again, the driver steps it at once."""
         self._versions[championship_id] = self._versions.get(championship_id, 0) + 1
+        if len(self._versions) > VERSIONS_KEPT:  # championships long over: forgotten
+            self._versions.pop(next(iter(self._versions)))
         event = self._changes.pop(championship_id, None)
         if event is not None:
             event.set()
+        self._dirty.add(championship_id)
         self._wake.set()
+
+    def changed_all(self) -> None:
+        """Any championship may have changed (this node heard nothing for a while)."""
+        for championship_id in [*self._versions, *self._changes]:
+            self.changed(championship_id)
 
     def version(self, championship_id: str) -> int:
         """How many changes this node saw of the championship (a watcher's mark)."""
@@ -169,9 +194,15 @@ class Driver:
                 await asyncio.wait_for(self._wake.wait(), self._interval)
 
     async def step_all(self) -> None:
+        """One pass: the championships due a step (running ones, those whose start time came
+        and those to expire: ``ChampionshipStore.due``) and those changed since the last
+        pass; a championship waiting for registrations costs nothing until one comes."""
         running = 0
-        active = await self._store.active()
-        for championship_id in self._driven - set(active):
+        now = self._clock()
+        dirty, self._dirty = self._dirty, set()
+        due = await self._store.due(now, now - self._expire_after)
+        active = [*due, *(c for c in sorted(dirty) if c not in due)]
+        for championship_id in self._driven - set(due):
             await self._close_if_cancelled(championship_id)
         self._driven &= set(active)
         for championship_id in active:
@@ -214,6 +245,11 @@ class Driver:
         if championship is None or championship.phase.is_over:
             return None
         if championship.phase is Phase.REGISTERING:
+            if self._is_expired(championship):
+                if await self._store.end(championship.id, Phase.CANCELLED, self._clock()):
+                    log.info("championship_expired", championship_id=championship.id)
+                    self.changed(championship.id)
+                return Phase.CANCELLED
             if not self._is_due(championship):
                 return championship.phase
             try:
@@ -246,6 +282,13 @@ class Driver:
         await self._seat(championship, round_no + 1)
         return championship.phase
 
+    def _is_expired(self, championship: Championship) -> bool:
+        """Registering for longer than ``expire_after`` (past its start time, when it has
+        one): nobody came, or not enough, and it will not start."""
+        spec = championship.spec
+        since = spec.start_at if spec.start_at is not None else spec.created
+        return self._clock() - since > self._expire_after
+
     def _is_due(self, championship: Championship) -> bool:
         spec = championship.spec
         count = len(championship.registrations)
@@ -258,10 +301,11 @@ class Driver:
         began = time.perf_counter()
         spec = championship.spec
         tally = championship.tally()
-        players = championship.players()
+        accounts = championship.accounts_by_player_id()
         try:
-            seating = seat_round(players, tally.standings() if tally.results else [],
-                                 tally.met_pairs(), spec.seed, round_no)
+            seating = [[accounts[p] for p in table] for table in seat_round(
+                list(accounts), tally.standings() if tally.results else [],
+                tally.met_pairs(), spec.seed, round_no)]
         except ChampionshipError as exc:  # fewer than 3 players: cannot happen once started
             log.error("championship_cannot_seat", championship_id=championship.id,
                       error=str(exc))

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from engine import Rules
 from engine.championship import ChampionshipRules, GameResult, Standing, Tally
+from server.tokens import pseudonym
 
 
 class Phase(enum.StrEnum):
@@ -103,6 +104,8 @@ class Championship:
     """Round number -> when it was seated."""
     tables: list[SeatedTable] = field(default_factory=list)
     counted: list[Counted] = field(default_factory=list)
+    version: int = 0
+    """How many writes made it what it is (the store's count: later reads never show less)."""
     _standings: list[Standing] | None = field(default=None, repr=False, compare=False)
 
     @property
@@ -111,6 +114,14 @@ class Championship:
 
     def players(self) -> list[str]:
         return [r.account_id for r in self.registrations]
+
+    def player_id(self, account_id: str) -> str:
+        """The account as this championship names it in public ("p_..."): what its standings,
+        its draws and its tie-break use, so anyone can recompute them (RULES.md)."""
+        return pseudonym(self.id, account_id)
+
+    def accounts_by_player_id(self) -> dict[str, str]:
+        return {self.player_id(a): a for a in self.players()}
 
     def registration(self, account_id: str) -> Registration | None:
         return next((r for r in self.registrations if r.account_id == account_id), None)
@@ -131,14 +142,19 @@ class Championship:
             t.table_id in done for t in self.tables_of(round_no))
 
     def tally(self) -> Tally:
-        tally = Tally(self.players(), self.spec.seed)
+        """The games counted, by the players' public ids (``player_id``)."""
+        ids = {a: self.player_id(a) for a in self.players()}
+        tally = Tally(ids.values(), self.spec.seed)
         for counted in sorted(self.counted, key=lambda c: (c.result.round_no, c.result.table)):
-            tally.add(counted.result)
+            r = counted.result
+            tally.add(GameResult(r.round_no, r.table, tuple(ids[p] for p in r.players),
+                                 r.totals, tuple(ids[p] for p in r.leavers),
+                                 tuple(ids[p] for p in r.no_shows)))
         return tally
 
     def standings(self) -> list[Standing]:
-        """The standings of the games counted (computed once per read from the store: every
-        watcher of this read shares them)."""
+        """The standings of the games counted, by the players' public ids (computed once per
+        read from the store: every watcher of this read shares them)."""
         if self._standings is None:
             self._standings = self.tally().standings() \
                 if self.phase is not Phase.REGISTERING else []

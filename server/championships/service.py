@@ -15,6 +15,7 @@ import grpc
 
 from engine import Rules
 from engine.championship import MAX_ROUNDS, table_sizes
+from server.accounts.attempts import Creations
 from server.accounts.model import Account
 from server.bounded import Bounded
 from server.championships.driver import SEAT_SCOPE, Driver, seat_key
@@ -78,7 +79,8 @@ class SeatNow:
 class Championships:
     def __init__(self, store: ChampionshipStore, driver: Driver, tables: TablePort,
                  settings: RegistrySettings, *, per_account: int, max_players: int,
-                 clock: Callable[[], float] = time.time) -> None:
+                 clock: Callable[[], float] = time.time,
+                 creations: Creations | None = None) -> None:
         self.store = store
         self.driver = driver
         self._tables = tables
@@ -86,6 +88,7 @@ class Championships:
         self._per_account = per_account
         self._max_players = max_players
         self._clock = clock
+        self._creations = creations or Creations(clock, 0.0, 1.0)  # none: no limit
         # championship -> (version, when read, what was read): the watchers' shared read
         self._latest: Bounded[str, tuple[int, float, Championship]] = Bounded(LATEST_KEPT)
 
@@ -111,6 +114,9 @@ class Championships:
         if cached is not None and cached[0] == version and now - cached[1] < LATEST_FOR:
             return cached[2]
         found = await self.get(championship_id)
+        cached = self._latest.get(championship_id)  # (another read may have ended meanwhile)
+        if cached is not None and cached[2].version > found.version:
+            return cached[2]  # never an older read than one this node showed
         self._latest[championship_id] = (version, now, found)
         return found
 
@@ -187,8 +193,10 @@ class Championships:
         return game.replace(players=4), most, least
 
     async def create(self, new: NewChampionship, creator: Account | None,
-                     request_key: str = "") -> Championship:
-        """A championship open for registration; ``creator`` None: an operator (no quota).
+                     request_key: str = "", address: str = "") -> Championship:
+        """A championship open for registration; ``creator`` None: an operator (no quota);
+        else at most --championships-per-account not over, and ``address`` (the caller's)
+        bounded by --championships-per-address-per-hour.
 
         :raises ServiceError: the checks of ``_check``; TOO_MANY_CHAMPIONSHIPS,
             REQUEST_ID_REUSED.
@@ -201,7 +209,11 @@ class Championships:
                     new.start_when_full, new.round_pause, secrets.token_hex(16),
                     creator.id if creator else "", self._clock(), request_key, fingerprint)
         try:
-            made = await self.store.create(spec, self._per_account if creator else None)
+            if creator is None:
+                made = await self.store.create(spec, None, address)
+            else:
+                with self._creations.one(address):
+                    made = await self.store.create(spec, self._per_account, address)
         except Refused as error:
             raise refusal(error) from None
         self.driver.changed(made)

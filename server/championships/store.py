@@ -10,6 +10,11 @@ transaction as the write, and a refusal (``Refused``) writes nothing.
 
 Both backends share the statements below (SQLite's ``?`` placeholders, ``ON CONFLICT DO
 NOTHING`` and the types both know); each opens and runs its transactions its own way.
+
+Every write to a championship adds one to its ``version`` (a watcher never shows an older
+one than it showed) and, on PostgreSQL, notifies every node (``NOTIFY copas_championships``)
+so their watchers follow at once. The schema has a version (SQLite's ``user_version``,
+PostgreSQL's ``championships_meta``): 2 since issue 38; a newer one is refused at start.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ import asyncio
 import json
 import sqlite3
 import threading
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
@@ -32,10 +38,13 @@ from server.championships.model import (
     SeatedTable,
     Spec,
 )
+from server.store.base import StoreUnusable
 from server.store.pg_connection import PgConnection
 
 T = TypeVar("T")
 FILE = "championships.sqlite3"
+SCHEMA_VERSION = 2
+CHANNEL = "copas_championships"  # PostgreSQL's NOTIFY channel: a championship changed
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS championships (
@@ -63,6 +72,20 @@ CREATE INDEX IF NOT EXISTS championship_results_by_championship
 CREATE TABLE IF NOT EXISTS championship_leases (
     championship_id TEXT PRIMARY KEY, node TEXT NOT NULL, expires DOUBLE PRECISION NOT NULL)
 """
+# Version 2: a version per championship (bumped by every write), the creator's address (new
+# championships are bounded per address), the start time as a column (the driver reads only
+# the championships due a step).
+SCHEMA_V2 = """
+ALTER TABLE championships ADD COLUMN version INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE championships ADD COLUMN creator_address TEXT NOT NULL DEFAULT '';
+ALTER TABLE championships ADD COLUMN start_at DOUBLE PRECISION;
+CREATE INDEX championships_due ON championships (phase, start_at)
+"""
+
+
+def _start_times(rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+    """(start_at, championship_id) for rows (championship_id, spec JSON) of version 1."""
+    return [(json.loads(spec).get("start_at"), cid) for cid, spec in rows]
 
 
 class Refused(Exception):
@@ -85,6 +108,11 @@ class Tx(Protocol):
     def for_update(self) -> str:
         """What locks the rows a SELECT read until the transaction ends ("" where the
         transaction locks the whole database)."""
+    def clock(self) -> float:
+        """The database's time now (seconds since the epoch): every node's leases read one
+        clock."""
+    def notify(self, championship_id: str) -> None:
+        """Every node hears of the change once the transaction commits (where they can)."""
 
 
 # ---------------------------------------------------------------- encodings
@@ -126,13 +154,13 @@ def result_from_json(text: str) -> GameResult:
 
 
 def _load(tx: Tx, championship_id: str) -> Championship | None:
-    found = tx.rows("SELECT spec, phase, began, ended FROM championships "
+    found = tx.rows("SELECT spec, phase, began, ended, version FROM championships "
                     "WHERE championship_id = ?", (championship_id,))
     if not found:
         return None
-    spec, phase, began, ended = found[0]
+    spec, phase, began, ended, version = found[0]
     championship = Championship(spec_from_json(championship_id, spec), Phase(phase),
-                                began, ended)
+                                began, ended, version=int(version))
     championship.registrations = [
         Registration(a, n, r, w) for a, n, r, w in tx.rows(
             "SELECT account_id, display_name, registered, withdrawn FROM championship_players "
@@ -160,6 +188,13 @@ def _phase(tx: Tx, championship_id: str) -> Phase:
     return Phase(found[0][0])
 
 
+def _changed(tx: Tx, championship_id: str) -> None:
+    """A write to the championship: its version moves on, and every node hears of it."""
+    tx.write("UPDATE championships SET version = version + 1 WHERE championship_id = ?",
+             (championship_id,))
+    tx.notify(championship_id)
+
+
 def _players(tx: Tx, championship_id: str) -> int:
     return int(tx.rows("SELECT count(*) FROM championship_players WHERE championship_id = ?",
                        (championship_id,))[0][0])
@@ -177,7 +212,7 @@ class ChampionshipStore:
     def close(self) -> None:
         return None
 
-    async def create(self, spec: Spec, quota: int | None = None) -> str:
+    async def create(self, spec: Spec, quota: int | None = None, address: str = "") -> str:
         """The new championship's id (or, for a request_key already used with the same
         fingerprint, the id it made).
 
@@ -200,9 +235,12 @@ class ChampionshipStore:
                     raise Refused("TOO_MANY_CHAMPIONSHIPS", (
                         f"an account may have {quota} championships not yet over on this "
                         "server" if quota else "only operators create championships here"))
-            tx.write("INSERT INTO championships VALUES (?, ?, ?, NULL, NULL, ?, ?, ?)",
+            tx.write("INSERT INTO championships (championship_id, spec, phase, began, ended, "
+                     "created, creator, request_key, version, creator_address, start_at) "
+                     "VALUES (?, ?, ?, NULL, NULL, ?, ?, ?, 1, ?, ?)",
                      (spec.championship_id, spec_to_json(spec), Phase.REGISTERING.value,
-                      spec.created, spec.creator, spec.request_key))
+                      spec.created, spec.creator, spec.request_key, address, spec.start_at))
+            tx.notify(spec.championship_id)
             return spec.championship_id
         return await self._do(body)
 
@@ -223,8 +261,24 @@ class ChampionshipStore:
     async def active(self) -> list[str]:
         """The ids of the championships not over, oldest first."""
         return await self._do(lambda tx: [str(cid) for (cid,) in tx.rows(
-            "SELECT championship_id FROM championships WHERE phase IN (?, ?) ORDER BY created",
+            "SELECT championship_id FROM championships WHERE phase IN (?, ?) "
+            "ORDER BY created, championship_id",
             (Phase.REGISTERING.value, Phase.RUNNING.value))])
+
+    async def due(self, now: float, made_before: float) -> list[str]:
+        """The championships a driver's pass steps, oldest first: those running, and those
+        registering whose start time has come or that were made before ``made_before`` (to
+        expire). A registering one that fills up is stepped by its registration's change."""
+        return await self._do(lambda tx: [str(cid) for (cid,) in tx.rows(
+            "SELECT championship_id FROM championships WHERE phase = ? OR (phase = ? AND "
+            "(start_at <= ? OR created < ?)) ORDER BY created, championship_id",
+            (Phase.RUNNING.value, Phase.REGISTERING.value, now, made_before))])
+
+    async def version(self, championship_id: str) -> int:
+        """Its version now (-1: none such)."""
+        found = await self._do(lambda tx: tx.rows(
+            "SELECT version FROM championships WHERE championship_id = ?", (championship_id,)))
+        return int(found[0][0]) if found else -1
 
     async def register(self, championship_id: str, registration: Registration,
                        max_players: int) -> None:
@@ -243,6 +297,7 @@ class ChampionshipStore:
             tx.write("INSERT INTO championship_players VALUES (?, ?, ?, ?, NULL)",
                      (championship_id, registration.account_id, registration.display_name,
                       registration.registered))
+            _changed(tx, championship_id)
         await self._do(body)
 
     async def unregister(self, championship_id: str, account_id: str) -> None:
@@ -254,6 +309,7 @@ class ChampionshipStore:
             if not tx.write("DELETE FROM championship_players WHERE championship_id = ? AND "
                             "account_id = ?", (championship_id, account_id)):
                 raise Refused("NOT_REGISTERED", "you are not registered")
+            _changed(tx, championship_id)
         await self._do(body)
 
     async def withdraw(self, championship_id: str, account_id: str, at: float) -> None:
@@ -272,6 +328,7 @@ class ChampionshipStore:
                 raise Refused("ALREADY_WITHDRAWN", "you withdrew already")
             tx.write("UPDATE championship_players SET withdrawn = ? WHERE championship_id = ? "
                      "AND account_id = ?", (at, championship_id, account_id))
+            _changed(tx, championship_id)
         await self._do(body)
 
     async def start(self, championship_id: str, at: float, min_players: int) -> None:
@@ -287,6 +344,7 @@ class ChampionshipStore:
                               f"{max(3, min_players)}")
             tx.write("UPDATE championships SET phase = ?, began = ? WHERE championship_id = ?",
                      (Phase.RUNNING.value, at, championship_id))
+            _changed(tx, championship_id)
         await self._do(body)
 
     async def seat_round(self, championship_id: str, round_no: int, at: float,
@@ -305,6 +363,7 @@ class ChampionshipStore:
                          (championship_id, table.round_no, table.table_no, table.table_id,
                           json.dumps(list(table.players)),
                           json.dumps(list(table.sealed_tokens))))
+            _changed(tx, championship_id)
             return True
         return await self._do(body)
 
@@ -314,10 +373,13 @@ class ChampionshipStore:
         def body(tx: Tx) -> bool:
             if _phase(tx, championship_id) is not Phase.RUNNING:
                 return False
-            return tx.write(
-                "INSERT INTO championship_results VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
-                (counted.table_id, championship_id, result_to_json(counted.result),
-                 counted.counted)) > 0
+            if not tx.write(
+                    "INSERT INTO championship_results VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
+                    (counted.table_id, championship_id, result_to_json(counted.result),
+                     counted.counted)):
+                return False
+            _changed(tx, championship_id)
+            return True
         return await self._do(body)
 
     async def end(self, championship_id: str, phase: Phase, at: float) -> bool:
@@ -330,23 +392,33 @@ class ChampionshipStore:
                 return False
             tx.write("UPDATE championships SET phase = ?, ended = ? WHERE championship_id = ?",
                      (phase.value, at, championship_id))
+            _changed(tx, championship_id)
             return True
         return await self._do(body)
 
 
-    async def claim(self, championship_id: str, node: str, now: float, ttl: float) -> bool:
-        """Whether ``node`` drives the championship until ``now + ttl``: it held the lease
-        (renewed), or the lease ran out (taken). One node holds it at a time."""
+    async def claim(self, championship_id: str, node: str, ttl: float,
+                    now: float | None = None) -> bool:
+        """Whether ``node`` drives the championship for ``ttl`` seconds more, by the
+        database's clock (or ``now``, a test's): it held the lease (renewed), or the lease
+        ran out (taken). One node holds it at a time."""
         def body(tx: Tx) -> bool:
+            at = tx.clock() if now is None else now
             tx.write("INSERT INTO championship_leases VALUES (?, ?, ?) "
                      "ON CONFLICT (championship_id) DO UPDATE SET node = excluded.node, "
                      "expires = excluded.expires WHERE championship_leases.node = "
                      "excluded.node OR championship_leases.expires < ?",
-                     (championship_id, node, now + ttl, now))
+                     (championship_id, node, at + ttl, at))
             held = tx.rows("SELECT node FROM championship_leases WHERE championship_id = ?",
                            (championship_id,))
             return bool(held) and held[0][0] == node
         return await self._do(body)
+
+    async def release(self, node: str) -> int:
+        """``node`` gives up every championship lease it holds (it drains: another node
+        drives them from its next step); how many."""
+        return await self._do(lambda tx: tx.write(
+            "DELETE FROM championship_leases WHERE node = ?", (node,)))
 
 
 # ---------------------------------------------------------------- the backends
@@ -357,6 +429,12 @@ class _SqliteTx:
 
     def __init__(self, db: sqlite3.Connection) -> None:
         self._db = db
+
+    def clock(self) -> float:
+        return time.time()  # one node's database: its clock
+
+    def notify(self, championship_id: str) -> None:
+        return None  # one node: its driver was told by the caller
 
     def rows(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         return list(self._db.execute(sql, tuple(params)).fetchall())
@@ -374,7 +452,22 @@ class SqliteChampionshipStore(ChampionshipStore):
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=FULL")
         self._db.execute("PRAGMA busy_timeout=5000")
+        version = self._db.execute("PRAGMA user_version").fetchone()[0]
+        if version > SCHEMA_VERSION:
+            self._db.close()
+            raise StoreUnusable(f"{path} has championships schema version {version}; this "
+                                f"server knows up to {SCHEMA_VERSION}: run a newer Copas")
         self._db.executescript(SCHEMA)
+        if version < 2:
+            self._db.execute("BEGIN IMMEDIATE")
+            for statement in SCHEMA_V2.split(";"):
+                if statement.strip():
+                    self._db.execute(statement)
+            self._db.executemany("UPDATE championships SET start_at = ? WHERE championship_id = ?",
+                                 _start_times(self._db.execute(
+                                     "SELECT championship_id, spec FROM championships").fetchall()))
+            self._db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+            self._db.execute("COMMIT")
         self._lock = threading.Lock()
 
     def close(self) -> None:
@@ -399,6 +492,13 @@ class _PgTx:
     def __init__(self, db: Any) -> None:
         self._db = db
 
+    def clock(self) -> float:
+        return float(self._db.execute("SELECT extract(epoch from clock_timestamp())")
+                     .fetchone()[0])
+
+    def notify(self, championship_id: str) -> None:
+        self._db.execute("SELECT pg_notify(%s, %s)", (CHANNEL, championship_id))
+
     def rows(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         return list(self._db.execute(sql.replace("?", "%s"), tuple(params)).fetchall())
 
@@ -412,10 +512,34 @@ class PgChampionshipStore(ChampionshipStore):
     changes under the championship's row lock, taken first)."""
 
     def __init__(self, dsn: str) -> None:
-        self._connection = PgConnection(dsn, SCHEMA, 7031981, "the championships'")
+        self.dsn = dsn
+        self._connection = PgConnection(dsn, SCHEMA, 7031981, "the championships'",
+                                        _pg_migrate)
 
     def close(self) -> None:
         self._connection.close()
 
     def _run(self, body: Callable[[Tx], T]) -> T:
         return self._connection.run(lambda db: body(_PgTx(db)))
+
+
+def _pg_migrate(db: Any) -> None:
+    """The championships' schema to SCHEMA_VERSION (under the connection's advisory lock)."""
+    db.execute("CREATE TABLE IF NOT EXISTS championships_meta (key text PRIMARY KEY, "
+               "value text NOT NULL)")
+    row = db.execute("SELECT value FROM championships_meta WHERE key = 'schema_version'"
+                     ).fetchone()
+    version = int(row[0]) if row is not None else 1
+    if version > SCHEMA_VERSION:
+        raise StoreUnusable(f"the database has championships schema version {version}; this "
+                            f"server knows up to {SCHEMA_VERSION}: run a newer Copas")
+    if version < 2:
+        for statement in SCHEMA_V2.split(";"):
+            if statement.strip():
+                db.execute(statement)
+        for start_at, championship_id in _start_times(db.execute(
+                "SELECT championship_id, spec FROM championships").fetchall()):
+            db.execute("UPDATE championships SET start_at = %s WHERE championship_id = %s",
+                       (start_at, championship_id))
+    db.execute("INSERT INTO championships_meta VALUES ('schema_version', %s) ON CONFLICT (key) "
+               "DO UPDATE SET value = excluded.value", (str(SCHEMA_VERSION),))

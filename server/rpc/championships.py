@@ -4,7 +4,9 @@ gateway (``caller()``): a signed-in account by its access token's digest."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+import asyncio
+import contextlib
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
 import grpc
@@ -16,16 +18,18 @@ from engine.championship import championship_points
 from server import codec, names
 from server.accounts.model import Account
 from server.accounts.service import Accounts
+from server.bounded import Bounded
 from server.championships.model import Championship, Phase
 from server.championships.service import Championships, NewChampionship
 from server.errors import ServiceError
 from server.rpc import inputs
 from server.rpc.gateway import caller, service_handlers
 from server.tables import paging
-from server.wire import timestamp
+from server.wire import field, timestamp
 
 Context = grpc.aio.ServicerContext[Any, Any]
 WATCH_RECHECK = 5.0  # seconds a watch waits for a change before reading the store again
+SHARED_KEPT = 256  # championships whose latest shared message this node keeps
 _PHASES = {Phase.REGISTERING: pb.CHAMPIONSHIP_STATE_REGISTERING,
            Phase.RUNNING: pb.CHAMPIONSHIP_STATE_RUNNING,
            Phase.FINISHED: pb.CHAMPIONSHIP_STATE_FINISHED,
@@ -56,6 +60,7 @@ def championship_pb(c: Championship, you: str = "", *, is_full: bool = False,
     spec = c.spec
     names = {r.account_id: r.display_name for r in c.registrations}
     withdrawn = {r.account_id for r in c.registrations if r.withdrawn is not None}
+    accounts = c.accounts_by_player_id()
     message = pb.Championship(
         championship_id=c.id, state=_PHASES[c.phase], rules=codec.rules_to_pb(spec.game),
         create_time=timestamp(spec.created), player_count=len(c.registrations),
@@ -75,17 +80,18 @@ def championship_pb(c: Championship, you: str = "", *, is_full: bool = False,
     if not is_full:
         return message
     for line in c.standings():
+        account = accounts.get(line.player, "")
         message.standings.append(pb.StandingLine(
-            place=line.place, display_name=names.get(line.player, ""), points=line.points,
+            place=line.place, display_name=names.get(account, ""), points=line.points,
             firsts=float(line.firsts), relative_points=float(line.relative_points),
             head_to_head=line.head_to_head, games=line.games,
             decided_by=pb.TieBreak.ValueType(int(line.decided_by) + 1),
-            has_withdrawn=line.player in withdrawn,
-            is_you=line.player == you))
+            has_withdrawn=account in withdrawn, is_you=bool(you) and account == you,
+            player_id=line.player))
     for r in c.registrations:
         message.players.append(pb.ChampionshipPlayer(
             display_name=r.display_name, has_withdrawn=r.withdrawn is not None,
-            is_you=r.account_id == you))
+            is_you=r.account_id == you, player_id=c.player_id(r.account_id)))
     results = {k.table_id: k.result for k in c.counted}
     for round_no in sorted(c.rounds):
         seated = pb.ChampionshipRound(round_number=round_no,
@@ -98,7 +104,8 @@ def championship_pb(c: Championship, you: str = "", *, is_full: bool = False,
                                          is_finished=result is not None)
             for seat, player in enumerate(table.players):
                 shown.seats.append(pb.ChampionshipSeat(
-                    seat=seat, display_name=names.get(player, ""), is_you=player == you,
+                    seat=seat, display_name=names.get(player, ""),
+                    is_you=bool(you) and player == you, player_id=c.player_id(player),
                     total=result.totals[seat] if result else 0,
                     place=result.places[seat] if result else 0,
                     points=points.get(player, 0),
@@ -121,11 +128,46 @@ def _writer(context: Context) -> Callable[[Any], Awaitable[None]]:
     return write
 
 
+class StreamsPerAddress:
+    """At most ``limit`` streams of one kind open from one address (0: no limit); the count
+    of an address goes with its last stream."""
+
+    def __init__(self, limit: int, what: str) -> None:
+        self.limit = limit
+        self._what = what
+        self._open: dict[str, int] = {}
+
+    @contextlib.contextmanager
+    def one(self, address: str) -> Iterator[None]:
+        """:raises ServiceError: RESOURCE_EXHAUSTED TOO_MANY_STREAMS."""
+        count = self._open.get(address, 0)
+        if self.limit and count >= self.limit:
+            raise ServiceError.over_quota(
+                f"{self.limit} {self._what} are open from this address, its most: close one",
+                "TOO_MANY_STREAMS", f"{self._what} of {address}", 5.0)
+        self._open[address] = count + 1
+        try:
+            yield
+        finally:
+            left = self._open[address] - 1
+            if left:
+                self._open[address] = left
+            else:
+                del self._open[address]
+
+    def __len__(self) -> int:
+        return len(self._open)
+
+
 class ChampionshipService(championships_pb2_grpc.ChampionshipServiceServicer):
-    def __init__(self, championships: Championships, accounts: Accounts, live: Live) -> None:
+    def __init__(self, championships: Championships, accounts: Accounts, live: Live, *,
+                 watchers_per_address: int = 0, tick: float = 0.0) -> None:
         self._championships = championships
         self._accounts = accounts
         self._live = live
+        self._watchers = StreamsPerAddress(watchers_per_address, "championship watchers")
+        self._tick = tick
+        self._shared_bytes: Bounded[str, tuple[int, bytes]] = Bounded(SHARED_KEPT)
 
     async def _me(self) -> Account:
         digest = caller().token_hash
@@ -151,7 +193,7 @@ class ChampionshipService(championships_pb2_grpc.ChampionshipServiceServicer):
         me = await self._me()
         made = await self._championships.create(
             settings_of(request.settings), me,
-            _request_key("create", request.request_id, me.id))
+            _request_key("create", request.request_id, me.id), caller().peer)
         return pb.CreateChampionshipResponse(championship=self._pb(made, me.id))
 
     async def ListChampionships(self, request: pb.ListChampionshipsRequest, context: Context
@@ -190,29 +232,52 @@ class ChampionshipService(championships_pb2_grpc.ChampionshipServiceServicer):
 
     async def WatchChampionship(  # type: ignore[override]  # it writes (context.write)
             self, request: pb.WatchChampionshipRequest, context: Context) -> None:
+        """One message per change (at most one a ``tick``): the championship's part built
+        once per version and shared by every watcher of this node, then each watcher's own
+        table and player id; never an older version than the watcher got."""
         write = _writer(context)
         championship_id = _id(request.championship_id)
         you = await self._viewer()
-        last = b""
-        driver = self._championships.driver
-        while True:
-            seen = driver.version(championship_id)
-            c = await self._championships.latest(championship_id)
-            message = pb.WatchChampionshipResponse(championship=self._pb(c, you))
-            seat = self._championships.seat_of(c, you) if you else None
-            if seat is not None:
-                message.your_table.CopyFrom(pb.YourTable(
-                    round_number=seat.round_no, table_id=seat.table_id, seat=seat.seat,
-                    player_token=seat.token))
-            for table in (t for r in message.championship.rounds for t in r.tables):
-                table.ClearField("live")  # live tables change at every card: not a change
-            shown = message.SerializeToString(deterministic=True)
-            if shown != last:
-                await write(message)
-                last = shown
-            if c.phase.is_over:
-                return
-            await driver.wait_change(championship_id, seen, WATCH_RECHECK)
+        address = caller().peer
+        with self._watchers.one(address):
+            last, sent = b"", -1
+            driver = self._championships.driver
+            while True:
+                seen = driver.version(championship_id)
+                c = await self._championships.latest(championship_id)
+                if c.version > sent:
+                    shown = self._shared(c) + self._own(c, you)
+                    if shown != last:
+                        await write(shown)
+                        last = shown
+                    sent = c.version
+                if c.phase.is_over:
+                    return
+                await driver.wait_change(championship_id, seen, WATCH_RECHECK)
+                await asyncio.sleep(self._tick)  # a burst of changes: one message
+
+    def _shared(self, c: Championship) -> bytes:
+        """WatchChampionshipResponse.championship, serialized, the same for every watcher
+        (no ``is_you``, no live tables): built once per version."""
+        kept = self._shared_bytes.get(c.id)
+        if kept is not None and kept[0] == c.version:
+            return kept[1]
+        message = championship_pb(c, "", is_full=True)
+        built = field(1, message.SerializeToString(deterministic=True))
+        self._shared_bytes[c.id] = (c.version, built)
+        return built
+
+    def _own(self, c: Championship, you: str) -> bytes:
+        """The watcher's own fields: its table now and its player id (registered only)."""
+        if not you or c.registration(you) is None:
+            return b""
+        own = pb.WatchChampionshipResponse(your_player_id=c.player_id(you))
+        seat = self._championships.seat_of(c, you)
+        if seat is not None:
+            own.your_table.CopyFrom(pb.YourTable(
+                round_number=seat.round_no, table_id=seat.table_id, seat=seat.seat,
+                player_token=seat.token))
+        return own.SerializeToString(deterministic=True)
 
 
 def _id(championship_id: str) -> str:
@@ -270,8 +335,11 @@ class ChampionshipAdmin:
 SERVICE_NAME = pb.DESCRIPTOR.services_by_name["ChampionshipService"].full_name
 
 
-def championship_handlers(championships: Championships, accounts: Accounts, live: Live
+def championship_handlers(championships: Championships, accounts: Accounts, live: Live, *,
+                          watchers_per_address: int = 0, tick: float = 0.0
                           ) -> dict[str, dict[str, Any]]:
     """The ChampionshipService's method handlers, by service name (for the gateway)."""
     return service_handlers(championships_pb2_grpc.add_ChampionshipServiceServicer_to_server,
-                            ChampionshipService(championships, accounts, live))
+                            ChampionshipService(championships, accounts, live,
+                                                watchers_per_address=watchers_per_address,
+                                                tick=tick))

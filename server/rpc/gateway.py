@@ -367,7 +367,7 @@ class Gateway:
                 else grpc.stream_stream_rpc_method_handler)
         return make(generated if inspect.isasyncgenfunction(streaming) else written,
                     request_deserializer=handler.request_deserializer,
-                    response_serializer=handler.response_serializer)
+                    response_serializer=_or_bytes(handler.response_serializer))
 
     def _enter(self, method: str, context: Context, in_flight: bool = False,
                reads_token: bool = True) -> Caller:

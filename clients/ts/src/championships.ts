@@ -79,6 +79,20 @@ const wait = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, 
  * returns; a stream that breaks (a restart, a node gone) is opened again, and a table
  * already announced is not announced twice (the server sends it again after a reopen).
  */
+/** A WatchChampionship message's championship as ``yourPlayerId`` sees it: the server sends
+ * every watcher the same message (no `isYou`, no `isRegistered`), and each finds its own
+ * lines by its player id. */
+export function personalized(c: Championship, yourPlayerId: string): Championship {
+  if (!yourPlayerId) return c;
+  c.isRegistered = true;
+  for (const p of c.players) p.isYou = p.playerId === yourPlayerId;
+  for (const line of c.standings) line.isYou = line.playerId === yourPlayerId;
+  for (const round of c.rounds) {
+    for (const table of round.tables) for (const seat of table.seats) seat.isYou = seat.playerId === yourPlayerId;
+  }
+  return c;
+}
+
 export async function followChampionship(
   calls: WatchCalls,
   championshipId: string,
@@ -95,7 +109,7 @@ export async function followChampionship(
       const stream = calls.watchChampionship({ championshipId }, { headers, signal: options.signal });
       for await (const message of stream) {
         failures = 0;
-        const championship = message.championship;
+        const championship = message.championship && personalized(message.championship, message.yourPlayerId);
         if (!championship) continue;
         last = championship;
         options.onChange?.(championship, message);
