@@ -91,6 +91,7 @@ TIERS = {
     "test_cluster.py": CLUSTER, "test_cluster_admin.py": CLUSTER,
     "test_cluster_as_one_server.py": CLUSTER, "test_cluster_owner.py": CLUSTER,
     "test_store_contract.py": CLUSTER, "test_championship_store.py": CLUSTER,
+    "test_migrations.py": CLUSTER,
     "test_championships.py": INTEGRATION, "test_championship_privacy.py": INTEGRATION,
     "test_championship_kill9.py": PROCESS,
     "test_championship_cluster.py": CLUSTER, "test_championship_cli.py": PROCESS,

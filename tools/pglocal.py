@@ -30,7 +30,8 @@ class PostgresMissing(RuntimeError):
     """No PostgreSQL server on this machine (install Debian's `postgresql` package)."""
 
 
-def _tool(name: str) -> str:
+def tool(name: str) -> str:
+    """The path of a PostgreSQL program (initdb, pg_ctl, psql, pg_dump), Debian's newest."""
     for directory in _bin_dirs():
         path = Path(directory) / name
         if path.exists():
@@ -74,7 +75,7 @@ class LocalPostgres:
         if self.as_postgres:
             shutil.chown(self.directory, "postgres", "postgres")
         self.directory.chmod(0o700)
-        done = self._run(_tool("initdb"), "-D", str(self.directory), "-U", "postgres",
+        done = self._run(tool("initdb"), "-D", str(self.directory), "-U", "postgres",
                          "--auth=trust", "-E", "UTF8", "--no-instructions", check=False)
         if done.returncode != 0:
             raise RuntimeError(f"initdb failed: {done.stderr.strip()[:500]}")
@@ -83,7 +84,7 @@ class LocalPostgres:
         """Start the server (and wait until it accepts connections)."""
         options = (f"-p {self.port} -c listen_addresses=127.0.0.1 -k {self.directory} "
                    "-c max_connections=200 -c shared_buffers=64MB")
-        done = self._run(_tool("pg_ctl"), "-D", str(self.directory), "-l",
+        done = self._run(tool("pg_ctl"), "-D", str(self.directory), "-l",
                          str(self.directory / "server.log"), "-o", options, "-w", "-t", "60",
                          "start", check=False)
         if done.returncode != 0:
@@ -100,7 +101,7 @@ class LocalPostgres:
         raise RuntimeError("PostgreSQL did not start listening")
 
     def is_running(self) -> bool:
-        return self._run(_tool("pg_ctl"), "-D", str(self.directory), "status",
+        return self._run(tool("pg_ctl"), "-D", str(self.directory), "status",
                          check=False).returncode == 0
 
     def stop(self) -> None:
@@ -109,7 +110,7 @@ class LocalPostgres:
         (the server of a test that failed must not outlive the test run)."""
         for mode in ("fast", "immediate"):
             with contextlib.suppress(subprocess.TimeoutExpired):
-                self._run(_tool("pg_ctl"), "-D", str(self.directory), "-m", mode, "-w",
+                self._run(tool("pg_ctl"), "-D", str(self.directory), "-m", mode, "-w",
                           "-t", "30", "stop", check=False)
             if not self.is_running():
                 return

@@ -42,15 +42,18 @@ from server.store.base import (
     stored_table,
 )
 from server.store.group_commit import CommitObserver, GroupCommitStore
-from server.store.records import record_message, record_message_of_json
+from server.store.records import record_message, record_message_of_json, with_pseudonyms
 
 
 def _records_made_public(db: Any) -> None:
     """8: a record as everyone may read it names no account (a per-game pseudonym instead):
-    the served copy of each kept record is made again from the record."""
-    for record_id, record in db.execute("SELECT record_id, record FROM records").fetchall():
-        db.execute("UPDATE records SET record_pb = %s WHERE record_id = %s",
-                   (record_message(GameRecord.from_json(record)), record_id))
+    each kept record's signed-in seats are given their pseudonyms, and its listed summary and
+    served copy are made again from it."""
+    for record_id, text in db.execute("SELECT record_id, record FROM records").fetchall():
+        record = with_pseudonyms(GameRecord.from_json(text))
+        db.execute("UPDATE records SET summary = %s, record = %s, record_pb = %s "
+                   "WHERE record_id = %s", (record.summary.to_json(), record.to_json(),
+                                            record_message(record), record_id))
 
 
 # Versions 1 to 3 are the SQLite store's first three (server/store/sqlite.py): the same tables

@@ -3,10 +3,13 @@ when the game ends and stored serialized, so GetGameRecord serves it as it is.""
 
 from __future__ import annotations
 
+import dataclasses
+
 from copas.v1 import copas_pb2
 
 from server import codec
 from server.store.base import GameRecord, RecordSummary
+from server.tokens import pseudonym
 from server.wire import timestamp
 
 
@@ -54,3 +57,14 @@ def record_message(record: GameRecord) -> bytes:
 def record_message_of_json(record_json: str) -> bytes:
     """The same, for a record stored before its message was (schema version 2)."""
     return record_message(GameRecord.from_json(record_json))
+
+
+def with_pseudonyms(record: GameRecord) -> GameRecord:
+    """A record kept before records named their seats by pseudonym (the tables' SQLite schema
+    3, PostgreSQL's 7) with each signed-in seat named as a record made now names it
+    (``server.tokens.pseudonym`` of the record and the seat's account)."""
+    summary = record.summary
+    seats = tuple(seat if seat.player or not seat.account_id else
+                  dataclasses.replace(seat, player=pseudonym(summary.record_id, seat.account_id))
+                  for seat in summary.seats)
+    return dataclasses.replace(record, summary=dataclasses.replace(summary, seats=seats))

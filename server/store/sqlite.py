@@ -36,7 +36,7 @@ from server.store.base import (
     stored_table,
 )
 from server.store.group_commit import CommitObserver, GroupCommitStore
-from server.store.records import record_message, record_message_of_json
+from server.store.records import record_message, record_message_of_json, with_pseudonyms
 
 log = structlog.get_logger("copas.store")
 
@@ -45,10 +45,13 @@ SCHEMA_VERSION = 4
 
 def _records_made_public(db: sqlite3.Connection) -> None:
     """4: a record as everyone may read it names no account (a per-game pseudonym instead):
-    the served copy of each kept record is made again from the record."""
-    for record_id, record in db.execute("SELECT record_id, record FROM records").fetchall():
-        db.execute("UPDATE records SET record_pb = ? WHERE record_id = ?",
-                   (record_message(GameRecord.from_json(record)), record_id))
+    each kept record's signed-in seats are given their pseudonyms, and its listed summary and
+    served copy are made again from it."""
+    for record_id, text in db.execute("SELECT record_id, record FROM records").fetchall():
+        record = with_pseudonyms(GameRecord.from_json(text))
+        db.execute("UPDATE records SET summary = ?, record = ?, record_pb = ? "
+                   "WHERE record_id = ?", (record.summary.to_json(), record.to_json(),
+                                           record_message(record), record_id))
 
 
 # Each migration takes the schema from version i to i + 1 (index 0: from nothing to 1): SQL
