@@ -58,6 +58,7 @@ from server.rpc.peers import PeerTrust, trusted_networks
 from server.rpc.quotas import Quotas
 from server.rpc.service import CopasService
 from server.store import Node, PgStore, Storage, StoreUnusable, open_local_store
+from server.store.versions import check_data_dir, check_database
 from server.tables.bots import Thinker
 from server.tables.clock import LoopScheduler
 from server.tables.lobby import LobbySource
@@ -102,6 +103,10 @@ async def start(config: Config) -> RunningServer:
         parts.push_async_callback(bound.abandon)  # the ports: closed last
         metrics = Metrics()
         try:
+            if config.database:  # every store's version before any is opened (or migrated)
+                check_database(config.database)
+            else:
+                check_data_dir(config.data_dir)
             shared = PgStore.open(config.database, Node(
                 config.node_id or bound.advertise, bound.advertise, config.lease, bound.public),
                 metrics.observe_commit) if config.database else None

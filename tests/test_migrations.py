@@ -353,18 +353,10 @@ def migrated(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return data
 
 
-# The tables' store is opened (and migrated) before the accounts' store reads its version
-# (server/main.py, start): an accounts' schema newer than this server's beside the tables' of an
-# older release is refused only once the tables' database was migrated. (With the tables' as
-# this server leaves them, the case a newer Copas and then this one again make, nothing changes.)
-TABLES_MIGRATED_FIRST = pytest.mark.xfail(strict=True, reason=(
-    "the tables' store is migrated before the accounts' newer version is seen"))
-
-
 @pytest.mark.sqlite_only
 @pytest.mark.parametrize(("origin", "name"), [
     ("migrated", "copas.db"), ("migrated", "accounts.sqlite3"), ("release", "copas.db"),
-    pytest.param("release", "accounts.sqlite3", marks=TABLES_MIGRATED_FIRST)])
+    ("release", "accounts.sqlite3")])
 def test_a_newer_sqlite_database_is_refused_and_left_as_it_was(
         tmp_path: Path, migrated: Path, origin: str, name: str) -> None:
     """One file of the data directory from a newer Copas (the others as this server leaves
@@ -455,7 +447,7 @@ def migrated_dump(postgres: Any, tmp_path_factory: pytest.TempPathFactory) -> Pa
 
 @pytest.mark.parametrize(("origin", "table"), [
     ("migrated", "copas"), ("migrated", "accounts_meta"), ("release", "copas"),
-    pytest.param("release", "accounts_meta", marks=TABLES_MIGRATED_FIRST)])
+    ("release", "accounts_meta")])
 def test_a_newer_postgresql_database_is_refused_and_left_as_it_was(
         postgres: Any, migrated_dump: Path, origin: str, table: str) -> None:
     """The tables' or the accounts' schema from a newer Copas (the other as this server leaves
