@@ -9,7 +9,6 @@ their games, then feed each finished game to a ``Tally`` (or call ``standings``)
 from __future__ import annotations
 
 import hashlib
-import random
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import IntEnum
@@ -173,7 +172,9 @@ def table_sizes(n: int) -> list[int]:
 
 def derive_seed(seed: int | str, *parts: int | str) -> int:
     """A 64-bit seed derived one way from the championship's seed: publishing it reveals
-    neither the championship's seed nor any other derived seed."""
+    neither the championship's seed nor any other derived seed. It is the first 8 bytes,
+    big-endian, of the SHA-256 of ``copas-championship/<seed>/<part>/...`` in UTF-8
+    (docs/RULES.md, "Seeded draws")."""
     text = "/".join(str(p) for p in ("copas-championship", seed, *parts))
     return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big")
 
@@ -188,7 +189,9 @@ def deal_seed(rules: ChampionshipRules, seed: int | str, round_no: int, table: i
 
 
 def draw_order(players: Iterable[str], seed: int | str, purpose: str = "draw") -> list[str]:
-    """The players in the order of a seeded draw (the same for any order of ``players``)."""
+    """The players in the order of a seeded draw (the same for any order of ``players``):
+    by ``derive_seed(seed, purpose, player)``, smallest first, then by id. ``players`` are
+    the ids the record shows (public per-championship ids), so anyone can recompute it."""
     return sorted(players, key=lambda p: (derive_seed(seed, purpose, p), p))
 
 
@@ -249,12 +252,8 @@ def seat_round(players: Collection[str], standings: Sequence[Standing],
             known[a].add(b)
             known[b].add(a)
     tables = _seat(sizes, known, budget)
-    seated = []
-    for t, table in enumerate(tables, start=1):
-        members = [order[i] for i in table]
-        random.Random(derive_seed(seed, "seats", round_no, t)).shuffle(members)
-        seated.append(members)
-    return seated
+    return [draw_order((order[i] for i in table), seed, f"seats/{round_no}/{t}")
+            for t, table in enumerate(tables, start=1)]
 
 
 def _seat(sizes: list[int], met: list[set[int]], budget: int) -> list[list[int]]:

@@ -3,6 +3,7 @@ standings and every tie-break, the worked example included."""
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import random
 from collections.abc import Iterator
@@ -189,6 +190,76 @@ def test_seating_refuses_standings_of_other_players() -> None:
         seat_round(list("ABCA"), [], set(), 1, 1)
 
 
+# ---------------------------------------------------------------- seeded draws
+# An implementation of docs/RULES.md's "Seeded draws" from its words, with hashlib only.
+
+
+def key(text: str) -> int:
+    """The first 8 bytes of the text's SHA-256, an unsigned big-endian number."""
+    digest = hashlib.sha256(text.encode("utf-8")).digest()
+    return sum(byte << (8 * (7 - i)) for i, byte in enumerate(digest[:8]))
+
+
+def drawn(ids: list[str], seed: int | str, purpose: str) -> list[str]:
+    """The draw for a purpose: by the key of copas-championship/<seed>/<purpose>/<id>,
+    smallest first, then by id."""
+    keyed = [(key(f"copas-championship/{seed}/{purpose}/{p}"), p) for p in ids]
+    return [p for _, p in sorted(keyed)]
+
+
+def test_the_rules_example_of_the_draws() -> None:
+    assert key("copas-championship/example/draw/A") == 0x1d89cab4e2c9feef == 2128455177157082863
+    assert drawn(list("ABCDEFGH"), "example", "draw") == list("HAGFCBED")
+    assert drawn(list("ABCDEFGH"), "example", "round-1") == list("CHEGAFBD")
+    assert deal_seed(ChampionshipRules(), "example", 1, 1, 4) == 12068098665222975963
+    assert deal_seed(ChampionshipRules(duplicate_deals=True), "example", 1, 1, 4) \
+        == 1127427911202044656
+
+
+SEEDS = ["example", 0, 12345, "s/with/slashes", "çé ☃"]
+IDS = [f"p{i}" for i in range(13)] + ["é", "Ω-9", "a b", "10", "9"]
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_round_1_and_its_seats_recompute_from_the_rules_words(seed: int | str) -> None:
+    for n in (3, 5, 8, 13, len(IDS)):
+        ids = IDS[:n]
+        order = drawn(ids, seed, "round-1")
+        tables = seat_round(list(reversed(ids)), [], set(), seed, 1)
+        # Nobody has met: neighbours in the draw sit together, tables largest first.
+        start, expected = 0, []
+        for t, size in enumerate(table_sizes(n), start=1):
+            expected.append(drawn(order[start:start + size], seed, f"seats/1/{t}"))
+            start += size
+        assert tables == expected
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_later_rounds_seats_recompute_from_the_rules_words(seed: int | str) -> None:
+    order = IDS[:13]
+    tables = seat_round(order, ranked(order), set(), seed, 4)
+    assert [sorted(t) for t in tables] == [sorted(order[:5]), sorted(order[5:9]),
+                                           sorted(order[9:])]
+    assert tables == [drawn(t, seed, f"seats/4/{k}") for k, t in enumerate(tables, start=1)]
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_the_tie_break_draw_recomputes_from_the_rules_words(seed: int | str) -> None:
+    rows = standings([], IDS, seed)  # no game yet: everyone tied on everything
+    assert [s.player for s in rows] == drawn(IDS, seed, "draw") == draw_order(IDS, seed)
+    assert {s.decided_by for s in rows} == {TieBreak.DRAW}
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_deal_seeds_recompute_from_the_rules_words(seed: int | str) -> None:
+    plain, duplicate = ChampionshipRules(), ChampionshipRules(duplicate_deals=True)
+    for round_no, table, size in [(1, 1, 4), (3, 2, 5), (20, 17, 3)]:
+        assert deal_seed(plain, seed, round_no, table, size) == key(
+            f"copas-championship/{seed}/deal/{round_no}/table/{table}")
+        assert deal_seed(duplicate, seed, round_no, table, size) == key(
+            f"copas-championship/{seed}/deal/{round_no}/size/{size}")
+
+
 # ---------------------------------------------------------------- deals
 
 
@@ -363,6 +434,14 @@ def test_worked_example_of_the_rules() -> None:
         (6, "F", 80, 0, Fraction(47, 2), "POINTS"),
         (7, "D", 60, 0, Fraction(35, 4), "POINTS"),
         (8, "H", 0, 0, Fraction(91, 4), "POINTS")]
+
+
+def test_worked_example_seats_of_round_2_are_drawn_as_written() -> None:
+    round_1 = [GameResult(1, 1, tuple("ABCD"), (20, 35, 35, 40)),
+               GameResult(1, 2, tuple("EFGH"), (10, 26, 50, 44), leavers=("H",))]
+    tables = seat_round("ABCDEFGH", standings(round_1, "ABCDEFGH", "example"),
+                        met_pairs(round_1), "example", 2)
+    assert tables == [list("EAFC"), list("BDHG")]
 
 
 @given(st.integers(3, 30), st.integers(0, 2**32))
