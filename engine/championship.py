@@ -230,18 +230,25 @@ def seat_round(players: Collection[str], standings: Sequence[Standing],
 
     Round 1 (or no standings yet) orders the players by a seeded draw, later rounds by the
     standings; the search then seats neighbours together with the fewest repeated pairs.
+    ``players`` are the round's: the standings may also rank players who do not play it (a
+    player dropped), who are passed over.
 
     :raises ChampionshipError: for fewer than 3 players, repeated players, or standings that
-        do not list exactly the players.
+        do not rank each of the players once.
     """
     names = list(players)
     if len(set(names)) != len(names):
         raise ChampionshipError("a player is registered twice")
     sizes = table_sizes(len(names))
     if standings:
-        order = [s.player for s in standings]
-        if len(order) != len(names) or set(order) != set(names):
-            raise ChampionshipError("the standings must list exactly the round's players")
+        ranked = [s.player for s in standings]
+        playing = set(names)
+        order = [p for p in ranked if p in playing]
+        if len(order) != len(names) or len(set(ranked)) != len(ranked):
+            missing = ", ".join(sorted(playing - set(order))) or "nobody, but repeat a player"
+            raise ChampionshipError(
+                f"the standings leave out {missing}: they must list exactly the round's"
+                " players, and any who sit the round out")
     else:
         order = draw_order(names, seed, f"round-{round_no}")
     index = {p: i for i, p in enumerate(order)}
@@ -433,6 +440,21 @@ class Tally:
         self._relative = dict.fromkeys(self.players, 0)  # sixtieths
         self._draw = {p: (derive_seed(seed, "draw", p), p) for p in self.players}
         self._seen: set[tuple[int, int]] = set()
+
+    def register(self, player: str) -> None:
+        """Register a player after the start (a late entrant): no game in the rounds before,
+        so nothing scored there; ranked with everyone by the same criteria.
+
+        :raises ChampionshipError: for a player already registered.
+        """
+        if player in self._games:
+            raise ChampionshipError("a player is registered twice")
+        self.players = (*self.players, player)
+        self._games[player] = []
+        self._points[player] = 0
+        self._firsts[player] = 0
+        self._relative[player] = 0
+        self._draw[player] = (derive_seed(self.seed, "draw", player), player)
 
     def add(self, result: GameResult) -> None:
         """Count one finished game.

@@ -260,6 +260,59 @@ def test_deal_seeds_recompute_from_the_rules_words(seed: int | str) -> None:
             f"copas-championship/{seed}/deal/{round_no}/size/{size}")
 
 
+# ---------------------------------------------------------------- rounds with fewer players
+
+
+def test_a_round_seats_its_players_and_passes_over_those_dropped() -> None:
+    order = [f"p{i}" for i in range(9)]
+    playing = [p for p in order if p not in ("p1", "p4")]
+    tables = seat_round(playing, ranked(order), set(), 1, 2)
+    assert [sorted(t) for t in tables] == [["p0", "p2", "p3", "p5"], ["p6", "p7", "p8"]]
+    with pytest.raises(ChampionshipError, match="leave out p9: they must list exactly"):
+        seat_round([*playing, "p9"], ranked(order), set(), 1, 2)
+    with pytest.raises(ChampionshipError, match="repeat a player"):
+        seat_round(playing, ranked([*order, "p0"]), set(), 1, 2)
+
+
+def test_a_late_entrant_scores_nothing_before_a_dropped_player_keeps_what_they_won() -> None:
+    tally = Tally("ABCDEFGH", "late")
+    round_1 = [GameResult(1, 1, tuple("ABCD"), (20, 35, 35, 40)),
+               GameResult(1, 2, tuple("EFGH"), (10, 26, 50, 44))]
+    for result in round_1:
+        tally.add(result)
+    tally.register("I")
+    with pytest.raises(ChampionshipError, match="registered twice"):
+        tally.register("A")
+    # Round 2: E and H dropped, I entered: 7 players, tables of 4 and 3.
+    playing = list("ABCDFGI")
+    tables = seat_round(playing, tally.standings(), tally.met_pairs(), "late", 2)
+    assert sorted(p for t in tables for p in t) == sorted(playing)
+    assert [len(t) for t in tables] == [4, 3]
+    rng = random.Random(2)
+    play_round(tally, tables, 2, rng)
+    rows = by_player(tally.standings())
+    assert rows["I"].games == 1 and rows["E"].games == rows["H"].games == 1
+    assert rows["A"].games == 2
+    assert rows["E"].points == 120 and rows["E"].firsts == 1  # kept
+    assert rows["E"].relative_points == Fraction(10 * 4 - 130, 4)
+    assert rows["I"].points == championship_points(
+        next(r for r in tally.results if "I" in r.players))["I"]
+    assert sorted(s.place for s in rows.values()) == list(range(1, 10))
+    # The same standings as from a registration that held I from the start.
+    assert standings(tally.results, "ABCDEFGHI", "late") == tally.standings()
+
+
+def test_a_late_entrant_with_nothing_is_ranked_by_the_same_criteria() -> None:
+    tally = Tally("ABC", 0)
+    tally.add(GameResult(1, 1, tuple("ABC"), (10, 20, 30)))
+    tally.register("D")
+    rows = tally.standings()
+    # C has 0 points but 0 - 20 = +10 relative points; D 0 points and 0 relative: D ahead.
+    assert [(s.player, s.points, s.relative_points, s.decided_by) for s in rows] == [
+        ("A", 120, -10, TieBreak.POINTS), ("B", 60, 0, TieBreak.POINTS),
+        ("D", 0, 0, TieBreak.RELATIVE_POINTS), ("C", 0, 10, TieBreak.RELATIVE_POINTS)]
+
+
 # ---------------------------------------------------------------- deals
 
 
