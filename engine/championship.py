@@ -9,9 +9,10 @@ their games, then feed each finished game to a ``Tally`` (or call ``standings``)
 from __future__ import annotations
 
 import hashlib
+from bisect import bisect_left, bisect_right
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
-from enum import IntEnum
+from enum import IntEnum, StrEnum
 from fractions import Fraction
 from itertools import pairwise
 
@@ -39,16 +40,25 @@ class ChampionshipError(RulesError):
 
 
 class TieBreak(IntEnum):
-    """What decided a place in the standings, in the order the criteria apply."""
+    """What decided a place in the standings. The values are stored and shown: new ones are
+    appended, never renumbered (the criteria apply in ``Tally.criteria``'s order)."""
 
     POINTS = 0
+    """The main score: championship points, or with matchpoints scoring the percentages."""
     FIRSTS = 1
     RELATIVE_POINTS = 2
     HEAD_TO_HEAD = 3
     DRAW = 4
 
 
-_TIE_BREAKS = tuple(TieBreak)
+class Scoring(StrEnum):
+    """What the standings rank by first (``TieBreak.POINTS``)."""
+
+    PLACES = "places"
+    """Championship points by place at the table (120 for a sole winner, 0 for the last)."""
+    MATCHPOINTS = "matchpoints"
+    """With duplicate deals: each game's matchpoints against the players who held the same
+    cards, as a percentage of the most possible; the percentages are summed."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +71,9 @@ class ChampionshipRules:
     """The rules of every game; ``players`` is set per table to the table's size."""
     duplicate_deals: bool = False
     """All tables of one size in a round get the same deals (one seed per round and size)."""
+    scoring: Scoring = Scoring.PLACES
+    """What ranks first: championship points (``places``) or, only with duplicate deals,
+    the matchpoints' percentages (``matchpoints``); a string is taken for its value."""
 
     def __post_init__(self) -> None:
         if (not isinstance(self.rounds, int) or isinstance(self.rounds, bool)
@@ -68,6 +81,14 @@ class ChampionshipRules:
             raise ChampionshipError(f"rounds must be 1 to {MAX_ROUNDS}, got {self.rounds!r}")
         if not isinstance(self.duplicate_deals, bool):
             raise ChampionshipError("duplicate_deals must be true or false")
+        if not isinstance(self.scoring, Scoring):
+            try:
+                object.__setattr__(self, "scoring", Scoring(self.scoring))
+            except ValueError:
+                raise ChampionshipError(f"scoring must be one of {', '.join(Scoring)},"
+                                        f" got {self.scoring!r}") from None
+        if self.scoring is Scoring.MATCHPOINTS and not self.duplicate_deals:
+            raise ChampionshipError("matchpoints scoring needs duplicate deals")
 
     def table_rules(self, size: int) -> Rules:
         """The game rules of a table of ``size`` players."""
@@ -130,6 +151,23 @@ class GameResult:
 
 
 @dataclass(frozen=True, slots=True)
+class BoardScore:
+    """One player's duplicate score of one game: the game compared with the games of the
+    players who held the same cards (the same seat at the round's tables of that size)."""
+
+    round_no: int
+    table: int
+    seat: int
+    player: str
+    matchpoints: Fraction
+    """1 for each player of the group beaten, 1/2 for each tie."""
+    top: int
+    """The most matchpoints possible: the others of the group (0 for a group of one)."""
+    percentage: Fraction
+    """100 * matchpoints / top, exact; 50 for a group of one."""
+
+
+@dataclass(frozen=True, slots=True)
 class Standing:
     """One line of the standings."""
 
@@ -150,6 +188,15 @@ class Standing:
     """Games played (leavers and no-shows included)."""
     decided_by: TieBreak
     """The first criterion that separates this player from everyone else."""
+    score: Fraction = Fraction(0)
+    """The main score (``TieBreak.POINTS``): ``points``, or with matchpoints scoring
+    ``percentage``."""
+    matchpoints: Fraction = Fraction(0)
+    """With duplicate deals: matchpoints summed over the player's games (else 0)."""
+    percentage: Fraction = Fraction(0)
+    """With duplicate deals: the games' percentages summed (else 0)."""
+    boards: tuple[BoardScore, ...] = ()
+    """With duplicate deals: each game's duplicate score, by round (else empty)."""
 
 
 def table_sizes(n: int) -> list[int]:
@@ -206,6 +253,46 @@ def championship_points(result: GameResult) -> dict[str, int]:
         covered = range(place, place + shared)
         points[player] = sum(step * (n - q) for q in covered) // shared
     return points
+
+
+def board_scores(results: Iterable[GameResult]) -> list[BoardScore]:
+    """The duplicate score of every seat of ``results`` (docs/RULES.md, "Duplicate scoring"):
+    a board is a round's games of one table size; each seat is compared with the same seat
+    at the board's other tables. By round, table and seat."""
+    boards: dict[tuple[int, int], list[GameResult]] = {}
+    for result in results:
+        boards.setdefault((result.round_no, len(result.players)), []).append(result)
+    scores = [score for board in boards.values() for score in _score_board(board)]
+    scores.sort(key=lambda b: (b.round_no, b.table, b.seat))
+    return scores
+
+
+def _score_board(games: Sequence[GameResult]) -> list[BoardScore]:
+    """Each seat of one board's games against that seat at the others: ranked by (stayed,
+    left, never came), then among those who stayed by fewer game points; beating a player is
+    1 matchpoint, a tie 1/2."""
+    scores = []
+    for seat in range(len(games[0].players)):
+        ranks = []
+        for result in games:
+            player = result.players[seat]
+            if player in result.no_shows:
+                ranks.append((2, 0))
+            elif player in result.leavers:
+                ranks.append((1, 0))
+            else:
+                ranks.append((0, result.totals[seat]))
+        top = len(games) - 1
+        ordered = sorted(ranks)
+        for result, rank in zip(games, ranks, strict=True):
+            ahead = bisect_left(ordered, rank)
+            tied = bisect_right(ordered, rank) - ahead
+            halves = 2 * (len(ordered) - ahead - tied) + tied - 1
+            matchpoints = Fraction(halves, 2)
+            percentage = matchpoints * 100 / top if top else Fraction(50)
+            scores.append(BoardScore(result.round_no, result.table, seat, result.players[seat],
+                                     matchpoints, top, percentage))
+    return scores
 
 
 def met_pairs(results: Iterable[GameResult]) -> set[frozenset[str]]:
@@ -425,14 +512,24 @@ out) and the candidates tried."""
 class Tally:
     """The running standings of a championship: add each finished game, read the standings.
 
-    ``add`` costs the size of one table; ``standings`` sorts the players once.
+    ``add`` costs the size of one table; ``standings`` sorts the players once (and with
+    duplicate deals scores again the boards whose games were added since).
     """
 
-    def __init__(self, players: Iterable[str], seed: int | str) -> None:
+    def __init__(self, players: Iterable[str], seed: int | str,
+                 rules: ChampionshipRules | None = None) -> None:
         self.players = tuple(players)
         if len(set(self.players)) != len(self.players):
             raise ChampionshipError("a player is registered twice")
         self.seed = seed
+        self.rules = ChampionshipRules() if rules is None else rules
+        self.criteria: tuple[TieBreak, ...] = (
+            TieBreak.POINTS, TieBreak.FIRSTS, TieBreak.RELATIVE_POINTS, TieBreak.HEAD_TO_HEAD,
+            TieBreak.DRAW)
+        """The criteria of the standings, in the order they apply."""
+        self._boards: dict[tuple[int, int], list[GameResult]] = {}  # (round, size): games
+        self._board_scores: dict[tuple[int, int], list[BoardScore]] = {}
+        self._stale: set[tuple[int, int]] = set()  # boards with games not scored yet
         self.results: list[GameResult] = []
         self._games: dict[str, list[GameResult]] = {p: [] for p in self.players}
         self._points = dict.fromkeys(self.players, 0)
@@ -470,6 +567,10 @@ class Tally:
         self._seen.add((result.round_no, result.table))
         self.results.append(result)
         n = len(result.players)
+        if self.rules.duplicate_deals:
+            board = (result.round_no, n)
+            self._boards.setdefault(board, []).append(result)
+            self._stale.add(board)
         table_total = sum(result.totals) * (_SCALE // n)
         winners = result.places.count(1)
         for player, points in championship_points(result).items():
@@ -484,12 +585,35 @@ class Tally:
     def met_pairs(self) -> set[frozenset[str]]:
         return met_pairs(self.results)
 
+    def board_scores(self) -> dict[str, list[BoardScore]]:
+        """With duplicate deals, each player's duplicate scores by round (docs/RULES.md,
+        "Duplicate scoring"); empty without."""
+        for board in self._stale:
+            self._board_scores[board] = _score_board(self._boards[board])
+        self._stale.clear()
+        scores: dict[str, list[BoardScore]] = {}
+        for board in sorted(self._board_scores):
+            for score in self._board_scores[board]:
+                scores.setdefault(score.player, []).append(score)
+        return scores
+
     def standings(self) -> list[Standing]:
         """Every player, best first (docs/RULES.md, "Standings")."""
-        def level(p: str) -> tuple[int, int, int]:
-            return (-self._points[p], -self._firsts[p], self._relative[p])
+        duplicate = self.rules.duplicate_deals
+        boards = self.board_scores() if duplicate else {}
+        no_boards: list[BoardScore] = []
+        zero = Fraction(0)
+        matchpoints = {p: sum((b.matchpoints for b in boards.get(p, no_boards)), zero)
+                       for p in self.players} if duplicate else {}
+        percentage = {p: sum((b.percentage for b in boards.get(p, no_boards)), zero)
+                      for p in self.players} if duplicate else {}
+        score: dict[str, Fraction] | dict[str, int] = (
+            percentage if self.rules.scoring is Scoring.MATCHPOINTS else self._points)
 
-        groups: dict[tuple[int, int, int], list[str]] = {}
+        def level(p: str) -> tuple[int | Fraction, ...]:
+            return (-score[p], -self._firsts[p], self._relative[p])
+
+        groups: dict[tuple[int | Fraction, ...], list[str]] = {}
         for player in self.players:
             groups.setdefault(level(player), []).append(player)
         head = dict.fromkeys(self.players, 0)
@@ -501,25 +625,33 @@ class Tally:
 
         # gaps[i]: the first criterion that separates ranked[i - 1] from ranked[i]
         gaps = [0]
+        count = len(self.criteria)
         for above, below in pairwise(ranked):
             upper, lower = keys[above], keys[below]
-            gaps.append(next(i for i in range(5) if upper[i] != lower[i]))
+            gaps.append(next(i for i in range(count) if upper[i] != lower[i]))
         gaps.append(0)
-        sixtieths: dict[int, Fraction] = {}
+        sixtieths: dict[int, Fraction] = {}  # shared: most values repeat
+        wholes: dict[int, Fraction] = {}
 
-        def fraction(value: int) -> Fraction:
-            if value not in sixtieths:
-                sixtieths[value] = Fraction(value, _SCALE)
-            return sixtieths[value]
+        def fraction(value: int, cache: dict[int, Fraction], scale: int) -> Fraction:
+            found = cache.get(value)
+            if found is None:
+                found = cache[value] = Fraction(value, scale)
+            return found
 
+        points, firsts, relative, games = self._points, self._firsts, self._relative, self._games
+        criteria = self.criteria
+        places = self.rules.scoring is Scoring.PLACES
         rows = []
         for i, player in enumerate(ranked):
+            won = points[player]
             rows.append(Standing(
-                place=i + 1, player=player, points=self._points[player],
-                firsts=fraction(self._firsts[player]),
-                relative_points=fraction(self._relative[player]),
-                head_to_head=head[player], games=len(self._games[player]),
-                decided_by=_TIE_BREAKS[max(gaps[i], gaps[i + 1])]))
+                i + 1, player, won, fraction(firsts[player], sixtieths, _SCALE),
+                fraction(relative[player], sixtieths, _SCALE), head[player],
+                len(games[player]), criteria[max(gaps[i], gaps[i + 1])],
+                fraction(won, wholes, 1) if places else percentage[player],
+                *((matchpoints[player], percentage[player], tuple(boards.get(player, ())))
+                  if duplicate else ())))
         return rows
 
     def _head_to_head(self, tied: list[str]) -> dict[str, int]:
@@ -536,10 +668,11 @@ class Tally:
         return score
 
 
-def standings(results: Iterable[GameResult], players: Iterable[str],
-              seed: int | str) -> list[Standing]:
-    """The standings of a championship from its game results alone."""
-    tally = Tally(players, seed)
+def standings(results: Iterable[GameResult], players: Iterable[str], seed: int | str,
+              rules: ChampionshipRules | None = None) -> list[Standing]:
+    """The standings of a championship from its game results alone (under ``rules``'
+    scoring and tie-breaks; the default rules when None)."""
+    tally = Tally(players, seed, rules)
     for result in results:
         tally.add(result)
     return tally.standings()

@@ -15,12 +15,15 @@ from hypothesis import strategies as st
 
 from engine import Game, Leave, Rules
 from engine.championship import (
+    BoardScore,
     ChampionshipError,
     ChampionshipRules,
     GameResult,
+    Scoring,
     Standing,
     Tally,
     TieBreak,
+    board_scores,
     championship_points,
     deal_seed,
     draw_order,
@@ -523,3 +526,136 @@ def test_a_table_is_counted_once_and_only_for_registered_players() -> None:
         tally.add(GameResult(1, 1, tuple("ABCD"), (1, 2, 3, 4)))
     with pytest.raises(ChampionshipError, match="not registered: Z"):
         tally.add(GameResult(2, 1, tuple("ABCZ"), (1, 2, 3, 4)))
+
+
+# ---------------------------------------------------------------- duplicate scoring
+
+MATCHPOINTS = ChampionshipRules(rounds=2, duplicate_deals=True, scoring=Scoring.MATCHPOINTS)
+
+
+def test_matchpoints_need_duplicate_deals_and_scoring_is_places_or_matchpoints() -> None:
+    assert ChampionshipRules().scoring is Scoring.PLACES
+    rules = ChampionshipRules(duplicate_deals=True, scoring="matchpoints")  # type: ignore[arg-type]
+    assert rules.scoring is Scoring.MATCHPOINTS
+    with pytest.raises(ChampionshipError, match="matchpoints scoring needs duplicate deals"):
+        ChampionshipRules(scoring=Scoring.MATCHPOINTS)
+    with pytest.raises(ChampionshipError, match="scoring must be one of places, matchpoints"):
+        ChampionshipRules(scoring="imps")  # type: ignore[arg-type]
+
+
+def scores_by_player(results: list[GameResult]) -> dict[str, tuple[Fraction, int, Fraction]]:
+    return {b.player: (b.matchpoints, b.top, b.percentage) for b in board_scores(results)}
+
+
+def test_a_seat_is_compared_with_the_same_seat_at_the_tables_of_its_size() -> None:
+    # Round 1: tables of 5, 4, 4 (the 5 alone on its board: groups of one, 50%).
+    results = [GameResult(1, 1, tuple("ABCDE"), (1, 2, 3, 4, 5)),
+               GameResult(1, 2, tuple("FGHI"), (10, 20, 30, 40)),
+               GameResult(1, 3, tuple("JKLM"), (40, 20, 10, 30))]
+    scores = scores_by_player(results)
+    assert {p: scores[p] for p in "ABCDE"} == dict.fromkeys("ABCDE", (0, 0, 50))
+    assert scores["F"] == (1, 1, 100) and scores["J"] == (0, 1, 0)  # seat 0: 10 < 40
+    assert scores["G"] == scores["K"] == (Fraction(1, 2), 1, 50)  # seat 1: 20 = 20
+    assert scores["L"] == (1, 1, 100) and scores["I"] == (0, 1, 0)
+    assert [(b.round_no, b.table, b.seat) for b in board_scores(results)] == [
+        (1, t, s) for t, size in ((1, 5), (2, 4), (3, 4)) for s in range(size)]
+
+
+def test_stayers_beat_leavers_who_tie_and_beat_no_shows_who_tie() -> None:
+    # Seat 0 of four tables of one board: a stayer with many points, two leavers with
+    # different points, a no-show; seat 1: two no-shows and two stayers tied.
+    results = [GameResult(1, 1, ("S", "s1", "x1", "y1"), (90, 30, 1, 2)),
+               GameResult(1, 2, ("L1", "s2", "x2", "y2"), (0, 30, 1, 2), leavers=("L1",)),
+               GameResult(1, 3, ("L2", "n3", "x3", "y3"), (50, 30, 1, 2), leavers=("L2",),
+                          no_shows=("n3",)),
+               GameResult(1, 4, ("N", "n4", "x4", "y4"), (0, 0, 1, 2), no_shows=("N", "n4"))]
+    scores = scores_by_player(results)
+    assert scores["S"] == (3, 3, 100)
+    assert scores["L1"] == scores["L2"] == (Fraction(3, 2), 3, 50)
+    assert scores["N"] == (0, 3, 0)
+    assert scores["s1"] == scores["s2"] == (Fraction(5, 2), 3, Fraction(250, 3))
+    assert scores["n3"] == scores["n4"] == (Fraction(1, 2), 3, Fraction(50, 3))
+    assert scores["x1"] == (Fraction(3, 2), 3, 50)
+
+
+def test_percentages_are_exact_and_the_standings_sum_them() -> None:
+    results = [GameResult(1, t, (f"a{t}", f"b{t}", f"c{t}"), (t % 3, 5, 9)) for t in (1, 2, 3, 4)]
+    scores = scores_by_player(results)
+    # Seat 0 totals 1, 2, 0, 1: a3 beats all, a1 and a4 tie (beat a2).
+    assert scores["a3"] == (3, 3, 100) and scores["a2"] == (0, 3, 0)
+    assert scores["a1"] == scores["a4"] == (Fraction(3, 2), 3, 50)
+    players = [p for r in results for p in r.players]
+    rows = by_player(standings(results, players, 0, ChampionshipRules(
+        duplicate_deals=True, scoring=Scoring.MATCHPOINTS)))
+    assert rows["a3"].score == rows["a3"].percentage == 100 and rows["a3"].place == 1
+    assert rows["a1"].boards == (BoardScore(1, 1, 0, "a1", Fraction(3, 2), 3, Fraction(50)),)
+
+
+def test_with_places_scoring_duplicate_deals_show_matchpoints_that_decide_nothing() -> None:
+    results = [GameResult(1, 1, tuple("ABCD"), (10, 20, 30, 40)),
+               GameResult(1, 2, tuple("EFGH"), (40, 30, 20, 5))]
+    plain = standings(results, "ABCDEFGH", 0)
+    shown = standings(results, "ABCDEFGH", 0, ChampionshipRules(duplicate_deals=True))
+    assert [s.player for s in plain] == [s.player for s in shown]
+    assert all(s.boards == () and s.percentage == 0 for s in plain)
+    assert {s.player: s.percentage for s in shown} == {
+        "A": 100, "B": 100, "C": 0, "D": 0, "E": 0, "F": 0, "G": 100, "H": 100}
+    assert all(s.score == s.points for s in shown)
+
+
+def test_worked_example_of_duplicate_scoring() -> None:
+    players = "ABCDEFGH"
+    tables_1 = seat_round(players, [], set(), "example", 1)
+    assert tables_1 == [list("CGHE"), list("DFBA")]
+    round_1 = [GameResult(1, 1, tuple("CGHE"), (30, 14, 44, 16)),
+               GameResult(1, 2, tuple("DFBA"), (24, 14, 40, 26), leavers=("D",))]
+    assert scores_by_player(round_1) == {
+        "C": (1, 1, 100), "D": (0, 1, 0), "G": (Fraction(1, 2), 1, 50),
+        "F": (Fraction(1, 2), 1, 50), "B": (1, 1, 100), "H": (0, 1, 0), "E": (1, 1, 100),
+        "A": (0, 1, 0)}
+    after_1 = standings(round_1, players, "example", MATCHPOINTS)
+    assert [(s.player, s.percentage, s.firsts, s.relative_points, s.decided_by.name)
+            for s in after_1] == [
+        ("E", 100, 0, -10, "RELATIVE_POINTS"), ("C", 100, 0, 4, "RELATIVE_POINTS"),
+        ("B", 100, 0, 14, "RELATIVE_POINTS"), ("G", 50, 1, -12, "DRAW"),
+        ("F", 50, 1, -12, "DRAW"), ("D", 0, 0, -2, "RELATIVE_POINTS"),
+        ("A", 0, 0, 0, "RELATIVE_POINTS"), ("H", 0, 0, 18, "RELATIVE_POINTS")]
+    assert draw_order("GF", "example") == ["G", "F"]
+    met = met_pairs(round_1)
+    tables_2 = seat_round(players, after_1, met, "example", 2)
+    assert tables_2 == [list("BEFC"), list("ADHG")]
+    assert repeats(tables_2, met) == 4
+    round_2 = [GameResult(2, 1, tuple("BEFC"), (26, 26, 8, 44)),
+               GameResult(2, 2, tuple("ADHG"), (18, 32, 20, 34))]
+    assert {p: pct for p, (_, _, pct) in scores_by_player(round_2).items()} == {
+        "A": 100, "E": 100, "F": 100, "G": 100, "B": 0, "D": 0, "H": 0, "C": 0}
+    final = standings(round_1 + round_2, players, "example", MATCHPOINTS)
+    assert [(s.place, s.player, s.matchpoints, s.percentage, s.points, s.firsts,
+             s.relative_points, s.decided_by.name) for s in final] == [
+        (1, "E", 2, 200, 140, 0, -10, "POINTS"),
+        (2, "F", Fraction(3, 2), 150, 240, 2, -30, "FIRSTS"),
+        (3, "G", Fraction(3, 2), 150, 120, 1, -4, "FIRSTS"),
+        (4, "A", 1, 100, 200, 1, -8, "FIRSTS"),
+        (5, "B", 1, 100, 100, 0, 14, "RELATIVE_POINTS"),
+        (6, "C", 1, 100, 40, 0, 22, "RELATIVE_POINTS"),
+        (7, "D", 0, 0, 40, 0, 4, "RELATIVE_POINTS"),
+        (8, "H", 0, 0, 80, 0, 12, "RELATIVE_POINTS")]
+    assert all(s.score == s.percentage for s in final)
+    assert [b.percentage for b in by_player(final)["E"].boards] == [100, 100]
+    # The championship points of the same games, unused here, rank otherwise.
+    assert [s.player for s in standings(round_1 + round_2, players, "example")] == list(
+        "FAEGBHDC")
+
+
+def test_a_late_entrant_has_no_board_for_the_rounds_before() -> None:
+    tally = Tally("ABCDEFGH", 0, MATCHPOINTS)
+    tally.add(GameResult(1, 1, tuple("ABCD"), (1, 2, 3, 4)))
+    tally.add(GameResult(1, 2, tuple("EFGH"), (4, 3, 2, 1)))
+    tally.register("I")
+    tally.add(GameResult(2, 1, tuple("IABCD"), (1, 2, 3, 4, 5)))  # a board of one table
+    tally.add(GameResult(2, 2, tuple("EFG"), (1, 2, 3)))  # H dropped
+    rows = by_player(tally.standings())
+    assert [b.round_no for b in rows["I"].boards] == [2] and rows["I"].percentage == 50
+    assert [b.round_no for b in rows["H"].boards] == [1] and rows["H"].percentage == 100
+    assert rows["A"].percentage == 150 and rows["E"].percentage == 50
+    assert sorted(s.place for s in rows.values()) == list(range(1, 10))
