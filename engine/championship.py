@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 from bisect import bisect_left, bisect_right
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import IntEnum, StrEnum
 from fractions import Fraction
@@ -49,6 +49,8 @@ class TieBreak(IntEnum):
     RELATIVE_POINTS = 2
     HEAD_TO_HEAD = 3
     DRAW = 4
+    BUCHHOLZ = 5
+    """With the ``buchholz`` option, right after POINTS: the opponents' main scores summed."""
 
 
 class Scoring(StrEnum):
@@ -74,6 +76,9 @@ class ChampionshipRules:
     scoring: Scoring = Scoring.PLACES
     """What ranks first: championship points (``places``) or, only with duplicate deals,
     the matchpoints' percentages (``matchpoints``); a string is taken for its value."""
+    buchholz: bool = False
+    """The Buchholz tie-break right after the main score: the sum of the main scores of the
+    opponents met, once per game shared."""
 
     def __post_init__(self) -> None:
         if (not isinstance(self.rounds, int) or isinstance(self.rounds, bool)
@@ -89,6 +94,8 @@ class ChampionshipRules:
                                         f" got {self.scoring!r}") from None
         if self.scoring is Scoring.MATCHPOINTS and not self.duplicate_deals:
             raise ChampionshipError("matchpoints scoring needs duplicate deals")
+        if not isinstance(self.buchholz, bool):
+            raise ChampionshipError("buchholz must be true or false")
 
     def table_rules(self, size: int) -> Rules:
         """The game rules of a table of ``size`` players."""
@@ -197,6 +204,9 @@ class Standing:
     """With duplicate deals: the games' percentages summed (else 0)."""
     boards: tuple[BoardScore, ...] = ()
     """With duplicate deals: each game's duplicate score, by round (else empty)."""
+    buchholz: Fraction = Fraction(0)
+    """With the ``buchholz`` option: the main scores (``score``) of the opponents met, summed
+    once per game shared (else 0)."""
 
 
 def table_sizes(n: int) -> list[int]:
@@ -524,8 +534,8 @@ class Tally:
         self.seed = seed
         self.rules = ChampionshipRules() if rules is None else rules
         self.criteria: tuple[TieBreak, ...] = (
-            TieBreak.POINTS, TieBreak.FIRSTS, TieBreak.RELATIVE_POINTS, TieBreak.HEAD_TO_HEAD,
-            TieBreak.DRAW)
+            TieBreak.POINTS, *((TieBreak.BUCHHOLZ,) if self.rules.buchholz else ()),
+            TieBreak.FIRSTS, TieBreak.RELATIVE_POINTS, TieBreak.HEAD_TO_HEAD, TieBreak.DRAW)
         """The criteria of the standings, in the order they apply."""
         self._boards: dict[tuple[int, int], list[GameResult]] = {}  # (round, size): games
         self._board_scores: dict[tuple[int, int], list[BoardScore]] = {}
@@ -609,8 +619,12 @@ class Tally:
                       for p in self.players} if duplicate else {}
         score: dict[str, Fraction] | dict[str, int] = (
             percentage if self.rules.scoring is Scoring.MATCHPOINTS else self._points)
+        with_buchholz = self.rules.buchholz
+        buchholz = self._buchholz(score) if with_buchholz else {}
 
         def level(p: str) -> tuple[int | Fraction, ...]:
+            if with_buchholz:
+                return (-score[p], -buchholz[p], -self._firsts[p], self._relative[p])
             return (-score[p], -self._firsts[p], self._relative[p])
 
         groups: dict[tuple[int | Fraction, ...], list[str]] = {}
@@ -651,8 +665,21 @@ class Tally:
                 len(games[player]), criteria[max(gaps[i], gaps[i + 1])],
                 fraction(won, wholes, 1) if places else percentage[player],
                 *((matchpoints[player], percentage[player], tuple(boards.get(player, ())))
-                  if duplicate else ())))
+                  if duplicate else (zero, zero, ())),
+                Fraction(buchholz[player]) if with_buchholz else zero))
         return rows
+
+    def _buchholz(self, score: Mapping[str, int | Fraction]) -> dict[str, int | Fraction]:
+        """Each player's Buchholz: the scores of the opponents at each of their games."""
+        total: dict[str, int | Fraction] = {}
+        for player, played in self._games.items():
+            met: int | Fraction = 0
+            for result in played:
+                for other in result.players:
+                    if other != player:
+                        met += score[other]
+            total[player] = met
+        return total
 
     def _head_to_head(self, tied: list[str]) -> dict[str, int]:
         group = set(tied)

@@ -659,3 +659,76 @@ def test_a_late_entrant_has_no_board_for_the_rounds_before() -> None:
     assert [b.round_no for b in rows["H"].boards] == [1] and rows["H"].percentage == 100
     assert rows["A"].percentage == 150 and rows["E"].percentage == 50
     assert sorted(s.place for s in rows.values()) == list(range(1, 10))
+
+
+# ---------------------------------------------------------------- Buchholz
+
+
+def test_tie_break_values_are_appended_never_renumbered() -> None:
+    assert [(t.name, t.value) for t in TieBreak][:6] == [
+        ("POINTS", 0), ("FIRSTS", 1), ("RELATIVE_POINTS", 2), ("HEAD_TO_HEAD", 3), ("DRAW", 4),
+        ("BUCHHOLZ", 5)]
+
+
+def test_buchholz_comes_right_after_the_main_score_only_when_on() -> None:
+    assert Tally("ABC", 0).criteria == (
+        TieBreak.POINTS, TieBreak.FIRSTS, TieBreak.RELATIVE_POINTS, TieBreak.HEAD_TO_HEAD,
+        TieBreak.DRAW)
+    assert Tally("ABC", 0, ChampionshipRules(buchholz=True)).criteria == (
+        TieBreak.POINTS, TieBreak.BUCHHOLZ, TieBreak.FIRSTS, TieBreak.RELATIVE_POINTS,
+        TieBreak.HEAD_TO_HEAD, TieBreak.DRAW)
+    with pytest.raises(ChampionshipError, match="buchholz must be true or false"):
+        ChampionshipRules(buchholz=1)  # type: ignore[arg-type]
+
+
+def test_buchholz_sums_the_opponents_points_once_per_game_shared() -> None:
+    # A and B both win twice (240); A beat X twice, who then won elsewhere; B beat weaker.
+    results = [GameResult(1, 1, tuple("AXY"), (0, 5, 9)),
+               GameResult(1, 2, tuple("BPQ"), (0, 5, 9)),
+               GameResult(2, 1, tuple("AXZ"), (0, 5, 9)),
+               GameResult(2, 2, tuple("BPR"), (0, 9, 5)),
+               GameResult(3, 1, tuple("XST"), (0, 5, 9))]
+    players = "ABXYZPQRST"
+    plain = by_player(standings(results, players, 0))
+    rows = by_player(standings(results, players, 0, ChampionshipRules(buchholz=True)))
+    points = {p: s.points for p, s in rows.items()}
+    assert points["A"] == points["B"] == 240 and points["X"] == 240
+    # A met X twice (240 each time), Y and Z; B met P twice, Q and R.
+    assert rows["A"].buchholz == 2 * points["X"] + points["Y"] + points["Z"] == 480
+    assert rows["B"].buchholz == 2 * points["P"] + points["Q"] + points["R"] == 180
+    assert rows["X"].buchholz == 2 * 240 + 0 + 0 + 60 + 0 == 540
+    assert all(s.buchholz == 0 for s in plain.values())
+    # A, B and X have 240 each: Buchholz ranks X, A, B before firsts are looked at.
+    assert [(s.player, s.decided_by) for s in standings(
+        results, players, 0, ChampionshipRules(buchholz=True))[:3]] == [
+        ("X", TieBreak.BUCHHOLZ), ("A", TieBreak.BUCHHOLZ), ("B", TieBreak.BUCHHOLZ)]
+    # Without it, X's single first puts X behind A and B (2 firsts each, then the draw).
+    assert plain["X"].place == 3 and plain["X"].decided_by is TieBreak.FIRSTS
+    assert {plain["A"].decided_by, plain["B"].decided_by} == {TieBreak.DRAW}
+
+
+def test_worked_example_of_duplicate_scoring_with_buchholz() -> None:
+    rules = ChampionshipRules(rounds=2, duplicate_deals=True, scoring=Scoring.MATCHPOINTS,
+                              buchholz=True)
+    players = "ABCDEFGH"
+    round_1 = [GameResult(1, 1, tuple("CGHE"), (30, 14, 44, 16)),
+               GameResult(1, 2, tuple("DFBA"), (24, 14, 40, 26), leavers=("D",))]
+    after_1 = standings(round_1, players, "example", rules)
+    assert [(s.player, s.buchholz) for s in after_1] == [
+        ("E", 150), ("C", 150), ("B", 50), ("G", 200), ("F", 100), ("H", 250), ("D", 150),
+        ("A", 150)]
+    assert seat_round(players, after_1, met_pairs(round_1), "example", 2) == [
+        list("BEFC"), list("ADHG")]
+    round_2 = [GameResult(2, 1, tuple("BEFC"), (26, 26, 8, 44)),
+               GameResult(2, 2, tuple("ADHG"), (18, 32, 20, 34))]
+    final = standings(round_1 + round_2, players, "example", rules)
+    assert [(s.place, s.player, s.percentage, s.buchholz, s.firsts, s.relative_points,
+             s.decided_by.name) for s in final] == [
+        (1, "E", 200, 600, 0, -10, "POINTS"),
+        (2, "F", 150, 600, 2, -30, "BUCHHOLZ"),
+        (3, "G", 150, 400, 1, -4, "BUCHHOLZ"),
+        (4, "C", 100, 800, 0, 22, "BUCHHOLZ"),
+        (5, "B", 100, 700, 0, 14, "BUCHHOLZ"),
+        (6, "A", 100, 400, 1, -8, "BUCHHOLZ"),
+        (7, "H", 0, 700, 0, 12, "BUCHHOLZ"),
+        (8, "D", 0, 600, 0, 4, "BUCHHOLZ")]
