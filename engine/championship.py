@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 from bisect import bisect_left, bisect_right
 from collections.abc import Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import IntEnum, StrEnum
 from fractions import Fraction
 from itertools import pairwise
@@ -32,6 +32,9 @@ SEARCH_BUDGET = 30_000
 pairs) before the greedy seating takes over: enough for any 9 players (docs/RULES.md,
 "Seating a round")."""
 
+FINAL_TABLE_SIZES = (3, 4, 5)
+"""The sizes a final table may have (``ChampionshipRules.final_table``; 0 is none)."""
+
 _SCALE = 60  # sixtieths: 1/m for m in 1..5 and 1/n for n in 3..5 are whole numbers of them
 
 
@@ -51,6 +54,8 @@ class TieBreak(IntEnum):
     DRAW = 4
     BUCHHOLZ = 5
     """With the ``buchholz`` option, right after POINTS: the opponents' main scores summed."""
+    FINAL = 6
+    """With a final table: the final decided the finalists' places."""
 
 
 class Scoring(StrEnum):
@@ -79,6 +84,9 @@ class ChampionshipRules:
     buchholz: bool = False
     """The Buchholz tie-break right after the main score: the sum of the main scores of the
     opponents met, once per game shared."""
+    final_table: int = 0
+    """0 (no final) or 3 to 5: after the rounds, the top ``final_table`` of the standings
+    play one more game, whose places decide theirs (``seat_final``, ``final_standings``)."""
 
     def __post_init__(self) -> None:
         if (not isinstance(self.rounds, int) or isinstance(self.rounds, bool)
@@ -96,6 +104,10 @@ class ChampionshipRules:
             raise ChampionshipError("matchpoints scoring needs duplicate deals")
         if not isinstance(self.buchholz, bool):
             raise ChampionshipError("buchholz must be true or false")
+        if (not isinstance(self.final_table, int) or isinstance(self.final_table, bool)
+                or self.final_table not in (0, *FINAL_TABLE_SIZES)):
+            raise ChampionshipError(
+                f"final_table must be 0 (no final) or 3 to 5, got {self.final_table!r}")
 
     def table_rules(self, size: int) -> Rules:
         """The game rules of a table of ``size`` players."""
@@ -207,6 +219,9 @@ class Standing:
     buchholz: Fraction = Fraction(0)
     """With the ``buchholz`` option: the main scores (``score``) of the opponents met, summed
     once per game shared (else 0)."""
+    final: int = 0
+    """In the standings after a final (``final_standings``): the finalist's place in the
+    final's game (as ``GameResult.places``); 0 for everyone else."""
 
 
 def table_sizes(n: int) -> list[int]:
@@ -622,10 +637,14 @@ class Tally:
         with_buchholz = self.rules.buchholz
         buchholz = self._buchholz(score) if with_buchholz else {}
 
+        firsts, relative = self._firsts, self._relative
+
         def level(p: str) -> tuple[int | Fraction, ...]:
-            if with_buchholz:
-                return (-score[p], -buchholz[p], -self._firsts[p], self._relative[p])
-            return (-score[p], -self._firsts[p], self._relative[p])
+            return (-score[p], -firsts[p], relative[p])
+
+        if with_buchholz:
+            def level(p: str) -> tuple[int | Fraction, ...]:
+                return (-score[p], -buchholz[p], -firsts[p], relative[p])
 
         groups: dict[tuple[int | Fraction, ...], list[str]] = {}
         for player in self.players:
@@ -653,7 +672,7 @@ class Tally:
                 found = cache[value] = Fraction(value, scale)
             return found
 
-        points, firsts, relative, games = self._points, self._firsts, self._relative, self._games
+        points, games = self._points, self._games
         criteria = self.criteria
         places = self.rules.scoring is Scoring.PLACES
         rows = []
@@ -703,3 +722,43 @@ def standings(results: Iterable[GameResult], players: Iterable[str], seed: int |
     for result in results:
         tally.add(result)
     return tally.standings()
+
+
+# ---------------------------------------------------------------- the final
+
+
+def seat_final(rules: ChampionshipRules, standings: Sequence[Standing],
+               seed: int | str) -> list[str]:
+    """The final's players in seat order: the top ``rules.final_table`` of the standings
+    after the last round, seated by the seeded draw ``final``. The final is played as round
+    ``rules.rounds + 1``, table 1 (``deal_seed`` gives its deal).
+
+    :raises ChampionshipError: without a final table, or with fewer players than it seats.
+    """
+    size = rules.final_table
+    if not size:
+        raise ChampionshipError("this championship has no final table")
+    if len(standings) < size:
+        raise ChampionshipError(
+            f"a final table of {size} needs {size} players, the standings have {len(standings)}")
+    return draw_order((s.player for s in standings[:size]), seed, "final")
+
+
+def final_standings(standings: Sequence[Standing], final: GameResult) -> list[Standing]:
+    """The standings after the final: its players (the top ``len(final.players)`` of
+    ``standings``, the standings after the last round) take places 1 to N by their places in
+    the final, a place shared in the final by their order before it, each decided by
+    ``TieBreak.FINAL``; everyone else keeps their line. The final adds no points.
+
+    :raises ChampionshipError: when the final's players are not the top of the standings.
+    """
+    size = len(final.players)
+    top = standings[:size]
+    if len(top) != size or {s.player for s in top} != set(final.players):
+        raise ChampionshipError("the final's players must be the top of the standings")
+    place_in_final = dict(zip(final.players, final.places, strict=True))
+    before = {s.player: i for i, s in enumerate(top)}
+    order = sorted(top, key=lambda s: (place_in_final[s.player], before[s.player]))
+    finalists = [replace(s, place=i, decided_by=TieBreak.FINAL, final=place_in_final[s.player])
+                 for i, s in enumerate(order, start=1)]
+    return [*finalists, *standings[size:]]

@@ -27,7 +27,9 @@ from engine.championship import (
     championship_points,
     deal_seed,
     draw_order,
+    final_standings,
     met_pairs,
+    seat_final,
     seat_round,
     standings,
     table_sizes,
@@ -732,3 +734,86 @@ def test_worked_example_of_duplicate_scoring_with_buchholz() -> None:
         (6, "A", 100, 400, 1, -8, "BUCHHOLZ"),
         (7, "H", 0, 700, 0, 12, "BUCHHOLZ"),
         (8, "D", 0, 600, 0, 4, "BUCHHOLZ")]
+
+
+# ---------------------------------------------------------------- the final
+
+
+@pytest.mark.parametrize("size", [0, 3, 4, 5])
+def test_a_final_table_seats_0_or_3_to_5(size: int) -> None:
+    assert ChampionshipRules(final_table=size).final_table == size
+
+
+@pytest.mark.parametrize("size", [1, 2, 6, True, 4.0, -3])
+def test_a_final_table_of_another_size_is_refused(size: object) -> None:
+    with pytest.raises(ChampionshipError, match="final_table must be 0"):
+        ChampionshipRules(final_table=size)  # type: ignore[arg-type]
+
+
+def test_final_tie_break_is_appended() -> None:
+    assert (TieBreak.BUCHHOLZ.value, TieBreak.FINAL.value) == (5, 6)
+    assert list(TieBreak)[-2:] == [TieBreak.BUCHHOLZ, TieBreak.FINAL]
+
+
+def test_the_top_of_the_standings_play_the_final_seated_by_the_draw() -> None:
+    order = [f"p{i}" for i in range(9)]
+    for size in (3, 4, 5):
+        seats = seat_final(ChampionshipRules(final_table=size), ranked(order), "s")
+        assert seats == drawn(order[:size], "s", "final")
+    with pytest.raises(ChampionshipError, match="no final table"):
+        seat_final(ChampionshipRules(), ranked(order), "s")
+    with pytest.raises(ChampionshipError, match="needs 5 players, the standings have 4"):
+        seat_final(ChampionshipRules(final_table=5), ranked(order[:4]), "s")
+
+
+def test_the_final_orders_the_finalists_leavers_and_no_shows_behind() -> None:
+    order = [f"p{i}" for i in range(8)]
+    before = ranked(order)
+    final = GameResult(3, 1, ("p3", "p0", "p4", "p1", "p2"), (5, 40, 0, 0, 10),
+                       leavers=("p4",), no_shows=("p1",))
+    after = final_standings(before, final)
+    # Stayers p3 (5), p2 (10), p0 (40); then p4 who left; p1 who never came.
+    assert [(s.place, s.player, s.final, s.decided_by) for s in after[:5]] == [
+        (1, "p3", 1, TieBreak.FINAL), (2, "p2", 2, TieBreak.FINAL), (3, "p0", 3, TieBreak.FINAL),
+        (4, "p4", 4, TieBreak.FINAL), (5, "p1", 5, TieBreak.FINAL)]
+    assert after[5:] == before[5:]
+    finalists = {s.player: s for s in after[:5]}
+    for line in before[:5]:  # nothing but the place, the final and what decided it changes
+        assert finalists[line.player].points == line.points
+        assert finalists[line.player].games == line.games
+
+
+def test_a_place_shared_in_the_final_keeps_the_order_before_it() -> None:
+    before = ranked(list("ABCDE"))
+    after = final_standings(before, GameResult(2, 1, tuple("DCBA"), (20, 10, 20, 20)))
+    assert [(s.player, s.final) for s in after] == [
+        ("C", 1), ("A", 2), ("B", 2), ("D", 2), ("E", 0)]
+    assert [s.place for s in after] == [1, 2, 3, 4, 5]
+    assert after[4].decided_by is TieBreak.DRAW
+
+
+def test_the_final_must_be_played_by_the_top_of_the_standings() -> None:
+    before = ranked(list("ABCDE"))
+    with pytest.raises(ChampionshipError, match="the top of the standings"):
+        final_standings(before, GameResult(2, 1, tuple("ABE"), (1, 2, 3)))
+    with pytest.raises(ChampionshipError, match="the top of the standings"):
+        final_standings(before[:2], GameResult(2, 1, tuple("ABC"), (1, 2, 3)))
+
+
+def test_worked_example_of_a_final_table() -> None:
+    rules = ChampionshipRules(rounds=2, duplicate_deals=True, scoring=Scoring.MATCHPOINTS,
+                              final_table=3)
+    results = [GameResult(1, 1, tuple("CGHE"), (30, 14, 44, 16)),
+               GameResult(1, 2, tuple("DFBA"), (24, 14, 40, 26), leavers=("D",)),
+               GameResult(2, 1, tuple("BEFC"), (26, 26, 8, 44)),
+               GameResult(2, 2, tuple("ADHG"), (18, 32, 20, 34))]
+    before = standings(results, "ABCDEFGH", "example", rules)
+    seats = seat_final(rules, before, "example")
+    assert seats == list("GEF")
+    final = GameResult(rules.rounds + 1, 1, tuple(seats), (10, 30, 30))
+    after = final_standings(before, final)
+    assert [(s.place, s.player, s.final, s.decided_by.name) for s in after] == [
+        (1, "G", 1, "FINAL"), (2, "E", 2, "FINAL"), (3, "F", 2, "FINAL"),
+        (4, "A", 0, "FIRSTS"), (5, "B", 0, "RELATIVE_POINTS"), (6, "C", 0, "RELATIVE_POINTS"),
+        (7, "D", 0, "RELATIVE_POINTS"), (8, "H", 0, "RELATIVE_POINTS")]
+    assert [s.percentage for s in after[:3]] == [150, 200, 150]  # the final adds nothing
