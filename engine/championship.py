@@ -207,9 +207,6 @@ class Standing:
     """Games played (leavers and no-shows included)."""
     decided_by: TieBreak
     """The first criterion that separates this player from everyone else."""
-    score: Fraction = Fraction(0)
-    """The main score (``TieBreak.POINTS``): ``points``, or with matchpoints scoring
-    ``percentage``."""
     matchpoints: Fraction = Fraction(0)
     """With duplicate deals: matchpoints summed over the player's games (else 0)."""
     percentage: Fraction = Fraction(0)
@@ -217,8 +214,8 @@ class Standing:
     boards: tuple[BoardScore, ...] = ()
     """With duplicate deals: each game's duplicate score, by round (else empty)."""
     buchholz: Fraction = Fraction(0)
-    """With the ``buchholz`` option: the main scores (``score``) of the opponents met, summed
-    once per game shared (else 0)."""
+    """With the ``buchholz`` option: the main scores (``points``, or with matchpoints scoring
+    ``percentage``) of the opponents met, summed once per game shared (else 0)."""
     final: int = 0
     """In the standings after a final (``final_standings``): the finalist's place in the
     final's game (as ``GameResult.places``); 0 for everyone else."""
@@ -639,12 +636,12 @@ class Tally:
 
         firsts, relative = self._firsts, self._relative
 
-        def level(p: str) -> tuple[int | Fraction, ...]:
-            return (-score[p], -firsts[p], relative[p])
-
         if with_buchholz:
             def level(p: str) -> tuple[int | Fraction, ...]:
                 return (-score[p], -buchholz[p], -firsts[p], relative[p])
+        else:
+            def level(p: str) -> tuple[int | Fraction, ...]:
+                return (-score[p], -firsts[p], relative[p])
 
         groups: dict[tuple[int | Fraction, ...], list[str]] = {}
         for player in self.players:
@@ -663,28 +660,19 @@ class Tally:
             upper, lower = keys[above], keys[below]
             gaps.append(next(i for i in range(count) if upper[i] != lower[i]))
         gaps.append(0)
-        sixtieths: dict[int, Fraction] = {}  # shared: most values repeat
-        wholes: dict[int, Fraction] = {}
-
-        def fraction(value: int, cache: dict[int, Fraction], scale: int) -> Fraction:
-            found = cache.get(value)
-            if found is None:
-                found = cache[value] = Fraction(value, scale)
-            return found
-
+        # One Fraction per value, shared by every line that has it (most values repeat).
+        sixtieths = {v: Fraction(v, _SCALE) for v in {*firsts.values(), *relative.values()}}
         points, games = self._points, self._games
         criteria = self.criteria
-        places = self.rules.scoring is Scoring.PLACES
+        no_duplicate = (zero, zero, ())
         rows = []
         for i, player in enumerate(ranked):
-            won = points[player]
             rows.append(Standing(
-                i + 1, player, won, fraction(firsts[player], sixtieths, _SCALE),
-                fraction(relative[player], sixtieths, _SCALE), head[player],
-                len(games[player]), criteria[max(gaps[i], gaps[i + 1])],
-                fraction(won, wholes, 1) if places else percentage[player],
+                i + 1, player, points[player], sixtieths[firsts[player]],
+                sixtieths[relative[player]], head[player], len(games[player]),
+                criteria[max(gaps[i], gaps[i + 1])],
                 *((matchpoints[player], percentage[player], tuple(boards.get(player, ())))
-                  if duplicate else (zero, zero, ())),
+                  if duplicate else no_duplicate),
                 Fraction(buchholz[player]) if with_buchholz else zero))
         return rows
 
