@@ -34,6 +34,7 @@ from engine.championship import (
     standings,
     table_sizes,
 )
+from tests.helpers.budget import budget
 
 SMALL = settings(max_examples=100, derandomize=True, deadline=None, database=None)
 
@@ -815,3 +816,144 @@ def test_worked_example_of_a_final_table() -> None:
         (4, "A", 0, "FIRSTS"), (5, "B", 0, "RELATIVE_POINTS"), (6, "C", 0, "RELATIVE_POINTS"),
         (7, "D", 0, "RELATIVE_POINTS"), (8, "H", 0, "RELATIVE_POINTS")]
     assert [s.percentage for s in after[:3]] == [150, 200, 150]  # the final adds nothing
+
+
+# ---------------------------------------------------------------- random championships
+
+RANDOM_CHAMPIONSHIPS = settings(max_examples=budget(60, 400), derandomize=True, deadline=None,
+                                database=None)
+
+
+def random_result(round_no: int, table: int, players: list[str],
+                  rng: random.Random) -> GameResult:
+    """A game with ties, leavers and no-shows now and then."""
+    spread = rng.choice([3, 30, 100])
+    totals = tuple(rng.randrange(spread) for _ in players)
+    gone = rng.sample(players, rng.choice([0, 0, 0, 1, 2, len(players)]))
+    split = rng.randrange(len(gone) + 1)
+    return GameResult(round_no, table, tuple(players), totals, tuple(gone[:split]),
+                      tuple(gone[split:]))
+
+
+def status(result: GameResult, seat: int) -> tuple[int, int]:
+    player = result.players[seat]
+    if player in result.no_shows:
+        return (2, 0)
+    if player in result.leavers:
+        return (1, 0)
+    return (0, result.totals[seat])
+
+
+def matchpoints_by_pairs(results: list[GameResult]) -> dict[tuple[int, str], Fraction]:
+    """Each game's matchpoints, from docs/RULES.md's words: each pair of the group compared."""
+    found = {}
+    for result in results:
+        for seat, player in enumerate(result.players):
+            group = [r for r in results if r.round_no == result.round_no
+                     and len(r.players) == len(result.players) and r is not result]
+            mine = status(result, seat)
+            won = Fraction(0)
+            for other in group:
+                theirs = status(other, seat)
+                won += 1 if mine < theirs else Fraction(1, 2) if mine == theirs else 0
+            found[result.round_no, player] = won
+    return found
+
+
+@given(st.integers(3, 26), st.integers(1, 5), st.booleans(), st.booleans(), st.booleans(),
+       st.sampled_from([0, 3, 4, 5]), st.integers(0, 2**32))
+@RANDOM_CHAMPIONSHIPS
+def test_random_championships_rank_everyone_once_and_score_as_written(
+        n: int, rounds: int, duplicate: bool, matchpoints: bool, buchholz: bool,
+        final_table: int, seed: int) -> None:
+    rules = ChampionshipRules(
+        rounds=rounds, duplicate_deals=duplicate,
+        scoring=Scoring.MATCHPOINTS if duplicate and matchpoints else Scoring.PLACES,
+        buchholz=buchholz, final_table=final_table)
+    rng = random.Random(seed)
+    registered = [f"p{i}" for i in range(n)]
+    tally = Tally(registered, seed, rules)
+    playing = list(registered)
+    entrants = 0
+    for round_no in range(1, rounds + 1):
+        if round_no > 1:  # some drop out, some enter late (at least 3 play)
+            dropped = rng.sample(playing, rng.randrange(max(0, min(3, len(playing) - 3)) + 1))
+            playing = [p for p in playing if p not in dropped]
+            for _ in range(rng.choice([0, 0, 1, 2])):
+                entrants += 1
+                late = f"late{entrants}"
+                tally.register(late)
+                registered.append(late)
+                playing.append(late)
+        before = tally.standings() if tally.results else []
+        tables = seat_round(playing, before, tally.met_pairs(), seed, round_no)
+        assert sorted(p for t in tables for p in t) == sorted(playing)
+        assert [len(t) for t in tables] == table_sizes(len(playing))
+        for k, table in enumerate(tables, start=1):
+            tally.add(random_result(round_no, k, table, rng))
+    rows = tally.standings()
+    results = tally.results
+
+    # Every player once, places 1..N, the same from the results alone in any order.
+    assert sorted(s.player for s in rows) == sorted(registered)
+    assert [s.place for s in rows] == list(range(1, len(registered) + 1))
+    shuffled = list(results)
+    rng.shuffle(shuffled)
+    assert standings(shuffled, reversed(registered), seed, rules) == rows
+    lines = by_player(rows)
+    for player in registered:
+        assert lines[player].games == sum(player in r.players for r in results)
+        assert lines[player].decided_by in tally.criteria
+
+    # The main score never rises down the standings; Buchholz is next when on.
+    main = [s.percentage if rules.scoring is Scoring.MATCHPOINTS else s.points for s in rows]
+    assert main == sorted(main, reverse=True)
+    score = dict(zip([s.player for s in rows], main, strict=True))
+    for above, below in itertools.pairwise(rows):
+        if buchholz and score[above.player] == score[below.player]:
+            assert above.buchholz >= below.buchholz
+
+    # Buchholz: the opponents' main scores, once per game shared.
+    for player in registered:
+        expected = sum((score[o] for r in results if player in r.players
+                        for o in r.players if o != player), Fraction(0))
+        assert lines[player].buchholz == (expected if buchholz else 0)
+
+    # Matchpoints: as written pair by pair; each group shares g(g-1)/2, its percentages 50 g.
+    if duplicate:
+        pairs = matchpoints_by_pairs(results)
+        shown = {(b.round_no, b.player): b for s in rows for b in s.boards}
+        assert {key: b.matchpoints for key, b in shown.items()} == pairs
+        groups: dict[tuple[int, int, int], list[BoardScore]] = {}
+        for board in shown.values():
+            size = len(next(r for r in results if (r.round_no, r.table) == (
+                board.round_no, board.table)).players)
+            groups.setdefault((board.round_no, size, board.seat), []).append(board)
+        for group in groups.values():
+            g = len(group)
+            assert sum(b.matchpoints for b in group) == Fraction(g * (g - 1), 2)
+            assert sum(b.percentage for b in group) == 50 * g
+            assert all(b.top == g - 1 for b in group)
+        for s in rows:
+            assert s.matchpoints == sum(b.matchpoints for b in s.boards)
+            assert s.percentage == sum(b.percentage for b in s.boards)
+    else:
+        assert all(s.boards == () and s.percentage == 0 for s in rows)
+
+    # The final: its places 1..N are exactly the finalists, everyone else unchanged.
+    if final_table and len(rows) >= final_table:
+        seats = seat_final(rules, rows, seed)
+        assert sorted(seats) == sorted(s.player for s in rows[:final_table])
+        final = random_result(rounds + 1, 1, seats, rng)
+        after = final_standings(rows, final)
+        assert [s.place for s in after] == list(range(1, len(rows) + 1))
+        assert {s.player for s in after[:final_table]} == set(seats)
+        assert all(s.decided_by is TieBreak.FINAL for s in after[:final_table])
+        places = dict(zip(final.players, final.places, strict=True))
+        assert [places[s.player] for s in after[:final_table]] == sorted(places.values())
+        assert [s.final for s in after[:final_table]] == sorted(places.values())
+        before_final = {s.player: s.place for s in rows}
+        for upper, lower in itertools.pairwise(after[:final_table]):
+            if upper.final == lower.final:  # a place shared in the final: the order before it
+                assert before_final[upper.player] < before_final[lower.player]
+        assert after[final_table:] == rows[final_table:]
