@@ -1,9 +1,12 @@
 """Championships: rounds of tables, championship points, standings and tie-breaks.
 
 The rules are those of docs/RULES.md, "Championships". Everything here is a pure function of
-the championship's seed, its players and its game results: no I/O, no clock, no global RNG.
-Start with ``table_sizes(n)`` and ``seat_round(...)`` for a round's tables, ``deal_seed`` for
-their games, then feed each finished game to a ``Tally`` (or call ``standings``).
+the championship's seed, its players (their public ids: every seeded draw is made of them) and
+its game results: no I/O, no clock, no global RNG. Start with ``table_sizes(n)`` and
+``seat_round(...)`` for a round's tables, ``deal_seed`` for their games, then feed each
+finished game to a ``Tally`` built with the championship's rules (or call ``standings``). The
+options of ``ChampionshipRules``: duplicate deals, matchpoints scoring (``board_scores``), the
+Buchholz tie-break, and a final table (``seat_final``, then ``final_standings``).
 """
 
 from __future__ import annotations

@@ -957,3 +957,14 @@ def test_random_championships_rank_everyone_once_and_score_as_written(
             if upper.final == lower.final:  # a place shared in the final: the order before it
                 assert before_final[upper.player] < before_final[lower.player]
         assert after[final_table:] == rows[final_table:]
+
+
+def test_only_even_rounds_but_4_and_14_have_two_tables_of_each_size() -> None:
+    """docs/RULES.md: a table alone of its size scores 50 at every seat."""
+    for n in range(3, 200):
+        sizes = table_sizes(n)
+        every_size_twice = all(sizes.count(size) >= 2 for size in sizes)
+        assert every_size_twice == (n % 2 == 0 and n not in (4, 14))
+    alone = [GameResult(1, 1, tuple("ABCD"), (1, 2, 3, 4)),
+             GameResult(1, 2, tuple("EFGHI"), (1, 2, 3, 4, 5))]  # 9 players: 5 + 4
+    assert {b.percentage for b in board_scores(alone)} == {50}
