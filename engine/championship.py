@@ -1,18 +1,21 @@
 """Championships: rounds of tables, championship points, standings and tie-breaks.
 
 The rules are those of docs/RULES.md, "Championships". Everything here is a pure function of
-the championship's seed, its players and its game results: no I/O, no clock, no global RNG.
-Start with ``table_sizes(n)`` and ``seat_round(...)`` for a round's tables, ``deal_seed`` for
-their games, then feed each finished game to a ``Tally`` (or call ``standings``).
+the championship's seed, its players (their public ids: every seeded draw is made of them) and
+its game results: no I/O, no clock, no global RNG. Start with ``table_sizes(n)`` and
+``seat_round(...)`` for a round's tables, ``deal_seed`` for their games, then feed each
+finished game to a ``Tally`` built with the championship's rules (or call ``standings``). The
+options of ``ChampionshipRules``: duplicate deals, matchpoints scoring (``board_scores``), the
+Buchholz tie-break, and a final table (``seat_final``, then ``final_standings``).
 """
 
 from __future__ import annotations
 
 import hashlib
-import random
-from collections.abc import Collection, Iterable, Sequence
-from dataclasses import dataclass, field
-from enum import IntEnum
+from bisect import bisect_left, bisect_right
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from enum import IntEnum, StrEnum
 from fractions import Fraction
 from itertools import pairwise
 
@@ -32,6 +35,9 @@ SEARCH_BUDGET = 30_000
 pairs) before the greedy seating takes over: enough for any 9 players (docs/RULES.md,
 "Seating a round")."""
 
+FINAL_TABLE_SIZES = (3, 4, 5)
+"""The sizes a final table may have (``ChampionshipRules.final_table``; 0 is none)."""
+
 _SCALE = 60  # sixtieths: 1/m for m in 1..5 and 1/n for n in 3..5 are whole numbers of them
 
 
@@ -40,16 +46,29 @@ class ChampionshipError(RulesError):
 
 
 class TieBreak(IntEnum):
-    """What decided a place in the standings, in the order the criteria apply."""
+    """What decided a place in the standings. The values are stored and shown: new ones are
+    appended, never renumbered (the criteria apply in ``Tally.criteria``'s order)."""
 
     POINTS = 0
+    """The main score: championship points, or with matchpoints scoring the percentages."""
     FIRSTS = 1
     RELATIVE_POINTS = 2
     HEAD_TO_HEAD = 3
     DRAW = 4
+    BUCHHOLZ = 5
+    """With the ``buchholz`` option, right after POINTS: the opponents' main scores summed."""
+    FINAL = 6
+    """With a final table: the final decided the finalists' places."""
 
 
-_TIE_BREAKS = tuple(TieBreak)
+class Scoring(StrEnum):
+    """What the standings rank by first (``TieBreak.POINTS``)."""
+
+    PLACES = "places"
+    """Championship points by place at the table (120 for a sole winner, 0 for the last)."""
+    MATCHPOINTS = "matchpoints"
+    """With duplicate deals: each game's matchpoints against the players who held the same
+    cards, as a percentage of the most possible; the percentages are summed."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +81,15 @@ class ChampionshipRules:
     """The rules of every game; ``players`` is set per table to the table's size."""
     duplicate_deals: bool = False
     """All tables of one size in a round get the same deals (one seed per round and size)."""
+    scoring: Scoring = Scoring.PLACES
+    """What ranks first: championship points (``places``) or, only with duplicate deals,
+    the matchpoints' percentages (``matchpoints``); a string is taken for its value."""
+    buchholz: bool = False
+    """The Buchholz tie-break right after the main score: the sum of the main scores of the
+    opponents met, once per game shared."""
+    final_table: int = 0
+    """0 (no final) or 3 to 5: after the rounds, the top ``final_table`` of the standings
+    play one more game, whose places decide theirs (``seat_final``, ``final_standings``)."""
 
     def __post_init__(self) -> None:
         if (not isinstance(self.rounds, int) or isinstance(self.rounds, bool)
@@ -69,6 +97,20 @@ class ChampionshipRules:
             raise ChampionshipError(f"rounds must be 1 to {MAX_ROUNDS}, got {self.rounds!r}")
         if not isinstance(self.duplicate_deals, bool):
             raise ChampionshipError("duplicate_deals must be true or false")
+        if not isinstance(self.scoring, Scoring):
+            try:
+                object.__setattr__(self, "scoring", Scoring(self.scoring))
+            except ValueError:
+                raise ChampionshipError(f"scoring must be one of {', '.join(Scoring)},"
+                                        f" got {self.scoring!r}") from None
+        if self.scoring is Scoring.MATCHPOINTS and not self.duplicate_deals:
+            raise ChampionshipError("matchpoints scoring needs duplicate deals")
+        if not isinstance(self.buchholz, bool):
+            raise ChampionshipError("buchholz must be true or false")
+        if (not isinstance(self.final_table, int) or isinstance(self.final_table, bool)
+                or self.final_table not in (0, *FINAL_TABLE_SIZES)):
+            raise ChampionshipError(
+                f"final_table must be 0 (no final) or 3 to 5, got {self.final_table!r}")
 
     def table_rules(self, size: int) -> Rules:
         """The game rules of a table of ``size`` players."""
@@ -131,6 +173,23 @@ class GameResult:
 
 
 @dataclass(frozen=True, slots=True)
+class BoardScore:
+    """One player's duplicate score of one game: the game compared with the games of the
+    players who held the same cards (the same seat at the round's tables of that size)."""
+
+    round_no: int
+    table: int
+    seat: int
+    player: str
+    matchpoints: Fraction
+    """1 for each player of the group beaten, 1/2 for each tie."""
+    top: int
+    """The most matchpoints possible: the others of the group (0 for a group of one)."""
+    percentage: Fraction
+    """100 * matchpoints / top, exact; 50 for a group of one."""
+
+
+@dataclass(frozen=True, slots=True)
 class Standing:
     """One line of the standings."""
 
@@ -151,6 +210,18 @@ class Standing:
     """Games played (leavers and no-shows included)."""
     decided_by: TieBreak
     """The first criterion that separates this player from everyone else."""
+    matchpoints: Fraction = Fraction(0)
+    """With duplicate deals: matchpoints summed over the player's games (else 0)."""
+    percentage: Fraction = Fraction(0)
+    """With duplicate deals: the games' percentages summed (else 0)."""
+    boards: tuple[BoardScore, ...] = ()
+    """With duplicate deals: each game's duplicate score, by round (else empty)."""
+    buchholz: Fraction = Fraction(0)
+    """With the ``buchholz`` option: the main scores (``points``, or with matchpoints scoring
+    ``percentage``) of the opponents met, summed once per game shared (else 0)."""
+    final: int = 0
+    """In the standings after a final (``final_standings``): the finalist's place in the
+    final's game (as ``GameResult.places``); 0 for everyone else."""
 
 
 def table_sizes(n: int) -> list[int]:
@@ -173,7 +244,9 @@ def table_sizes(n: int) -> list[int]:
 
 def derive_seed(seed: int | str, *parts: int | str) -> int:
     """A 64-bit seed derived one way from the championship's seed: publishing it reveals
-    neither the championship's seed nor any other derived seed."""
+    neither the championship's seed nor any other derived seed. It is the first 8 bytes,
+    big-endian, of the SHA-256 of ``copas-championship/<seed>/<part>/...`` in UTF-8
+    (docs/RULES.md, "Seeded draws")."""
     text = "/".join(str(p) for p in ("copas-championship", seed, *parts))
     return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big")
 
@@ -188,7 +261,9 @@ def deal_seed(rules: ChampionshipRules, seed: int | str, round_no: int, table: i
 
 
 def draw_order(players: Iterable[str], seed: int | str, purpose: str = "draw") -> list[str]:
-    """The players in the order of a seeded draw (the same for any order of ``players``)."""
+    """The players in the order of a seeded draw (the same for any order of ``players``):
+    by ``derive_seed(seed, purpose, player)``, smallest first, then by id. ``players`` are
+    the ids the record shows (public per-championship ids), so anyone can recompute it."""
     return sorted(players, key=lambda p: (derive_seed(seed, purpose, p), p))
 
 
@@ -203,6 +278,46 @@ def championship_points(result: GameResult) -> dict[str, int]:
         covered = range(place, place + shared)
         points[player] = sum(step * (n - q) for q in covered) // shared
     return points
+
+
+def board_scores(results: Iterable[GameResult]) -> list[BoardScore]:
+    """The duplicate score of every seat of ``results`` (docs/RULES.md, "Duplicate scoring"):
+    a board is a round's games of one table size; each seat is compared with the same seat
+    at the board's other tables. By round, table and seat."""
+    boards: dict[tuple[int, int], list[GameResult]] = {}
+    for result in results:
+        boards.setdefault((result.round_no, len(result.players)), []).append(result)
+    scores = [score for board in boards.values() for score in _score_board(board)]
+    scores.sort(key=lambda b: (b.round_no, b.table, b.seat))
+    return scores
+
+
+def _score_board(games: Sequence[GameResult]) -> list[BoardScore]:
+    """Each seat of one board's games against that seat at the others: ranked by (stayed,
+    left, never came), then among those who stayed by fewer game points; beating a player is
+    1 matchpoint, a tie 1/2."""
+    scores = []
+    for seat in range(len(games[0].players)):
+        ranks = []
+        for result in games:
+            player = result.players[seat]
+            if player in result.no_shows:
+                ranks.append((2, 0))
+            elif player in result.leavers:
+                ranks.append((1, 0))
+            else:
+                ranks.append((0, result.totals[seat]))
+        top = len(games) - 1
+        ordered = sorted(ranks)
+        for result, rank in zip(games, ranks, strict=True):
+            ahead = bisect_left(ordered, rank)
+            tied = bisect_right(ordered, rank) - ahead
+            halves = 2 * (len(ordered) - ahead - tied) + tied - 1
+            matchpoints = Fraction(halves, 2)
+            percentage = matchpoints * 100 / top if top else Fraction(50)
+            scores.append(BoardScore(result.round_no, result.table, seat, result.players[seat],
+                                     matchpoints, top, percentage))
+    return scores
 
 
 def met_pairs(results: Iterable[GameResult]) -> set[frozenset[str]]:
@@ -227,18 +342,25 @@ def seat_round(players: Collection[str], standings: Sequence[Standing],
 
     Round 1 (or no standings yet) orders the players by a seeded draw, later rounds by the
     standings; the search then seats neighbours together with the fewest repeated pairs.
+    ``players`` are the round's: the standings may also rank players who do not play it (a
+    player dropped), who are passed over.
 
     :raises ChampionshipError: for fewer than 3 players, repeated players, or standings that
-        do not list exactly the players.
+        do not rank each of the players once.
     """
     names = list(players)
     if len(set(names)) != len(names):
         raise ChampionshipError("a player is registered twice")
     sizes = table_sizes(len(names))
     if standings:
-        order = [s.player for s in standings]
-        if len(order) != len(names) or set(order) != set(names):
-            raise ChampionshipError("the standings must list exactly the round's players")
+        ranked = [s.player for s in standings]
+        playing = set(names)
+        order = [p for p in ranked if p in playing]
+        if len(order) != len(names) or len(set(ranked)) != len(ranked):
+            missing = ", ".join(sorted(playing - set(order))) or "nobody, but repeat a player"
+            raise ChampionshipError(
+                f"the standings leave out {missing}: they must list exactly the round's"
+                " players, and any who sit the round out")
     else:
         order = draw_order(names, seed, f"round-{round_no}")
     index = {p: i for i, p in enumerate(order)}
@@ -249,12 +371,8 @@ def seat_round(players: Collection[str], standings: Sequence[Standing],
             known[a].add(b)
             known[b].add(a)
     tables = _seat(sizes, known, budget)
-    seated = []
-    for t, table in enumerate(tables, start=1):
-        members = [order[i] for i in table]
-        random.Random(derive_seed(seed, "seats", round_no, t)).shuffle(members)
-        seated.append(members)
-    return seated
+    return [draw_order((order[i] for i in table), seed, f"seats/{round_no}/{t}")
+            for t, table in enumerate(tables, start=1)]
 
 
 def _seat(sizes: list[int], met: list[set[int]], budget: int) -> list[list[int]]:
@@ -419,14 +537,24 @@ out) and the candidates tried."""
 class Tally:
     """The running standings of a championship: add each finished game, read the standings.
 
-    ``add`` costs the size of one table; ``standings`` sorts the players once.
+    ``add`` costs the size of one table; ``standings`` sorts the players once (and with
+    duplicate deals scores again the boards whose games were added since).
     """
 
-    def __init__(self, players: Iterable[str], seed: int | str) -> None:
+    def __init__(self, players: Iterable[str], seed: int | str,
+                 rules: ChampionshipRules | None = None) -> None:
         self.players = tuple(players)
         if len(set(self.players)) != len(self.players):
             raise ChampionshipError("a player is registered twice")
         self.seed = seed
+        self.rules = ChampionshipRules() if rules is None else rules
+        self.criteria: tuple[TieBreak, ...] = (
+            TieBreak.POINTS, *((TieBreak.BUCHHOLZ,) if self.rules.buchholz else ()),
+            TieBreak.FIRSTS, TieBreak.RELATIVE_POINTS, TieBreak.HEAD_TO_HEAD, TieBreak.DRAW)
+        """The criteria of the standings, in the order they apply."""
+        self._boards: dict[tuple[int, int], list[GameResult]] = {}  # (round, size): games
+        self._board_scores: dict[tuple[int, int], list[BoardScore]] = {}
+        self._stale: set[tuple[int, int]] = set()  # boards with games not scored yet
         self.results: list[GameResult] = []
         self._games: dict[str, list[GameResult]] = {p: [] for p in self.players}
         self._points = dict.fromkeys(self.players, 0)
@@ -434,6 +562,21 @@ class Tally:
         self._relative = dict.fromkeys(self.players, 0)  # sixtieths
         self._draw = {p: (derive_seed(seed, "draw", p), p) for p in self.players}
         self._seen: set[tuple[int, int]] = set()
+
+    def register(self, player: str) -> None:
+        """Register a player after the start (a late entrant): no game in the rounds before,
+        so nothing scored there; ranked with everyone by the same criteria.
+
+        :raises ChampionshipError: for a player already registered.
+        """
+        if player in self._games:
+            raise ChampionshipError("a player is registered twice")
+        self.players = (*self.players, player)
+        self._games[player] = []
+        self._points[player] = 0
+        self._firsts[player] = 0
+        self._relative[player] = 0
+        self._draw[player] = (derive_seed(self.seed, "draw", player), player)
 
     def add(self, result: GameResult) -> None:
         """Count one finished game.
@@ -449,6 +592,10 @@ class Tally:
         self._seen.add((result.round_no, result.table))
         self.results.append(result)
         n = len(result.players)
+        if self.rules.duplicate_deals:
+            board = (result.round_no, n)
+            self._boards.setdefault(board, []).append(result)
+            self._stale.add(board)
         table_total = sum(result.totals) * (_SCALE // n)
         winners = result.places.count(1)
         for player, points in championship_points(result).items():
@@ -463,12 +610,43 @@ class Tally:
     def met_pairs(self) -> set[frozenset[str]]:
         return met_pairs(self.results)
 
+    def board_scores(self) -> dict[str, list[BoardScore]]:
+        """With duplicate deals, each player's duplicate scores by round (docs/RULES.md,
+        "Duplicate scoring"); empty without."""
+        for board in self._stale:
+            self._board_scores[board] = _score_board(self._boards[board])
+        self._stale.clear()
+        scores: dict[str, list[BoardScore]] = {}
+        for board in sorted(self._board_scores):
+            for score in self._board_scores[board]:
+                scores.setdefault(score.player, []).append(score)
+        return scores
+
     def standings(self) -> list[Standing]:
         """Every player, best first (docs/RULES.md, "Standings")."""
-        def level(p: str) -> tuple[int, int, int]:
-            return (-self._points[p], -self._firsts[p], self._relative[p])
+        duplicate = self.rules.duplicate_deals
+        boards = self.board_scores() if duplicate else {}
+        no_boards: list[BoardScore] = []
+        zero = Fraction(0)
+        matchpoints = {p: sum((b.matchpoints for b in boards.get(p, no_boards)), zero)
+                       for p in self.players} if duplicate else {}
+        percentage = {p: sum((b.percentage for b in boards.get(p, no_boards)), zero)
+                      for p in self.players} if duplicate else {}
+        score: dict[str, Fraction] | dict[str, int] = (
+            percentage if self.rules.scoring is Scoring.MATCHPOINTS else self._points)
+        with_buchholz = self.rules.buchholz
+        buchholz = self._buchholz(score) if with_buchholz else {}
 
-        groups: dict[tuple[int, int, int], list[str]] = {}
+        firsts, relative = self._firsts, self._relative
+
+        if with_buchholz:
+            def level(p: str) -> tuple[int | Fraction, ...]:
+                return (-score[p], -buchholz[p], -firsts[p], relative[p])
+        else:
+            def level(p: str) -> tuple[int | Fraction, ...]:
+                return (-score[p], -firsts[p], relative[p])
+
+        groups: dict[tuple[int | Fraction, ...], list[str]] = {}
         for player in self.players:
             groups.setdefault(level(player), []).append(player)
         head = dict.fromkeys(self.players, 0)
@@ -480,26 +658,38 @@ class Tally:
 
         # gaps[i]: the first criterion that separates ranked[i - 1] from ranked[i]
         gaps = [0]
+        count = len(self.criteria)
         for above, below in pairwise(ranked):
             upper, lower = keys[above], keys[below]
-            gaps.append(next(i for i in range(5) if upper[i] != lower[i]))
+            gaps.append(next(i for i in range(count) if upper[i] != lower[i]))
         gaps.append(0)
-        sixtieths: dict[int, Fraction] = {}
-
-        def fraction(value: int) -> Fraction:
-            if value not in sixtieths:
-                sixtieths[value] = Fraction(value, _SCALE)
-            return sixtieths[value]
-
+        # One Fraction per value, shared by every line that has it (most values repeat).
+        sixtieths = {v: Fraction(v, _SCALE) for v in {*firsts.values(), *relative.values()}}
+        points, games = self._points, self._games
+        criteria = self.criteria
+        no_duplicate = (zero, zero, ())
         rows = []
         for i, player in enumerate(ranked):
             rows.append(Standing(
-                place=i + 1, player=player, points=self._points[player],
-                firsts=fraction(self._firsts[player]),
-                relative_points=fraction(self._relative[player]),
-                head_to_head=head[player], games=len(self._games[player]),
-                decided_by=_TIE_BREAKS[max(gaps[i], gaps[i + 1])]))
+                i + 1, player, points[player], sixtieths[firsts[player]],
+                sixtieths[relative[player]], head[player], len(games[player]),
+                criteria[max(gaps[i], gaps[i + 1])],
+                *((matchpoints[player], percentage[player], tuple(boards.get(player, ())))
+                  if duplicate else no_duplicate),
+                Fraction(buchholz[player]) if with_buchholz else zero))
         return rows
+
+    def _buchholz(self, score: Mapping[str, int | Fraction]) -> dict[str, int | Fraction]:
+        """Each player's Buchholz: the scores of the opponents at each of their games."""
+        total: dict[str, int | Fraction] = {}
+        for player, played in self._games.items():
+            met: int | Fraction = 0
+            for result in played:
+                for other in result.players:
+                    if other != player:
+                        met += score[other]
+            total[player] = met
+        return total
 
     def _head_to_head(self, tied: list[str]) -> dict[str, int]:
         group = set(tied)
@@ -515,10 +705,51 @@ class Tally:
         return score
 
 
-def standings(results: Iterable[GameResult], players: Iterable[str],
-              seed: int | str) -> list[Standing]:
-    """The standings of a championship from its game results alone."""
-    tally = Tally(players, seed)
+def standings(results: Iterable[GameResult], players: Iterable[str], seed: int | str,
+              rules: ChampionshipRules | None = None) -> list[Standing]:
+    """The standings of a championship from its game results alone (under ``rules``'
+    scoring and tie-breaks; the default rules when None)."""
+    tally = Tally(players, seed, rules)
     for result in results:
         tally.add(result)
     return tally.standings()
+
+
+# ---------------------------------------------------------------- the final
+
+
+def seat_final(rules: ChampionshipRules, standings: Sequence[Standing],
+               seed: int | str) -> list[str]:
+    """The final's players in seat order: the top ``rules.final_table`` of the standings
+    after the last round, seated by the seeded draw ``final``. The final is played as round
+    ``rules.rounds + 1``, table 1 (``deal_seed`` gives its deal).
+
+    :raises ChampionshipError: without a final table, or with fewer players than it seats.
+    """
+    size = rules.final_table
+    if not size:
+        raise ChampionshipError("this championship has no final table")
+    if len(standings) < size:
+        raise ChampionshipError(
+            f"a final table of {size} needs {size} players, the standings have {len(standings)}")
+    return draw_order((s.player for s in standings[:size]), seed, "final")
+
+
+def final_standings(standings: Sequence[Standing], final: GameResult) -> list[Standing]:
+    """The standings after the final: its players (the top ``len(final.players)`` of
+    ``standings``, the standings after the last round) take places 1 to N by their places in
+    the final, a place shared in the final by their order before it, each decided by
+    ``TieBreak.FINAL``; everyone else keeps their line. The final adds no points.
+
+    :raises ChampionshipError: when the final's players are not the top of the standings.
+    """
+    size = len(final.players)
+    top = standings[:size]
+    if len(top) != size or {s.player for s in top} != set(final.players):
+        raise ChampionshipError("the final's players must be the top of the standings")
+    place_in_final = dict(zip(final.players, final.places, strict=True))
+    before = {s.player: i for i, s in enumerate(top)}
+    order = sorted(top, key=lambda s: (place_in_final[s.player], before[s.player]))
+    finalists = [replace(s, place=i, decided_by=TieBreak.FINAL, final=place_in_final[s.player])
+                 for i, s in enumerate(order, start=1)]
+    return [*finalists, *standings[size:]]
