@@ -94,10 +94,9 @@ async def test_a_node_killed_mid_round_two_and_the_other_carries_on(
             == {"a" if driving == "b" else "b"}
         assert all(line.games == ROUNDS for line in final.standings)
         ids = [t.table_id for r in final.rounds for t in r.tables]
-        accounts = [s.account.account_id for s in sessions]
-        names = {s.account.account_id: s.account.display_name for s in sessions}
-        expected = recomputed(final, await records_of(b.address, final), accounts, names)
-        assert [(names[s.player], s.points) for s in expected] == \
+        names_of = {p.player_id: p.display_name for p in final.players}
+        expected = recomputed(final, await records_of(b.address, final))
+        assert [(names_of[s.player], s.points) for s in expected] == \
             [(line.display_name, line.points) for line in final.standings]
         async with grpc.aio.insecure_channel(b.address) as on_b:
             tables = (await admin_pb2_grpc.AdminServiceStub(on_b).ListTables(

@@ -107,10 +107,9 @@ async def test_kill_9_mid_round_and_before_the_count_lose_nothing(tmp_path: Path
         assert all(line.games == ROUNDS for line in final.standings)
         ids = [t.table_id for r in final.rounds for t in r.tables]
         assert len(set(ids)) == len(ids) == ROUNDS * len(table_sizes(PLAYERS))
-        accounts = [s.account.account_id for s in sessions]
-        names = {s.account.account_id: s.account.display_name for s in sessions}
-        expected = recomputed(final, await records_of(address, final), accounts, names)
-        assert [(names[s.player], s.points, s.games) for s in expected] == \
+        names_of = {p.player_id: p.display_name for p in final.players}
+        expected = recomputed(final, await records_of(address, final))
+        assert [(names_of[s.player], s.points, s.games) for s in expected] == \
             [(line.display_name, line.points, line.games) for line in final.standings]
         async with grpc.aio.insecure_channel(address) as channel:  # no table made twice
             records = (await copas_pb2_grpc.CopasServiceStub(channel).ListGameRecords(

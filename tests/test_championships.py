@@ -194,15 +194,14 @@ async def play_championship(address: str, champs: Any, admin: Any, players: int,
 async def test_thirteen_bots_play_four_rounds_and_the_records_give_the_standings(
         served: Served) -> None:
     began = time.monotonic()
-    final, sessions = await play_championship(served.address, served.champs, served.admin,
+    final, _ = await play_championship(served.address, served.champs, served.admin,
                                               13, 4, withdraw=12)
     assert final.state == pb.CHAMPIONSHIP_STATE_FINISHED and final.seed
     assert [sorted(len(t.seats) for t in r.tables) for r in final.rounds] == [[4, 4, 5]] * 4
     assert all(t.is_finished for r in final.rounds for t in r.tables)
-    accounts = [s.account.account_id for s in sessions]
-    names = {s.account.account_id: s.account.display_name for s in sessions}
-    expected = recomputed(final, await records_of(served.address, final), accounts, names)
-    assert [(names[s.player], s.points, s.games) for s in expected] == \
+    names_of = {p.player_id: p.display_name for p in final.players}
+    expected = recomputed(final, await records_of(served.address, final))
+    assert [(names_of[s.player], s.points, s.games) for s in expected] == \
         [(line.display_name, line.points, line.games) for line in final.standings]
     assert [int(s.decided_by) + 1 for s in expected] == [
         line.decided_by for line in final.standings]
@@ -235,10 +234,9 @@ async def test_a_no_show_is_ranked_behind_everyone_at_its_table(served: Served) 
                      for s in sessions}
     line = next(line for line in final.standings if line.display_name == "Robo02")
     assert line.points == 0 and final.standings[-1].display_name == "Robo02"
-    accounts = [s.account.account_id for s in sessions]
-    names = {s.account.account_id: s.account.display_name for s in sessions}
-    expected = recomputed(final, records, accounts, names)
-    assert [(names[s.player], s.points) for s in expected] == \
+    names_of = {p.player_id: p.display_name for p in final.players}
+    expected = recomputed(final, records)
+    assert [(names_of[s.player], s.points) for s in expected] == \
         [(line.display_name, line.points) for line in final.standings]
 
 

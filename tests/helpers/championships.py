@@ -108,12 +108,11 @@ class BotPlayer:
 
 
 def recomputed(championship: championships_pb2.Championship,
-               records: dict[str, dict[str, Any]], players: list[str],
-               names: dict[str, str]) -> list[Standing]:
-    """The standings from the game records alone (each record's seats, by the names of the
-    registered ``players``, ``names``: a record names no account; totals and leavers) and the
-    championship's seed, revealed at its end."""
-    by_name = {name: account for account, name in names.items()}
+               records: dict[str, dict[str, Any]]) -> list[Standing]:
+    """The standings from the game records alone (each record's seats, by name; totals and
+    leavers), the championship's players (their public player ids, which its draws use) and
+    its seed, revealed at its end. Standing.player is a player id."""
+    by_name = {p.display_name: p.player_id for p in championship.players}
     results = []
     for round_ in championship.rounds:
         for table in round_.tables:
@@ -128,7 +127,7 @@ def recomputed(championship: championships_pb2.Championship,
                                  for leaver in record["result"]["leavers"]),
                 tuple(by_seat[s["seat"]] for s in seats
                       if s.get("acted") is False and by_seat[s["seat"]] not in leavers)))
-    return standings(results, players, championship.seed)
+    return standings(results, list(by_name.values()), championship.seed)
 
 
 async def records_of(address: str, championship: championships_pb2.Championship
