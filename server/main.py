@@ -27,6 +27,7 @@ from copas.v1 import accounts_pb2, accounts_pb2_grpc, copas_pb2, copas_pb2_grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from prometheus_client import start_http_server
 
+from server import names
 from server.accounts.build import build_accounts, open_account_store
 from server.accounts.games import GameIntake
 from server.championships.build import build_championships, open_championship_store
@@ -99,6 +100,7 @@ async def start(config: Config) -> RunningServer:
                          "--tls-cert, --tls-key)")
     parts = contextlib.AsyncExitStack()
     try:
+        await asyncio.to_thread(names.preload)  # the names' data, off the loop, once
         bound = await bind(config)
         parts.push_async_callback(bound.abandon)  # the ports: closed last
         metrics = Metrics()

@@ -28,7 +28,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 LOG_QUEUE = 10_000  # log lines waiting for the writer thread before new ones are dropped
-GAUGES_WAIT = 10.0  # seconds a scrape waits for the event loop to compute the live gauges
+GAUGES_WAIT = 5.0  # seconds a scrape waits for the event loop (under Prometheus's 10 s timeout)
 
 
 class Metrics:

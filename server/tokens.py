@@ -4,6 +4,7 @@ their SHA-256 (the one hash every part of the server uses)."""
 from __future__ import annotations
 
 import hashlib
+import ipaddress
 import secrets
 
 
@@ -16,11 +17,18 @@ def hash_token(token: str) -> str:
 
 
 def network_tag(table_id: str, address: str) -> str:
-    """A client's network (its quota key: an IPv4 address or an IPv6 /64) as one table keeps
-    it: equal for two seats of the table from one network, and not the address ("" when not
-    known)."""
+    """A client's network as one table keeps it for the rated rule: equal for two seats of
+    the table from one network, and not the address ("" when not known). The network is the
+    client's quota key (an IPv4 address, or an IPv6 /64) widened for IPv6 to its /48: one
+    allocation holds thousands of /64s."""
     if not address:
         return ""
+    try:
+        network = ipaddress.ip_network(address, strict=False)
+        if network.version == 6 and network.prefixlen > 48:
+            address = str(network.supernet(new_prefix=48))
+    except ValueError:
+        pass  # not an address (a test's name): as it is
     return hashlib.sha256(f"net:{table_id}:{address}".encode()).hexdigest()[:16]
 
 

@@ -269,19 +269,25 @@ async def test_an_account_holds_a_bounded_number_of_sessions_and_expired_ones_go
     assert await store.sessions_of(ana.id) == SESSIONS_KEPT - 3
 
 
-async def test_never_used_guests_go_and_everyone_else_stays(opened: Opened) -> None:
+async def test_idle_guests_go_and_everyone_else_stays(opened: Opened) -> None:
+    """A guest not seen for the time goes with its history, unless it has a rated game (a
+    guest's games against bots only, which rate nothing, keep nobody)."""
     store: AccountStore = opened.store
-    idle, seen, player, named, banned = (Account(f"a_{w}", w.title(), 10.0, w == "banned")
-                                         for w in ("idle", "seen", "player", "named",
-                                                   "banned"))
-    for person in (idle, seen, player, named, banned):
+    idle, seen, player, named, banned, botter = (
+        Account(f"a_{w}", w.title(), 10.0, w == "banned")
+        for w in ("idle", "seen", "player", "named", "banned", "botter"))
+    for person in (idle, seen, player, named, banned, botter):
         await store.create(person, Identity(Method.DEVICE, f"dev-{person.id}", person.id))
         await store.start_session(replace(session(person.id, person.id), created=20.0))
     await store.link(Identity(Method.PASSWORD, "named", named.id, "$argon2id$x"))
-    await store.record_game(game("g1", {player.id: 1}, is_rated=False), rated({}))
+    await store.record_game(game("g1", {player.id: 1, named.id: 2}), rated(
+        {player.id: 1, named.id: 2}))
+    await store.record_game(game("g2", {botter.id: 1}, is_rated=False), rated({}))
     await store.start_session(replace(session("later", seen.id), created=500.0))
-    assert await store.sweep(30.0, 100.0) == (0, 1)  # only the idle guest, never used
+    assert await store.sweep(30.0, 100.0) == (0, 2)  # the idle guest and the bots' player
     assert await store.account(idle.id) is None
+    assert await store.account(botter.id) is None
+    assert await store.games_of(botter.id, 10, None) == []
     assert await store.identity(Method.DEVICE, f"dev-{idle.id}") is None
     assert await store.session_by_access(f"acc-{idle.id}-0") is None
     for kept in (seen, player, named, banned):

@@ -428,17 +428,35 @@ def test_new_accounts_cannot_feed_an_established_one() -> None:
     assert 0 not in {u.seat for u in solo}  # no established opponent: not rated at all
 
 
-def test_people_of_one_network_do_not_rate_each_other() -> None:
+def test_people_of_one_network_count_for_nobody() -> None:
+    """One person's accounts (or a household's) at one table never count: they are nobody's
+    opponents, whoever they play (three alts of one address could feed a fourth account of
+    another network: the attacker's farm of issue 37's review)."""
     nets = ["home", "home", "cafe", ""]
     updates = {u.seat: u for u in rate_game(_contenders([1, 2, 3, 4], [True] * 4,
                                                         networks=nets))}
     assert updates[0].opponents == (2, 3) and updates[1].opponents == (2, 3)
-    assert updates[2].opponents == (0, 1, 3) and updates[3].opponents == (0, 1, 2)
+    assert updates[2].opponents == (3,) and updates[3].opponents == (2,)
+    farm = rate_game(_contenders([1, 2, 3, 4], [True] * 4,
+                                 networks=["main", "alts", "alts", "alts"]))
+    assert [u.seat for u in farm] == []  # the main account has nobody to beat
     two = rate_game(_contenders([1, 2], [True, True], networks=["home", "home"]))
     assert two == []  # two accounts of one device (one network): nothing moves
     allowed = rate_game(_contenders([1, 2], [True, True], networks=["home", "home"]),
                         is_one_network_rated=True)
     assert [u.opponents for u in allowed] == [(1,), (0,)]
+
+
+def test_a_seat_that_left_loses_and_gives_nothing_whatever_it_played() -> None:
+    """Three guests play seven cards each and leave (the game ends at once): they played,
+    but they left, so the stayer gains nothing; they lose against nobody either."""
+    contenders = [Contender(n, n + 1, True, f"net{n}", Rating(), has_left=n > 0)
+                  for n in range(4)]
+    assert rate_game(contenders) == []  # one seat stayed: nothing is rated
+    contenders[1] = Contender(1, 2, True, "net1", Rating())  # two stayed
+    updates = {u.seat: u for u in rate_game(contenders)}
+    assert updates[0].opponents == (1,) and updates[1].opponents == (0,)
+    assert updates[2].opponents == (0, 1) and updates[2].after.mu < updates[2].before.mu
 
 
 async def test_one_device_signing_in_again_and_again_holds_a_bounded_number_of_sessions(
@@ -459,13 +477,38 @@ async def test_a_guest_never_used_goes_after_its_time_and_one_who_played_stays()
     accounts, store, clock = make()
     idle = await accounts.sign_in_device(DEVICE, "Idle")
     player = await accounts.sign_in_device("an0ther-Device_secret-XYZ", "Player One")
+    rival = await accounts.sign_in_device("th1rd-Device_secret-QRSTU", "Rival Two")
     await accounts.game_finished(FinishedGame("g1", "t", clock(), 4, (
-        Placed(player.account.id, 1, 0, 0),), False))
+        Placed(player.account.id, 1, 0, 0, True, "n0"),
+        Placed(rival.account.id, 2, 9, 1, True, "n1")), True))  # a rated game: they stay
     clock.advance(GUEST_TTL - 10)
     assert await accounts.sweep() == (0, 0)
     clock.advance(20)  # the refresh tokens (30 days) and the guest's time are both past
-    assert await accounts.sweep() == (2, 1)
+    assert await accounts.sweep() == (3, 1)
     assert await store.account(idle.account.id) is None
     assert await store.account(player.account.id) is not None
     again = await accounts.sign_in_device(DEVICE, "Idle")  # the device makes a new one
     assert again.is_new and again.account.id != idle.account.id
+
+
+async def test_a_copied_refresh_token_is_caught_from_another_network_or_a_second_time(
+        ) -> None:
+    """The grace answers one repeat, from the network that rotated: a thief who copied the
+    refresh token and presents it after the owner's refresh, from elsewhere, ends the session
+    (the review's thief stayed in step over four rotations)."""
+    accounts, _, clock = make()
+    first = await accounts.sign_in_device(DEVICE, "Ana")
+    owner = await accounts.refresh(first.refresh_token, "198.51.100.7")
+    clock.advance(1)
+    with pytest.raises(ServiceError) as error:
+        await accounts.refresh(first.refresh_token, "203.0.113.9")  # the thief, elsewhere
+    assert reason(error) == "SESSION_REVOKED"
+    with pytest.raises(ServiceError):
+        await accounts.authenticate(owner.access_token)  # the whole session ended
+    again = await accounts.sign_in_device(DEVICE, "")
+    renewed = await accounts.refresh(again.refresh_token, "198.51.100.7")
+    repeated = await accounts.refresh(again.refresh_token, "198.51.100.7")  # a second tab
+    assert repeated.access_token == renewed.access_token
+    with pytest.raises(ServiceError) as error:
+        await accounts.refresh(again.refresh_token, "198.51.100.7")  # a third copy: a thief's
+    assert reason(error) == "SESSION_REVOKED"

@@ -174,3 +174,48 @@ async def test_a_deleted_accounts_games_stay_in_the_records_naming_nobody(
                                            metadata=auth(people[2].access_token))
             assert caught.value.code() is grpc.StatusCode.PERMISSION_DENIED
             assert error_reason(caught.value) == "NOT_YOUR_ACCOUNT"
+
+
+async def test_an_account_deleted_mid_game_does_not_come_back_when_the_game_ends(
+        tmp_path: Path) -> None:
+    """The review's finding: deleted while seated, the account's seat plays on as a leaver's;
+    when the game ends, its record names "(deleted)", nothing of the account is written (no
+    history, no rating), and its name is free for another."""
+    async with servers(tmp_path) as (game, accounts, admin):
+        people = [(await accounts.SignInDevice(accounts_pb2.SignInDeviceRequest(
+            device_secret=secrets.token_urlsafe(24), display_name=name))).session
+            for name in ("Vera Victim", "Bia", "Cai")]
+        table = (await game.CreateTable(copas_pb2.CreateTableRequest(
+            preset="quick", rules=copas_pb2.RulesOverrides(
+                players=3, play_timeout_seconds=0, pass_timeout_seconds=0,
+                moon_timeout_seconds=0, trick_pause_seconds=0, hand_pause_seconds=0)))).table
+        tokens = {n: (await game.JoinTable(copas_pb2.JoinTableRequest(
+            table_id=table.table_id), metadata=auth(p.access_token))).player_token
+            for n, p in enumerate(people)}
+        vera = people[0].account.account_id
+        await admin.DeleteAccount(admin_pb2.DeleteAccountRequest(
+            account_id=vera, reason="asked to be forgotten"), metadata=OPERATOR)
+        await play_out(game, table.table_id, {1: tokens[1], 2: tokens[2]})
+        for _ in range(200):  # the intake takes the game within about a second
+            mine = await accounts.ListMyGames(accounts_pb2.ListMyGamesRequest(),
+                                              metadata=auth(people[1].access_token))
+            if mine.games:
+                break
+            await asyncio.sleep(0.05)
+        assert [g.record_id for g in mine.games] == [table.table_id]
+        for _ in range(200):  # and rewrites its record once it sees the deletion
+            record = (await game.GetGameRecord(copas_pb2.GetGameRecordRequest(
+                record_id=table.table_id))).record
+            if record.seats[0].display_name == "(deleted)":
+                break
+            await asyncio.sleep(0.05)
+        assert [s.display_name for s in record.seats] == ["(deleted)", "Bia", "Cai"]
+        assert "Vera" not in record.record_json and vera not in record.record_json
+        assert await reason_of(admin.FindAccount(admin_pb2.FindAccountRequest(query=vera),
+                                                 metadata=OPERATOR)) == "ACCOUNT_NOT_FOUND"
+        again = (await accounts.SignInDevice(accounts_pb2.SignInDeviceRequest(
+            device_secret=secrets.token_urlsafe(24), display_name="Vera Victim"))).session
+        assert again.account.display_name == "Vera Victim"  # the name is free again
+        history = await accounts.ListMyGames(accounts_pb2.ListMyGamesRequest(),
+                                             metadata=auth(again.access_token))
+        assert list(history.games) == []  # the old record is not the newcomer's

@@ -160,3 +160,47 @@ async def test_every_door_applies_the_policy_and_makes_nothing_when_it_refuses(
                 championships_pb2.CreateChampionshipRequest(
                     settings=championships_pb2.ChampionshipSettings(display_name=name)),
                 metadata=auth(ana.access_token))) == "INVALID_NAME", name
+
+
+async def test_a_seat_is_its_accounts_and_names_at_a_table_look_different() -> None:
+    """The review's finding: three signed-in seats joined as another account's name. A
+    signed-in seat takes its own account's name; two people at one table never share a name
+    that looks the same (the bots' names aside)."""
+    async with serving() as (running, stub), \
+            grpc.aio.insecure_channel(f"127.0.0.1:{running.port}") as channel:
+        accounts = accounts_pb2_grpc.AccountServiceStub(channel)
+        zed, bia = [(await accounts.SignInDevice(accounts_pb2.SignInDeviceRequest(
+            device_secret=secrets.token_urlsafe(24), display_name=name))).session
+            for name in ("Racer Zed", "Bia")]
+        table = (await stub.CreateTable(copas_pb2.CreateTableRequest(bot_seats=1))).table
+        assert await _reason(stub.JoinTable(copas_pb2.JoinTableRequest(
+            table_id=table.table_id, display_name="Racer Zed"),
+            metadata=auth(bia.access_token))) == "INVALID_NAME"  # not Bia's name
+        joined = await stub.JoinTable(copas_pb2.JoinTableRequest(table_id=table.table_id),
+                                      metadata=auth(zed.access_token))
+        for name in ("racer zed", "Racer  Zed", "Rаcer Zed"[:1] + "acer Zed"):
+            assert await _reason(stub.JoinTable(copas_pb2.JoinTableRequest(
+                table_id=table.table_id, display_name=name))) == "NAME_TAKEN", name
+        await stub.JoinTable(copas_pb2.JoinTableRequest(table_id=table.table_id,
+                                                        display_name="Ada"))  # a bot's name:
+        seated = (await stub.GetTable(copas_pb2.GetTableRequest(  # a person may take it
+            table_id=table.table_id))).table
+        assert seated.seats[joined.seat].display_name == "Racer Zed"
+
+
+@pytest.mark.parametrize("name", ["Cup \u034f", "\u034fAna", "Ana\ufe0f", "\U0001D159",
+                                  "Ana\U000E0100", "\u0301Ana", "A\u0640B", "שלום Ana"])
+def test_what_shows_nothing_an_opening_accent_and_two_directions_are_refused(name: str
+                                                                            ) -> None:
+    """The review's gaps: default-ignorable marks, a blank symbol, a leading accent, and
+    right-to-left letters in a left-to-right name."""
+    with pytest.raises(ServiceError) as caught:
+        names.clean(name, 64)
+    assert caught.value.reason == "INVALID_NAME"
+
+
+@pytest.mark.parametrize(("one", "other"), [("カナ", "力ナ"), ("ロン", "口ン"), ("ー郎", "一郎"),
+                                            ("Pau1", "Paul")])
+def test_look_alikes_of_any_script_fold_together(one: str, other: str) -> None:
+    assert names.name_key(one) == names.name_key(other)
+    assert names.person(one) and names.person(other)  # each a name, but not two accounts'

@@ -151,3 +151,25 @@ async def test_accounts_of_one_network_rate_nobody_people_of_others_do(server: A
         record = (await stub.GetGameRecord(copas_pb2.GetGameRecordRequest(
             record_id=table.table_id))).record
         assert len(record.ratings) == (3 if is_rated else 0)
+
+
+async def test_alts_that_play_seven_cards_and_leave_farm_nothing(server: Any) -> None:
+    """The attacker's farm of the review: three alts play seven cards each (over half a hand)
+    and leave, so the game ends at once with the main account first, from one address and
+    from three /64s of one IPv6 /48."""
+    stub, accounts = server
+    for n, alts in enumerate((["192.0.2.50"] * 3,
+                              [f"2001:db8:5:{k}::1" for k in (2, 3, 4)])):
+        main = await _guest(accounts, f"Main {n}", f"198.51.100.{60 + n}")
+        table_id = await _table(stub)
+        tokens = {0: await _join(stub, table_id, main, f"198.51.100.{60 + n}")}
+        for k, address in enumerate(alts, start=1):
+            alt = await _guest(accounts, f"Alt {n}-{k}", address)
+            tokens[k] = await _join(stub, table_id, alt, address)
+        await play_out(stub, table_id, tokens,
+                       stop=lambda view: view.trick_number >= 7 and not view.trick.cards)
+        for k, address in enumerate(alts, start=1):
+            await stub.LeaveTable(copas_pb2.LeaveTableRequest(table_id=table_id),
+                                  metadata=_from(address, tokens[k]))
+        profile = await _recorded(accounts, main, 1)
+        assert profile.wins == 1 and list(profile.ratings) == []

@@ -24,16 +24,17 @@ def finished_game(summary: RecordSummary) -> FinishedGame | None:
         return None
     result = summary.result
     by_seat = {s.seat: s for s in summary.seats}
+    left = {lv.seat for lv in result.leavers}
     places = tuple(
         Placed(accounts[r.seat], r.place, r.total, r.seat,
                has_played(by_seat[r.seat].own_cards, by_seat[r.seat].cards,
                           summary.rules.hand_size),
-               by_seat[r.seat].network)
+               by_seat[r.seat].network, r.seat in left)
         for r in sorted(result.standings, key=lambda s: s.seat) if r.seat in accounts)
     is_rated = (summary.rating == "people" and result.is_over
                 and result.end_reason is not GameEndReason.CLOSED
                 and len(accounts) == len(summary.seats) >= 2
                 and len(set(accounts.values())) == len(accounts)
-                and sum(p.has_played for p in places) >= 2)
+                and sum(p.has_played and not p.has_left for p in places) >= 2)
     return FinishedGame(summary.record_id, summary.display_name, summary.finished,
                         len(summary.seats), places, is_rated)

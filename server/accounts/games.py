@@ -47,6 +47,10 @@ class GameIntake:
             return False
         game = finished_game(summary)
         updates = await self._accounts.game_finished(game) if game is not None else None
+        if game is not None:  # an account deleted while the game ran: its record forgets it
+            for account_id in await self._accounts.deleted_among(
+                    [p.account_id for p in game.places]):
+                await forget_in_records(self._store, account_id, [summary.record_id])
         self._seen[summary.record_id] = None
         if updates is not None:
             self._on_recorded(bool(updates))

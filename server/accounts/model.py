@@ -81,6 +81,11 @@ class Session:
     salt: str = ""
     """The secret the next tokens are derived with from the refresh token presented, so a
     repeat within the grace gets the same ones (``server.accounts.service``)."""
+    rotated_by: str = ""
+    """The network of the client that made the last rotation (a tag of it): a repeat is
+    answered only from there."""
+    repeats: int = 0
+    """Repeats of the last rotation answered (one at most)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,6 +118,8 @@ class Placed:
     """Its person played the game (``ratings.has_played``)."""
     network: str = ""
     """Its network's tag at this table ("" unknown)."""
+    has_left: bool = False
+    """Its person left before the game's end."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,6 +194,8 @@ class AccountStore(Protocol):
         """:raises NameTaken: another account's name looks the same (nothing is written)."""
     async def banned_among(self, account_ids: list[str]) -> set[str]:
         """Those of ``account_ids`` banned (or deleted)."""
+    async def deleted_among(self, account_ids: list[str]) -> set[str]:
+        """Those of ``account_ids`` deleted."""
     async def start_session(self, session: Session, keep: int = SESSIONS_KEPT) -> None:
         """A new sign-in; the account's oldest sessions beyond ``keep`` end, and the account
         was seen now."""
@@ -197,15 +206,18 @@ class AccountStore(Protocol):
     async def rotate(self, old: Session, new: Session) -> bool:
         """Replace ``old`` by ``new`` if ``old`` is still current (False: it was rotated or
         ended meanwhile; nothing written); the account was seen at ``new.rotated``."""
+    async def repeat(self, session: Session) -> bool:
+        """Counts one repeat of ``session``'s last rotation, if none was (else False: a
+        second repeat is a copy's)."""
     async def end_family(self, family: str) -> None: ...
     async def end_sessions(self, account_id: str) -> int:
         """End every session of the account; returns how many."""
     async def sessions_of(self, account_id: str) -> int:
         """How many sessions the account has."""
     async def sweep(self, now: float, idle_guests_before: float) -> tuple[int, int]:
-        """Sessions whose refresh token expired end, and guests never used go: accounts that
-        sign in only by a device, have no game in their history and were neither made nor
-        seen since ``idle_guests_before``. Returns (sessions, guests) removed."""
+        """Sessions whose refresh token expired end, and idle guests go (their history with
+        them): accounts that sign in only by a device, have no rated game and were neither
+        made nor seen since ``idle_guests_before``. Returns (sessions, guests) removed."""
     async def ratings(self, account_id: str) -> dict[int, Rating]: ...
     async def record_game(self, game: FinishedGame, compute: RatingUpdate
                           ) -> list[Update] | None:
@@ -313,6 +325,10 @@ class MemoryAccountStore:
         return {a for a in account_ids if (found := self._accounts.get(a)) is not None
                 and (found.is_banned or found.is_deleted)}
 
+    async def deleted_among(self, account_ids: list[str]) -> set[str]:
+        return {a for a in account_ids if (found := self._accounts.get(a)) is not None
+                and found.is_deleted}
+
     async def save_account(self, account: Account) -> None:
         key = self._check_name(account)
         old = self._accounts.get(account.id)
@@ -363,6 +379,14 @@ class MemoryAccountStore:
         self._seen[new.account_id] = new.rotated
         return True
 
+    async def repeat(self, session: Session) -> bool:
+        current = self._sessions.get(session.family)
+        if current is None or current.refresh_digest != session.refresh_digest \
+                or current.repeats:
+            return False
+        self._sessions[session.family] = replace(current, repeats=1)
+        return True
+
     async def end_family(self, family: str) -> None:
         session = self._sessions.pop(family, None)
         if session is not None:
@@ -385,8 +409,8 @@ class MemoryAccountStore:
         for family in expired:
             await self.end_family(family)
         guests = [a for a in list(self._accounts.values()) if is_never_used_guest(
-            await self.identities(a.id), len(self._history.get(a.id, [])), a,
-            self._seen.get(a.id, a.created), idle_guests_before)]
+            await self.identities(a.id), sum(g.is_rated for g in self._history.get(a.id, [])),
+            a, self._seen.get(a.id, a.created), idle_guests_before)]
         for account in guests:
             await self.end_sessions(account.id)
             for identity in await self.identities(account.id):
@@ -394,6 +418,7 @@ class MemoryAccountStore:
             self._names.pop(name_key(account.display_name), None)
             del self._accounts[account.id]
             self._seen.pop(account.id, None)
+            self._history.pop(account.id, None)
         return len(expired), len(guests)
 
     async def ratings(self, account_id: str) -> dict[int, Rating]:
@@ -403,6 +428,8 @@ class MemoryAccountStore:
                           ) -> list[Update] | None:
         if game.record_id in self._recorded:
             return None
+        gone = {p.account_id for p in game.places
+                if (a := self._accounts.get(p.account_id)) is not None and a.is_deleted}
         updates: list[Update] = []
         if game.is_rated:
             before = [self._ratings.get(p.account_id, {}).get(game.players, Rating())
@@ -410,10 +437,14 @@ class MemoryAccountStore:
             updates = compute(before)
             by_seat = {p.seat: p.account_id for p in game.places}
             for update in updates:
-                self._ratings.setdefault(by_seat[update.seat], {})[game.players] = update.after
+                if by_seat[update.seat] not in gone:
+                    self._ratings.setdefault(by_seat[update.seat], {})[game.players] = \
+                        update.after
             self._game_ratings[game.record_id] = updates
         moved = {u.seat: u for u in updates}
         for placed in game.places:
+            if placed.account_id in gone:
+                continue
             self._history.setdefault(placed.account_id, []).append(
                 history_line(game, placed, moved.get(placed.seat)))
         self._recorded.add(game.record_id)

@@ -73,6 +73,8 @@ ALTER TABLE sessions ADD COLUMN created double precision NOT NULL DEFAULT 0;
 ALTER TABLE sessions ADD COLUMN previous_refresh text NOT NULL DEFAULT '';
 ALTER TABLE sessions ADD COLUMN rotated double precision NOT NULL DEFAULT 0;
 ALTER TABLE sessions ADD COLUMN salt text NOT NULL DEFAULT '';
+ALTER TABLE sessions ADD COLUMN rotated_by text NOT NULL DEFAULT '';
+ALTER TABLE sessions ADD COLUMN repeats INTEGER NOT NULL DEFAULT 0;
 CREATE INDEX sessions_by_expiry ON sessions (refresh_expires);
 CREATE INDEX sessions_by_created ON sessions (account_id, created);
 CREATE TABLE game_ratings (
@@ -86,7 +88,8 @@ CREATE INDEX ratings_established ON ratings (players, shown DESC, games DESC, ac
 """
 
 _SESSION = ("family, account_id, access_digest, access_expires, refresh_digest, "
-            "refresh_expires, generation, created, previous_refresh, rotated, salt")
+            "refresh_expires, generation, created, previous_refresh, rotated, salt, rotated_by, "
+            "repeats")
 _SESSION_MARKS = ", ".join(["%s"] * len(_SESSION.split(", ")))
 _UPDATE = ("seat, mu_before, sigma_before, games_before, wins_before, mu_after, sigma_after, "
            "games_after, wins_after, opponents")
@@ -100,7 +103,7 @@ def _session_row(session: Session) -> tuple[Any, ...]:
     return (session.family, session.account_id, session.access_digest,
             session.access_expires, session.refresh_digest, session.refresh_expires,
             session.generation, session.created, session.previous_refresh, session.rotated,
-            session.salt)
+            session.salt, session.rotated_by, session.repeats)
 
 
 def _migrate(db: Any) -> None:
@@ -205,6 +208,11 @@ class PgAccountStore:
             "SELECT account_id FROM accounts WHERE account_id = ANY(%s) AND "
             "(is_banned OR is_deleted)", (account_ids,)).fetchall())} if account_ids else set()
 
+    async def deleted_among(self, account_ids: list[str]) -> set[str]:
+        return {a for (a,) in await self._do(lambda db: db.execute(
+            "SELECT account_id FROM accounts WHERE account_id = ANY(%s) AND is_deleted",
+            (account_ids,)).fetchall())} if account_ids else set()
+
     async def save_account(self, account: Account) -> None:
         def body(db: Any) -> None:
             key = _key_of(account)
@@ -259,10 +267,11 @@ class PgAccountStore:
             changed = db.execute(
                 "UPDATE sessions SET access_digest = %s, access_expires = %s, "
                 "refresh_digest = %s, refresh_expires = %s, generation = %s, "
-                "previous_refresh = %s, rotated = %s WHERE family = %s AND refresh_digest = %s",
+                "previous_refresh = %s, rotated = %s, rotated_by = %s, repeats = 0 "
+                "WHERE family = %s AND refresh_digest = %s",
                 (new.access_digest, new.access_expires, new.refresh_digest,
                  new.refresh_expires, new.generation, new.previous_refresh, new.rotated,
-                 old.family, old.refresh_digest)).rowcount
+                 new.rotated_by, old.family, old.refresh_digest)).rowcount
             if not changed:
                 return False
             db.execute("UPDATE accounts SET last_seen = %s WHERE account_id = %s",
@@ -273,6 +282,12 @@ class PgAccountStore:
                        (old.family, old.generation - USED_REFRESH_KEPT))
             return True
         return await self._do(body)
+
+    async def repeat(self, session: Session) -> bool:
+        return bool(await self._do(lambda db: db.execute(
+            "UPDATE sessions SET repeats = repeats + 1 WHERE family = %s AND "
+            "refresh_digest = %s AND repeats = 0",
+            (session.family, session.refresh_digest)).rowcount))
 
     async def end_family(self, family: str) -> None:
         def body(db: Any) -> None:
@@ -305,7 +320,8 @@ class PgAccountStore:
                 "AND EXISTS (SELECT 1 FROM identities i WHERE i.account_id = a.account_id) "
                 "AND NOT EXISTS (SELECT 1 FROM identities i WHERE i.account_id = a.account_id "
                 "                AND i.method != 'device') "
-                "AND NOT EXISTS (SELECT 1 FROM history h WHERE h.account_id = a.account_id) "
+                "AND NOT EXISTS (SELECT 1 FROM history h WHERE h.account_id = a.account_id "
+                "                AND h.is_rated) "
                 "FOR UPDATE OF a SKIP LOCKED", (idle_guests_before, idle_guests_before))]
             if guests:
                 families = [f for (f,) in db.execute(
@@ -313,6 +329,7 @@ class PgAccountStore:
                     (guests,))]
                 db.execute("DELETE FROM used_refresh WHERE family = ANY(%s)", (families,))
                 db.execute("DELETE FROM identities WHERE account_id = ANY(%s)", (guests,))
+                db.execute("DELETE FROM history WHERE account_id = ANY(%s)", (guests,))
                 db.execute("DELETE FROM accounts WHERE account_id = ANY(%s)", (guests,))
             return len(expired), len(guests)
         return await self._do(body)
@@ -330,6 +347,9 @@ class PgAccountStore:
             if db.execute("INSERT INTO recorded_games VALUES (%s) ON CONFLICT DO NOTHING",
                           (game.record_id,)).rowcount == 0:
                 return None
+            gone = {a for (a,) in db.execute(  # deleted meanwhile: nothing of theirs is kept
+                "SELECT account_id FROM accounts WHERE account_id = ANY(%s) AND is_deleted",
+                ([p.account_id for p in game.places],))}
             updates: list[Update] = []
             if game.is_rated:
                 ids = [p.account_id for p in game.places]
@@ -345,15 +365,22 @@ class PgAccountStore:
                 by_seat = {p.seat: p.account_id for p in game.places}
                 for update in updates:
                     rating = update.after
-                    db.execute("UPDATE ratings SET mu = %s, sigma = %s, games = %s, wins = %s, "
-                               "shown = %s WHERE account_id = %s AND players = %s",
-                               (rating.mu, rating.sigma, rating.games, rating.wins,
-                                rating.shown, by_seat[update.seat], game.players))
+                    if by_seat[update.seat] in gone:
+                        db.execute("DELETE FROM ratings WHERE account_id = %s",
+                                   (by_seat[update.seat],))
+                    else:
+                        db.execute(
+                            "UPDATE ratings SET mu = %s, sigma = %s, games = %s, wins = %s, "
+                            "shown = %s WHERE account_id = %s AND players = %s",
+                            (rating.mu, rating.sigma, rating.games, rating.wins,
+                             rating.shown, by_seat[update.seat], game.players))
                     db.execute(f"INSERT INTO game_ratings (record_id, {_UPDATE}) VALUES "
                                "(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT DO "
                                "NOTHING", (game.record_id, *update_row(update)))
             moved = {u.seat: u for u in updates}
             for placed in game.places:
+                if placed.account_id in gone:
+                    continue
                 line = history_line(game, placed, moved.get(placed.seat))
                 db.execute("INSERT INTO history VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
                            "ON CONFLICT DO NOTHING",

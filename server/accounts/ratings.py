@@ -6,9 +6,10 @@ rates a 3-, 4- or 5-player free-for-all in one update, and openskill is maintain
 pure Python.
 
 Which games are rated, and who moves whom, is RULES.md's "Rated games" (``rate_game`` here):
-only seats whose people played rate each other; a seat that did not play loses rating and
+only seats whose people played and stayed to the end rate each other, and of those only the
+seats alone of their network at the table; a seat that did not play, or left, loses rating and
 gives none; an established account (``PROVISIONAL_GAMES`` rated games or more) is rated only
-against established opponents; seats of one network do not rate each other.
+against established opponents.
 
 The shown rating is the ordinal ``mu - 3 sigma`` (a conservative estimate that rises as games
 are played), scaled so that a new account shows 0 and a point is a hundredth of openskill's:
@@ -75,6 +76,8 @@ class Contender:
     """Its network's tag ("" when not known: then it shares none)."""
     before: Rating
     """Its account's rating in this kind of game before the game."""
+    has_left: bool = False
+    """Its person left before the game's end (the server played the seat from then on)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,20 +95,30 @@ class Update:
 def rate_game(contenders: Sequence[Contender], *, is_one_network_rated: bool = False
               ) -> list[Update]:
     """The rating updates of a finished game whose every seat held a signed-in account (the
-    caller checked that and the other conditions of RULES.md's "Rated games"): none unless
-    two seats or more played. For each seat, its opponents are the other seats that played,
-    less those of its network (unless ``is_one_network_rated``), less the provisional ones
-    when it is established; a seat with no opponent is not rated. A seat that played is placed
-    as in the game; one that did not is placed behind all its opponents (it loses; it is in
-    nobody's opponents, so it gives nothing)."""
-    players = [c for c in contenders if c.has_played]
-    if len(players) < 2:
+    caller checked that and the other conditions of RULES.md's "Rated games").
+
+    The seats that **count** are those whose people played and stayed to the end, each the
+    only seat of its network at the table (unless ``is_one_network_rated``): one person's
+    accounts, or a household's, never count, whoever they play. Nothing is rated unless two
+    seats count. Each seat is then rated against the counting seats other than itself, less
+    those of its network, less the provisional ones when it is established; a seat with no
+    opponent is not rated. A counting seat is placed as in the game; a seat that played but
+    left is placed as in the game too (behind those who stayed), and one that did not play
+    behind everyone: both lose, and give nothing (they are nobody's opponent)."""
+    if is_one_network_rated:
+        crowded: set[str] = set()
+    else:
+        networks = [c.network for c in contenders if c.network]
+        crowded = {n for n in networks if networks.count(n) > 1}
+    counting = [c for c in contenders if c.has_played and not c.has_left
+                and c.network not in crowded]
+    if len(counting) < 2:
         return []
     last = max(c.place for c in contenders) + 1
     updates: list[Update] = []
     computed: dict[tuple[tuple[int, ...], int], dict[int, Rating]] = {}
     for c in contenders:
-        opponents = [o for o in players if o.seat != c.seat
+        opponents = [o for o in counting if o.seat != c.seat
                      and (is_one_network_rated or not c.network or o.network != c.network)
                      and (c.before.is_provisional or not o.before.is_provisional)]
         if not opponents:
@@ -120,7 +133,7 @@ def rate_game(contenders: Sequence[Contender], *, is_one_network_rated: bool = F
             computed[key] = {x.seat: Rating(team[0].mu, team[0].sigma) for x, team
                              in zip(group, rated, strict=True)}
         new = computed[key][c.seat]
-        won = c.has_played and c.place == 1
+        won = c in counting and c.place == 1
         updates.append(Update(c.seat, c.before,
                               Rating(new.mu, new.sigma, c.before.games + 1,
                                      c.before.wins + won),

@@ -55,7 +55,7 @@ from server.accounts.ratings import Contender, Rating, Update, rate_game
 from server.bounded import Bounded
 from server.errors import ServiceError
 from server.names import person
-from server.tokens import hash_token
+from server.tokens import hash_token, network_tag
 
 log = structlog.get_logger("copas.accounts")
 
@@ -230,9 +230,11 @@ class Accounts:
 
     # ------------------------------------------------------------ sessions
 
-    async def refresh(self, refresh_token: str) -> SignedIn:
+    async def refresh(self, refresh_token: str, address: str = "") -> SignedIn:
         """A new access token and refresh token for ``refresh_token``, which stops working.
-        An old refresh token presented again ends the session (someone copied it)."""
+        An old refresh token presented again ends the session (someone copied it), but for
+        one repeat of the last rotation within REFRESH_GRACE seconds from the network that
+        made it (``address``: the caller's; two tabs, a retry), which gets the same tokens."""
         digest = hash_token(refresh_token)
         for _ in range(2):  # a second look when another refresh of it rotated it meanwhile
             session, is_current = await self._store.session_by_refresh(digest)
@@ -240,8 +242,8 @@ class Accounts:
                 raise _revoked()
             now = self._clock()
             if not is_current:
-                repeat = self._repeated(session, refresh_token, digest, now)
-                if repeat is not None:
+                repeat = self._repeated(session, refresh_token, digest, now, address)
+                if repeat is not None and await self._store.repeat(session):
                     return await self._signed_in(session.account_id, *repeat, session)
                 await self._store.end_family(session.family)
                 raise ServiceError.unauthenticated(
@@ -256,7 +258,8 @@ class Accounts:
             new = replace(session, access_digest=hash_token(access),
                           access_expires=now + self._access_ttl, refresh_digest=hash_token(refresh),
                           refresh_expires=now + self._refresh_ttl,
-                          generation=session.generation + 1, previous_refresh=digest, rotated=now)
+                          generation=session.generation + 1, previous_refresh=digest, rotated=now,
+                          rotated_by=network_tag(session.family, address), repeats=0)
             if await self._store.rotate(session, new):
                 self._seen[session.account_id] = now
                 return await self._signed_in(session.account_id, access, refresh, new)
@@ -270,12 +273,14 @@ class Accounts:
         return (ACCESS_PREFIX + _derived(session.salt, refresh_token, "access"),
                 REFRESH_PREFIX + _derived(session.salt, refresh_token, "refresh"))
 
-    def _repeated(self, session: Session, refresh_token: str, digest: str, now: float
-                  ) -> tuple[str, str] | None:
+    def _repeated(self, session: Session, refresh_token: str, digest: str, now: float,
+                  address: str) -> tuple[str, str] | None:
         """The tokens the last rotation answered, when ``refresh_token`` is the one it
-        rotated and it comes again within REFRESH_GRACE (else None: a reuse)."""
+        rotated and it comes again within REFRESH_GRACE from the network that rotated it and
+        for the first time (else None: a reuse)."""
         if session.previous_refresh != digest or now - session.rotated > REFRESH_GRACE \
-                or not session.salt:
+                or not session.salt or session.repeats \
+                or session.rotated_by != network_tag(session.family, address):
             return None
         access, refresh = self._next_tokens(session, refresh_token)
         if not (hmac.compare_digest(hash_token(access), session.access_digest)
@@ -395,7 +400,7 @@ class Accounts:
         exactly once. How it moved them (None: it was taken already, by this node or
         another)."""
         def compute(before: list[Rating]) -> list[Update]:
-            return rate_game([Contender(p.seat, p.place, p.has_played, p.network, b)
+            return rate_game([Contender(p.seat, p.place, p.has_played, p.network, b, p.has_left)
                               for p, b in zip(game.places, before, strict=True)],
                              is_one_network_rated=self._is_one_network_rated)
         return await self._store.record_game(game, compute)
@@ -446,6 +451,9 @@ class Accounts:
 
     async def banned_among(self, account_ids: list[str]) -> set[str]:
         return await self._store.banned_among(account_ids)
+
+    async def deleted_among(self, account_ids: list[str]) -> set[str]:
+        return await self._store.deleted_among(account_ids)
 
     async def delete(self, account_id: str) -> None:
         """Forget the person: sessions end, ways to sign in go, the name is gone."""

@@ -74,6 +74,8 @@ ALTER TABLE sessions ADD COLUMN created REAL NOT NULL DEFAULT 0;
 ALTER TABLE sessions ADD COLUMN previous_refresh TEXT NOT NULL DEFAULT '';
 ALTER TABLE sessions ADD COLUMN rotated REAL NOT NULL DEFAULT 0;
 ALTER TABLE sessions ADD COLUMN salt TEXT NOT NULL DEFAULT '';
+ALTER TABLE sessions ADD COLUMN rotated_by TEXT NOT NULL DEFAULT '';
+ALTER TABLE sessions ADD COLUMN repeats INTEGER NOT NULL DEFAULT 0;
 CREATE INDEX sessions_by_expiry ON sessions (refresh_expires);
 CREATE INDEX sessions_by_created ON sessions (account_id, created);
 CREATE TABLE game_ratings (
@@ -87,7 +89,8 @@ CREATE INDEX ratings_established ON ratings (players, shown DESC, games DESC, ac
 """
 
 _SESSION = ("family, account_id, access_digest, access_expires, refresh_digest, "
-            "refresh_expires, generation, created, previous_refresh, rotated, salt")
+            "refresh_expires, generation, created, previous_refresh, rotated, salt, rotated_by, "
+            "repeats")
 _SESSION_MARKS = ", ".join("?" * len(_SESSION.split(", ")))
 _UPDATE = ("seat, mu_before, sigma_before, games_before, wins_before, mu_after, sigma_after, "
            "games_after, wins_after, opponents")
@@ -101,7 +104,7 @@ def _session_row(session: Session) -> tuple[Any, ...]:
     return (session.family, session.account_id, session.access_digest,
             session.access_expires, session.refresh_digest, session.refresh_expires,
             session.generation, session.created, session.previous_refresh, session.rotated,
-            session.salt)
+            session.salt, session.rotated_by, session.repeats)
 
 
 def update_row(update: Update) -> tuple[Any, ...]:
@@ -247,6 +250,14 @@ class SqliteAccountStore:
                 "(is_banned OR is_deleted)", account_ids)}
         return await self._do(body) if account_ids else set()
 
+    async def deleted_among(self, account_ids: list[str]) -> set[str]:
+        def body(db: sqlite3.Connection) -> set[str]:
+            marks = ",".join("?" * len(account_ids))
+            return {a for (a,) in db.execute(
+                f"SELECT account_id FROM accounts WHERE account_id IN ({marks}) AND "
+                "is_deleted", account_ids)}
+        return await self._do(body) if account_ids else set()
+
     async def save_account(self, account: Account) -> None:
         def body(db: sqlite3.Connection) -> None:
             try:
@@ -295,11 +306,11 @@ class SqliteAccountStore:
         def body(db: sqlite3.Connection) -> bool:
             changed = db.execute(
                 "UPDATE sessions SET access_digest = ?, access_expires = ?, refresh_digest = ?, "
-                "refresh_expires = ?, generation = ?, previous_refresh = ?, rotated = ? "
-                "WHERE family = ? AND refresh_digest = ?",
+                "refresh_expires = ?, generation = ?, previous_refresh = ?, rotated = ?, "
+                "rotated_by = ?, repeats = 0 WHERE family = ? AND refresh_digest = ?",
                 (new.access_digest, new.access_expires, new.refresh_digest,
                  new.refresh_expires, new.generation, new.previous_refresh, new.rotated,
-                 old.family, old.refresh_digest)).rowcount
+                 new.rotated_by, old.family, old.refresh_digest)).rowcount
             if not changed:
                 return False
             db.execute("UPDATE accounts SET last_seen = ? WHERE account_id = ?",
@@ -310,6 +321,11 @@ class SqliteAccountStore:
                        (old.family, old.generation - USED_REFRESH_KEPT))
             return True
         return await self._do(body)
+
+    async def repeat(self, session: Session) -> bool:
+        return bool(await self._do(lambda db: db.execute(
+            "UPDATE sessions SET repeats = repeats + 1 WHERE family = ? AND refresh_digest = ? "
+            "AND repeats = 0", (session.family, session.refresh_digest)).rowcount))
 
     async def end_family(self, family: str) -> None:
         def body(db: sqlite3.Connection) -> None:
@@ -345,7 +361,8 @@ class SqliteAccountStore:
                 "AND EXISTS (SELECT 1 FROM identities i WHERE i.account_id = a.account_id) "
                 "AND NOT EXISTS (SELECT 1 FROM identities i WHERE i.account_id = a.account_id "
                 "                AND i.method != 'device') "
-                "AND NOT EXISTS (SELECT 1 FROM history h WHERE h.account_id = a.account_id)",
+                "AND NOT EXISTS (SELECT 1 FROM history h WHERE h.account_id = a.account_id "
+                "                AND h.is_rated)",
                 (idle_guests_before,))]
             for account_id in guests:
                 for (family,) in db.execute("SELECT family FROM sessions WHERE account_id = ?",
@@ -353,6 +370,7 @@ class SqliteAccountStore:
                     db.execute("DELETE FROM used_refresh WHERE family = ?", (family,))
                 db.execute("DELETE FROM sessions WHERE account_id = ?", (account_id,))
                 db.execute("DELETE FROM identities WHERE account_id = ?", (account_id,))
+                db.execute("DELETE FROM history WHERE account_id = ?", (account_id,))
                 db.execute("DELETE FROM accounts WHERE account_id = ?", (account_id,))
             return len(expired), len(guests)
         return await self._do(body)
@@ -370,6 +388,10 @@ class SqliteAccountStore:
             if db.execute("INSERT OR IGNORE INTO recorded_games VALUES (?)",
                           (game.record_id,)).rowcount == 0:
                 return None
+            marks = ",".join("?" * len(game.places))
+            gone = {a for (a,) in db.execute(  # deleted meanwhile: nothing of theirs is kept
+                f"SELECT account_id FROM accounts WHERE account_id IN ({marks}) AND is_deleted",
+                [p.account_id for p in game.places])}
             updates: list[Update] = []
             if game.is_rated:
                 before = []
@@ -382,14 +404,17 @@ class SqliteAccountStore:
                 by_seat = {p.seat: p.account_id for p in game.places}
                 for update in updates:
                     rating = update.after
-                    db.execute("INSERT OR REPLACE INTO ratings VALUES (?, ?, ?, ?, ?, ?, ?)",
-                               (by_seat[update.seat], game.players, rating.mu, rating.sigma,
-                                rating.games, rating.wins, rating.shown))
+                    if by_seat[update.seat] not in gone:
+                        db.execute("INSERT OR REPLACE INTO ratings VALUES (?, ?, ?, ?, ?, ?, ?)",
+                                   (by_seat[update.seat], game.players, rating.mu, rating.sigma,
+                                    rating.games, rating.wins, rating.shown))
                     db.execute(f"INSERT OR REPLACE INTO game_ratings (record_id, {_UPDATE}) "
                                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                                (game.record_id, *update_row(update)))
             moved = {u.seat: u for u in updates}
             for placed in game.places:
+                if placed.account_id in gone:
+                    continue
                 line = history_line(game, placed, moved.get(placed.seat))
                 db.execute("INSERT OR IGNORE INTO history VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                            (placed.account_id, line.finished, line.record_id, line.table_name,

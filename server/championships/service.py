@@ -261,6 +261,12 @@ class Championships:
         await self.driver.step_if_held(championship_id)  # round 1 seated before the answer
         return await self.get(championship_id)
 
+    async def forget_player(self, account_id: str, name: str) -> None:
+        """A deleted account: its registrations are named ``name`` (its standings lines
+        with them)."""
+        for championship_id in await self.store.forget_player(account_id, name):
+            self.driver.changed(championship_id)
+
     async def cancel(self, championship_id: str) -> Championship:
         """Its running games end CLOSED (never counted); the standings stay, CANCELLED.
 

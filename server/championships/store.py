@@ -414,6 +414,20 @@ class ChampionshipStore:
             return bool(held) and held[0][0] == node
         return await self._do(body)
 
+    async def forget_player(self, account_id: str, name: str) -> list[str]:
+        """A deleted account's registrations are named ``name`` from now on; the
+        championships changed."""
+        def body(tx: Tx) -> list[str]:
+            found = [str(c) for (c,) in tx.rows(
+                "SELECT championship_id FROM championship_players WHERE account_id = ?",
+                (account_id,))]
+            tx.write("UPDATE championship_players SET display_name = ? WHERE account_id = ?",
+                     (name, account_id))
+            for championship_id in found:
+                _changed(tx, championship_id)
+            return found
+        return await self._do(body)
+
     async def release(self, node: str) -> int:
         """``node`` gives up every championship lease it holds (it drains: another node
         drives them from its next step); how many."""

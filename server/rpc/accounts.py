@@ -142,7 +142,8 @@ class AccountService(accounts_pb2_grpc.AccountServiceServicer):
     async def RefreshSession(self, request: accounts_pb2.RefreshSessionRequest,
                              context: Context) -> accounts_pb2.RefreshSessionResponse:
         return accounts_pb2.RefreshSessionResponse(session=await self._signed_in(
-            "refresh", self.accounts.refresh(_secret("refresh_token", request.refresh_token))))
+            "refresh", self.accounts.refresh(_secret("refresh_token", request.refresh_token),
+                                             caller().peer)))
 
     async def SignOut(self, request: accounts_pb2.SignOutRequest, context: Context
                       ) -> accounts_pb2.SignOutResponse:

@@ -23,7 +23,7 @@ from copas.admin.v1 import admin_pb2, admin_pb2_grpc
 from copas.v1 import accounts_pb2, copas_pb2
 
 from server import names
-from server.accounts.games import forget_in_records
+from server.accounts.games import DELETED_NAME, forget_in_records
 from server.accounts.model import Account
 from server.accounts.service import Accounts
 from server.championships.service import Championships
@@ -358,6 +358,10 @@ class AdminService(ChampionshipAdmin, admin_pb2_grpc.AdminServiceServicer):
             games += [g.record_id for g in page]
             before = (page[-1].finished, page[-1].record_id)
         await self._accounts.delete(account_id)
+        for table in self._registry.remove_account(account_id):  # played as a leaver's
+            await self._registry.delivery.committed(table)
+        if self._championships is not None:
+            await self._championships.forget_player(account_id, DELETED_NAME)
         await forget_in_records(self._registry.store, account_id, games)
         return admin_pb2.DeleteAccountResponse(records_rewritten=len(games))
 

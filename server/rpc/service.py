@@ -193,9 +193,14 @@ class CopasService(copas_pb2_grpc.CopasServiceServicer):
         found = caller()
         account = await self.accounts.authenticate_digest(found.token_hash) \
             if found.has_access_token and found.token_hash is not None else None
-        name = names.person(display_name, required=account is None) or \
-            (account.display_name if account is not None else "")
-        return name, account.id if account is not None else ""
+        name = names.person(display_name, required=account is None)
+        if account is None:
+            return name, ""
+        if name and names.name_key(name) != names.name_key(account.display_name):
+            raise ServiceError.invalid(
+                "a signed-in seat takes its account's name: leave display_name empty, or "
+                "rename the account (AccountService.UpdateProfile)", "INVALID_NAME")
+        return account.display_name, account.id
 
     async def JoinTable(self, request: copas_pb2.JoinTableRequest, context: Context
                         ) -> copas_pb2.JoinTableResponse:

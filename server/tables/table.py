@@ -32,6 +32,7 @@ from engine import actions as ev
 from server import codec, tokens
 from server.config import TableSettings
 from server.errors import ServiceError, from_engine
+from server.names import name_key
 from server.observability import Metrics
 from server.store.base import StorageFailed, TableMeta
 from server.tables import views
@@ -269,6 +270,11 @@ class Table:
             self.seats.check_one_each(account_id, address,
                                       self.settings.quick_match_seats_per_client)
         seat = self.seats.choose(seat_number, account_id)
+        looks = name_key(name)
+        if any(s.is_taken and not s.is_bot and name_key(s.name) == looks for s in self.seats):
+            raise ServiceError.already_exists(
+                "another person at this table has that name (or one that looks the same): "
+                "choose another", "NAME_TAKEN")
 
         def seat_them() -> tuple[int, str]:
             self._host.check_room_for_player()
