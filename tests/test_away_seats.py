@@ -268,8 +268,8 @@ def test_a_table_made_with_a_seed_is_no_quick_match_table() -> None:
     registry = new_registry(clock, quick_match_seats_per_client=1)
     seeded = registry.create(preset="quick", overrides={}, bot_seats=0, name="", seed="11")
     assert not seeded.meta.is_quick
-    for _ in range(2):
-        seeded.join("Ann", None, address="192.0.2.66")  # one address, two seats
+    for name in ("Ann", "Bo"):
+        seeded.join(name, None, address="192.0.2.66")  # one address, two seats
     assert [s.reserved_until for s in seeded.seats[:2]] == [None, None]  # no reservations
     quick, _, _ = registry.join("", "Bo", None, preset="quick", address="198.51.100.1")
     assert quick is not seeded and quick.meta.is_quick

@@ -8,7 +8,6 @@ the accounts' (``accounts.sqlite3``, or ``accounts_meta``), the championships'
 
 from __future__ import annotations
 
-import sqlite3
 from pathlib import Path
 
 from server.store.base import StoreUnusable
@@ -27,21 +26,17 @@ def known_versions() -> dict[str, int]:
 
 
 def _user_version(path: Path) -> int:
-    """A SQLite file's ``user_version``, read without writing anything beside it (from the
-    file alone, ``immutable``, unless a write-ahead log holds its latest pages)."""
-    wal = path.with_name(path.name + "-wal")
-    has_wal = wal.is_file() and wal.stat().st_size > 0
+    """A SQLite file's ``user_version``, read from its header (bytes 60..63, big-endian):
+    nothing is opened as a database, locked or written (a version a write-ahead log holds and
+    the file not yet is read by the store's own open)."""
     try:
-        db = sqlite3.connect(f"file:{path}?mode=ro{'' if has_wal else '&immutable=1'}",
-                             uri=True)
-    except sqlite3.Error:
-        return 0  # not a database we can read: the store's own open says why
-    try:
-        return int(db.execute("PRAGMA user_version").fetchone()[0])
-    except sqlite3.Error:
+        with path.open("rb") as file:
+            header = file.read(100)
+    except OSError:
         return 0
-    finally:
-        db.close()
+    if len(header) < 100 or not header.startswith(b"SQLite format 3\x00"):
+        return 0  # not a database we can read: the store's own open says why
+    return int.from_bytes(header[60:64], "big")
 
 
 def check_data_dir(data_dir: str) -> None:

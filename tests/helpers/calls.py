@@ -148,14 +148,18 @@ async def join_all(stub: copas_pb2_grpc.CopasServiceStub, table_id: str, count: 
     sent again while the answer is UNAVAILABLE (a relayed call whose node did not answer in
     time on a loaded machine), so a join the owner took is answered, not taken twice."""
     joined = []
-    for i in range(count):
-        request = copas_pb2.JoinTableRequest(table_id=table_id, display_name=f"P{i}",
+    number = 0  # P0, P1...: a name another person at the table has is passed over
+    while len(joined) < count:
+        request = copas_pb2.JoinTableRequest(table_id=table_id, display_name=f"P{number}",
                                              request_id=f"join-{uuid.uuid4().hex}")
+        number += 1
         for attempt in range(20):
             try:
                 joined.append(await stub.JoinTable(request))
                 break
             except grpc.aio.AioRpcError as error:
+                if error.code() == grpc.StatusCode.ALREADY_EXISTS:  # NAME_TAKEN
+                    break
                 if error.code() != grpc.StatusCode.UNAVAILABLE or attempt == 19:
                     raise
                 await asyncio.sleep(0.25)
