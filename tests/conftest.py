@@ -93,6 +93,7 @@ TIERS = {
     "test_store_contract.py": CLUSTER, "test_championship_store.py": CLUSTER,
     "test_migrations.py": CLUSTER,
     "test_championships.py": INTEGRATION, "test_championship_privacy.py": INTEGRATION,
+    "test_championship_bounds.py": INTEGRATION,
     "test_championship_kill9.py": PROCESS,
     "test_championship_cluster.py": CLUSTER, "test_championship_cli.py": PROCESS,
     "test_web_championships.py": BROWSER,

@@ -1,0 +1,167 @@
+"""Every identity is free to an attacker (issue 38): championships made per address are
+bounded, and so are the WatchChampionship streams one address holds; a championship nobody
+starts goes after its time; a change is one message, built once and shared by every watcher
+(hundreds of anonymous watchers no longer make each registration cost the whole championship
+per watcher). Clients are told apart by x-forwarded-for from a trusted proxy."""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import grpc
+import pytest
+from copas.admin.v1 import admin_pb2, admin_pb2_grpc
+from copas.v1 import accounts_pb2, accounts_pb2_grpc, championships_pb2_grpc
+from copas.v1 import championships_pb2 as pb
+
+from clients.common import error_reason
+from tests.helpers.calls import auth
+from tests.helpers.championships import FAST_RULES
+from tests.helpers.servers import serving
+
+ADMIN_TOKEN = "operator-token-for-the-bounds-tests"
+OPERATOR = (("authorization", f"Bearer {ADMIN_TOKEN}"),)
+
+
+def _from(address: str, token: str = "") -> tuple[tuple[str, str], ...]:
+    return (("x-forwarded-for", address),) + (auth(token) if token else ())
+
+
+async def _reason(call: Any) -> str:
+    try:
+        await call
+    except grpc.aio.AioRpcError as error:
+        return error_reason(error)
+    return "OK"
+
+
+@pytest.fixture
+async def served(tmp_path: Path) -> AsyncIterator[tuple[Any, Any, Any, Any]]:
+    token_file = tmp_path / "admin-token"
+    token_file.write_text(ADMIN_TOKEN + "\n")
+    async with serving(admin_token_file=str(token_file), trusted_proxies="127.0.0.1",
+                       championship_interval=0.05, championships_per_account=1,
+                       championships_per_address_per_hour=6.0, championships_burst=3.0,
+                       championship_watchers_per_address=8, championship_watch_tick=0.0) \
+            as (running, _), grpc.aio.insecure_channel(f"127.0.0.1:{running.port}") as ch:
+        yield (running, accounts_pb2_grpc.AccountServiceStub(ch),
+               championships_pb2_grpc.ChampionshipServiceStub(ch),
+               admin_pb2_grpc.AdminServiceStub(ch))
+
+
+async def _account(accounts: Any, address: str, name: str) -> Any:
+    return (await accounts.SignInDevice(accounts_pb2.SignInDeviceRequest(
+        device_secret=secrets.token_urlsafe(24), display_name=name),
+        metadata=_from(address))).session
+
+
+def _settings(name: str = "Cup") -> pb.ChampionshipSettings:
+    return pb.ChampionshipSettings(display_name=name, rounds=1, rules=FAST_RULES)
+
+
+async def test_one_address_makes_a_few_championships_whatever_its_accounts(
+        served: Any) -> None:
+    """Four addresses made about 1,000 championships in 10 s, one guest account each: an
+    address's accounts share its allowance, and another address keeps its own."""
+    _, accounts, champs, _ = served
+    made = refused = 0
+    for n in range(8):
+        person = await _account(accounts, "198.51.100.9", f"Organizer {n}")
+        reason = await _reason(champs.CreateChampionship(pb.CreateChampionshipRequest(
+            settings=_settings(f"Cup {n}")), metadata=_from("198.51.100.9",
+                                                             person.access_token)))
+        made += reason == "OK"
+        refused += reason == "TOO_MANY_CHAMPIONSHIPS"
+    assert (made, refused) == (3, 5)  # the burst, then none before the hour's allowance
+    other = await _account(accounts, "203.0.113.9", "Elsewhere")
+    assert await _reason(champs.CreateChampionship(pb.CreateChampionshipRequest(
+        settings=_settings("Other")), metadata=_from("203.0.113.9", other.access_token))) \
+        == "OK"
+    listed = await champs.ListChampionships(pb.ListChampionshipsRequest(page_size=100))
+    assert len(listed.championships) == 4
+
+
+async def test_one_address_holds_a_few_watchers_and_gives_them_back(served: Any) -> None:
+    _, _, champs, admin = served
+    cid = (await admin.CreateChampionship(admin_pb2.CreateChampionshipRequest(
+        settings=_settings(), reason="a test"), metadata=OPERATOR)).championship.championship_id
+    request = pb.WatchChampionshipRequest(championship_id=cid)
+    streams = [champs.WatchChampionship(request, metadata=_from("192.0.2.7"))
+               for _ in range(8)]
+    for stream in streams:
+        assert (await stream.read()).championship.championship_id == cid
+    ninth = champs.WatchChampionship(request, metadata=_from("192.0.2.7"))
+    assert await _reason(ninth.read()) == "TOO_MANY_STREAMS"
+    other = champs.WatchChampionship(request, metadata=_from("192.0.2.8"))
+    assert (await other.read()).championship.championship_id == cid  # another address
+    streams[0].cancel()
+    for _ in range(200):  # the cancelled stream's place comes back once the server saw it
+        again = champs.WatchChampionship(request, metadata=_from("192.0.2.7"))
+        if await _reason(again.read()) == "OK":
+            break
+        await asyncio.sleep(0.02)
+    else:
+        raise AssertionError("the watcher's place never came back")
+    for stream in (*streams[1:], other, again):
+        stream.cancel()
+
+
+async def test_a_championship_nobody_starts_goes_after_its_time(tmp_path: Path) -> None:
+    token_file = tmp_path / "admin-token"
+    token_file.write_text(ADMIN_TOKEN + "\n")
+    async with serving(admin_token_file=str(token_file), championship_interval=0.05,
+                       championship_expiry_days=0.5 / 86400) as (running, _), \
+            grpc.aio.insecure_channel(f"127.0.0.1:{running.port}") as ch:
+        champs = championships_pb2_grpc.ChampionshipServiceStub(ch)
+        admin = admin_pb2_grpc.AdminServiceStub(ch)
+        cid = (await admin.CreateChampionship(admin_pb2.CreateChampionshipRequest(
+            settings=_settings(), reason="a test"), metadata=OPERATOR)
+        ).championship.championship_id
+        stream = champs.WatchChampionship(pb.WatchChampionshipRequest(championship_id=cid))
+        last = None
+        async for message in stream:  # the stream ends with the final message
+            last = message.championship
+        assert last is not None and last.state == pb.CHAMPIONSHIP_STATE_CANCELLED
+        listed = await champs.ListChampionships(pb.ListChampionshipsRequest())
+        assert cid not in [c.championship_id for c in listed.championships]
+
+
+async def test_a_change_is_built_once_for_every_watcher(served: Any,
+                                                        monkeypatch: pytest.MonkeyPatch
+                                                        ) -> None:
+    """Sixty anonymous watchers (from eight addresses) and a registration: every watcher
+    gets the same message, and the championship is built once per change, not per
+    watcher."""
+    from server.rpc import championships as rpc
+
+    built: list[str] = []
+    original = rpc.championship_pb
+
+    def counting(c: Any, you: str = "", **options: Any) -> Any:
+        built.append(c.id)
+        return original(c, you, **options)
+
+    monkeypatch.setattr(rpc, "championship_pb", counting)
+    _, accounts, champs, admin = served
+    cid = (await admin.CreateChampionship(admin_pb2.CreateChampionshipRequest(
+        settings=_settings(), reason="a test"), metadata=OPERATOR)).championship.championship_id
+    request = pb.WatchChampionshipRequest(championship_id=cid)
+    streams = [champs.WatchChampionship(request, metadata=_from(f"192.0.2.{20 + n % 8}"))
+               for n in range(60)]
+    firsts = [await stream.read() for stream in streams]
+    assert all(m.championship.player_count == 0 for m in firsts)
+    before = len(built)
+    person = await _account(accounts, "198.51.100.30", "Registers")
+    await champs.Register(pb.RegisterRequest(championship_id=cid),
+                          metadata=_from("198.51.100.30", person.access_token))
+    seconds = [await stream.read() for stream in streams]
+    assert {m.SerializeToString() for m in seconds} == {seconds[0].SerializeToString()}
+    assert seconds[0].championship.player_count == 1
+    # The Register answer builds its own (is_you set); the watchers' one is built once.
+    assert len(built) - before <= 2, len(built) - before
+    for stream in streams:
+        stream.cancel()
