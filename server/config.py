@@ -279,6 +279,10 @@ class Config:
     championship_watchers_per_address: int = flag(
         8, "WatchChampionship streams one address may hold open (RESOURCE_EXHAUSTED "
            "TOO_MANY_STREAMS beyond)", is_quota=True)
+    championship_watch_recheck: float = flag(5.0, "seconds a WatchChampionship stream waits "
+                                                  "for a change before it reads the store "
+                                                  "again (a cluster's changes come at once, "
+                                                  "by notification; this is their backstop)")
     championship_watch_tick: float = flag(0.25, "seconds a WatchChampionship stream waits after "
                                                 "a change before its next message (a burst of "
                                                 "changes: one message)")

@@ -188,7 +188,8 @@ async def start(config: Config) -> RunningServer:
                         **championship_handlers(
                             champs.championships, accounts, champs.tables.summary,
                             watchers_per_address=config.championship_watchers_per_address,
-                            tick=config.championship_watch_tick),
+                            tick=config.championship_watch_tick,
+                            recheck=config.championship_watch_recheck),
                         **reflection.services((SERVICE_NAME, ACCOUNT_SERVICE_NAME,
                                                ADMIN_SERVICE_NAME, CHAMPIONSHIP_SERVICE_NAME,
                                                health.SERVICE_NAME))})

@@ -182,3 +182,110 @@ async def test_a_cancel_through_the_other_node_ends_the_games_where_they_run(
         a.proc.kill()
         if b is not None:
             b.proc.kill()
+
+
+def quiet_node(dsn: str, node_id: str, tmp: Path) -> ServerProcess:
+    """A node whose championship watchers never read the store again by themselves: what
+    they are told comes from the changes the other nodes notify."""
+    return ServerProcess("--database", dsn, "--node-id", node_id, "--unlimited-quotas",
+                         "--admin-token-file", str(tmp / "operator"), "--bot-workers", "0",
+                         "--lease", "2", "--championship-interval", "0.1",
+                         "--championship-watch-recheck", "600", "--log-level", "info",
+                         log_dir=tmp)
+
+
+async def started(nodes: dict[str, ServerProcess], name: str, rounds: int, players: int
+                  ) -> tuple[str, list[Any], str]:
+    """A championship of ``players`` accounts made, registered and started through node a;
+    (its id, the accounts, the node that drives it: the owner of round 1's tables)."""
+    a = nodes["a"]
+    sessions = await sign_in(a.address, [f"{name[0]}{n}" for n in range(players)])
+    async with grpc.aio.insecure_channel(a.address) as on_a:
+        admin = admin_pb2_grpc.AdminServiceStub(on_a)
+        cid = (await admin.CreateChampionship(admin_pb2.CreateChampionshipRequest(
+            settings=pb.ChampionshipSettings(display_name=name, rounds=rounds,
+                                             rules=FAST_RULES, max_players=players),
+            reason="test"), metadata=ADMIN)).championship.championship_id
+        champs = championships_pb2_grpc.ChampionshipServiceStub(on_a)
+        for session in sessions:
+            await champs.Register(pb.RegisterRequest(championship_id=cid),
+                                  metadata=auth(session.access_token))
+        await admin.StartChampionship(admin_pb2.StartChampionshipRequest(
+            championship_id=cid, reason="test"), metadata=ADMIN)
+    deadline = time.monotonic() + 60
+    while not (c := await get(a.address, cid)).rounds:
+        assert time.monotonic() < deadline
+        await asyncio.sleep(0.05)
+    (driving,) = await owners(a.address, [t.table_id for t in c.rounds[0].tables])
+    return cid, sessions, driving
+
+
+async def test_a_node_that_does_not_drive_tells_its_watchers_of_each_round_at_once(
+        postgres: Any, tmp_path: Path) -> None:
+    """The review's finding: players connected to the node that does not run the championship
+    were told of a new round about 4.5 s late (its watchers read the store every 5 s) and
+    ranked as no-shows. Here no node rereads by itself (a 600 s backstop): every round still
+    reaches the watchers of the node that does not drive it, since every node hears each
+    change as it is written, and the players play the whole championship through it."""
+    dsn = fresh_database(postgres.dsn)
+    (tmp_path / "operator").write_text(OPERATOR + "\n")
+    nodes = {"a": quiet_node(dsn, "a", tmp_path), "b": quiet_node(dsn, "b", tmp_path)}
+    tasks: list[asyncio.Task[None]] = []
+    try:
+        cid, sessions, driving = await started(nodes, "Told cup", 3, 8)
+        other = nodes["b" if driving == "a" else "a"]
+        bots = [BotPlayer(other.address, s, cid) for s in sessions]
+        tasks = [asyncio.ensure_future(bot.run()) for bot in bots]
+        await asyncio.wait_for(asyncio.gather(*tasks), 120)
+        final = await get(other.address, cid)
+        assert final.state == pb.CHAMPIONSHIP_STATE_FINISHED
+        assert all(line.games == 3 for line in final.standings)
+        assert [len(bot.played) for bot in bots] == [3] * 8  # told each round's table
+        assert await owners(other.address,
+                            [t.table_id for r in final.rounds for t in r.tables]) == {driving}
+        records = await records_of(other.address, final)
+        assert all(s.get("acted") is not False for r in records.values() for s in r["seats"])
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        for process in nodes.values():
+            process.proc.kill()
+
+
+async def test_a_drained_node_hands_its_championship_over(postgres: Any, tmp_path: Path
+                                                        ) -> None:
+    """The review's finding: a drained node kept its championships and could not seat their
+    rounds (NODE_DRAINING, retried every second). Draining the driving node mid-round gives
+    its championship up with its tables: the other node counts the round and seats the
+    next, and the championship ends."""
+    dsn = fresh_database(postgres.dsn)
+    (tmp_path / "operator").write_text(OPERATOR + "\n")
+    nodes = {"a": node(dsn, "a", tmp_path), "b": node(dsn, "b", tmp_path)}
+    tasks: list[asyncio.Task[None]] = []
+    try:
+        cid, sessions, driving = await started(nodes, "Drained cup", 3, 8)
+        other = nodes["b" if driving == "a" else "a"]
+        bots = [BotPlayer(other.address, s, cid) for s in sessions]
+        tasks = [asyncio.ensure_future(bot.run()) for bot in bots]
+        deadline = time.monotonic() + 60
+        while (await get(other.address, cid)).current_round < 2:
+            assert time.monotonic() < deadline
+            await asyncio.sleep(0.05)
+        async with grpc.aio.insecure_channel(nodes[driving].address) as on_driver:
+            drained = await admin_pb2_grpc.AdminServiceStub(on_driver).Drain(
+                admin_pb2.DrainRequest(), metadata=ADMIN)
+        assert drained.is_draining
+        await asyncio.wait_for(asyncio.gather(*tasks), 120)
+        final = await get(other.address, cid)
+        assert final.state == pb.CHAMPIONSHIP_STATE_FINISHED
+        assert all(line.games == 3 for line in final.standings)
+        survivor = "b" if driving == "a" else "a"
+        assert await owners(other.address, [t.table_id for t in final.rounds[2].tables]) \
+            == {survivor}
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        for process in nodes.values():
+            process.proc.kill()

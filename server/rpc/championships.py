@@ -28,7 +28,6 @@ from server.tables import paging
 from server.wire import field, timestamp
 
 Context = grpc.aio.ServicerContext[Any, Any]
-WATCH_RECHECK = 5.0  # seconds a watch waits for a change before reading the store again
 SHARED_KEPT = 256  # championships whose latest shared message this node keeps
 _PHASES = {Phase.REGISTERING: pb.CHAMPIONSHIP_STATE_REGISTERING,
            Phase.RUNNING: pb.CHAMPIONSHIP_STATE_RUNNING,
@@ -161,12 +160,14 @@ class StreamsPerAddress:
 
 class ChampionshipService(championships_pb2_grpc.ChampionshipServiceServicer):
     def __init__(self, championships: Championships, accounts: Accounts, live: Live, *,
-                 watchers_per_address: int = 0, tick: float = 0.0) -> None:
+                 watchers_per_address: int = 0, tick: float = 0.0,
+                 recheck: float = 5.0) -> None:
         self._championships = championships
         self._accounts = accounts
         self._live = live
         self._watchers = StreamsPerAddress(watchers_per_address, "championship watchers")
         self._tick = tick
+        self._recheck = recheck  # seconds a watch waits for a change before reading again
         self._shared_bytes: Bounded[str, tuple[int, bytes]] = Bounded(SHARED_KEPT)
 
     async def _me(self) -> Account:
@@ -253,7 +254,7 @@ class ChampionshipService(championships_pb2_grpc.ChampionshipServiceServicer):
                     sent = c.version
                 if c.phase.is_over:
                     return
-                await driver.wait_change(championship_id, seen, WATCH_RECHECK)
+                await driver.wait_change(championship_id, seen, self._recheck)
                 await asyncio.sleep(self._tick)  # a burst of changes: one message
 
     def _shared(self, c: Championship) -> bytes:
@@ -336,10 +337,10 @@ SERVICE_NAME = pb.DESCRIPTOR.services_by_name["ChampionshipService"].full_name
 
 
 def championship_handlers(championships: Championships, accounts: Accounts, live: Live, *,
-                          watchers_per_address: int = 0, tick: float = 0.0
-                          ) -> dict[str, dict[str, Any]]:
+                          watchers_per_address: int = 0, tick: float = 0.0,
+                          recheck: float = 5.0) -> dict[str, dict[str, Any]]:
     """The ChampionshipService's method handlers, by service name (for the gateway)."""
     return service_handlers(championships_pb2_grpc.add_ChampionshipServiceServicer_to_server,
                             ChampionshipService(championships, accounts, live,
                                                 watchers_per_address=watchers_per_address,
-                                                tick=tick))
+                                                tick=tick, recheck=recheck))
