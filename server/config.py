@@ -260,6 +260,11 @@ class Config:
                                                "turn; 32 wait in all); beyond, its new ones "
                                                "are refused at once (RESOURCE_EXHAUSTED "
                                                "TOO_MANY_SIGN_INS)", is_quota=True)
+    ipv6_56_factor: float = flag(4.0, "an IPv6 /56's allowance of new accounts, in /64s' (an "
+                                      "IPv6 client is its /64; its /56 and /48 are bounded "
+                                      "too)", is_quota=True)
+    ipv6_48_factor: float = flag(16.0, "an IPv6 /48's allowance of new accounts, in /64s'",
+                                 is_quota=True)
     accounts_per_address_per_hour: float = flag(60.0, "new accounts one address may make per "
                                                       "hour past its --accounts-burst (a first "
                                                       "SignInDevice, SignUpPassword, a first "

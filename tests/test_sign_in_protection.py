@@ -25,6 +25,7 @@ from server.accounts.oidc import OidcIssuer, OidcVerifier
 from server.accounts.service import Accounts
 from server.errors import ServiceError
 from server.main import shutdown, start
+from server.rpc.peers import client_key
 from tests.helpers.accounts import AUDIENCE, ISSUER, Keys, ManualClock
 from tests.helpers.calls import quota_details
 from tests.helpers.servers import config_for_tests
@@ -488,3 +489,73 @@ async def test_every_map_is_bounded() -> None:
     assert sum(isinstance(r, str) for r in results) == 33
     assert (work.running, work.waiting, work.addresses_waiting) == (0, 0, 0)
 
+
+# ---------------------------------------------------------------- IPv6 networks (finding B)
+
+def v6(prefix: str, n: int) -> str:
+    """The quota key (a /64) of a host in the ``n``th /64 of ``prefix``."""
+    return client_key(prefix.format(n=n))
+
+
+async def test_many_64s_of_one_48_stop_making_accounts_at_the_48s_allowance() -> None:
+    """Second review, finding B: new accounts were bounded per /64 only, and a /48 holds
+    65,536 of them. Now an IPv6 /64's new accounts count against its /56 (4 times a /64's
+    allowance) and its /48 (16 times) too; another /48, and IPv4, are not held."""
+    clock = ManualClock(0.0)
+    creations = AccountCreations(clock, 60.0, 2.0)  # a /64: 2 at once; /56: 8; /48: 32
+    made, refusals = 0, []
+    for n in range(40):  # 40 /64s, each in a /56 of its own, of one /48
+        for _ in range(2):
+            try:
+                with creations.one(v6("2001:db8:a:{n:02x}00::1", n)):
+                    made += 1
+            except ServiceError as error:
+                refusals.append((error.reason, error.is_quota))
+    assert made == 32
+    assert set(refusals) == {("TOO_MANY_ACCOUNTS", True)} and len(refusals) == 48
+    with creations.one(v6("2001:db8:b:0:{n}::1", 1)):  # another /48
+        pass
+    for n in range(40):  # IPv4: each address its own 2, as before
+        for _ in range(2):
+            with creations.one(f"192.0.2.{n}"):
+                pass
+    made56 = 0
+    for n in range(10):  # /64s of one /56: its 8
+        for _ in range(2):
+            with contextlib.suppress(ServiceError), creations.one(v6("2001:db8:c:{n}::1", n)):
+                made56 += 1
+    assert made56 == 8
+    clock.advance(3600 / 60 / 16)  # the /48 makes 16 an hour per /64's one: one more
+    with creations.one(v6("2001:db8:a:{n:02x}00::1", 39)):
+        pass
+    with pytest.raises(ServiceError), creations.one(v6("2001:db8:a:{n:02x}00::1", 38)):
+        pass
+
+
+async def test_forty_64s_of_one_48_do_not_make_400_accounts() -> None:
+    """The review's count against a server: 40 /64s of one /48 (x-forwarded-for through the
+    trusted proxy), 10 new guests each. Before, 400 were made."""
+    async with accounts_server(accounts_burst=10, accounts_per_address_per_hour=60,
+                               ipv6_56_factor=4, ipv6_48_factor=16) as (_, stub):
+        made = 0
+        for n in range(40):
+            for _ in range(10):
+                try:
+                    await stub.SignInDevice(device(), metadata=at(f"2001:db8:7:{n:x}00::9"))
+                    made += 1
+                except grpc.aio.AioRpcError as error:
+                    assert error.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+                    assert quota_details(error)[0] == "TOO_MANY_ACCOUNTS"
+        assert made == 160
+        other = await stub.SignInDevice(device(), metadata=at("2001:db8:8::9"))
+        assert other.session.is_new_account
+        v4 = await stub.SignInDevice(device(), metadata=at(OTHER))
+        assert v4.session.is_new_account
+
+
+async def test_the_networks_maps_are_bounded() -> None:
+    creations = AccountCreations(ManualClock(0.0), 60.0, 5.0, max_keys=100)
+    for n in range(1_000):  # each in a /48 of its own: three keys per account
+        with creations.one(v6("2001:db8:{n:x}:1::1", n)):
+            pass
+    assert creations.keys_held == 300  # the /64s, /56s and /48s: 100 each

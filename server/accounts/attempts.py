@@ -34,18 +34,28 @@ once, then ``--accounts-per-address-per-hour`` (60); beyond, RESOURCE_EXHAUSTED
 first SignInOidc of an identity each take one; a sign-in of an existing account takes none, and a
 creation that fails (its username taken, the same device at once) gives it back.
 
+**IPv6 networks** (``NetworkBuckets``): an IPv6 client is its /64 (``client_key``), and one
+holder of a /48 has 65,536 of them. So an allowance per address (new accounts) is also taken
+from the address's /56, whose bucket is ``--ipv6-56-factor`` (4) times an address's (its burst
+and its rate), and from its /48, ``--ipv6-48-factor`` (16) times: 40 /64s of one /48 made 400
+accounts at once, now 160. IPv4 addresses, and any key that is not a /64, have their own bucket
+only.
+
 Bounded, per node: each map (addresses, username-address pairs, usernames, familiar pairs,
-new accounts' addresses) holds at most ``max_keys`` (100,000) keys, one float each at most, the
-oldest written forgotten first: a forgotten bucket starts full again, a forgotten familiar
-address is held like any other. A full map takes about 18 MB (170-200 bytes a key measured with
-tracemalloc, 19-character usernames and IPv4 addresses or IPv6 /64s), the five about 90 MB at
-worst. Each node of a cluster keeps its own: an attacker spread over n nodes gets n times these.
+new accounts' addresses, /56s and /48s) holds at most ``max_keys`` (100,000) keys, one float each
+at most, the oldest written forgotten first: a forgotten bucket starts full again, a forgotten
+familiar address is held like any other. A full map takes about 15-18 MB (145-200 bytes a key
+measured with tracemalloc, 19-character usernames and IPv4 addresses or IPv6 networks), the
+seven about 130 MB at worst (the /56 and /48 maps fill only with as many IPv6 networks). Each
+node of a cluster keeps its own: an attacker spread over n nodes gets n times these.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
+import ipaddress
 import math
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass
@@ -54,6 +64,7 @@ from server.bounded import Bounded
 from server.errors import ServiceError
 
 MAX_KEYS = 100_000
+NETWORK_FACTORS = (4.0, 16.0)  # an IPv6 /56's allowance, and a /48's, in /64s' (0: none)
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,6 +129,57 @@ class _Buckets:
 
     def __len__(self) -> int:
         return len(self._full_at)
+
+
+@functools.lru_cache(maxsize=4096)
+def wider_networks(key: str) -> tuple[str, str]:
+    """The /56 and the /48 of an IPv6 /64 quota key (``server.rpc.peers.client_key``'s), or
+    ("", "") for an IPv4 address or any other key."""
+    if not key.endswith("/64"):
+        return "", ""
+    try:
+        network = ipaddress.IPv6Network(key)
+    except ValueError:
+        return "", ""
+    return str(network.supernet(new_prefix=56)), str(network.supernet(new_prefix=48))
+
+
+class NetworkBuckets:
+    """Token buckets per quota key and, for an IPv6 /64, per its /56 and /48 as well: each
+    wider bucket's burst and rate are the key's times its factor (``factors``: the /56's, the
+    /48's; 0 leaves that network out). A key is let through while every bucket of its has one
+    left; taking or giving back, it takes or gives back one from each."""
+
+    def __init__(self, rule: AttemptRule, factors: tuple[float, float] = NETWORK_FACTORS,
+                 max_keys: int = MAX_KEYS) -> None:
+        self.rule = rule
+        self._levels: list[tuple[int, float, _Buckets]] = [(0, 1.0, _Buckets(rule, max_keys))]
+        for level, factor in enumerate(factors, start=1):
+            if factor > 0:
+                wider = AttemptRule(max(int(rule.burst * factor), 1), rule.per_second * factor)
+                self._levels.append((level, factor, _Buckets(wider, max_keys)))
+
+    def _buckets(self, key: str) -> Iterator[tuple[str, float, _Buckets]]:
+        names = (key, *wider_networks(key))
+        for level, factor, buckets in self._levels:
+            if names[level] or not level:  # (a key's own bucket even for "", no address)
+                yield names[level], factor, buckets
+
+    def wait(self, key: str, now: float) -> tuple[float, str]:
+        """Seconds until ``key`` may take one (0: now), and the key or network that waits."""
+        return max(((buckets.wait(name, now), name) for name, _, buckets in self._buckets(key)),
+                   key=lambda waiting: waiting[0])
+
+    def take(self, key: str, now: float) -> None:
+        for name, _, buckets in self._buckets(key):
+            buckets.take(name, now)
+
+    def give_back(self, key: str, now: float) -> None:
+        for name, _, buckets in self._buckets(key):
+            buckets.give_back(name, now)
+
+    def __len__(self) -> int:
+        return sum(len(buckets) for _, _, buckets in self._levels)
 
 
 class _Counts:
@@ -241,16 +303,19 @@ class SignInAttempts:
 class Creations:
     """New things one address makes (accounts, championships): ``with one(address):`` around
     the making of one (refused beyond the address's bucket: ``burst`` at once, then
-    ``per_hour``; given back if the making fails). ``per_hour`` 0: no limit."""
+    ``per_hour``, and with ``factors`` beyond its IPv6 /56's and /48's, ``NetworkBuckets``;
+    given back if the making fails). ``per_hour`` 0: no limit."""
 
     def __init__(self, clock: Callable[[], float], per_hour: float, burst: float,
                  max_keys: int = MAX_KEYS, *, what: str = "accounts",
                  reason: str = "TOO_MANY_ACCOUNTS",
-                 advice: str = "sign in to an existing one") -> None:
+                 advice: str = "sign in to an existing one",
+                 factors: tuple[float, float] = (0.0, 0.0)) -> None:
         self._clock = clock
         self.per_hour = per_hour
         self._what, self._reason, self._advice = what, reason, advice
-        self._buckets = _Buckets(AttemptRule(max(int(burst), 1), per_hour / 3600), max_keys)
+        self._buckets = NetworkBuckets(AttemptRule(max(int(burst), 1), per_hour / 3600),
+                                       factors, max_keys)
 
     @contextlib.contextmanager
     def one(self, address: str) -> Iterator[None]:
@@ -259,12 +324,13 @@ class Creations:
             yield
             return
         now = self._clock()
-        wait = self._buckets.wait(address, now)
+        wait, network = self._buckets.wait(address, now)
         if wait > 0:
+            whose = "address" if network == address else f"address's network ({network})"
             raise ServiceError.over_quota(
-                f"too many new {self._what} from this address (at most {self.per_hour:g} an "
-                f"hour past the first few): {self._advice}, or retry as RetryInfo says",
-                self._reason, f"new {self._what} from {address}", wait)
+                f"too many new {self._what} from this {whose} (at most {self.per_hour:g} "
+                f"an hour per address past the first few): {self._advice}, or retry as "
+                "RetryInfo says", self._reason, f"new {self._what} from {network}", wait)
         self._buckets.take(address, now)
         try:
             yield
@@ -277,4 +343,11 @@ class Creations:
         return len(self._buckets)
 
 
-AccountCreations = Creations  # the accounts' (their reason is the default)
+class AccountCreations(Creations):
+    """New accounts (their reason is ``Creations``' default), bounded per IPv6 /56 and /48 as
+    well unless ``factors`` says otherwise."""
+
+    def __init__(self, clock: Callable[[], float], per_hour: float, burst: float,
+                 max_keys: int = MAX_KEYS, *,
+                 factors: tuple[float, float] = NETWORK_FACTORS) -> None:
+        super().__init__(clock, per_hour, burst, max_keys, factors=factors)

@@ -1,6 +1,7 @@
 """The accounts of a server, from its configuration: their store (memory, SQLite beside the
 tables in ``--data-dir``, or the cluster's PostgreSQL), the password hasher and its turns, the
-trusted OIDC issuers, the attempt limits and the new accounts' per address."""
+trusted OIDC issuers, the attempt limits and the new accounts' per address and per IPv6
+network."""
 
 from __future__ import annotations
 
@@ -73,4 +74,6 @@ def build_accounts(config: Config, store: AccountStore) -> Accounts:
                         per_address=config.password_checks_per_address),
                     creations=AccountCreations(time.monotonic,
                                                config.accounts_per_address_per_hour,
-                                               config.accounts_burst))
+                                               config.accounts_burst,
+                                               factors=(config.ipv6_56_factor,
+                                                        config.ipv6_48_factor)))
