@@ -260,11 +260,17 @@ class Config:
                                                "turn; 32 wait in all); beyond, its new ones "
                                                "are refused at once (RESOURCE_EXHAUSTED "
                                                "TOO_MANY_SIGN_INS)", is_quota=True)
-    ipv6_56_factor: float = flag(4.0, "an IPv6 /56's allowance of new accounts, in /64s' (an "
-                                      "IPv6 client is its /64; its /56 and /48 are bounded "
-                                      "too)", is_quota=True)
-    ipv6_48_factor: float = flag(16.0, "an IPv6 /48's allowance of new accounts, in /64s'",
-                                 is_quota=True)
+    password_checks_per_address_per_minute: float = flag(
+        12.0, "password calls one address may make per minute past its --password-checks-burst "
+              "(a sign-in, a sign-up, a link, a sign-up of a taken username), right or wrong; "
+              "beyond, they are refused before any hash (RESOURCE_EXHAUSTED "
+              "TOO_MANY_SIGN_INS)", is_quota=True)
+    password_checks_burst: float = flag(30.0, "password calls one address may make at once")
+    ipv6_56_factor: float = flag(4.0, "an IPv6 /56's allowance of new accounts and of password "
+                                      "calls, in /64s' (an IPv6 client is its /64; its /56 and "
+                                      "/48 are bounded too)", is_quota=True)
+    ipv6_48_factor: float = flag(16.0, "an IPv6 /48's allowance of new accounts and of password "
+                                       "calls, in /64s'", is_quota=True)
     accounts_per_address_per_hour: float = flag(60.0, "new accounts one address may make per "
                                                       "hour past its --accounts-burst (a first "
                                                       "SignInDevice, SignUpPassword, a first "

@@ -180,12 +180,12 @@ class Sleeps:
 
 
 def make(clock: ManualClock | None = None, keys: Keys | None = None,
-         creations: tuple[float, float] = (0.0, 1.0), work: PasswordWork | None = None
-         ) -> tuple[Accounts, ManualClock, Sleeps]:
+         creations: tuple[float, float] = (0.0, 1.0), work: PasswordWork | None = None,
+         passwords: Any = None) -> tuple[Accounts, ManualClock, Sleeps]:
     clock = clock or ManualClock(1_000_000.0)
     sleeps = Sleeps()
     verifier = OidcVerifier([OidcIssuer(ISSUER, AUDIENCE, str(keys.path))] if keys else [])
-    accounts = Accounts(MemoryAccountStore(), clock, passwords=Passwords(FAST),
+    accounts = Accounts(MemoryAccountStore(), clock, passwords=passwords or Passwords(FAST),
                         verifier=verifier, attempts=SignInAttempts(clock, sleep=sleeps),
                         password_work=work, creations=AccountCreations(clock, *creations))
     return accounts, clock, sleeps
@@ -326,8 +326,11 @@ class Hashes:
         self._changed = asyncio.Event()
         self._go: dict[str, threading.Event] = {}
 
-    def submit(self, work: PasswordWork, address: str, name: str) -> asyncio.Future[str]:
+    def submit(self, work: PasswordWork, address: str, name: str, *, is_familiar: bool = False
+               ) -> asyncio.Future[str]:
         self._go[name] = threading.Event()
+        if is_familiar:
+            return asyncio.ensure_future(work.run(address, self.work, name, is_familiar=True))
         return asyncio.ensure_future(work.run(address, self.work, name))
 
     def work(self, name: str) -> str:
@@ -452,9 +455,9 @@ async def test_sign_ins_sign_ups_and_links_hash_in_their_addresses_turn() -> Non
     seen: list[str] = []
 
     class Recording(PasswordWork):
-        async def run(self, address: str, work: Any, *args: object) -> Any:
+        async def run(self, address: str, work: Any, *args: object, **options: Any) -> Any:
             seen.append(address)
-            return await super().run(address, work, *args)
+            return await super().run(address, work, *args, **options)
 
     accounts, _, _ = make(work=Recording())
     guest = await accounts.sign_in_device(secret_of("d"), "Ana")
@@ -488,6 +491,336 @@ async def test_every_map_is_bounded() -> None:
     results = await asyncio.wait_for(asyncio.gather(*calls, return_exceptions=True), DEADLINE)
     assert sum(isinstance(r, str) for r in results) == 33
     assert (work.running, work.waiting, work.addresses_waiting) == (0, 0, 0)
+
+
+
+# ---------------------------------------------------------------- polite floods (the second review)
+
+class Gate:
+    """The hasher of an ``Accounts`` (its ``hash`` and ``verify``) whose hashes, once ``close``d,
+    each hold their thread until the test lets the running one finish; ``started`` names each
+    hash by its password, in the order they started (exact with one hash at once)."""
+
+    def __init__(self) -> None:
+        self.started: list[str] = []
+        self.is_closed = False
+        self._permits = threading.Semaphore(0)
+
+    def hash(self, password: str) -> str:
+        self._hold(password)
+        return "fake:" + password
+
+    def verify(self, stored: str | None, password: str) -> bool:
+        self._hold(password)
+        return stored == "fake:" + password
+
+    def _hold(self, password: str) -> None:
+        self.started.append(password)
+        if self.is_closed:
+            assert self._permits.acquire(timeout=DEADLINE), "a hash was never let finish"
+
+    def close(self) -> None:
+        self.is_closed = True
+
+    def open(self) -> None:
+        self.is_closed = False
+        for _ in range(1_000):
+            self._permits.release()
+
+    def release(self) -> None:
+        """The running hash may finish."""
+        self._permits.release()
+
+    async def step(self) -> None:
+        """The running hash finishes, and the next one has started."""
+        count = len(self.started)
+        self.release()
+        await eventually(lambda: len(self.started) > count)
+
+    async def next_start(self) -> None:
+        count = len(self.started)
+        await eventually(lambda: len(self.started) > count)
+
+    def count(self, password: str) -> int:
+        return self.started.count(password)
+
+
+async def eventually(condition: Callable[[], bool]) -> None:
+    async def wait() -> None:
+        while not condition():
+            await asyncio.sleep(0.001)
+    await asyncio.wait_for(wait(), DEADLINE)
+
+
+class Flood:
+    """Addresses that each keep calls in flight, ``async with``: at its end they stop, and
+    every hash held by the gate may finish."""
+
+    def __init__(self, gate: Gate) -> None:
+        self.gate = gate
+        self.is_over = False
+        self._tasks: list[asyncio.Future[None]] = []
+
+    def keep_calling(self, call: Callable[[], Any], answers: list[str],
+                     after_refusal: Callable[[], Any], until: Callable[[], bool] = lambda: False
+                     ) -> None:
+        """One call in flight, again and again: the next goes as soon as one is answered
+        (after a refusal, once ``after_refusal()`` returns), until ``until()``."""
+        async def calling() -> None:
+            while not self.is_over and not until():
+                try:
+                    await call()
+                    answers.append("ok")
+                except ServiceError as error:
+                    answers.append(error.reason)
+                    await after_refusal()
+        self._tasks.append(asyncio.ensure_future(calling()))
+
+    async def __aenter__(self) -> Flood:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.is_over = True  # (a cancellation that wait_for swallows ends the loop too)
+        for task in self._tasks:
+            task.cancel()
+        self.gate.open()
+        await asyncio.wait_for(asyncio.gather(*self._tasks, return_exceptions=True), DEADLINE)
+
+    async def done(self) -> None:
+        await asyncio.wait_for(asyncio.gather(*self._tasks), DEADLINE)
+
+
+FLOOD = [f"10.33.0.{n}" for n in range(33)]
+
+
+async def test_a_flood_of_taken_usernames_is_answered_without_a_hash_beside_the_owner() -> None:
+    """Second review, finding A: 33 addresses each keeping one SignUpPassword of a taken
+    username in flight held all 32 waiting places (each cost a full argon2 hash, and counted
+    against nothing), and the owner's sign-in was refused, from anywhere. Now a taken
+    username is answered before any hash, each such answer counts against the address's
+    password checks (30 at once), and the owner's hash is the first one the server makes."""
+    clock, gate = ManualClock(1_000_000.0), Gate()
+    work = PasswordWork(at_once=1, per_address=4, waiting=32, clock=clock)
+    accounts, _, _ = make(clock, work=work, passwords=gate)
+    await accounts.sign_up_password("takenname", PASSWORD, "Owner", "home")
+    gate.close()
+    answers: dict[str, list[str]] = {address: [] for address in FLOOD}
+    is_done = False
+
+    async def pause() -> None:  # (the answer is at once: the next call a moment later)
+        await asyncio.sleep(0.001)
+    async with Flood(gate) as flood:
+        for address in FLOOD:  # (each at least 31 times)
+            flood.keep_calling(lambda a=address: accounts.sign_up_password(  # type: ignore[misc]
+                "takenname", f"flood password {a}", "", a), answers[address], pause,
+                lambda a=address: is_done and len(answers[a]) > 30)  # type: ignore[misc]
+        # every address has sent its first (answered, or before: waiting for its hash)
+        await eventually(lambda: all(answers.values()) or work.waiting >= 32)
+        for where in ("home", "cafe"):  # the address that made it, and a new one
+            mark = len(gate.started)
+            owner = asyncio.ensure_future(accounts.sign_in_password("takenname", PASSWORD,
+                                                                    where))
+            await eventually(lambda: owner.done() or len(gate.started) > mark)
+            assert gate.started[mark:] == [PASSWORD]  # the first hash since it came
+            gate.release()
+            assert (await asyncio.wait_for(owner, DEADLINE)).account
+        is_done = True
+        await flood.done()
+    assert not [p for p in gate.started if p.startswith("flood")]  # the flood: no hash at all
+    for address in FLOOD:
+        refused = answers[address][30:]
+        assert answers[address][:30] == ["IDENTITY_TAKEN"] * 30
+        assert refused and set(refused) == {"TOO_MANY_SIGN_INS"}
+
+
+async def test_33_addresses_signing_up_a_taken_username_do_not_shut_the_owner_out() -> None:
+    """The review's repro against a server, argon2 at its default cost and one hash at once:
+    33 addresses each keep a SignUpPassword of the owner's username in flight. Before, the
+    owner was refused 8 of 8 times, from the address that made the account or another."""
+    async with accounts_server(password_time_cost=3, password_memory_kib=65536,
+                               password_hashes_at_once=1,
+                               password_checks_per_address=4) as (running, stub):
+        made = await stub.SignUpPassword(accounts_pb2.SignUpPasswordRequest(
+            username="takenname", password=PASSWORD), metadata=at(OWNER))
+        answers: list[str] = []
+        is_done = False
+
+        async def flood(address: str) -> None:
+            while not is_done:
+                try:
+                    await stub.SignUpPassword(accounts_pb2.SignUpPasswordRequest(
+                        username="takenname", password=f"flood {address}"),
+                        metadata=at(address))
+                    answers.append("ok")
+                except grpc.aio.AioRpcError as error:
+                    answers.append(quota_details(error)[0])
+                await asyncio.sleep(0.1)
+        tasks = [asyncio.ensure_future(flood(f"198.18.0.{n}")) for n in range(33)]
+        sample = running.metrics.registry.get_sample_value
+        try:
+            await eventually(lambda: len(answers) >= 33
+                             or (sample("copas_password_checks_waiting") or 0) >= 32)
+            for address in [OWNER] * 4 + [OTHER] * 4:
+                signed = await stub.SignInPassword(sign_in("takenname"), metadata=at(address))
+                assert signed.session.account.account_id == made.session.account.account_id
+        finally:
+            is_done = True
+            await asyncio.wait_for(asyncio.gather(*tasks, return_exceptions=True), DEADLINE)
+        assert "IDENTITY_TAKEN" in answers
+        assert set(answers) <= {"IDENTITY_TAKEN", "TOO_MANY_SIGN_INS"}
+
+
+@pytest.mark.parametrize(("addresses", "each"), [(33, 1), (20, 2)])
+async def test_polite_addresses_that_keep_hashing_go_after_the_owner(addresses: int,
+                                                                     each: int) -> None:
+    """Addresses that each keep one or two calls that do cost a hash in flight (sign-ins to
+    their own accounts, right passwords: no failure limit stops them), more than the 32
+    waiting places. Before, the owner was refused (33 x 1: nobody held two more than the
+    owner's none) or waited behind every address (20 x 2). Now an address that made 3 password
+    calls not yet forgiven waits behind those that did not, and gives them its place: the
+    owner's is the first hash after its arrival, from the address that made the account or a
+    new one, and the flood is still served in its turn."""
+    clock, gate = ManualClock(1_000_000.0), Gate()
+    work = PasswordWork(at_once=1, per_address=4, waiting=32, clock=clock)
+    accounts, _, _ = make(clock, work=work, passwords=gate)
+    await accounts.sign_up_password("owner", PASSWORD, "Owner", "home")
+    flood = FLOOD[:addresses]
+    for n, address in enumerate(flood):
+        await accounts.sign_up_password(f"flood{n}", f"flood password {n}", "", address)
+    gate.close()
+    async with Flood(gate) as flooding:
+        for n, address in enumerate(flood):
+            for _ in range(each):
+                flooding.keep_calling(
+                    lambda n=n, a=address: accounts.sign_in_password(  # type: ignore[misc]
+                        f"flood{n}", f"flood password {n}", a), [], gate.next_start)
+        await eventually(lambda: work.waiting >= 32)  # the places are taken
+        while min(gate.count(f"flood password {n}") for n in range(addresses)) < 5:
+            await gate.step()  # a while of flooding
+        for where in ("home", "cafe"):
+            mark = len(gate.started)
+            owner = asyncio.ensure_future(accounts.sign_in_password("owner", PASSWORD, where))
+            await eventually(lambda: owner.done() or work.waiting_of(where) == 1)
+            if owner.done():
+                owner.result()  # (its refusal, raised)
+            await gate.step()  # the flood's running hash ends: the owner's is next
+            assert gate.started[mark] == PASSWORD
+            await gate.step()
+            assert (await asyncio.wait_for(owner, DEADLINE)).account
+        served = [gate.count(f"flood password {n}") for n in range(addresses)]
+        for _ in range(2 * addresses):  # and the flood goes on being served in turn
+            await gate.step()
+        assert all(gate.count(f"flood password {n}") > served[n] for n in range(addresses))
+
+
+async def test_an_addresss_password_calls_right_or_wrong_are_hashed_30_at_once_then_1_per_5_s(
+        ) -> None:
+    """A flood of distinct wrong usernames from one address stopped only at the failure
+    limit (30), and right passwords, sign-ups and links stopped at nothing: each cost a hash.
+    Now every password call of an address takes one from its allowance of password checks
+    (30 at once, then one per 5 s), and beyond, the call is refused before its hash."""
+    clock, gate = ManualClock(1_000_000.0), Gate()
+    accounts, _, _ = make(clock, work=PasswordWork(clock=clock), passwords=gate)
+    await accounts.sign_up_password("mallory", "mallory's password", "", "10.7.0.1")
+    for _ in range(9):  # right passwords: no failure
+        assert (await accounts.sign_in_password("mallory", "mallory's password",
+                                                "10.7.0.1")).account
+    for n in range(20):  # distinct usernames, wrong: 20 failures of the address's 30
+        assert await reason_of(accounts.sign_in_password(
+            f"user{n}", "a wrong password", "10.7.0.1")) == "INVALID_CREDENTIALS"
+    assert len(gate.started) == 30
+    for call in (accounts.sign_in_password("user99", "a wrong password", "10.7.0.1"),
+                 accounts.sign_in_password("mallory", "mallory's password", "10.7.0.1"),
+                 accounts.sign_up_password("mallory", "another password", "", "10.7.0.1"),
+                 accounts.sign_up_password("newname", "another password", "", "10.7.0.1")):
+        with pytest.raises(ServiceError) as refused:
+            await call
+        assert refused.value.reason == "TOO_MANY_SIGN_INS" and refused.value.is_quota
+    assert len(gate.started) == 30  # refused before any hash
+    assert await reason_of(accounts.sign_in_password(  # another address: hashed
+        "user99", "a wrong password", "10.7.0.2")) == "INVALID_CREDENTIALS"
+    assert len(gate.started) == 31
+    clock.advance(5.0)  # one more
+    assert (await accounts.sign_in_password("mallory", "mallory's password", "10.7.0.1")).account
+    assert await reason_of(accounts.sign_in_password(
+        "mallory", "mallory's password", "10.7.0.1")) == "TOO_MANY_SIGN_INS"
+    assert len(gate.started) == 32
+
+
+async def test_a_taken_username_is_answered_before_any_hash_for_a_sign_up_and_a_link() -> None:
+    gate = Gate()
+    accounts, _, _ = make(passwords=gate)
+    ana = await accounts.sign_up_password("ana", PASSWORD, "Ana", "home")
+    guest = await accounts.sign_in_device(secret_of("g"), "Guest", "elsewhere")
+    gate.close()  # a hash now would wait for the test: none may start
+    assert await reason_of(accounts.sign_up_password("ANA", "another password", "", "x")) \
+        == "IDENTITY_TAKEN"
+    assert await reason_of(accounts.link_password(guest.account, "ana", "another password",
+                                                  "x")) == "IDENTITY_TAKEN"
+    assert gate.started == [PASSWORD]  # ana's sign-up's only
+    gate.open()
+    await accounts.link_password(ana.account, "ana", "a new password!", "home")  # its own
+    assert (await accounts.sign_in_password("ana", "a new password!", "home")).account
+
+
+async def test_a_familiar_sign_in_takes_the_place_of_an_unfamiliar_one_and_they_alternate(
+        ) -> None:
+    """When every waiting place is taken, a sign-in from an address that signed that username
+    in before takes the place of the newest call from an address that did not (a guesser from
+    anywhere cannot keep the owner at home out); a slot that frees goes to a familiar call and
+    an unfamiliar one in turn, so neither kind waits for all of the other."""
+    work, hashes = PasswordWork(at_once=1, per_address=0, waiting=4), Hashes()
+    running = hashes.submit(work, "a", "a0")
+    await hashes.until_started(1)
+    guesses = [hashes.submit(work, address, f"{address}1") for address in "bcde"]
+    await settle()
+    with pytest.raises(ServiceError):  # an unfamiliar newcomer: refused, as before
+        await work.run("f", hashes.work, "never")
+    home = hashes.submit(work, "home", "home1", is_familiar=True)
+    await settle()
+    with pytest.raises(ServiceError) as evicted:  # the newest unfamiliar one gave its place
+        await asyncio.wait_for(guesses[-1], DEADLINE)
+    assert evicted.value.reason == "TOO_MANY_SIGN_INS"
+    office = hashes.submit(work, "office", "office1", is_familiar=True)
+    await settle()
+    with pytest.raises(ServiceError):
+        await asyncio.wait_for(guesses[-2], DEADLINE)
+    assert (work.waiting, work.waiting_of("home"), work.waiting_of("d")) == (4, 1, 0)
+    for name in ("a0", "home1", "b1", "office1", "c1"):
+        await hashes.until(lambda name=name: name in hashes.started)  # type: ignore[misc]
+        hashes.finish(name)
+    await asyncio.wait_for(asyncio.gather(running, home, office, *guesses[:2]), DEADLINE)
+    assert hashes.started == ["a0", "home1", "b1", "office1", "c1"]
+
+
+async def test_an_address_that_hashed_a_lot_goes_after_one_that_did_not() -> None:
+    """An address (or its /56, its /48) with 3 password calls not yet forgiven is heavy:
+    its next calls wait behind every light one, and a light newcomer takes the place of a
+    heavy call when all the places are taken."""
+    clock = ManualClock(0.0)
+    work, hashes = PasswordWork(at_once=1, per_address=0, waiting=3, clock=clock), Hashes()
+    for _ in range(3):
+        work.take("heavy")  # three calls not yet forgiven (taken usernames, say)
+    for n in range(16):  # 48 from 16 /64s of one /48 (in /56s of their own)
+        for _ in range(3):
+            work.take(client_key(f"2001:db8:a:{n:02x}00::1"))
+    running = hashes.submit(work, "x", "x0")
+    await hashes.until_started(1)
+    heavy = hashes.submit(work, "heavy", "heavy1")
+    fresh64 = hashes.submit(work, client_key("2001:db8:a:ff00::1"), "v6")  # its /48 is heavy
+    light = hashes.submit(work, "light", "light1")
+    await settle()
+    newcomer = hashes.submit(work, "newcomer", "newcomer1")  # the places are taken
+    await settle()
+    with pytest.raises(ServiceError):  # a heavy one gave its place
+        await asyncio.wait_for(fresh64, DEADLINE)
+    for name in ("x0", "light1", "newcomer1", "heavy1"):
+        await hashes.until(lambda name=name: name in hashes.started)  # type: ignore[misc]
+        hashes.finish(name)
+    await asyncio.wait_for(asyncio.gather(running, heavy, light, newcomer), DEADLINE)
+    assert hashes.started == ["x0", "light1", "newcomer1", "heavy1"]
+    clock.advance(3 * 5.0)  # forgiven: light again
+    assert work.load("heavy") < 3
 
 
 # ---------------------------------------------------------------- IPv6 networks (finding B)
@@ -553,9 +886,44 @@ async def test_forty_64s_of_one_48_do_not_make_400_accounts() -> None:
         assert v4.session.is_new_account
 
 
-async def test_the_networks_maps_are_bounded() -> None:
-    creations = AccountCreations(ManualClock(0.0), 60.0, 5.0, max_keys=100)
-    for n in range(1_000):  # each in a /48 of its own: three keys per account
-        with creations.one(v6("2001:db8:{n:x}:1::1", n)):
+async def test_an_ipv6_networks_password_checks_are_bounded_by_its_56_and_48() -> None:
+    clock = ManualClock(0.0)
+    work = PasswordWork(clock=clock, rate=AttemptRule(2, 1 / 5))  # /56: 8, /48: 32
+
+    def nothing() -> None:
+        return None
+    checked, refused = 0, 0
+    for n in range(40):
+        for _ in range(2):
+            try:
+                await work.run(v6("2001:db8:a:{n:02x}00::1", n), nothing)
+                checked += 1
+            except ServiceError as error:
+                assert error.reason == "TOO_MANY_SIGN_INS"
+                refused += 1
+    assert (checked, refused) == (32, 48)
+    await work.run(v6("2001:db8:b::{n}", 1), nothing)  # another /48
+    for _ in range(2):  # IPv4: its own 2
+        await work.run("192.0.2.1", nothing)
+    in56 = 0
+    for n in range(10):  # /64s of one /56: its 8
+        for _ in range(2):
+            with contextlib.suppress(ServiceError):
+                await work.run(v6("2001:db8:c:{n}::1", n), nothing)
+                in56 += 1
+    assert in56 == 8
+
+
+# ---------------------------------------------------------------- the new maps, bounded
+
+async def test_the_new_maps_are_bounded() -> None:
+    clock = ManualClock(0.0)
+    work = PasswordWork(clock=clock, max_keys=100)
+    creations = AccountCreations(clock, 60.0, 5.0, max_keys=100)
+    for n in range(1_000):  # each in a /48 of its own: three keys per call
+        key = v6("2001:db8:{n:x}:1::1", n)
+        work.take(key)
+        with creations.one(key):
             pass
-    assert creations.keys_held == 300  # the /64s, /56s and /48s: 100 each
+    assert work.keys_held == 300  # the /64s, /56s and /48s: 100 each
+    assert creations.keys_held == 300

@@ -26,28 +26,30 @@ password also forgets the pair's failures and makes the address familiar to the 
 sign-up or a link of the username from it does. The answer to an unknown username is the same as
 to a wrong password, so these limits say nothing of which names exist. What bounds guessing
 across all addresses together is the hashing (``hashing.py``: 2 argon2 hashes at once, about 20
-checks a second per node at the default cost), which the held calls wait outside of.
+checks a second per node at the default cost, and each address's allowance of password calls,
+right or wrong), which the held calls wait outside of.
 
 **New accounts** (``AccountCreations``): a token bucket per address, ``--accounts-burst`` (10) at
 once, then ``--accounts-per-address-per-hour`` (60); beyond, RESOURCE_EXHAUSTED
 ``TOO_MANY_ACCOUNTS`` with a RetryInfo. A first SignInDevice of a device, a SignUpPassword and a
 first SignInOidc of an identity each take one; a sign-in of an existing account takes none, and a
-creation that fails (its username taken, the same device at once) gives it back.
+creation that fails (its username taken meanwhile, the same device at once) gives it back.
 
 **IPv6 networks** (``NetworkBuckets``): an IPv6 client is its /64 (``client_key``), and one
-holder of a /48 has 65,536 of them. So an allowance per address (new accounts) is also taken
-from the address's /56, whose bucket is ``--ipv6-56-factor`` (4) times an address's (its burst
-and its rate), and from its /48, ``--ipv6-48-factor`` (16) times: 40 /64s of one /48 made 400
-accounts at once, now 160. IPv4 addresses, and any key that is not a /64, have their own bucket
-only.
+holder of a /48 has 65,536 of them. So an allowance per address (new accounts here, password
+checks in ``hashing.py``) is also taken from the address's /56, whose bucket is
+``--ipv6-56-factor`` (4) times an address's (its burst and its rate), and from its /48,
+``--ipv6-48-factor`` (16) times: 40 /64s of one /48 made 400 accounts at once, now 160. IPv4
+addresses, and any key that is not a /64, have their own bucket only.
 
 Bounded, per node: each map (addresses, username-address pairs, usernames, familiar pairs,
 new accounts' addresses, /56s and /48s) holds at most ``max_keys`` (100,000) keys, one float each
 at most, the oldest written forgotten first: a forgotten bucket starts full again, a forgotten
 familiar address is held like any other. A full map takes about 15-18 MB (145-200 bytes a key
-measured with tracemalloc, 19-character usernames and IPv4 addresses or IPv6 networks), the
-seven about 130 MB at worst (the /56 and /48 maps fill only with as many IPv6 networks). Each
-node of a cluster keeps its own: an attacker spread over n nodes gets n times these.
+measured with tracemalloc, 19-character usernames and IPv4 addresses or IPv6 networks), these
+seven and ``hashing.py``'s three about 180 MB at worst (the /56 and /48 maps fill only with as
+many IPv6 networks). Each node of a cluster keeps its own: an attacker spread over n nodes gets
+n times these.
 """
 
 from __future__ import annotations
@@ -108,6 +110,10 @@ class _Buckets:
     def _left(self, key: str, now: float) -> float:
         taken = max(self._full_at.get(key, now) - now, 0.0) * self.rule.per_second
         return self.rule.burst - taken
+
+    def used(self, key: str, now: float) -> float:
+        """What ``key`` took and time has not given back yet (0 to ``burst``)."""
+        return self.rule.burst - self._left(key, now)
 
     def wait(self, key: str, now: float) -> float:
         """Seconds until ``key`` may try again (0: now)."""
@@ -178,6 +184,12 @@ class NetworkBuckets:
         for name, _, buckets in self._buckets(key):
             buckets.give_back(name, now)
 
+    def load(self, key: str, now: float) -> float:
+        """What ``key`` took and time has not given back, in a key's units: the most of its
+        own, its /56's over the /56's factor and its /48's over the /48's."""
+        return max(buckets.used(name, now) / factor for name, factor, buckets in
+                   self._buckets(key))
+
     def __len__(self) -> int:
         return sum(len(buckets) for _, _, buckets in self._levels)
 
@@ -245,10 +257,14 @@ class SignInAttempts:
         return max(self._addresses.wait(address, now),
                    self._pairs.wait(_pair(username, address), now))
 
+    def is_familiar(self, username: str, address: str) -> bool:
+        """``address`` signed ``username`` in on this node (or made or linked it)."""
+        return _pair(username, address) in self._familiar
+
     def hold(self, username: str, address: str) -> float:
         """Seconds a sign-in of ``username`` from ``address`` waits before its check (0: none;
         never for an address that signed it in)."""
-        if _pair(username, address) in self._familiar:
+        if self.is_familiar(username, address):
             return 0.0
         return self._usernames.hold(username, self._clock())
 

@@ -1,7 +1,7 @@
 """The accounts of a server, from its configuration: their store (memory, SQLite beside the
 tables in ``--data-dir``, or the cluster's PostgreSQL), the password hasher and its turns, the
-trusted OIDC issuers, the attempt limits and the new accounts' per address and per IPv6
-network."""
+trusted OIDC issuers, the attempt limits, the password checks' and the new accounts' per
+address and per IPv6 network."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 from typing import Protocol
 
-from server.accounts.attempts import AccountCreations, SignInAttempts
+from server.accounts.attempts import AccountCreations, AttemptRule, SignInAttempts
 from server.accounts.credentials import PasswordParameters, Passwords
 from server.accounts.hashing import PasswordWork
 from server.accounts.model import AccountStore, MemoryAccountStore
@@ -61,6 +61,10 @@ def build_accounts(config: Config, store: AccountStore) -> Accounts:
         verifier = OidcVerifier(issuers(config))
     except Exception as exc:
         raise ValueError(f"--oidc-issuers: {exc}") from None
+    factors = (config.ipv6_56_factor, config.ipv6_48_factor)
+    per_minute = config.password_checks_per_address_per_minute
+    checks = AttemptRule(max(int(config.password_checks_burst), 1), per_minute / 60) \
+        if per_minute else None
     return Accounts(store, time.time, passwords=passwords, verifier=verifier,
                     attempts=SignInAttempts(time.monotonic),
                     access_ttl=config.access_token_seconds,
@@ -71,9 +75,8 @@ def build_accounts(config: Config, store: AccountStore) -> Accounts:
                     password_work=PasswordWork(
                         at_once=config.password_hashes_at_once
                         or max(1, (os.cpu_count() or 2) // 2),
-                        per_address=config.password_checks_per_address),
+                        per_address=config.password_checks_per_address,
+                        rate=checks, factors=factors),
                     creations=AccountCreations(time.monotonic,
                                                config.accounts_per_address_per_hour,
-                                               config.accounts_burst,
-                                               factors=(config.ipv6_56_factor,
-                                                        config.ipv6_48_factor)))
+                                               config.accounts_burst, factors=factors))

@@ -183,10 +183,18 @@ class Accounts:
 
     async def sign_up_password(self, username: str, password: str, display_name: str,
                                address: str = "") -> SignedIn:
-        """A new account that signs in by username and password."""
+        """A new account that signs in by username and password. A taken username is
+        answered before any hash, and counts as one of the address's password checks.
+
+        :raises ServiceError: IDENTITY_TAKEN, TOO_MANY_SIGN_INS, TOO_MANY_ACCOUNTS, ...
+        """
         key = username_key(username)
         check_password(password)
         name = display_name or person(username)
+        self.password_work.check(address)  # first: its refusal says nothing of the username
+        if await self._store.identity(Method.PASSWORD, key) is not None:
+            self.password_work.take(address)
+            raise ServiceError.precondition("this username is taken", "IDENTITY_TAKEN")
         with self._creations.one(address):
             hashed = await self._hash(password, address)
             try:
@@ -205,7 +213,9 @@ class Accounts:
         async with self._attempts.attempt(key, address) as attempt:  # refused, or held, here
             found = await self._store.identity(Method.PASSWORD, key)
             stored = found.secret if found is not None else None
-            if not await self._verify(stored, password[:1024], address) or found is None:
+            is_familiar = self._attempts.is_familiar(key, address)
+            if not await self._verify(stored, password[:1024], address, is_familiar) \
+                    or found is None:
                 attempt.failed()
                 raise _bad_credentials()
         self._attempts.signed_in(key, address)
@@ -324,9 +334,14 @@ class Accounts:
 
     async def link_password(self, account: Account, username: str, password: str,
                             address: str = "") -> None:
-        """The account signs in by ``username`` and ``password`` too (history kept)."""
+        """The account signs in by ``username`` and ``password`` too (history kept). A
+        username of another account's is answered before any hash, as a sign-up's is."""
         key = username_key(username)
         check_password(password)
+        taken = await self._store.identity(Method.PASSWORD, key)
+        if taken is not None and taken.account_id != account.id:
+            self.password_work.take(address)
+            raise ServiceError.precondition("this username is taken", "IDENTITY_TAKEN")
         hashed = await self._hash(password, address)
         existing = [i for i in await self._store.identities(account.id)
                     if i.method is Method.PASSWORD]
@@ -516,8 +531,10 @@ class Accounts:
         """An argon2id hash, in ``address``'s turn (``hashing.py``)."""
         return await self.password_work.run(address, self._passwords.hash, password)
 
-    async def _verify(self, stored: str | None, password: str, address: str) -> bool:
-        return await self.password_work.run(address, self._passwords.verify, stored, password)
+    async def _verify(self, stored: str | None, password: str, address: str,
+                      is_familiar: bool = False) -> bool:
+        return await self.password_work.run(address, self._passwords.verify, stored, password,
+                                            is_familiar=is_familiar)
 
 
 def _default_name() -> str:
