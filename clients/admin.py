@@ -19,6 +19,18 @@ a client certificate with --cert/--key). Output is a table; --json prints the an
                                            start it now, or cancel it (its games end CLOSED)
   copas admin championship remove-player ID ACCOUNT_ID --reason TEXT
                                            take a player out (withdrawn after the start)
+  copas admin championship pause|resume ID --reason TEXT
+                                           hold its tables and seat no round / go on
+  copas admin championship correct ID ROUND TABLE --totals 5,10,0,11 [--leavers 1]
+                                  [--no-shows 2] --reason TEXT
+                                           set a counted table's result (seats 0-based; with
+                                           --leavers or --no-shows, who left and who never
+                                           came, else as counted)
+  copas admin championship disqualify ID PLAYER --reason TEXT
+                                           out of the next rounds, ranked last (PLAYER: its
+                                           account a_... or player id p_...)
+  copas admin championship reseat ID ROUND PLAYER_A PLAYER_B --reason TEXT
+                                           swap two players of an announced round
 """
 
 from __future__ import annotations
@@ -99,20 +111,50 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         if name == "rename":
             acting.add_argument("display_name")
         acting.add_argument("--reason", required=True, help="why (for the audit log)")
-    championship = command("championship", "create, start, cancel a championship, remove a "
-                                           "player")
+    championship = command("championship", "create, start, cancel, pause, resume a "
+                                           "championship; correct a result; disqualify, "
+                                           "remove a player; re-seat an announced round")
     champ = championship.add_subparsers(dest="championship_command", required=True)
     made = champ.add_parser("create", help="a championship (no quota)", parents=[shared])
     add_settings_arguments(made)
     for name, text in (("start", "start it now (3 players at least)"),
                        ("cancel", "cancel it: its running games end CLOSED"),
-                       ("remove-player", "take a player out (withdrawn after the start)")):
+                       ("remove-player", "take a player out (withdrawn after the start)"),
+                       ("pause", "hold its running tables, seat no round, stop its time limit"),
+                       ("resume", "go on after a pause (each held turn gets its whole time)"),
+                       ("correct", "set a counted table's result"),
+                       ("disqualify", "out of the next rounds, ranked last, results kept"),
+                       ("reseat", "swap two players of an announced round")):
         acting = champ.add_parser(name, help=text, parents=[shared])
         acting.add_argument("championship_id")
         if name == "remove-player":
             acting.add_argument("account_id", help="the player's account (a_...)")
+        if name == "disqualify":
+            acting.add_argument("player", help="the player's account (a_...) or player id "
+                                               "(p_...)")
+        if name in ("correct", "reseat"):
+            acting.add_argument("round", type=int, help="the round (rounds + 1: the final)")
+        if name == "correct":
+            acting.add_argument("table", type=int, help="the table's number in the round")
+            acting.add_argument("--totals", type=_seats_list, required=True,
+                                help="game points by seat, comma-separated")
+            acting.add_argument("--leavers", type=_seats_list, default=None,
+                                help="seats that left, in the order they left")
+            acting.add_argument("--no-shows", type=_seats_list, default=None,
+                                help="seats whose players never came")
+        if name == "reseat":
+            acting.add_argument("player_a", help="a player (a_... or p_...)")
+            acting.add_argument("player_b", help="the player at another table to swap with")
     for acting in champ.choices.values():
         acting.add_argument("--reason", required=True, help="why (for the audit log)")
+
+
+def _seats_list(text: str) -> list[int]:
+    """``"5,10,0,11"`` as numbers ("" for none)."""
+    try:
+        return [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not comma-separated numbers: {text!r}") from None
 
 
 async def _championship_call(call: Callable[[Callable[..., Awaitable[Any]], Message],
@@ -129,6 +171,25 @@ async def _championship_call(call: Callable[[Callable[..., Awaitable[Any]], Mess
     if command == "cancel":
         return await call(stub.CancelChampionship, admin_pb2.CancelChampionshipRequest(
             championship_id=cid, reason=args.reason))
+    if command in ("pause", "resume"):
+        return await call(stub.PauseChampionship, admin_pb2.PauseChampionshipRequest(
+            championship_id=cid, is_paused=command == "pause", reason=args.reason))
+    if command == "correct":
+        absences = args.leavers is not None or args.no_shows is not None
+        return await call(stub.CorrectChampionshipResult,
+                          admin_pb2.CorrectChampionshipResultRequest(
+                              championship_id=cid, round_number=args.round,
+                              table_number=args.table, totals=args.totals,
+                              set_absences=absences, leaver_seats=args.leavers or [],
+                              no_show_seats=args.no_shows or [], reason=args.reason))
+    if command == "disqualify":
+        return await call(stub.DisqualifyChampionshipPlayer,
+                          admin_pb2.DisqualifyChampionshipPlayerRequest(
+                              championship_id=cid, player=args.player, reason=args.reason))
+    if command == "reseat":
+        return await call(stub.ReseatChampionshipRound, admin_pb2.ReseatChampionshipRoundRequest(
+            championship_id=cid, round_number=args.round, player_a=args.player_a,
+            player_b=args.player_b, reason=args.reason))
     return await call(stub.RemoveChampionshipPlayer, admin_pb2.RemoveChampionshipPlayerRequest(
         championship_id=cid, account_id=args.account_id, reason=args.reason))
 

@@ -10,11 +10,17 @@ login` first (the saved session is used, and renewed when its access token expir
   copas championship register ID           take part (while registration is open)
   copas championship unregister ID         take it back (before the start)
   copas championship withdraw ID           leave it after the start (a leaver from then on)
+  copas championship check-in ID           say you are here (in the check-in before the start)
   copas championship watch ID [--bot POLICY]
                                            follow it; each round the server seats you, and
                                            you play that table here (or a bot plays it)
+  copas championship export ID --format csv|json [--output FILE]
+                                           its standings (place, name, player id, points and
+                                           every tie-break value, what decided the place,
+                                           games) and each round's pairings and results
 
-Operators create, start, cancel and remove players with `copas admin championship`.
+Operators create, start, cancel, pause and resume championships, correct a result,
+disqualify and remove players and re-seat an announced round with `copas admin championship`.
 """
 
 from __future__ import annotations
@@ -22,8 +28,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import csv
+import io
+import json
+import sys
 import time
 import uuid
+from pathlib import Path
 from typing import Any
 
 import grpc
@@ -54,7 +65,8 @@ STATE_TEXT = {pb.CHAMPIONSHIP_STATE_REGISTERING: "registering",
               pb.CHAMPIONSHIP_STATE_CANCELLED: "cancelled"}
 TIE_BREAK_TEXT = {pb.TIE_BREAK_POINTS: "points", pb.TIE_BREAK_FIRSTS: "first places",
                   pb.TIE_BREAK_RELATIVE_POINTS: "game points against the table",
-                  pb.TIE_BREAK_HEAD_TO_HEAD: "head to head", pb.TIE_BREAK_DRAW: "seeded draw"}
+                  pb.TIE_BREAK_HEAD_TO_HEAD: "head to head", pb.TIE_BREAK_DRAW: "seeded draw",
+                  pb.TIE_BREAK_BUCHHOLZ: "Buchholz", pb.TIE_BREAK_FINAL: "the final"}
 ENDED = (pb.CHAMPIONSHIP_STATE_FINISHED, pb.CHAMPIONSHIP_STATE_CANCELLED)
 # A watch broken by these is opened again (a restart, a node gone).
 REOPEN = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED,
@@ -88,6 +100,38 @@ def add_settings_arguments(parser: argparse.ArgumentParser) -> None:
                         help="seconds between a round's end and the next one's seating")
     parser.add_argument("--duplicate-deals", action="store_true",
                         help="all tables of one size in a round get the same cards")
+    parser.add_argument("--matchpoints", action="store_true",
+                        help="score by matchpoints against the same cards (with "
+                             "--duplicate-deals)")
+    parser.add_argument("--buchholz", action="store_true",
+                        help="the Buchholz tie-break right after the main score")
+    parser.add_argument("--final-table", type=int, default=0,
+                        help="the top N play a final after the last round (3..5; 0: none)")
+    parser.add_argument("--registration-opens-in", type=float, default=0,
+                        help="registration opens this many seconds from now (0: at once)")
+    parser.add_argument("--registration-closes-in", type=float, default=0,
+                        help="registration closes this many seconds from now (0: at the "
+                             "start)")
+    parser.add_argument("--late-entry-rounds", type=int, default=0,
+                        help="after the start, players may register until round N is paired")
+    parser.add_argument("--check-in", type=float, default=0,
+                        help="seconds before the start (--start-in) that players check in; "
+                             "who did not is removed at the start")
+    parser.add_argument("--keep-absent", action="store_true",
+                        help="keep seating players who never came to a round (default: "
+                             "they are dropped from the next rounds)")
+    parser.add_argument("--round-time-limit", type=float, default=0,
+                        help="seconds a round's games may run; then they end (TIME_LIMIT)")
+    parser.add_argument("--pairing-notice", type=float, default=0,
+                        help="seconds a round's pairings are shown before its tables start")
+
+
+def _from_now(seconds: float) -> Any:
+    from google.protobuf.timestamp_pb2 import Timestamp
+
+    stamp = Timestamp()
+    stamp.FromNanoseconds(int((time.time() + seconds) * 1e9))
+    return stamp
 
 
 def settings_from(args: argparse.Namespace) -> championships_pb2.ChampionshipSettings:
@@ -104,9 +148,18 @@ def settings_from(args: argparse.Namespace) -> championships_pb2.ChampionshipSet
         display_name=args.name, rounds=args.rounds, preset=args.preset, rules=rules,
         duplicate_deals=args.duplicate_deals, max_players=args.max_players,
         min_players=args.min_players, start_when_full=args.start_when_full,
-        round_pause_seconds=args.pause)
+        round_pause_seconds=args.pause, buchholz=args.buchholz, final_table=args.final_table,
+        scoring=pb.CHAMPIONSHIP_SCORING_MATCHPOINTS if args.matchpoints
+        else pb.CHAMPIONSHIP_SCORING_PLACES, late_entry_rounds=args.late_entry_rounds,
+        check_in_seconds=args.check_in, drop_absent=not args.keep_absent,
+        round_time_limit_seconds=args.round_time_limit,
+        pairing_notice_seconds=args.pairing_notice)
     if args.start_in > 0:
         settings.start_time.FromSeconds(int(time.time() + args.start_in))
+    if args.registration_opens_in > 0:
+        settings.registration_open_time.CopyFrom(_from_now(args.registration_opens_in))
+    if args.registration_closes_in > 0:
+        settings.registration_close_time.CopyFrom(_from_now(args.registration_closes_in))
     return settings
 
 
@@ -117,7 +170,7 @@ def _number(value: float) -> str:
 
 
 def _line(c: championships_pb2.Championship) -> str:
-    state = STATE_TEXT.get(c.state, "?")
+    state = STATE_TEXT.get(c.state, "?") + (" (paused)" if c.is_paused else "")
     rounds = f"round {c.current_round} of {c.settings.rounds}" \
         if c.state == pb.CHAMPIONSHIP_STATE_RUNNING else f"{c.settings.rounds} rounds"
     mine = ", you are registered" if c.is_registered else ""
@@ -139,26 +192,54 @@ def print_list(console: Console, championships: list[championships_pb2.Champions
 def print_standings(console: Console, c: championships_pb2.Championship) -> None:
     final = "final standings" if c.state == pb.CHAMPIONSHIP_STATE_FINISHED else "standings"
     grid = Table(title=f"{c.settings.display_name}: {final}")
-    for col in ("place", "player", "points", "firsts", "vs table", "head to head", "games",
-                "decided by"):
+    duplicate = c.settings.duplicate_deals
+    buchholz = c.settings.buchholz
+    has_final = any(s.final_place for s in c.standings)
+    columns = ["place", "player", "points", *(["matchpoints", "%"] if duplicate else []),
+               *(["Buchholz"] if buchholz else []), "firsts", "vs table", "head to head",
+               "games", *(["final"] if has_final else []), "decided by"]
+    for col in columns:
         grid.add_column(col)
     for s in c.standings:
-        marks = (" (you)" if s.is_you else "") + (" (withdrew)" if s.has_withdrawn else "")
-        grid.add_row(str(s.place), s.display_name + marks, str(s.points), _number(s.firsts),
+        marks = (" (you)" if s.is_you else "") + (" (withdrew)" if s.has_withdrawn else "") \
+            + (" (dropped)" if s.is_dropped else "") \
+            + (" (disqualified)" if s.is_disqualified else "")
+        grid.add_row(str(s.place), s.display_name + marks, str(s.points),
+                     *([_number(s.matchpoints), f"{s.percentage:.2f}"] if duplicate else []),
+                     *([_number(s.buchholz)] if buchholz else []), _number(s.firsts),
                      f"{s.relative_points:+.2f}", f"{s.head_to_head:+d}", str(s.games),
+                     *([str(s.final_place or "")] if has_final else []),
                      TIE_BREAK_TEXT.get(s.decided_by, ""))
     console.print(grid)
 
 
+def _clock_time(stamp: Any) -> str:
+    return time.strftime("%H:%M:%S", time.localtime(stamp.ToNanoseconds() / 1e9))
+
+
 def print_round(console: Console, round_: championships_pb2.ChampionshipRound) -> None:
-    done = " (over)" if round_.is_finished else ""
-    console.print(f"round {round_.round_number}{done}:")
+    name = "final" if round_.is_final else f"round {round_.round_number}"
+    if round_.is_announced:
+        done = f" (pairings; starts at {_clock_time(round_.start_time)})"
+    else:
+        done = " (over)" if round_.is_finished else ""
+        if round_.HasField("time_limit") and not round_.is_finished:
+            done += f" (time limit {_clock_time(round_.time_limit)})"
+    console.print(f"{name}{done}:", markup=False)
     for t in round_.tables:
         seats = ", ".join(
             f"{s.display_name}{' (you)' if s.is_you else ''}{' (left)' if s.has_left else ''}"
-            + (f" {s.place}. {s.total} pts +{s.points}" if s.place else "") for s in t.seats)
-        state = "over" if t.is_finished else "playing"
-        console.print(f"  table {t.table_number} {t.table_id} [{state}]: {seats}")
+            + (" (absent)" if s.is_no_show else "")
+            + (f" {s.place}. {s.total} pts +{s.points}" if s.place else "")
+            + (f" {s.percentage:.1f}%" if s.place and s.matchpoints + s.percentage else "")
+            for s in t.seats)
+        state = "announced" if round_.is_announced else "over" if t.is_finished else "playing"
+        if t.end_reason == copas_pb2.GAME_END_REASON_TIME_LIMIT:
+            state += ", time limit"
+        if t.is_corrected:
+            state += ", corrected"
+        console.print(f"  table {t.table_number} {t.table_id or '-'} [{state}]: {seats}",
+                      markup=False)
 
 
 def print_championship(console: Console, c: championships_pb2.Championship) -> None:
@@ -205,6 +286,16 @@ async def championship_main(args: argparse.Namespace) -> int:
                     championship_id=args.championship_id), metadata=metadata)
                 print_championship(console, got.championship)
                 return 0
+            if command == "export":
+                got = await stub.GetChampionship(pb.GetChampionshipRequest(
+                    championship_id=args.championship_id), metadata=metadata)
+                text = export_csv(got.championship) if args.format == "csv" \
+                    else json.dumps(export_json(got.championship), indent=2) + "\n"
+                if args.output:
+                    Path(args.output).write_text(text, encoding="utf-8")
+                else:
+                    sys.stdout.write(text)
+                return 0
             if token is None:
                 await _signed_in(ch, args, console)
                 return 1
@@ -219,6 +310,9 @@ async def championship_main(args: argparse.Namespace) -> int:
             elif command == "unregister":
                 answer = await stub.Unregister(pb.UnregisterRequest(
                     championship_id=args.championship_id), metadata=metadata)
+            elif command == "check-in":
+                answer = await stub.CheckIn(pb.CheckInRequest(
+                    championship_id=args.championship_id), metadata=metadata)
             else:
                 answer = await stub.Withdraw(pb.WithdrawRequest(
                     championship_id=args.championship_id), metadata=metadata)
@@ -227,10 +321,90 @@ async def championship_main(args: argparse.Namespace) -> int:
                           f"{error.details()}")
             return 1
     done = {"create": "created", "register": "registered", "unregister": "registration "
-            "taken back", "withdraw": "withdrawn"}[command]
+            "taken back", "withdraw": "withdrawn", "check-in": "checked in"}[command]
     console.print(f"{done}: {_line(answer.championship)}")
     return 0
 
+
+
+def _tie_break(value: int) -> str:
+    return pb.TieBreak.Name(value).removeprefix("TIE_BREAK_").lower()  # type: ignore[arg-type]
+
+
+def _end_reason(value: int) -> str:
+    if not value:
+        return ""
+    return copas_pb2.GameEndReason.Name(value).removeprefix(  # type: ignore[arg-type]
+        "GAME_END_REASON_")
+
+
+STANDING_COLUMNS = ("place", "name", "player_id", "points", "matchpoints", "percentage",
+                    "buchholz", "firsts", "relative_points", "head_to_head", "games",
+                    "decided_by", "final_place", "withdrawn", "dropped", "disqualified")
+SEAT_COLUMNS = ("round", "final", "announced", "table", "table_id", "end_reason", "corrected",
+                "seat", "name", "player_id", "total", "place", "points", "matchpoints",
+                "percentage", "left", "no_show")
+
+
+def export_json(c: pb.Championship) -> dict[str, Any]:
+    """The championship as the export writes it: its standings (every tie-break value and
+    what decided each place) and each round's pairings and results."""
+    return {
+        "championship_id": c.championship_id, "name": c.settings.display_name,
+        "state": STATE_TEXT.get(c.state, "?"), "rounds_planned": c.settings.rounds,
+        "scoring": "matchpoints" if c.settings.scoring == pb.CHAMPIONSHIP_SCORING_MATCHPOINTS
+        else "places", "duplicate_deals": c.settings.duplicate_deals,
+        "buchholz": c.settings.buchholz, "final_table": c.settings.final_table,
+        "seed": c.seed,
+        "standings": [
+            {"place": s.place, "name": s.display_name, "player_id": s.player_id,
+             "points": s.points, "matchpoints": s.matchpoints, "percentage": s.percentage,
+             "buchholz": s.buchholz, "firsts": s.firsts, "relative_points": s.relative_points,
+             "head_to_head": s.head_to_head, "games": s.games,
+             "decided_by": _tie_break(s.decided_by), "final_place": s.final_place,
+             "withdrawn": s.has_withdrawn, "dropped": s.is_dropped,
+             "disqualified": s.is_disqualified} for s in c.standings],
+        "rounds": [
+            {"round": r.round_number, "final": r.is_final, "announced": r.is_announced,
+             "start_time": r.start_time.ToJsonString() if r.HasField("start_time") else "",
+             "tables": [
+                 {"table": t.table_number, "table_id": t.table_id,
+                  "end_reason": _end_reason(t.end_reason), "corrected": t.is_corrected,
+                  "seats": [
+                      {"seat": s.seat, "name": s.display_name, "player_id": s.player_id,
+                       "total": s.total, "place": s.place, "points": s.points,
+                       "matchpoints": s.matchpoints, "percentage": s.percentage,
+                       "left": s.has_left, "no_show": s.is_no_show} for s in t.seats]}
+                 for t in r.tables]} for r in c.rounds]}
+
+
+def export_csv(c: pb.Championship) -> str:
+    """Two tables, a blank line between: the standings (``STANDING_COLUMNS``), then one row
+    per seat of every round (``SEAT_COLUMNS``): its pairing and, once played, its result."""
+    data = export_json(c)
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(STANDING_COLUMNS)
+    for line in data["standings"]:
+        writer.writerow([_cell(line[k]) for k in STANDING_COLUMNS])
+    writer.writerow([])
+    writer.writerow(SEAT_COLUMNS)
+    for round_ in data["rounds"]:
+        for table in round_["tables"]:
+            for seat in table["seats"]:
+                row = {"round": round_["round"], "final": round_["final"],
+                       "announced": round_["announced"], **{k: table[k] for k in (
+                           "table", "table_id", "end_reason", "corrected")}, **seat}
+                writer.writerow([_cell(row[k]) for k in SEAT_COLUMNS])
+    return out.getvalue()
+
+
+def _cell(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return f"{value:g}" if value == int(value) else repr(value)
+    return str(value)
 
 
 def personalized(message: pb.WatchChampionshipResponse) -> pb.Championship:
@@ -362,6 +536,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     command("register", "take part (while registration is open)")
     command("unregister", "take your registration back (before the start)")
     command("withdraw", "leave after the start (ranked as a leaver from then on)")
+    command("check-in", "say you are here (in the check-in before the start)")
+    export = command("export", "its standings and rounds as CSV or JSON")
+    export.add_argument("--format", choices=("csv", "json"), default="csv")
+    export.add_argument("--output", default="", help="write to this file (else stdout)")
     watch = command("watch", "follow it and play your table each round")
     watch.add_argument("--bot", default="", help="a bot of this policy plays your tables "
                                                  "(greedy, random, duck, mc)")

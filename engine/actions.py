@@ -51,6 +51,9 @@ class GameEndReason(StrEnum):
     ABANDONED = "ABANDONED"
     # An operator ended the game (the server's admin service). Scored like ABANDONED.
     CLOSED = "CLOSED"
+    # A championship round's time limit ended the game (docs/RULES.md, "Championships").
+    # Scored like ABANDONED.
+    TIME_LIMIT = "TIME_LIMIT"
 
 
 # ---------------------------------------------------------------- actions
@@ -87,7 +90,14 @@ class Close(NamedTuple):
     seat: int = -1
 
 
-Action = PassCards | PlayCard | ChooseMoon | Leave | Abandon | Close
+class TimeUp(NamedTuple):
+    """A championship round's time limit ends the game at once (reason TIME_LIMIT); ``seat``
+    is always -1."""
+
+    seat: int = -1
+
+
+Action = PassCards | PlayCard | ChooseMoon | Leave | Abandon | Close | TimeUp
 
 
 def action_to_json(action: Action) -> dict[str, Any]:
@@ -102,6 +112,8 @@ def action_to_json(action: Action) -> dict[str, Any]:
         return {"type": "abandon", "seat": -1}
     if isinstance(action, Close):
         return {"type": "close", "seat": -1}
+    if isinstance(action, TimeUp):
+        return {"type": "time_limit", "seat": -1}
     return {"type": "leave", "seat": action.seat}
 
 
@@ -120,6 +132,8 @@ def action_from_json(data: dict[str, Any]) -> Action:
             return Abandon()
         if kind == "close":
             return Close()
+        if kind == "time_limit":
+            return TimeUp()
     except (KeyError, TypeError, ValueError) as exc:
         raise InvalidActionError(f"unreadable action {data!r}: {exc}") from None
     raise InvalidActionError(f"unknown action type {kind!r}", Reason.INVALID_ACTION)

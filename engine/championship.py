@@ -222,6 +222,9 @@ class Standing:
     final: int = 0
     """In the standings after a final (``final_standings``): the finalist's place in the
     final's game (as ``GameResult.places``); 0 for everyone else."""
+    disqualified: bool = False
+    """Disqualified (``Tally.disqualify``): ranked below everyone who is not, by the same
+    criteria among the disqualified; ``decided_by`` compares it with them only."""
 
 
 def table_sizes(n: int) -> list[int]:
@@ -562,6 +565,8 @@ class Tally:
         self._relative = dict.fromkeys(self.players, 0)  # sixtieths
         self._draw = {p: (derive_seed(seed, "draw", p), p) for p in self.players}
         self._seen: set[tuple[int, int]] = set()
+        self.disqualified: set[str] = set()
+        """Players disqualified: ranked below everyone else, their results kept."""
 
     def register(self, player: str) -> None:
         """Register a player after the start (a late entrant): no game in the rounds before,
@@ -577,6 +582,16 @@ class Tally:
         self._firsts[player] = 0
         self._relative[player] = 0
         self._draw[player] = (derive_seed(self.seed, "draw", player), player)
+
+    def disqualify(self, player: str) -> None:
+        """Rank ``player`` below everyone who is not disqualified (docs/RULES.md, "Standings
+        and tie-breaks"): their results stay as played, for them and for their opponents.
+
+        :raises ChampionshipError: for a player not registered.
+        """
+        if player not in self._games:
+            raise ChampionshipError(f"not registered: {player}")
+        self.disqualified.add(player)
 
     def add(self, result: GameResult) -> None:
         """Count one finished game.
@@ -646,22 +661,31 @@ class Tally:
             def level(p: str) -> tuple[int | Fraction, ...]:
                 return (-score[p], -firsts[p], relative[p])
 
-        groups: dict[tuple[int | Fraction, ...], list[str]] = {}
-        for player in self.players:
-            groups.setdefault(level(player), []).append(player)
+        out = self.disqualified
+        groups: dict[tuple[object, ...], list[str]] = {}
+        for player in self.players:  # the disqualified are tied with each other only
+            groups.setdefault((player in out, *level(player)), []).append(player)
         head = dict.fromkeys(self.players, 0)
         for tied in groups.values():
             if len(tied) > 1:
                 head.update(self._head_to_head(tied))
         keys = {p: (*level(p), -head[p], self._draw[p]) for p in self.players}
-        ranked = sorted(self.players, key=keys.__getitem__)
+        ranked = sorted((p for p in self.players if p not in out), key=keys.__getitem__)
+        last = sorted(out, key=keys.__getitem__) if out else []
 
-        # gaps[i]: the first criterion that separates ranked[i - 1] from ranked[i]
+        # gaps[i]: the first criterion that separates ranked[i - 1] from ranked[i] (0, and
+        # never taken, where the disqualified begin: they are compared among themselves)
         gaps = [0]
         count = len(self.criteria)
         for above, below in pairwise(ranked):
             upper, lower = keys[above], keys[below]
             gaps.append(next(i for i in range(count) if upper[i] != lower[i]))
+        if last:
+            gaps.append(0)
+            for above, below in pairwise(last):
+                upper, lower = keys[above], keys[below]
+                gaps.append(next(i for i in range(count) if upper[i] != lower[i]))
+            ranked += last
         gaps.append(0)
         # One Fraction per value, shared by every line that has it (most values repeat).
         sixtieths = {v: Fraction(v, _SCALE) for v in {*firsts.values(), *relative.values()}}
@@ -676,7 +700,7 @@ class Tally:
                 criteria[max(gaps[i], gaps[i + 1])],
                 *((matchpoints[player], percentage[player], tuple(boards.get(player, ())))
                   if duplicate else no_duplicate),
-                Fraction(buchholz[player]) if with_buchholz else zero))
+                Fraction(buchholz[player]) if with_buchholz else zero, 0, player in out))
         return rows
 
     def _buchholz(self, score: Mapping[str, int | Fraction]) -> dict[str, int | Fraction]:
@@ -719,32 +743,38 @@ def standings(results: Iterable[GameResult], players: Iterable[str], seed: int |
 
 
 def seat_final(rules: ChampionshipRules, standings: Sequence[Standing],
-               seed: int | str) -> list[str]:
+               seed: int | str, *, passed_over: Collection[str] = ()) -> list[str]:
     """The final's players in seat order: the top ``rules.final_table`` of the standings
-    after the last round, seated by the seeded draw ``final``. The final is played as round
-    ``rules.rounds + 1``, table 1 (``deal_seed`` gives its deal).
+    after the last round, less the players ``passed_over`` (who play no more: dropped,
+    withdrawn or disqualified), seated by the seeded draw ``final``. The final is played as
+    round ``rules.rounds + 1``, table 1 (``deal_seed`` gives its deal).
 
     :raises ChampionshipError: without a final table, or with fewer players than it seats.
     """
     size = rules.final_table
     if not size:
         raise ChampionshipError("this championship has no final table")
-    if len(standings) < size:
+    eligible = [s.player for s in standings if s.player not in passed_over]
+    if len(eligible) < size:
         raise ChampionshipError(
-            f"a final table of {size} needs {size} players, the standings have {len(standings)}")
-    return draw_order((s.player for s in standings[:size]), seed, "final")
+            f"a final table of {size} needs {size} players, the standings have"
+            f" {len(eligible)}")
+    return draw_order(eligible[:size], seed, "final")
 
 
-def final_standings(standings: Sequence[Standing], final: GameResult) -> list[Standing]:
+def final_standings(standings: Sequence[Standing], final: GameResult, *,
+                    passed_over: Collection[str] = ()) -> list[Standing]:
     """The standings after the final: its players (the top ``len(final.players)`` of
-    ``standings``, the standings after the last round) take places 1 to N by their places in
-    the final, a place shared in the final by their order before it, each decided by
-    ``TieBreak.FINAL``; everyone else keeps their line. The final adds no points.
+    ``standings``, the standings after the last round, less the players ``passed_over``
+    when it was seated) take places 1 to N by their places in the final, a place shared in
+    the final by their order before it, each decided by ``TieBreak.FINAL``; everyone else
+    keeps their line, after them, in their order (renumbered when a player passed over was
+    above a finalist). The final adds no points.
 
     :raises ChampionshipError: when the final's players are not the top of the standings.
     """
     size = len(final.players)
-    top = standings[:size]
+    top = [s for s in standings if s.player not in passed_over][:size]
     if len(top) != size or {s.player for s in top} != set(final.players):
         raise ChampionshipError("the final's players must be the top of the standings")
     place_in_final = dict(zip(final.players, final.places, strict=True))
@@ -752,4 +782,6 @@ def final_standings(standings: Sequence[Standing], final: GameResult) -> list[St
     order = sorted(top, key=lambda s: (place_in_final[s.player], before[s.player]))
     finalists = [replace(s, place=i, decided_by=TieBreak.FINAL, final=place_in_final[s.player])
                  for i, s in enumerate(order, start=1)]
-    return [*finalists, *standings[size:]]
+    rest = [s for s in standings if s.player not in place_in_final]
+    return [*finalists, *(s if s.place == i else replace(s, place=i)
+                          for i, s in enumerate(rest, start=size + 1))]

@@ -34,6 +34,7 @@ from engine.actions import (
     PlayCard,
     PlayerLeft,
     Standing,
+    TimeUp,
     TrickWon,
 )
 from engine.cards import (
@@ -299,6 +300,8 @@ class Game:
             return self.abandon()
         if isinstance(action, Close):
             return self.close()
+        if isinstance(action, TimeUp):
+            return self.time_up()
         raise InvalidActionError(f"not an action: {action!r}")
 
     def play(self, seat: int, card: object, *, is_automatic: bool = False) -> list[Event]:
@@ -404,6 +407,16 @@ class Game:
         self.actions.append(Close())
         events: list[Event] = []
         self._end_game(GameEndReason.CLOSED, events)
+        return events
+
+    def time_up(self) -> list[Event]:
+        """A championship round's time limit ends the game now (reason TIME_LIMIT), scored
+        as ``abandon`` is."""
+        if self.phase is Phase.GAME_OVER:
+            raise IllegalActionError("the game is over", Reason.WRONG_PHASE)
+        self.actions.append(TimeUp())
+        events: list[Event] = []
+        self._end_game(GameEndReason.TIME_LIMIT, events)
         return events
 
     # ------------------------------------------------------------ automatic choices

@@ -46,7 +46,8 @@ END_REASON_TO_PB = {GameEndReason.HAND_LIMIT: copas_pb2.GAME_END_REASON_HAND_LIM
                     GameEndReason.POINT_LIMIT: copas_pb2.GAME_END_REASON_POINT_LIMIT,
                     GameEndReason.LAST_PLAYER: copas_pb2.GAME_END_REASON_LAST_PLAYER,
                     GameEndReason.ABANDONED: copas_pb2.GAME_END_REASON_ABANDONED,
-                    GameEndReason.CLOSED: copas_pb2.GAME_END_REASON_CLOSED}
+                    GameEndReason.CLOSED: copas_pb2.GAME_END_REASON_CLOSED,
+                    GameEndReason.TIME_LIMIT: copas_pb2.GAME_END_REASON_TIME_LIMIT}
 
 _RULE_FIELDS = {  # proto field -> Rules attribute
     "players": "players", "max_hands": "max_hands", "point_limit": "point_limit",

@@ -63,6 +63,8 @@ TIERS = {
     "test_scoring.py": UNIT, "test_table_machine.py": UNIT, "test_tiers.py": UNIT,
     "test_tricks.py": UNIT, "test_bounded.py": UNIT, "test_web_codec.py": UNIT,
     "test_championship.py": UNIT, "test_delivery.py": UNIT, "test_seats.py": UNIT,
+    "test_championship_tables.py": UNIT, "test_championship_director.py": INTEGRATION,
+    "test_championship_operators.py": INTEGRATION,
     "test_timers.py": UNIT, "test_away_seats.py": UNIT, "test_wakeup.py": UNIT,
     "test_cluster_units.py": INTEGRATION,
     "test_lifecycle.py": PROCESS, "test_web_hostile.py": PROCESS,

@@ -11,47 +11,15 @@ import pytest
 from engine import Phase
 from server import tokens
 from server.errors import ServiceError
-from server.observability import Metrics
-from server.store import MemoryStore
-from server.store.base import StoredTable, TableMeta
+from server.store.base import TableMeta
 from server.tables.clock import ManualScheduler
 from server.tables.log_entries import TimedOut, loads
-from server.tables.ownership import LocalOwnership
-from server.tables.recovery import rebuild
 from server.tables.registry import TableRegistry
 from server.tables.timers import AWAY_GRACE
-from tests.helpers.servers import config_for_tests
+from tests.helpers.logged import new_registry, replayed, store_log
 
 CLOCK = {"play_timeout": 60.0, "pass_timeout": 60.0, "moon_timeout": 60.0,
          "trick_pause": 0.0, "hand_pause": 0.0}
-
-
-class LoggedStore(MemoryStore):
-    """The memory store, keeping each table's log as written (a restart's reading of it)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.tables: dict[str, tuple[float, TableMeta, dict[int, str]]] = {}
-
-    def create_table(self, table_id: str, created: float, meta: TableMeta) -> None:
-        super().create_table(table_id, created, meta)
-        self.tables[table_id] = (created, meta, {})
-
-    def append(self, table_id: str, entry: str) -> int:
-        n = super().append(table_id, entry)
-        self.tables[table_id][2][n] = entry
-        return n
-
-    def delete_entry(self, table_id: str, n: int) -> None:
-        super().delete_entry(table_id, n)
-        del self.tables[table_id][2][n]
-
-
-def new_registry(clock: ManualScheduler, store: LoggedStore | None = None, **options: Any
-                 ) -> TableRegistry:
-    config = config_for_tests(allow_seed=True, **options)
-    return TableRegistry(config.registry_settings(), config.table_settings(), Metrics(),
-                         store or LoggedStore(), clock, LocalOwnership())
 
 
 def away(table: Any, seat: int) -> tuple[bool, bool]:
@@ -73,25 +41,6 @@ def seated_table(clock: ManualScheduler, registry: TableRegistry) -> tuple[Any, 
         seat, token = table.join(f"P{i}", None)
         watchers[seat] = table.add_watcher(seat, tokens.hash_token(token))
     return table, watchers
-
-
-def store_log(registry: TableRegistry, table: Any) -> list[str]:
-    """The table's log as the store holds it, in order."""
-    store = registry.store
-    assert isinstance(store, LoggedStore)
-    return [entry for _, entry in sorted(store.tables[table.id][2].items())]
-
-
-def replayed(registry: TableRegistry, table: Any, **options: Any) -> Any:
-    """The table rebuilt from its log by a fresh registry (of ``options``) on the same
-    store."""
-    store = registry.store
-    assert isinstance(store, LoggedStore)
-    created, meta, log = store.tables[table.id]
-    stored = StoredTable(table.id, created, meta, tuple(sorted(log.items())), False,
-                         table.sequence)
-    return rebuild(new_registry(ManualScheduler(registry.scheduler.now()), LoggedStore(),
-                                **options), stored)
 
 
 def test_a_seat_not_connected_at_its_turn_is_played_at_once_shown_away_and_back_on_acting(

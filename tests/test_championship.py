@@ -818,6 +818,104 @@ def test_worked_example_of_a_final_table() -> None:
     assert [s.percentage for s in after[:3]] == [150, 200, 150]  # the final adds nothing
 
 
+# ---------------------------------------------------------------- disqualified, passed over
+
+
+def test_a_disqualified_player_is_ranked_below_everyone_with_their_results_kept() -> None:
+    results = [GameResult(1, 1, tuple("ABCD"), (0, 10, 20, 30)),
+               GameResult(1, 2, tuple("EFGH"), (0, 10, 20, 30)),
+               GameResult(2, 1, tuple("AEBF"), (0, 10, 20, 30)),
+               GameResult(2, 2, tuple("CGDH"), (0, 10, 20, 30))]
+    rules = ChampionshipRules(buchholz=True)
+    tally = Tally("ABCDEFGH", 0, rules)
+    for result in results:
+        tally.add(result)
+    before = by_player(tally.standings())
+    tally.disqualify("A")
+    tally.disqualify("E")
+    after = tally.standings()
+    assert [s.player for s in after[-2:]] == ["A", "E"]  # among them, by the criteria
+    assert all(s.disqualified for s in after[-2:]) and not any(s.disqualified for s in after[:-2])
+    assert [s.place for s in after] == list(range(1, 9))
+    # The others keep their order, their points and their Buchholz (A's and E's points count).
+    others = [s.player for s in standings(results, "ABCDEFGH", 0, rules) if s.player not in "AE"]
+    assert [s.player for s in after[:-2]] == others
+    for line in after:
+        assert (line.points, line.buchholz, line.games) == (
+            before[line.player].points, before[line.player].buchholz, before[line.player].games)
+    # Each line's decided_by compares it with its neighbours of its own group only.
+    assert [s.decided_by for s in after[:-2]] == decided_within(after[:-2])
+    assert [s.decided_by for s in after[-2:]] == decided_within(after[-2:])
+    with pytest.raises(ChampionshipError, match="not registered"):
+        tally.disqualify("Z")
+
+
+def decided_within(lines: list[Standing]) -> list[TieBreak]:
+    """What decided each line of ``lines`` (ranked, with Buchholz) among those lines only."""
+    criteria = [TieBreak.POINTS, TieBreak.BUCHHOLZ, TieBreak.FIRSTS, TieBreak.RELATIVE_POINTS,
+                TieBreak.HEAD_TO_HEAD, TieBreak.DRAW]
+
+    def key(s: Standing) -> tuple[object, ...]:
+        return (-s.points, -s.buchholz, -s.firsts, s.relative_points, -s.head_to_head)
+
+    out = []
+    for i, line in enumerate(lines):
+        gaps = []
+        for j in (i - 1, i + 1):
+            if 0 <= j < len(lines):
+                mine, theirs = key(line), key(lines[j])
+                gaps.append(next((k for k in range(5) if mine[k] != theirs[k]), 5))
+        out.append(criteria[max(gaps)])
+    return out
+
+
+def test_the_final_passes_over_players_who_do_not_play_it() -> None:
+    order = [f"p{i}" for i in range(8)]
+    before = ranked(order)
+    rules = ChampionshipRules(final_table=3)
+    seats = seat_final(rules, before, "s", passed_over={"p1", "p4"})
+    assert seats == drawn(["p0", "p2", "p3"], "s", "final")
+    final = GameResult(3, 1, tuple(seats), tuple(10 * i for i in range(3)))
+    after = final_standings(before, final, passed_over={"p1", "p4"})
+    assert [s.player for s in after[:3]] == seats  # the final's places, 1 to 3
+    assert all(s.decided_by is TieBreak.FINAL for s in after[:3])
+    # Everyone else follows in their order before, renumbered.
+    assert [(s.place, s.player) for s in after[3:]] == [
+        (4, "p1"), (5, "p4"), (6, "p5"), (7, "p6"), (8, "p7")]
+    with pytest.raises(ChampionshipError, match="the top of the standings"):
+        final_standings(before, final)  # p1 played no final: it was passed over
+    with pytest.raises(ChampionshipError, match="needs 3 players"):
+        seat_final(rules, before[:4], "s", passed_over={"p0", "p1"})
+
+
+# ---------------------------------------------------------------- a round's time limit
+
+
+def test_a_game_ended_by_the_time_limit_is_scored_as_an_abandoned_one() -> None:
+    from engine import GameEndReason, TimeUp, action_from_json, action_to_json, dumps
+    from engine.record import replay_actions
+
+    rules = Rules(players=4, max_hands=3)
+    game = Game(rules, 7)
+    while game.hand_number < 1 or game.phase.name != "PLAYING" or len(game.trick_cards) < 2:
+        seat = game.to_act()[0]
+        game.apply(game.auto_action(seat))
+    totals = list(game.totals)  # the first hand's: the hand in progress does not count
+    game.apply(Leave(2))
+    events = game.apply(TimeUp())
+    assert game.is_over and game.end_reason is GameEndReason.TIME_LIMIT
+    assert str(GameEndReason.TIME_LIMIT) == "TIME_LIMIT" and events
+    assert list(game.totals) == totals
+    places = {r.seat: r.place for r in game.standings}
+    assert places[2] == 4  # the leaver behind everyone who stayed
+    assert action_from_json(action_to_json(TimeUp())) == TimeUp()
+    again = replay_actions(rules, 7, game.actions)
+    assert again.end_reason is GameEndReason.TIME_LIMIT and list(again.totals) == totals
+    assert '"time_limit"' in dumps(game)
+    with pytest.raises(Exception, match="over"):
+        game.time_up()
+
+
 # ---------------------------------------------------------------- random championships
 
 RANDOM_CHAMPIONSHIPS = settings(max_examples=budget(60, 400), derandomize=True, deadline=None,

@@ -3,17 +3,30 @@ an operator creates a championship, three people signed in with `copas login` li
 register (one takes it back and registers again), and follow it with `copas championship
 watch --bot`, which takes each of them to their table each round and plays it, to the final
 standings; `show` prints them with the tie-break that decided each place; an operator's
-start, remove-player and cancel, and the refusals' reasons."""
+start, remove-player and cancel, and the refusals' reasons. The director's commands: an
+announced round's re-seating, pause and resume, a disqualification, a result corrected, and
+the standings exported as CSV and JSON (equal to what GetChampionship says)."""
 
 from __future__ import annotations
 
+import asyncio
+import csv
+import io
 import json
 import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
-from tests.helpers.servers import ServerProcess
+import grpc
+from copas.admin.v1 import admin_pb2, admin_pb2_grpc
+from copas.v1 import championships_pb2 as pb
+from copas.v1 import championships_pb2_grpc
+
+from tests.helpers.calls import auth
+from tests.helpers.championships import FAST_RULES, BotPlayer, sign_in
+from tests.helpers.servers import ServerProcess, serving
 
 ROOT = Path(__file__).resolve().parent.parent
 TOKEN = "operator-token-for-the-championship-cli-test"
@@ -111,3 +124,149 @@ def test_people_register_and_follow_a_championship_from_the_terminal(tmp_path: P
         assert cancelled.returncode == 0 and "cancelled" in cancelled.stdout, cancelled
         gone = copas(homes[0], "championship", "register", oid, *at)
         assert gone.returncode == 1 and "REGISTRATION_CLOSED" in gone.stdout, gone
+
+
+# ---------------------------------------------------------------- the director's commands
+
+
+async def cli(home: Path, *words: str) -> tuple[int, str, str]:
+    """``copas WORDS`` as a process of its own (the server runs in this one, on its loop):
+    its exit code, stdout and stderr."""
+    done = await asyncio.to_thread(copas, home, *words)
+    return done.returncode, done.stdout, done.stderr
+
+
+async def test_an_operator_reseats_pauses_and_disqualifies_from_the_terminal(
+        tmp_path: Path) -> None:
+    token_file = tmp_path / "admin-token"
+    token_file.write_text(TOKEN + "\n")
+    async with serving(admin_token_file=str(token_file), championship_interval=0.05) \
+            as (running, _):
+        address = f"127.0.0.1:{running.port}"
+        operator = ["admin", "--server", address, "--token-file", str(token_file)]
+        home = tmp_path / "operator"
+        code, out, err = await cli(
+            home, *operator, "--json", "championship", "create", "--name", "Night Cup",
+            "--rounds", "1", "--max-players", "4", "--start-when-full", "--pairing-notice",
+            "600", "--buchholz", "--round-time-limit", "900", *FAST, "--reason", "test")
+        assert code == 0, err
+        made = json.loads(out)["championship"]
+        cid = made["championship_id"]
+        assert made["settings"]["buchholz"] and made["settings"]["pairing_notice_seconds"] == 600
+        assert made["settings"]["drop_absent"] is True
+        sessions = await sign_in(address, ["Ana", "Bia", "Caio", "Duda"])
+        async with grpc.aio.insecure_channel(address) as channel:
+            champs = championships_pb2_grpc.ChampionshipServiceStub(channel)
+            for session in sessions:  # the fourth fills it: it starts, round 1 announced
+                await champs.Register(pb.RegisterRequest(championship_id=cid),
+                                      metadata=auth(session.access_token))
+            async for message in champs.WatchChampionship(pb.WatchChampionshipRequest(
+                    championship_id=cid), timeout=30):  # until round 1 is announced
+                if message.championship.rounds:
+                    break
+        (announced,) = message.championship.rounds
+        assert announced.is_announced
+        a, b = announced.tables[0].seats[0].player_id, announced.tables[0].seats[1].player_id
+        code, out, err = await cli(
+            home, *operator, "championship", "reseat", cid, "1", a, b, "--reason", "test")
+        assert code == 1 and "INVALID_SWAP" in err, (out, err)  # one table of four
+        code, out, err = await cli(
+            home, *operator, "championship", "pause", cid, "--reason", "a break")
+        assert code == 0 and "(paused)" in out, err
+        code, out, err = await cli(
+            home, *operator, "championship", "resume", cid, "--reason", "back")
+        assert code == 0 and "(paused)" not in out, err
+        code, out, err = await cli(
+            home, *operator, "championship", "disqualify", cid, a, "--reason", "cheating")
+        assert code == 0 and "(disqualified)" in out, err
+        code, out, err = await cli(home, "championship", "show", cid, "--server",
+                                                 address)
+        assert code == 0 and "round 1 (pairings; starts at" in out, (out, err)
+        code, out, err = await cli(
+            home, "championship", "export", cid, "--format", "csv", "--server", address)
+        assert code == 0, err
+        standings_part, seats_part = out.split("\n\n")
+        rows = list(csv.DictReader(io.StringIO(seats_part)))
+        assert [(r["round"], r["announced"], r["table_id"]) for r in rows] == [
+            ("1", "true", "")] * 4
+        lines = list(csv.DictReader(io.StringIO(standings_part)))
+        disqualified = next(line for line in lines if line["player_id"] == a)
+        assert disqualified["disqualified"] == "true" and disqualified["place"] == "4"
+        code, out, err = await cli(
+            home, *operator, "championship", "correct", cid, "1", "1", "--totals", "1,2,3,4",
+            "--reason", "test")
+        assert code == 1 and "CHAMPIONSHIP_TABLE_NOT_FOUND" in err, err
+        code, out, err = await cli(
+            home, *operator, "championship", "cancel", cid, "--reason", "test")
+        assert code == 0, err
+
+
+async def test_a_result_corrected_and_the_export_from_the_terminal(tmp_path: Path) -> None:
+    token_file = tmp_path / "admin-token"
+    token_file.write_text(TOKEN + "\n")
+    admin_auth = (("authorization", f"Bearer {TOKEN}"),)
+    async with serving(admin_token_file=str(token_file), championship_interval=0.05) \
+            as (running, _), grpc.aio.insecure_channel(f"127.0.0.1:{running.port}") as channel:
+        address = f"127.0.0.1:{running.port}"
+        operator = ["admin", "--server", address, "--token-file", str(token_file)]
+        champs = championships_pb2_grpc.ChampionshipServiceStub(channel)
+        cid = (await admin_pb2_grpc.AdminServiceStub(channel).CreateChampionship(
+            admin_pb2.CreateChampionshipRequest(settings=pb.ChampionshipSettings(
+                display_name="Export cup", rounds=2, rules=FAST_RULES, max_players=3,
+                start_when_full=True, round_pause_seconds=600), reason="test"),
+            metadata=admin_auth)).championship.championship_id
+        sessions = await sign_in(address, ["Eva", "Fabi", "Gil"])
+        for session in sessions:
+            await champs.Register(pb.RegisterRequest(championship_id=cid),
+                                  metadata=auth(session.access_token))
+        bots = [asyncio.ensure_future(BotPlayer(address, s, cid).run()) for s in sessions]
+        async for message in champs.WatchChampionship(pb.WatchChampionshipRequest(
+                championship_id=cid), timeout=60):  # until round 1 is counted
+            if message.championship.rounds and message.championship.rounds[0].is_finished:
+                break
+        home = tmp_path / "operator"
+        code, out, err = await cli(
+            home, *operator, "championship", "correct", cid, "1", "1", "--totals", "26,0,0",
+            "--no-shows", "2", "--reason", "a slip")
+        assert code == 0 and "corrected" in out, (out, err)
+        c = (await champs.GetChampionship(pb.GetChampionshipRequest(championship_id=cid))
+             ).championship
+        table = c.rounds[0].tables[0]
+        assert table.is_corrected and [s.total for s in table.seats] == [26, 0, 0]
+        assert table.seats[2].is_no_show and table.seats[2].place == 3
+        out_file = tmp_path / "standings.json"
+        code, out, err = await cli(
+            home, "championship", "export", cid, "--format", "json", "--output",
+            str(out_file), "--server", address)
+        assert code == 0 and not out, err
+        exported = json.loads(out_file.read_text())
+        assert [(s["place"], s["name"], s["player_id"], s["points"], s["decided_by"],
+                 s["games"]) for s in exported["standings"]] == [
+            (line.place, line.display_name, line.player_id, line.points,
+             pb.TieBreak.Name(line.decided_by).removeprefix("TIE_BREAK_").lower(), line.games)
+            for line in c.standings]
+        (round_,) = exported["rounds"]
+        assert round_["tables"][0]["corrected"] and round_["tables"][0]["table_id"]
+        assert [s["total"] for s in round_["tables"][0]["seats"]] == [26, 0, 0]
+        code, out, err = await cli(
+            home, "championship", "export", cid, "--format", "csv", "--server", address)
+        standings_part, seats_part = out.split("\n\n")
+        assert [dict(r) for r in csv.DictReader(io.StringIO(standings_part))] == [
+            {k: _text(v) for k, v in s.items()} for s in exported["standings"]]
+        assert [(r["round"], r["seat"], r["total"], r["no_show"], r["corrected"])
+                for r in csv.DictReader(io.StringIO(seats_part))] == [
+            ("1", "0", "26", "false", "true"), ("1", "1", "0", "false", "true"),
+            ("1", "2", "0", "true", "true")]
+        await admin_pb2_grpc.AdminServiceStub(channel).CancelChampionship(
+            admin_pb2.CancelChampionshipRequest(championship_id=cid, reason="test"),
+            metadata=admin_auth)
+        await asyncio.wait_for(asyncio.gather(*bots), 30)
+
+
+def _text(value: Any) -> str:
+    """A JSON export's value as its CSV cell."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return f"{value:g}" if value == int(value) else repr(value)
+    return str(value)

@@ -3,15 +3,28 @@ on a cluster, another node) carries on where the last step left off.
 
 One step of a championship reads it from the store and does the next thing it needs:
 - registering: start it when its start time has come or it is full (with enough players);
-- running, no round yet or the last one over (plus its pause): seat the next round, by the
-  draw in round 1 and by the standings after; make its tables (the championship's rules,
-  clocks on), seat each account there itself and, last, write the round with its tables'
-  ids in one transaction. Making and seating are idempotent (request ids derived from the
-  championship's secret seed, the round and the table), so a kill -9 before that write seats
-  the same round at the same tables again, and the write's key seats no round twice;
+  with check-in, those who did not check in are removed first;
+- running, no round yet or the last one over (plus its pause): pair the next round, by the
+  draw in round 1, by the standings after (its players: those entered by then, less the
+  dropped and the disqualified), and for a final the top of the standings; with a pairing
+  notice, write the pairings (announced) and seat them at their start time; make its tables
+  (the championship's rules, clocks on), seat each account there itself and, last, write
+  the round with its tables' ids in one transaction. Making and seating are idempotent
+  (request ids derived from the championship's secret seed, the round and the table), so a
+  kill -9 before that write seats the same round at the same tables again, and the write's
+  key seats no round twice;
 - running, a round in play: count each game whose record is in the store (keyed by its
-  table id: counted once), and make a withdrawn player leave the game they are in;
-- the last round over: the final standings (FINISHED).
+  table id: counted once; its no-shows dropped with it when the championship drops them),
+  and bring its tables here in line with the championship (``enforce``): a withdrawn or
+  disqualified player leaves the game they are in, a paused championship's tables are held
+  (and released when it resumes), the games still running at the round's time limit end;
+- paused: nothing is paired or seated, the time limit waits;
+- the last round (or the final) over, or fewer than 3 players left: the final standings
+  (FINISHED).
+
+Every node brings the tables it holds in line with their championships at each pass, those it
+does not drive too (a table stays on a node that drained or took it over), so a pause, a time
+limit or a cancel reaches a table wherever it runs.
 
 A game's end reaches the driver as its record (written with the game's last move), as it
 reaches the accounts' ratings (``server.accounts.games.GameIntake``): so a kill -9 between a
@@ -38,7 +51,14 @@ from typing import Protocol
 import structlog
 from prometheus_client.core import GaugeMetricFamily
 
-from engine.championship import ChampionshipError, GameResult, deal_seed, seat_round
+from engine.championship import (
+    ChampionshipError,
+    GameResult,
+    deal_seed,
+    seat_final,
+    seat_round,
+)
+from server.bounded import Bounded
 from server.championships.model import Championship, Counted, Phase, SeatedTable
 from server.championships.store import ChampionshipStore, Refused
 from server.championships.tables import TablePort
@@ -96,6 +116,7 @@ class Records(Protocol):
 SEAT_SCOPE = "championship-seat"  # what a seat's sealed token is sealed for
 EXPIRE_AFTER = 7 * 86400.0  # seconds a championship may wait to start (then it is cancelled)
 VERSIONS_KEPT = 10_000  # championships whose changes this node counts (the oldest forgotten)
+LEFT_KEPT = 10_000  # seats a leave was made for that this node remembers (the oldest forgotten)
 
 
 def seat_key(championship: Championship, table_id: str, account_id: str) -> str:
@@ -138,7 +159,8 @@ class Driver:
         self._wake = asyncio.Event()
         self._changes: dict[str, asyncio.Event] = {}  # its watchers wait for a change
         self._versions: dict[str, int] = {}  # changes seen (championships of this process)
-        self._left: set[tuple[str, int]] = set()  # (table, seat) a withdrawn player left
+        # (table, seat) a withdrawn or disqualified player left (a leave again does nothing)
+        self._left: Bounded[tuple[str, int], bool] = Bounded(LEFT_KEPT)
         self._driven: set[str] = set()  # championships this node drove at its last pass
         self._dirty: set[str] = set()  # changed since the last pass: stepped by the next
         self._running = 0
@@ -202,11 +224,14 @@ class Driver:
         dirty, self._dirty = self._dirty, set()
         due = await self._store.due(now, now - self._expire_after)
         active = [*due, *(c for c in sorted(dirty) if c not in due)]
-        for championship_id in self._driven - set(due):
-            await self._close_if_cancelled(championship_id)
+        here = self._tables.here()
+        for championship_id in sorted(set(here) - set(active) | self._driven - set(due)):
+            await self._enforce_here(championship_id)  # over, or cancelled meanwhile
         self._driven &= set(active)
         for championship_id in active:
             if not await self._lease.holds(championship_id):
+                if championship_id in here:
+                    await self._enforce_here(championship_id)  # another node drives it
                 continue
             self._driven.add(championship_id)
             try:
@@ -220,16 +245,43 @@ class Driver:
             running += phase is Phase.RUNNING
         self._running = running
 
-    async def _close_if_cancelled(self, championship_id: str) -> None:
-        """A championship this node drove ended: cancelled (by an operator through any node),
-        its games still running here end CLOSED, as those of the node that answered did."""
+    async def _enforce_here(self, championship_id: str) -> None:
+        """A championship with tables here that this node does not drive (or drove, and it
+        ended): its tables here follow it (``enforce``)."""
         championship = await self._store.load(championship_id)
-        if championship is None or championship.phase is not Phase.CANCELLED:
-            return
+        if championship is not None:
+            await self.enforce(championship)
+
+    async def enforce(self, championship: Championship) -> None:
+        """The current round's tables still playing on this node follow the championship: a
+        cancelled one's end CLOSED; a paused one's are held, else released; past the round's
+        time limit they end (TIME_LIMIT); a withdrawn or disqualified player leaves the game
+        they are in. A table elsewhere is left to its node (each node does this for its own)."""
+        round_no = championship.seated_round
         counted = championship.counted_ids()
-        for table in championship.tables_of(championship.current_round):
-            if table.table_id not in counted:
+        playing = [t for t in championship.tables_of(round_no) if t.table_id not in counted]
+        if not playing:
+            return
+        if championship.phase is Phase.CANCELLED:
+            for table in playing:
                 self._tables.close(table.table_id)  # not here, or over: nothing to do
+            await self._tables.committed()
+            return
+        if championship.phase is not Phase.RUNNING:
+            return
+        is_paused = championship.paused is not None
+        limit = championship.time_limits.get(round_no)
+        is_late = limit is not None and not is_paused and self._clock() >= limit
+        leaving = {r.account_id for r in championship.registrations
+                   if r.withdrawn is not None or r.disqualified is not None}
+        for table in playing:
+            if is_late:
+                self._tables.time_up(table.table_id)  # over already, or elsewhere: nothing
+                continue
+            self._tables.hold(table.table_id, is_paused)
+            for seat, account_id in enumerate(table.players):
+                if account_id in leaving:
+                    self._leave(table.table_id, seat)
         await self._tables.committed()
 
     async def step_if_held(self, championship_id: str) -> None:
@@ -252,6 +304,9 @@ class Driver:
                 return Phase.CANCELLED
             if not self._is_due(championship):
                 return championship.phase
+            if championship.spec.check_in_opens is not None \
+                    and await self._store.close_check_in(championship.id):
+                self.changed(championship.id)  # who did not check in is removed
             try:
                 await self._store.start(championship.id, self._clock(),
                                         championship.spec.min_players)
@@ -262,25 +317,84 @@ class Driver:
             self.changed(championship.id)
             championship = await self._store.load(championship_id)
             assert championship is not None
-        round_no = championship.current_round
+        spec = championship.spec
+        round_no = championship.seated_round
         if round_no:
             if await self._follow(championship, round_no):
                 self.changed(championship.id)
                 championship = await self._store.load(championship_id)
                 assert championship is not None
+            await self.enforce(championship)
             if not championship.is_round_over(round_no):
                 return championship.phase
-            if round_no >= championship.spec.rounds:
-                if await self._store.end(championship.id, Phase.FINISHED, self._clock()):
-                    log.info("championship_finished", championship_id=championship.id)
-                    self.changed(championship.id)
-                return Phase.FINISHED
+        if championship.paused is not None:
+            return championship.phase  # nothing is paired or seated while paused
+        announced = championship.announced.get(championship.current_round)
+        if announced is not None:
+            if self._clock() >= announced.starts:
+                await self._seat(championship, announced.round_no,
+                                 [list(t) for t in announced.tables])
+            return championship.phase
+        if round_no and (round_no == spec.final_round or
+                         (round_no >= spec.rounds and not spec.final_round)):
+            return await self._finish(championship)
+        seating = self._pair(championship, round_no + 1)
+        if seating is None:
+            return await self._finish(championship)
+        if round_no:
             last = max(c.counted for c in championship.counted
                        if c.result.round_no == round_no)
-            if self._clock() < last + championship.spec.round_pause:
+            if self._clock() < last + max(0.0, spec.round_pause - spec.pairing_notice):
                 return championship.phase
-        await self._seat(championship, round_no + 1)
+        if spec.pairing_notice:
+            now = self._clock()
+            if await self._store.announce(championship.id, round_no + 1, now,
+                                          now + spec.pairing_notice,
+                                          [tuple(t) for t in seating]):
+                log.info("championship_round_announced", championship_id=championship.id,
+                         round=round_no + 1, tables=len(seating))
+                self.changed(championship.id)
+            return championship.phase
+        await self._seat(championship, round_no + 1, seating)
         return championship.phase
+
+    async def _finish(self, championship: Championship) -> Phase:
+        if await self._store.end(championship.id, Phase.FINISHED, self._clock()):
+            log.info("championship_finished", championship_id=championship.id,
+                     rounds=championship.seated_round)
+            self.changed(championship.id)
+        return Phase.FINISHED
+
+    def _pair(self, championship: Championship, round_no: int) -> list[list[str]] | None:
+        """The accounts at each table of ``round_no``, in seat order (largest tables
+        first): a round of the players who play it (None with fewer than 3: the
+        championship ends), or the final of the top of the standings (None when too few
+        may play it)."""
+        spec = championship.spec
+        now = self._clock()
+        tally = championship.tally()
+        accounts = championship.accounts_by_player_id()
+        try:
+            if round_no > spec.rounds:
+                playing = set(championship.plays(round_no, now))
+                passed = {championship.player_id(r.account_id)
+                          for r in championship.registrations
+                          if r.account_id not in playing or r.withdrawn is not None}
+                return [[accounts[p] for p in seat_final(spec.rules, tally.standings(),
+                                                         spec.seed, passed_over=passed)]]
+            players = championship.plays(round_no, now)
+            if len(players) < 3:
+                log.info("championship_too_few_players", championship_id=championship.id,
+                         round=round_no, players=len(players))
+                return None
+            return [[accounts[p] for p in table] for table in seat_round(
+                [championship.player_id(a) for a in players],
+                tally.standings() if tally.results else [], tally.met_pairs(), spec.seed,
+                round_no)]
+        except ChampionshipError as exc:  # a final with too few players to seat it
+            log.info("championship_no_final", championship_id=championship.id,
+                     error=str(exc))
+            return None
 
     def _is_expired(self, championship: Championship) -> bool:
         """Registering for longer than ``expire_after`` (past its start time, when it has
@@ -295,31 +409,24 @@ class Driver:
         return (spec.start_at is not None and self._clock() >= spec.start_at) or \
             (spec.start_when_full and count >= spec.max_players)
 
-    async def _seat(self, championship: Championship, round_no: int) -> None:
-        """Seats ``round_no``: its tables made and their seats taken (idempotently), then the
-        round written with its tables' ids at once."""
+    async def _seat(self, championship: Championship, round_no: int,
+                    seating: list[list[str]]) -> None:
+        """Seats ``round_no`` (``seating``: the accounts by table and seat): its tables made
+        and their seats taken (idempotently), then the round written with its tables' ids at
+        once."""
         began = time.perf_counter()
         spec = championship.spec
-        tally = championship.tally()
-        accounts = championship.accounts_by_player_id()
-        try:
-            seating = [[accounts[p] for p in table] for table in seat_round(
-                list(accounts), tally.standings() if tally.results else [],
-                tally.met_pairs(), spec.seed, round_no)]
-        except ChampionshipError as exc:  # fewer than 3 players: cannot happen once started
-            log.error("championship_cannot_seat", championship_id=championship.id,
-                      error=str(exc))
-            return
         names = {r.account_id: r.display_name for r in championship.registrations}
         withdrawn = {r.account_id for r in championship.registrations
-                     if r.withdrawn is not None}
+                     if r.withdrawn is not None or r.disqualified is not None}
+        label = "final" if round_no == spec.final_round else f"r{round_no}"
         tables = []
         try:
             for number, members in enumerate(seating, start=1):
                 size = len(members)
                 table_id = self._tables.create(
                     request_id=request_id(championship, "table", round_no, number),
-                    name=f"{spec.name} r{round_no} t{number}"[:60], preset=spec.preset,
+                    name=f"{spec.name} {label} t{number}"[:60], preset=spec.preset,
                     rules=spec.rules.table_rules(size),
                     seed=deal_seed(spec.rules, spec.seed, round_no, number, size),
                     championship=championship.id, is_duplicate=spec.duplicate_deals)
@@ -339,7 +446,9 @@ class Driver:
             log.warning("championship_round_not_seated", championship_id=championship.id,
                         round=round_no, error=str(exc)[:200])
             return
-        if await self._store.seat_round(championship.id, round_no, self._clock(), tables):
+        now = self._clock()
+        limit = now + spec.round_time_limit if spec.round_time_limit else None
+        if await self._store.seat_round(championship.id, round_no, now, tables, limit):
             self._metrics.championship_rounds.inc()
             self._metrics.championship_seating.observe(time.perf_counter() - began)
             log.info("championship_round_seated", championship_id=championship.id,
@@ -352,27 +461,24 @@ class Driver:
             return
         with contextlib.suppress(ServiceError):  # over, or the table is on another node
             self._tables.leave(table_id, seat)
-        self._left.add((table_id, seat))
+        self._left[table_id, seat] = True
 
     async def _follow(self, championship: Championship, round_no: int) -> bool:
-        """Counts the round's games whose records are in; a withdrawn player leaves the game
-        they are in. Whether anything was counted."""
+        """Counts the round's games whose records are in (their no-shows dropped with them,
+        when the championship drops them). Whether anything was counted."""
         counted = championship.counted_ids()
-        withdrawn = {r.account_id for r in championship.registrations
-                     if r.withdrawn is not None}
+        drops = championship.spec.drop_absent and round_no <= championship.spec.rounds
         is_new = False
         for table in championship.tables_of(round_no):
             if table.table_id in counted:
                 continue
             record = await asyncio.to_thread(self._records.get_kept_record, table.table_id)
             if record is None:
-                for seat, account_id in enumerate(table.players):
-                    if account_id in withdrawn:
-                        self._leave(table.table_id, seat)
                 continue
             result = result_of(record, table)
-            if await self._store.count(championship.id, Counted(table.table_id, result,
-                                                                self._clock())):
+            if await self._store.count(championship.id, Counted(
+                    table.table_id, result, self._clock(), record.summary.result.end_reason),
+                    drop_from=round_no + 1 if drops and result.no_shows else 0):
                 is_new = True
                 log.info("championship_game_counted", championship_id=championship.id,
                          round=round_no, table=table.table_no, table_id=table.table_id)

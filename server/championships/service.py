@@ -1,6 +1,7 @@
-"""``Championships``: what the edge asks of the championships (create, register, withdraw,
-start, cancel, remove, read) checked and written through the store, each refusal with its
-``copas.v1.ErrorReason``; the driver is told of every change so it steps at once."""
+"""``Championships``: what the edge asks of the championships (create, register, check in,
+withdraw, start, cancel, remove, pause, correct, disqualify, re-seat, read) checked and written
+through the store, each refusal with its ``copas.v1.ErrorReason``; the driver is told of every
+change so it steps at once."""
 
 from __future__ import annotations
 
@@ -14,12 +15,19 @@ from typing import TypeVar
 import grpc
 
 from engine import Rules
-from engine.championship import MAX_ROUNDS, table_sizes
+from engine.championship import (
+    FINAL_TABLE_SIZES,
+    MAX_ROUNDS,
+    ChampionshipError,
+    GameResult,
+    Scoring,
+    table_sizes,
+)
 from server.accounts.attempts import Creations
 from server.accounts.model import Account
 from server.bounded import Bounded
 from server.championships.driver import SEAT_SCOPE, Driver, seat_key
-from server.championships.model import Championship, Phase, Registration, Spec
+from server.championships.model import Championship, Counted, Phase, Registration, Spec
 from server.championships.store import ChampionshipStore, Refused
 from server.championships.tables import TablePort
 from server.codec import RuleOverrides
@@ -31,6 +39,7 @@ from server.tables.idempotency import unseal
 T = TypeVar("T")
 NAME_MAX = 60
 PAUSE_MAX = 3600.0
+DAY = 86400.0  # the longest check-in and round time limit
 MIN_PLAYERS = 3
 LATEST_KEPT = 1000  # championships whose latest read the watchers share
 LATEST_FOR = 1.0  # seconds a shared read serves at most (another node's changes show then)
@@ -40,6 +49,7 @@ _STATUS = {
     "CHAMPIONSHIP_FULL": grpc.StatusCode.RESOURCE_EXHAUSTED,
     "TOO_MANY_CHAMPIONSHIPS": grpc.StatusCode.RESOURCE_EXHAUSTED,
     "REQUEST_ID_REUSED": grpc.StatusCode.INVALID_ARGUMENT,
+    "INVALID_SWAP": grpc.StatusCode.INVALID_ARGUMENT,
 }
 
 
@@ -64,6 +74,30 @@ class NewChampionship:
     start_at: float | None
     start_when_full: bool
     round_pause: float
+    scoring: Scoring = Scoring.PLACES
+    buchholz: bool = False
+    final_table: int = 0
+    registration_opens: float | None = None
+    registration_closes: float | None = None
+    late_entry_rounds: int = 0
+    check_in: float = 0.0
+    drop_absent: bool = True
+    round_time_limit: float = 0.0
+    pairing_notice: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class Correction:
+    """An operator's result for a counted table (``AdminService.CorrectChampionshipResult``):
+    totals by seat and, with ``set_absences``, who left (in order) and who never came."""
+
+    round_no: int
+    table_no: int
+    totals: tuple[int, ...]
+    set_absences: bool = False
+    leaver_seats: tuple[int, ...] = ()
+    no_show_seats: tuple[int, ...] = ()
+    reason: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,7 +181,7 @@ class Championships:
         if registration is None or registration.withdrawn is not None \
                 or championship.phase is not Phase.RUNNING:
             return None
-        round_no = championship.current_round
+        round_no = championship.seated_round
         counted = championship.counted_ids()
         for table in championship.tables_of(round_no):
             if account_id in table.players and table.table_id not in counted:
@@ -178,6 +212,7 @@ class Championships:
                                        "INVALID_CHAMPIONSHIP")
         if new.start_at is not None and new.start_at < self._clock():
             raise ServiceError.invalid("start_time has passed", "INVALID_CHAMPIONSHIP")
+        self._check_director(new, most)
         sizes = {s for n in range(least, min(most, 12) + 1) for s in table_sizes(n)}
         game: Rules | None = None
         for size in sorted(sizes):
@@ -191,6 +226,40 @@ class Championships:
             raise ServiceError.invalid("a championship's games have clocks: play, pass and "
                                        "moon timeouts above 0", "INVALID_RULES")
         return game.replace(players=4), most, least
+
+    def _check_director(self, new: NewChampionship, most: int) -> None:
+        """The tournament director's options.
+
+        :raises ServiceError: MATCHPOINTS_NEED_DUPLICATE_DEALS, INVALID_CHAMPIONSHIP (the
+            message names the setting).
+        """
+        def invalid(message: str) -> ServiceError:
+            return ServiceError.invalid(message, "INVALID_CHAMPIONSHIP")
+        if new.scoring is Scoring.MATCHPOINTS and not new.duplicate_deals:
+            raise ServiceError.invalid("scoring matchpoints compares tables dealt the same "
+                                       "cards: it needs duplicate_deals",
+                                       "MATCHPOINTS_NEED_DUPLICATE_DEALS")
+        if new.final_table and (new.final_table not in FINAL_TABLE_SIZES
+                                or new.final_table > most):
+            raise invalid(f"final_table is 0, or 3 to 5 and at most max_players ({most})")
+        if not 0 <= new.late_entry_rounds <= new.rounds:
+            raise invalid("late_entry_rounds is 0 to rounds")
+        if not 0 <= new.check_in <= DAY:
+            raise invalid(f"check_in_seconds is 0 to {DAY:g}")
+        if new.check_in and (new.start_at is None or new.start_when_full):
+            raise invalid("check_in_seconds needs a start_time (and no start_when_full): "
+                          "check-in ends at the start time")
+        if not 0 <= new.round_time_limit <= DAY:
+            raise invalid(f"round_time_limit_seconds is 0 to {DAY:g}")
+        if not 0 <= new.pairing_notice <= PAUSE_MAX:
+            raise invalid(f"pairing_notice_seconds is 0 to {PAUSE_MAX:g}")
+        opens, closes = new.registration_opens, new.registration_closes
+        if closes is not None and (closes <= self._clock()
+                                   or (opens is not None and closes <= opens)):
+            raise invalid("registration_close_time must be in the future, after "
+                          "registration_open_time")
+        if opens is not None and new.start_at is not None and new.start_at <= opens:
+            raise invalid("registration_open_time must be before start_time")
 
     async def create(self, new: NewChampionship, creator: Account | None,
                      request_key: str = "", address: str = "") -> Championship:
@@ -207,7 +276,10 @@ class Championships:
         spec = Spec("c_" + secrets.token_urlsafe(9), new.name.strip(), new.preset or "online",
                     game, new.rounds, new.duplicate_deals, most, least, new.start_at,
                     new.start_when_full, new.round_pause, secrets.token_hex(16),
-                    creator.id if creator else "", self._clock(), request_key, fingerprint)
+                    creator.id if creator else "", self._clock(), request_key, fingerprint,
+                    new.scoring, new.buchholz, new.final_table, new.registration_opens,
+                    new.registration_closes, new.late_entry_rounds, new.check_in,
+                    new.drop_absent, new.round_time_limit, new.pairing_notice)
         try:
             if creator is None:
                 made = await self.store.create(spec, None, address)
@@ -222,13 +294,49 @@ class Championships:
     # ------------------------------------------------------------ players
 
     async def register(self, championship_id: str, account: Account) -> Championship:
-        """:raises ServiceError: CHAMPIONSHIP_NOT_FOUND, ACCOUNT_BANNED, REGISTRATION_CLOSED,
-        ALREADY_REGISTERED, CHAMPIONSHIP_FULL."""
+        """Within the registration window (and, after the start, late entry); registering
+        once check-in is open checks in.
+
+        :raises ServiceError: CHAMPIONSHIP_NOT_FOUND, ACCOUNT_BANNED, REGISTRATION_NOT_OPEN,
+            REGISTRATION_CLOSED, ALREADY_REGISTERED, CHAMPIONSHIP_FULL.
+        """
         if account.is_banned:
             raise ServiceError.denied("the account is banned", "ACCOUNT_BANNED")
         championship = await self.get(championship_id)
-        await self._do(championship.id, self.store.register(championship.id, Registration(
-            account.id, account.display_name, self._clock()), championship.spec.max_players))
+        spec, now = championship.spec, self._clock()
+        if spec.registration_opens is not None and now < spec.registration_opens:
+            raise ServiceError.precondition(
+                f"registration opens at {_when(spec.registration_opens)}",
+                "REGISTRATION_NOT_OPEN")
+        if spec.registration_closes is not None and now >= spec.registration_closes:
+            raise ServiceError.precondition(
+                f"registration closed at {_when(spec.registration_closes)}",
+                "REGISTRATION_CLOSED")
+        opens = spec.check_in_opens
+        checked_in = now if opens is not None and now >= opens else None
+        await self._do(championship.id, self.store.register(
+            championship.id, Registration(account.id, account.display_name, now,
+                                          checked_in=checked_in),
+            spec.max_players, spec.late_entry_rounds))
+        return await self.get(championship_id)
+
+    async def check_in(self, championship_id: str, account_id: str) -> Championship:
+        """:raises ServiceError: CHAMPIONSHIP_NOT_FOUND, CHECK_IN_NOT_OPEN, CHECK_IN_CLOSED,
+        NOT_REGISTERED."""
+        championship = await self.get(championship_id)
+        opens = championship.spec.check_in_opens
+        if opens is None:
+            raise ServiceError.precondition("this championship has no check-in: nothing to "
+                                            "do", "CHECK_IN_NOT_OPEN")
+        if self._clock() < opens and championship.phase is Phase.REGISTERING:
+            raise ServiceError.precondition(f"check-in opens at {_when(opens)}",
+                                            "CHECK_IN_NOT_OPEN")
+        try:
+            changed = await self.store.check_in(championship.id, account_id, self._clock())
+        except Refused as error:
+            raise refusal(error) from None
+        if changed:
+            self.driver.changed(championship.id)
         return await self.get(championship_id)
 
     async def unregister(self, championship_id: str, account_id: str) -> Championship:
@@ -256,6 +364,9 @@ class Championships:
         """:raises ServiceError: CHAMPIONSHIP_NOT_FOUND, CHAMPIONSHIP_NOT_RUNNING (started or
         over), NOT_ENOUGH_PLAYERS."""
         championship = await self.get(championship_id)
+        if championship.spec.check_in_opens is not None \
+                and championship.phase is Phase.REGISTERING:
+            await self.store.close_check_in(championship_id)  # who did not check in goes
         await self._do(championship_id, self.store.start(championship_id, self._clock(),
                                         championship.spec.min_players))
         await self.driver.step_if_held(championship_id)  # round 1 seated before the answer
@@ -283,6 +394,102 @@ class Championships:
                 self._tables.close(table.table_id)
         return await self.get(championship_id)
 
+    async def pause(self, championship_id: str, is_paused: bool) -> Championship:
+        """Pauses or resumes; its tables here are held or released before the answer (those
+        on other nodes at their next pass).
+
+        :raises ServiceError: CHAMPIONSHIP_NOT_FOUND, CHAMPIONSHIP_NOT_RUNNING.
+        """
+        await self._do(championship_id,
+                       self.store.pause(championship_id, self._clock(), is_paused))
+        championship = await self.get(championship_id)
+        await self.driver.enforce(championship)
+        return championship
+
+    async def correct(self, championship_id: str, correction: Correction) -> Championship:
+        """:raises ServiceError: CHAMPIONSHIP_NOT_FOUND, CHAMPIONSHIP_TABLE_NOT_FOUND,
+        TABLE_NOT_COUNTED, INVALID_RESULT, RESULT_LOCKED."""
+        championship = await self.get(championship_id)
+        table = next((t for t in championship.tables_of(correction.round_no)
+                      if t.table_no == correction.table_no), None)
+        if table is None:
+            raise ServiceError.not_found(
+                f"no table {correction.table_no} in round {correction.round_no}",
+                "CHAMPIONSHIP_TABLE_NOT_FOUND")
+        counted = next((c for c in championship.counted if c.table_id == table.table_id), None)
+        if counted is None:
+            raise ServiceError.precondition("the table's game is not over and counted yet: "
+                                            "wait for it, or end it (CloseTable) first",
+                                            "TABLE_NOT_COUNTED")
+        players = table.players
+        if correction.set_absences:
+            seats = (*correction.leaver_seats, *correction.no_show_seats)
+            if len(set(seats)) != len(seats) or not all(0 <= s < len(players) for s in seats):
+                raise ServiceError.invalid("leaver_seats and no_show_seats are seats of the "
+                                           "table, each at most once", "INVALID_RESULT")
+            leavers = tuple(players[s] for s in correction.leaver_seats)
+            no_shows = tuple(players[s] for s in correction.no_show_seats)
+        else:
+            leavers, no_shows = counted.result.leavers, counted.result.no_shows
+        if len(correction.totals) != len(players) or min(correction.totals, default=0) < 0:
+            raise ServiceError.invalid(f"totals: one per seat ({len(players)}), none negative",
+                                       "INVALID_RESULT")
+        try:
+            result = GameResult(table.round_no, table.table_no, players, correction.totals,
+                                leavers, no_shows)
+        except ChampionshipError as exc:
+            raise ServiceError.invalid(str(exc), "INVALID_RESULT") from None
+        now = self._clock()
+        await self._do(championship_id, self.store.correct(championship_id, Counted(
+            table.table_id, result, now, None, now, correction.reason),
+            championship.spec.final_round))
+        return await self.get(championship_id)
+
+    def _account_of(self, championship: Championship, player: str) -> str | None:
+        """An account id ("a_...") or this championship's player id ("p_...") as the
+        registered account (None: neither)."""
+        if player.startswith("p_"):
+            return championship.accounts_by_player_id().get(player)
+        return player if championship.registration(player) is not None else None
+
+    async def disqualify(self, championship_id: str, player: str) -> Championship:
+        """Disqualifies: they leave the game they are in at once (here; on another node at
+        its next pass), play no more rounds and are ranked last.
+
+        :raises ServiceError: CHAMPIONSHIP_NOT_FOUND, NOT_REGISTERED, CHAMPIONSHIP_NOT_RUNNING,
+            ALREADY_DISQUALIFIED, RESULT_LOCKED.
+        """
+        championship = await self.get(championship_id)
+        account_id = self._account_of(championship, player)
+        if account_id is None:
+            raise ServiceError.precondition("that player is not registered", "NOT_REGISTERED")
+        await self._do(championship_id, self.store.disqualify(
+            championship_id, account_id, self._clock(), championship.spec.final_round))
+        championship = await self.get(championship_id)
+        await self.driver.enforce(championship)
+        return championship
+
+    async def reseat(self, championship_id: str, round_no: int, a: str, b: str
+                     ) -> Championship:
+        """Swaps two players of an announced round's pairings.
+
+        :raises ServiceError: CHAMPIONSHIP_NOT_FOUND, CHAMPIONSHIP_NOT_RUNNING,
+            ROUND_ALREADY_STARTED, ROUND_NOT_ANNOUNCED, PLAYER_NOT_IN_ROUND, INVALID_SWAP.
+        """
+        championship = await self.get(championship_id)
+        accounts = [self._account_of(championship, p) for p in (a, b)]
+        if accounts[0] is not None and accounts[0] == accounts[1]:
+            raise ServiceError.invalid("a swap is of two players at two different tables",
+                                       "INVALID_SWAP")
+        missing = next((p for p, found in zip((a, b), accounts, strict=True) if found is None),
+                       None)
+        if missing is not None:
+            raise ServiceError.precondition(f"{missing[:80]!r} is not a player of this "
+                                            "championship", "PLAYER_NOT_IN_ROUND")
+        await self._do(championship_id, self.store.swap(
+            championship_id, round_no, str(accounts[0]), str(accounts[1])))
+        return await self.get(championship_id)
+
     async def _do(self, championship_id: str, call: Awaitable[T]) -> T:
         """A store call: its refusal as a ServiceError; a change tells the driver."""
         try:
@@ -291,3 +498,8 @@ class Championships:
             raise refusal(error) from None
         self.driver.changed(championship_id)
         return result
+
+
+def _when(at: float) -> str:
+    """A time as a message says it (UTC, to the second)."""
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(at))

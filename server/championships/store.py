@@ -14,7 +14,8 @@ NOTHING`` and the types both know); each opens and runs its transactions its own
 Every write to a championship adds one to its ``version`` (a watcher never shows an older
 one than it showed) and, on PostgreSQL, notifies every node (``NOTIFY copas_championships``)
 so their watchers follow at once. The schema has a version (SQLite's ``user_version``,
-PostgreSQL's ``championships_meta``): 2 since issue 38; a newer one is refused at start.
+PostgreSQL's ``championships_meta``): 3 since the tournament director's tools (issue 38); a
+newer one is refused at start.
 """
 
 from __future__ import annotations
@@ -28,9 +29,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
-from engine import Rules
-from engine.championship import GameResult
+from engine import GameEndReason, Rules
+from engine.championship import GameResult, Scoring
 from server.championships.model import (
+    Announced,
     Championship,
     Counted,
     Phase,
@@ -43,7 +45,7 @@ from server.store.pg_connection import PgConnection
 
 T = TypeVar("T")
 FILE = "championships.sqlite3"
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 CHANNEL = "copas_championships"  # PostgreSQL's NOTIFY channel: a championship changed
 
 SCHEMA = """
@@ -70,7 +72,11 @@ CREATE TABLE IF NOT EXISTS championship_results (
 CREATE INDEX IF NOT EXISTS championship_results_by_championship
     ON championship_results (championship_id);
 CREATE TABLE IF NOT EXISTS championship_leases (
-    championship_id TEXT PRIMARY KEY, node TEXT NOT NULL, expires DOUBLE PRECISION NOT NULL)
+    championship_id TEXT PRIMARY KEY, node TEXT NOT NULL, expires DOUBLE PRECISION NOT NULL);
+CREATE TABLE IF NOT EXISTS championship_pairings (
+    championship_id TEXT NOT NULL, round_no INTEGER NOT NULL,
+    announced DOUBLE PRECISION NOT NULL, starts DOUBLE PRECISION NOT NULL,
+    tables TEXT NOT NULL, PRIMARY KEY (championship_id, round_no))
 """
 # Version 2: a version per championship (bumped by every write), the creator's address (new
 # championships are bounded per address), the start time as a column (the driver reads only
@@ -81,6 +87,23 @@ ALTER TABLE championships ADD COLUMN creator_address TEXT NOT NULL DEFAULT '';
 ALTER TABLE championships ADD COLUMN start_at DOUBLE PRECISION;
 CREATE INDEX championships_due ON championships (phase, start_at)
 """
+
+
+# Version 3: the tournament director's tools: a pause, each registration's first round (late
+# entry), check-in, drop and disqualification, each round's time limit (and
+# championship_pairings, in SCHEMA: the rounds announced before their tables are made).
+SCHEMA_V3 = """
+ALTER TABLE championships ADD COLUMN paused DOUBLE PRECISION;
+ALTER TABLE championship_players ADD COLUMN first_round INTEGER NOT NULL DEFAULT 1;
+ALTER TABLE championship_players ADD COLUMN checked_in DOUBLE PRECISION;
+ALTER TABLE championship_players ADD COLUMN dropped INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE championship_players ADD COLUMN disqualified DOUBLE PRECISION;
+ALTER TABLE championship_rounds ADD COLUMN time_limit DOUBLE PRECISION
+"""
+
+
+def _statements(script: str) -> list[str]:
+    return [statement for statement in script.split(";") if statement.strip()]
 
 
 def _start_times(rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
@@ -126,22 +149,42 @@ def spec_to_json(spec: Spec) -> str:
         "start_at": spec.start_at, "start_when_full": spec.start_when_full,
         "round_pause": spec.round_pause, "seed": spec.seed, "creator": spec.creator,
         "created": spec.created, "request_key": spec.request_key,
-        "fingerprint": spec.fingerprint}, separators=(",", ":"))
+        "fingerprint": spec.fingerprint, "scoring": spec.scoring.value,
+        "buchholz": spec.buchholz, "final_table": spec.final_table,
+        "registration_opens": spec.registration_opens,
+        "registration_closes": spec.registration_closes,
+        "late_entry_rounds": spec.late_entry_rounds, "check_in": spec.check_in,
+        "drop_absent": spec.drop_absent, "round_time_limit": spec.round_time_limit,
+        "pairing_notice": spec.pairing_notice}, separators=(",", ":"))
 
 
 def spec_from_json(championship_id: str, text: str) -> Spec:
+    """A stored spec; the fields a row written before them lacks take Spec's defaults (what
+    the championship was made with)."""
     d = json.loads(text)
     return Spec(championship_id, d["name"], d["preset"], Rules.from_dict(d["game"]),
                 d["rounds"], d["duplicate_deals"], d["max_players"], d["min_players"],
                 d["start_at"], d["start_when_full"], d["round_pause"], d["seed"],
-                d["creator"], d["created"], d["request_key"], d["fingerprint"])
+                d["creator"], d["created"], d["request_key"], d["fingerprint"],
+                Scoring(d.get("scoring", Scoring.PLACES.value)), d.get("buchholz", False),
+                d.get("final_table", 0), d.get("registration_opens"),
+                d.get("registration_closes"), d.get("late_entry_rounds", 0),
+                d.get("check_in", 0.0), d.get("drop_absent", False),
+                d.get("round_time_limit", 0.0), d.get("pairing_notice", 0.0))
 
 
-def result_to_json(result: GameResult) -> str:
-    return json.dumps({"round": result.round_no, "table": result.table,
-                       "players": list(result.players), "totals": list(result.totals),
-                       "leavers": list(result.leavers), "no_shows": list(result.no_shows)},
-                      separators=(",", ":"))
+def result_to_json(result: GameResult, end_reason: GameEndReason | None = None,
+                   corrected: float | None = None, correction: str = "") -> str:
+    """A counted game: the result, why its game ended, and an operator's correction."""
+    data: dict[str, Any] = {
+        "round": result.round_no, "table": result.table, "players": list(result.players),
+        "totals": list(result.totals), "leavers": list(result.leavers),
+        "no_shows": list(result.no_shows)}
+    if end_reason is not None:
+        data["end"] = end_reason.value
+    if corrected is not None:
+        data |= {"corrected": corrected, "correction": correction}
+    return json.dumps(data, separators=(",", ":"))
 
 
 def result_from_json(text: str) -> GameResult:
@@ -150,31 +193,47 @@ def result_from_json(text: str) -> GameResult:
                       tuple(d["leavers"]), tuple(d["no_shows"]))
 
 
+def counted_from_json(table_id: str, text: str, at: float) -> Counted:
+    d = json.loads(text)
+    return Counted(table_id, GameResult(d["round"], d["table"], tuple(d["players"]),
+                                        tuple(d["totals"]), tuple(d["leavers"]),
+                                        tuple(d["no_shows"])), at,
+                   GameEndReason(d["end"]) if d.get("end") else None, d.get("corrected"),
+                   d.get("correction", ""))
+
+
 # ---------------------------------------------------------------- the calls
 
 
 def _load(tx: Tx, championship_id: str) -> Championship | None:
-    found = tx.rows("SELECT spec, phase, began, ended, version FROM championships "
+    found = tx.rows("SELECT spec, phase, began, ended, version, paused FROM championships "
                     "WHERE championship_id = ?", (championship_id,))
     if not found:
         return None
-    spec, phase, began, ended, version = found[0]
+    spec, phase, began, ended, version, paused = found[0]
     championship = Championship(spec_from_json(championship_id, spec), Phase(phase),
-                                began, ended, version=int(version))
+                                began, ended, version=int(version), paused=paused)
     championship.registrations = [
-        Registration(a, n, r, w) for a, n, r, w in tx.rows(
-            "SELECT account_id, display_name, registered, withdrawn FROM championship_players "
+        Registration(a, n, r, w, int(f), c, int(d), q) for a, n, r, w, f, c, d, q in tx.rows(
+            "SELECT account_id, display_name, registered, withdrawn, first_round, checked_in, "
+            "dropped, disqualified FROM championship_players "
             "WHERE championship_id = ? ORDER BY registered, account_id", (championship_id,))]
-    championship.rounds = {r: s for r, s in tx.rows(
-        "SELECT round_no, seated FROM championship_rounds WHERE championship_id = ?",
-        (championship_id,))}
+    rounds = tx.rows("SELECT round_no, seated, time_limit FROM championship_rounds "
+                     "WHERE championship_id = ?", (championship_id,))
+    championship.rounds = {r: s for r, s, _ in rounds}
+    championship.time_limits = {r: t for r, _, t in rounds if t is not None}
+    championship.announced = {
+        r: Announced(r, a, s, tuple(tuple(t) for t in json.loads(p)))
+        for r, a, s, p in tx.rows(
+            "SELECT round_no, announced, starts, tables FROM championship_pairings "
+            "WHERE championship_id = ?", (championship_id,)) if r not in championship.rounds}
     championship.tables = [
         SeatedTable(r, t, i, tuple(json.loads(p)), tuple(json.loads(k)))
         for r, t, i, p, k in tx.rows(
             "SELECT round_no, table_no, table_id, players, tokens FROM championship_tables "
             "WHERE championship_id = ? ORDER BY round_no, table_no", (championship_id,))]
     championship.counted = [
-        Counted(i, result_from_json(r), c) for i, r, c in tx.rows(
+        counted_from_json(i, r, c) for i, r, c in tx.rows(
             "SELECT table_id, result, counted FROM championship_results "
             "WHERE championship_id = ? ORDER BY counted, table_id", (championship_id,))]
     return championship
@@ -193,6 +252,19 @@ def _changed(tx: Tx, championship_id: str) -> None:
     tx.write("UPDATE championships SET version = version + 1 WHERE championship_id = ?",
              (championship_id,))
     tx.notify(championship_id)
+
+
+def _paired(tx: Tx, championship_id: str) -> int:
+    """The last round paired: announced or seated (0: none yet)."""
+    found = tx.rows("SELECT max(round_no) FROM championship_rounds WHERE championship_id = ? "
+                    "UNION ALL SELECT max(round_no) FROM championship_pairings WHERE "
+                    "championship_id = ?", (championship_id, championship_id))
+    return max((int(r) for (r,) in found if r is not None), default=0)
+
+
+def _is_paused(tx: Tx, championship_id: str) -> bool:
+    return tx.rows("SELECT paused FROM championships WHERE championship_id = ?",
+                   (championship_id,))[0][0] is not None
 
 
 def _players(tx: Tx, championship_id: str) -> int:
@@ -281,11 +353,23 @@ class ChampionshipStore:
         return int(found[0][0]) if found else -1
 
     async def register(self, championship_id: str, registration: Registration,
-                       max_players: int) -> None:
-        """:raises Refused: CHAMPIONSHIP_NOT_FOUND, REGISTRATION_CLOSED, ALREADY_REGISTERED,
-        CHAMPIONSHIP_FULL."""
-        def body(tx: Tx) -> None:
-            if _phase(tx, championship_id) is not Phase.REGISTERING:
+                       max_players: int, late_entry_rounds: int = 0) -> int:
+        """Registers, before the start or (late entry) after it while fewer than
+        ``late_entry_rounds`` rounds are paired; the first round the player plays.
+
+        :raises Refused: CHAMPIONSHIP_NOT_FOUND, REGISTRATION_CLOSED, ALREADY_REGISTERED,
+            CHAMPIONSHIP_FULL.
+        """
+        def body(tx: Tx) -> int:
+            phase = _phase(tx, championship_id)
+            first = 1
+            if phase is Phase.RUNNING and late_entry_rounds:
+                paired = _paired(tx, championship_id)
+                if paired >= late_entry_rounds:
+                    raise Refused("REGISTRATION_CLOSED", f"late entry ended with round "
+                                  f"{late_entry_rounds}'s pairing")
+                first = paired + 1
+            elif phase is not Phase.REGISTERING:
                 raise Refused("REGISTRATION_CLOSED", "registration is over for this "
                               "championship")
             if tx.rows("SELECT 1 FROM championship_players WHERE championship_id = ? AND "
@@ -294,11 +378,50 @@ class ChampionshipStore:
             if _players(tx, championship_id) >= max_players:
                 raise Refused("CHAMPIONSHIP_FULL", f"the championship has its {max_players} "
                               "players")
-            tx.write("INSERT INTO championship_players VALUES (?, ?, ?, ?, NULL)",
+            tx.write("INSERT INTO championship_players (championship_id, account_id, "
+                     "display_name, registered, withdrawn, first_round, checked_in) "
+                     "VALUES (?, ?, ?, ?, NULL, ?, ?)",
                      (championship_id, registration.account_id, registration.display_name,
-                      registration.registered))
+                      registration.registered, first, registration.checked_in))
             _changed(tx, championship_id)
-        await self._do(body)
+            return first
+        return await self._do(body)
+
+    async def check_in(self, championship_id: str, account_id: str, at: float) -> bool:
+        """The player says they are here; False when they had already (nothing changes).
+
+        :raises Refused: CHAMPIONSHIP_NOT_FOUND, CHECK_IN_CLOSED (started or over),
+            NOT_REGISTERED.
+        """
+        def body(tx: Tx) -> bool:
+            if _phase(tx, championship_id) is not Phase.REGISTERING:
+                raise Refused("CHECK_IN_CLOSED", "the championship has started: check-in is "
+                              "over")
+            found = tx.rows("SELECT checked_in FROM championship_players WHERE "
+                            "championship_id = ? AND account_id = ?",
+                            (championship_id, account_id))
+            if not found:
+                raise Refused("NOT_REGISTERED", "you are not registered")
+            if found[0][0] is not None:
+                return False
+            tx.write("UPDATE championship_players SET checked_in = ? WHERE championship_id = ? "
+                     "AND account_id = ?", (at, championship_id, account_id))
+            _changed(tx, championship_id)
+            return True
+        return await self._do(body)
+
+    async def close_check_in(self, championship_id: str) -> int:
+        """At the start of a championship with check-in: the registrations not checked in
+        go (as if unregistered); how many. Nothing while it is not registering."""
+        def body(tx: Tx) -> int:
+            if _phase(tx, championship_id) is not Phase.REGISTERING:
+                return 0
+            gone = tx.write("DELETE FROM championship_players WHERE championship_id = ? AND "
+                            "checked_in IS NULL", (championship_id,))
+            if gone:
+                _changed(tx, championship_id)
+            return gone
+        return await self._do(body)
 
     async def unregister(self, championship_id: str, account_id: str) -> None:
         """:raises Refused: CHAMPIONSHIP_NOT_FOUND, REGISTRATION_CLOSED, NOT_REGISTERED."""
@@ -347,16 +470,70 @@ class ChampionshipStore:
             _changed(tx, championship_id)
         await self._do(body)
 
+    async def announce(self, championship_id: str, round_no: int, at: float, starts: float,
+                       tables: list[tuple[str, ...]]) -> bool:
+        """Writes a round's pairings, its tables to be made at ``starts``; False when the
+        round was announced or seated already, or the championship is not running or is
+        paused: nothing is written then."""
+        def body(tx: Tx) -> bool:
+            if _phase(tx, championship_id) is not Phase.RUNNING or _is_paused(
+                    tx, championship_id) or _paired(tx, championship_id) >= round_no:
+                return False
+            if not tx.write("INSERT INTO championship_pairings VALUES (?, ?, ?, ?, ?) "
+                            "ON CONFLICT DO NOTHING",
+                            (championship_id, round_no, at, starts,
+                             json.dumps([list(t) for t in tables]))):
+                return False
+            _changed(tx, championship_id)
+            return True
+        return await self._do(body)
+
+    async def swap(self, championship_id: str, round_no: int, a: str, b: str) -> None:
+        """Swaps two accounts of an announced round's pairings (each takes the other's seat).
+
+        :raises Refused: CHAMPIONSHIP_NOT_FOUND, CHAMPIONSHIP_NOT_RUNNING,
+            ROUND_ALREADY_STARTED, ROUND_NOT_ANNOUNCED, PLAYER_NOT_IN_ROUND, INVALID_SWAP.
+        """
+        def body(tx: Tx) -> None:
+            if _phase(tx, championship_id) is not Phase.RUNNING:
+                raise Refused("CHAMPIONSHIP_NOT_RUNNING", "the championship is not running")
+            if tx.rows("SELECT 1 FROM championship_rounds WHERE championship_id = ? AND "
+                       "round_no = ?", (championship_id, round_no)):
+                raise Refused("ROUND_ALREADY_STARTED", f"round {round_no}'s tables are made: "
+                              "its pairing is final")
+            found = tx.rows("SELECT tables FROM championship_pairings WHERE "
+                            "championship_id = ? AND round_no = ?", (championship_id, round_no))
+            if not found:
+                raise Refused("ROUND_NOT_ANNOUNCED", f"no pairing of round {round_no} is "
+                              "waiting for its tables")
+            tables: list[list[str]] = json.loads(found[0][0])
+            where = {p: (t, s) for t, table in enumerate(tables) for s, p in enumerate(table)}
+            for player in (a, b):
+                if player not in where:
+                    raise Refused("PLAYER_NOT_IN_ROUND", f"{player} does not play round "
+                                  f"{round_no}")
+            (ta, sa), (tb, sb) = where[a], where[b]
+            if ta == tb:
+                raise Refused("INVALID_SWAP", "a swap is of two players at two different "
+                              "tables")
+            tables[ta][sa], tables[tb][sb] = b, a
+            tx.write("UPDATE championship_pairings SET tables = ? WHERE championship_id = ? "
+                     "AND round_no = ?", (json.dumps(tables), championship_id, round_no))
+            _changed(tx, championship_id)
+        await self._do(body)
+
     async def seat_round(self, championship_id: str, round_no: int, at: float,
-                         tables: list[SeatedTable]) -> bool:
-        """Writes a round's seating and its tables' ids at once; False when the round was
-        seated already (by an earlier try or another node) or the championship is not
-        running: nothing is written then."""
+                         tables: list[SeatedTable], time_limit: float | None = None) -> bool:
+        """Writes a round's seating and its tables' ids at once (with ``time_limit``, when
+        its games still running are ended); False when the round was seated already (by an
+        earlier try or another node) or the championship is not running: nothing is written
+        then."""
         def body(tx: Tx) -> bool:
             if _phase(tx, championship_id) is not Phase.RUNNING:
                 return False
-            if not tx.write("INSERT INTO championship_rounds VALUES (?, ?, ?) "
-                            "ON CONFLICT DO NOTHING", (championship_id, round_no, at)):
+            if not tx.write("INSERT INTO championship_rounds (championship_id, round_no, "
+                            "seated, time_limit) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
+                            (championship_id, round_no, at, time_limit)):
                 return False
             for table in tables:
                 tx.write("INSERT INTO championship_tables VALUES (?, ?, ?, ?, ?, ?)",
@@ -367,20 +544,117 @@ class ChampionshipStore:
             return True
         return await self._do(body)
 
-    async def count(self, championship_id: str, counted: Counted) -> bool:
-        """Counts one game (keyed by its table id); False when it was counted already, or
-        the championship is not running (a cancelled one counts no more games)."""
+    async def count(self, championship_id: str, counted: Counted, drop_from: int = 0) -> bool:
+        """Counts one game (keyed by its table id) and, with ``drop_from``, drops its
+        no-shows from that round on, at once; False when it was counted already, or the
+        championship is not running (a cancelled one counts no more games)."""
         def body(tx: Tx) -> bool:
             if _phase(tx, championship_id) is not Phase.RUNNING:
                 return False
             if not tx.write(
                     "INSERT INTO championship_results VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
-                    (counted.table_id, championship_id, result_to_json(counted.result),
-                     counted.counted)):
+                    (counted.table_id, championship_id,
+                     result_to_json(counted.result, counted.end_reason), counted.counted)):
                 return False
+            if drop_from:
+                for account_id in counted.result.no_shows:
+                    tx.write("UPDATE championship_players SET dropped = ? WHERE "
+                             "championship_id = ? AND account_id = ? AND dropped = 0",
+                             (drop_from, championship_id, account_id))
             _changed(tx, championship_id)
             return True
         return await self._do(body)
+
+    async def pause(self, championship_id: str, at: float, is_paused: bool) -> bool:
+        """Pauses, or resumes: the current round's time limit and the announced rounds'
+        start move on by the pause's length. False when it was so already.
+
+        :raises Refused: CHAMPIONSHIP_NOT_FOUND, CHAMPIONSHIP_NOT_RUNNING.
+        """
+        def body(tx: Tx) -> bool:
+            if _phase(tx, championship_id) is not Phase.RUNNING:
+                raise Refused("CHAMPIONSHIP_NOT_RUNNING", "only a running championship is "
+                              "paused or resumed")
+            since = tx.rows("SELECT paused FROM championships WHERE championship_id = ?",
+                            (championship_id,))[0][0]
+            if (since is not None) == is_paused:
+                return False
+            if is_paused:
+                tx.write("UPDATE championships SET paused = ? WHERE championship_id = ?",
+                         (at, championship_id))
+            else:
+                length = max(0.0, at - float(since))
+                tx.write("UPDATE championships SET paused = NULL WHERE championship_id = ?",
+                         (championship_id,))
+                tx.write("UPDATE championship_rounds SET time_limit = time_limit + ? WHERE "
+                         "championship_id = ? AND time_limit IS NOT NULL", (length,
+                                                                            championship_id))
+                tx.write("UPDATE championship_pairings SET starts = starts + ? WHERE "
+                         "championship_id = ?", (length, championship_id))
+            _changed(tx, championship_id)
+            return True
+        return await self._do(body)
+
+    async def correct(self, championship_id: str, counted: Counted, locked_from: int) -> None:
+        """Sets a counted table's result (``counted``: its table id, the new result, when and
+        why), while the championship runs or once it finished (the last round's results are
+        corrected after it); a table of a round before ``locked_from`` (0: none) is locked
+        once that round is announced or seated (the final: the results that chose its
+        players).
+
+        :raises Refused: CHAMPIONSHIP_NOT_FOUND, RESULT_LOCKED (cancelled, or locked),
+            TABLE_NOT_COUNTED.
+        """
+        def body(tx: Tx) -> None:
+            if _phase(tx, championship_id) is Phase.CANCELLED:
+                raise Refused("RESULT_LOCKED", "the championship was cancelled: its "
+                              "standings stay as they were")
+            if locked_from and counted.result.round_no < locked_from \
+                    and _paired(tx, championship_id) >= locked_from:
+                raise Refused("RESULT_LOCKED", "the final is seated: the results that chose "
+                              "its players are fixed")
+            found = tx.rows("SELECT result FROM championship_results WHERE table_id = ? AND "
+                            "championship_id = ?", (counted.table_id, championship_id))
+            if not found:
+                raise Refused("TABLE_NOT_COUNTED", "the table's game is not over and counted "
+                              "yet: wait for it, or end it (CloseTable) first")
+            was = counted_from_json(counted.table_id, found[0][0], counted.counted)
+            tx.write("UPDATE championship_results SET result = ? WHERE table_id = ?",
+                     (result_to_json(counted.result, was.end_reason, counted.corrected,
+                                     counted.correction), counted.table_id))
+            _changed(tx, championship_id)
+        await self._do(body)
+
+    async def disqualify(self, championship_id: str, account_id: str, at: float,
+                         final_round: int = 0) -> None:
+        """:raises Refused: CHAMPIONSHIP_NOT_FOUND, CHAMPIONSHIP_NOT_RUNNING, NOT_REGISTERED,
+        ALREADY_DISQUALIFIED, RESULT_LOCKED (a finalist once the final, ``final_round``, is
+        paired)."""
+        def body(tx: Tx) -> None:
+            if _phase(tx, championship_id) is not Phase.RUNNING:
+                raise Refused("CHAMPIONSHIP_NOT_RUNNING", "only a running championship's "
+                              "players are disqualified (before the start: remove them)")
+            found = tx.rows("SELECT disqualified FROM championship_players WHERE "
+                            "championship_id = ? AND account_id = ?",
+                            (championship_id, account_id))
+            if not found:
+                raise Refused("NOT_REGISTERED", "that account is not registered")
+            if found[0][0] is not None:
+                raise Refused("ALREADY_DISQUALIFIED", "the player is disqualified already")
+            if final_round and _paired(tx, championship_id) >= final_round:
+                finalists = [p for (tables,) in tx.rows(
+                    "SELECT tables FROM championship_pairings WHERE championship_id = ? AND "
+                    "round_no = ?", (championship_id, final_round))
+                    for t in json.loads(tables) for p in t] + [p for (players,) in tx.rows(
+                    "SELECT players FROM championship_tables WHERE championship_id = ? AND "
+                    "round_no = ?", (championship_id, final_round)) for p in json.loads(players)]
+                if account_id in finalists:
+                    raise Refused("RESULT_LOCKED", "the final is seated: remove the finalist "
+                                  "instead (a leaver in the final)")
+            tx.write("UPDATE championship_players SET disqualified = ? WHERE "
+                     "championship_id = ? AND account_id = ?", (at, championship_id, account_id))
+            _changed(tx, championship_id)
+        await self._do(body)
 
     async def end(self, championship_id: str, phase: Phase, at: float) -> bool:
         """Finishes or cancels; False when it is over already.
@@ -472,14 +746,17 @@ class SqliteChampionshipStore(ChampionshipStore):
             raise StoreUnusable(f"{path} has championships schema version {version}; this "
                                 f"server knows up to {SCHEMA_VERSION}: run a newer Copas")
         self._db.executescript(SCHEMA)
-        if version < 2:
+        if version < SCHEMA_VERSION:
             self._db.execute("BEGIN IMMEDIATE")
-            for statement in SCHEMA_V2.split(";"):
-                if statement.strip():
+            if version < 2:
+                for statement in _statements(SCHEMA_V2):
                     self._db.execute(statement)
-            self._db.executemany("UPDATE championships SET start_at = ? WHERE championship_id = ?",
-                                 _start_times(self._db.execute(
-                                     "SELECT championship_id, spec FROM championships").fetchall()))
+                self._db.executemany(
+                    "UPDATE championships SET start_at = ? WHERE championship_id = ?",
+                    _start_times(self._db.execute(
+                        "SELECT championship_id, spec FROM championships").fetchall()))
+            for statement in _statements(SCHEMA_V3):
+                self._db.execute(statement)
             self._db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
             self._db.execute("COMMIT")
         self._lock = threading.Lock()
@@ -548,12 +825,14 @@ def _pg_migrate(db: Any) -> None:
         raise StoreUnusable(f"the database has championships schema version {version}; this "
                             f"server knows up to {SCHEMA_VERSION}: run a newer Copas")
     if version < 2:
-        for statement in SCHEMA_V2.split(";"):
-            if statement.strip():
-                db.execute(statement)
+        for statement in _statements(SCHEMA_V2):
+            db.execute(statement)
         for start_at, championship_id in _start_times(db.execute(
                 "SELECT championship_id, spec FROM championships").fetchall()):
             db.execute("UPDATE championships SET start_at = %s WHERE championship_id = %s",
                        (start_at, championship_id))
+    if version < 3:
+        for statement in _statements(SCHEMA_V3):
+            db.execute(statement)
     db.execute("INSERT INTO championships_meta VALUES ('schema_version', %s) ON CONFLICT (key) "
                "DO UPDATE SET value = excluded.value", (str(SCHEMA_VERSION),))

@@ -31,6 +31,13 @@ class TablePort(Protocol):
         """The seat's person leaves the running game (the server plays it from now on)."""
     def close(self, table_id: str) -> None:
         """Ends the running game now (CLOSED)."""
+    def time_up(self, table_id: str) -> None:
+        """Ends the running game now (TIME_LIMIT: its round's time limit passed)."""
+    def hold(self, table_id: str, is_held: bool) -> None:
+        """Holds the running game (nobody acts, no clock runs), or releases it."""
+    def here(self) -> dict[str, set[str]]:
+        """The tables of championships on this node whose games are not over, by
+        championship."""
     def summary(self, table_id: str) -> copas_pb2.TableSummary | None:
         """The table as a spectator sees it, when it is here."""
     async def committed(self) -> None:
@@ -84,6 +91,22 @@ class LocalTables:
     def close(self, table_id: str) -> None:
         with contextlib.suppress(ServiceError):  # over already, or gone
             self._registry.get(table_id).close_by_operator()
+
+    def time_up(self, table_id: str) -> None:
+        with contextlib.suppress(ServiceError):  # over already, or gone
+            self._registry.get(table_id).end_by_time_limit()
+
+    def hold(self, table_id: str, is_held: bool) -> None:
+        with contextlib.suppress(ServiceError):  # over already, or gone
+            self._registry.get(table_id).hold(is_held)
+
+    def here(self) -> dict[str, set[str]]:
+        found: dict[str, set[str]] = {}
+        for table in self._registry.live():
+            championship = table.meta.championship
+            if championship and not table.is_finished and not table.is_released:
+                found.setdefault(championship, set()).add(table.id)
+        return found
 
     def summary(self, table_id: str) -> copas_pb2.TableSummary | None:
         try:

@@ -84,12 +84,17 @@ ADMIN_ROUTES: dict[str, Route] = {
     "RevokeSessions": Route.HERE,
     "BanAccount": Route.HERE,  # (this node's seats now; the others' sweeps find the rest)
     "DeleteAccount": Route.HERE,
-    # championships: in the store every node reads (the driver's node carries them on; a
-    # cancel closes the running tables it holds, the others' end by their clocks)
+    # championships: in the store every node reads (the answering node brings the tables it
+    # holds in line at once, every other node its own at its driver's next pass: a cancel
+    # closes them, a pause holds them, a disqualified player leaves)
     "CreateChampionship": Route.HERE,
     "StartChampionship": Route.HERE,
     "CancelChampionship": Route.HERE,
     "RemoveChampionshipPlayer": Route.HERE,
+    "PauseChampionship": Route.HERE,
+    "CorrectChampionshipResult": Route.HERE,
+    "DisqualifyChampionshipPlayer": Route.HERE,
+    "ReseatChampionshipRound": Route.HERE,
 }
 ADMIN_SERVICE = admin_pb2.DESCRIPTOR.services_by_name["AdminService"]
 

@@ -7,23 +7,24 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable, Iterator
-from typing import Any
+from typing import Any, Literal
 
 import grpc
 from copas.admin.v1 import admin_pb2
 from copas.v1 import championships_pb2 as pb
 from copas.v1 import championships_pb2_grpc, copas_pb2
 
-from engine.championship import championship_points
+from engine.championship import BoardScore, Scoring, championship_points
 from server import codec, names
 from server.accounts.model import Account
 from server.accounts.service import Accounts
 from server.bounded import Bounded
 from server.championships.model import Championship, Phase
-from server.championships.service import Championships, NewChampionship
+from server.championships.service import Championships, Correction, NewChampionship
 from server.errors import ServiceError
 from server.rpc import inputs
 from server.rpc.gateway import caller, service_handlers
+from server.rpc.operators import REASON_MAX
 from server.tables import paging
 from server.wire import field, timestamp
 
@@ -35,10 +36,25 @@ _PHASES = {Phase.REGISTERING: pb.CHAMPIONSHIP_STATE_REGISTERING,
            Phase.CANCELLED: pb.CHAMPIONSHIP_STATE_CANCELLED}
 Live = Callable[[str], copas_pb2.TableSummary | None]
 CHAMPIONSHIP_NAME_MAX = 60
+_SCORING = {pb.CHAMPIONSHIP_SCORING_UNSPECIFIED: Scoring.PLACES,
+            pb.CHAMPIONSHIP_SCORING_PLACES: Scoring.PLACES,
+            pb.CHAMPIONSHIP_SCORING_MATCHPOINTS: Scoring.MATCHPOINTS}
+_SCORING_PB = {Scoring.PLACES: pb.CHAMPIONSHIP_SCORING_PLACES,
+               Scoring.MATCHPOINTS: pb.CHAMPIONSHIP_SCORING_MATCHPOINTS}
+
+
+def _time(message: pb.ChampionshipSettings,
+          name: Literal["start_time", "registration_open_time", "registration_close_time"]
+          ) -> float | None:
+    return getattr(message, name).ToNanoseconds() / 1e9 if message.HasField(name) else None
 
 
 def settings_of(message: pb.ChampionshipSettings) -> NewChampionship:
-    """:raises ServiceError: INVALID_ARGUMENT for a field too long or rules unknown."""
+    """:raises ServiceError: INVALID_ARGUMENT for a field too long, rules unknown or a
+    scoring this server does not know."""
+    scoring = _SCORING.get(message.scoring)
+    if scoring is None:
+        raise ServiceError.invalid("scoring is places or matchpoints", "INVALID_CHAMPIONSHIP")
     return NewChampionship(
         name=names.clean(message.display_name, CHAMPIONSHIP_NAME_MAX, required=False,
                          is_reserved_checked=False),
@@ -47,9 +63,15 @@ def settings_of(message: pb.ChampionshipSettings) -> NewChampionship:
                                    "INVALID_RULES"),
         overrides=codec.rules_overrides(message.rules), duplicate_deals=message.duplicate_deals,
         max_players=message.max_players, min_players=message.min_players,
-        start_at=message.start_time.ToNanoseconds() / 1e9
-        if message.HasField("start_time") else None,
-        start_when_full=message.start_when_full, round_pause=message.round_pause_seconds)
+        start_at=_time(message, "start_time"),
+        start_when_full=message.start_when_full, round_pause=message.round_pause_seconds,
+        scoring=scoring, buchholz=message.buchholz, final_table=message.final_table,
+        registration_opens=_time(message, "registration_open_time"),
+        registration_closes=_time(message, "registration_close_time"),
+        late_entry_rounds=message.late_entry_rounds, check_in=message.check_in_seconds,
+        drop_absent=message.drop_absent if message.HasField("drop_absent") else True,
+        round_time_limit=message.round_time_limit_seconds,
+        pairing_notice=message.pairing_notice_seconds)
 
 
 def championship_pb(c: Championship, you: str = "", *, is_full: bool = False,
@@ -65,55 +87,100 @@ def championship_pb(c: Championship, you: str = "", *, is_full: bool = False,
         create_time=timestamp(spec.created), player_count=len(c.registrations),
         current_round=c.current_round, is_registered=you in names,
         seed=spec.seed if c.phase.is_over else "",
+        is_paused=c.paused is not None,
         settings=pb.ChampionshipSettings(
             display_name=spec.name, rounds=spec.rounds, preset=spec.preset,
             duplicate_deals=spec.duplicate_deals, max_players=spec.max_players,
             min_players=spec.min_players, start_when_full=spec.start_when_full,
-            round_pause_seconds=spec.round_pause))
-    if spec.start_at is not None:
-        message.settings.start_time.CopyFrom(timestamp(spec.start_at))
+            round_pause_seconds=spec.round_pause, scoring=_SCORING_PB[spec.scoring],
+            buchholz=spec.buchholz, final_table=spec.final_table,
+            late_entry_rounds=spec.late_entry_rounds, check_in_seconds=spec.check_in,
+            drop_absent=spec.drop_absent, round_time_limit_seconds=spec.round_time_limit,
+            pairing_notice_seconds=spec.pairing_notice))
+    for name, at in (("start_time", spec.start_at),
+                     ("registration_open_time", spec.registration_opens),
+                     ("registration_close_time", spec.registration_closes)):
+        if at is not None:
+            getattr(message.settings, name).CopyFrom(timestamp(at))
     if c.began is not None:
         message.begin_time.CopyFrom(timestamp(c.began))
     if c.ended is not None:
         message.end_time.CopyFrom(timestamp(c.ended))
     if not is_full:
         return message
+    registered = {r.account_id: r for r in c.registrations}
     for line in c.standings():
         account = accounts.get(line.player, "")
+        registration = registered.get(account)
         message.standings.append(pb.StandingLine(
             place=line.place, display_name=names.get(account, ""), points=line.points,
             firsts=float(line.firsts), relative_points=float(line.relative_points),
             head_to_head=line.head_to_head, games=line.games,
             decided_by=pb.TieBreak.ValueType(int(line.decided_by) + 1),
             has_withdrawn=account in withdrawn, is_you=bool(you) and account == you,
-            player_id=line.player))
+            player_id=line.player, matchpoints=float(line.matchpoints),
+            percentage=float(line.percentage), buchholz=float(line.buchholz),
+            final_place=line.final, is_disqualified=line.disqualified,
+            is_dropped=registration is not None and registration.dropped > 0))
     for r in c.registrations:
         message.players.append(pb.ChampionshipPlayer(
             display_name=r.display_name, has_withdrawn=r.withdrawn is not None,
-            is_you=r.account_id == you, player_id=c.player_id(r.account_id)))
-    results = {k.table_id: k.result for k in c.counted}
+            is_you=r.account_id == you, player_id=c.player_id(r.account_id),
+            is_checked_in=r.checked_in is not None, is_dropped=r.dropped > 0,
+            is_disqualified=r.disqualified is not None, first_round=r.first_round))
+    counted = {k.table_id: k for k in c.counted}
+    boards: dict[tuple[int, int, int], BoardScore] = {}
+    if spec.duplicate_deals and c.counted:
+        by_player = c.tally().board_scores()
+        boards = {(b.round_no, b.table, b.seat): b for scores in by_player.values()
+                  for b in scores}
+    final_round = spec.final_round
     for round_no in sorted(c.rounds):
         seated = pb.ChampionshipRound(round_number=round_no,
                                       seat_time=timestamp(c.rounds[round_no]),
-                                      is_finished=c.is_round_over(round_no))
+                                      start_time=timestamp(c.rounds[round_no]),
+                                      is_finished=c.is_round_over(round_no),
+                                      is_final=round_no == final_round)
+        if round_no in c.time_limits:
+            seated.time_limit.CopyFrom(timestamp(c.time_limits[round_no]))
         for table in c.tables_of(round_no):
-            result = results.get(table.table_id)
+            found = counted.get(table.table_id)
+            result = found.result if found is not None else None
             points = championship_points(result) if result is not None else {}
             shown = pb.ChampionshipTable(table_number=table.table_no, table_id=table.table_id,
-                                         is_finished=result is not None)
+                                         is_finished=result is not None,
+                                         is_corrected=bool(found and found.corrected))
+            if found is not None and found.end_reason is not None:
+                shown.end_reason = codec.END_REASON_TO_PB[found.end_reason]
             for seat, player in enumerate(table.players):
+                board = boards.get((round_no, table.table_no, seat))
                 shown.seats.append(pb.ChampionshipSeat(
                     seat=seat, display_name=names.get(player, ""),
                     is_you=bool(you) and player == you, player_id=c.player_id(player),
                     total=result.totals[seat] if result else 0,
                     place=result.places[seat] if result else 0,
                     points=points.get(player, 0),
-                    has_left=bool(result) and player in (result.leavers if result else ())))
+                    has_left=bool(result) and player in (result.leavers if result else ()),
+                    is_no_show=bool(result) and player in (result.no_shows if result else ()),
+                    matchpoints=float(board.matchpoints) if board else 0.0,
+                    percentage=float(board.percentage) if board else 0.0))
             summary = live(table.table_id) if live is not None and result is None else None
             if summary is not None:
                 shown.live.CopyFrom(summary)
             seated.tables.append(shown)
         message.rounds.append(seated)
+    for round_no in sorted(c.announced):
+        announced = c.announced[round_no]
+        shown_round = pb.ChampionshipRound(round_number=round_no, is_announced=True,
+                                           start_time=timestamp(announced.starts),
+                                           is_final=round_no == final_round)
+        for number, players in enumerate(announced.tables, start=1):
+            shown_round.tables.append(pb.ChampionshipTable(table_number=number, seats=[
+                pb.ChampionshipSeat(seat=seat, display_name=names.get(player, ""),
+                                    is_you=bool(you) and player == you,
+                                    player_id=c.player_id(player))
+                for seat, player in enumerate(players)]))
+        message.rounds.append(shown_round)
     return message
 
 
@@ -231,6 +298,12 @@ class ChampionshipService(championships_pb2_grpc.ChampionshipServiceServicer):
         c = await self._championships.withdraw(_id(request.championship_id), me.id)
         return pb.WithdrawResponse(championship=self._pb(c, me.id))
 
+    async def CheckIn(self, request: pb.CheckInRequest, context: Context
+                      ) -> pb.CheckInResponse:
+        me = await self._me()
+        c = await self._championships.check_in(_id(request.championship_id), me.id)
+        return pb.CheckInResponse(championship=self._pb(c, me.id))
+
     async def WatchChampionship(  # type: ignore[override]  # it writes (context.write)
             self, request: pb.WatchChampionshipRequest, context: Context) -> None:
         """One message per change (at most one a ``tick``): the championship's part built
@@ -297,6 +370,7 @@ class ChampionshipAdmin:
     _championships: Championships | None
 
     def _ready(self, reason: str) -> Championships:
+        inputs.check_length("reason", reason, REASON_MAX)
         if not reason.strip():
             raise ServiceError.invalid("reason is required: say why, for the audit log",
                                        "MISSING_REASON")
@@ -330,6 +404,45 @@ class ChampionshipAdmin:
             _id(request.championship_id),
             inputs.check_length("account_id", request.account_id, inputs.ID_MAX))
         return admin_pb2.RemoveChampionshipPlayerResponse(
+            championship=championship_pb(c, is_full=True))
+
+    async def PauseChampionship(self, request: admin_pb2.PauseChampionshipRequest,
+                                context: Context) -> admin_pb2.PauseChampionshipResponse:
+        c = await self._ready(request.reason).pause(_id(request.championship_id),
+                                                    request.is_paused)
+        return admin_pb2.PauseChampionshipResponse(championship=championship_pb(c, is_full=True))
+
+    async def CorrectChampionshipResult(
+            self, request: admin_pb2.CorrectChampionshipResultRequest, context: Context
+    ) -> admin_pb2.CorrectChampionshipResultResponse:
+        championships = self._ready(request.reason)
+        if len(request.totals) > 5 or len(request.leaver_seats) > 5 \
+                or len(request.no_show_seats) > 5:
+            raise ServiceError.invalid("a table has 3 to 5 seats", "INVALID_RESULT")
+        c = await championships.correct(_id(request.championship_id), Correction(
+            request.round_number, request.table_number, tuple(request.totals),
+            request.set_absences, tuple(request.leaver_seats), tuple(request.no_show_seats),
+            request.reason.strip()))
+        return admin_pb2.CorrectChampionshipResultResponse(
+            championship=championship_pb(c, is_full=True))
+
+    async def DisqualifyChampionshipPlayer(
+            self, request: admin_pb2.DisqualifyChampionshipPlayerRequest, context: Context
+    ) -> admin_pb2.DisqualifyChampionshipPlayerResponse:
+        c = await self._ready(request.reason).disqualify(
+            _id(request.championship_id),
+            inputs.check_length("player", request.player, inputs.ID_MAX))
+        return admin_pb2.DisqualifyChampionshipPlayerResponse(
+            championship=championship_pb(c, is_full=True))
+
+    async def ReseatChampionshipRound(
+            self, request: admin_pb2.ReseatChampionshipRoundRequest, context: Context
+    ) -> admin_pb2.ReseatChampionshipRoundResponse:
+        c = await self._ready(request.reason).reseat(
+            _id(request.championship_id), request.round_number,
+            inputs.check_length("player_a", request.player_a, inputs.ID_MAX),
+            inputs.check_length("player_b", request.player_b, inputs.ID_MAX))
+        return admin_pb2.ReseatChampionshipRoundResponse(
             championship=championship_pb(c, is_full=True))
 
 

@@ -114,15 +114,30 @@ class AdminAudit:
                     detail=error.message if error is not None else "", **what)
 
 
+_AUDITED_IDS = ("championship_id", "account_id", "player", "player_a", "player_b")
+_AUDITED_NUMBERS = ("round_number", "table_number", "is_paused")
+
+
 def _audited(request: Any) -> dict[str, Any]:
-    """What an audit line says of the request: its table, seat and reason, when it has
-    them."""
+    """What an audit line says of the request: its table, seat, championship, players, round
+    and reason, when it has them (a corrected result's totals too)."""
     fields = request.DESCRIPTOR.fields_by_name if request is not None else {}
     what: dict[str, Any] = {}
     if "table_id" in fields:
         what["table_id"] = request.table_id[:inputs.ID_MAX]
     if "seat" in fields:
         what["seat"] = request.seat
+    for name in _AUDITED_IDS:
+        if name in fields and getattr(request, name):
+            what[name] = getattr(request, name)[:inputs.ID_MAX]
+    for name in _AUDITED_NUMBERS:
+        if name in fields:
+            what[name] = getattr(request, name)
+    if "totals" in fields and request.totals:
+        what["totals"] = list(request.totals)[:5]
+        if request.set_absences:
+            what["leaver_seats"] = list(request.leaver_seats)[:5]
+            what["no_show_seats"] = list(request.no_show_seats)[:5]
     if "reason" in fields:
         what["reason"] = request.reason[:REASON_MAX]
     return what

@@ -351,6 +351,9 @@ class ChampionshipRelay(_Forwarding, championships_connect.ChampionshipService):
     async def withdraw(self, request: Any, ctx: Ctx, /) -> Any:
         return await self._unary("Withdraw", request, ctx)
 
+    async def check_in(self, request: Any, ctx: Ctx, /) -> Any:
+        return await self._unary("CheckIn", request, ctx)
+
     def watch_championship(self, request: Any, ctx: Ctx, /) -> AsyncIterator[Any]:
         return self._stream("WatchChampionship", request, ctx)
 

@@ -85,6 +85,8 @@ class BotTable(Protocol):
     @property
     def paused_until(self) -> float | None: ...
     @property
+    def is_held(self) -> bool: ...
+    @property
     def seats(self) -> Seats: ...
     @property
     def seed(self) -> int | str: ...
@@ -139,7 +141,8 @@ class BotTurns:
     def _playing(self) -> Game | None:
         """The game, while it runs and is not paused."""
         game = self._table.game
-        is_on = game is not None and not game.is_over and self._table.paused_until is None
+        is_on = game is not None and not game.is_over and self._table.paused_until is None \
+            and not self._table.is_held
         return game if is_on else None
 
     def _where(self, game: Game, seat: int) -> tuple[object, ...]:

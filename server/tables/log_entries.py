@@ -10,7 +10,8 @@ time to the millisecond, which its events show, so the rebuilt history shows whe
 
 A table's log grows with its game's moves: joins (at most one live row per seat: a seat
 given up before the game starts deletes its join row), actions (players', bots' and
-timers'), and the pause and deadline times each step computed. Connections are not logged:
+timers'), the pause and deadline times each step computed, and an operator's holds (a
+championship paused and resumed: two entries per pause). Connections are not logged:
 presence events are not numbered, so the history has no hole where they were.
 """
 
@@ -116,8 +117,20 @@ class Removed:
     """When (as ``Joined.at``)."""
 
 
-Entry = Joined | Acted | TimedOut | PauseStarted | PauseEnded | DeadlineSet | Removed | TakenUp
-StepEntry = Joined | Acted | TimedOut | PauseEnded | Removed | TakenUp  # those begin a step
+@dataclass(frozen=True, slots=True)
+class Held:
+    """The table was held (``is_held``: its championship is paused: nobody acts, no clock
+    runs) or released (the turn starts again with its whole time)."""
+
+    seq: int
+    is_held: bool
+    at: float = 0.0
+    """When (as ``Joined.at``)."""
+
+
+Entry = (Joined | Acted | TimedOut | PauseStarted | PauseEnded | DeadlineSet | Removed | TakenUp
+         | Held)
+StepEntry = Joined | Acted | TimedOut | PauseEnded | Removed | TakenUp | Held  # begin a step
 
 
 _ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)  # made once: ~1 us a row
@@ -163,6 +176,8 @@ def dumps(entry: Entry) -> str:
             data = {"k": "remove", "seq": entry.seq, "seat": entry.seat}
         case TakenUp():
             data = {"k": "takeup", "seq": entry.seq, "seat": entry.seat}
+        case Held():
+            data = {"k": "hold", "seq": entry.seq, "held": entry.is_held}
     if isinstance(entry, StepEntry) and entry.at:
         data["t"] = entry.at
     return _ENCODER.encode(data)
@@ -194,6 +209,8 @@ def loads(text: str) -> Entry:
             return Removed(seq, int(data["seat"]), at)
         if kind == "takeup":
             return TakenUp(seq, int(data["seat"]), at)
+        if kind == "hold":
+            return Held(seq, data["held"] is True, at)
     except (KeyError, TypeError, AttributeError) as exc:
         raise ValueError(f"unreadable log entry: {exc!r}") from None
     raise ValueError(f"unknown log entry kind {kind!r}")

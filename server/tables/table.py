@@ -45,6 +45,7 @@ from server.tables.log_entries import (
     Acted,
     DeadlineSet,
     Entry,
+    Held,
     Joined,
     PauseEnded,
     PauseStarted,
@@ -113,6 +114,7 @@ class Table:
                               else max(self.bot_pace, settings.bot_table_pace),
                               self._play_bot, self._timer_step)
         self.finished_at: float | None = None
+        self.is_held = False  # its championship is paused: nobody acts, no clock runs
         self.is_replaying = False
         self._replay_position = 0
         self.is_released = False
@@ -394,6 +396,41 @@ class Table:
         self._step(lambda: self._apply_automatic(
             Acted(self.sequence, ev.Close(), "operator", at=self._step_time)))
 
+    def end_by_time_limit(self) -> None:
+        """End the running game now (reason TIME_LIMIT: its championship round's time limit
+        passed), scored as an abandoned game.
+
+        :raises ServiceError: WRONG_PHASE when the game has not started or is over.
+        """
+        game = self.game
+        if game is None or game.is_over:
+            raise ServiceError.precondition(
+                "the game is over" if game is not None else "the game has not started",
+                "WRONG_PHASE")
+        self._step(lambda: self._apply_automatic(
+            Acted(self.sequence, ev.TimeUp(), "time_limit", at=self._step_time)))
+
+    def hold(self, is_held: bool) -> None:
+        """Hold the running game (its championship is paused: nobody acts, no clock runs, no
+        bot moves) or release it (the turn starts again with its whole time); nothing when
+        it is so already, or the game is not running."""
+        game = self.game
+        if game is None or game.is_over or self.is_held == is_held:
+            return
+        self._step(lambda: self._hold(Held(self.sequence, is_held, self._step_time)))
+
+    def _hold(self, entry: Held) -> None:
+        self._log(entry)
+        self.is_held = entry.is_held
+        self._events.number("table_held", copas_pb2.TableHeld(is_held=entry.is_held))
+        if entry.is_held:  # every clock stops: the pause's, the turn's, the bots', the away
+            self._clock.stop()
+            self._timers.cancel_all()
+            return
+        self._watchdog.person_acted()  # a held game was not idle
+        self._arm_watchdog()
+        self._advance([])
+
     def remove_person(self, seat_number: int) -> None:
         """An operator takes the person at ``seat_number`` out: their token is revoked and
         its streams end; in a running game the seat plays as a leaver's, before the game the
@@ -481,6 +518,10 @@ class Table:
             if self.paused_until is not None and not is_leave:
                 raise ServiceError.precondition("the table is paused; wait for play to resume",
                                                 "TABLE_PAUSED")
+            if self.is_held and not is_leave:
+                raise ServiceError.precondition(
+                    "the table is held (its championship is paused): wait for it to be "
+                    "released", "TABLE_PAUSED")
         seq = self.sequence
         phase_before = game.phase
         try:
@@ -524,8 +565,8 @@ class Table:
             self._events.number_engine(game.abandon())  # no person is left to play for
             self._finish()
             return
-        if self.paused_until is not None:
-            return  # a leave during a pause: the pause stands and its end goes on
+        if self.paused_until is not None or self.is_held:
+            return  # a leave during a pause (or a hold): the pause stands and its end goes on
         pause = self._clock.pause_after(game, events)
         if pause:
             self._start_pause(pause)
@@ -547,7 +588,8 @@ class Table:
         seconds ago and its timer has not played, or a bot is to act and nothing will make
         it. A game waiting for a person with no timeout is not stuck: its rules allow it."""
         game = self.game
-        if game is None or game.is_over or self.paused_until is not None or self.is_released:
+        if game is None or game.is_over or self.paused_until is not None or self.is_released \
+                or self.is_held:
             return False
         now = self.now()
         if self.deadline is not None and now > self.deadline + grace:
@@ -602,7 +644,7 @@ class Table:
     def _on_timeout(self, *, is_away: bool = False) -> None:
         """Out of time: the automatic choice for every person (away one) who still had to act."""
         game = self.game
-        if game is None or game.is_over or self.paused_until is not None:
+        if game is None or game.is_over or self.paused_until is not None or self.is_held:
             return
         seats = self.seats.people_among(game.to_act())
         seats = self._away.due(seats) if is_away else seats
@@ -650,8 +692,8 @@ class Table:
 
     def _abandon_if_idle(self) -> None:
         game = self.game
-        if game is None or game.is_over:
-            return
+        if game is None or game.is_over or self.is_held:
+            return  # a held game waits for its release (which starts the idle clock over)
         if not self._watchdog.is_idle():
             self._arm_watchdog()
             return
@@ -662,6 +704,7 @@ class Table:
     def _finish(self) -> None:
         self._timers.cancel_all()
         self._clock.stop()
+        self.is_held = False
         self.seats.free_all_slots()
         if self.finished_at is None:
             self.finished_at = self.now()
@@ -734,6 +777,8 @@ class Table:
                 self._remove(entry)
             case TakenUp():
                 self._take_up(entry)
+            case Held():
+                self._hold(entry)
 
     def resume_after_recovery(self, finished_at: float | None) -> None:
         """After a replay: timers resume from the stored times (at once when past), bots
@@ -748,6 +793,8 @@ class Table:
         if game.is_over:
             self.finished_at = finished_at if finished_at is not None else self.finished_at
             return
+        if self.is_held:
+            return  # nothing runs until it is released
         self._clock.resume(self.now())
         if self.paused_until is None and self.deadline is None \
                 and self.seats.people_among(game.to_act()):

@@ -69,6 +69,8 @@ class TableFacts(Protocol):
     @property
     def paused_until(self) -> float | None: ...
     @property
+    def is_held(self) -> bool: ...
+    @property
     def deadline(self) -> float | None: ...
     @property
     def view_cache(self) -> ViewCache: ...
@@ -159,7 +161,9 @@ def public(table: TableFacts) -> copas_pb2.TableView:
         message.last_trick.CopyFrom(codec.won_trick_to_pb(v.last_trick, n))
         message.last_trick_winner = v.last_trick.winner
     now = table.now()
-    if table.paused_until is None:
+    if table.is_held:
+        message.is_held = True
+    elif table.paused_until is None:
         message.to_act.extend(v.to_act)
         if table.deadline is not None:
             message.deadline.CopyFrom(timestamp(table.deadline))
@@ -218,7 +222,9 @@ def public_bytes(table: TableFacts) -> bytes:
                                hearts_broken=game.hearts_broken,
                                trick_number=game.trick_number)
     now = table.now()
-    if table.paused_until is None:
+    if table.is_held:
+        head.is_held = True
+    elif table.paused_until is None:
         head.to_act.extend(game.to_act())
         if table.deadline is not None:
             head.deadline.CopyFrom(timestamp(table.deadline))
@@ -284,7 +290,7 @@ def private_part(table: TableFacts, seat: int) -> bytes:
     game = table.game
     if game is None or game.has_left[seat]:  # a leaver sees what a spectator sees, from then on
         return varint(2 << 3) + varint(seat)
-    is_paused = table.paused_until is not None
+    is_paused = table.paused_until is not None or table.is_held
     chosen = game.passes[seat] if game.pass_direction is not PassDirection.HOLD else None
     legal = 0 if is_paused else game.legal_mask(seat)
     is_shooter = not is_paused and game.phase is Phase.MOON_CHOICE and seat == game.moon_shooter

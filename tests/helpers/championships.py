@@ -8,7 +8,8 @@ import asyncio
 import contextlib
 import json
 import secrets
-from typing import Any
+from collections.abc import Collection
+from typing import Any, ClassVar
 
 import grpc
 from copas.v1 import (
@@ -22,7 +23,13 @@ from copas.v1 import (
 
 from clients.bots import run_bot
 from clients.common import Player
-from engine.championship import GameResult, Standing, standings
+from engine.championship import (
+    ChampionshipRules,
+    GameResult,
+    Standing,
+    final_standings,
+    standings,
+)
 from tests.helpers.calls import auth
 
 FAST_RULES = copas_pb2.RulesOverrides(max_hands=1, play_timeout_seconds=5,
@@ -108,10 +115,13 @@ class BotPlayer:
 
 
 def recomputed(championship: championships_pb2.Championship,
-               records: dict[str, dict[str, Any]]) -> list[Standing]:
+               records: dict[str, dict[str, Any]],
+               rules: ChampionshipRules | None = None) -> list[Standing]:
     """The standings from the game records alone (each record's seats, by name; totals and
     leavers), the championship's players (their public player ids, which its draws use) and
-    its seed, revealed at its end. Standing.player is a player id."""
+    its seed, revealed at its end, under ``rules`` (the default ones when None); after a
+    final (its round marked ``is_final``), the final standings. Standing.player is a player
+    id."""
     by_name = {p.display_name: p.player_id for p in championship.players}
     results = []
     for round_ in championship.rounds:
@@ -127,7 +137,16 @@ def recomputed(championship: championships_pb2.Championship,
                                  for leaver in record["result"]["leavers"]),
                 tuple(by_seat[s["seat"]] for s in seats
                       if s.get("acted") is False and by_seat[s["seat"]] not in leavers)))
-    return standings(results, list(by_name.values()), championship.seed)
+    finals = [r.round_number for r in championship.rounds if r.is_final]
+    lines = standings([r for r in results if r.round_no not in finals], list(by_name.values()),
+                      championship.seed, rules)
+    final = next((r for r in results if r.round_no in finals), None)
+    if final is None:
+        return lines
+    passed = {s.player for s in lines[:max(i for i, s in enumerate(lines)
+                                           if s.player in final.players)]
+              if s.player not in final.players}
+    return final_standings(lines, final, passed_over=passed)
 
 
 async def records_of(address: str, championship: championships_pb2.Championship
@@ -141,3 +160,88 @@ async def records_of(address: str, championship: championships_pb2.Championship
                     record_id=table.table_id), timeout=10)).record
                 found[table.table_id] = json.loads(record.record_json)
         return found
+
+
+# ---------------------------------------------------------------- on a manual clock
+
+
+class Director:
+    """A championship's server parts on one manual clock, without a network: the store (in
+    memory), this node's tables (a registry on the clock), the driver and ``Championships``.
+    A test steps the driver itself and plays (or leaves unplayed) each table."""
+
+    RULES: ClassVar[dict[str, Any]] = {
+        "max_hands": 1, "play_timeout": 5.0, "pass_timeout": 5.0, "moon_timeout": 5.0,
+        "trick_pause": 0.0, "hand_pause": 0.0}
+
+    def __init__(self) -> None:
+        from server.accounts.model import Account
+        from server.championships.driver import Driver
+        from server.championships.service import Championships
+        from server.championships.store import SqliteChampionshipStore
+        from server.championships.tables import LocalTables
+        from server.observability import Metrics
+        from server.tables.clock import ManualScheduler
+        from tests.helpers.servers import registry_for_tests
+
+        self.clock = ManualScheduler()
+        self.registry: Any = registry_for_tests(self.clock)
+        self.store = SqliteChampionshipStore(":memory:")
+        self.tables = LocalTables(self.registry)
+        self.driver = Driver(self.store, self.tables, self.registry.store, Metrics(),
+                             clock=self.clock.now)
+        self.service = Championships(self.store, self.driver, self.tables,
+                                     self.registry.settings, per_account=1, max_players=1000,
+                                     clock=self.clock.now)
+        self.accounts = [Account(f"a_{n:02}", f"P{n:02}", 1.0) for n in range(40)]
+
+    def close(self) -> None:
+        self.store.close()
+
+    async def create(self, **settings: Any) -> str:
+        from server.championships.service import NewChampionship
+
+        base: dict[str, Any] = {
+            "name": "Cup", "rounds": 2, "preset": "online", "overrides": dict(self.RULES),
+            "duplicate_deals": False, "max_players": 0, "min_players": 0, "start_at": None,
+            "start_when_full": False, "round_pause": 0.0}
+        made = await self.service.create(NewChampionship(**{**base, **settings}), None)
+        return made.id
+
+    async def register(self, cid: str, players: range | list[int]) -> None:
+        for n in players:
+            await self.service.register(cid, self.accounts[n])
+
+    async def step(self, cid: str) -> Any:
+        """One step of the driver; the championship after it."""
+        await self.driver.step(cid)
+        return await self.service.get(cid)
+
+    def table(self, table_id: str) -> Any:
+        return self.registry.get(table_id)
+
+    def play(self, table_id: str, absent: Collection[str] = ()) -> None:
+        """Plays the table's game to its end: every seat's automatic choice, at once; the
+        seats of ``absent`` accounts never act (their clocks play them)."""
+        table = self.table(table_id)
+        game = table.game
+        while not game.is_over:
+            if table.paused_until is not None:
+                self.clock.advance(table.paused_until - self.clock.now())
+                continue
+            people = [s for s in game.to_act()
+                      if table.seats[s].account_id not in absent and not game.has_left[s]]
+            if people:
+                table.act(people[0], game.auto_action(people[0]))
+            elif not self.clock.run_due():
+                self.clock.advance(max(0.0, (self.clock.next_due() or self.clock.now())
+                                       - self.clock.now()))
+
+    async def play_round(self, cid: str, absent: Collection[str] = ()) -> Any:
+        """Plays every table of the round seated now to its end, then steps: the round
+        counted."""
+        championship = await self.service.get(cid)
+        for table in championship.tables_of(championship.seated_round):
+            if not self.table(table.table_id).is_finished:
+                self.play(table.table_id, absent)
+        return await self.step(cid)
