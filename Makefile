@@ -133,6 +133,7 @@ bench: setup ## benchmarks: engine vs OpenSpiel; a move vs gRPC echo; durable vs
 	$(BIN)/python bench/cpu_per_move.py
 	$(BIN)/python bench/accounts.py
 	$(BIN)/python bench/championship.py
+	$(BIN)/python bench/championship_watchers.py
 	$(BIN)/python bench/startup.py
 	COPAS_PERF_ROUNDS=3 $(STEP) $(PYTEST) -s -m perf  # the figures the tests print (p99 under floods, costs)
 

@@ -195,7 +195,8 @@ class Driver:
             return
         event = self._changes.setdefault(championship_id, asyncio.Event())
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(event.wait(), timeout)
+            async with asyncio.timeout(timeout):  # no task per watcher, as wait_for makes
+                await event.wait()
 
     def gauges(self) -> Iterable[GaugeMetricFamily]:
         return gauges(("copas_championships_running", "Championships this node drives that "

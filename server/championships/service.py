@@ -5,6 +5,7 @@ change so it steps at once."""
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import secrets
 import time
@@ -125,6 +126,9 @@ class Championships:
         self._creations = creations or Creations(clock, 0.0, 1.0)  # none: no limit
         # championship -> (version, when read, what was read): the watchers' shared read
         self._latest: Bounded[str, tuple[int, float, Championship]] = Bounded(LATEST_KEPT)
+        # championship -> (version, the read under way): the watchers who find no fresh read
+        # all wait for one read of the store, not one each
+        self._reading: dict[str, tuple[int, asyncio.Task[Championship]]] = {}
 
     # ------------------------------------------------------------ reading
 
@@ -147,12 +151,25 @@ class Championships:
         now = time.monotonic()
         if cached is not None and cached[0] == version and now - cached[1] < LATEST_FOR:
             return cached[2]
-        found = await self.get(championship_id)
+        reading = self._reading.get(championship_id)
+        if reading is None or reading[0] != version:
+            reading = (version, asyncio.ensure_future(self.get(championship_id)))
+            self._reading[championship_id] = reading
+            reading[1].add_done_callback(
+                lambda done, key=championship_id: self._read_done(key, done))
+        found = await asyncio.shield(reading[1])  # a watcher gone leaves the read to the others
         cached = self._latest.get(championship_id)  # (another read may have ended meanwhile)
         if cached is not None and cached[2].version > found.version:
             return cached[2]  # never an older read than one this node showed
         self._latest[championship_id] = (version, now, found)
         return found
+
+    def _read_done(self, championship_id: str, done: asyncio.Task[Championship]) -> None:
+        reading = self._reading.get(championship_id)
+        if reading is not None and reading[1] is done:
+            del self._reading[championship_id]
+        if not done.cancelled():
+            done.exception()  # read here: a failed read nobody awaited any more is no warning
 
     async def is_published(self, championship_id: str, table_id: str) -> bool:
         """Whether the record of ``table_id``, a table of the championship, may be shown:
