@@ -6,6 +6,7 @@ change so it steps at once."""
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import secrets
 import time
@@ -155,8 +156,7 @@ class Championships:
         if reading is None or reading[0] != version:
             reading = (version, asyncio.ensure_future(self.get(championship_id)))
             self._reading[championship_id] = reading
-            reading[1].add_done_callback(
-                lambda done, key=championship_id: self._read_done(key, done))
+            reading[1].add_done_callback(functools.partial(self._read_done, championship_id))
         found = await asyncio.shield(reading[1])  # a watcher gone leaves the read to the others
         cached = self._latest.get(championship_id)  # (another read may have ended meanwhile)
         if cached is not None and cached[2].version > found.version:
