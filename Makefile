@@ -98,7 +98,8 @@ POSTGRESQL_TESTS := tests/test_server_game.py tests/test_server_play.py tests/te
 	tests/test_hostile_clients_and_faults.py tests/test_play_stream.py \
 	tests/test_round_trip.py tests/test_admin.py tests/test_accounts_server.py \
 	tests/test_admin_accounts.py tests/test_rated_games.py tests/test_sign_in_protection.py \
-	tests/test_rated_farms.py tests/test_names.py tests/test_page_tokens.py
+	tests/test_rated_farms.py tests/test_names.py tests/test_page_tokens.py \
+	tests/test_championship_acceptance.py
 # The rule tests again on the engine's pure-Python source (COPAS_PURE_ENGINE=1, conftest.py).
 PURE_ENGINE_TESTS := tests/test_cards.py tests/test_deal_and_passing.py tests/test_rules.py \
 	tests/test_scoring.py tests/test_tricks.py tests/test_views_and_records.py tests/test_ai.py \
@@ -125,7 +126,7 @@ lint: setup ## ruff, mypy --strict (engine/, ai/, server/, clients/, tools/, gen
 	cd $(PROTO_DIR) && ../$(BIN)/buf lint
 	cd $(PROTO_DIR) && ../$(BIN)/buf breaking --against '../.git#ref=$(CONTRACT_BASE),subdir=protos'
 
-bench: setup ## benchmarks: engine vs OpenSpiel; a move vs gRPC echo; durable vs memory; a flood; CPU per move; accounts; championships; start-up; the perf tests' figures
+bench: setup ## benchmarks: engine vs OpenSpiel; a move vs gRPC echo; durable vs memory; a flood; CPU per move; accounts; championships (and told on two nodes); start-up; the perf tests' figures
 	$(BIN)/python bench/engine_vs_openspiel.py
 	$(BIN)/python bench/move_cost.py
 	$(BIN)/python bench/durability.py
@@ -134,6 +135,7 @@ bench: setup ## benchmarks: engine vs OpenSpiel; a move vs gRPC echo; durable vs
 	$(BIN)/python bench/accounts.py
 	$(BIN)/python bench/championship.py
 	$(BIN)/python bench/championship_watchers.py
+	$(BIN)/python bench/championship_cluster.py
 	$(BIN)/python bench/startup.py
 	COPAS_PERF_ROUNDS=3 $(STEP) $(PYTEST) -s -m perf  # the figures the tests print (p99 under floods, costs)
 

@@ -9,7 +9,7 @@ login` first (the saved session is used, and renewed when its access token expir
                                            one of yours (within the server's quota)
   copas championship register ID           take part (while registration is open)
   copas championship unregister ID         take it back (before the start)
-  copas championship withdraw ID           leave it after the start (a leaver from then on)
+  copas championship withdraw ID           leave it after the start (seated in no later round)
   copas championship check-in ID           say you are here (in the check-in before the start)
   copas championship watch ID [--bot POLICY]
                                            follow it; each round the server seats you, and
@@ -535,7 +535,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_settings_arguments(command("create", "a championship of yours", with_id=False))
     command("register", "take part (while registration is open)")
     command("unregister", "take your registration back (before the start)")
-    command("withdraw", "leave after the start (ranked as a leaver from then on)")
+    command("withdraw", "leave after the start (you leave your game, seated in no later round)")
     command("check-in", "say you are here (in the check-in before the start)")
     export = command("export", "its standings and rounds as CSV or JSON")
     export.add_argument("--format", choices=("csv", "json"), default="csv")

@@ -19,39 +19,28 @@ from copas.v1 import championships_pb2_grpc, copas_pb2, copas_pb2_grpc
 
 from engine.championship import table_sizes
 from tests.helpers.calls import Watch, auth
-from tests.helpers.championships import FAST_RULES, BotPlayer, recomputed, records_of, sign_in
+from tests.helpers.championships import (
+    FAST_RULES,
+    OPERATOR,
+    OPERATOR_CALL,
+    BotPlayer,
+    championship_of,
+    cluster_node,
+    recomputed,
+    records_of,
+    sign_in,
+    table_owners,
+)
 from tests.helpers.servers import ServerProcess, fresh_database
 
 PLAYERS, ROUNDS = 23, 3  # the issue's 23 accounts: tables of 4, 4, 4, 4, 4, 3 each round
-OPERATOR = "operator-0123456789-championships"
-ADMIN = (("authorization", f"Bearer {OPERATOR}"),)
-
-
-def node(dsn: str, node_id: str, tmp: Path) -> ServerProcess:
-    return ServerProcess("--database", dsn, "--node-id", node_id, "--unlimited-quotas",
-                         "--admin-token-file", str(tmp / "operator"), "--bot-workers", "0",
-                         "--lease", "2", "--championship-interval", "0.1",
-                         "--log-level", "info", log_dir=tmp)
-
-
-async def get(address: str, cid: str) -> pb.Championship:
-    async with grpc.aio.insecure_channel(address) as channel:
-        return (await championships_pb2_grpc.ChampionshipServiceStub(channel).GetChampionship(
-            pb.GetChampionshipRequest(championship_id=cid), timeout=10)).championship
-
-
-async def owners(address: str, table_ids: list[str]) -> set[str]:
-    async with grpc.aio.insecure_channel(address) as channel:
-        admin = admin_pb2_grpc.AdminServiceStub(channel)
-        return {(await admin.GetTable(admin_pb2.GetTableRequest(table_id=t), metadata=ADMIN,
-                                      timeout=10)).table.owner_node for t in table_ids}
 
 
 async def test_a_node_killed_mid_round_two_and_the_other_carries_on(
         postgres: Any, tmp_path: Path) -> None:
     dsn = fresh_database(postgres.dsn)
     (tmp_path / "operator").write_text(OPERATOR + "\n")
-    a = node(dsn, "a", tmp_path)
+    a = cluster_node(dsn, "a", tmp_path)
     b: ServerProcess | None = None
     tasks: list[asyncio.Task[None]] = []
     try:
@@ -60,8 +49,8 @@ async def test_a_node_killed_mid_round_two_and_the_other_carries_on(
                 admin_pb2.CreateChampionshipRequest(settings=pb.ChampionshipSettings(
                     display_name="Cluster cup", rounds=ROUNDS, rules=FAST_RULES,
                     max_players=PLAYERS, start_when_full=True), reason="test"),
-                metadata=ADMIN)).championship.championship_id
-        b = node(dsn, "b", tmp_path)
+                metadata=OPERATOR_CALL)).championship.championship_id
+        b = cluster_node(dsn, "b", tmp_path)
         sessions = await sign_in(b.address, [f"C{n}" for n in range(PLAYERS)])
         async with grpc.aio.insecure_channel(b.address) as on_b:
             champs = championships_pb2_grpc.ChampionshipServiceStub(on_b)
@@ -69,28 +58,28 @@ async def test_a_node_killed_mid_round_two_and_the_other_carries_on(
                 await champs.Register(pb.RegisterRequest(championship_id=cid),
                                       metadata=auth(session.access_token))
         deadline = time.monotonic() + 60
-        while (c := await get(b.address, cid)).current_round < 1:
+        while (c := await championship_of(b.address, cid)).current_round < 1:
             assert time.monotonic() < deadline
             await asyncio.sleep(0.05)
         # Whichever node stepped the championship when it filled drives it (its lease): the
         # players follow it through the other node, and the driving node is killed.
-        (driving,) = await owners(b.address, [t.table_id for t in c.rounds[0].tables])
+        (driving,) = await table_owners(b.address, [t.table_id for t in c.rounds[0].tables])
         killed, survivor = (a, b) if driving == "a" else (b, a)
         bots = [BotPlayer(survivor.address, s, cid) for s in sessions]
         tasks = [asyncio.ensure_future(bot.run()) for bot in bots]
-        while (c := await get(survivor.address, cid)).current_round < 2:
+        while (c := await championship_of(survivor.address, cid)).current_round < 2:
             assert time.monotonic() < deadline
             await asyncio.sleep(0.05)
-        assert await owners(survivor.address,
-                            [t.table_id for t in c.rounds[0].tables]) == {driving}
+        assert await table_owners(survivor.address,
+                                  [t.table_id for t in c.rounds[0].tables]) == {driving}
         killed.kill9()
         await asyncio.wait_for(asyncio.gather(*tasks), 120)
         b = survivor
-        final = await get(b.address, cid)
+        final = await championship_of(b.address, cid)
         assert final.state == pb.CHAMPIONSHIP_STATE_FINISHED
         assert [sorted(len(t.seats) for t in r.tables) for r in final.rounds] == \
             [sorted(table_sizes(PLAYERS))] * ROUNDS
-        assert await owners(b.address, [t.table_id for t in final.rounds[-1].tables]) \
+        assert await table_owners(b.address, [t.table_id for t in final.rounds[-1].tables]) \
             == {"a" if driving == "b" else "b"}
         assert all(line.games == ROUNDS for line in final.standings)
         ids = [t.table_id for r in final.rounds for t in r.tables]
@@ -100,7 +89,7 @@ async def test_a_node_killed_mid_round_two_and_the_other_carries_on(
             [(line.display_name, line.points) for line in final.standings]
         async with grpc.aio.insecure_channel(b.address) as on_b:
             tables = (await admin_pb2_grpc.AdminServiceStub(on_b).ListTables(
-                admin_pb2.ListTablesRequest(page_size=1000), metadata=ADMIN,
+                admin_pb2.ListTablesRequest(page_size=1000), metadata=OPERATOR_CALL,
                 timeout=10)).tables
             records = (await copas_pb2_grpc.CopasServiceStub(on_b).ListGameRecords(
                 copas_pb2.ListGameRecordsRequest(page_size=100), timeout=10)).records
@@ -127,7 +116,7 @@ async def test_a_cancel_through_the_other_node_ends_the_games_where_they_run(
     running on the node that does end CLOSED there (its driver sees the cancel)."""
     dsn = fresh_database(postgres.dsn)
     (tmp_path / "operator").write_text(OPERATOR + "\n")
-    a = node(dsn, "a", tmp_path)
+    a = cluster_node(dsn, "a", tmp_path)
     b: ServerProcess | None = None
     try:
         async with grpc.aio.insecure_channel(a.address) as on_a:
@@ -135,9 +124,9 @@ async def test_a_cancel_through_the_other_node_ends_the_games_where_they_run(
                 admin_pb2.CreateChampionshipRequest(settings=pb.ChampionshipSettings(
                     display_name="Cancelled cup", rounds=2, rules=SLOW_RULES, max_players=4,
                     start_when_full=True), reason="test"),
-                metadata=ADMIN)).championship.championship_id
+                metadata=OPERATOR_CALL)).championship.championship_id
         await asyncio.sleep(0.5)  # a's driver takes the championship's lease
-        b = node(dsn, "b", tmp_path)
+        b = cluster_node(dsn, "b", tmp_path)
         sessions = await sign_in(b.address, [f"X{n}" for n in range(4)])
         async with grpc.aio.insecure_channel(b.address) as on_b:
             champs = championships_pb2_grpc.ChampionshipServiceStub(on_b)
@@ -153,7 +142,7 @@ async def test_a_cancel_through_the_other_node_ends_the_games_where_they_run(
                         table_id = message.your_table.table_id
                         tokens.append(message.your_table.player_token)
                         break
-            assert await owners(b.address, [table_id]) == {"a"}
+            assert await table_owners(b.address, [table_id]) == {"a"}
         async with grpc.aio.insecure_channel(a.address) as on_a:
             stub = copas_pb2_grpc.CopasServiceStub(on_a)
             seated = [Watch(stub, table_id, token) for token in tokens]
@@ -164,7 +153,7 @@ async def test_a_cancel_through_the_other_node_ends_the_games_where_they_run(
         async with grpc.aio.insecure_channel(b.address) as on_b:
             cancelled = (await admin_pb2_grpc.AdminServiceStub(on_b).CancelChampionship(
                 admin_pb2.CancelChampionshipRequest(championship_id=cid, reason="test"),
-                metadata=ADMIN)).championship
+                metadata=OPERATOR_CALL)).championship
             assert cancelled.state == pb.CHAMPIONSHIP_STATE_CANCELLED
         async with grpc.aio.insecure_channel(a.address) as on_a:
             game = copas_pb2_grpc.CopasServiceStub(on_a)
@@ -187,11 +176,7 @@ async def test_a_cancel_through_the_other_node_ends_the_games_where_they_run(
 def quiet_node(dsn: str, node_id: str, tmp: Path) -> ServerProcess:
     """A node whose championship watchers never read the store again by themselves: what
     they are told comes from the changes the other nodes notify."""
-    return ServerProcess("--database", dsn, "--node-id", node_id, "--unlimited-quotas",
-                         "--admin-token-file", str(tmp / "operator"), "--bot-workers", "0",
-                         "--lease", "2", "--championship-interval", "0.1",
-                         "--championship-watch-recheck", "600", "--log-level", "info",
-                         log_dir=tmp)
+    return cluster_node(dsn, node_id, tmp, "--championship-watch-recheck", "600")
 
 
 async def started(nodes: dict[str, ServerProcess], name: str, rounds: int, players: int
@@ -205,18 +190,18 @@ async def started(nodes: dict[str, ServerProcess], name: str, rounds: int, playe
         cid = (await admin.CreateChampionship(admin_pb2.CreateChampionshipRequest(
             settings=pb.ChampionshipSettings(display_name=name, rounds=rounds,
                                              rules=FAST_RULES, max_players=players),
-            reason="test"), metadata=ADMIN)).championship.championship_id
+            reason="test"), metadata=OPERATOR_CALL)).championship.championship_id
         champs = championships_pb2_grpc.ChampionshipServiceStub(on_a)
         for session in sessions:
             await champs.Register(pb.RegisterRequest(championship_id=cid),
                                   metadata=auth(session.access_token))
         await admin.StartChampionship(admin_pb2.StartChampionshipRequest(
-            championship_id=cid, reason="test"), metadata=ADMIN)
+            championship_id=cid, reason="test"), metadata=OPERATOR_CALL)
     deadline = time.monotonic() + 60
-    while not (c := await get(a.address, cid)).rounds:
+    while not (c := await championship_of(a.address, cid)).rounds:
         assert time.monotonic() < deadline
         await asyncio.sleep(0.05)
-    (driving,) = await owners(a.address, [t.table_id for t in c.rounds[0].tables])
+    (driving,) = await table_owners(a.address, [t.table_id for t in c.rounds[0].tables])
     return cid, sessions, driving
 
 
@@ -237,12 +222,12 @@ async def test_a_node_that_does_not_drive_tells_its_watchers_of_each_round_at_on
         bots = [BotPlayer(other.address, s, cid) for s in sessions]
         tasks = [asyncio.ensure_future(bot.run()) for bot in bots]
         await asyncio.wait_for(asyncio.gather(*tasks), 120)
-        final = await get(other.address, cid)
+        final = await championship_of(other.address, cid)
         assert final.state == pb.CHAMPIONSHIP_STATE_FINISHED
         assert all(line.games == 3 for line in final.standings)
         assert [len(bot.played) for bot in bots] == [3] * 8  # told each round's table
-        assert await owners(other.address,
-                            [t.table_id for r in final.rounds for t in r.tables]) == {driving}
+        assert await table_owners(
+            other.address, [t.table_id for r in final.rounds for t in r.tables]) == {driving}
         records = await records_of(other.address, final)
         assert all(s.get("acted") is not False for r in records.values() for s in r["seats"])
     finally:
@@ -261,7 +246,7 @@ async def test_a_drained_node_hands_its_championship_over(postgres: Any, tmp_pat
     next, and the championship ends."""
     dsn = fresh_database(postgres.dsn)
     (tmp_path / "operator").write_text(OPERATOR + "\n")
-    nodes = {"a": node(dsn, "a", tmp_path), "b": node(dsn, "b", tmp_path)}
+    nodes = {"a": cluster_node(dsn, "a", tmp_path), "b": cluster_node(dsn, "b", tmp_path)}
     tasks: list[asyncio.Task[None]] = []
     try:
         cid, sessions, driving = await started(nodes, "Drained cup", 3, 8)
@@ -269,19 +254,19 @@ async def test_a_drained_node_hands_its_championship_over(postgres: Any, tmp_pat
         bots = [BotPlayer(other.address, s, cid) for s in sessions]
         tasks = [asyncio.ensure_future(bot.run()) for bot in bots]
         deadline = time.monotonic() + 60
-        while (await get(other.address, cid)).current_round < 2:
+        while (await championship_of(other.address, cid)).current_round < 2:
             assert time.monotonic() < deadline
             await asyncio.sleep(0.05)
         async with grpc.aio.insecure_channel(nodes[driving].address) as on_driver:
             drained = await admin_pb2_grpc.AdminServiceStub(on_driver).Drain(
-                admin_pb2.DrainRequest(), metadata=ADMIN)
+                admin_pb2.DrainRequest(), metadata=OPERATOR_CALL)
         assert drained.is_draining
         await asyncio.wait_for(asyncio.gather(*tasks), 120)
-        final = await get(other.address, cid)
+        final = await championship_of(other.address, cid)
         assert final.state == pb.CHAMPIONSHIP_STATE_FINISHED
         assert all(line.games == 3 for line in final.standings)
         survivor = "b" if driving == "a" else "a"
-        assert await owners(other.address, [t.table_id for t in final.rounds[2].tables]) \
+        assert await table_owners(other.address, [t.table_id for t in final.rounds[2].tables]) \
             == {survivor}
     finally:
         for task in tasks:

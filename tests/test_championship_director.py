@@ -209,6 +209,78 @@ async def test_a_no_show_is_dropped_from_the_next_rounds_and_keeps_what_it_won(
         results_of(c), [c.player_id(a) for a in c.players()], c.spec.seed, c.spec.rules)]
 
 
+async def test_no_later_round_seats_a_dropped_player(director: Director) -> None:
+    """A no-show dropped after round 1 is at no table of rounds 2 and 3, so no seat there is
+    played by the server for them: each later game is its four people's."""
+    cid = await director.create(rounds=3)
+    await director.register(cid, range(5))
+    await director.service.start(cid)
+    await director.play_round(cid, absent={"a_02"})
+    c = await director.play_round(cid)
+    c = await director.play_round(cid)
+    assert c.phase.value == "finished"
+    for round_no in (2, 3):
+        (table,) = c.tables_of(round_no)
+        assert sorted(table.players) == ["a_00", "a_01", "a_03", "a_04"]
+        live = director.table(table.table_id)
+        assert all(s.has_acted for s in live.seats) and not any(live.game.has_left)
+    assert sorted((k.result.round_no, k.result.no_shows) for k in c.counted) == [
+        (1, ("a_02",)), (2, ()), (3, ())]
+
+
+async def test_a_player_who_withdrew_is_not_seated_in_the_rounds_paired_after(
+        director: Director) -> None:
+    """Withdrawn mid-round 1: they leave that game (a leaver, their result kept) and are
+    paired in no later round (9 players, 5+4, then 8: 4+4), so no seat of theirs is played
+    by the server after their withdrawal; the standings are the results' own."""
+    cid = await director.create(rounds=3)
+    await director.register(cid, range(9))
+    await director.service.start(cid)
+    c = await director.service.withdraw(cid, "a_08")
+    (table,) = [t for t in c.tables_of(1) if "a_08" in t.players]
+    c = await director.step(cid)  # the driver makes them leave the game they are in
+    assert director.table(table.table_id).game.has_left[table.players.index("a_08")]
+    c = await director.play_round(cid)
+    (counted,) = [k.result for k in c.counted if k.table_id == table.table_id]
+    assert counted.leavers == ("a_08",)
+    assert [len(t.players) for t in c.tables_of(2)] == [4, 4]
+    assert all("a_08" not in t.players for t in c.tables_of(2))
+    c = await director.play_round(cid)
+    c = await director.play_round(cid)
+    assert c.phase.value == "finished"
+    assert all("a_08" not in t.players for t in c.tables_of(3))
+    games = {s.player: s.games for s in c.standings()}
+    assert games.pop(c.player_id("a_08")) == 1 and set(games.values()) == {3}
+    assert lines(c) == [(s.player, s.place) for s in standings(
+        results_of(c), [c.player_id(a) for a in c.players()], c.spec.seed, c.spec.rules)]
+    shown = championship_pb(c, is_full=True)
+    line = next(s for s in shown.standings if s.player_id == c.player_id("a_08"))
+    assert line.has_withdrawn and line.games == 1 and not line.is_dropped
+
+
+async def test_a_pairing_made_before_a_withdrawal_still_seats_them_who_leave_at_once(
+        director: Director) -> None:
+    """A pairing is fixed once made: a player who withdraws after their round was announced
+    is seated as announced and leaves at once; the round after is paired without them."""
+    cid = await director.create(rounds=3, pairing_notice=30.0)
+    await director.register(cid, range(8))
+    await director.service.start(cid)
+    director.clock.advance(30)
+    await director.step(cid)
+    c = await director.play_round(cid)
+    assert 2 in c.announced and not c.tables_of(2)
+    await director.service.withdraw(cid, "a_03")
+    director.clock.advance(30)
+    c = await director.step(cid)
+    (table,) = [t for t in c.tables_of(2) if "a_03" in t.players]
+    assert director.table(table.table_id).game.has_left[table.players.index("a_03")]
+    c = await director.play_round(cid)
+    assert [k.result.leavers for k in c.counted if k.table_id == table.table_id] == [("a_03",)]
+    (paired,) = c.announced.values()
+    assert sorted(len(t) for t in paired.tables) == [3, 4]
+    assert all("a_03" not in t for t in paired.tables)
+
+
 async def test_without_drop_absent_a_no_show_plays_every_round(director: Director) -> None:
     cid = await director.create(rounds=2, drop_absent=False)
     await director.register(cid, range(4))

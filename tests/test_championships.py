@@ -1,7 +1,9 @@
 """Championships run by the server on one node: each bad input refused with its reason and
-nothing changed; 13 accounts of reference bots play a 4-round championship (tables 5+4+4
-each round) whose final standings are those recomputed from the game records alone; a
-withdrawn player is a leaver from then on; an operator's cancel ends the running games."""
+nothing changed; 13 accounts of reference bots play a 4-round championship whose final
+standings are those recomputed from the game records alone; a player who withdraws in round 1
+leaves the game it is in and is seated in no later round (5+4+4, then 4+4+4), and a no-show is
+dropped from the next rounds, so no seat of a later round is played by the server; an
+operator's cancel ends the running games."""
 
 from __future__ import annotations
 
@@ -197,21 +199,33 @@ async def test_thirteen_bots_play_four_rounds_and_the_records_give_the_standings
     final, _ = await play_championship(served.address, served.champs, served.admin,
                                               13, 4, withdraw=12)
     assert final.state == pb.CHAMPIONSHIP_STATE_FINISHED and final.seed
-    assert [sorted(len(t.seats) for t in r.tables) for r in final.rounds] == [[4, 4, 5]] * 4
+    # Robo12 withdrew in round 1: rounds 2 to 4 are paired without it (12 players: 4+4+4).
+    assert [sorted(len(t.seats) for t in r.tables) for r in final.rounds] == \
+        [[4, 4, 5]] + [[4, 4, 4]] * 3
     assert all(t.is_finished for r in final.rounds for t in r.tables)
     names_of = {p.player_id: p.display_name for p in final.players}
-    expected = recomputed(final, await records_of(served.address, final))
+    records = await records_of(served.address, final)
+    expected = recomputed(final, records)
     assert [(names_of[s.player], s.points, s.games) for s in expected] == \
         [(line.display_name, line.points, line.games) for line in final.standings]
     assert [int(s.decided_by) + 1 for s in expected] == [
         line.decided_by for line in final.standings]
-    assert all(line.games == 4 for line in final.standings)
-    # The withdrawn player left each game from its withdrawal on: a leaver, 0 points there.
+    games = {line.display_name: line.games for line in final.standings}
+    assert games.pop("Robo12") == 1 and set(games.values()) == {4}
+    # The withdrawn player left the game it was in (a leaver, 0 points there), keeps that
+    # result in the standings and is seated in no later round.
     withdrawn = next(line for line in final.standings if line.display_name == "Robo12")
     assert withdrawn.has_withdrawn
-    last_seat = next(s for t in final.rounds[-1].tables for s in t.seats
-                     if s.display_name == "Robo12")
-    assert last_seat.has_left and last_seat.points == 0
+    (seat,) = [s for t in final.rounds[0].tables for s in t.seats if s.display_name == "Robo12"]
+    assert seat.has_left and seat.points == 0
+    assert all(s.display_name != "Robo12" for r in final.rounds[1:] for t in r.tables
+               for s in t.seats)
+    # So no seat of a later round is played by the server: everyone there came and stayed.
+    for round_ in final.rounds[1:]:
+        for table in round_.tables:
+            record = records[table.table_id]
+            assert not record["result"]["leavers"]
+            assert all(s.get("acted") is not False for s in record["seats"])
     seating = served.running.metrics.championship_seating
     took = sample(seating, "copas_championship_seating_seconds_sum") / \
         sample(seating, "copas_championship_seating_seconds_count")
@@ -238,6 +252,31 @@ async def test_a_no_show_is_ranked_behind_everyone_at_its_table(served: Served) 
     expected = recomputed(final, records)
     assert [(names_of[s.player], s.points) for s in expected] == \
         [(line.display_name, line.points) for line in final.standings]
+
+
+async def test_a_no_show_is_dropped_and_no_later_seat_is_played_by_the_server(
+        served: Served) -> None:
+    """drop_absent (the default): the player who never came to round 1 is not seated in
+    round 2, so round 2's table is four people who all came and stayed (no seat of theirs
+    played by the clocks); the no-show keeps its one game in the standings, dropped."""
+    final, _ = await play_championship(served.address, served.champs, served.admin, 5, 2,
+                                       absent=4)
+    assert final.state == pb.CHAMPIONSHIP_STATE_FINISHED
+    assert [[len(t.seats) for t in r.tables] for r in final.rounds] == [[5], [4]]
+    records = await records_of(served.address, final)
+    (first,) = final.rounds[0].tables
+    acted = {s["name"]: s.get("acted", True) for s in records[first.table_id]["seats"]}
+    assert acted["Robo04"] is False  # the no-show
+    (second,) = final.rounds[1].tables
+    assert "Robo04" not in [s.display_name for s in second.seats]
+    record = records[second.table_id]
+    assert not record["result"]["leavers"]
+    assert all(s.get("acted") is not False for s in record["seats"])
+    line = next(line for line in final.standings if line.display_name == "Robo04")
+    assert line.is_dropped and line.games == 1
+    names_of = {p.player_id: p.display_name for p in final.players}
+    assert [(names_of[s.player], s.points, s.games) for s in recomputed(final, records)] == \
+        [(line.display_name, line.points, line.games) for line in final.standings]
 
 
 async def test_a_championship_starts_by_itself_at_its_time(served: Served) -> None:

@@ -6,13 +6,13 @@ One step of a championship reads it from the store and does the next thing it ne
   with check-in, those who did not check in are removed first;
 - running, no round yet or the last one over (plus its pause): pair the next round, by the
   draw in round 1, by the standings after (its players: those entered by then, less the
-  dropped and the disqualified), and for a final the top of the standings; with a pairing
-  notice, write the pairings (announced) and seat them at their start time; make its tables
-  (the championship's rules, clocks on), seat each account there itself and, last, write
-  the round with its tables' ids in one transaction. Making and seating are idempotent
-  (request ids derived from the championship's secret seed, the round and the table), so a
-  kill -9 before that write seats the same round at the same tables again, and the write's
-  key seats no round twice;
+  dropped, the withdrawn and the disqualified), and for a final the top of the standings;
+  with a pairing notice, write the pairings (announced) and seat them at their start time;
+  make its tables (the championship's rules, clocks on), seat each account there itself
+  and, last, write the round with its tables' ids in one transaction. Making and seating
+  are idempotent (request ids derived from the championship's secret seed, the round and
+  the table), so a kill -9 before that write seats the same round at the same tables
+  again, and the write's key seats no round twice;
 - running, a round in play: count each game whose record is in the store (keyed by its
   table id: counted once; its no-shows dropped with it when the championship drops them),
   and bring its tables here in line with the championship (``enforce``): a withdrawn or
@@ -379,8 +379,7 @@ class Driver:
             if round_no > spec.rounds:
                 playing = set(championship.plays(round_no, now))
                 passed = {championship.player_id(r.account_id)
-                          for r in championship.registrations
-                          if r.account_id not in playing or r.withdrawn is not None}
+                          for r in championship.registrations if r.account_id not in playing}
                 return [[accounts[p] for p in seat_final(spec.rules, tally.standings(),
                                                          spec.seed, passed_over=passed)]]
             players = championship.plays(round_no, now)

@@ -105,7 +105,9 @@ class Registration:
     display_name: str
     registered: float
     withdrawn: float | None = None
-    """When the player withdrew (after the start): a leaver in every game from then on."""
+    """When the player withdrew (after the start): they leave the game they are in and are
+    seated in no round paired after (one paired before, announced, seats them: they leave
+    at once)."""
     first_round: int = 1
     """The first round they play (later for a late entrant)."""
     checked_in: float | None = None
@@ -118,8 +120,9 @@ class Registration:
 
     def plays(self, round_no: int, at: float | None = None) -> bool:
         """Whether they are seated in ``round_no`` (paired at ``at``): entered by then, not
-        dropped from it, not disqualified before."""
+        dropped from it, neither withdrawn nor disqualified before."""
         return (self.first_round <= round_no and not (self.dropped and self.dropped <= round_no)
+                and (self.withdrawn is None or (at is not None and self.withdrawn > at))
                 and (self.disqualified is None or (at is not None and self.disqualified > at)))
 
 

@@ -1,6 +1,8 @@
 """Championship helpers for tests: accounts of reference bots that follow WatchChampionship to
-their table each round and play it (``clients.bots.run_bot``), and the standings recomputed
-from the game records alone."""
+their table each round and play it (``clients.bots.run_bot``), noting when each round's table
+reached them and which of their seat's moves the server made; the standings recomputed from
+the game records alone; the nodes of a two-node cluster as the championship cluster tests
+start them; and a manual-clock ``Director``."""
 
 from __future__ import annotations
 
@@ -8,10 +10,14 @@ import asyncio
 import contextlib
 import json
 import secrets
+import time
 from collections.abc import Collection
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, ClassVar
 
 import grpc
+from copas.admin.v1 import admin_pb2, admin_pb2_grpc
 from copas.v1 import (
     accounts_pb2,
     accounts_pb2_grpc,
@@ -31,6 +37,7 @@ from engine.championship import (
     standings,
 )
 from tests.helpers.calls import auth
+from tests.helpers.servers import ServerProcess
 
 FAST_RULES = copas_pb2.RulesOverrides(max_hands=1, play_timeout_seconds=5,
                                       pass_timeout_seconds=5, moon_timeout_seconds=5,
@@ -45,19 +52,53 @@ async def sign_in(address: str, names: list[str]) -> list[accounts_pb2.Session]:
             for name in names]
 
 
+@dataclass
+class PacedPlayer(Player):
+    """A seat whose every move waits ``pace`` seconds first (a slower person)."""
+
+    pace: float = 0.0
+
+    async def _call(self, method: Any, request: Any) -> Any:
+        await asyncio.sleep(self.pace)
+        return await super()._call(method, request)
+
+
 class BotPlayer:
     """One account's bot: watches the championship and plays each table it is given, until
     the championship is over (``run`` returns) or it is stopped; a stream broken by a server
-    restart is opened again."""
+    restart is opened again. ``pace``: seconds it waits before each move.
+
+    It notes when each round's table first reached it (``told``: the wall clock on its
+    arrival, the table) and its seat's moves at each table that it saw, by sequence, each
+    made by itself or by the server (``moves``: a timeout's, or an away seat's); ``history``
+    reads them all from the table once its game is over (those made while it was away too)."""
 
     def __init__(self, address: str, session: accounts_pb2.Session,
-                 championship_id: str) -> None:
+                 championship_id: str, pace: float = 0.0) -> None:
         self.address = address
         self.session = session
         self.championship_id = championship_id
+        self.pace = pace
         self.played: list[str] = []  # tables given, in order
         self.done: set[str] = set()  # tables whose game it saw end
         self.last: championships_pb2.Championship | None = None
+        self.told: dict[int, tuple[float, str]] = {}  # round -> (arrival, table id)
+        self.seats: dict[int, championships_pb2.YourTable] = {}  # round -> its seat there
+        self.moves: dict[str, dict[int, bool]] = {}  # table -> its seat's: sequence -> by server
+        self.watched: list[tuple[float, float]] = []  # each watch: its first message, its end
+
+    def first_move_was_automatic(self, table_id: str) -> bool | None:
+        """Whether its seat's first move at the table was the server's (None: no move yet)."""
+        moves = self.moves.get(table_id)
+        return moves[min(moves)] if moves else None
+
+    def automatic_moves(self, table_id: str) -> int:
+        return sum(self.moves.get(table_id, {}).values())
+
+    def was_watching(self, at: float) -> bool:
+        """Whether a watch of its was open at ``at`` (wall clock: its first message was in,
+        its end not yet), once ``run`` returned."""
+        return any(start <= at <= end for start, end in self.watched)
 
     async def run(self) -> None:
         while True:
@@ -76,25 +117,33 @@ class BotPlayer:
             watcher = championships_pb2_grpc.ChampionshipServiceStub(channel)
             game = copas_pb2_grpc.CopasServiceStub(channel)
             games: dict[str, asyncio.Task[Any]] = {}
+            opened: float | None = None
             try:
                 async for message in watcher.WatchChampionship(
                         championships_pb2.WatchChampionshipRequest(
                             championship_id=self.championship_id),
                         metadata=auth(self.session.access_token)):
+                    opened = opened or time.time()
                     self.last = message.championship
                     mine = message.your_table
+                    if mine.table_id and mine.round_number not in self.told:
+                        self.told[mine.round_number] = (time.time(), mine.table_id)
+                        self.seats[mine.round_number] = mine
                     running = games.get(mine.table_id)
                     if mine.table_id and mine.table_id not in self.done \
                             and (running is None or running.done()):
                         if mine.table_id not in self.played:
                             self.played.append(mine.table_id)
-                        player = Player(game, mine.table_id, mine.seat, mine.player_token)
+                        player = PacedPlayer(game, mine.table_id, mine.seat,
+                                             mine.player_token, pace=self.pace)
                         games[mine.table_id] = asyncio.ensure_future(self._play(player))
                     if message.championship.state in (
                             championships_pb2.CHAMPIONSHIP_STATE_FINISHED,
                             championships_pb2.CHAMPIONSHIP_STATE_CANCELLED):
                         return True
             finally:
+                if opened is not None:
+                    self.watched.append((opened, time.time()))
                 for task in games.values():
                     task.cancel()
                     with contextlib.suppress(BaseException):
@@ -106,12 +155,49 @@ class BotPlayer:
         moved to another) is opened again; the watch's end cancels it."""
         while True:
             try:
-                await run_bot(player, "greedy")
+                await run_bot(player, "greedy", on_event=lambda e: self._saw(player, e))
             except grpc.aio.AioRpcError:
                 await asyncio.sleep(0.2)
                 continue
             self.done.add(player.table_id)
             return
+
+    async def history(self, round_no: int) -> None:
+        """Reads its seat's moves at its table of ``round_no`` from the table's events (a
+        snapshot after sequence 1 lists them all; a stream from 0, as a player's first,
+        lists none), through its node. UNAVAILABLE (TABLE_MOVED: the owner this node knew
+        went away, a restarted node's new relay port) is retried, as the contract says."""
+        mine = self.seats[round_no]
+        async with grpc.aio.insecure_channel(self.address) as channel:
+            player = Player(copas_pb2_grpc.CopasServiceStub(channel), mine.table_id,
+                            mine.seat, mine.player_token)
+            for attempt in range(20):
+                call = player.stub.WatchTable(copas_pb2.WatchTableRequest(
+                    table_id=mine.table_id, after_sequence=1), metadata=player.metadata,
+                    timeout=10)
+                try:
+                    first = (await call.read()).event
+                    break
+                except grpc.aio.AioRpcError as error:
+                    if error.code() != grpc.StatusCode.UNAVAILABLE or attempt == 19:
+                        raise
+                    await asyncio.sleep(0.1)
+                finally:
+                    call.cancel()
+        assert first.HasField("snapshot") and not first.snapshot.has_gap
+        self._saw(player, first)
+
+    def _saw(self, player: Player, event: copas_pb2.TableEvent) -> None:
+        """Notes the seat's moves, by sequence, and whether the server made each (a
+        snapshot's missed events are the moves made before its stream opened)."""
+        moves = self.moves.setdefault(player.table_id, {})
+        events = event.snapshot.missed_events if event.HasField("snapshot") else [event]
+        for seen in events:
+            kind = seen.WhichOneof("kind")
+            if kind in ("pass_chosen", "card_played", "moon_chosen"):
+                move = getattr(seen, kind)
+                if move.seat == player.seat:
+                    moves[seen.sequence] = move.is_automatic
 
 
 def recomputed(championship: championships_pb2.Championship,
@@ -160,6 +246,41 @@ async def records_of(address: str, championship: championships_pb2.Championship
                     record_id=table.table_id), timeout=10)).record
                 found[table.table_id] = json.loads(record.record_json)
         return found
+
+
+# ---------------------------------------------------------------- a two-node cluster
+
+OPERATOR = "operator-0123456789-championships"
+"""The operator's token of ``cluster_node``'s nodes (the test writes it to ``tmp/operator``)."""
+OPERATOR_CALL = (("authorization", f"Bearer {OPERATOR}"),)
+
+
+def cluster_node(dsn: str, node_id: str, tmp: Path, *flags: str, port: int | None = None
+                 ) -> ServerProcess:
+    """A node of a cluster on the PostgreSQL database ``dsn``: no quotas, no bot workers, a
+    2 s lease, its championship driver stepping every 0.1 s, ``flags`` after those; its log
+    in ``tmp``. ``port``: the one it listens on (a node started again where it was)."""
+    return ServerProcess("--database", dsn, "--node-id", node_id, "--unlimited-quotas",
+                         "--admin-token-file", str(tmp / "operator"), "--bot-workers", "0",
+                         "--lease", "2", "--championship-interval", "0.1",
+                         "--log-level", "info", *flags, port=port, log_dir=tmp)
+
+
+async def championship_of(address: str, cid: str) -> championships_pb2.Championship:
+    """GetChampionship through ``address`` (read from the store: never a stale copy)."""
+    async with grpc.aio.insecure_channel(address) as channel:
+        return (await championships_pb2_grpc.ChampionshipServiceStub(channel).GetChampionship(
+            championships_pb2.GetChampionshipRequest(championship_id=cid), timeout=10)
+                ).championship
+
+
+async def table_owners(address: str, table_ids: list[str]) -> set[str]:
+    """The nodes that own ``table_ids`` now (AdminService.GetTable's owner_node)."""
+    async with grpc.aio.insecure_channel(address) as channel:
+        admin = admin_pb2_grpc.AdminServiceStub(channel)
+        return {(await admin.GetTable(admin_pb2.GetTableRequest(table_id=t),
+                                      metadata=OPERATOR_CALL, timeout=10)).table.owner_node
+                for t in table_ids}
 
 
 # ---------------------------------------------------------------- on a manual clock
