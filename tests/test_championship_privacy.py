@@ -86,6 +86,23 @@ async def test_a_duplicate_rounds_records_are_withheld_and_its_tables_not_watche
         assert first not in [r.record_id for r in listed.records]
         assert await _reason(game.WatchTable(copas_pb2.WatchTableRequest(
             table_id=first)).read()) == "SPECTATING_CLOSED"
+        # Nor its scores: the championship shows the table ended (once counted) but none of
+        # its results, and no standings, until the round ends; the lobby's summary no totals.
+        for _ in range(400):
+            c = (await champs.GetChampionship(pb.GetChampionshipRequest(
+                championship_id=cid))).championship
+            shown = {t.table_id: t for t in c.rounds[0].tables}
+            if shown[first].is_finished:
+                break
+            await asyncio.sleep(0.05)
+        assert shown[first].is_finished and not shown[second].is_finished
+        assert not c.rounds[0].is_finished
+        assert all((s.total, s.place, s.points, s.matchpoints) == (0, 0, 0, 0)
+                   for t in shown.values() for s in t.seats)
+        assert all(line.games == 0 and line.points == 0 for line in c.standings)
+        for table_id in (first, second):
+            summary = (await game.GetTable(copas_pb2.GetTableRequest(table_id=table_id))).table
+            assert [s.total for s in summary.seats] == [0, 0, 0, 0]
         # Its own players still see their table, and the other table's players theirs.
         view = (await game.GetView(copas_pb2.GetViewRequest(table_id=second),
                                    metadata=auth(tables[second][0]))).view
@@ -103,6 +120,12 @@ async def test_a_duplicate_rounds_records_are_withheld_and_its_tables_not_watche
             record_id=table_id))).record for table_id in (first, second)]
         assert {r.championship_id for r in records} == {cid}
         assert records[0].seed == records[1].seed  # duplicate deals: the same cards
+        # Now every result is shown, as the records give them.
+        shown = {t.table_id: t for t in c.rounds[0].tables}
+        for record in records:
+            totals = [s.total for s in shown[record.record_id].seats]
+            assert totals == [s.total for s in record.seats] and sum(totals) > 0
+        assert all(line.games == 1 for line in c.standings)
         assert all(json.loads(r.record_json)["actions"] for r in records)
 
 

@@ -5,7 +5,7 @@ only; no I/O."""
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from engine import GameEndReason, Rules
 from engine.championship import (
@@ -262,6 +262,20 @@ class Championship:
         return GameResult(found.round_no, found.table, tuple(ids[p] for p in found.players),
                           found.totals, tuple(ids[p] for p in found.leavers),
                           tuple(ids[p] for p in found.no_shows))
+
+    def published(self) -> Championship:
+        """The championship as anyone may see it: with duplicate deals, the results of a
+        round still in play are withheld (every table of the round plays the same deals, so a
+        table's scores tell the tables still playing something of their hands) until every
+        table of that round has ended; the standings then count only the rounds over."""
+        if not self.spec.duplicate_deals or self.phase.is_over:
+            return self
+        done = self.counted_ids()
+        playing = {t.round_no for t in self.tables if t.table_id not in done}
+        if not playing:
+            return self
+        shown = [c for c in self.counted if c.result.round_no not in playing]
+        return replace(self, counted=shown, _standings=None)
 
     def standings(self) -> list[Standing]:
         """The standings of the games counted, by the players' public ids (computed once per

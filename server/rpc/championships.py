@@ -109,6 +109,8 @@ def championship_pb(c: Championship, you: str = "", *, is_full: bool = False,
     if not is_full:
         return message
     registered = {r.account_id: r for r in c.registrations}
+    finished = c.counted_ids()
+    c = c.published()  # with duplicate deals, a round's results once every table of it ended
     for line in c.standings():
         account = accounts.get(line.player, "")
         registration = registered.get(account)
@@ -136,19 +138,20 @@ def championship_pb(c: Championship, you: str = "", *, is_full: bool = False,
                   for b in scores}
     final_round = spec.final_round
     for round_no in sorted(c.rounds):
+        tables = c.tables_of(round_no)
         seated = pb.ChampionshipRound(round_number=round_no,
                                       seat_time=timestamp(c.rounds[round_no]),
                                       start_time=timestamp(c.rounds[round_no]),
-                                      is_finished=c.is_round_over(round_no),
+                                      is_finished=all(t.table_id in finished for t in tables),
                                       is_final=round_no == final_round)
         if round_no in c.time_limits:
             seated.time_limit.CopyFrom(timestamp(c.time_limits[round_no]))
-        for table in c.tables_of(round_no):
+        for table in tables:
             found = counted.get(table.table_id)
             result = found.result if found is not None else None
             points = championship_points(result) if result is not None else {}
             shown = pb.ChampionshipTable(table_number=table.table_no, table_id=table.table_id,
-                                         is_finished=result is not None,
+                                         is_finished=table.table_id in finished,
                                          is_corrected=bool(found and found.corrected))
             if found is not None and found.end_reason is not None:
                 shown.end_reason = codec.END_REASON_TO_PB[found.end_reason]
@@ -164,7 +167,8 @@ def championship_pb(c: Championship, you: str = "", *, is_full: bool = False,
                     is_no_show=bool(result) and player in (result.no_shows if result else ()),
                     matchpoints=float(board.matchpoints) if board else 0.0,
                     percentage=float(board.percentage) if board else 0.0))
-            summary = live(table.table_id) if live is not None and result is None else None
+            summary = live(table.table_id) if live is not None \
+                and table.table_id not in finished else None
             if summary is not None:
                 shown.live.CopyFrom(summary)
             seated.tables.append(shown)

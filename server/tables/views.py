@@ -83,6 +83,8 @@ class TableFacts(Protocol):
     def now(self) -> float: ...
     def is_connected(self, seat: int) -> bool: ...
     def has_free_seat(self) -> bool: ...
+    @property
+    def meta(self) -> TableMeta: ...
 
 
 class RecordFacts(TableFacts, Protocol):
@@ -90,8 +92,6 @@ class RecordFacts(TableFacts, Protocol):
 
     @property
     def seed(self) -> int | str: ...
-    @property
-    def meta(self) -> TableMeta: ...
     @property
     def finished_at(self) -> float | None: ...
 
@@ -123,8 +123,13 @@ def phase_of(table: TableFacts) -> int:
 
 
 def summary(table: TableFacts) -> copas_pb2.TableSummary:
+    """What the lobby, GetTable and a championship show of a table. A table closed to
+    spectators (a championship's, with duplicate deals) shows no totals: every table of its
+    round plays the same deals, so one table's scores tell the others something of their
+    hands; its players see them in their views, everyone in its record once the round ends."""
     game = table.game
-    totals = game.totals if game else [0] * len(table.seats)
+    totals = game.totals if game and not table.meta.is_spectating_closed \
+        else [0] * len(table.seats)
     left = game.has_left if game else [False] * len(table.seats)
     return copas_pb2.TableSummary(
         table_id=table.id, display_name=table.name, preset=table.preset,
