@@ -3,6 +3,7 @@ their SHA-256 (the one hash every part of the server uses)."""
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import ipaddress
 import secrets
@@ -32,6 +33,7 @@ def network_tag(table_id: str, address: str) -> str:
     return hashlib.sha256(f"net:{table_id}:{address}".encode()).hexdigest()[:16]
 
 
+@functools.lru_cache(maxsize=1 << 15)  # a championship's views name every player each time
 def pseudonym(record_id: str, account_id: str) -> str:
     """The name a game record gives a signed-in seat's account: the same in that record, not
     linkable to the account or to another record without the account's private id."""

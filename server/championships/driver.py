@@ -167,15 +167,21 @@ class Driver:
 
     # ------------------------------------------------------------ watchers
 
-    def changed(self, championship_id: str) -> None:
+    def changed(self, championship_id: str, *, step: bool = True) -> None:
         """Something changed (here, or on another node: its notification): the watchers look
-        again, the driver steps it at once."""
+        again, and (``step``) the driver steps it at once; a change that cannot make it due
+        (a registration that does not fill it, an unregistration, a check-in) need not."""
         self._versions[championship_id] = self._versions.get(championship_id, 0) + 1
         if len(self._versions) > VERSIONS_KEPT:  # championships long over: forgotten
             self._versions.pop(next(iter(self._versions)))
         event = self._changes.pop(championship_id, None)
         if event is not None:
             event.set()
+        if step:
+            self.step_soon(championship_id)
+
+    def step_soon(self, championship_id: str) -> None:
+        """The driver's next pass, at once, steps the championship."""
         self._dirty.add(championship_id)
         self._wake.set()
 
@@ -226,7 +232,7 @@ class Driver:
         due = await self._store.due(now, now - self._expire_after)
         active = [*due, *(c for c in sorted(dirty) if c not in due)]
         here = self._tables.here()
-        for championship_id in sorted(set(here) - set(active) | self._driven - set(due)):
+        for championship_id in sorted(set(here) - set(active) | self._driven - set(active)):
             await self._enforce_here(championship_id)  # over, or cancelled meanwhile
         self._driven &= set(active)
         for championship_id in active:
@@ -295,7 +301,10 @@ class Driver:
     async def step(self, championship_id: str) -> Phase | None:
         """The next thing one championship needs; its phase after it."""
         championship = await self._store.load(championship_id)
-        if championship is None or championship.phase.is_over:
+        if championship is None:
+            return None
+        if championship.phase.is_over:
+            await self.enforce(championship)  # cancelled meanwhile: its tables here end
             return None
         if championship.phase is Phase.REGISTERING:
             if self._is_expired(championship):

@@ -190,6 +190,7 @@ class Championship:
     announced: dict[int, Announced] = field(default_factory=dict)
     """Rounds whose pairings are announced, their tables not made yet."""
     _standings: list[Standing] | None = field(default=None, repr=False, compare=False)
+    _published: Championship | None = field(default=None, repr=False, compare=False)
 
     @property
     def id(self) -> str:
@@ -270,12 +271,13 @@ class Championship:
         table of that round has ended; the standings then count only the rounds over."""
         if not self.spec.duplicate_deals or self.phase.is_over:
             return self
-        done = self.counted_ids()
-        playing = {t.round_no for t in self.tables if t.table_id not in done}
-        if not playing:
-            return self
-        shown = [c for c in self.counted if c.result.round_no not in playing]
-        return replace(self, counted=shown, _standings=None)
+        if self._published is None:
+            done = self.counted_ids()
+            playing = {t.round_no for t in self.tables if t.table_id not in done}
+            shown = [c for c in self.counted if c.result.round_no not in playing]
+            self._published = self if len(shown) == len(self.counted) else \
+                replace(self, counted=shown, _standings=None, _published=None)
+        return self._published
 
     def standings(self) -> list[Standing]:
         """The standings of the games counted, by the players' public ids (computed once per

@@ -319,7 +319,7 @@ class Championships:
         """
         if account.is_banned:
             raise ServiceError.denied("the account is banned", "ACCOUNT_BANNED")
-        championship = await self.get(championship_id)
+        championship = await self.latest(championship_id)  # its spec: never changes
         spec, now = championship.spec, self._clock()
         if spec.registration_opens is not None and now < spec.registration_opens:
             raise ServiceError.precondition(
@@ -334,8 +334,12 @@ class Championships:
         await self._do(championship.id, self.store.register(
             championship.id, Registration(account.id, account.display_name, now,
                                           checked_in=checked_in),
-            spec.max_players, spec.late_entry_rounds))
-        return await self.get(championship_id)
+            spec.max_players, spec.late_entry_rounds), step=False)
+        championship = await self.latest(championship_id)  # read once with the watchers
+        if championship.phase is not Phase.REGISTERING or (
+                spec.start_when_full and len(championship.registrations) >= spec.max_players):
+            self.driver.step_soon(championship.id)  # a late entrant, or it is full: it starts
+        return championship
 
     async def check_in(self, championship_id: str, account_id: str) -> Championship:
         """:raises ServiceError: CHAMPIONSHIP_NOT_FOUND, CHECK_IN_NOT_OPEN, CHECK_IN_CLOSED,
@@ -358,15 +362,16 @@ class Championships:
 
     async def unregister(self, championship_id: str, account_id: str) -> Championship:
         """:raises ServiceError: CHAMPIONSHIP_NOT_FOUND, REGISTRATION_CLOSED, NOT_REGISTERED."""
-        await self._do(championship_id, self.store.unregister(championship_id, account_id))
-        return await self.get(championship_id)
+        await self._do(championship_id, self.store.unregister(championship_id, account_id),
+                       step=False)  # it cannot make the championship due
+        return await self.latest(championship_id)  # read once with the watchers
 
     async def withdraw(self, championship_id: str, account_id: str) -> Championship:
         """:raises ServiceError: CHAMPIONSHIP_NOT_FOUND, CHAMPIONSHIP_NOT_RUNNING,
         NOT_REGISTERED, ALREADY_WITHDRAWN."""
         await self._do(championship_id,
                        self.store.withdraw(championship_id, account_id, self._clock()))
-        return await self.get(championship_id)
+        return await self.latest(championship_id)  # read once with the watchers
 
     async def remove(self, championship_id: str, account_id: str) -> Championship:
         """An operator's: unregistered before the start, withdrawn after it."""
@@ -507,13 +512,14 @@ class Championships:
             championship_id, round_no, str(accounts[0]), str(accounts[1])))
         return await self.get(championship_id)
 
-    async def _do(self, championship_id: str, call: Awaitable[T]) -> T:
-        """A store call: its refusal as a ServiceError; a change tells the driver."""
+    async def _do(self, championship_id: str, call: Awaitable[T], *, step: bool = True) -> T:
+        """A store call: its refusal as a ServiceError; a change tells the driver (which
+        steps the championship at once unless not ``step``)."""
         try:
             result = await call
         except Refused as error:
             raise refusal(error) from None
-        self.driver.changed(championship_id)
+        self.driver.changed(championship_id, step=step)
         return result
 
 

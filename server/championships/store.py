@@ -205,6 +205,33 @@ def counted_from_json(table_id: str, text: str, at: float) -> Counted:
 # ---------------------------------------------------------------- the calls
 
 
+ROWS_KEPT = 1 << 16  # rows read before and what they made: then forgotten all at once
+_MADE: dict[tuple[Any, ...], Any] = {}
+
+
+def _made(kind: str, row: tuple[Any, ...], make: Callable[..., T]) -> T:
+    """``make(*row)``, or what it made for the same row before: a championship is read whole
+    at every change, and its rows (players, tables, results: immutable values) mostly did
+    not change."""
+    key = (kind, *row)
+    found = _MADE.get(key)
+    if found is None:
+        found = make(*row)
+        if len(_MADE) >= ROWS_KEPT:
+            _MADE.clear()
+        _MADE[key] = found
+    return found
+
+
+def _registration(a: str, n: str, r: float, w: float | None, f: int, c: float | None, d: int,
+                  q: float | None) -> Registration:
+    return Registration(a, n, r, w, int(f), c, int(d), q)
+
+
+def _seated(r: int, t: int, i: str, p: str, k: str) -> SeatedTable:
+    return SeatedTable(r, t, i, tuple(json.loads(p)), tuple(json.loads(k)))
+
+
 def _load(tx: Tx, championship_id: str) -> Championship | None:
     found = tx.rows("SELECT spec, phase, began, ended, version, paused FROM championships "
                     "WHERE championship_id = ?", (championship_id,))
@@ -214,7 +241,7 @@ def _load(tx: Tx, championship_id: str) -> Championship | None:
     championship = Championship(spec_from_json(championship_id, spec), Phase(phase),
                                 began, ended, version=int(version), paused=paused)
     championship.registrations = [
-        Registration(a, n, r, w, int(f), c, int(d), q) for a, n, r, w, f, c, d, q in tx.rows(
+        _made("registration", tuple(row), _registration) for row in tx.rows(
             "SELECT account_id, display_name, registered, withdrawn, first_round, checked_in, "
             "dropped, disqualified FROM championship_players "
             "WHERE championship_id = ? ORDER BY registered, account_id", (championship_id,))]
@@ -228,12 +255,11 @@ def _load(tx: Tx, championship_id: str) -> Championship | None:
             "SELECT round_no, announced, starts, tables FROM championship_pairings "
             "WHERE championship_id = ?", (championship_id,)) if r not in championship.rounds}
     championship.tables = [
-        SeatedTable(r, t, i, tuple(json.loads(p)), tuple(json.loads(k)))
-        for r, t, i, p, k in tx.rows(
+        _made("table", tuple(row), _seated) for row in tx.rows(
             "SELECT round_no, table_no, table_id, players, tokens FROM championship_tables "
             "WHERE championship_id = ? ORDER BY round_no, table_no", (championship_id,))]
     championship.counted = [
-        counted_from_json(i, r, c) for i, r, c in tx.rows(
+        _made("counted", tuple(row), counted_from_json) for row in tx.rows(
             "SELECT table_id, result, counted FROM championship_results "
             "WHERE championship_id = ? ORDER BY counted, table_id", (championship_id,))]
     return championship

@@ -19,17 +19,25 @@ from server import codec, names
 from server.accounts.model import Account
 from server.accounts.service import Accounts
 from server.bounded import Bounded
-from server.championships.model import Championship, Phase
+from server.championships.model import Championship, Phase, Registration
 from server.championships.service import Championships, Correction, NewChampionship
 from server.errors import ServiceError
 from server.rpc import inputs
 from server.rpc.gateway import caller, service_handlers
 from server.rpc.operators import REASON_MAX
 from server.tables import paging
+from server.tokens import pseudonym
 from server.wire import field, timestamp
 
 Context = grpc.aio.ServicerContext[Any, Any]
 SHARED_KEPT = 256  # championships whose latest shared message this node keeps
+# A championship's messages are spaced so that its watchers on a node get at most these many
+# messages a second in all (each is a write per watcher, about 50 us), and at most
+# SLOWEST_RUNNING / SLOWEST_REGISTERING seconds apart.
+FANOUT_RUNNING = 2000  # 1,000 watchers: a message each every 0.5 s at most
+FANOUT_REGISTERING = 250  # 1,000 watchers: every 4 s (nobody waits on a registration count)
+SLOWEST_RUNNING = 0.5  # a player learns their table within a second
+SLOWEST_REGISTERING = 5.0
 _PHASES = {Phase.REGISTERING: pb.CHAMPIONSHIP_STATE_REGISTERING,
            Phase.RUNNING: pb.CHAMPIONSHIP_STATE_RUNNING,
            Phase.FINISHED: pb.CHAMPIONSHIP_STATE_FINISHED,
@@ -75,17 +83,77 @@ def settings_of(message: pb.ChampionshipSettings) -> NewChampionship:
 
 
 def championship_pb(c: Championship, you: str = "", *, is_full: bool = False,
-                    live: Live | None = None) -> pb.Championship:
+                    live: Live | None = None, base: pb.Championship | None = None
+                    ) -> pb.Championship:
     """The championship as ``you`` (an account id, or "") sees it; ``is_full``: with its
-    players and rounds."""
+    players and rounds; ``live``: with the tables still playing as a spectator sees them.
+    ``base``: what ``built(c, is_full)`` gave (a node keeps it per version)."""
+    message = pb.Championship()
+    message.CopyFrom(base if base is not None else built(c, is_full))
+    if you:
+        _mark(message, c, you, is_full)
+    if live is not None and is_full:
+        finished = c.counted_ids()
+        for shown_round, round_no in zip(message.rounds, sorted(c.rounds), strict=False):
+            for shown, table in zip(shown_round.tables, c.tables_of(round_no), strict=True):
+                summary = live(table.table_id) if table.table_id not in finished else None
+                if summary is not None:
+                    shown.live.CopyFrom(summary)
+    return message
+
+
+def _mark(message: pb.Championship, c: Championship, you: str, is_full: bool) -> None:
+    """Sets what only ``you`` sees: that they are registered, and their own lines (``is_you``)."""
+    index = next((i for i, r in enumerate(c.registrations) if r.account_id == you), None)
+    if index is None:
+        return
+    message.is_registered = True
+    if not is_full:
+        return
+    message.players[index].is_you = True
+    player = c.player_id(you)
+    for i, line in enumerate(c.published().standings()):
+        if line.player == player:
+            message.standings[i].is_you = True
+    rounds = [[t.players for t in c.tables_of(n)] for n in sorted(c.rounds)]
+    rounds += [list(c.announced[n].tables) for n in sorted(c.announced)]
+    for shown_round, tables in zip(message.rounds, rounds, strict=True):
+        for shown, players in zip(shown_round.tables, tables, strict=True):
+            if you in players:
+                shown.seats[list(players).index(you)].is_you = True
+
+
+_PLAYERS: dict[tuple[str, Registration], bytes] = {}
+PLAYERS_KEPT = 1 << 16  # then forgotten all at once: a plain dict is the cheapest read
+_PLAYERS_FIELD = pb.Championship.DESCRIPTOR.fields_by_name["players"].number
+
+
+def _player(championship_id: str, r: Registration) -> bytes:
+    """A registration as ``Championship.players`` shows it (serialized with its field's
+    tag): kept, since a championship's next version shows nearly all of them again."""
+    key = (championship_id, r)
+    found = _PLAYERS.get(key)
+    if found is None:
+        found = field(_PLAYERS_FIELD, pb.ChampionshipPlayer(
+            display_name=r.display_name, has_withdrawn=r.withdrawn is not None,
+            player_id=pseudonym(championship_id, r.account_id),
+            is_checked_in=r.checked_in is not None, is_dropped=r.dropped > 0,
+            is_disqualified=r.disqualified is not None,
+            first_round=r.first_round).SerializeToString(deterministic=True))
+        if len(_PLAYERS) >= PLAYERS_KEPT:
+            _PLAYERS.clear()
+        _PLAYERS[key] = found
+    return found
+
+
+def built(c: Championship, is_full: bool) -> pb.Championship:
+    """The championship as anyone sees it (no ``is_you``, no ``live``): the same for every
+    caller of one version, so a node builds it once per version (``championship_pb``)."""
     spec = c.spec
-    names = {r.account_id: r.display_name for r in c.registrations}
-    withdrawn = {r.account_id for r in c.registrations if r.withdrawn is not None}
-    accounts = c.accounts_by_player_id()
     message = pb.Championship(
         championship_id=c.id, state=_PHASES[c.phase], rules=codec.rules_to_pb(spec.game),
         create_time=timestamp(spec.created), player_count=len(c.registrations),
-        current_round=c.current_round, is_registered=you in names,
+        current_round=c.current_round,
         seed=spec.seed if c.phase.is_over else "",
         is_paused=c.paused is not None,
         settings=pb.ChampionshipSettings(
@@ -108,10 +176,14 @@ def championship_pb(c: Championship, you: str = "", *, is_full: bool = False,
         message.end_time.CopyFrom(timestamp(c.ended))
     if not is_full:
         return message
+    names = {r.account_id: r.display_name for r in c.registrations}
+    withdrawn = {r.account_id for r in c.registrations if r.withdrawn is not None}
     registered = {r.account_id: r for r in c.registrations}
     finished = c.counted_ids()
     c = c.published()  # with duplicate deals, a round's results once every table of it ended
-    for line in c.standings():
+    standings = c.standings()
+    accounts = c.accounts_by_player_id() if standings else {}
+    for line in standings:
         account = accounts.get(line.player, "")
         registration = registered.get(account)
         message.standings.append(pb.StandingLine(
@@ -119,17 +191,12 @@ def championship_pb(c: Championship, you: str = "", *, is_full: bool = False,
             firsts=float(line.firsts), relative_points=float(line.relative_points),
             head_to_head=line.head_to_head, games=line.games,
             decided_by=pb.TieBreak.ValueType(int(line.decided_by) + 1),
-            has_withdrawn=account in withdrawn, is_you=bool(you) and account == you,
+            has_withdrawn=account in withdrawn,
             player_id=line.player, matchpoints=float(line.matchpoints),
             percentage=float(line.percentage), buchholz=float(line.buchholz),
             final_place=line.final, is_disqualified=line.disqualified,
             is_dropped=registration is not None and registration.dropped > 0))
-    for r in c.registrations:
-        message.players.append(pb.ChampionshipPlayer(
-            display_name=r.display_name, has_withdrawn=r.withdrawn is not None,
-            is_you=r.account_id == you, player_id=c.player_id(r.account_id),
-            is_checked_in=r.checked_in is not None, is_dropped=r.dropped > 0,
-            is_disqualified=r.disqualified is not None, first_round=r.first_round))
+    message.MergeFromString(b"".join(_player(c.id, r) for r in c.registrations))
     counted = {k.table_id: k for k in c.counted}
     boards: dict[tuple[int, int, int], BoardScore] = {}
     if spec.duplicate_deals and c.counted:
@@ -158,8 +225,7 @@ def championship_pb(c: Championship, you: str = "", *, is_full: bool = False,
             for seat, player in enumerate(table.players):
                 board = boards.get((round_no, table.table_no, seat))
                 shown.seats.append(pb.ChampionshipSeat(
-                    seat=seat, display_name=names.get(player, ""),
-                    is_you=bool(you) and player == you, player_id=c.player_id(player),
+                    seat=seat, display_name=names.get(player, ""), player_id=c.player_id(player),
                     total=result.totals[seat] if result else 0,
                     place=result.places[seat] if result else 0,
                     points=points.get(player, 0),
@@ -167,10 +233,6 @@ def championship_pb(c: Championship, you: str = "", *, is_full: bool = False,
                     is_no_show=bool(result) and player in (result.no_shows if result else ()),
                     matchpoints=float(board.matchpoints) if board else 0.0,
                     percentage=float(board.percentage) if board else 0.0))
-            summary = live(table.table_id) if live is not None \
-                and table.table_id not in finished else None
-            if summary is not None:
-                shown.live.CopyFrom(summary)
             seated.tables.append(shown)
         message.rounds.append(seated)
     for round_no in sorted(c.announced):
@@ -181,11 +243,12 @@ def championship_pb(c: Championship, you: str = "", *, is_full: bool = False,
         for number, players in enumerate(announced.tables, start=1):
             shown_round.tables.append(pb.ChampionshipTable(table_number=number, seats=[
                 pb.ChampionshipSeat(seat=seat, display_name=names.get(player, ""),
-                                    is_you=bool(you) and player == you,
                                     player_id=c.player_id(player))
                 for seat, player in enumerate(players)]))
         message.rounds.append(shown_round)
     return message
+
+
 
 
 def _writer(context: Context) -> Callable[[Any], Awaitable[None]]:
@@ -229,6 +292,104 @@ class StreamsPerAddress:
         return len(self._open)
 
 
+class Broadcast:
+    """One championship's messages to its watchers on this node, as table spectators get a
+    table's: a task reads each change once (``Championships.latest``) and publishes the
+    shared part, waking every watcher once per message. Messages are spaced to bound the
+    fan-out (each costs a write per watcher): at least ``tick`` apart, and with many watchers
+    at most ``FANOUT_RUNNING`` / ``FANOUT_REGISTERING`` watcher-messages a second, up to
+    ``SLOWEST_RUNNING`` seconds apart while it runs (a player learns their table within a
+    second) and ``SLOWEST_REGISTERING`` while it takes registrations (nobody waits on those;
+    its start is told at once)."""
+
+    def __init__(self, championship_id: str, championships: Championships,
+                 shared: Callable[[Championship], bytes], tick: float, recheck: float) -> None:
+        self._id = championship_id
+        self._championships = championships
+        self._shared = shared
+        self._tick = tick
+        self._recheck = recheck
+        self._watchers = 0
+        self._generation = -1
+        self._published: tuple[Championship, bytes] | None = None
+        self._failed: BaseException | None = None
+        self._event = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+
+    def join(self) -> None:
+        self._watchers += 1
+        if self._task is None or self._task.done():
+            self._failed = None
+            self._task = asyncio.get_running_loop().create_task(self._run())
+
+    def leave(self) -> bool:
+        """True when it was the last watcher (the task stops)."""
+        self._watchers -= 1
+        if self._watchers > 0:
+            return False
+        if self._task is not None:
+            self._task.cancel()
+        return True
+
+    async def next(self, after: int) -> tuple[int, Championship, bytes]:
+        """The message published after generation ``after``: the latest one at once if it is
+        newer, else the next."""
+        while self._generation <= after and self._failed is None:
+            await self._event.wait()
+        if self._failed is not None:
+            raise self._failed
+        assert self._published is not None
+        return (self._generation, *self._published)
+
+    def _publish(self, c: Championship) -> None:
+        self._published = (c, self._shared(c))
+        self._generation += 1
+        self._event.set()
+        self._event = asyncio.Event()
+
+    def _spacing(self, c: Championship) -> float:
+        if c.phase is Phase.REGISTERING:
+            return max(self._tick, min(SLOWEST_REGISTERING, self._watchers / FANOUT_REGISTERING))
+        return max(self._tick, min(SLOWEST_RUNNING, self._watchers / FANOUT_RUNNING))
+
+    async def _space(self, c: Championship) -> None:
+        """Waits before the next message (a burst of changes: one message); while it takes
+        registrations, no longer than until it starts (each change read once for all)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self._spacing(c)
+        if c.phase is not Phase.REGISTERING:
+            await asyncio.sleep(deadline - loop.time())
+            return
+        driver = self._championships.driver
+        while (left := deadline - loop.time()) > 0:
+            seen = driver.version(self._id)
+            await driver.wait_change(self._id, seen, left)
+            if driver.version(self._id) != seen \
+                    and (await self._championships.latest(self._id)).phase \
+                    is not Phase.REGISTERING:
+                return
+
+    async def _run(self) -> None:
+        driver = self._championships.driver
+        sent = -1
+        try:
+            while True:
+                seen = driver.version(self._id)
+                c = await self._championships.latest(self._id)
+                if c.version > sent:
+                    self._publish(c)
+                    sent = c.version
+                if c.phase.is_over:
+                    return
+                await driver.wait_change(self._id, seen, self._recheck)
+                await self._space(c)
+        except asyncio.CancelledError:
+            raise
+        except Exception as error:  # the store unreachable: every watcher is told
+            self._failed = error
+            self._event.set()
+
+
 class ChampionshipService(championships_pb2_grpc.ChampionshipServiceServicer):
     def __init__(self, championships: Championships, accounts: Accounts, live: Live, *,
                  watchers_per_address: int = 0, tick: float = 0.0,
@@ -240,6 +401,8 @@ class ChampionshipService(championships_pb2_grpc.ChampionshipServiceServicer):
         self._tick = tick
         self._recheck = recheck  # seconds a watch waits for a change before reading again
         self._shared_bytes: Bounded[str, tuple[int, bytes]] = Bounded(SHARED_KEPT)
+        self._built: Bounded[str, tuple[int, pb.Championship]] = Bounded(SHARED_KEPT)
+        self._broadcasts: dict[str, Broadcast] = {}  # championships watched on this node
 
     async def _me(self) -> Account:
         digest = caller().token_hash
@@ -257,8 +420,17 @@ class ChampionshipService(championships_pb2_grpc.ChampionshipServiceServicer):
         except ServiceError:
             return ""
 
+    def _base(self, c: Championship) -> pb.Championship:
+        """``built(c, is_full=True)``, once per version of each championship."""
+        kept = self._built.get(c.id)
+        if kept is not None and kept[0] == c.version:
+            return kept[1]
+        message = built(c, is_full=True)
+        self._built[c.id] = (c.version, message)
+        return message
+
     def _pb(self, c: Championship, you: str) -> pb.Championship:
-        return championship_pb(c, you, is_full=True, live=self._live)
+        return championship_pb(c, you, is_full=True, live=self._live, base=self._base(c))
 
     async def CreateChampionship(self, request: pb.CreateChampionshipRequest, context: Context
                                  ) -> pb.CreateChampionshipResponse:
@@ -310,29 +482,37 @@ class ChampionshipService(championships_pb2_grpc.ChampionshipServiceServicer):
 
     async def WatchChampionship(  # type: ignore[override]  # it writes (context.write)
             self, request: pb.WatchChampionshipRequest, context: Context) -> None:
-        """One message per change (at most one a ``tick``): the championship's part built
-        once per version and shared by every watcher of this node, then each watcher's own
+        """The championship's messages as this node's ``Broadcast`` publishes them (its part
+        built once per version and shared by every watcher), each with the watcher's own
         table and player id; never an older version than the watcher got."""
         write = _writer(context)
         championship_id = _id(request.championship_id)
         you = await self._viewer()
-        address = caller().peer
-        with self._watchers.one(address):
-            last, sent = b"", -1
-            driver = self._championships.driver
+        await self._championships.latest(championship_id)  # CHAMPIONSHIP_NOT_FOUND first
+        with self._watchers.one(caller().peer), self._joined(championship_id) as broadcast:
+            last, generation = b"", -1
             while True:
-                seen = driver.version(championship_id)
-                c = await self._championships.latest(championship_id)
-                if c.version > sent:
-                    shown = self._shared(c) + self._own(c, you)
-                    if shown != last:
-                        await write(shown)
-                        last = shown
-                    sent = c.version
+                generation, c, shared = await broadcast.next(generation)
+                shown = shared + self._own(c, you)
+                if shown != last:
+                    await write(shown)
+                    last = shown
                 if c.phase.is_over:
                     return
-                await driver.wait_change(championship_id, seen, self._recheck)
-                await asyncio.sleep(self._tick)  # a burst of changes: one message
+
+    @contextlib.contextmanager
+    def _joined(self, championship_id: str) -> Iterator[Broadcast]:
+        broadcast = self._broadcasts.get(championship_id)
+        if broadcast is None:
+            broadcast = Broadcast(championship_id, self._championships, self._shared,
+                                  self._tick, self._recheck)
+            self._broadcasts[championship_id] = broadcast
+        broadcast.join()
+        try:
+            yield broadcast
+        finally:
+            if broadcast.leave() and self._broadcasts.get(championship_id) is broadcast:
+                del self._broadcasts[championship_id]
 
     def _shared(self, c: Championship) -> bytes:
         """WatchChampionshipResponse.championship, serialized, the same for every watcher
@@ -340,10 +520,9 @@ class ChampionshipService(championships_pb2_grpc.ChampionshipServiceServicer):
         kept = self._shared_bytes.get(c.id)
         if kept is not None and kept[0] == c.version:
             return kept[1]
-        message = championship_pb(c, "", is_full=True)
-        built = field(1, message.SerializeToString(deterministic=True))
-        self._shared_bytes[c.id] = (c.version, built)
-        return built
+        shared = field(1, self._base(c).SerializeToString(deterministic=True))
+        self._shared_bytes[c.id] = (c.version, shared)
+        return shared
 
     def _own(self, c: Championship, you: str) -> bytes:
         """The watcher's own fields: its table now and its player id (registered only)."""
