@@ -17,7 +17,8 @@ login` first (the saved session is used, and renewed when its access token expir
   copas championship export ID --format csv|json [--output FILE]
                                            its standings (place, name, player id, points and
                                            every tie-break value, what decided the place,
-                                           games) and each round's pairings and results
+                                           games) and each round's pairings and results,
+                                           as the server writes it (the page's download too)
 
 Operators create, start, cancel, pause and resume championships, correct a result,
 disqualify and remove players and re-seat an announced round with `copas admin championship`.
@@ -28,9 +29,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import csv
-import io
-import json
 import sys
 import time
 import uuid
@@ -286,15 +284,15 @@ async def championship_main(args: argparse.Namespace) -> int:
                     championship_id=args.championship_id), metadata=metadata)
                 print_championship(console, got.championship)
                 return 0
-            if command == "export":
-                got = await stub.GetChampionship(pb.GetChampionshipRequest(
-                    championship_id=args.championship_id), metadata=metadata)
-                text = export_csv(got.championship) if args.format == "csv" \
-                    else json.dumps(export_json(got.championship), indent=2) + "\n"
+            if command == "export":  # the server writes it, the same file as the page's
+                exported = await stub.ExportChampionship(pb.ExportChampionshipRequest(
+                    championship_id=args.championship_id,
+                    format=pb.EXPORT_FORMAT_JSON if args.format == "json"
+                    else pb.EXPORT_FORMAT_CSV))
                 if args.output:
-                    Path(args.output).write_text(text, encoding="utf-8")
+                    Path(args.output).write_text(exported.content, encoding="utf-8")
                 else:
-                    sys.stdout.write(text)
+                    sys.stdout.write(exported.content)
                 return 0
             if token is None:
                 await _signed_in(ch, args, console)
@@ -326,87 +324,6 @@ async def championship_main(args: argparse.Namespace) -> int:
     return 0
 
 
-
-def _tie_break(value: int) -> str:
-    return pb.TieBreak.Name(value).removeprefix("TIE_BREAK_").lower()  # type: ignore[arg-type]
-
-
-def _end_reason(value: int) -> str:
-    if not value:
-        return ""
-    return copas_pb2.GameEndReason.Name(value).removeprefix(  # type: ignore[arg-type]
-        "GAME_END_REASON_")
-
-
-STANDING_COLUMNS = ("place", "name", "player_id", "points", "matchpoints", "percentage",
-                    "buchholz", "firsts", "relative_points", "head_to_head", "games",
-                    "decided_by", "final_place", "withdrawn", "dropped", "disqualified")
-SEAT_COLUMNS = ("round", "final", "announced", "table", "table_id", "end_reason", "corrected",
-                "seat", "name", "player_id", "total", "place", "points", "matchpoints",
-                "percentage", "left", "no_show")
-
-
-def export_json(c: pb.Championship) -> dict[str, Any]:
-    """The championship as the export writes it: its standings (every tie-break value and
-    what decided each place) and each round's pairings and results."""
-    return {
-        "championship_id": c.championship_id, "name": c.settings.display_name,
-        "state": STATE_TEXT.get(c.state, "?"), "rounds_planned": c.settings.rounds,
-        "scoring": "matchpoints" if c.settings.scoring == pb.CHAMPIONSHIP_SCORING_MATCHPOINTS
-        else "places", "duplicate_deals": c.settings.duplicate_deals,
-        "buchholz": c.settings.buchholz, "final_table": c.settings.final_table,
-        "seed": c.seed,
-        "standings": [
-            {"place": s.place, "name": s.display_name, "player_id": s.player_id,
-             "points": s.points, "matchpoints": s.matchpoints, "percentage": s.percentage,
-             "buchholz": s.buchholz, "firsts": s.firsts, "relative_points": s.relative_points,
-             "head_to_head": s.head_to_head, "games": s.games,
-             "decided_by": _tie_break(s.decided_by), "final_place": s.final_place,
-             "withdrawn": s.has_withdrawn, "dropped": s.is_dropped,
-             "disqualified": s.is_disqualified} for s in c.standings],
-        "rounds": [
-            {"round": r.round_number, "final": r.is_final, "announced": r.is_announced,
-             "start_time": r.start_time.ToJsonString() if r.HasField("start_time") else "",
-             "tables": [
-                 {"table": t.table_number, "table_id": t.table_id,
-                  "end_reason": _end_reason(t.end_reason), "corrected": t.is_corrected,
-                  "seats": [
-                      {"seat": s.seat, "name": s.display_name, "player_id": s.player_id,
-                       "total": s.total, "place": s.place, "points": s.points,
-                       "matchpoints": s.matchpoints, "percentage": s.percentage,
-                       "left": s.has_left, "no_show": s.is_no_show} for s in t.seats]}
-                 for t in r.tables]} for r in c.rounds]}
-
-
-def export_csv(c: pb.Championship) -> str:
-    """Two tables, a blank line between: the standings (``STANDING_COLUMNS``), then one row
-    per seat of every round (``SEAT_COLUMNS``): its pairing and, once played, its result."""
-    data = export_json(c)
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(STANDING_COLUMNS)
-    for line in data["standings"]:
-        writer.writerow([_cell(line[k]) for k in STANDING_COLUMNS])
-    writer.writerow([])
-    writer.writerow(SEAT_COLUMNS)
-    for round_ in data["rounds"]:
-        for table in round_["tables"]:
-            for seat in table["seats"]:
-                row = {"round": round_["round"], "final": round_["final"],
-                       "announced": round_["announced"], **{k: table[k] for k in (
-                           "table", "table_id", "end_reason", "corrected")}, **seat}
-                writer.writerow([_cell(row[k]) for k in SEAT_COLUMNS])
-    return out.getvalue()
-
-
-def _cell(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, float):
-        return f"{value:g}" if value == int(value) else repr(value)
-    return str(value)
-
-
 def personalized(message: pb.WatchChampionshipResponse) -> pb.Championship:
     """The message's championship as its watcher sees it: the server sends every watcher the
     same one (no ``is_you``, no ``is_registered``); the watcher's own lines are those of its
@@ -422,6 +339,7 @@ def personalized(message: pb.WatchChampionshipResponse) -> pb.Championship:
         for seat in (s for r in c.rounds for t in r.tables for s in t.seats):
             seat.is_you = seat.player_id == you
     return c
+
 
 class Follower:
     """Follows one championship for a signed-in person: prints each change, and plays each

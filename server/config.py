@@ -49,6 +49,10 @@ class Config:
     web_write_timeout: float = flag(30.0, "seconds a web connection's answer may go unread "
                                           "(its output not draining) before the connection is "
                                           "closed (0: never)")
+    web_admin: bool = flag(False, "relay the admin service's championship calls (create, "
+                                  "start, cancel, pause and resume, correct, disqualify, "
+                                  "re-seat, remove a player) on the web port, for the page's "
+                                  "organizer tools; each still needs the operator's token")
     # What clients can make the server hold.
     max_tables: int = flag(10_000, "tables not yet finished (RESOURCE_EXHAUSTED SERVER_FULL "
                                    "beyond)")
@@ -424,6 +428,9 @@ def parse_args(argv: list[str] | None = None) -> Config:
     internal_tls = [values[f"internal_tls_{part}"] for part in ("cert", "key", "ca")]
     if any(internal_tls) and not all(internal_tls):
         p.error("--internal-tls-cert, --internal-tls-key and --internal-tls-ca go together")
+    if values["web_admin"] and not values["admin_token_file"]:
+        p.error("--web-admin needs --admin-token-file: the page's organizer tools send the "
+                "operator's token (a client certificate does not reach through the web port)")
     if values["tls_client_ca"] and not values["tls_cert"]:
         p.error("--tls-client-ca needs --tls-cert and --tls-key")
     defaults = {name: float(getattr(args, name)) for name in _TIMING

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import http.client
+import json
 import signal
 import socket
 import time
@@ -16,14 +17,17 @@ from typing import Any
 
 import grpc
 import pytest
+import structlog
 from connectrpc.code import Code
 from connectrpc.errors import ConnectError
+from copas.admin.v1 import admin_connect, admin_pb2
 from copas.v1 import (
     accounts_connect,
     accounts_pb2,
     cards_pb2,
     championships_connect,
     championships_pb2,
+    championships_pb2_grpc,
     copas_connect,
     copas_pb2,
 )
@@ -34,12 +38,14 @@ from server.errors import ERROR_DOMAIN
 from server.rpc import web
 from tests.helpers.calls import auth
 from tests.helpers.servers import ServerProcess, free_port, run_server, serving
-from tests.helpers.web import post_json
+from tests.helpers.web import post_json, sample
 
 ROOT = Path(__file__).resolve().parent.parent
 SERVICE = copas_pb2.DESCRIPTOR.services_by_name["CopasService"]
 ACCOUNT_SERVICE = accounts_pb2.DESCRIPTOR.services_by_name["AccountService"]
 CHAMPIONSHIP_SERVICE = championships_pb2.DESCRIPTOR.services_by_name["ChampionshipService"]
+ADMIN_SERVICE = admin_pb2.DESCRIPTOR.services_by_name["AdminService"]
+OPERATOR = "operator-token-of-the-web-bridge-test"
 
 
 @contextlib.asynccontextmanager
@@ -67,6 +73,97 @@ def test_every_rpc_of_the_contract_is_relayed(service: Any, protocol: Any, relay
         name = web.method_attribute(rpc.name)
         assert hasattr(protocol, name), rpc.name  # as the plugin names it
         assert getattr(relay, name) is not getattr(protocol, name), f"{rpc.name} is not relayed"
+
+
+def test_the_web_port_relays_the_operators_championship_calls_and_no_other() -> None:
+    """AdminRelay implements exactly ``web.ADMIN_METHODS`` (each a method of AdminService);
+    tables, accounts, drain and the server's status are left to the protocol's
+    UNIMPLEMENTED, and WebApp does not even route them."""
+    assert web.ADMIN_METHODS.issubset(m.name for m in ADMIN_SERVICE.methods)
+    for rpc in ADMIN_SERVICE.methods:
+        name = web.method_attribute(rpc.name)
+        relayed = getattr(web.AdminRelay, name) is not getattr(admin_connect.AdminService, name)
+        assert relayed == (rpc.name in web.ADMIN_METHODS), rpc.name
+
+
+def error_reason(error: ConnectError) -> str:
+    return error_details_pb2.ErrorInfo.FromString(
+        refused_details(error)["google.rpc.ErrorInfo"]).reason
+
+
+async def test_the_operators_championship_calls_and_the_export_through_the_web_port(
+        tmp_path: Path) -> None:
+    """With --web-admin the page's organizer tools reach AdminService's championship calls:
+    the operator's token goes along and the gRPC service judges it (none: UNAUTHENTICATED
+    ADMIN_CREDENTIAL_REQUIRED; a wrong one: ADMIN_DENIED; a refusal comes back with its
+    reason), each audited and counted; any other admin call is not served there (even with
+    the token). Without --web-admin none is. ExportChampionship through the port is the gRPC
+    service's file, CSV and JSON."""
+    token_file = tmp_path / "admin-token"
+    token_file.write_text(OPERATOR + "\n")
+    settings = championships_pb2.ChampionshipSettings(
+        display_name="Relay Cup", rounds=2, rules=copas_pb2.RulesOverrides(max_hands=1))
+    operator = {"authorization": f"Bearer {OPERATOR}"}
+    async with (web_server(admin_token_file=str(token_file), web_admin=True)
+                as (running, _, _),
+                admin_connect.AdminServiceClient(
+                    f"http://127.0.0.1:{running.page.port}") as admin,
+                championships_connect.ChampionshipServiceClient(
+                    f"http://127.0.0.1:{running.page.port}") as champs):
+        create = admin_pb2.CreateChampionshipRequest(settings=settings, reason="a test")
+        for headers, code, reason in (
+                ({}, Code.UNAUTHENTICATED, "ADMIN_CREDENTIAL_REQUIRED"),
+                ({"authorization": "Bearer not-the-token-at-all"}, Code.PERMISSION_DENIED,
+                 "ADMIN_DENIED")):
+            with pytest.raises(ConnectError) as caught:
+                await admin.create_championship(create, headers=headers)
+            assert (caught.value.code, error_reason(caught.value)) == (code, reason)
+        made = (await admin.create_championship(create, headers=operator)).championship
+        assert made.settings.display_name == "Relay Cup"
+        with pytest.raises(ConnectError) as caught:  # registering: nothing to pause
+            await admin.pause_championship(admin_pb2.PauseChampionshipRequest(
+                championship_id=made.championship_id, is_paused=True, reason="a test"),
+                headers=operator)
+        assert error_reason(caught.value) == "CHAMPIONSHIP_NOT_RUNNING"
+        assert sample(running, "copas_admin_actions_total", method="CreateChampionship",
+                      outcome="ok") == 1
+        with pytest.raises(ConnectError) as caught:  # not on the web port, token or not
+            await admin.server_status(admin_pb2.ServerStatusRequest(), headers=operator)
+        assert caught.value.code is Code.UNIMPLEMENTED
+        assert sample(running, "copas_admin_actions_total", method="ServerStatus",
+                      outcome="ok") == 0
+        # The audit line names the browser's address (the relay passes it on), never the token.
+        cancel = {"championshipId": made.championship_id, "reason": "from a browser"}
+        with structlog.testing.capture_logs() as logs:
+            for source, headers in (("127.0.0.7", {"authorization": "Bearer wrong-token-here"}),
+                                    ("127.0.0.8", operator)):
+                await asyncio.to_thread(post_json, running.page.port, "CancelChampionship",
+                                        cancel, source, headers, "copas.admin.v1.AdminService")
+        audit = [(line["peer"], line["outcome"]) for line in logs
+                 if line.get("event") == "admin_call"]
+        assert audit == [("127.0.0.7", "ADMIN_DENIED"), ("127.0.0.8", "ok")]
+        assert OPERATOR not in str(logs)
+
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{running.port}") as channel:
+            direct = championships_pb2_grpc.ChampionshipServiceStub(channel)
+            for export_format in (championships_pb2.EXPORT_FORMAT_CSV,
+                                  championships_pb2.EXPORT_FORMAT_JSON):
+                request = championships_pb2.ExportChampionshipRequest(
+                    championship_id=made.championship_id, format=export_format)
+                assert await champs.export_championship(request) \
+                    == await direct.ExportChampionship(request)
+        exported = await champs.export_championship(championships_pb2.ExportChampionshipRequest(
+            championship_id=made.championship_id, format=championships_pb2.EXPORT_FORMAT_JSON))
+        assert json.loads(exported.content)["name"] == "Relay Cup"
+        assert (exported.media_type, exported.file_name) == (
+            "application/json", f"{made.championship_id}-standings.json")
+
+    async with (web_server(admin_token_file=str(token_file)) as (running, _, _),
+                admin_connect.AdminServiceClient(
+                    f"http://127.0.0.1:{running.page.port}") as admin):
+        with pytest.raises(ConnectError) as caught:
+            await admin.create_championship(create, headers=operator)
+        assert caught.value.code is Code.UNIMPLEMENTED
 
 
 async def test_a_guest_signs_in_through_the_web_port_and_its_seat_is_its_own() -> None:

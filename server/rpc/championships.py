@@ -23,6 +23,7 @@ from server.championships.model import Championship, Phase, Registration
 from server.championships.service import Championships, Correction, NewChampionship
 from server.errors import ServiceError
 from server.rpc import inputs
+from server.rpc.championship_export import export
 from server.rpc.gateway import caller, service_handlers
 from server.rpc.operators import REASON_MAX
 from server.tables import paging
@@ -155,7 +156,7 @@ def built(c: Championship, is_full: bool) -> pb.Championship:
         create_time=timestamp(spec.created), player_count=len(c.registrations),
         current_round=c.current_round,
         seed=spec.seed if c.phase.is_over else "",
-        is_paused=c.paused is not None,
+        is_paused=c.paused is not None, version=c.version,
         settings=pb.ChampionshipSettings(
             display_name=spec.name, rounds=spec.rounds, preset=spec.preset,
             duplicate_deals=spec.duplicate_deals, max_players=spec.max_players,
@@ -455,6 +456,12 @@ class ChampionshipService(championships_pb2_grpc.ChampionshipServiceServicer):
                               ) -> pb.GetChampionshipResponse:
         c = await self._championships.get(_id(request.championship_id))
         return pb.GetChampionshipResponse(championship=self._pb(c, await self._viewer()))
+
+    async def ExportChampionship(self, request: pb.ExportChampionshipRequest,
+                                 context: Context) -> pb.ExportChampionshipResponse:
+        """The standings and rounds as a file, as anyone reads them (no caller's marks)."""
+        c = await self._championships.get(_id(request.championship_id))
+        return export(championship_pb(c, "", is_full=True), request.format)
 
     async def Register(self, request: pb.RegisterRequest, context: Context
                        ) -> pb.RegisterResponse:

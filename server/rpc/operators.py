@@ -90,7 +90,7 @@ class AdminAuth:
 
 class AdminAudit:
     """The gateway's check of every admin call (the operator's credential) and its audit
-    line and count (with the caller's address when it is refused)."""
+    line (with the caller's address) and count."""
 
     def __init__(self, auth: AdminAuth, trust: PeerTrust, metrics: Metrics) -> None:
         self._auth = auth
@@ -103,15 +103,17 @@ class AdminAudit:
     def ended(self, method: str, request: Any, who: str, context: Context, code: str,
               error: ServiceError | None) -> None:
         what = _audited(request)
+        # Whence: the caller's address, read as the quotas read it (a browser's through the
+        # web port's relay, a client's through a trusted proxy).
+        peer = self._trust.client_of(context.peer(), context.invocation_metadata() or ())
         if error is None and code == "OK":
             self._metrics.admin_actions.labels(method, "ok").inc()
-            log.info("admin_call", method=method, who=who, outcome="ok", **what)
+            log.info("admin_call", method=method, who=who, peer=peer, outcome="ok", **what)
             return
         outcome = error.reason if error is not None else code
         self._metrics.admin_actions.labels(method, outcome).inc()
-        log.warning("admin_call", method=method, who=who or "(refused)",
-                    peer=self._trust.client_of(context.peer(), ()), outcome=outcome,
-                    detail=error.message if error is not None else "", **what)
+        log.warning("admin_call", method=method, who=who or "(refused)", peer=peer,
+                    outcome=outcome, detail=error.message if error is not None else "", **what)
 
 
 _AUDITED_IDS = ("championship_id", "account_id", "player", "player_a", "player_b")

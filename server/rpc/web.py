@@ -1,6 +1,8 @@
 """The browser's way in, on ``--web-port``: the page (``server/web/``) and the copas.v1 contract
 over the Connect protocol (connectrpc's ASGI application, served by uvicorn on the server's
-own event loop, each connection held to the limits of ``server.rpc.web_connections``).
+own event loop, each connection held to the limits of ``server.rpc.web_connections``); with
+``--web-admin``, the admin service's championship calls too (``ADMIN_METHODS``, for the page's
+organizer tools), and no other admin call.
 
 Each call is relayed to the server's own gRPC service on a loopback port, so quotas, errors,
 idempotency and authentication stay in one implementation, the gRPC one: the ``authorization``
@@ -32,6 +34,8 @@ import uvicorn
 from connectrpc.code import Code
 from connectrpc.errors import ConnectError, ErrorDetail
 from connectrpc.request import RequestContext
+from copas.admin.v1 import admin_connect, admin_pb2, admin_pb2_grpc
+from copas.admin.v1.admin_connect import AdminServiceASGIApplication
 from copas.v1 import (
     accounts_connect,
     accounts_pb2,
@@ -62,6 +66,15 @@ log = structlog.get_logger("copas.web")
 SERVICE = copas_pb2.DESCRIPTOR.services_by_name["CopasService"]
 ACCOUNT_SERVICE = accounts_pb2.DESCRIPTOR.services_by_name["AccountService"]
 CHAMPIONSHIP_SERVICE = championships_pb2.DESCRIPTOR.services_by_name["ChampionshipService"]
+ADMIN_SERVICE = admin_pb2.DESCRIPTOR.services_by_name["AdminService"]
+# The operator's calls the web port relays with --web-admin: a championship's, each checked by
+# the gRPC service as any admin call (the operator's token, the audit line with the browser's
+# address, the quotas of that address). Tables, accounts, drain and the server's status stay
+# on the gRPC port only.
+ADMIN_METHODS = frozenset({
+    "CreateChampionship", "StartChampionship", "CancelChampionship", "RemoveChampionshipPlayer",
+    "PauseChampionship", "CorrectChampionshipResult", "DisqualifyChampionshipPlayer",
+    "ReseatChampionshipRound"})
 PAGE_DIR = Path(__file__).resolve().parent.parent / "web"  # server/web/
 _STATUS_DETAILS = "grpc-status-details-bin"
 # gRPC's status codes by name, as Connect spells them (Connect has "canceled").
@@ -122,6 +135,7 @@ class _Stubs:
     copas: copas_pb2_grpc.CopasServiceStub
     accounts: accounts_pb2_grpc.AccountServiceStub
     championships: championships_pb2_grpc.ChampionshipServiceStub
+    admin: admin_pb2_grpc.AdminServiceStub
 
 
 class _Connections:
@@ -145,7 +159,8 @@ class _Connections:
             self.channels.append(channel)
             self.stubs.append(_Stubs(copas_pb2_grpc.CopasServiceStub(channel),
                                      accounts_pb2_grpc.AccountServiceStub(channel),
-                                     championships_pb2_grpc.ChampionshipServiceStub(channel)))
+                                     championships_pb2_grpc.ChampionshipServiceStub(channel),
+                                     admin_pb2_grpc.AdminServiceStub(channel)))
             self.calls.append(0)
             index = len(self.calls) - 1
         self.calls[index] += 1
@@ -357,21 +372,64 @@ class ChampionshipRelay(_Forwarding, championships_connect.ChampionshipService):
     def watch_championship(self, request: Any, ctx: Ctx, /) -> AsyncIterator[Any]:
         return self._stream("WatchChampionship", request, ctx)
 
+    async def export_championship(self, request: Any, ctx: Ctx, /) -> Any:
+        return await self._unary("ExportChampionship", request, ctx)
+
+
+class AdminRelay(_Forwarding, admin_connect.AdminService):
+    """AdminService's championship calls (``ADMIN_METHODS``) relayed the same way: the
+    operator's token goes along in ``authorization`` and the gRPC service checks it (the web
+    port never reads, keeps or logs it). ``WebApp`` routes no other admin method here."""
+
+    @staticmethod
+    def _stub(stubs: _Stubs) -> Any:
+        return stubs.admin
+
+    async def create_championship(self, request: Any, ctx: Ctx, /) -> Any:
+        return await self._unary("CreateChampionship", request, ctx)
+
+    async def start_championship(self, request: Any, ctx: Ctx, /) -> Any:
+        return await self._unary("StartChampionship", request, ctx)
+
+    async def cancel_championship(self, request: Any, ctx: Ctx, /) -> Any:
+        return await self._unary("CancelChampionship", request, ctx)
+
+    async def remove_championship_player(self, request: Any, ctx: Ctx, /) -> Any:
+        return await self._unary("RemoveChampionshipPlayer", request, ctx)
+
+    async def pause_championship(self, request: Any, ctx: Ctx, /) -> Any:
+        return await self._unary("PauseChampionship", request, ctx)
+
+    async def correct_championship_result(self, request: Any, ctx: Ctx, /) -> Any:
+        return await self._unary("CorrectChampionshipResult", request, ctx)
+
+    async def disqualify_championship_player(self, request: Any, ctx: Ctx, /) -> Any:
+        return await self._unary("DisqualifyChampionshipPlayer", request, ctx)
+
+    async def reseat_championship_round(self, request: Any, ctx: Ctx, /) -> Any:
+        return await self._unary("ReseatChampionshipRound", request, ctx)
+
 
 class WebApp:
     """The ASGI application: the contract under ``/copas.v1.CopasService/``, accounts under
-    ``/copas.v1.AccountService/`` and championships under ``/copas.v1.ChampionshipService/``
-    (when given), the page at /."""
+    ``/copas.v1.AccountService/``, championships under ``/copas.v1.ChampionshipService/`` and
+    the operator's championship calls under ``/copas.admin.v1.AdminService/`` (when given;
+    only ``ADMIN_METHODS``: any other path there is not found), the page at /."""
 
     def __init__(self, rpc: Callable[..., Awaitable[None]],
                  accounts: Callable[..., Awaitable[None]] | None = None,
-                 championships: Callable[..., Awaitable[None]] | None = None) -> None:
+                 championships: Callable[..., Awaitable[None]] | None = None,
+                 admin: Callable[..., Awaitable[None]] | None = None) -> None:
         self.rpc = rpc
         self.rpc_prefix = f"/{SERVICE.full_name}/"
         self.accounts = accounts
         self.accounts_prefix = f"/{ACCOUNT_SERVICE.full_name}/"
         self.championships = championships
         self.championships_prefix = f"/{CHAMPIONSHIP_SERVICE.full_name}/"
+        self.admin = admin
+        self.admin_prefix = f"/{ADMIN_SERVICE.full_name}/"
+        self.admin_paths = frozenset(f"/{ADMIN_SERVICE.full_name}/{name}"
+                                     for name in ADMIN_METHODS)
         self.files = {path: ((PAGE_DIR / name).read_bytes(), kind)
                       for path, (name, kind) in _PAGE_FILES.items()}
 
@@ -388,8 +446,13 @@ class WebApp:
                 and scope["path"].startswith(self.championships_prefix):
             await self.championships(scope, receive, send)
             return
+        if self.admin is not None and scope["path"] in self.admin_paths:
+            await self.admin(scope, receive, send)
+            return
         found = self.files.get(scope["path"])
-        if scope["method"] not in ("GET", "HEAD"):
+        if scope["path"].startswith(self.admin_prefix):  # not here (Connect: UNIMPLEMENTED)
+            status, body, kind = 404, b"not found\n", "text/plain; charset=utf-8"
+        elif scope["method"] not in ("GET", "HEAD"):
             status, body, kind = 405, b"method not allowed\n", "text/plain; charset=utf-8"
         elif found is None:
             status, body, kind = 404, b"not found\n", "text/plain; charset=utf-8"
@@ -516,11 +579,12 @@ def prepare(host: str, port: int, grpc_target: str, per_connection: int) -> WebS
 
 def start(web: WebServer, forwarding_key: str, limits: ConnectionLimits,
           closed: Callable[[str], None], *, max_message_bytes: int, grace: float,
-          tls_cert: str = "", tls_key: str = "", tls_client_ca: str = "") -> None:
-    """Serve the page and the relays (CopasService, AccountService, ChampionshipService) on
-    ``web``'s sockets,
-    its connections held to ``limits`` (``closed`` counts each one closed or refused for a
-    limit, by reason)."""
+          tls_cert: str = "", tls_key: str = "", tls_client_ca: str = "",
+          is_admin_relayed: bool = False) -> None:
+    """Serve the page and the relays (CopasService, AccountService, ChampionshipService and,
+    with ``is_admin_relayed``, AdminService's ``ADMIN_METHODS``) on ``web``'s sockets, its
+    connections held to ``limits`` (``closed`` counts each one closed or refused for a limit,
+    by reason)."""
     relay = Relay(web.connections, forwarding_key)
     codecs = web_codecs()  # JSON encoded once for all the streams sending one message
     rpc = CopasServiceASGIApplication(relay, read_max_bytes=max_message_bytes, codecs=codecs)
@@ -529,7 +593,10 @@ def start(web: WebServer, forwarding_key: str, limits: ConnectionLimits,
     championships = ChampionshipServiceASGIApplication(
         ChampionshipRelay(web.connections, forwarding_key), read_max_bytes=max_message_bytes,
         codecs=codecs)
-    web.serve(WebApp(rpc, accounts, championships),
+    admin = AdminServiceASGIApplication(
+        AdminRelay(web.connections, forwarding_key), read_max_bytes=max_message_bytes,
+        codecs=codecs) if is_admin_relayed else None
+    web.serve(WebApp(rpc, accounts, championships, admin),
               WebConnections(limits, closed, STREAM_PATHS), grace=grace,
               tls_cert=tls_cert, tls_key=tls_key, tls_client_ca=tls_client_ca)
 
@@ -546,5 +613,6 @@ def start_page(web: WebServer, forwarding_key: str, config: Config, exempt: Netw
     closed = metrics.web_connections_closed
     start(web, forwarding_key, limits, lambda reason: closed.labels(reason=reason).inc(),
           max_message_bytes=config.max_message_bytes, grace=config.grace,
-          tls_cert=config.tls_cert, tls_key=config.tls_key, tls_client_ca=config.tls_client_ca)
+          tls_cert=config.tls_cert, tls_key=config.tls_key, tls_client_ca=config.tls_client_ca,
+          is_admin_relayed=config.web_admin)
     metrics.add_gauges(web.gauges)

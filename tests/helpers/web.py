@@ -15,14 +15,15 @@ from tests.helpers.servers import free_port, serving
 
 
 def post_json(port: int, method: str, body: dict[str, Any], source: str,
-              headers: dict[str, str] | None = None) -> tuple[int, dict[str, Any]]:
-    """One Connect unary call in JSON from the address ``source`` (127.0.0.0/8): its HTTP
-    status and its JSON answer (the message, or the Connect error; ``{"text": ...}`` when the
-    answer is not JSON)."""
+              headers: dict[str, str] | None = None, service: str = "copas.v1.CopasService"
+              ) -> tuple[int, dict[str, Any]]:
+    """One Connect unary call of ``service`` in JSON from the address ``source``
+    (127.0.0.0/8): its HTTP status and its JSON answer (the message, or the Connect error;
+    ``{"text": ...}`` when the answer is not JSON)."""
     connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10,
                                             source_address=(source, 0))
     try:
-        connection.request("POST", f"/copas.v1.CopasService/{method}", json.dumps(body),
+        connection.request("POST", f"/{service}/{method}", json.dumps(body),
                            {"content-type": "application/json", **(headers or {})})
         answer = connection.getresponse()
         body = answer.read()

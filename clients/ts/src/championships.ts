@@ -1,13 +1,17 @@
-// Championships for every TypeScript client (championships.proto): their states and
-// tie-breaks in words, and a follower that keeps WatchChampionship open for a signed-in
-// person (opened again after a break) and says once per round "your table is t_...", so a
-// client goes to the table the server seated them at by itself. Imports only the generated
-// code, Connect and ./copas.ts.
+// Championships for every TypeScript client (championships.proto): their states, tie-breaks,
+// standings, times and windows in words (an enum value newer than this client still reads as
+// something), and a follower that keeps WatchChampionship open for a signed-in person (opened
+// again after a break) and says once per round "your table is t_...", so a client goes to the
+// table the server seated them at by itself. Imports only the generated code, Connect,
+// @bufbuild/protobuf's well-known types and ./copas.ts.
 
+import { timestampMs } from "@bufbuild/protobuf/wkt";
 import type { Client } from "@connectrpc/connect";
 import {
   type Championship,
+  ChampionshipScoring,
   type ChampionshipService,
+  type ChampionshipSettings,
   ChampionshipState,
   type StandingLine,
   TieBreak,
@@ -30,27 +34,193 @@ export const TIE_BREAK_WORDS: Record<number, string> = {
   [TieBreak.RELATIVE_POINTS]: "game points against the table's average",
   [TieBreak.HEAD_TO_HEAD]: "games between the tied players",
   [TieBreak.DRAW]: "a seeded draw",
+  [TieBreak.BUCHHOLZ]: "the opponents' scores (Buchholz)",
+  [TieBreak.FINAL]: "the final table",
 };
+
+/**
+ * An enum's value in words: ``words``'s, else its name as the generated code knows it
+ * ("TIME_LIMIT" -> "time limit"), else ``what`` and its number ("criterion 9"): a value a
+ * newer server sends is shown as something, never as nothing.
+ */
+export function enumWords(words: Record<number, string>, names: object, value: number, what: string): string {
+  const known = words[value];
+  if (known !== undefined) return known;
+  const name = (names as Record<number, unknown>)[value];
+  if (typeof name === "string" && value !== 0) return name.toLowerCase().replaceAll("_", " ");
+  return `${what} ${value}`;
+}
+
+/** What decided a place ("" when nothing had to: the line is alone); with ``matchpoints``
+ * scoring the main score is the percentages summed, not championship points. */
+export function tieBreakWords(value: TieBreak, matchpoints = false): string {
+  if (value === TieBreak.UNSPECIFIED) return "";
+  if (value === TieBreak.POINTS && matchpoints) return "the percentages (matchpoints)";
+  return enumWords(TIE_BREAK_WORDS, TieBreak, value, "criterion");
+}
+
+/** "playing", "playing, paused by the organizer", "finished"... */
+export function stateWords(championship: Championship): string {
+  const words = enumWords(STATE_WORDS, ChampionshipState, championship.state, "state");
+  return championship.isPaused ? `${words}, paused by the organizer` : words;
+}
 
 export function isEnded(championship: Championship | undefined): boolean {
   const state = championship?.state;
   return state === ChampionshipState.FINISHED || state === ChampionshipState.CANCELLED;
 }
 
-/** "Round 2 of 3", "3 rounds" before the start. */
+/** "Round 2 of 3", "3 rounds" before the start; the final after the rounds. */
 export function roundWords(championship: Championship): string {
   const rounds = championship.settings?.rounds ?? 0;
-  if (championship.state === ChampionshipState.RUNNING) return `Round ${championship.currentRound} of ${rounds}`;
+  if (championship.state === ChampionshipState.RUNNING) {
+    return championship.currentRound > rounds ? `The final (after ${rounds} rounds)` : `Round ${championship.currentRound} of ${rounds}`;
+  }
   return `${rounds} round${rounds === 1 ? "" : "s"}`;
+}
+
+/** 12 -> "12", 12.3456 -> "12.35": a whole number without decimals, else two. */
+export function numberWords(value: number): string {
+  return Number.isInteger(value) ? String(value) : value.toFixed(2);
+}
+
+/** A sum of game points against the tables' averages: "+3.5", "-1.0". */
+export function relativeWords(value: number): string {
+  return `${value >= 0 ? "+" : ""}${value.toFixed(1)}`;
 }
 
 /** A standing's numbers in words, and the tie-break that decided its place. */
 export function standingWords(line: StandingLine): string {
-  const firsts = Number.isInteger(line.firsts) ? String(line.firsts) : line.firsts.toFixed(2);
-  const relative = `${line.relativePoints >= 0 ? "+" : ""}${line.relativePoints.toFixed(1)}`;
-  const decided = TIE_BREAK_WORDS[line.decidedBy] ?? "";
-  return `${line.points} points, ${firsts} first place${line.firsts === 1 ? "" : "s"}, ${relative} against the tables` +
+  const firsts = numberWords(line.firsts);
+  const decided = tieBreakWords(line.decidedBy);
+  return `${line.points} points, ${firsts} first place${line.firsts === 1 ? "" : "s"}, ${relativeWords(line.relativePoints)} against the tables` +
     (decided ? `; decided by ${decided}` : "");
+}
+
+/** A length of time: 45 -> "45 s", 90 -> "1 min 30 s", 3600 -> "1 h", 0 -> "none". */
+export function durationWords(seconds: number): string {
+  const whole = Math.round(seconds);
+  if (whole <= 0) return "none";
+  const parts = [
+    [Math.floor(whole / 3600), "h"],
+    [Math.floor((whole % 3600) / 60), "min"],
+    [whole % 60, "s"],
+  ] as const;
+  return parts.filter(([n]) => n > 0).map(([n, unit]) => `${n} ${unit}`).join(" ");
+}
+
+const two = (n: number) => String(n).padStart(2, "0");
+
+/** A moment in this browser's time zone: "14:05:09" on ``nowMs``'s day, else with its date
+ * ("2025-06-03 14:05:09"). */
+export function timeWords(ms: number, nowMs: number): string {
+  const at = new Date(ms);
+  const clock = `${two(at.getHours())}:${two(at.getMinutes())}:${two(at.getSeconds())}`;
+  if (at.toDateString() === new Date(nowMs).toDateString()) return clock;
+  return `${at.getFullYear()}-${two(at.getMonth() + 1)}-${two(at.getDate())} ${clock}`;
+}
+
+/** The moments a championship's settings name, in milliseconds (undefined: not set). */
+export interface Moments {
+  startMs?: number;
+  registrationOpensMs?: number;
+  registrationClosesMs?: number;
+  /** With check-in: when it opens (it closes at the start). */
+  checkInOpensMs?: number;
+}
+
+export function momentsOf(settings: ChampionshipSettings | undefined): Moments {
+  const ms = (t: Parameters<typeof timestampMs>[0] | undefined) => (t ? timestampMs(t) : undefined);
+  const startMs = ms(settings?.startTime);
+  const checkIn = settings?.checkInSeconds ?? 0;
+  return {
+    startMs,
+    registrationOpensMs: ms(settings?.registrationOpenTime),
+    registrationClosesMs: ms(settings?.registrationCloseTime),
+    checkInOpensMs: checkIn > 0 && startMs !== undefined ? startMs - checkIn * 1000 : undefined,
+  };
+}
+
+/** Whether registering is possible now (the server stays the judge): before its window, in
+ * it, or after (started without late entry, or late entry over). */
+export type Window = "not-open" | "open" | "closed";
+
+export function registrationWindow(championship: Championship, nowMs: number): Window {
+  const { registrationOpensMs, registrationClosesMs } = momentsOf(championship.settings);
+  if (registrationClosesMs !== undefined && nowMs >= registrationClosesMs) return "closed";
+  if (championship.state === ChampionshipState.REGISTERING) {
+    return registrationOpensMs !== undefined && nowMs < registrationOpensMs ? "not-open" : "open";
+  }
+  if (championship.state !== ChampionshipState.RUNNING) return "closed";
+  // Late entry: until round N's pairings are made (a round listed is paired).
+  const late = championship.settings?.lateEntryRounds ?? 0;
+  const paired = championship.rounds.filter((r) => !r.isFinal).length;
+  return paired < late ? "open" : "closed";
+}
+
+/** Check-in: none (the championship has none), before its window, in it, or over. */
+export function checkInWindow(championship: Championship, nowMs: number): Window | "none" {
+  const { checkInOpensMs } = momentsOf(championship.settings);
+  if (checkInOpensMs === undefined) return "none";
+  if (championship.state !== ChampionshipState.REGISTERING) return "closed";
+  return nowMs < checkInOpensMs ? "not-open" : "open";
+}
+
+/** The next moment after ``nowMs`` at which a window opens or closes (when a page shows them
+ * again), or undefined. */
+export function nextMomentMs(championship: Championship, nowMs: number): number | undefined {
+  const m = momentsOf(championship.settings);
+  const ahead = [m.registrationOpensMs, m.registrationClosesMs, m.checkInOpensMs, m.startMs]
+    .filter((t): t is number => t !== undefined && t > nowMs);
+  return ahead.length ? Math.min(...ahead) : undefined;
+}
+
+export function isMatchpoints(settings: ChampionshipSettings | undefined): boolean {
+  return settings?.scoring === ChampionshipScoring.MATCHPOINTS;
+}
+
+/** A column of the standings: its key, heading, and each line's cell. */
+export interface StandingColumn {
+  key: string;
+  title: string;
+  cell: (line: StandingLine) => string;
+}
+
+/** "Ana (you) (disqualified)": a standing's name and its marks. */
+export function standingName(line: StandingLine): string {
+  return line.displayName + (line.isYou ? " (you)" : "") + (line.hasWithdrawn ? " (withdrew)" : "") +
+    (line.isDropped ? " (dropped)" : "") + (line.isDisqualified ? " (disqualified)" : "");
+}
+
+/**
+ * The standings' columns for this championship: the main score first (the percentages summed
+ * with matchpoints scoring, else championship points), matchpoints and percentages with
+ * duplicate deals, Buchholz when it is a tie-break, the final's place when there is a final,
+ * then first places, game points against the tables, head to head, games and what decided
+ * each place.
+ */
+export function standingColumns(championship: Championship): StandingColumn[] {
+  const settings = championship.settings;
+  const matchpoints = isMatchpoints(settings);
+  const duplicate = matchpoints || !!settings?.duplicateDeals;
+  const final = (settings?.finalTable ?? 0) > 0 || championship.standings.some((l) => l.finalPlace > 0);
+  const columns: (StandingColumn | false)[] = [
+    { key: "place", title: "Place", cell: (l) => String(l.place) },
+    { key: "player", title: "Player", cell: standingName },
+    matchpoints && { key: "percentage", title: "Percentages", cell: (l) => numberWords(l.percentage) },
+    matchpoints && { key: "matchpoints", title: "Matchpoints", cell: (l) => numberWords(l.matchpoints) },
+    { key: "points", title: "Points", cell: (l) => String(l.points) },
+    duplicate && !matchpoints && { key: "matchpoints", title: "Matchpoints", cell: (l) => numberWords(l.matchpoints) },
+    duplicate && !matchpoints && { key: "percentage", title: "Percentages", cell: (l) => numberWords(l.percentage) },
+    !!settings?.buchholz && { key: "buchholz", title: "Buchholz", cell: (l) => numberWords(l.buchholz) },
+    final && { key: "final", title: "Final", cell: (l) => (l.finalPlace ? String(l.finalPlace) : "") },
+    { key: "firsts", title: "Firsts", cell: (l) => numberWords(l.firsts) },
+    { key: "relative", title: "Against the tables", cell: (l) => relativeWords(l.relativePoints) },
+    { key: "head-to-head", title: "Head to head", cell: (l) => (l.headToHead > 0 ? "+" : "") + String(l.headToHead) },
+    { key: "games", title: "Games", cell: (l) => String(l.games) },
+    { key: "decided-by", title: "Decided by", cell: (l) => tieBreakWords(l.decidedBy, matchpoints) },
+  ];
+  return columns.filter((c): c is StandingColumn => c !== false);
 }
 
 /** The calls a follower needs (a Connect client of ChampionshipService has them). */

@@ -36,9 +36,9 @@ export function sameCard(a: Card, b: Card): boolean {
   return a.suit === b.suit && a.rank === b.rank;
 }
 
-/** The seat of this view must act now (not paused, and in to_act). */
+/** The seat of this view must act now (not paused, not held, and in to_act). */
 export function mustAct(view: TableView): boolean {
-  return view.seat !== undefined && view.toAct.includes(view.seat) && view.pausedUntil === undefined;
+  return view.seat !== undefined && view.toAct.includes(view.seat) && view.pausedUntil === undefined && !view.isHeld;
 }
 
 export function isOver(view: TableView): boolean {

@@ -37,6 +37,8 @@ describe("whose turn", () => {
     expect(mustAct(create(TableViewSchema, { ...view, toAct: [1] }))).toBe(false);
     expect(mustAct(create(TableViewSchema, { ...view, pausedUntil: timestampNow() }))).toBe(false);
     expect(mustAct(create(TableViewSchema, { toAct: [0] }))).toBe(false); // a spectator
+    // Held (its championship paused): nobody acts, whatever the view says.
+    expect(mustAct(create(TableViewSchema, { ...view, isHeld: true }))).toBe(false);
   });
 
   it("knows a game that is over", () => {

@@ -3,10 +3,11 @@
 import { create } from "@bufbuild/protobuf";
 import { describe, expect, it } from "vitest";
 import type { Refusal } from "../src/copas.js";
-import { MoonChoice, RulesSchema, TableViewSchema, TrickSchema } from "../src/gen/copas/v1/copas_pb.js";
+import { GameEndReason, MoonChoice, RulesSchema, TableViewSchema, TrickSchema } from "../src/gen/copas/v1/copas_pb.js";
 import {
   cardName,
   cardPoints,
+  endReasonWords,
   isRed,
   listNames,
   moonOutcome,
@@ -14,6 +15,7 @@ import {
   presetName,
   refusalWords,
   seatName,
+  shortEndReason,
 } from "../src/web/words.js";
 import { ErrorReason } from "../src/gen/copas/v1/errors_pb.js";
 import { card } from "./cards.js";
@@ -96,6 +98,40 @@ describe("refusals in plain words", () => {
     const unworded = reasons.filter((r) => refusalWords(refused(r)) === "The server refused that.");
     expect(unworded).toEqual([]);
     expect(refusalWords(refused("INVALID_CREDENTIALS"))).toBe("That username and password do not match.");
+  });
+
+  it("words every refusal of the championships and of the operator's calls", () => {
+    const reasons = [
+      "CHAMPIONSHIP_NOT_FOUND", "ALREADY_REGISTERED", "NOT_REGISTERED", "REGISTRATION_CLOSED",
+      "REGISTRATION_NOT_OPEN", "CHAMPIONSHIP_FULL", "ALREADY_WITHDRAWN", "CHAMPIONSHIP_NOT_RUNNING",
+      "NOT_ENOUGH_PLAYERS", "INVALID_PLAYER_LIMITS", "INVALID_ROUNDS", "INVALID_CHAMPIONSHIP",
+      "MATCHPOINTS_NEED_DUPLICATE_DEALS", "TOO_MANY_CHAMPIONSHIPS", "CHECK_IN_NOT_OPEN", "CHECK_IN_CLOSED",
+      "ROUND_NOT_ANNOUNCED", "ROUND_ALREADY_STARTED", "PLAYER_NOT_IN_ROUND", "INVALID_SWAP",
+      "CHAMPIONSHIP_TABLE_NOT_FOUND", "TABLE_NOT_COUNTED", "INVALID_RESULT", "RESULT_LOCKED",
+      "ALREADY_DISQUALIFIED", "ADMIN_DISABLED", "ADMIN_CREDENTIAL_REQUIRED", "ADMIN_DENIED", "MISSING_REASON",
+    ];
+    for (const reason of reasons) expect(ErrorReason[reason as keyof typeof ErrorReason]).toBeGreaterThan(0);
+    const unworded = reasons.filter((r) => refusalWords(refused(r)) === "The server refused that.");
+    expect(unworded).toEqual([]);
+  });
+
+  it("says a held table is paused by its championship, not between tricks", () => {
+    const held = create(TableViewSchema, { isHeld: true });
+    expect(refusalWords(refused("TABLE_PAUSED"), held)).toBe(
+      "The championship is paused: play goes on when its organizer resumes it.",
+    );
+    expect(refusalWords(refused("TABLE_PAUSED"))).toBe("The table is pausing between tricks: play again in a moment.");
+  });
+
+  it("says why a game ended, a reason newer than the page included", () => {
+    expect(endReasonWords(GameEndReason.TIME_LIMIT)).toBe(
+      "The round's time limit ended the game: the hand in progress does not count.",
+    );
+    expect(endReasonWords(GameEndReason.HAND_LIMIT)).toBe("The last hand was played.");
+    expect(endReasonWords(42 as GameEndReason)).toBe("The game ended (reason 42).");
+    expect(shortEndReason(GameEndReason.TIME_LIMIT)).toBe("time limit");
+    expect(shortEndReason(GameEndReason.HAND_LIMIT)).toBe("");
+    expect(shortEndReason(42 as GameEndReason)).toBe("ended (reason 42)");
   });
 
   it("never shows the server's message", () => {

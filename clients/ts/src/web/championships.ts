@@ -1,26 +1,50 @@
 // The page's championships (championships.proto): a panel in the lobby with the list, a
-// Register button for the signed-in account, and the one followed: its live standings, each
-// round's tables with links to watch them, "your next table", and the final standings with
-// the tie-break that decided each place. While a registered person follows one, the server's
-// `your_table` takes them to their seat each round by itself (their player token is used as
-// any seat's), and the final standings are shown when it ends. The rest of the page is asked
-// only through ``ChampionshipHooks``. Plain DOM: every server string goes in as text.
+// Register button for the signed-in account, and the one followed: what its organizer set
+// (every setting, in words), registration and check-in with their windows, its live
+// standings (every tie-break value: matchpoints and percentages, Buchholz, the final's place),
+// each round's pairings as soon as they are announced (your table marked, its start and time
+// limit) and its tables with a link to watch or play them, "your next table", whether it is
+// paused, and its export (CSV or JSON, as the server writes it for every client). While a
+// registered person follows one, the server's `your_table` takes them to their seat each
+// round by itself (their player token is used as any seat's), and the final standings are
+// shown when it ends; an ended one open is read again every few seconds (an operator may still
+// correct its results). `?championship=ID` opens one (its share link). The organizer's tools
+// are in ./organizer.ts; the rest of the page is asked only through ``ChampionshipHooks``.
+// Plain DOM: every server string goes in as text.
 
 import { timestampMs } from "@bufbuild/protobuf/wkt";
 import { createClient, type Transport } from "@connectrpc/connect";
-import { followChampionship, isEnded, roundWords, STATE_WORDS, TIE_BREAK_WORDS } from "../championships.js";
+import {
+  checkInWindow,
+  durationWords,
+  followChampionship,
+  isEnded,
+  isMatchpoints,
+  momentsOf,
+  nextMomentMs,
+  numberWords,
+  registrationWindow,
+  roundWords,
+  standingColumns,
+  stateWords,
+  timeWords,
+} from "../championships.js";
 import { type AccountSession, refusal } from "../copas.js";
 import {
   type Championship,
+  type ChampionshipRound,
   ChampionshipService,
   ChampionshipState,
   type ChampionshipTable,
+  ExportFormat,
   type YourTable,
 } from "../gen/copas/v1/championships_pb.js";
 import { Phase } from "../gen/copas/v1/copas_pb.js";
+import { settingsLines } from "./director.js";
 import { $, element } from "./dom.js";
+import { renderDirector, startOrganizer } from "./organizer.js";
 import type { Session } from "./state.js";
-import { ordinal, refusalWords } from "./words.js";
+import { ordinal, refusalWords, shortEndReason } from "./words.js";
 
 /** What this part may ask of the rest of the page. */
 export interface ChampionshipHooks {
@@ -37,6 +61,7 @@ export interface ChampionshipHooks {
 
 const FOLLOWED_KEY = "copas.championship";
 const REFRESH_MS = 15_000;
+const LONGEST_WAIT_MS = 2 ** 31 - 1; // setTimeout's
 
 let hooks: ChampionshipHooks;
 let client: ReturnType<typeof createClient<typeof ChampionshipService>>;
@@ -44,6 +69,7 @@ let listed: Championship[] = [];
 let followed: { id: string; stop: AbortController } | undefined;
 let current: Championship | undefined;
 let yourTable: YourTable | undefined;
+let nextMoment: ReturnType<typeof setTimeout> | undefined;
 
 function panel(): HTMLElement {
   const box = element("section", "", { id: "championships", class: "panel", "aria-labelledby": "champ-title" });
@@ -62,21 +88,38 @@ function panel(): HTMLElement {
   thead.append(headRow);
   table.append(thead, element("tbody"));
   const detail = element("section", "", { id: "champ-detail", hidden: "", "aria-labelledby": "champ-name" });
+  const share = element("p", "", { class: "champ-share" });
+  share.append(
+    element("label", "Its link, to send to players", { for: "champ-link" }),
+    element("input", "", { id: "champ-link", readonly: "", type: "text" }),
+  );
+  const exports = element("p", "", { class: "champ-export" });
+  const csv = element("button", "Download the standings (CSV)", { id: "champ-export-csv", type: "button" });
+  csv.addEventListener("click", () => void download(ExportFormat.CSV, csv));
+  const json = element("button", "Download (JSON)", { id: "champ-export-json", type: "button" });
+  json.addEventListener("click", () => void download(ExportFormat.JSON, json));
+  exports.append(csv, " ", json);
+  const settings = element("dl", "", { id: "champ-settings", class: "champ-settings", "aria-labelledby": "champ-settings-title" });
   detail.append(
     element("h3", "", { id: "champ-name" }),
     element("p", "", { id: "champ-state", role: "status" }),
     element("div", "", { id: "champ-next", class: "champ-next" }),
+    element("div", "", { id: "champ-entry", class: "champ-entry" }),
+    element("h4", "How it is played", { id: "champ-settings-title" }),
+    settings,
+    share,
     element("h4", "Standings", { id: "champ-standings-title" }),
+    exports,
   );
   const standings = element("table", "", { id: "champ-standings", "aria-labelledby": "champ-standings-title" });
-  const sRow = element("tr");
-  for (const name of ["Place", "Player", "Points", "Firsts", "Against the tables", "Games", "Decided by"]) {
-    sRow.append(element("th", name, { scope: "col" }));
-  }
   const sHead = element("thead");
-  sHead.append(sRow);
+  sHead.append(element("tr"));
   standings.append(sHead, element("tbody"));
-  detail.append(standings, element("div", "", { id: "champ-rounds" }));
+  const players = element("ul", "", { id: "champ-players", class: "champ-players", "aria-labelledby": "champ-players-title" });
+  const scroll = element("div", "", { class: "champ-scroll" });
+  scroll.append(standings);
+  detail.append(scroll, element("div", "", { id: "champ-rounds" }),
+    element("h4", "Players", { id: "champ-players-title" }), players);
   box.append(head, table, element("p", "", { id: "champ-error", class: "error", role: "alert" }), detail);
   return box;
 }
@@ -98,6 +141,8 @@ function showError(text: string, reason = ""): void {
 async function headers(): Promise<Record<string, string>> {
   return (await hooks.signedIn()) ? hooks.account.headers() : {};
 }
+
+const at = (ms: number) => timeWords(ms, Date.now());
 
 // ------------------------------------------------------------------ the list
 
@@ -128,11 +173,16 @@ function listRow(c: Championship): HTMLTableRowElement {
   const name = c.settings?.displayName || "Championship";
   const row = element("tr", "", {
     "data-championship": c.championshipId,
-    "data-state": ChampionshipState[c.state] ?? "",
+    "data-state": ChampionshipState[c.state] ?? String(c.state),
     "data-registered": String(c.isRegistered),
+    "data-paused": String(c.isPaused),
   });
   const max = c.settings?.maxPlayers ? ` of ${c.settings.maxPlayers}` : "";
-  const status = (STATE_WORDS[c.state] ?? "") + (c.isRegistered ? ", you are registered" : "");
+  const now = Date.now();
+  const window = registrationWindow(c, now);
+  const opens = momentsOf(c.settings).registrationOpensMs;
+  const when = window === "not-open" && opens !== undefined ? `, registration opens at ${at(opens)}` : "";
+  const status = stateWords(c) + when + (c.isRegistered ? ", you are registered" : "");
   row.append(
     element("th", name, { scope: "row", "data-label": "Championship" }),
     element("td", roundWords(c), { "data-label": "Rounds" }),
@@ -140,11 +190,13 @@ function listRow(c: Championship): HTMLTableRowElement {
     element("td", status, { class: "status", "data-label": "Status" }),
   );
   const cell = element("td", "", { class: "actions" });
-  if (c.state === ChampionshipState.REGISTERING) {
-    const register = c.isRegistered
-      ? element("button", "Unregister", { type: "button", "aria-label": `Unregister from ${name}`, "data-action": "unregister" })
-      : element("button", "Register", { type: "button", class: "primary", "aria-label": `Register for ${name}`, "data-action": "register" });
-    register.addEventListener("click", () => void registration(c.championshipId, !c.isRegistered, register));
+  if (c.isRegistered && c.state === ChampionshipState.REGISTERING) {
+    const unregister = element("button", "Unregister", { type: "button", "aria-label": `Unregister from ${name}`, "data-action": "unregister" });
+    unregister.addEventListener("click", () => void registration(c.championshipId, false, unregister));
+    cell.append(unregister, " ");
+  } else if (!c.isRegistered && window === "open") {
+    const register = element("button", "Register", { type: "button", class: "primary", "aria-label": `Register for ${name}`, "data-action": "register" });
+    register.addEventListener("click", () => void registration(c.championshipId, true, register));
     cell.append(register, " ");
   }
   const open = element("button", "Open", { type: "button", "aria-label": `Open ${name}`, "data-action": "open" });
@@ -175,15 +227,75 @@ async function registration(id: string, isRegister: boolean, button: HTMLButtonE
   }
 }
 
+async function checkInNow(id: string, button: HTMLButtonElement): Promise<void> {
+  button.disabled = true;
+  showError("");
+  try {
+    if (!(await hooks.signedIn())) throw new Error("not signed in");
+    const answer = await hooks.account.call((h) => client.checkIn({ championshipId: id }, { headers: h }));
+    // The stream brings it too; the answer shows it at once (this person's own marks included).
+    if (answer.championship && current?.championshipId === id && answer.championship.version >= current.version) {
+      current = answer.championship;
+      renderDetail();
+    }
+  } catch (error) {
+    const why = refusal(error);
+    showError(`Could not check in. ${refusalWords(why)}`, why.reason);
+    button.disabled = false;
+  }
+}
+
+/** The standings and rounds as the server writes them, saved as a file. */
+async function download(format: ExportFormat, button: HTMLButtonElement): Promise<void> {
+  const id = current?.championshipId;
+  if (!id) return;
+  button.disabled = true;
+  showError("");
+  try {
+    const file = await client.exportChampionship({ championshipId: id, format });
+    const url = URL.createObjectURL(new Blob([file.content], { type: file.mediaType }));
+    const link = element("a", "", { href: url, download: file.fileName, hidden: "" });
+    document.body.append(link);
+    link.click();
+    link.remove();
+    setTimeout(() => URL.revokeObjectURL(url), 60_000);
+  } catch (error) {
+    const why = refusal(error);
+    showError(`Could not export. ${refusalWords(why)}`, why.reason);
+  } finally {
+    button.disabled = false;
+  }
+}
+
 // ------------------------------------------------------------------ the followed one
 
-function follow(id: string, again = false): void {
+/**
+ * Reads championship ``id`` again and shows it when it is newer than the one shown: after an
+ * operator's call, and while an ended one is open (its stream has ended, and an operator may
+ * still correct a finished championship's results).
+ */
+async function reread(id: string): Promise<void> {
+  try {
+    const answer = await client.getChampionship({ championshipId: id }, { headers: await headers() });
+    const c = answer.championship;
+    if (!c || current?.championshipId !== id || c.version <= current.version) return;
+    current = c;
+    renderDetail();
+  } catch {
+    // The stream, or the next reading, brings it.
+  }
+}
+
+/** Follows championship ``id`` (its detail shows it); ``again`` opens its stream anew. */
+export function follow(id: string, again = false): void {
   if (followed?.id === id && !again) return;
   followed?.stop.abort();
   const stop = new AbortController();
   followed = { id, stop };
-  current = undefined;
-  yourTable = undefined;
+  if (current?.championshipId !== id) {
+    current = undefined;
+    yourTable = undefined;
+  }
   sessionStorage.setItem(FOLLOWED_KEY, id);
   void followChampionship(client, id, {
     headers,
@@ -193,6 +305,12 @@ function follow(id: string, again = false): void {
       current = c;
       yourTable = message.yourTable?.tableId ? message.yourTable : undefined;
       renderDetail();
+      // Its line of the list follows too (the list itself is read every few seconds).
+      const at = listed.findIndex((l) => l.championshipId === c.championshipId);
+      if (at >= 0) {
+        listed[at] = c;
+        renderList();
+      }
     },
     onYourTable: (table) => {
       if (!stop.signal.aborted) goToTable(table);
@@ -231,7 +349,7 @@ function goToTable(table: YourTable): void {
 }
 
 /** The lobby with the followed championship's standings in view. */
-function showDetail(): void {
+export function showDetail(): void {
   if (hooks.here().session) hooks.toLobby();
   renderDetail();
   const detail = $("champ-detail");
@@ -243,36 +361,51 @@ function showDetail(): void {
 function renderDetail(): void {
   const c = current;
   renderBanner();
+  renderDirector(c);
   if (!c) return;
+  const now = Date.now();
   const detail = $("champ-detail");
   detail.hidden = false;
   detail.dataset.championship = c.championshipId;
-  detail.dataset.state = ChampionshipState[c.state] ?? "";
+  detail.dataset.state = ChampionshipState[c.state] ?? String(c.state);
   detail.dataset.round = String(c.currentRound);
+  detail.dataset.paused = String(c.isPaused);
+  detail.dataset.version = String(c.version);
   $("champ-name").textContent = c.settings?.displayName || "Championship";
   const state = $("champ-state");
   state.dataset.live = "true";
-  const when = c.endTime ? `, ${new Date(timestampMs(c.endTime)).toLocaleString()}` : "";
+  const when = c.endTime ? `, ${at(timestampMs(c.endTime))}` : "";
+  const paused = c.isPaused ? ": paused by the organizer (no round starts and every table waits until it resumes)" : "";
   state.textContent =
     c.state === ChampionshipState.FINISHED ? `Finished${when}: the final standings` :
     c.state === ChampionshipState.CANCELLED ? `Cancelled${when}: the standings as they were` :
-    c.state === ChampionshipState.RUNNING ? `${roundWords(c)}: the standings live` :
-    `Registration open: ${c.playerCount} registered${c.isRegistered ? ", you among them" : ""}`;
+    c.state === ChampionshipState.RUNNING ? `${roundWords(c)}${paused || ": the standings live"}` :
+    c.state === ChampionshipState.REGISTERING ? `Registration: ${c.playerCount} registered${c.isRegistered ? ", you among them" : ""}` :
+    `${stateWords(c)}: ${c.playerCount} registered`;
+  $<HTMLInputElement>("champ-link").value = `${location.origin}/?championship=${encodeURIComponent(c.championshipId)}`;
   renderNext(c);
+  renderEntry(c, now);
+  renderSettings(c, now);
   renderStandings(c);
   renderRounds(c);
+  renderPlayers(c);
+  // Again when a window opens or closes (registration, check-in, the start).
+  if (nextMoment !== undefined) clearTimeout(nextMoment);
+  const next = nextMomentMs(c, now);
+  nextMoment = next === undefined ? undefined : setTimeout(renderDetail, Math.min(next - now + 50, LONGEST_WAIT_MS));
 }
 
 function renderBanner(): void {
   const c = current;
   const box = $("champ-banner");
-  const at = hooks.here().session?.tableId;
-  const round = c?.rounds.find((r) => r.tables.some((t) => t.tableId === at));
+  const here = hooks.here().session?.tableId;
+  const round = c?.rounds.find((r) => r.tables.some((t) => t.tableId === here));
   box.hidden = !c || !round;
   if (c && round) {
-    $("champ-banner-text").textContent =
-      `${c.settings?.displayName || "Championship"}: round ${round.roundNumber} of ${c.settings?.rounds ?? 0}` +
-      (isEnded(c) ? ` (${STATE_WORDS[c.state]})` : "");
+    const name = round.isFinal ? "the final" : `round ${round.roundNumber} of ${c.settings?.rounds ?? 0}`;
+    $("champ-banner-text").textContent = `${c.settings?.displayName || "Championship"}: ${name}` +
+      (isEnded(c) ? ` (${stateWords(c)})` : c.isPaused ? " (paused by the organizer)" : "");
+    box.dataset.paused = String(c.isPaused);
   }
 }
 
@@ -280,57 +413,146 @@ function renderNext(c: Championship): void {
   const box = $("champ-next");
   box.replaceChildren();
   box.dataset.table = yourTable?.tableId ?? "";
+  const announced = c.rounds.find((r) => r.isAnnounced && r.tables.some((t) => t.seats.some((s) => s.isYou)));
   if (yourTable) {
     const round = c.rounds.find((r) => r.roundNumber === yourTable?.roundNumber);
     const table = round?.tables.find((t) => t.tableId === yourTable?.tableId);
-    box.append(element("p", `Your table in round ${yourTable.roundNumber}: table ${table?.tableNumber ?? ""}, seat ${yourTable.seat + 1}.`));
+    box.append(element("p", `Your table in ${round?.isFinal ? "the final" : `round ${yourTable.roundNumber}`}: table ${table?.tableNumber ?? ""}, seat ${yourTable.seat + 1}.`));
     const go = element("button", "Go to your table", { id: "champ-go", type: "button", class: "primary" });
     const mine = yourTable;
     go.addEventListener("click", () => hooks.enterTable({ tableId: mine.tableId, token: mine.playerToken, seat: mine.seat }));
     box.append(go);
+  } else if (announced) {
+    const table = announced.tables.find((t) => t.seats.some((s) => s.isYou))!;
+    const seat = table.seats.find((s) => s.isYou)!;
+    const starts = announced.startTime ? ` at ${at(timestampMs(announced.startTime))}` : "";
+    box.append(element("p", `${announced.isFinal ? "The final" : `Round ${announced.roundNumber}`}: you play at table ${table.tableNumber}, seat ${seat.seat + 1}. It starts${starts}; this page takes you there.`, { id: "champ-next-pairing" }));
   } else if (c.isRegistered && c.state === ChampionshipState.RUNNING) {
-    box.append(element("p", `Your next table comes when round ${Math.min(c.currentRound + 1, c.settings?.rounds ?? 0)} is seated; this page takes you there.`));
+    box.append(element("p", "Your next table comes when the next round is seated; this page takes you there."));
   } else if (c.isRegistered && c.state === ChampionshipState.REGISTERING) {
     box.append(element("p", "You are registered: when it starts, this page takes you to your table each round."));
   }
 }
 
+/** Registration and check-in for this person: their windows and the buttons that fit now. */
+function renderEntry(c: Championship, now: number): void {
+  const box = $("champ-entry");
+  box.replaceChildren();
+  const m = momentsOf(c.settings);
+  const window = registrationWindow(c, now);
+  const isLate = c.state === ChampionshipState.RUNNING && (c.settings?.lateEntryRounds ?? 0) > 0;
+  if (c.state === ChampionshipState.REGISTERING || isLate) {
+    const until = m.registrationClosesMs !== undefined ? ` until ${at(m.registrationClosesMs)}`
+      : isLate ? ` until round ${c.settings?.lateEntryRounds ?? 0} is paired` : " until the start";
+    const text =
+      window === "not-open" && m.registrationOpensMs !== undefined ? `Registration opens at ${at(m.registrationOpensMs)}${until}.` :
+      window === "open" ? `Registration is open${until}.` :
+      "Registration is closed.";
+    box.append(element("p", text, { id: "champ-registration", "data-window": window }));
+    if (c.isRegistered && c.state === ChampionshipState.REGISTERING) {
+      const button = element("button", "Unregister", { id: "champ-unregister", type: "button", "data-action": "unregister" });
+      button.addEventListener("click", () => void registration(c.championshipId, false, button));
+      box.append(button);
+    } else if (!c.isRegistered && window === "open") {
+      const button = element("button", "Register", { id: "champ-register", type: "button", class: "primary", "data-action": "register" });
+      button.addEventListener("click", () => void registration(c.championshipId, true, button));
+      box.append(button);
+    }
+  }
+  const checkIn = checkInWindow(c, now);
+  if (checkIn === "none" || checkIn === "closed" || m.checkInOpensMs === undefined || m.startMs === undefined) return;
+  box.append(element("p", `Check-in: from ${at(m.checkInOpensMs)} to the start at ${at(m.startMs)}. Who has not checked in by then is removed.`,
+    { id: "champ-check-in-window", "data-window": checkIn }));
+  if (!c.isRegistered) return;
+  const you = c.players.find((p) => p.isYou);
+  if (you?.isCheckedIn) {
+    box.append(element("p", "You are checked in.", { id: "champ-checked-in", class: "done" }));
+  } else if (checkIn === "open") {
+    const button = element("button", "Check in", { id: "champ-check-in", type: "button", class: "primary" });
+    button.addEventListener("click", () => void checkInNow(c.championshipId, button));
+    box.append(button);
+  } else {
+    box.append(element("p", `Come back from ${at(m.checkInOpensMs)} to check in.`, { id: "champ-check-in-later" }));
+  }
+}
+
+function renderSettings(c: Championship, now: number): void {
+  const list = $("champ-settings");
+  list.replaceChildren(
+    ...settingsLines(c, now).flatMap((line) => [
+      element("dt", line.label),
+      element("dd", line.text, { "data-setting": line.key }),
+    ]),
+  );
+}
+
 function renderStandings(c: Championship): void {
-  const body = $<HTMLTableElement>("champ-standings").tBodies[0]!;
+  const table = $<HTMLTableElement>("champ-standings");
+  const columns = standingColumns(c);
+  const head = table.tHead!.rows[0]!;
+  head.replaceChildren(...columns.map((column) => element("th", column.title, { scope: "col", "data-column": column.key })));
+  const body = table.tBodies[0]!;
   body.replaceChildren(
     ...c.standings.map((line) => {
-      const row = element("tr", "", { "data-you": String(line.isYou), "data-place": String(line.place), "data-decided-by": String(line.decidedBy) });
-      const marks = (line.isYou ? " (you)" : "") + (line.hasWithdrawn ? " (withdrew)" : "");
-      const firsts = Number.isInteger(line.firsts) ? String(line.firsts) : line.firsts.toFixed(2);
-      row.append(
-        element("td", String(line.place)),
-        element("th", line.displayName + marks, { scope: "row" }),
-        element("td", String(line.points)),
-        element("td", firsts),
-        element("td", `${line.relativePoints >= 0 ? "+" : ""}${line.relativePoints.toFixed(1)}`),
-        element("td", String(line.games)),
-        element("td", TIE_BREAK_WORDS[line.decidedBy] ?? "", { class: "decided" }),
-      );
+      const row = element("tr", "", {
+        "data-you": String(line.isYou), "data-place": String(line.place), "data-decided-by": String(line.decidedBy),
+        "data-player": line.playerId,
+      });
+      row.append(...columns.map((column) => column.key === "player"
+        ? element("th", column.cell(line), { scope: "row", "data-column": column.key })
+        : element("td", column.cell(line), { "data-column": column.key, ...(column.key === "decided-by" ? { class: "decided" } : {}) })));
       return row;
     }),
   );
   if (!c.standings.length) {
     const empty = element("tr", "", { class: "empty" });
-    empty.append(element("td", "The standings begin with the first round.", { colspan: "7" }));
+    empty.append(element("td", "The standings begin with the first round.", { colspan: String(columns.length) }));
     body.append(empty);
   }
 }
 
-function tableLine(roundNumber: number, table: ChampionshipTable): HTMLLIElement {
-  const item = element("li", "", { "data-table": table.tableId, "data-finished": String(table.isFinished) });
-  const seats = table.seats
-    .map((s) => s.displayName + (s.isYou ? " (you)" : "") + (s.hasLeft ? " (left)" : "") + (s.place ? ` (${ordinal(s.place)}, ${s.points} points)` : ""))
-    .join(", ");
+function seatWords(c: Championship, table: ChampionshipTable): HTMLElement[] {
+  const duplicate = isMatchpoints(c.settings) || !!c.settings?.duplicateDeals;
+  return table.seats.flatMap((s, i) => {
+    const result = s.place
+      ? ` (${ordinal(s.place)}, ${s.total} game points, ${s.points} points${duplicate && table.isFinished ? `, ${numberWords(s.percentage)}%` : ""})`
+      : "";
+    const text = s.displayName + (s.isYou ? " (you)" : "") + (s.hasLeft ? " (left)" : "") + (s.isNoShow ? " (never came)" : "") + result;
+    const seat = element("span", text, { class: "seat", "data-seat": String(s.seat), "data-player": s.playerId, "data-you": String(s.isYou) });
+    return i ? [element("span", ", "), seat] : [seat];
+  });
+}
+
+function tableLine(c: Championship, round: ChampionshipRound, table: ChampionshipTable): HTMLLIElement {
+  const yours = table.seats.some((s) => s.isYou);
+  const item = element("li", "", {
+    "data-table": table.tableId, "data-number": String(table.tableNumber), "data-finished": String(table.isFinished),
+    "data-yours": String(yours), "data-corrected": String(table.isCorrected),
+    "data-end-reason": String(table.endReason),
+    ...(yours ? { class: "yours" } : {}),
+  });
   const live = table.live;
-  const how = table.isFinished ? "over" : live && live.phase !== Phase.GAME_OVER ? `hand ${live.handNumber + 1}` : "playing";
-  item.append(element("span", `Table ${table.tableNumber} (${how}): ${seats} `));
-  const link = element("a", "Watch", { href: `/?watch=${encodeURIComponent(table.tableId)}`,
-    "aria-label": `Watch table ${table.tableNumber} of round ${roundNumber}` });
+  const end = shortEndReason(table.endReason);
+  const how = round.isAnnounced ? "" :
+    table.isFinished ? ` (over${end ? `, ${end}` : ""}${table.isCorrected ? ", corrected" : ""})` :
+    live && live.phase !== Phase.GAME_OVER && live.handNumber >= 0 ? ` (hand ${live.handNumber + 1})` : " (playing)";
+  if (yours) item.append(element("strong", "Your table: ", { class: "badge" }));
+  item.append(element("span", `Table ${table.tableNumber}${how}: `), ...seatWords(c, table), " ");
+  const name = round.isFinal ? "the final" : `round ${round.roundNumber}`;
+  if (round.isAnnounced) {
+    if (yours) item.append(element("span", "this page takes you there when the round starts.", { class: "note" }));
+    return item;
+  }
+  const mine = yours && yourTable?.tableId === table.tableId ? yourTable : undefined;
+  if (mine) {
+    const play = element("button", "Play your table", { type: "button", class: "primary", "data-action": "play",
+      "aria-label": `Play your table, table ${table.tableNumber} of ${name}` });
+    play.addEventListener("click", () => hooks.enterTable({ tableId: mine.tableId, token: mine.playerToken, seat: mine.seat }));
+    item.append(play);
+    return item;
+  }
+  const link = element("a", "Watch", { href: `/?watch=${encodeURIComponent(table.tableId)}`, "data-action": "watch",
+    "aria-label": `Watch table ${table.tableNumber} of ${name}` });
   link.addEventListener("click", (event) => {
     event.preventDefault();
     hooks.enterTable({ tableId: table.tableId });
@@ -339,33 +561,93 @@ function tableLine(roundNumber: number, table: ChampionshipTable): HTMLLIElement
   return item;
 }
 
+/** When a round starts and ends: its start, and its time limit (a length until its tables
+ * are made, then the moment its games still running end). */
+function roundTimes(c: Championship, round: ChampionshipRound): string {
+  const parts: string[] = [];
+  const start = round.startTime ?? round.seatTime;
+  if (start) parts.push(`${round.isAnnounced ? "Starts" : "Started"} at ${at(timestampMs(start))}`);
+  const limit = c.settings?.roundTimeLimitSeconds ?? 0;
+  if (round.timeLimit && !round.isFinished) parts.push(`time limit: its games still running end at ${at(timestampMs(round.timeLimit))}`);
+  else if (limit > 0) parts.push(`time limit ${durationWords(limit)}`);
+  return parts.join(" · ");
+}
+
 function renderRounds(c: Championship): void {
   const box = $("champ-rounds");
   box.replaceChildren(
-    ...[...c.rounds].reverse().flatMap((round) => {
+    ...[...c.rounds].reverse().map((round) => {
       const id = `champ-round-${round.roundNumber}`;
-      const title = element("h4", `Round ${round.roundNumber}${round.isFinished ? " (over)" : ""}`, { id });
+      const name = round.isFinal ? "Final table" : `Round ${round.roundNumber}`;
+      const state = round.isAnnounced ? "pairings" : round.isFinished ? "over" : "playing";
+      const block = element("section", "", {
+        class: "champ-round", "data-round": String(round.roundNumber), "data-announced": String(round.isAnnounced),
+        "data-finished": String(round.isFinished), "aria-labelledby": id,
+      });
       const list = element("ul", "", { class: "champ-tables", "aria-labelledby": id });
-      list.append(...round.tables.map((t) => tableLine(round.roundNumber, t)));
-      return [title, list];
+      list.append(...round.tables.map((t) => tableLine(c, round, t)));
+      block.append(element("h4", `${name} (${state})`, { id }), element("p", roundTimes(c, round), { class: "champ-round-times" }), list);
+      return block;
     }),
   );
 }
 
-/** Builds the panel (after the account's, in the lobby) and the banner over the table, lists
- * the championships, and follows again the one this tab followed before a reload. */
+function renderPlayers(c: Championship): void {
+  const list = $("champ-players");
+  const checkIn = (c.settings?.checkInSeconds ?? 0) > 0;
+  list.replaceChildren(
+    ...c.players.map((p) => {
+      const marks = [
+        p.isYou ? "you" : "",
+        checkIn && c.state === ChampionshipState.REGISTERING ? (p.isCheckedIn ? "checked in" : "not checked in yet") : "",
+        p.firstRound > 1 ? `from round ${p.firstRound}` : "",
+        p.hasWithdrawn ? "withdrew" : "",
+        p.isDropped ? "dropped" : "",
+        p.isDisqualified ? "disqualified" : "",
+      ].filter(Boolean);
+      return element("li", p.displayName + (marks.length ? ` (${marks.join(", ")})` : ""), {
+        "data-player": p.playerId, "data-checked-in": String(p.isCheckedIn), "data-you": String(p.isYou),
+      });
+    }),
+  );
+  if (!c.players.length) list.append(element("li", "Nobody has registered yet."));
+}
+
+/** Builds the panel (after the account's, in the lobby), the organizer's (after it) and the
+ * banner over the table, lists the championships, and follows the one the link names
+ * (`?championship=ID`) or this tab followed before a reload. */
 export function startChampionships(given: ChampionshipHooks): void {
   hooks = given;
   client = createClient(ChampionshipService, hooks.transport);
-  const me = $("me");
-  me.after(panel());
+  const box = panel();
+  $("me").after(box);
   $("game").prepend(banner());
+  startOrganizer({
+    transport: hooks.transport,
+    account: hooks.account,
+    signedIn: hooks.signedIn,
+    after: box,
+    open: (id) => {
+      follow(id, true);
+      showDetail();
+      void refreshList();
+    },
+    current: () => current,
+    changed: (id) => void reread(id),
+  });
   renderList();
   void refreshList();
   setInterval(() => {
     if (!$("lobby").hidden) void refreshList();
+    const shown = current;
+    if (shown && isEnded(shown) && !$("lobby").hidden) void reread(shown.championshipId);
     renderBanner();
   }, REFRESH_MS);
-  const resumed = sessionStorage.getItem(FOLLOWED_KEY);
+  const linked = new URLSearchParams(location.search).get("championship");
+  const resumed = linked || sessionStorage.getItem(FOLLOWED_KEY);
   if (resumed) follow(resumed);
+  if (linked) {
+    showDetail();
+    history.replaceState(null, "", "/");
+  }
 }

@@ -4,7 +4,7 @@
 // the hand's summary during its pause and the final standings. Only `state` is read.
 
 import type { Card } from "../gen/copas/v1/cards_pb.js";
-import { MoonChoice, PassDirection, Phase, type TableSummary, type TableView, type Trick } from "../gen/copas/v1/copas_pb.js";
+import { GameEndReason, MoonChoice, PassDirection, Phase, type TableSummary, type TableView, type Trick } from "../gen/copas/v1/copas_pb.js";
 import { isOver, mustAct, sameCard } from "../copas.js";
 import { $, element, redraw } from "./dom.js";
 import { isLegal, whyNot } from "./hints.js";
@@ -17,7 +17,7 @@ import {
   cardPoints,
   clockName,
   DIRECTION_WORD,
-  END_REASON,
+  endReasonWords,
   isRed,
   lengthName,
   listNames,
@@ -129,6 +129,7 @@ export function render(actions: Actions, summary: TableSummary | undefined): voi
   game.dataset.seated = String(!!state.session?.token);
   game.dataset.hand = view ? String(view.handNumber) : "";
   game.dataset.trick = view ? String(view.trickNumber) : "";
+  game.dataset.held = String(!!view?.isHeld);
   renderHeader(view, summary);
   $("error").textContent = state.error;
   $("error").dataset.reason = state.errorReason;
@@ -458,6 +459,7 @@ function whyDim(view: TableView, card: Card, isPassing: boolean, isPlaying: bool
   if (isPassing || (isPlaying && isLegal(view, card))) return "";
   if (isPlaying) return whyNot(view, card)?.text ?? "Not playable now";
   if (isBusy()) return "Your move is on its way";
+  if (view.isHeld) return "The championship is paused";
   if (view.pausedUntil) return "The table is pausing";
   if (view.phase === Phase.PASSING && view.passChoice.length) return "You passed: waiting for the others";
   const turnOf = view.toAct.length ? listNames(view.toAct.map((s) => seatName(view, s))) : "";
@@ -499,6 +501,8 @@ function renderStatus(view: TableView): void {
     text = `Waiting for ${free} more player${free === 1 ? "" : "s"}…`;
   } else if (isOver(view)) {
     text = "Game over.";
+  } else if (view.isHeld) {
+    text = "Paused: the championship's organizer paused it. Play goes on when they resume it, each turn with its whole time.";
   } else if (isHandPause(view)) {
     text = `Hand ${view.handNumber} scored.`;
   } else if (view.pausedUntil) {
@@ -662,7 +666,7 @@ function renderStandings(view: TableView, actions: Actions): void {
         : [];
     return [
       heading,
-      element("p", END_REASON[view.endReason] ?? "", { class: "end-reason" }),
+      element("p", endReasonWords(view.endReason), { class: "end-reason", "data-reason": GameEndReason[view.endReason] ?? String(view.endReason) }),
       ...moon,
       scoreTable("Final standings", ["Place", "Player", "Total"], places, "final-standings"),
       ...(state.hands.size ? [element("h4", "Score sheet", { class: "sheet-title" }), scoreSheet(view, "final-sheet")] : []),
@@ -878,6 +882,14 @@ export function tick(): void {
     const left = Math.max(0, Math.ceil((state.finalSummaryUntil - performance.now()) / 1000));
     next.textContent = `Final standings in ${left} s`;
     next.dataset.seconds = String(left);
+  }
+  if (view?.isHeld && !isOver(view)) {
+    countdown.textContent = "Paused";
+    countdown.removeAttribute("data-seconds");
+    countdown.classList.remove("urgent");
+    moon.textContent = "";
+    for (const fill of document.querySelectorAll<HTMLElement>("#seats .clock .fill")) fill.style.transform = "scaleX(1)";
+    return;
   }
   if (!view || until === undefined || isOver(view)) {
     countdown.textContent = "";

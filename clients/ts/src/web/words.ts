@@ -104,7 +104,26 @@ export const END_REASON: Record<number, string> = {
   [GameEndReason.LAST_PLAYER]: "Everyone else left.",
   [GameEndReason.ABANDONED]: "The table ended the game: no person was playing.",
   [GameEndReason.CLOSED]: "An operator ended the game.",
+  [GameEndReason.TIME_LIMIT]: "The round's time limit ended the game: the hand in progress does not count.",
 };
+
+/** Why a game ended, in words; a reason newer than this page still says the game ended. */
+export function endReasonWords(reason: GameEndReason): string {
+  return END_REASON[reason] ?? `The game ended (${GameEndReason[reason]?.toLowerCase().replaceAll("_", " ") ?? `reason ${reason}`}).`;
+}
+
+/** A championship table's end, short ("time limit", "closed"), "" while it plays or for an
+ * ordinary end. */
+export function shortEndReason(reason: GameEndReason): string {
+  if (reason === GameEndReason.UNSPECIFIED || reason === GameEndReason.HAND_LIMIT || reason === GameEndReason.POINT_LIMIT) return "";
+  const words: Record<number, string> = {
+    [GameEndReason.TIME_LIMIT]: "time limit",
+    [GameEndReason.CLOSED]: "closed by an operator",
+    [GameEndReason.ABANDONED]: "abandoned",
+    [GameEndReason.LAST_PLAYER]: "everyone else left",
+  };
+  return words[reason] ?? GameEndReason[reason]?.toLowerCase().replaceAll("_", " ") ?? `ended (reason ${reason})`;
+}
 
 export const MOON_CHOICE_BUTTON: Record<number, string> = {
   [MoonChoice.SUBTRACT_FROM_SELF]: "Take 26 off my total",
@@ -160,7 +179,9 @@ export function refusalWords(why: Refusal, view?: TableView): string {
     MUST_LEAD_OPENING_CARD: `The first trick starts with the ${opening}.`,
     ALREADY_PASSED: "You already passed this hand.",
     NOT_THE_SHOOTER: "Only the player who shot the moon chooses.",
-    TABLE_PAUSED: "The table is pausing between tricks: play again in a moment.",
+    TABLE_PAUSED: view?.isHeld
+      ? "The championship is paused: play goes on when its organizer resumes it."
+      : "The table is pausing between tricks: play again in a moment.",
     GAME_NOT_STARTED: "The game starts when every seat is taken.",
     SEAT_TAKEN: "That seat was just taken: choose another.",
     JOIN_GIVEN_UP: "That seat was given up: join again.",
@@ -216,11 +237,41 @@ export function refusalWords(why: Refusal, view?: TableView): string {
     TOO_MANY_ACCOUNTS: "Too many new accounts from your network." + retryWords(why),
     ACCOUNT_NOT_FOUND: "That account no longer exists.",
     ACCOUNT_ALREADY_SEATED: "You already have a seat at that table.",
+    CHAMPIONSHIP_NOT_FOUND: "That championship does not exist here.",
+    ALREADY_REGISTERED: "You are registered already.",
+    NOT_REGISTERED: "You are not registered in this championship.",
+    REGISTRATION_CLOSED: "Registration is closed.",
+    REGISTRATION_NOT_OPEN: "Registration is not open yet: register when it opens.",
+    CHAMPIONSHIP_FULL: "The championship is full.",
+    ALREADY_WITHDRAWN: "You withdrew from this championship already.",
+    CHAMPIONSHIP_NOT_RUNNING: "The championship is not in a state for that (not started, or over).",
+    NOT_ENOUGH_PLAYERS: "Not enough players are registered to start (at least 3, and its minimum).",
+    INVALID_PLAYER_LIMITS: "The numbers of players do not fit: at least 3, the minimum not above the maximum.",
+    INVALID_ROUNDS: "A championship has 1 to 20 rounds.",
+    INVALID_CHAMPIONSHIP: "Those championship settings are not allowed: check the name, the times and the limits.",
+    MATCHPOINTS_NEED_DUPLICATE_DEALS: "Matchpoints compare tables dealt the same cards: choose duplicate deals too.",
+    TOO_MANY_CHAMPIONSHIPS: "You have as many championships under way as this server allows: wait for one to end.",
+    CHECK_IN_NOT_OPEN: "Check-in is not open yet.",
+    CHECK_IN_CLOSED: "Check-in is over: the championship has started.",
+    ROUND_NOT_ANNOUNCED: "That round's pairings are not waiting to start.",
+    ROUND_ALREADY_STARTED: "That round's tables are made: its pairings are final.",
+    PLAYER_NOT_IN_ROUND: "That player does not play that round.",
+    INVALID_SWAP: "Choose two players at two different tables.",
+    CHAMPIONSHIP_TABLE_NOT_FOUND: "That round has no such table.",
+    TABLE_NOT_COUNTED: "That table's game is not over and counted yet.",
+    INVALID_RESULT: "A result is one total per seat (none negative), each seat at most once among the leavers and the absent.",
+    RESULT_LOCKED: "That result can no longer be changed (the final is seated, or the championship was cancelled).",
+    ALREADY_DISQUALIFIED: "That player is disqualified already.",
+    ADMIN_DISABLED: "This server takes no operator calls (it has no operator's token).",
+    ADMIN_CREDENTIAL_REQUIRED: "Type the operator's token first.",
+    ADMIN_DENIED: "That is not the operator's token.",
+    MISSING_REASON: "Say why, for the operators' log.",
   };
   const byCode: Record<string, string> = {
     UNAVAILABLE: "The server cannot be reached." + retryWords(why),
     DEADLINE_EXCEEDED: "The server took too long to answer." + retryWords(why),
     CANCELED: "The request was cancelled.",
+    UNIMPLEMENTED: "This server does not take that call here.",
   };
   return words[why.reason] ?? byCode[why.code] ?? "The server refused that.";
 }

@@ -1,0 +1,193 @@
+// A championship's settings on the page, both ways: the organizer's form read into
+// ChampionshipSettings (every setting of championships.proto), and a championship's settings
+// said back in words, each line keyed, so that everything an organizer set is shown where
+// players read it. Pure: no DOM, no calls (tested in clients/ts/test/).
+
+import { create, type MessageInitShape } from "@bufbuild/protobuf";
+import { timestampFromMs } from "@bufbuild/protobuf/wkt";
+import {
+  type Championship,
+  ChampionshipScoring,
+  type ChampionshipSettingsSchema,
+  ChampionshipState,
+} from "../gen/copas/v1/championships_pb.js";
+import { type Rules, RulesOverridesSchema } from "../gen/copas/v1/copas_pb.js";
+import { durationWords, enumWords, isMatchpoints, momentsOf, timeWords } from "../championships.js";
+import { CLOCKS, presetName } from "./words.js";
+
+/** The organizer's form as typed: text as the inputs give it, ticks as booleans. */
+export interface DirectorForm {
+  name: string;
+  rounds: string;
+  preset: string;
+  /** A key of CLOCKS ("standard", "relaxed", "fast"). */
+  clock: string;
+  minPlayers: string;
+  maxPlayers: string;
+  /** datetime-local values ("2025-06-03T20:00:00", this browser's time), or "". */
+  startAt: string;
+  startWhenFull: boolean;
+  registrationOpens: string;
+  registrationCloses: string;
+  lateEntryRounds: string;
+  /** Minutes before the start (0 or "": no check-in). */
+  checkInMinutes: string;
+  /** Seconds between a round's end and the next one's seating. */
+  pauseSeconds: string;
+  /** Seconds a round's pairings are shown before its tables start. */
+  noticeSeconds: string;
+  /** Minutes a round's games may run (0 or "": no limit). */
+  timeLimitMinutes: string;
+  /** "places" or "matchpoints". */
+  scoring: string;
+  duplicateDeals: boolean;
+  buchholz: boolean;
+  /** "0", "3", "4" or "5". */
+  finalTable: string;
+  dropAbsent: boolean;
+}
+
+type SettingsInit = MessageInitShape<typeof ChampionshipSettingsSchema>;
+
+const count = (text: string) => (text.trim() ? Math.trunc(Number(text)) || 0 : 0);
+const amount = (text: string) => (text.trim() ? Number(text) || 0 : 0);
+
+/** A datetime-local value as a Timestamp (undefined when empty or not a time). */
+export function localTime(value: string): ReturnType<typeof timestampFromMs> | undefined {
+  if (!value.trim()) return undefined;
+  const ms = new Date(value).getTime(); // a date-time without an offset is local time
+  return Number.isNaN(ms) ? undefined : timestampFromMs(ms);
+}
+
+/** The settings the form says (the server checks them and says what it refuses). */
+export function settingsFromForm(form: DirectorForm): SettingsInit {
+  const clock = CLOCKS[form.clock] ?? CLOCKS.standard!;
+  return {
+    displayName: form.name.trim(),
+    rounds: count(form.rounds),
+    preset: form.preset,
+    rules: create(RulesOverridesSchema, {
+      playTimeoutSeconds: clock.play,
+      passTimeoutSeconds: clock.pass,
+      moonTimeoutSeconds: clock.moon,
+    }),
+    duplicateDeals: form.duplicateDeals || form.scoring === "matchpoints",
+    maxPlayers: count(form.maxPlayers),
+    minPlayers: count(form.minPlayers),
+    startTime: localTime(form.startAt),
+    startWhenFull: form.startWhenFull,
+    roundPauseSeconds: amount(form.pauseSeconds),
+    scoring: form.scoring === "matchpoints" ? ChampionshipScoring.MATCHPOINTS : ChampionshipScoring.PLACES,
+    buchholz: form.buchholz,
+    finalTable: count(form.finalTable),
+    registrationOpenTime: localTime(form.registrationOpens),
+    registrationCloseTime: localTime(form.registrationCloses),
+    lateEntryRounds: count(form.lateEntryRounds),
+    checkInSeconds: amount(form.checkInMinutes) * 60,
+    dropAbsent: form.dropAbsent,
+    roundTimeLimitSeconds: amount(form.timeLimitMinutes) * 60,
+    pairingNoticeSeconds: amount(form.noticeSeconds),
+  };
+}
+
+/** The games' clock: "20 s a card, 30 s to pass". */
+export function clockWords(rules: Rules | undefined): string {
+  if (!rules || rules.playTimeoutSeconds <= 0) return "no time limit";
+  return `${Math.round(rules.playTimeoutSeconds)} s a card, ${Math.round(rules.passTimeoutSeconds)} s to pass`;
+}
+
+/** One setting in words, keyed (the page marks each with its key). */
+export interface SettingLine {
+  key: string;
+  label: string;
+  text: string;
+}
+
+/** Every setting of the championship in words, as the server keeps it (``nowMs`` only chooses
+ * whether times carry their date). */
+export function settingsLines(c: Championship, nowMs: number): SettingLine[] {
+  const s = c.settings;
+  const at = (ms: number) => timeWords(ms, nowMs);
+  const m = momentsOf(s);
+  const rounds = s?.rounds ?? 0;
+  const most = s?.maxPlayers ?? 0;
+  const least = s?.minPlayers || 3;
+  const game = [presetName(s?.preset ?? ""), clockWords(c.rules)].filter(Boolean);
+  const starts: string[] = [];
+  if (m.startMs !== undefined) starts.push(`at ${at(m.startMs)}`);
+  if (s?.startWhenFull) starts.push(`when ${most} ${most === 1 ? "is" : "are"} registered`);
+  let registration: string;
+  if (m.registrationOpensMs !== undefined && m.registrationClosesMs !== undefined) {
+    registration = `from ${at(m.registrationOpensMs)} to ${at(m.registrationClosesMs)}`;
+  } else if (m.registrationOpensMs !== undefined) {
+    registration = `from ${at(m.registrationOpensMs)} to the start`;
+  } else if (m.registrationClosesMs !== undefined) {
+    registration = `until ${at(m.registrationClosesMs)}`;
+  } else {
+    registration = "until the start";
+  }
+  const late = s?.lateEntryRounds ?? 0;
+  const checkIn = s?.checkInSeconds ?? 0;
+  const matchpoints = isMatchpoints(s);
+  const known = [ChampionshipScoring.UNSPECIFIED, ChampionshipScoring.PLACES, ChampionshipScoring.MATCHPOINTS];
+  const scoring = matchpoints
+    ? "matchpoints against the same cards (duplicate deals)"
+    : known.includes(s?.scoring ?? 0)
+      ? `championship points by place${s?.duplicateDeals ? ", duplicate deals" : ""}`
+      : enumWords({}, ChampionshipScoring, s?.scoring ?? 0, "scoring"); // newer than this page
+  const final = s?.finalTable ?? 0;
+  const limit = s?.roundTimeLimitSeconds ?? 0;
+  const notice = s?.pairingNoticeSeconds ?? 0;
+  const pause = s?.roundPauseSeconds ?? 0;
+  return [
+    { key: "rounds", label: "Rounds", text: `${rounds} round${rounds === 1 ? "" : "s"}` },
+    { key: "game", label: "Games", text: game.join(", ") },
+    { key: "players", label: "Players", text: most ? `${least} to ${most}` : `at least ${least}` },
+    { key: "start", label: "Start", text: starts.length ? starts.join(", or ") : "when an operator starts it" },
+    { key: "registration", label: "Registration", text: registration },
+    { key: "late-entry", label: "Late entry", text: late ? `until round ${late} is paired` : "none" },
+    {
+      key: "check-in",
+      label: "Check-in",
+      text: checkIn > 0 && m.checkInOpensMs !== undefined
+        ? `the last ${durationWords(checkIn)} before the start (from ${at(m.checkInOpensMs)})`
+        : "none",
+    },
+    { key: "scoring", label: "Scoring", text: scoring },
+    {
+      key: "tie-breaks",
+      label: "Tie-breaks",
+      text: `${s?.buchholz ? "Buchholz, then " : ""}first places, game points against the tables, head to head, a seeded draw`,
+    },
+    { key: "final", label: "Final table", text: final ? `the best ${final} play a final` : "none" },
+    {
+      key: "absent",
+      label: "Absent players",
+      text: s?.dropAbsent === false ? "seated again in the next rounds" : "dropped from the next rounds",
+    },
+    { key: "time-limit", label: "Time limit", text: limit > 0 ? `${durationWords(limit)} a round` : "none" },
+    {
+      key: "pairing-notice",
+      label: "Pairings",
+      text: notice > 0 ? `shown ${durationWords(notice)} before each round` : "shown when each round starts",
+    },
+    { key: "pause", label: "Between rounds", text: pause > 0 ? durationWords(pause) : "no pause" },
+  ];
+}
+
+/** Whether an operator may act on it now: start (registering), pause or resume (running). */
+export function directorActions(c: Championship): { start: boolean; pause: boolean; cancel: boolean } {
+  const running = c.state === ChampionshipState.RUNNING;
+  return {
+    start: c.state === ChampionshipState.REGISTERING,
+    pause: running,
+    cancel: running || c.state === ChampionshipState.REGISTERING,
+  };
+}
+
+/** "5,10,0,11" -> [5, 10, 0, 11]; undefined when a part is not a whole number. */
+export function numbersOf(text: string): number[] | undefined {
+  const parts = text.split(/[\s,]+/).filter(Boolean);
+  const numbers = parts.map(Number);
+  return numbers.every((n) => Number.isInteger(n)) ? numbers : undefined;
+}
