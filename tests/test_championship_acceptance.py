@@ -33,7 +33,6 @@ from pathlib import Path
 from typing import Any
 
 import grpc
-import psycopg
 import pytest
 from copas.admin.v1 import admin_pb2, admin_pb2_grpc
 from copas.v1 import championships_pb2 as pb
@@ -50,6 +49,7 @@ from tests.helpers.championships import (
     BotPlayer,
     championship_of,
     cluster_node,
+    lease_holder,
     recomputed,
     records_of,
     sign_in,
@@ -234,13 +234,6 @@ async def until_everyone_plays(nodes: dict[str, ServerProcess], cid: str,
     assert c.current_round == round_no and not c.rounds[round_no - 1].is_finished, \
         f"round {round_no} ended before the test could act in it"
     return c
-
-
-def lease_holder(dsn: str, cid: str) -> str:
-    with psycopg.connect(dsn, autocommit=True) as db:
-        row = db.execute("SELECT node FROM championship_leases WHERE championship_id = %s",
-                         (cid,)).fetchone()
-    return str(row[0]) if row else ""
 
 
 def spread(delays: list[float]) -> str:

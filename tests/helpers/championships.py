@@ -366,3 +366,20 @@ class Director:
             if not self.table(table.table_id).is_finished:
                 self.play(table.table_id, absent)
         return await self.step(cid)
+
+
+def lease_holder(dsn: str, cid: str) -> str:
+    """The node whose driver holds the championship's lease (PostgreSQL), or ""."""
+    import psycopg
+
+    with psycopg.connect(dsn, autocommit=True) as db:
+        row = db.execute("SELECT node FROM championship_leases WHERE championship_id = %s",
+                         (cid,)).fetchone()
+    return str(row[0]) if row else ""
+
+
+async def until_leased(dsn: str, cid: str, node: str, timeout: float = 60.0) -> None:
+    """Waits until ``node`` drives the championship (its lease)."""
+    async with asyncio.timeout(timeout):
+        while await asyncio.to_thread(lease_holder, dsn, cid) != node:
+            await asyncio.sleep(0.05)
