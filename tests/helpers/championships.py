@@ -377,9 +377,3 @@ def lease_holder(dsn: str, cid: str) -> str:
                          (cid,)).fetchone()
     return str(row[0]) if row else ""
 
-
-async def until_leased(dsn: str, cid: str, node: str, timeout: float = 60.0) -> None:
-    """Waits until ``node`` drives the championship (its lease)."""
-    async with asyncio.timeout(timeout):
-        while await asyncio.to_thread(lease_holder, dsn, cid) != node:
-            await asyncio.sleep(0.05)
