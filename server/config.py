@@ -67,7 +67,8 @@ class Config:
                                                 "a fresh snapshot")
     presence_interval: float = flag(1.0, "seconds between two presence events of one seat (a "
                                          "player's streams opened, or all closed); a change "
-                                         "within them is shown at their end")
+                                         "within them is shown at their end, in the views "
+                                         "too")
     history: int = flag(1024, "events kept per table for reconnecting watchers")
     snapshot_max_events: int = flag(128, "missed events a spectator's snapshot lists at most "
                                          "(the latest, then has_gap; players' list every "

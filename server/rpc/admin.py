@@ -120,8 +120,9 @@ def settings_in_force(config: Config) -> dict[str, str]:
 
 
 def table_state(table: Table, owner: str) -> admin_pb2.AdminTable:
-    """A table as an operator sees it: its public summary, its seats' accounts and how it is
-    doing."""
+    """A table as an operator sees it: its public summary, its seats' accounts, who is
+    connected now (the summary shows presence as the players are told it, a change at most
+    once per --presence-interval) and how it is doing."""
     summary = table.summary()
     now = table.now()
     state = _from_summary(summary, created=table.created, now=now,
@@ -129,6 +130,7 @@ def table_state(table: Table, owner: str) -> admin_pb2.AdminTable:
                           stuck=table.is_stuck(), connected=table.people_connected())
     for shown, seat in zip(state.seats, table.seats, strict=True):
         shown.account_id = seat.account_id
+        shown.is_connected = table.is_connected(seat.number)
     return state
 
 

@@ -169,8 +169,15 @@ class Table:
         return self.seats.has_free_seat() and not (self.meta.rematch_of and self.game is None)
 
     def is_connected(self, seat: int) -> bool:
+        """The person at ``seat`` has a stream open now: what the table acts on (away seats'
+        turns, the watchdog); its views show ``shows_connected``."""
         token_hash = self.seats[seat].token_hash
         return bool(token_hash) and self.fanout.streams_of(token_hash) > 0
+
+    def shows_connected(self, seat: int) -> bool:
+        """What every view shows of ``seat``'s connection: as its last presence event told,
+        the truth once --presence-interval has passed since (``Presence``)."""
+        return self._presence.shows(seat)
 
     def people_connected(self) -> int:
         return sum(self.is_connected(s.number) for s in self.seats if not s.is_bot)
@@ -330,6 +337,7 @@ class Table:
         seat = self.seats[seat_number]
         self._store.delete_entry(self.id, seat.log_n)
         self.fanout.close_token(seat.token_hash, revoked(by_operator, is_expired))
+        self._presence.forget(seat_number)
         self.seats.vacate(seat_number)
         self._events.number("player_left", copas_pb2.PlayerLeft(
             seat=seat_number, hand_number=-1, phase=copas_pb2.PHASE_WAITING_FOR_PLAYERS))
@@ -468,6 +476,7 @@ class Table:
         self.fanout.close_token(token_hash, ServiceError.unauthenticated(
             "an operator removed you from this table: your player token is no longer valid",
             "TOKEN_REVOKED"))
+        self._presence.forget(entry.seat)
         self._host.token_removed(token_hash, self.id, join_key)
         if events:
             self._advance(events)

@@ -81,7 +81,7 @@ class TableFacts(Protocol):
     @property
     def is_waiting(self) -> bool: ...
     def now(self) -> float: ...
-    def is_connected(self, seat: int) -> bool: ...
+    def shows_connected(self, seat: int) -> bool: ...
     def has_free_seat(self) -> bool: ...
     @property
     def meta(self) -> TableMeta: ...
@@ -138,7 +138,8 @@ def summary(table: TableFacts) -> copas_pb2.TableSummary:
         create_time=timestamp(table.created), bot_policy=table.bot_policy,
         rating=table.rating,
         seats=[copas_pb2.SeatSummary(seat=s.number, display_name=s.name, is_taken=s.is_taken,
-                                     is_bot=s.is_bot, is_connected=table.is_connected(s.number),
+                                     is_bot=s.is_bot,
+                                     is_connected=table.shows_connected(s.number),
                                      has_left=left[s.number], total=totals[s.number],
                                      is_away=s.is_away)
                for s in table.seats])
@@ -152,7 +153,7 @@ def public(table: TableFacts) -> copas_pb2.TableView:
     if game is None:
         message.players.extend(copas_pb2.PlayerState(
             seat=s.number, display_name=s.name, is_bot=s.is_bot,
-            is_connected=table.is_connected(s.number)) for s in table.seats)
+            is_connected=table.shows_connected(s.number)) for s in table.seats)
         return message
     v = public_view(game)
     n = len(table.seats)
@@ -178,7 +179,7 @@ def public(table: TableFacts) -> copas_pb2.TableView:
         message.pause_left.CopyFrom(duration(table.paused_until - now))
     message.players.extend(copas_pb2.PlayerState(
         seat=s.number, display_name=s.name, is_bot=s.is_bot,
-        is_connected=table.is_connected(s.number), has_left=v.has_left[s.number],
+        is_connected=table.shows_connected(s.number), has_left=v.has_left[s.number],
         card_count=v.card_counts[s.number], hand_points=v.hand_points[s.number],
         total=v.totals[s.number], has_passed=v.has_passed[s.number], is_away=s.is_away)
         for s in table.seats)
@@ -258,7 +259,7 @@ def public_bytes(table: TableFacts) -> bytes:
                                           game.passes)
     for s in table.seats:
         n = s.number
-        key = (s.name, s.is_bot, table.is_connected(n), left[n], hands[n].bit_count(),
+        key = (s.name, s.is_bot, table.shows_connected(n), left[n], hands[n].bit_count(),
                taken[n], totals[n], passes[n] is not None, s.is_away)
         known = cache.players.get(n)
         if known is None or known[0] != key:
