@@ -2,8 +2,10 @@
 shows of a seat's connection (a view's `is_connected`, a `player_connection` event) ends up as
 the truth once --presence-interval has passed, to the other players and to spectators, whatever
 the order of drops, returns and moves within the interval; the views and the presence events
-tell one story. The tests wait for events (and, where nothing is sent, for the server's own
-state), never for a time, and assert no time."""
+tell one story. And a snapshot's `missed_events` are numbered events only: a presence event
+repeats the latest sequence, so it is never listed, neither in a spectator's merged snapshot
+nor in one reopened with after_sequence. The tests wait for events (and, where nothing is sent,
+for the server's own state), never for a time, and assert no time."""
 
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ INTERVAL = 2.0  # --presence-interval: each scenario's changes fit well within i
 SEAT = 1  # the seat that drops and returns
 BARRIER = 3  # its drop is held back to after SEAT's interval: shown, SEAT's has passed
 MOVERS = (0, 2)  # the others' moves: passes (nobody passes for SEAT, so the phase stays)
+NOT_NUMBERED = ("snapshot", "player_connection", "reaction_shown")  # repeat the sequence
 
 
 async def until(predicate: Callable[[], bool], timeout: float = 10.0) -> None:
@@ -215,3 +218,69 @@ async def test_a_seats_next_person_is_shown_as_they_are() -> None:
         assert story(spectator.messages, second.seat) == [False, True, False, True]
         await stream.close()
         await spectator.close()
+
+
+def numbered(messages: list[copas_pb2.TableEvent]) -> list[int]:
+    """The sequences of the numbered events a stream showed, in order: its own and its
+    snapshots' missed ones (each of which must be numbered)."""
+    shown: list[int] = []
+    for m in messages:
+        if m.WhichOneof("kind") == "snapshot":
+            for missed in m.snapshot.missed_events:
+                listed = [(e.sequence, e.WhichOneof("kind")) for e in m.snapshot.missed_events]
+                assert missed.WhichOneof("kind") not in NOT_NUMBERED, (
+                    f"a snapshot at {m.sequence} lists {missed.WhichOneof('kind')} at "
+                    f"{missed.sequence}: {listed}")
+            shown += [e.sequence for e in m.snapshot.missed_events]
+        elif m.WhichOneof("kind") not in NOT_NUMBERED:
+            shown.append(m.sequence)
+    return shown
+
+
+def quick(name: str) -> copas_pb2.JoinTableRequest:
+    return copas_pb2.JoinTableRequest(preset="quick", display_name=name)
+
+
+@pytest.mark.parametrize("batched", [False, True], ids=["per-event", "batched"])
+async def test_a_spectators_snapshots_list_only_numbered_events(batched: bool) -> None:
+    """A quick match starts when its last player's stream opens: that step numbers the
+    game's first events and shows the player connected. A spectator whose updates are
+    coalesced gets it merged with the steps before it into one snapshot: its missed events
+    are the numbered ones, each once, in order (the connection is in its view). A spectator
+    that comes back with after_sequence, across presence events, is listed the numbered
+    events after it, and nothing when it saw the latest."""
+    async with serving(spectator_tick=1.0, presence_interval=0.0) as (_, stub):
+        first = await stub.JoinTable(quick("P0"))
+        table_id = first.table.table_id
+        spectator = Watch(stub, table_id, is_batched=batched)
+        opening = await spectator.opened()
+        joins = [first, *[await stub.JoinTable(quick(f"P{i}")) for i in range(1, 4)]]
+        assert {j.table.table_id for j in joins} == {table_id}
+        players = {j.seat: Watch(stub, table_id, j.player_token) for j in joins}
+        await players[joins[0].seat].wait_for(lambda m: m.view.phase == copas_pb2.PHASE_PASSING)
+        started = (await stub.GetView(copas_pb2.GetViewRequest(table_id=table_id))).sequence
+        await spectator.wait_for(lambda m: m.sequence >= started
+                                 and m.view.phase == copas_pb2.PHASE_PASSING)
+        merged = [m for m in spectator.messages[1:] if m.WhichOneof("kind") == "snapshot"]
+        assert merged, "the steps within a tick came as one snapshot"
+        assert numbered(spectator.messages[1:]) == list(range(opening.sequence + 1, started + 1))
+        # Presence after the last numbered event: a seat goes and comes back.
+        seat, other = joins[1].seat, players[joins[0].seat]
+        since = len(other.messages)
+        await players[seat].close()
+        await other.wait_for(is_presence(seat, False), start=since)
+        players[seat] = Watch(stub, table_id, joins[1].player_token)
+        back = await other.wait_for(is_presence(seat, True), start=since)
+        assert back.sequence == started  # not numbered: it repeats the latest
+        for after in (opening.sequence, 1, back.sequence):
+            again = Watch(stub, table_id, after_sequence=after, is_batched=batched)
+            snapshot = (await again.opened()).snapshot
+            listed = [(e.sequence, e.WhichOneof("kind")) for e in snapshot.missed_events]
+            assert [s for s, _ in listed] == list(range(after + 1, back.sequence + 1)), listed
+            assert not any(kind in NOT_NUMBERED for _, kind in listed), listed
+            assert not snapshot.has_gap
+            view = again.messages[0].view
+            assert all(p.is_connected for p in view.players), view.players
+            await again.close()
+        for watch in (spectator, *players.values()):
+            await watch.close()

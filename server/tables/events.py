@@ -40,10 +40,16 @@ class StepEvents:
     ``is_last_in_action``."""
     engine: list[ev.Event]
     """The engine's events among them, as the engine told them."""
-    is_numbered: bool
-    """It numbered an event (else it only announced presence)."""
+    numbered: list[tuple[int, bytes]]
+    """Its numbered events among them, as the history keeps them (what a snapshot may
+    list: not an announced one, which repeats a sequence)."""
     is_logged: bool
     """It wrote a log entry (its numbered events replay from it)."""
+
+    @property
+    def is_numbered(self) -> bool:
+        """It numbered an event (else it only announced presence)."""
+        return bool(self.numbered)
 
 
 class TableEvents:
@@ -54,8 +60,8 @@ class TableEvents:
     TableEvent costs about 900 bytes of memory, its bytes under 100, and at --history 1,024
     a long game's history was most of what a table held."""
 
-    __slots__ = ("_engine", "_events", "_is_logged", "_is_numbered", "_numbered", "_players",
-                 "history", "last_event_at", "sequence", "step_time")
+    __slots__ = ("_engine", "_events", "_is_logged", "_numbered", "_players", "history",
+                 "last_event_at", "sequence", "step_time")
 
     def __init__(self, players: int, history: int, created: float) -> None:
         self._players = players
@@ -66,7 +72,6 @@ class TableEvents:
         self._events: list[copas_pb2.TableEvent] = []
         self._numbered: list[bool] = []  # each of the step's events: numbered (kept)
         self._engine: list[ev.Event] = []
-        self._is_numbered = False
         self._is_logged = False
 
     def begin(self, at: float) -> None:
@@ -81,7 +86,6 @@ class TableEvents:
         """Number the next event (``kind``, TableEvent's oneof field, holding ``body``) and
         keep it in the history."""
         self.sequence += 1
-        self._is_numbered = True
         self.last_event_at = self.step_time
         self._events.append(self._event(kind, body))
         self._numbered.append(True)
@@ -110,16 +114,13 @@ class TableEvents:
         numbered, self._numbered = self._numbered, []
         engine, self._engine = self._engine, []
         is_logged, self._is_logged = self._is_logged, False
-        is_numbered, self._is_numbered = self._is_numbered, False
         if not events:
             return None
         events[-1].is_last_in_action = True
         serialized = [(e.sequence, e.SerializeToString()) for e in events]
-        history = self.history
-        for event, is_kept in zip(serialized, numbered, strict=True):
-            if is_kept:
-                history.append(event)
-        return StepEvents(serialized, engine, is_numbered, is_logged)
+        kept = [event for event, is_kept in zip(serialized, numbered, strict=True) if is_kept]
+        self.history.extend(kept)
+        return StepEvents(serialized, engine, kept, is_logged)
 
     def skip_to(self, sequence: int) -> None:
         """Replay: the events numbered up to ``sequence`` that it did not rebuild were shown

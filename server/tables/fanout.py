@@ -22,8 +22,10 @@ opened or closed) is not numbered: it repeats the table's latest sequence.
 Spectators cost the players little: their updates are coalesced per table. A step that comes
 after a quiet ``spectator_tick`` goes to them at once, as to the players; the steps that come
 sooner wait for the tick's end and then go as **one** message for all of them, built once: a
-snapshot whose missed events are the steps' numbered events and whose view is the latest. So a
-spectator costs at most one write per tick, however fast the table plays.
+snapshot whose missed events are the steps' numbered events (the ones the history keeps: never
+a presence event or a reaction, which repeat a sequence, even in a step that numbered others)
+and whose view is the latest. So a spectator costs at most one write per tick, however fast the
+table plays.
 
 A snapshot is charged for what it lists: a spectator's lists at most ``snapshot_max_events``
 missed events (the latest, then ``has_gap``), and the serialized list is cached until the
@@ -133,16 +135,17 @@ class Fanout:
         self.watchers: set[Watcher] = set()
         self._spectators = 0
         self._by_token: dict[str, int] = {}
-        # Sequenced but not yet durable: (step, events, views after them) per step.
-        self.outbox: list[tuple[int, Staged, Views, float, bool]] = []  # (.., numbered)
+        # Sequenced but not yet durable: (step, events, views after them, when staged, its
+        # numbered events among them) per step.
+        self.outbox: list[tuple[int, Staged, Views, float, Staged]] = []
         self.steps = 0  # steps staged so far (a snapshot shows every one of them)
         self.spectator_tick = spectator_tick
         self.snapshot_max_events = snapshot_max_events
         self._clock = clock
         self._on_list_built = on_list_built
         # Durable steps waiting for the spectators' tick: (step, events, their view,
-        # staged at, numbered).
-        self._batch: list[tuple[int, Staged, bytes, float, bool]] = []
+        # staged at, its numbered events).
+        self._batch: list[tuple[int, Staged, bytes, float, Staged]] = []
         self._next_flush = 0.0  # loop time before which spectators' steps wait
         self._timer: asyncio.TimerHandle | None = None
         self._on_resync: Callable[[], None] = lambda: None
@@ -224,16 +227,18 @@ class Fanout:
         """The views a new step needs: one per watched seat (None: the spectators')."""
         return {w.seat for w in self.watchers if not w.needs_snapshot}
 
-    def stage(self, events: Staged, views: Views, is_numbered: bool = True) -> None:
+    def stage(self, events: Staged, views: Views, numbered: Staged | None = None) -> None:
         """A step's events and the views after it, until the store commits them;
-        ``is_numbered``: its events are numbered (else presence: it repeats a sequence)."""
+        ``numbered``: its numbered events among them (None: all of them), the others
+        (presence) repeat a sequence and no snapshot lists them."""
         self.steps += 1
-        self.outbox.append((self.steps, events, views, time.monotonic(), is_numbered))
+        self.outbox.append((self.steps, events, views, time.monotonic(),
+                            events if numbered is None else numbered))
 
     def stage_live(self, event: tuple[int, bytes], views: Views) -> None:
         """A reaction (issue 30): a step of its own, not numbered (it repeats the latest
         sequence), shown as it comes; coalesced spectators get it after their snapshot."""
-        self.stage([event], views, is_numbered=False)
+        self.stage([event], views, numbered=[])
         self._live.add(self.steps)
 
     def deliver(self, upto: int, on_resync: Callable[[], None]) -> None:
@@ -250,7 +255,7 @@ class Fanout:
             if self._live:
                 self._live -= {r[0] for r in ready} - {b[0] for b in self._batch}
 
-    def _deliver(self, ready: list[tuple[int, Staged, Views, float, bool]],
+    def _deliver(self, ready: list[tuple[int, Staged, Views, float, Staged]],
                  on_resync: Callable[[], None]) -> None:
         if not self.watchers:
             return
@@ -266,7 +271,7 @@ class Fanout:
             found = batched[key]
             if found is not None and not watcher.push(*found):
                 on_resync()
-        for step, events, views, staged, is_numbered in ready:
+        for step, events, views, staged, numbered in ready:
             built: dict[int | None, list[bytes]] = {}
             for watcher in list(self.watchers):
                 if watcher.needs_snapshot or step <= watcher.shown_step or watcher.is_batched:
@@ -283,7 +288,7 @@ class Fanout:
                 _push_all(watcher, events, messages, staged, on_resync)
             spectators_view = views.get(None)
             if coalesce and spectators_view is not None:
-                self._batch.append((step, events, spectators_view, staged, is_numbered))
+                self._batch.append((step, events, spectators_view, staged, numbered))
         if self._batch:
             self._on_resync = on_resync
             self._schedule()
@@ -331,7 +336,7 @@ class Fanout:
         if self._live:
             self._live -= {entry[0] for entry in batch}
 
-    def _coalesced(self, steps: list[tuple[int, Staged, bytes, float, bool]],
+    def _coalesced(self, steps: list[tuple[int, Staged, bytes, float, Staged]],
                    is_batched: bool = False) -> tuple[int, list[bytes], float]:
         """The messages showing ``steps``: one step's own, or one snapshot of them all
         (their numbered events, the view after the last). With the last's sequence and
@@ -342,8 +347,7 @@ class Fanout:
                 return (events[-1][0], [batch_response(batch_body(
                     [event for _, event in events], view))], staged)
             return events[-1][0], [response(event, view) for _, event in events], staged
-        missed = [event for _, step_events, _, _, is_numbered in steps if is_numbered
-                  for _, event in step_events]
+        missed = [event for _, _, _, _, numbered in steps for _, event in numbered]
         sequence = steps[-1][1][-1][0]
         view = steps[-1][2]
         message = snapshot_response(sequence, self._clock(), missed, view)
@@ -402,7 +406,7 @@ class Fanout:
         return count
 
 
-def _commit_batch(ready: list[tuple[int, Staged, Views, float, bool]], seat: int | None,
+def _commit_batch(ready: list[tuple[int, Staged, Views, float, Staged]], seat: int | None,
                   shown_step: int) -> tuple[int, bytes, float] | None:
     """The EventBatch (serialized, as a response) showing a seat the steps of one commit it
     has not seen: their events in order, the view after the last on the last event. With

@@ -235,7 +235,7 @@ class Table:
             shared = views.public_bytes(self)
             self.fanout.stage(step.events,
                               {seat: views.view_bytes(self, shared, seat) for seat in seats},
-                              step.is_numbered)
+                              step.numbered)
         self._host.table_changed(self)
 
     def _timer_step(self, step: Callable[[], None]) -> Callable[[], None]:
