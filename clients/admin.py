@@ -166,9 +166,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     restore = commands.add_parser("restore", help="copy a backup into a new or empty data "
                                                   "directory (on the node's machine)")
     restore.add_argument("backup", help="the backup's directory")
-    for made in (local, restore):
-        made.add_argument("--data-dir", default="data",
-                          help="the server's --data-dir (default: data)")
+    for made, text in ((local, "the data directory to back up: the server's --data-dir"),
+                       (restore, "the new or empty directory to restore into, the server's "
+                                 "--data-dir to be")):
+        made.add_argument("--data-dir", default="data", help=f"{text} (default: data)")
         made.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
                           help="print the backup's manifest as JSON")
 

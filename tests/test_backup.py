@@ -378,7 +378,7 @@ def test_a_restore_takes_only_a_whole_backup_into_an_empty_directory(tmp_path: P
             "restore", "schema version 99", "newer Copas")
     assert not (tmp_path / "r").exists()
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
-    # An empty directory is taken (a mount point made for it).
+    # An empty directory is taken (one made for it beforehand).
     (tmp_path / "r").mkdir()
     done = copas_here("admin", "restore", str(backup), "--data-dir", str(tmp_path / "r"), "--json")
     assert done.returncode == 0, done.stderr

@@ -282,7 +282,9 @@ def read_manifest(backup_dir: Path) -> dict[str, Any]:
     try:
         manifest = json.loads(path.read_text(encoding="utf-8"))
         files = manifest["files"]
-        if not isinstance(files, dict) or not all(isinstance(v, dict) for v in files.values()):
+        if not isinstance(files, dict) or not all(
+                isinstance(entry, dict) and isinstance(entry.get("sha256"), str)
+                and type(entry.get("schema_version")) is int for entry in files.values()):
             raise TypeError("files")
     except FileNotFoundError:
         raise BackupError(f"{backup_dir} is not a Copas backup: it has no {MANIFEST} (one "
@@ -300,7 +302,7 @@ def read_manifest(backup_dir: Path) -> dict[str, Any]:
                           f"backup has {SQLITE_FILES[0]} and may have "
                           f"{', '.join(SQLITE_FILES[1:])}")
     for name, entry in files.items():
-        if int(entry.get("schema_version", 0)) > known[name]:
+        if entry["schema_version"] > known[name]:
             raise BackupError(f"{backup_dir / name} has schema version "
                               f"{entry['schema_version']}; this Copas knows up to "
                               f"{known[name]}: restore it with a newer Copas")
@@ -330,6 +332,9 @@ def restore(backup_dir: Path, data_dir: Path) -> dict[str, Any]:
                           "(move the old one away first; never over a server's data)")
     if not data_dir.parent.is_dir():
         raise BackupError(f"no directory {data_dir.parent} to restore into")
+    if data_dir.is_dir() and data_dir.stat().st_dev != data_dir.parent.stat().st_dev:
+        raise BackupError(f"{data_dir} is a mount point: restore into a new directory in it "
+                          f"(--data-dir {data_dir / 'data'})")
     partial = data_dir.with_name(f".{data_dir.name}.partial-{secrets.token_hex(4)}")
     try:
         partial.mkdir()
