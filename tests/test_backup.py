@@ -230,6 +230,11 @@ def test_a_raw_copy_without_its_wal_is_refused_a_backup_or_vacuum_into_is_accept
             db = sqlite3.connect(data / name)
             db.execute(f"VACUUM INTO '{vacuumed / name}'")
             db.close()
+        # SQLite's backup API by hand (sqlite3's .backup): a copy in WAL mode.
+        by_hand = tmp_path / "by_hand.db"
+        with contextlib.closing(sqlite3.connect(data / "copas.db")) as source, \
+                contextlib.closing(sqlite3.connect(by_hand)) as copy:
+            source.backup(copy)
         made = copas("admin", "backup", "--data-dir", str(data), str(tmp_path / "b"))
         assert made.returncode == 0, made.stderr
         assert made.stdout.startswith(f"backed up {data} into {tmp_path / 'b'}; taken at ")
@@ -244,6 +249,16 @@ def test_a_raw_copy_without_its_wal_is_refused_a_backup_or_vacuum_into_is_accept
         done = run_server("--data-dir", str(raw))
         assert done.returncode == 2, done.stderr
         assert "did not stop cleanly" in done.stderr and "copas admin backup" in done.stderr
+    # A copy made by hand with SQLite's backup API is in WAL mode, as a raw copy: it cannot be
+    # told from one and is refused, until the operator, who knows it is whole, switches it to
+    # rollback-journal mode (docs/OPERATING.md, "Copies made another way").
+    from server.store import SqliteStore, StoreUnusable
+
+    with pytest.raises(StoreUnusable, match="did not stop cleanly"):
+        SqliteStore.open(by_hand)
+    with contextlib.closing(sqlite3.connect(by_hand)) as db:
+        assert db.execute("PRAGMA journal_mode=DELETE").fetchone() == ("delete",)
+    asyncio.run(SqliteStore.open(by_hand).close())
     for accepted in (tmp_path / "b", vacuumed):  # both are whole without a WAL
         server = node(accepted)
         try:
