@@ -31,6 +31,14 @@ a client certificate with --cert/--key). Output is a table; --json prints the an
                                            account a_... or player id p_...)
   copas admin championship reseat ID ROUND PLAYER_A PLAYER_B --reason TEXT
                                            swap two players of an announced round
+
+On the node's machine, from its files (no server call, no token; run as the server's user):
+
+  copas admin backup [--data-dir DIR] DEST  a consistent backup of a node's SQLite data
+                                           into the new directory DEST, while it runs
+  copas admin restore BACKUP [--data-dir DIR]
+                                           copy a backup, verified, into a new or empty
+                                           data directory; then start the server on it
 """
 
 from __future__ import annotations
@@ -55,6 +63,11 @@ from clients.common import DEFAULT_SERVER, error_reason
 from clients.render import PHASE_TEXT
 
 TOKEN_ENV = "COPAS_ADMIN_TOKEN"
+
+# `backup` and `restore` work on a node's files, not through the admin service: their code is
+# the server's store (server.store.backup), which clients/ never imports; `copas`
+# (tools/cli.py) puts it here, each command's runner by its name.
+LOCAL_COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {}
 
 
 def _add_connection(parser: argparse.ArgumentParser, *, after: bool = False) -> None:
@@ -147,6 +160,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
             acting.add_argument("player_b", help="the player at another table to swap with")
     for acting in champ.choices.values():
         acting.add_argument("--reason", required=True, help="why (for the audit log)")
+    local = commands.add_parser("backup", help="a consistent backup of a node's SQLite data "
+                                               "while it runs (on its machine)")
+    local.add_argument("dest", help="the new directory to write the backup in")
+    restore = commands.add_parser("restore", help="copy a backup into a new or empty data "
+                                                  "directory (on the node's machine)")
+    restore.add_argument("backup", help="the backup's directory")
+    for made, text in ((local, "the data directory to back up: the server's --data-dir"),
+                       (restore, "the new or empty directory to restore into, the server's "
+                                 "--data-dir to be")):
+        made.add_argument("--data-dir", default="data", help=f"{text} (default: data)")
+        made.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
+                          help="print the backup's manifest as JSON")
 
 
 def _seats_list(text: str) -> list[int]:
@@ -292,6 +317,13 @@ async def _account_call(call: Callable[[Callable[..., Awaitable[Any]], Message],
 
 
 async def admin_main(args: argparse.Namespace) -> int:
+    if args.admin_command in ("backup", "restore"):
+        runner = LOCAL_COMMANDS.get(args.admin_command)
+        if runner is None:
+            print(f"copas admin {args.admin_command}: run it with the `copas` command of the "
+                  "server's installation", file=sys.stderr)
+            return 2
+        return runner(args)
     console = Console()
     try:
         token = _token(args)

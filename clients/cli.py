@@ -36,7 +36,8 @@ def main(argv: list[str] | None = None) -> int:
             ("championship", championship, championship.championship_main,
              "championships: list, show, create, register, unregister, withdraw, watch"),
             ("admin", admin, admin.admin_main, "operators: tables, close, remove, drain, "
-                                               "status, championship (the admin service)")):
+                                               "status, championship (the admin service); "
+                                               "backup, restore (a node's files)")):
         sub = commands.add_parser(name, help=text, description=module.__doc__,
                                   formatter_class=argparse.RawDescriptionHelpFormatter)
         module.add_arguments(sub)

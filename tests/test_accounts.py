@@ -512,3 +512,45 @@ async def test_a_copied_refresh_token_is_caught_from_another_network_or_a_second
     with pytest.raises(ServiceError) as error:
         await accounts.refresh(again.refresh_token, "198.51.100.7")  # a third copy: a thief's
     assert reason(error) == "SESSION_REVOKED"
+
+
+
+async def test_the_intake_at_start_reaches_back_from_the_newest_record_not_from_now() -> None:
+    """A node started long after its last game (down for a day after a crash, or started on
+    a backup restored days later) still takes the games that ended just before: the start's
+    catch-up covers the window before the newest record, not only the window before now."""
+    from server.accounts.games import GameIntake
+
+    class Summary:
+        def __init__(self, record_id: str, finished: float) -> None:
+            self.record_id, self.finished = record_id, finished
+
+    class Records:
+        """Records newest first, as a store lists them."""
+
+        def __init__(self, *summaries: Summary) -> None:
+            self.rows = sorted(summaries, key=lambda s: (-s.finished, s.record_id))
+
+        def list_records(self, limit: int, before: tuple[float, str] | None) -> list[Summary]:
+            return [r for r in self.rows if before is None
+                    or (-r.finished, r.record_id) > (-before[0], before[1])][:limit]
+
+    class Taking(GameIntake):
+        """Notes what it takes instead of taking it into accounts."""
+
+        def __init__(self, records: Records, now: float) -> None:
+            super().__init__(None, records, window=3600.0, clock=lambda: now)  # type: ignore
+            self.taken: list[str] = []
+
+        async def take(self, summary: object) -> bool:
+            self.taken.append(summary.record_id)  # type: ignore[attr-defined]
+            return True
+
+    backup = 1_000_000.0  # the newest record's end: a game just before a backup
+    records = Records(Summary("long_before", backup - 7200.0),
+                      *(Summary(f"r{n}", backup - n) for n in range(150)))
+    restored_later = Taking(records, now=backup + 3 * 86400)
+    assert await restored_later.catch_up() == 150
+    assert restored_later.taken == [f"r{n}" for n in reversed(range(150))]  # oldest first
+    at_once = Taking(records, now=backup + 1)
+    assert await at_once.catch_up() == 150 and at_once.taken == restored_later.taken

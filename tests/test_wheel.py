@@ -207,6 +207,11 @@ async def test_the_wheel_installs_in_a_fresh_environment_and_its_server_serves(
                 device_secret=secrets.token_urlsafe(24), display_name="Wheel"),
                 timeout=30)).session
             assert session.access_token and session.is_new_account
+        # The installed `copas` backs the running server's data up (server.store.backup).
+        backup = _run([str(venv / "bin" / "copas"), "admin", "backup", "--data-dir",
+                       str(place / "data"), str(place / "backup")], timeout=120, cwd=place,
+                      env=env)
+        assert "backed up" in backup and (place / "backup" / "copas-backup.json").is_file()
 
         for path, name in (("/", "index.html"), ("/style.css", "style.css"),
                            ("/app.js", "app.js")):  # the page, from the wheel's package data

@@ -5,8 +5,10 @@ The game's record is written in the same commit as its last move (the store's), 
 lost; taking it into the accounts is a second transaction, in the accounts' store, keyed by the
 record's id (``AccountStore.record_game`` refuses a record it has taken). ``GameIntake`` reads the
 newest records every ``interval`` and takes those it has not seen; at start it reads back over
-``window`` seconds, for the games that ended just before a crash. Several nodes may take the
-same record at once: one transaction wins, the others find it taken.
+``window`` seconds before the newest record, for the games that ended just before a crash (or
+before a backup's instant: a node restarted long after, or started on a backup restored days
+later, still takes them). Several nodes may take the same record at once: one transaction
+wins, the others find it taken.
 """
 
 from __future__ import annotations
@@ -57,9 +59,14 @@ class GameIntake:
         return updates is not None
 
     async def catch_up(self, since: float | None = None) -> int:
-        """Take every record finished after ``since`` (default: the window before now),
-        oldest first (ratings move in the order games ended); how many were taken."""
-        oldest = self._clock() - self._window if since is None else since
+        """Take every record finished after ``since`` (default: the window before the newest
+        record, or before now if that is sooner), oldest first (ratings move in the order
+        games ended); how many were taken."""
+        if since is None:
+            newest = await asyncio.to_thread(self._store.list_records, 1, None)
+            latest = min(self._clock(), newest[0].finished) if newest else self._clock()
+            since = latest - self._window
+        oldest = since
         found: list[RecordSummary] = []
         before = None
         while True:

@@ -4,7 +4,12 @@ commit), in ``--data-dir``; one writer thread commits whatever is queued in one 
 
 The schema is versioned (``PRAGMA user_version``, the migrations below); a start writes a
 "running" mark (checkpointed into the main file) and a clean stop writes "stopped", so a WAL
-deleted after a crash is noticed.
+deleted after a crash is noticed: a file marked "running" with no WAL beside it is refused (a
+raw copy of a running server's directory that left the WAL out looks just the same). Two
+files without a WAL are whole on their own and accepted: one a backup marked "backup"
+(``server.store.backup``, ``copas admin backup``), and one in rollback-journal mode, which
+the server's own file never is (it is in WAL mode from its first start): SQLite wrote it
+whole, as ``VACUUM INTO`` does.
 """
 
 from __future__ import annotations
@@ -97,6 +102,27 @@ MIGRATIONS: tuple[str | Callable[[sqlite3.Connection], None], ...] = (
     _records_made_public,
 )
 _V1_TABLES = {"tables", "log", "records"}
+BACKUP_STATE = "backup"  # the state of a backup's copy (server.store.backup)
+
+
+def is_rollback_file(path: Path) -> bool:
+    """``path`` is a SQLite database in rollback-journal mode (its header's write and read
+    versions are 1; WAL mode makes them 2): written whole by SQLite (``VACUUM INTO``, or a
+    backup), never the server's own file, which is in WAL mode from its first start."""
+    try:
+        with path.open("rb") as file:
+            header = file.read(20)
+    except OSError:
+        return False
+    return header.startswith(b"SQLite format 3\x00") and header[18:20] == b"\x01\x01"
+
+
+def lost_wal(path: Path) -> str:
+    """Why a database marked "running" with no write-ahead log is not used."""
+    return (f"the last run on {path} did not stop cleanly and its write-ahead log "
+            f"{path.name}-wal is missing: recent commits may be lost (a raw copy of a running "
+            "server's files without their -wal looks the same); restore a backup made by "
+            "`copas admin backup` (docs/OPERATING.md, \"Backups and restores\")")
 
 
 class SqliteStore(GroupCommitStore[Write]):
@@ -121,7 +147,8 @@ class SqliteStore(GroupCommitStore[Write]):
 
         :raises StoreUnusable: the directory cannot be written; the file is not a SQLite
             database, is damaged, belongs to another program or to a newer Copas; or the
-            last run's write-ahead log is missing or sits beside an empty database.
+            last run's write-ahead log is missing (and the file is no backup, see above) or
+            sits beside an empty database.
         """
         wal = path.with_name(path.name + "-wal")
         try:
@@ -150,6 +177,7 @@ class SqliteStore(GroupCommitStore[Write]):
         except OSError as exc:
             raise StoreUnusable(f"cannot use data directory {path.parent}: {exc.strerror}"
                                 ) from None
+        standalone = is_rollback_file(path)
         if db_size == 0 and wal_size > 0:
             raise StoreUnusable(
                 f"{path} is empty or missing but its write-ahead log {wal.name} holds "
@@ -161,7 +189,8 @@ class SqliteStore(GroupCommitStore[Write]):
         except sqlite3.Error as exc:
             raise StoreUnusable(f"cannot open {path}: {exc}") from None
         try:
-            cls._prepare(db, path, had_wal=wal_size >= 0)
+            # A file in rollback-journal mode needs no WAL: it is whole on its own.
+            cls._prepare(db, path, had_wal=wal_size >= 0 or standalone)
         except StoreUnusable:
             db.close()
             raise
@@ -187,10 +216,9 @@ class SqliteStore(GroupCommitStore[Write]):
             if marker.get("application") != APPLICATION:
                 raise StoreUnusable(f"{path} is not a Copas database")
             if marker.get("state") == "running" and not had_wal:
-                raise StoreUnusable(
-                    f"the last run on {path} did not stop cleanly and its write-ahead log "
-                    f"{path.name}-wal is missing: recent commits may be lost; restore the "
-                    "file from a backup")
+                raise StoreUnusable(lost_wal(path))
+            if marker.get("state") == "backup":
+                log.info("started_from_backup", path=str(path))
         db.execute("PRAGMA journal_mode=WAL")
         db.execute("PRAGMA synchronous=FULL")
         if version == 0 and not names:
