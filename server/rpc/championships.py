@@ -87,7 +87,7 @@ def championship_pb(c: Championship, you: str = "", *, is_full: bool = False,
         create_time=timestamp(spec.created), player_count=len(c.registrations),
         current_round=c.current_round, is_registered=you in names,
         seed=spec.seed if c.phase.is_over else "",
-        is_paused=c.paused is not None,
+        is_paused=c.paused is not None, version=c.version,
         settings=pb.ChampionshipSettings(
             display_name=spec.name, rounds=spec.rounds, preset=spec.preset,
             duplicate_deals=spec.duplicate_deals, max_players=spec.max_players,
