@@ -198,3 +198,37 @@ async def test_a_watcher_is_told_of_changes_that_undo_each_other(tmp_path: Path)
                ).championship
         assert got.version == gone.version
         stream.cancel()
+
+
+async def test_a_refused_watcher_costs_no_read_of_its_account(
+        served: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The watchers' cap is checked before the caller's account is read. Before, each
+    refused signed-in WatchChampionship read its session and account first: 16 addresses
+    reopening theirs (bench/hostile.py) made hundreds of reads a second, and an honest
+    registration waited behind them for the accounts' store (p50 24-42 ms, p99 0.5-1.3 s)."""
+    from server.accounts.service import Accounts
+
+    reads: list[str] = []
+    original = Accounts.authenticate_digest
+
+    async def counting(self: Accounts, digest: str) -> Any:
+        reads.append(digest)
+        return await original(self, digest)
+
+    monkeypatch.setattr(Accounts, "authenticate_digest", counting)
+    _, accounts, champs, admin = served
+    cid = (await admin.CreateChampionship(admin_pb2.CreateChampionshipRequest(
+        settings=_settings(), reason="a test"), metadata=OPERATOR)).championship.championship_id
+    request = pb.WatchChampionshipRequest(championship_id=cid)
+    person = await _account(accounts, "192.0.2.9", "Watcher")
+    signed_in = _from("192.0.2.9", person.access_token)
+    streams = [champs.WatchChampionship(request, metadata=signed_in) for _ in range(8)]
+    for stream in streams:
+        await stream.read()
+    assert len(reads) == 8
+    for _ in range(10):
+        assert await _reason(champs.WatchChampionship(request, metadata=signed_in).read()) \
+            == "TOO_MANY_STREAMS"
+    assert len(reads) == 8
+    for stream in streams:
+        stream.cancel()

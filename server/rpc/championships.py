@@ -315,9 +315,8 @@ class ChampionshipService(championships_pb2_grpc.ChampionshipServiceServicer):
         table and player id; never an older version than the watcher got."""
         write = _writer(context)
         championship_id = _id(request.championship_id)
-        you = await self._viewer()
-        address = caller().peer
-        with self._watchers.one(address):
+        with self._watchers.one(caller().peer):  # before the account is read: refused free
+            you = await self._viewer()
             last, sent = b"", -1
             driver = self._championships.driver
             while True:
