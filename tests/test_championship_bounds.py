@@ -232,3 +232,31 @@ async def test_a_refused_watcher_costs_no_read_of_its_account(
     assert len(reads) == 8
     for stream in streams:
         stream.cancel()
+
+
+async def test_an_operators_championship_stays_on_the_first_page(served: Any) -> None:
+    """Accounts' championships, however many addresses make them, do not push an operator's
+    off the first page: the operators' not over are listed first. Before, newest first:
+    16 addresses made 48 (bench/hostile.py), the first page was theirs and the operator's,
+    made before them, was on none of it."""
+    _, accounts, champs, admin = served
+    cid = (await admin.CreateChampionship(admin_pb2.CreateChampionshipRequest(
+        settings=_settings("Open"), reason="a test"), metadata=OPERATOR)
+    ).championship.championship_id
+    for a in range(3):
+        for n in range(3):
+            person = await _account(accounts, f"198.51.100.{50 + a}", f"Flood {a} {n}")
+            await champs.CreateChampionship(pb.CreateChampionshipRequest(
+                settings=_settings("Open")), metadata=_from(f"198.51.100.{50 + a}",
+                                                             person.access_token))
+    for finished in (False, True):
+        listed = (await champs.ListChampionships(pb.ListChampionshipsRequest(
+            page_size=5, include_finished=finished))).championships
+        assert listed[0].championship_id == cid
+        made = [c.create_time.ToNanoseconds() for c in listed[1:]]
+        assert made == sorted(made, reverse=True)  # then newest first
+    await admin.CancelChampionship(admin_pb2.CancelChampionshipRequest(
+        championship_id=cid, reason="a test"), metadata=OPERATOR)
+    listed = (await champs.ListChampionships(pb.ListChampionshipsRequest(
+        page_size=100, include_finished=True))).championships
+    assert len(listed) == 10 and listed[-1].championship_id == cid  # over: by its age
