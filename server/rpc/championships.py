@@ -229,6 +229,40 @@ class StreamsPerAddress:
         return len(self._open)
 
 
+class _Feed:
+    """One championship's watchers on this node: a task of its own waits for each change
+    (then the tick), reads it once and wakes them all, so that a watcher only writes."""
+
+    __slots__ = ("changed", "current", "error", "task", "watchers")
+
+    def __init__(self) -> None:
+        self.current: Championship | None = None
+        self.changed = asyncio.Event()
+        self.error: Exception | None = None
+        self.watchers = 0
+        self.task: asyncio.Task[None] | None = None
+
+    def publish(self, c: Championship | None, error: Exception | None = None) -> None:
+        if c is not None:
+            self.current = c
+        self.error = error
+        changed, self.changed = self.changed, asyncio.Event()
+        changed.set()
+
+    async def newer(self, version: int) -> Championship:
+        """The championship once it is newer than ``version``.
+
+        :raises Exception: what the feed's read raised (CHAMPIONSHIP_NOT_FOUND, the store's
+            failure).
+        """
+        while True:
+            if self.error is not None:
+                raise self.error
+            if self.current is not None and self.current.version > version:
+                return self.current
+            await self.changed.wait()
+
+
 class ChampionshipService(championships_pb2_grpc.ChampionshipServiceServicer):
     def __init__(self, championships: Championships, accounts: Accounts, live: Live, *,
                  watchers_per_address: int = 0, tick: float = 0.0,
@@ -240,6 +274,7 @@ class ChampionshipService(championships_pb2_grpc.ChampionshipServiceServicer):
         self._tick = tick
         self._recheck = recheck  # seconds a watch waits for a change before reading again
         self._shared_bytes: Bounded[str, tuple[int, bytes]] = Bounded(SHARED_KEPT)
+        self._feeds: dict[str, _Feed] = {}  # the championships watched here
 
     async def _me(self) -> Account:
         digest = caller().token_hash
@@ -310,28 +345,68 @@ class ChampionshipService(championships_pb2_grpc.ChampionshipServiceServicer):
 
     async def WatchChampionship(  # type: ignore[override]  # it writes (context.write)
             self, request: pb.WatchChampionshipRequest, context: Context) -> None:
-        """One message per change (at most one a ``tick``): the championship's part built
-        once per version and shared by every watcher of this node, then each watcher's own
-        table and player id; never an older version than the watcher got."""
+        """The championship now, then one message per change (at most one a ``tick``): the
+        championship's part read and built once per version and shared by every watcher of
+        this node (``_Feed``), then each watcher's own table and player id; never an older
+        version than the watcher got."""
         write = _writer(context)
         championship_id = _id(request.championship_id)
         with self._watchers.one(caller().peer):  # before the account is read: refused free
             you = await self._viewer()
-            last, sent = b"", -1
-            driver = self._championships.driver
+            c = await self._championships.latest(championship_id)
+            with self._following(championship_id) as feed:
+                last, sent = b"", -1
+                while True:
+                    if c.version > sent:
+                        shown = self._shared(c) + self._own(c, you)
+                        if shown != last:
+                            await write(shown)
+                            last = shown
+                        sent = c.version
+                    if c.phase.is_over:
+                        return
+                    c = await feed.newer(sent)
+
+    @contextlib.contextmanager
+    def _following(self, championship_id: str) -> Iterator[_Feed]:
+        """The championship's feed here (started by its first watcher, stopped after its
+        last)."""
+        feed = self._feeds.get(championship_id)
+        if feed is None:
+            feed = self._feeds[championship_id] = _Feed()
+            feed.task = asyncio.create_task(self._feed(championship_id, feed))
+        feed.watchers += 1
+        try:
+            yield feed
+        finally:
+            feed.watchers -= 1
+            if not feed.watchers:
+                assert feed.task is not None
+                feed.task.cancel()
+                if self._feeds.get(championship_id) is feed:
+                    del self._feeds[championship_id]
+
+    async def _feed(self, championship_id: str, feed: _Feed) -> None:
+        """Reads the championship at each change this node hears of (or after ``recheck``
+        seconds without one: another node's change whose notice was lost), a ``tick`` after
+        it (a burst of changes: one read), and publishes what is newer; until it is over or
+        its read fails (then its watchers end with the failure)."""
+        driver = self._championships.driver
+        try:
             while True:
                 seen = driver.version(championship_id)
                 c = await self._championships.latest(championship_id)
-                if c.version > sent:
-                    shown = self._shared(c) + self._own(c, you)
-                    if shown != last:
-                        await write(shown)
-                        last = shown
-                    sent = c.version
+                if feed.current is None or c.version > feed.current.version:
+                    feed.publish(c)
                 if c.phase.is_over:
                     return
                 await driver.wait_change(championship_id, seen, self._recheck)
-                await asyncio.sleep(self._tick)  # a burst of changes: one message
+                await asyncio.sleep(self._tick)
+        except Exception as exc:  # CHAMPIONSHIP_NOT_FOUND, the store's failure
+            feed.publish(None, exc)
+        finally:
+            if self._feeds.get(championship_id) is feed:
+                del self._feeds[championship_id]
 
     def _shared(self, c: Championship) -> bytes:
         """WatchChampionshipResponse.championship, serialized, the same for every watcher
