@@ -307,3 +307,33 @@ async def test_the_watchers_of_a_championship_wait_for_its_changes_as_one(
     else:
         raise AssertionError("the feed outlived its watchers")
 
+
+async def test_a_creation_past_the_address_allowance_reads_no_account(
+        served: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An address that may create no more championships is refused before the caller's
+    account is read. Before, each refusal read a session and an account first: beside 16
+    addresses creating as fast as answered (bench/hostile.py) an honest registration waited
+    for the accounts' store behind them."""
+    from server.accounts.service import Accounts
+
+    reads: list[str] = []
+    original = Accounts.authenticate_digest
+
+    async def counting(self: Accounts, digest: str) -> Any:
+        reads.append(digest)
+        return await original(self, digest)
+
+    monkeypatch.setattr(Accounts, "authenticate_digest", counting)
+    _, accounts, champs, _ = served
+    people = [await _account(accounts, "198.51.100.60", f"Organizer {n}") for n in range(4)]
+    for n, person in enumerate(people):
+        reason = await _reason(champs.CreateChampionship(pb.CreateChampionshipRequest(
+            settings=_settings(f"Cup {n}")), metadata=_from("198.51.100.60",
+                                                             person.access_token)))
+        assert reason == ("OK" if n < 3 else "TOO_MANY_CHAMPIONSHIPS")
+    assert len(reads) == 3
+    for _ in range(5):
+        assert await _reason(champs.CreateChampionship(pb.CreateChampionshipRequest(
+            settings=_settings()), metadata=_from("198.51.100.60", people[3].access_token))) \
+            == "TOO_MANY_CHAMPIONSHIPS"
+    assert len(reads) == 3

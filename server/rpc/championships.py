@@ -297,6 +297,7 @@ class ChampionshipService(championships_pb2_grpc.ChampionshipServiceServicer):
 
     async def CreateChampionship(self, request: pb.CreateChampionshipRequest, context: Context
                                  ) -> pb.CreateChampionshipResponse:
+        self._championships.check_creation(caller().peer)  # before the account is read
         me = await self._me()
         made = await self._championships.create(
             settings_of(request.settings), me,
