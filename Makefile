@@ -139,7 +139,7 @@ bench: setup ## benchmarks: engine vs OpenSpiel; a move vs gRPC echo; durable vs
 	$(BIN)/python bench/startup.py
 	COPAS_PERF_ROUNDS=3 $(STEP) $(PYTEST) -s -m perf  # the figures the tests print (p99 under floods, costs)
 
-bench-hostile: setup ## issue 27's floods 2, 4, 5, 6 beside an honest player and browser: p99 ratios (minutes)
+bench-hostile: setup ## floods (issue 27's 2, 4, 5, 6; accounts; championships) beside an honest player: p99 and CPU ratios (minutes)
 	$(BIN)/python bench/hostile.py
 
 bench-bots: setup ## bot strength: mc vs duck, random, greedy on duplicate deals; decision time (minutes)

@@ -27,12 +27,40 @@ own.
   own password account, as fast as the server answers. Beside them an honest person (another
   address) signs in with their password every 0.2 s: ``accounts1_honest_sign_ins`` and
   ``accounts16_honest_sign_ins`` print how many succeeded of how many, with their p99.
+* Championships from one address and from 16 (issue 38; ``bench/hostile_championships.py``):
+  each address signs in guests (the server makes it a few new accounts; it reuses every one
+  it got, in later rounds too) and, as fast as the server answers, creates championships
+  named like the operator's (bounded per account and per address) and opens WatchChampionship
+  streams, anonymous and signed in, on the operator's championship and on its own, reading
+  them (a quarter never read: slow readers), opening each again at once when refused
+  (TOO_MANY_STREAMS past ``--championship-watchers-per-address``); refusals counted by
+  reason. The addresses are the same in every round, as a real flood's, so what the server
+  let them make accumulates.
+
+With a championship phase chosen, the operator creates a championship (AdminService) at the
+start, and an honest person (a guest from an address of their own, following it with
+WatchChampionship) registers into it and unregisters, alternately, every 0.2 s while the
+victim plays, in quiet too: how many succeeded, their p50/p99. Then the person's
+ListChampionships' first page (how many of it are the flood's, whether the operator's
+championship is on it) and the server's CPU per registration call: the flood paused (SIGUSR1:
+no new call, its streams held and read as before), the server's CPU over 3 s of nothing (its
+idle rate), then over ``--registration-calls`` calls 0.2 s apart and 0.5 s after, less the
+idle rate over that window, over the calls; the same in quiet. Whole-phase CPU over the calls
+would be wrong, the flood burning CPU of its own; so is a window with the flood running, for
+the same reason: paused, what is left is what the flood holds (its streams and
+championships), which is what a registration can be made to cost more.
+``championships1_registration_cpu_ratio`` and ``championships16_registration_cpu_ratio`` are
+the medians of that over quiet's. After each flood: its counts (championships created and
+refused by reason, streams held and refused, per address) and the championships not over the
+server lists that are not the operator's.
 
 Prints each phase's p50/p99 and how busy the server was (its CPU seconds a second), the
 flooders' counts, and ``flood2_p99_ratio`` (the honest
 browser's PlayCard), ``flood2_grpc_p99_ratio``, ``flood2_page_p99_ratio``, ``flood4_p99_ratio``,
-``flood5_p99_ratio`` and ``flood6_p99_ratio`` (the honest p99 beside the flood / quiet, medians
-over rounds; the target is <= 2.0 each). Asserts nothing.
+``flood5_p99_ratio``, ``flood6_p99_ratio``, ``accounts1_p99_ratio``, ``accounts16_p99_ratio``,
+``championships1_p99_ratio`` and ``championships16_p99_ratio`` (the honest p99 beside the flood
+/ quiet, medians over rounds; the target is <= 2.0 each), and the registration CPU ratios
+(target <= 2.0 each). Asserts nothing.
 """
 
 from __future__ import annotations
@@ -59,11 +87,16 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
 sys.path.insert(0, str(ROOT))
 
+import hostile_championships as champ  # type: ignore[import-not-found]  # noqa: E402
 from flood import free_port, p, seat_victim, victim  # type: ignore[import-not-found]  # noqa: E402
 from hostile_web import slow_readers, web_victim  # type: ignore[import-not-found]  # noqa: E402
 
-PHASES = ("quiet", "flood2", "flood4", "flood5", "flood6", "accounts1", "accounts16")
+PHASES = ("quiet", "flood2", "flood4", "flood5", "flood6", "accounts1", "accounts16",
+          "championships1", "championships16")
 BROWSER_PHASES = ("quiet", "flood2")  # the phases that time the honest browser too
+CHAMPIONSHIP_PHASES = ("championships1", "championships16")
+ADMIN_TOKEN = "the-operators-token-of-bench-hostile"
+IDLE_WINDOW = 3.0  # seconds of the server's CPU with no registration, before the window
 
 FAST = {"trick_pause_seconds": 0.0, "hand_pause_seconds": 0.0, "play_timeout_seconds": 0.0,
         "pass_timeout_seconds": 0.0, "moon_timeout_seconds": 0.0}
@@ -263,7 +296,9 @@ async def honest_sign_ins(stub: Any, until: asyncio.Event) -> tuple[int, int, li
 
 
 async def flooder(kind: str, server: str, tables: list[str], slow_retry: float
-                  ) -> dict[str, int]:
+                  ) -> dict[str, Any]:
+    if kind.startswith("championships"):
+        return await champ.flooder(server, int(kind.removeprefix("championships")), tables[0])
     stop = asyncio.Event()
     asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
     if kind == "2":
@@ -289,6 +324,28 @@ def cpu_seconds(pid: int) -> float:
 
 def summary(latencies: list[float]) -> str:
     return f"p50 {p(latencies, .5) * 1e3:.2f} ms, p99 {p(latencies, .99) * 1e3:.2f} ms"
+
+
+async def registration_cpu(person: Any, server_pid: int, calls: int
+                           ) -> tuple[float, float, float, Any]:
+    """The server's CPU per honest registration call (a Register or an Unregister, one
+    every 0.2 s), with nothing else asking anything of the server (the victim's game over,
+    a flood paused: only the streams it holds stay, read as before): the server's CPU over
+    ``IDLE_WINDOW`` seconds of no call first (its idle rate: timers, the championships'
+    driver, what the held streams cost by themselves), then over ``calls`` calls and 0.5 s
+    after the last (each watcher's message of it). (gross, net, idle rate, the calls): gross
+    is the window's CPU over the calls that succeeded, net the same less the idle rate over
+    the window, the CPU the calls themselves caused: their handling and every message to
+    every watcher they changed the championship for."""
+    cpu, began = cpu_seconds(server_pid), time.monotonic()
+    await asyncio.sleep(IDLE_WINDOW)
+    idle = (cpu_seconds(server_pid) - cpu) / (time.monotonic() - began)
+    cpu, began = cpu_seconds(server_pid), time.monotonic()
+    done = await person.run(calls=calls)
+    await asyncio.sleep(0.5)
+    used, span = cpu_seconds(server_pid) - cpu, time.monotonic() - began
+    ok = max(done.ok, 1)
+    return used / ok, (used - idle * span) / ok, idle, done
 
 
 def py_spy(args: argparse.Namespace, server_pid: int, name: str) -> subprocess.Popen[str] | None:
@@ -320,6 +377,12 @@ async def rounds(address: str, web_port: int, server_pid: int, args: argparse.Na
         "browser": {phase: [] for phase in BROWSER_PHASES},
         "page": {phase: [] for phase in BROWSER_PHASES},
         "sign_in": {phase: [] for phase in args.phases if phase.startswith("accounts")}}
+    registering = [phase for phase in args.phases if phase in CHAMPIONSHIP_PHASES]
+    registering = ["quiet", *registering] if registering else []  # the honest registrations
+    for figure in ("registration_cpu", "registration_gross", "registration_idle",
+                   "registration_ok", "registration_p50", "registration_p99",
+                   "first_page_flood", "first_page_place", "flood_listed"):
+        p99[figure] = {phase: [] for phase in registering}
     async with grpc.aio.insecure_channel(address) as channel:
         stub = copas_pb2_grpc.CopasServiceStub(channel)
         from copas.v1 import accounts_pb2, accounts_pb2_grpc
@@ -336,6 +399,13 @@ async def rounds(address: str, web_port: int, server_pid: int, args: argparse.Na
                     break
             watch.cancel()
             print(f"finished game: {response.event.sequence} events", flush=True)
+        person, watching, told = None, None, collections.Counter[str]()
+        if registering:
+            person = champ.HonestPerson(channel, await champ.operator_championship(
+                channel, ADMIN_TOKEN))
+            await person.sign_in()
+            watching = asyncio.create_task(person.watch(told))
+        honest_ids = {person.championship_id} if person is not None else set()
         for number in range(args.rounds):
             origin = as_client(f"203.0.113.{10 + number}")  # its quota of unfinished tables
             for phase in args.phases:
@@ -349,9 +419,13 @@ async def rounds(address: str, web_port: int, server_pid: int, args: argparse.Na
                         tables = [str(web_port), honest[0], browser[0]]
                     elif phase == "flood5":
                         tables = [honest[0], await bot_table(stub, f"b{number}")]
+                    elif phase in CHAMPIONSHIP_PHASES:
+                        assert person is not None
+                        tables = [person.championship_id]
                     else:
                         tables = [finished] if phase == "flood6" else []
-                    kind = phase if phase.startswith("accounts") else phase[-1]
+                    kind = phase if phase.startswith(("accounts", "championships")) \
+                        else phase[-1]
                     flooding = subprocess.Popen(
                         [sys.executable, __file__, "--slow-retry", str(args.slow_retry),
                          "--flood", kind, address, *tables],
@@ -362,9 +436,19 @@ async def rounds(address: str, web_port: int, server_pid: int, args: argparse.Na
                 done = asyncio.Event()
                 signing = asyncio.create_task(honest_sign_ins(accounts, done)) \
                     if phase in p99["sign_in"] else None
+                registrations = None
+                if phase in registering:
+                    assert person is not None
+                    await person.sign_in()  # a token of 15 minutes: a fresh one each phase
+                    registrations = asyncio.create_task(person.run(until=done))
                 latencies = await victim(stub, *honest, args.moves)
                 busy = (cpu_seconds(server_pid) - cpu) / (time.monotonic() - began)
                 done.set()
+                if registrations is not None:
+                    assert person is not None
+                    await championship_figures(p99, phase, number, person, honest_ids,
+                                               await registrations, flooding, server_pid,
+                                               args)
                 if signing is not None:
                     ok, tried, signed = await signing
                     p99["sign_in"][phase].append(ok / max(tried, 1))
@@ -390,7 +474,55 @@ async def rounds(address: str, web_port: int, server_pid: int, args: argparse.Na
                     out, _ = await asyncio.to_thread(flooding.communicate, timeout=60)
                     print(f"{phase:7} round {number + 1}: flooder "
                           f"{out.strip().splitlines()[-1] if out else '?'}", flush=True)
+                    if phase in CHAMPIONSHIP_PHASES and out:
+                        for key, value in json.loads(out.strip().splitlines()[-1]).items():
+                            p99.setdefault(f"flood:{key}", {}).setdefault(phase, []).append(
+                                value)
+                if phase in registering:
+                    assert person is not None
+                    p99["flood_listed"][phase].append(await person.all_listed(honest_ids))
+                    print(f"{phase:7} round {number + 1}: championships not over listed now, "
+                          f"not the operator's: {p99['flood_listed'][phase][-1]}", flush=True)
+        if watching is not None:
+            watching.cancel()
+            print(f"the honest person's WatchChampionship: {dict(told)}", flush=True)
     return p99
+
+
+async def championship_figures(p99: dict[str, dict[str, list[Any]]], phase: str, number: int,
+                               person: Any, honest_ids: set[str], during: Any,
+                               flooding: subprocess.Popen[str] | None, server_pid: int,
+                               args: argparse.Namespace) -> None:
+    """After the victim played beside the honest registrations (``during``): what the
+    honest person lists on ListChampionships' first page, then the server's CPU per
+    registration with the flood paused (its streams held)."""
+    share = during.ok / max(during.tried, 1)
+    p99["registration_ok"][phase].append(share)
+    p99["registration_p50"][phase].append(p(during.latencies, 0.5) if during.latencies else 0)
+    p99["registration_p99"][phase].append(p(during.latencies, 0.99) if during.latencies else 0)
+    print(f"{phase:7} round {number + 1}: the honest person's registrations: {during.ok} of "
+          f"{during.tried}; {summary(during.latencies) if during.latencies else 'none'}"
+          f"{'; refused ' + str(dict(during.refused)) if during.refused else ''}", flush=True)
+    listed, flood, place = await person.first_page(honest_ids)
+    p99["first_page_flood"][phase].append(flood)
+    p99["first_page_place"][phase].append(place)
+    print(f"{phase:7} round {number + 1}: ListChampionships' first page: {listed} listed, "
+          f"{flood} of them the flood's; the operator's championship "
+          f"{f'#{place}' if place else 'not on it'}", flush=True)
+    if flooding is not None:
+        flooding.send_signal(signal.SIGUSR1)  # paused: no new call, its streams held
+        await asyncio.sleep(1.5)  # its calls under way answered, its streams told
+    spy = py_spy(args, server_pid, f"{phase}-round{number + 1}-registrations")
+    gross, net, idle, done = await registration_cpu(person, server_pid, args.registration_calls)
+    stop_py_spy(spy)
+    if flooding is not None:
+        flooding.send_signal(signal.SIGUSR2)
+    p99["registration_cpu"][phase].append(net)
+    p99["registration_gross"][phase].append(gross)
+    p99["registration_idle"][phase].append(idle)
+    print(f"{phase:7} round {number + 1}: server CPU per registration call "
+          f"{net * 1e3:.2f} ms ({gross * 1e3:.2f} ms gross, the server idle at {idle:.3f} of "
+          f"a core; {done.ok} of {done.tried} calls)", flush=True)
 
 
 def main() -> None:
@@ -405,8 +537,13 @@ def main() -> None:
                              "(0: each tries once)")
     parser.add_argument("--py-spy", metavar="DIR", default="",
                         help="sample the server with py-spy (on PATH) while each phase's "
-                             "victims play: DIR/PHASE-roundN.txt, collapsed stacks")
+                             "victims play: DIR/PHASE-roundN.txt, collapsed stacks (and "
+                             "DIR/PHASE-roundN-registrations.txt: the registrations' CPU "
+                             "window)")
     parser.add_argument("--flood", nargs="+", help=argparse.SUPPRESS)  # a flooder process
+    parser.add_argument("--registration-calls", type=int, default=30,
+                        help="the honest registration calls whose server CPU is measured, "
+                             "per phase and round (0.2 s apart)")
     parser.add_argument("--server-flag", action="append", default=[],
                         help="a further flag for the server (e.g. --spectator-tick=0)")
     args = parser.parse_args()
@@ -418,11 +555,13 @@ def main() -> None:
     address = f"127.0.0.1:{free_port()}"
     web_port = free_port()
     with tempfile.TemporaryDirectory() as data_dir:
+        (Path(data_dir) / "admin-token").write_text(ADMIN_TOKEN + "\n")
         server = subprocess.Popen(
             [sys.executable, "-m", "server.main", "--listen", address, "--metrics-port", "0",
              "--web-port", str(web_port), "--web-host", "127.0.0.1", "--data-dir", data_dir,
              "--log-level", "warning", "--allow-seed", "--trusted-proxies", "127.0.0.1",
-             "--bot-table-pace", "0.01", "--bot-policy", "auto", *args.server_flag],
+             "--bot-table-pace", "0.01", "--bot-policy", "auto",
+             "--admin-token-file", str(Path(data_dir) / "admin-token"), *args.server_flag],
             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
             env={**os.environ, "PYTHONUNBUFFERED": "1"})
         began = time.monotonic()
@@ -457,7 +596,44 @@ def main() -> None:
             print(f"flood2_grpc_p99_ratio={grpc_ratio:.3f}")
         else:
             print(f"{phase}_p99_ratio={grpc_ratio:.3f}")
+    championship_summary(medians, p99)
     print(f"seconds={time.monotonic() - began:.0f}")
+
+
+def championship_summary(medians: dict[str, dict[str, float]],
+                         p99: dict[str, dict[str, list[Any]]]) -> None:
+    """The championship phases' figures (medians over rounds; the flood's counts summed over
+    rounds, its most held at once and its count per address the largest of a round)."""
+    cpu = medians.get("registration_cpu", {})
+    if "quiet" not in cpu:
+        return
+    for phase in cpu:
+        print(f"{phase}_registration_cpu_ms={cpu[phase] * 1e3:.2f}")
+        print(f"{phase}_registration_gross_cpu_ms="
+              f"{medians['registration_gross'][phase] * 1e3:.2f}")
+        print(f"{phase}_honest_registrations_ok_share="
+              f"{min(p99['registration_ok'][phase]):.3f}")
+        for q in ("p50", "p99"):
+            print(f"{phase}_registration_{q}_ms="
+                  f"{medians[f'registration_{q}'][phase] * 1e3:.2f}")
+        print(f"{phase}_first_page_flood={max(p99['first_page_flood'][phase])}")
+        places = p99["first_page_place"][phase]
+        print(f"{phase}_operator_on_first_page={sum(1 for at in places if at)}/{len(places)}")
+        print(f"{phase}_flood_championships_listed={p99['flood_listed'][phase][-1]}")
+    for phase in CHAMPIONSHIP_PHASES:
+        if phase not in cpu:
+            continue
+        print(f"{phase}_registration_cpu_ratio={cpu[phase] / cpu['quiet']:.3f}")
+        for key, by_phase in sorted(p99.items()):
+            if not key.startswith("flood:") or phase not in by_phase:
+                continue
+            name, values = key.removeprefix("flood:"), by_phase[phase]
+            if "held" in name or "per_address" in name:
+                print(f"{phase}_{name}={max(values)}")
+            else:
+                print(f"{phase}_{name}_total={sum(values)}")
+        made = p99.get("flood:created_per_address_max", {}).get(phase, [])
+        print(f"{phase}_created_per_address_over_rounds_at_most={sum(made)}")
 
 
 if __name__ == "__main__":

@@ -107,6 +107,28 @@ async def test_a_start_needs_three_players_and_quotas_and_request_ids(opened: Op
     assert len(await store.page(10, 0, include_finished=True)) == 3
 
 
+async def test_a_page_lists_the_operators_championships_not_over_first(opened: Opened
+                                                                      ) -> None:
+    """Then the others, newest first: accounts' championships, however many, never push an
+    operator's off the first page (16 addresses' 48 did, newest first: bench/hostile.py)."""
+    store = opened.store
+
+    def made(cid: str, creator: str, created: float) -> Spec:
+        return dataclasses.replace(spec(cid, creator=creator), created=created)
+
+    await store.create(made("c_old", "", 0.5))
+    await store.create(made("c_op", "", 1.0))
+    for n in range(5):
+        await store.create(made(f"c_{n}", f"a_{n}", 2.0 + n), quota=1)
+    assert await store.end("c_old", Phase.CANCELLED, 3.0)
+    assert [c.id for c in await store.page(3, 0, include_finished=False)] == [
+        "c_op", "c_4", "c_3"]
+    assert [c.id for c in await store.page(10, 3, include_finished=False)] == [
+        "c_2", "c_1", "c_0"]
+    assert [c.id for c in await store.page(10, 0, include_finished=True)] == [
+        "c_op", "c_4", "c_3", "c_2", "c_1", "c_0", "c_old"]  # over: by its age
+
+
 async def test_a_round_is_seated_once_and_a_game_counted_once(opened: Opened) -> None:
     store = opened.store
     await store.create(spec())

@@ -333,21 +333,30 @@ class Creations:
         self._buckets = NetworkBuckets(AttemptRule(max(int(burst), 1), per_hour / 3600),
                                        factors, max_keys)
 
-    @contextlib.contextmanager
-    def one(self, address: str) -> Iterator[None]:
-        """:raises ServiceError: RESOURCE_EXHAUSTED with this limit's reason."""
+    def check(self, address: str) -> None:
+        """Refuses, as ``one`` would, while the address may make none; takes nothing (a
+        refusal before any other work).
+
+        :raises ServiceError: RESOURCE_EXHAUSTED with this limit's reason.
+        """
         if not self.per_hour:
-            yield
             return
-        now = self._clock()
-        wait, network = self._buckets.wait(address, now)
+        wait, network = self._buckets.wait(address, self._clock())
         if wait > 0:
             whose = "address" if network == address else f"address's network ({network})"
             raise ServiceError.over_quota(
                 f"too many new {self._what} from this {whose} (at most {self.per_hour:g} "
                 f"an hour per address past the first few): {self._advice}, or retry as "
                 "RetryInfo says", self._reason, f"new {self._what} from {network}", wait)
-        self._buckets.take(address, now)
+
+    @contextlib.contextmanager
+    def one(self, address: str) -> Iterator[None]:
+        """:raises ServiceError: RESOURCE_EXHAUSTED with this limit's reason."""
+        if not self.per_hour:
+            yield
+            return
+        self.check(address)
+        self._buckets.take(address, self._clock())
         try:
             yield
         except BaseException:

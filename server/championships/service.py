@@ -278,6 +278,13 @@ class Championships:
         if opens is not None and new.start_at is not None and new.start_at <= opens:
             raise invalid("registration_open_time must be before start_time")
 
+    def check_creation(self, address: str) -> None:
+        """Refuses at once, before anything is read, while ``address`` may create none.
+
+        :raises ServiceError: RESOURCE_EXHAUSTED TOO_MANY_CHAMPIONSHIPS.
+        """
+        self._creations.check(address)
+
     async def create(self, new: NewChampionship, creator: Account | None,
                      request_key: str = "", address: str = "") -> Championship:
         """A championship open for registration; ``creator`` None: an operator (no quota);

@@ -435,6 +435,7 @@ class ChampionshipService(championships_pb2_grpc.ChampionshipServiceServicer):
 
     async def CreateChampionship(self, request: pb.CreateChampionshipRequest, context: Context
                                  ) -> pb.CreateChampionshipResponse:
+        self._championships.check_creation(caller().peer)  # before the account is read
         me = await self._me()
         made = await self._championships.create(
             settings_of(request.settings), me,
@@ -494,9 +495,14 @@ class ChampionshipService(championships_pb2_grpc.ChampionshipServiceServicer):
         table and player id; never an older version than the watcher got."""
         write = _writer(context)
         championship_id = _id(request.championship_id)
-        you = await self._viewer()
-        await self._championships.latest(championship_id)  # CHAMPIONSHIP_NOT_FOUND first
-        with self._watchers.one(caller().peer), self._joined(championship_id) as broadcast:
+        with self._watchers.one(caller().peer):  # before the account is read: refused free
+            you = await self._viewer()
+            await self._championships.latest(championship_id)  # CHAMPIONSHIP_NOT_FOUND first
+            await self._watch(championship_id, you, write)
+
+    async def _watch(self, championship_id: str, you: str,
+                     write: Callable[[Any], Awaitable[None]]) -> None:
+        with self._joined(championship_id) as broadcast:
             last, generation = b"", -1
             while True:
                 generation, c, shared = await broadcast.next(generation)
