@@ -191,6 +191,15 @@ class Championship:
     """Rounds whose pairings are announced, their tables not made yet."""
     _standings: list[Standing] | None = field(default=None, repr=False, compare=False)
     _published: Championship | None = field(default=None, repr=False, compare=False)
+    # Indexes made at their first use (a championship read from the store is not changed
+    # after): every watcher's message asks them again.
+    _by_account: dict[str, Registration] | None = field(default=None, repr=False,
+                                                         compare=False)
+    _counted_ids: frozenset[str] | None = field(default=None, repr=False, compare=False)
+    _by_round: dict[int, list[SeatedTable]] | None = field(default=None, repr=False,
+                                                          compare=False)
+    _playing: dict[str, tuple[SeatedTable, int]] | None = field(default=None, repr=False,
+                                                                compare=False)
 
     @property
     def id(self) -> str:
@@ -208,7 +217,20 @@ class Championship:
         return {self.player_id(a): a for a in self.players()}
 
     def registration(self, account_id: str) -> Registration | None:
-        return next((r for r in self.registrations if r.account_id == account_id), None)
+        if self._by_account is None:
+            self._by_account = {r.account_id: r for r in self.registrations}
+        return self._by_account.get(account_id)
+
+    def playing(self, account_id: str) -> tuple[SeatedTable, int] | None:
+        """The account's table and seat in the round seated last, while that game is not
+        counted."""
+        if self._playing is None:
+            done = self.counted_ids()
+            self._playing = {player: (table, seat)
+                             for table in self.tables_of(self.seated_round)
+                             if table.table_id not in done
+                             for seat, player in enumerate(table.players)}
+        return self._playing.get(account_id)
 
     @property
     def current_round(self) -> int:
@@ -221,10 +243,16 @@ class Championship:
         return max(self.rounds, default=0)
 
     def tables_of(self, round_no: int) -> list[SeatedTable]:
-        return [t for t in self.tables if t.round_no == round_no]
+        if self._by_round is None:
+            self._by_round = {}
+            for table in self.tables:
+                self._by_round.setdefault(table.round_no, []).append(table)
+        return list(self._by_round.get(round_no, ()))
 
-    def counted_ids(self) -> set[str]:
-        return {c.table_id for c in self.counted}
+    def counted_ids(self) -> frozenset[str]:
+        if self._counted_ids is None:
+            self._counted_ids = frozenset(c.table_id for c in self.counted)
+        return self._counted_ids
 
     def is_round_over(self, round_no: int) -> bool:
         done = self.counted_ids()
@@ -276,7 +304,8 @@ class Championship:
             playing = {t.round_no for t in self.tables if t.table_id not in done}
             shown = [c for c in self.counted if c.result.round_no not in playing]
             self._published = self if len(shown) == len(self.counted) else \
-                replace(self, counted=shown, _standings=None, _published=None)
+                replace(self, counted=shown, _standings=None, _published=None,
+                        _counted_ids=None, _playing=None)
         return self._published
 
     def standings(self) -> list[Standing]:

@@ -198,15 +198,13 @@ class Championships:
         if registration is None or registration.withdrawn is not None \
                 or championship.phase is not Phase.RUNNING:
             return None
-        round_no = championship.seated_round
-        counted = championship.counted_ids()
-        for table in championship.tables_of(round_no):
-            if account_id in table.players and table.table_id not in counted:
-                seat = table.players.index(account_id)
-                token = unseal(table.sealed_tokens[seat], SEAT_SCOPE,
-                               seat_key(championship, table.table_id, account_id))
-                return SeatNow(round_no, table.table_id, seat, token)
-        return None
+        found = championship.playing(account_id)
+        if found is None:
+            return None
+        table, seat = found
+        token = unseal(table.sealed_tokens[seat], SEAT_SCOPE,
+                       seat_key(championship, table.table_id, account_id))
+        return SeatNow(table.round_no, table.table_id, seat, token)
 
     # ------------------------------------------------------------ creating
 
