@@ -562,7 +562,8 @@ def main() -> None:
              "--log-level", "warning", "--allow-seed", "--trusted-proxies", "127.0.0.1",
              "--bot-table-pace", "0.01", "--bot-policy", "auto",
              "--admin-token-file", str(Path(data_dir) / "admin-token"), *args.server_flag],
-            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+            cwd=ROOT, stdout=subprocess.PIPE, text=True,
+            stderr=open(os.environ.get("HOSTILE_SERVER_LOG", os.devnull), "w"),  # noqa: SIM115
             env={**os.environ, "PYTHONUNBUFFERED": "1"})
         began = time.monotonic()
         try:

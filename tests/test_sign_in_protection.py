@@ -425,6 +425,43 @@ async def test_when_all_wait_a_newcomer_takes_the_place_of_the_longest_queues_ne
     assert hashes.started == ["a0", "a1", "b1", "c1", "d1"]
 
 
+async def test_a_newcomer_that_takes_its_own_addresses_place_keeps_the_count_right() -> None:
+    """An address whose heavy calls wait, then sends a light one when every place is taken:
+    the light call takes the place of the address's own newest heavy call. Its waiting count
+    must then be right (before: the eviction's decrement was overwritten, the count stayed one
+    too high for good, and the next newcomer's choice failed with ValueError: INTERNAL to
+    every password call, as bench/hostile.py's 16 addresses found)."""
+    clock = ManualClock(1000.0)
+    work, hashes = PasswordWork(at_once=1, per_address=0, waiting=2, clock=clock), Hashes()
+    running = hashes.submit(work, "b", "b0")
+    await hashes.until_started(1)
+    for _ in range(3):
+        work.take("a")  # a's earlier calls: its next ones are heavy
+    heavy = [hashes.submit(work, "a", f"a{n}") for n in (1, 2)]
+    await settle()
+    assert (work.waiting, work.waiting_of("a")) == (2, 2)
+    clock.advance(60.0)  # its calls given back by time: its next one is light
+    light = hashes.submit(work, "a", "a3", is_familiar=True)
+    await settle()
+    with pytest.raises(ServiceError):  # a's own newest heavy call made room
+        await asyncio.wait_for(heavy[-1], DEADLINE)
+    assert (work.waiting, work.waiting_of("a")) == (2, 2)
+    c = hashes.submit(work, "c", "c1")  # every place taken: a's heavy call makes room
+    await settle()
+    with pytest.raises(ServiceError):
+        await asyncio.wait_for(heavy[0], DEADLINE)
+    assert (work.waiting, work.waiting_of("a"), work.waiting_of("c")) == (2, 1, 1)
+    d = hashes.submit(work, "d", "d1")  # everyone waits with one: refused, no error
+    with pytest.raises(ServiceError) as refused:
+        await asyncio.wait_for(d, DEADLINE)
+    assert refused.value.reason == "TOO_MANY_SIGN_INS"
+    for name in ("b0", "a3", "c1"):
+        hashes.finish(name)
+    await asyncio.wait_for(asyncio.gather(running, light, c), DEADLINE)
+    assert hashes.started == ["b0", "a3", "c1"]
+    assert (work.running, work.waiting, work.addresses_waiting) == (0, 0, 0)
+
+
 async def test_a_caller_gone_holds_its_slot_until_its_hash_ends() -> None:
     """A client that cancels once its hash started cannot start more hashes than the slots:
     the thread still computes, and its slot is given back when it ends."""

@@ -197,7 +197,8 @@ class PasswordWork:
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._queues[kind].setdefault(address, deque()).append(
             _Waiting(future, next(self._order)))
-        self._waiting_of[address] = mine + 1
+        # (not ``mine + 1``: the place taken above may have been this address's own)
+        self._waiting_of[address] = self.waiting_of(address) + 1
         self.waiting += 1
         try:
             await future
