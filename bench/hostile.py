@@ -279,6 +279,7 @@ async def honest_sign_ins(stub: Any, until: asyncio.Event) -> tuple[int, int, li
 
     ok = tried = 0
     latencies: list[float] = []
+    failures: collections.Counter[str] = collections.Counter()
     while not until.is_set():
         tried += 1
         began = time.monotonic()
@@ -288,10 +289,12 @@ async def honest_sign_ins(stub: Any, until: asyncio.Event) -> tuple[int, int, li
                 metadata=as_client("203.0.113.250"), timeout=30)
             ok += 1
             latencies.append(time.monotonic() - began)
-        except grpc.aio.AioRpcError:
-            pass
+        except grpc.aio.AioRpcError as error:
+            failures[f"{error.code().name} {error.details()}"[:120]] += 1
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(until.wait(), 0.2)
+    if failures:
+        print(f"the honest person's failed sign-ins: {dict(failures)}", flush=True)
     return ok, tried, latencies
 
 
