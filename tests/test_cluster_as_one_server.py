@@ -281,8 +281,12 @@ def _reason(error: grpc.aio.AioRpcError) -> str:
 
 def _is_unreachable(error: grpc.aio.AioRpcError) -> bool:
     """The client's own channel found no server there (no process listening: a node between
-    its exit and its restart), as opposed to a server's answer."""
+    its exit and its restart), or lost it (the node's transport closing under a call as its
+    process stops: gRPC's own "Cancelling all calls", no answer of the server's), as opposed
+    to a server's answer."""
     details = error.details() or ""
+    if error.code() == grpc.StatusCode.CANCELLED and "Cancelling all calls" in details:
+        return True
     return error.code() == grpc.StatusCode.UNAVAILABLE and (
         "failed to connect" in details or "Connection refused" in details
         or "connections to all backends failing" in details)
