@@ -28,6 +28,7 @@ from server.rpc.service import CopasService
 from server.store.base import StoreUnreachable, TableMeta
 from server.store.postgres import Node
 from server.tables.clock import ManualScheduler
+from server.tables.log_entries import LOG_FORMAT
 from server.tables.records import Records
 from tests.helpers.fake_cluster import FakeClusterQueries, FakeDatabase
 from tests.helpers.servers import config_for_tests, registry_for_tests
@@ -39,9 +40,10 @@ LEASE = 10.0
 class Node_:
     """One node on the fake database: its registry, lease, takeovers and router."""
 
-    def __init__(self, db: FakeDatabase, node_id: str) -> None:
+    def __init__(self, db: FakeDatabase, node_id: str, log_format: int = LOG_FORMAT) -> None:
         self.queries = FakeClusterQueries(db, Node(node_id, f"{node_id}:1", LEASE,
-                                                   f"{node_id}.public:443"))
+                                                   f"{node_id}.public:443",
+                                                   log_format=log_format))
         self.registry: Any = registry_for_tests(ManualScheduler())
         self.lease = Lease(self.queries)
         self.takeovers = Takeovers(self.registry, self.queries, self.lease)
