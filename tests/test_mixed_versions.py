@@ -8,7 +8,7 @@ killed -9: the database refuses its claims, its calls for them are told to retry
 quarantined. A new node takes them over at the sequences they had and plays them to their
 end; and the old node's table goes to a new node (new reads old). Also, on stores in this
 process: the rule as the database enforces it for a node of any release, this one facing a
-newer log than its own."""
+newer log than its own; and the migration's bounded wait for its locks."""
 
 from __future__ import annotations
 
@@ -32,10 +32,11 @@ from copas.v1 import (
     copas_pb2_grpc,
 )
 
+import server.store.postgres
 from clients.common import error_reason
 from engine import Rules
 from server.cluster.queries import PgClusterQueries
-from server.store import Node, PgStore, TableMeta
+from server.store import Node, PgStore, StoreUnusable, TableMeta
 from server.store.postgres import PG_SCHEMA_VERSION
 from server.tables.log_entries import LOG_FORMAT
 from tests.helpers.calls import auth
@@ -298,3 +299,31 @@ async def test_the_database_gives_no_node_a_table_newer_than_it_reads(postgres: 
     finally:
         await newer.close()
         await this.close()
+
+
+async def test_the_migration_under_running_nodes_waits_for_its_locks_a_bounded_time(
+        postgres: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first new node's migration asks for the tables' locks; a session holding them (a
+    pg_dump) makes the start fail after a bounded wait, changing nothing, instead of queueing
+    every node's commits behind it until it ends; once it ended, the start migrates."""
+    dsn = fresh_database(postgres.dsn)
+    store = PgStore.open(dsn, Node("n", "n:1", LEASE, log_format=LOG_FORMAT))
+    await store.close()
+    with psycopg.connect(dsn, autocommit=True) as db:  # back to the schema before formats
+        db.execute("DROP TRIGGER tables_owner_reads_log ON tables")
+        db.execute("DROP FUNCTION copas_owner_reads_log()")
+        db.execute("ALTER TABLE tables DROP COLUMN log_format")
+        db.execute("ALTER TABLE nodes DROP COLUMN log_format")
+        db.execute("UPDATE copas SET value = %s WHERE key = 'schema_version'",
+                   (str(PG_SCHEMA_VERSION - 1),))
+    monkeypatch.setattr(server.store.postgres, "MIGRATION_LOCK_SECONDS", 0.3)
+    with psycopg.connect(dsn) as dump:  # a transaction reading the tables, as pg_dump's
+        dump.execute("SELECT count(*) FROM tables")
+        with pytest.raises(StoreUnusable, match="in use by another session"):
+            PgStore.open(dsn, Node("n", "n:1", LEASE, log_format=LOG_FORMAT))
+    assert row(dsn, "SELECT value FROM copas WHERE key = 'schema_version'") == (
+        str(PG_SCHEMA_VERSION - 1),)
+    store = PgStore.open(dsn, Node("n", "n:1", LEASE, log_format=LOG_FORMAT))
+    await store.close()
+    assert row(dsn, "SELECT value FROM copas WHERE key = 'schema_version'") == (
+        str(PG_SCHEMA_VERSION),)

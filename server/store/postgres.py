@@ -86,12 +86,29 @@ $body$
 """
 
 
+MIGRATION_LOCK_SECONDS = 5.0  # a migration under running nodes waits this long for its locks
+
+
 def _log_formats(db: Any) -> None:
     """9: the log formats of the nodes and of the tables, and the trigger that keeps a node
     off a table it cannot read. Run while the nodes of the release before go on (a rolling
     upgrade): the two tables are locked in the order a claim locks them (no deadlock with
-    one), for a moment (new columns with a constant default rewrite no row)."""
-    db.execute("LOCK TABLE tables, nodes IN ACCESS EXCLUSIVE MODE")
+    one), for a moment (new columns with a constant default rewrite no row). Every other
+    session's use of ``tables`` queues behind the lock asked for, so it is asked for
+    ``MIGRATION_LOCK_SECONDS`` at most: a session holding the table longer (a ``pg_dump``, a
+    transaction left open) makes this start fail, changing nothing, instead of stalling
+    every node's commits until it ends."""
+    import psycopg
+
+    db.execute(f"SET LOCAL lock_timeout = '{int(MIGRATION_LOCK_SECONDS * 1000)}ms'")
+    try:
+        db.execute("LOCK TABLE tables, nodes IN ACCESS EXCLUSIVE MODE")
+    except psycopg.errors.LockNotAvailable:
+        raise StoreUnusable(
+            f"the database's tables are in use by another session for more than "
+            f"{MIGRATION_LOCK_SECONDS:g} s (a pg_dump, a transaction left open?): the schema "
+            "was not changed; start this node again once it ends") from None
+    db.execute("SET LOCAL lock_timeout = 0")
     db.execute("ALTER TABLE nodes ADD COLUMN log_format integer")  # NULL: an older release
     db.execute("ALTER TABLE tables ADD COLUMN log_format integer NOT NULL DEFAULT 1")
     db.execute(_OWNER_READS_LOG)
