@@ -63,6 +63,7 @@ from server.store.versions import check_data_dir, check_database
 from server.tables.bots import Thinker
 from server.tables.clock import LoopScheduler
 from server.tables.lobby import LobbySource
+from server.tables.log_entries import LOG_FORMAT
 from server.tables.ownership import LocalOwnership, OwnershipPort
 from server.tables.records import Records
 from server.tables.recovery import recover
@@ -110,7 +111,8 @@ async def start(config: Config) -> RunningServer:
             else:
                 check_data_dir(config.data_dir)
             shared = PgStore.open(config.database, Node(
-                config.node_id or bound.advertise, bound.advertise, config.lease, bound.public),
+                config.node_id or bound.advertise, bound.advertise, config.lease, bound.public,
+                log_format=LOG_FORMAT),
                 metrics.observe_commit) if config.database else None
             store: Storage = shared if shared is not None else \
                 open_local_store(config.data_dir, metrics.observe_commit)

@@ -94,6 +94,7 @@ TIERS = {
     "test_cluster_as_one_server.py": CLUSTER, "test_cluster_owner.py": CLUSTER,
     "test_store_contract.py": CLUSTER, "test_championship_store.py": CLUSTER,
     "test_migrations.py": CLUSTER, "test_backup_postgres.py": CLUSTER,
+    "test_mixed_versions.py": CLUSTER,
     "test_championships.py": INTEGRATION, "test_championship_privacy.py": INTEGRATION,
     "test_championship_bounds.py": INTEGRATION,
     "test_championship_kill9.py": PROCESS,

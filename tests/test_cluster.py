@@ -28,6 +28,7 @@ from engine import Game, Phase, Rules, action_to_json, replay, result_of
 from server.cluster.queries import PgClusterQueries
 from server.store import Node, PgStore, StoreUnusable, TableMeta
 from server.store.base import StoreUnreachable
+from server.tables.log_entries import LOG_FORMAT
 from tests.helpers.calls import (
     PlayStream,
     Watch,
@@ -60,7 +61,7 @@ META = TableMeta(name="t", preset="online", rules=Rules(), seed=1, bot_seats=0, 
 
 
 def _open(dsn: str, node_id: str, lease: float = LEASE) -> PgStore:
-    return PgStore.open(dsn, Node(node_id, f"{node_id}:1", lease))
+    return PgStore.open(dsn, Node(node_id, f"{node_id}:1", lease, log_format=LOG_FORMAT))
 
 
 def _expire(dsn: str, node_id: str) -> None:

@@ -9,6 +9,8 @@ from typing import Any
 
 import grpc
 import pytest
+import structlog
+import structlog.testing
 from copas.v1 import copas_pb2, copas_pb2_grpc
 
 from clients.common import error_reason
@@ -28,6 +30,7 @@ from server.rpc.service import CopasService
 from server.store.base import StoreUnreachable, TableMeta
 from server.store.postgres import Node
 from server.tables.clock import ManualScheduler
+from server.tables.log_entries import LOG_FORMAT
 from server.tables.records import Records
 from tests.helpers.fake_cluster import FakeClusterQueries, FakeDatabase
 from tests.helpers.servers import config_for_tests, registry_for_tests
@@ -39,9 +42,10 @@ LEASE = 10.0
 class Node_:
     """One node on the fake database: its registry, lease, takeovers and router."""
 
-    def __init__(self, db: FakeDatabase, node_id: str) -> None:
+    def __init__(self, db: FakeDatabase, node_id: str, log_format: int = LOG_FORMAT) -> None:
         self.queries = FakeClusterQueries(db, Node(node_id, f"{node_id}:1", LEASE,
-                                                   f"{node_id}.public:443"))
+                                                   f"{node_id}.public:443",
+                                                   log_format=log_format))
         self.registry: Any = registry_for_tests(ManualScheduler())
         self.lease = Lease(self.queries)
         self.takeovers = Takeovers(self.registry, self.queries, self.lease)
@@ -117,6 +121,40 @@ async def test_a_drain_hands_every_table_over_and_takes_none() -> None:
     assert await a.takeovers.claim("t1") is False  # a draining node claims nothing
     a.registry.set_draining(False)  # undrained: it may claim again
     assert await a.takeovers.claim("t1") is True
+
+
+async def test_a_table_a_newer_node_wrote_is_left_to_it_and_the_operator_told_once() -> None:
+    """Mid-roll: the tables of a dead node of a newer log format are not claimed (for a call
+    the player is told to retry: TABLE_MOVED), and the operator is told, once per table,
+    and once per node of another format (an older one only while it lives)."""
+    db = FakeDatabase()
+    older, a = Node_(db, "older", 1), Node_(db, "a")
+    Node_(db, "newer", LOG_FORMAT + 1)  # (registered: its lease runs out below)
+    db.add_table("t1", "newer", META).log_format = LOG_FORMAT + 1
+    db.add_table("t2", "newer", META, created=2.0)  # nothing newer written to it yet
+    db.advance(LEASE + 1)  # the newer node died; the older one renews
+    older.queries.heartbeat()
+    a.queries.heartbeat()
+    with structlog.testing.capture_logs() as logs:
+        await a.takeovers.compare_formats()
+        for _ in range(2):  # a call, and again: TABLE_MOVED (retry)
+            with pytest.raises(Exception, match="moving") as refused:
+                await a.router.route("GetView", "t1", None, False)
+            assert getattr(refused.value, "reason", "") == "TABLE_MOVED"
+        assert await a.takeovers.take_over_orphans() == 1  # t2 only
+        await a.takeovers.tell_unreadable()
+        await a.takeovers.compare_formats()
+    assert (db.tables["t1"].owner, db.tables["t1"].epoch) == ("newer", 1)
+    assert db.tables["t2"].owner == "a" and not a.registry.holds("t1")
+    told = [(e["event"], e.get("node_id", e.get("table_id"))) for e in logs
+            if e["log_level"] == "warning"]
+    assert told == [("node_runs_older_copas", "older"), ("node_runs_newer_copas", "newer"),
+                    ("table_left_to_a_newer_node", "t1")], told
+    db.advance(LEASE + 1)  # the older node stops too; a renews: nothing more to tell
+    a.queries.heartbeat()
+    with structlog.testing.capture_logs() as logs:
+        await a.takeovers.compare_formats()
+    assert logs == []
 
 
 async def test_an_unreachable_database_refuses_the_call_with_storage_failed() -> None:

@@ -34,6 +34,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from server.accounts import sqlite as account_sqlite
 from server.store.postgres import PG_SCHEMA_VERSION
 from server.store.sqlite import SCHEMA_VERSION
+from server.tables.log_entries import LOG_FORMAT
 from tests.helpers.calls import auth, card_pb
 from tests.helpers.servers import ROOT, ServerProcess, fresh_database, run_server
 from tools.pglocal import tool
@@ -427,6 +428,12 @@ async def test_the_release_s_postgresql_data_comes_back_migrated(postgres: Any,
         (str(PG_SCHEMA_VERSION),)]
     assert query(dsn, "SELECT value FROM accounts_meta WHERE key = 'schema_version'") == [
         (str(ACCOUNT_SCHEMA_VERSION),)]
+    # Log formats (a rolling upgrade's rule): the table this node wrote entries to (the one
+    # left of the release's) is of its format, and the node says its own.
+    assert query(dsn, "SELECT table_id, log_format FROM tables") == [
+        (FACTS["postgres"]["unfinished"]["table_id"], LOG_FORMAT)]
+    assert query(dsn, "SELECT node_id, log_format FROM nodes") == [
+        (FACTS["node_id"], LOG_FORMAT)]
     with node(dsn, tmp_path) as server:  # migrated data, started again
         await check_accounts(server.address, FACTS["postgres"], finished=finished)
         await check_records(server.address, FACTS["postgres"], finished=finished)

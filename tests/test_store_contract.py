@@ -18,6 +18,7 @@ from engine import Game, Rules
 from server.cluster.queries import PgClusterQueries
 from server.store import GameRecord, Node, PgStore, SqliteStore, StorageFailed, TableMeta
 from server.store.base import GameResult, RecordSummary, SeatRecord
+from server.tables.log_entries import LOG_FORMAT
 from tests.helpers.servers import fresh_database
 
 Store = SqliteStore | PgStore
@@ -49,7 +50,8 @@ async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator
         opened = SqliteStore.open(tmp_path / "copas.db")
     else:
         postgres: Any = request.getfixturevalue("postgres")
-        opened = PgStore.open(fresh_database(postgres.dsn), Node("n1", "n1:1", 30.0))
+        node = Node("n1", "n1:1", 30.0, log_format=LOG_FORMAT)
+        opened = PgStore.open(fresh_database(postgres.dsn), node)
         PgClusterQueries(opened).heartbeat()
     yield opened
     await opened.close()

@@ -8,6 +8,11 @@ taking over the tables of nodes whose lease ran out.
 - ``Takeovers``: every half lease the node claims tables whose owner's lease ran out (epoch + 1,
   one claimant wins), replays each from its log and re-arms its timers; a call for such a
   table claims it at once (``claim``).
+- Versions: the database refuses a node the tables whose log is newer than it reads
+  (``server.store.postgres``); these are left for a node that reads them, the call is told
+  TABLE_MOVED (retry), and the operator is told once per table. At its start and every
+  renewal the node compares its log format with the other nodes': an older one alive, or a
+  newer one, means a rolling upgrade is not finished (told once per node).
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import time
+from collections import OrderedDict
 
 import structlog
 
@@ -28,6 +34,9 @@ log = structlog.get_logger("copas.cluster")
 TAKEOVER_BATCH = 100  # tables claimed and replayed per step of a takeover
 MAX_CLAIMING = 1_000  # single-table takeovers in progress at once
 LEASE_MARGIN = 0.8  # of the lease the database grants, believed locally (clocks may drift)
+UNREADABLE_TOLD = 10_000  # tables left to a newer node that the operator was told of, kept
+UNREADABLE_BATCH = 100  # such tables looked for at a sweep
+ROLL_ADVICE = "finish the rolling upgrade (docs/OPERATING.md, \"Upgrades\")"
 
 
 class Lease:
@@ -74,10 +83,15 @@ class Takeovers:
         self._tasks: list[asyncio.Task[None]] = []
         self._claiming: dict[str, asyncio.Future[None]] = {}
         self.taken_over = 0  # tables this node took from nodes whose lease ran out
+        self._older_told: set[str] = set()  # live nodes of an older log format, told of
+        self._newer_told: set[str] = set()  # nodes of a newer log format, told of
+        # Tables a newer node wrote, that this node leaves (the operator told once each).
+        self._unreadable_told: OrderedDict[str, None] = OrderedDict()
 
     async def start(self) -> None:
         """The first renewal (before serving), then the renewals' and sweeps' tasks."""
         self._lease.extend(await self._lease.renew())
+        await self.compare_formats()
         loop = asyncio.get_running_loop()
         self._tasks = [loop.create_task(self._heartbeats()), loop.create_task(self._sweeps())]
 
@@ -93,6 +107,58 @@ class Takeovers:
                 log.error("lease_renewal_failed", error=str(exc)[:200])
                 continue
             self._lease.extend(deadline)
+            await self.compare_formats()
+
+    async def compare_formats(self) -> None:
+        """Tell the operator, once per node, of a live node that writes an older log format
+        than this one (it cannot take over the tables this node writes) and of any node that
+        writes a newer one (this node cannot take over its tables): a rolling upgrade is not
+        finished."""
+        try:
+            rows = await asyncio.to_thread(self._queries.node_formats)
+        except Exception:  # the database is away: the lease's renewal says so
+            return
+        node = self._queries.node
+        older = {n: f for n, f, alive in rows if alive and f < node.log_format}
+        for node_id in sorted(older.keys() - self._older_told):
+            log.warning("node_runs_older_copas", node_id=node_id, log_format=older[node_id],
+                        this_log_format=node.log_format,
+                        detail=f"node {node_id} runs an older Copas: it takes over none of "
+                        f"the tables this node writes; upgrade it: {ROLL_ADVICE}")
+        self._older_told = set(older)
+        newer = {n: f for n, f, _ in rows if f > node.log_format}
+        for node_id in sorted(newer.keys() - self._newer_told):
+            log.warning("node_runs_newer_copas", node_id=node_id, log_format=newer[node_id],
+                        this_log_format=node.log_format,
+                        detail=f"node {node_id} runs a newer Copas: this node takes over none "
+                        f"of the tables it writes; upgrade this node: {ROLL_ADVICE}")
+        self._newer_told = set(newer)
+
+    async def tell_unreadable(self, table_id: str | None = None) -> None:
+        """Tell the operator, once per table, of the orphaned tables (or of ``table_id``)
+        this node leaves because a newer node wrote them. Looked for only once a node of a
+        newer format was seen (no other node can have written one)."""
+        if not self._newer_told or table_id in self._unreadable_told:
+            return
+        try:
+            rows = await asyncio.to_thread(self._queries.unreadable_orphans, table_id,
+                                           UNREADABLE_BATCH)
+        except Exception:  # the database is away: told at a later sweep
+            return
+        mine = self._queries.node.log_format
+        for unreadable, owner, log_format in rows:
+            if unreadable in self._unreadable_told:
+                continue
+            self._unreadable_told[unreadable] = None
+            while len(self._unreadable_told) > UNREADABLE_TOLD:
+                self._unreadable_told.popitem(last=False)
+            whose = f"node {owner}" if owner else "a node (it gave the table up)"
+            log.warning("table_left_to_a_newer_node", table_id=unreadable, owner=owner,
+                        log_format=log_format, this_log_format=mine,
+                        detail=f"{whose} wrote this table's log in a newer format than this "
+                        f"node reads: it waits for a node of that release (start {owner or 'one'}"
+                        f" again, or upgrade this node); its calls are told to retry; "
+                        f"{ROLL_ADVICE}")
 
     async def _recheck(self) -> None:
         held = self._queries.held()
@@ -109,6 +175,7 @@ class Takeovers:
             await asyncio.sleep(self._lease.seconds / 2)
             if self._lease.is_valid() and not self._registry.is_draining:
                 await self.take_over_orphans()
+                await self.tell_unreadable()
 
     async def take_over_orphans(self) -> int:
         """Claim every table whose owner's lease ran out, a batch at a time (the loop runs
@@ -136,6 +203,8 @@ class Takeovers:
         it runs here now."""
         if self._registry.is_draining:
             return False  # a draining node hands tables over; it takes none
+        if table_id in self._unreadable_told:
+            return False  # a newer node wrote it: this node can never take it
         pending = self._claiming.get(table_id)
         if pending is not None:
             await asyncio.shield(pending)
@@ -152,6 +221,8 @@ class Takeovers:
         finally:
             del self._claiming[table_id]
             done.set_result(None)
+        if not self._registry.holds(table_id):
+            await self.tell_unreadable(table_id)  # (the caller is told TABLE_MOVED: retry)
         return self._registry.holds(table_id)
 
     async def drain(self) -> list[str]:

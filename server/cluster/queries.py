@@ -63,6 +63,12 @@ class ClusterQueries(Protocol):
     def hand_over(self, table_ids: list[str]) -> list[str]:
         """Give up this node's ownership of ``table_ids`` (a drain); returns those given."""
 
+    def unreadable_orphans(self, table_id: str | None, limit: int
+                           ) -> list[tuple[str, str, int]]:
+        """Tables ``claim`` leaves because their log is newer than this node reads (written
+        by a node of a newer release), whose owner's lease ran out or that have none (only
+        ``table_id``, when given): (table_id, owner or '', the table's log format)."""
+
     def held(self) -> dict[str, int]:
         """The tables this node owns, at the epoch it holds (a copy)."""
 
@@ -108,6 +114,10 @@ class ClusterQueries(Protocol):
     # -- operators
     def nodes(self) -> list[tuple[str, str, bool]]:
         """Every node that ever held a lease: (node_id, address, whether its lease holds)."""
+
+    def node_formats(self) -> list[tuple[str, int, bool]]:
+        """Every node that ever held a lease: (node_id, the log format it writes (1: a
+        release before formats), whether its lease holds)."""
 
     def orphan_rows(self, limit: int, after_created: float | None = None
                     ) -> list[tuple[float, str, bytes, str]]:
@@ -157,12 +167,14 @@ class PgClusterQueries:
     def _renew_lease(self) -> float:
         node = self.node
         row = self._lease_db.execute(
-            "INSERT INTO nodes (node_id, address, lease_until, public_address) VALUES "
-            "(%s, %s, now() + make_interval(secs => %s), %s) ON CONFLICT (node_id) DO UPDATE "
-            "SET address = excluded.address, lease_until = excluded.lease_until, "
-            "public_address = excluded.public_address "
+            "INSERT INTO nodes (node_id, address, lease_until, public_address, log_format) "
+            "VALUES (%s, %s, now() + make_interval(secs => %s), %s, %s) "
+            "ON CONFLICT (node_id) DO UPDATE SET address = excluded.address, "
+            "lease_until = excluded.lease_until, public_address = excluded.public_address, "
+            "log_format = excluded.log_format "
             "RETURNING extract(epoch FROM lease_until - now())",
-            (node.node_id, node.address, node.lease_seconds, node.public_address)).fetchone()
+            (node.node_id, node.address, node.lease_seconds, node.public_address,
+             node.log_format)).fetchone()
         return float(row[0])
 
     def _close(self, is_clean: bool) -> None:
@@ -198,15 +210,18 @@ class PgClusterQueries:
                 "     OR (%(mine)s AND t.owner = %(me)s)) "
                 "AND NOT (coalesce(t.owner, '') = %(me)s AND NOT %(mine)s) "
                 "AND (NOT %(only_mine)s OR t.owner = %(me)s) "
+                "AND t.log_format <= %(format)s "  # (else the trigger refuses it: not asked)
                 "ORDER BY t.created LIMIT %(limit)s) "
                 # Compare and swap on the epoch seen: a claimant that waited for another's
                 # update re-checks this against the row it wrote (epoch + 1) and gets nothing.
+                # A table whose log became newer meanwhile is refused by the trigger
+                # (server.store.postgres): not returned either.
                 "UPDATE tables SET owner = %(me)s, epoch = tables.epoch + 1 FROM claimable "
                 "WHERE tables.table_id = claimable.table_id "
                 "AND tables.epoch = claimable.epoch "
                 "RETURNING tables.table_id, tables.epoch",
                 {"one": table_id, "mine": include_mine, "only_mine": only_mine, "me": me,
-                 "limit": limit}).fetchall()
+                 "limit": limit, "format": self.node.log_format}).fetchall()
             stored = self._store.load_logs(db, [t for t, _ in claimed])
         self._store.hold({str(t): int(epoch) for t, epoch in claimed})
         return stored
@@ -222,6 +237,19 @@ class PgClusterQueries:
         for (table_id,) in rows:
             self._store.forget(table_id)
         return [str(table_id) for (table_id,) in rows]
+
+    def unreadable_orphans(self, table_id: str | None, limit: int
+                           ) -> list[tuple[str, str, int]]:
+        with self._store.reading() as db:
+            rows = db.execute(
+                "SELECT t.table_id, coalesce(t.owner, ''), t.log_format FROM tables t "
+                "LEFT JOIN nodes n ON n.node_id = t.owner "
+                "WHERE t.status IN ('open', 'finished') AND t.log_format > %(format)s "
+                "AND (%(one)s::text IS NULL OR t.table_id = %(one)s) "
+                "AND (t.owner IS NULL OR n.lease_until IS NULL OR n.lease_until < now()) "
+                "ORDER BY t.created LIMIT %(limit)s",
+                {"format": self.node.log_format, "one": table_id, "limit": limit}).fetchall()
+        return [(str(t), str(o), int(f)) for t, o, f in rows]
 
     def held(self) -> dict[str, int]:
         return dict(self._store.epochs)
@@ -359,6 +387,13 @@ class PgClusterQueries:
                 "SELECT node_id, address, lease_until > now() FROM nodes ORDER BY node_id"
             ).fetchall()
         return [(str(n), str(a), bool(alive)) for n, a, alive in rows]
+
+    def node_formats(self) -> list[tuple[str, int, bool]]:
+        with self._store.reading() as db:
+            rows = db.execute(
+                "SELECT node_id, coalesce(log_format, 1), lease_until > now() FROM nodes "
+                "ORDER BY node_id").fetchall()
+        return [(str(n), int(f), bool(alive)) for n, f, alive in rows]
 
     def orphan_rows(self, limit: int, after_created: float | None = None
                     ) -> list[tuple[float, str, bytes, str]]:

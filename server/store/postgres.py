@@ -12,6 +12,15 @@ holds (fencing): a node that lost a table, however late it wakes up, can never w
 again; its writes for that table are dropped and it is told (``on_fenced``). A table whose
 owner's lease (kept on the database's clock, ``nodes.lease_until``) has run out may be
 claimed by another node: epoch + 1, in one UPDATE, so exactly one claimant wins.
+
+Log formats: each node says in its ``nodes`` row the format of the log entries it writes
+(``Node.log_format``: ``server.tables.log_entries.LOG_FORMAT``), and each table's row keeps
+the newest format of the entries in its log (``tables.log_format``, raised in the commit that
+writes them). A trigger refuses to make a node the owner of a table whose log is newer than
+the node's format (a node of a release before formats has none in its row: 1), so a node
+never takes over a table it cannot read, whichever release it runs, this one or an older one
+whose code cannot be changed: its claim's UPDATE simply gets nothing for that table. The
+table waits for a node that can read it (docs/OPERATING.md, "Upgrades").
 """
 
 from __future__ import annotations
@@ -20,8 +29,10 @@ import asyncio
 import contextlib
 import threading
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
+
+import structlog
 
 from server.store.base import (
     APPLICATION,
@@ -44,6 +55,8 @@ from server.store.base import (
 from server.store.group_commit import CommitObserver, GroupCommitStore
 from server.store.records import record_message, record_message_of_json, with_pseudonyms
 
+log = structlog.get_logger("copas.store")
+
 
 def _records_made_public(db: Any) -> None:
     """8: a record as everyone may read it names no account (a per-game pseudonym instead):
@@ -56,8 +69,56 @@ def _records_made_public(db: Any) -> None:
                                             record_message(record), record_id))
 
 
+# A table's row names a new owner only if that node reads the table's log (see the module's
+# docstring): else the row is left as it was (RETURN NULL), and the claim that tried gets
+# nothing for it. Giving a table up (owner NULL, a drain) and a node's own table are let through.
+_OWNER_READS_LOG = """
+CREATE OR REPLACE FUNCTION copas_owner_reads_log() RETURNS trigger LANGUAGE plpgsql AS $body$
+BEGIN
+    IF NEW.owner IS NOT NULL AND NEW.owner IS DISTINCT FROM OLD.owner
+            AND greatest(NEW.log_format, OLD.log_format) > coalesce(
+                (SELECT n.log_format FROM nodes n WHERE n.node_id = NEW.owner), 1) THEN
+        RETURN NULL;
+    END IF;
+    RETURN NEW;
+END
+$body$
+"""
+
+
+MIGRATION_LOCK_SECONDS = 5.0  # a migration under running nodes waits this long for its locks
+
+
+def _log_formats(db: Any) -> None:
+    """9: the log formats of the nodes and of the tables, and the trigger that keeps a node
+    off a table it cannot read. Run while the nodes of the release before go on (a rolling
+    upgrade): the two tables are locked in the order a claim locks them (no deadlock with
+    one), for a moment (new columns with a constant default rewrite no row). Every other
+    session's use of ``tables`` queues behind the lock asked for, so it is asked for
+    ``MIGRATION_LOCK_SECONDS`` at most: a session holding the table longer (a ``pg_dump``, a
+    transaction left open) makes this start fail, changing nothing, instead of stalling
+    every node's commits until it ends."""
+    import psycopg
+
+    db.execute(f"SET LOCAL lock_timeout = '{int(MIGRATION_LOCK_SECONDS * 1000)}ms'")
+    try:
+        db.execute("LOCK TABLE tables, nodes IN ACCESS EXCLUSIVE MODE")
+    except psycopg.errors.LockNotAvailable:
+        raise StoreUnusable(
+            f"the database's tables are in use by another session for more than "
+            f"{MIGRATION_LOCK_SECONDS:g} s (a pg_dump, a transaction left open?): the schema "
+            "was not changed; start this node again once it ends") from None
+    db.execute("SET LOCAL lock_timeout = 0")
+    db.execute("ALTER TABLE nodes ADD COLUMN log_format integer")  # NULL: an older release
+    db.execute("ALTER TABLE tables ADD COLUMN log_format integer NOT NULL DEFAULT 1")
+    db.execute(_OWNER_READS_LOG)
+    db.execute("CREATE TRIGGER tables_owner_reads_log BEFORE UPDATE OF owner ON tables "
+               "FOR EACH ROW EXECUTE FUNCTION copas_owner_reads_log()")
+
+
 # Versions 1 to 3 are the SQLite store's first three (server/store/sqlite.py): the same tables
-# and columns; from 4 on, each store has its own steps (4 to 7 here: what a cluster needs).
+# and columns; from 4 on, each store has its own steps (4 to 7 here: what a cluster needs; 8:
+# records made public; 9: log formats).
 MIGRATIONS: tuple[str | Callable[[Any], None], ...] = (
     """
     CREATE TABLE tables (table_id text PRIMARY KEY, created double precision NOT NULL,
@@ -113,6 +174,7 @@ MIGRATIONS: tuple[str | Callable[[Any], None], ...] = (
     ALTER TABLE nodes ADD COLUMN public_address text NOT NULL DEFAULT '';
     """,
     _records_made_public,
+    _log_formats,
 )
 PG_SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -127,6 +189,9 @@ class Node:
     lease_seconds: float = 10.0
     public_address: str = ""
     """host:port clients are told to call for this node's tables (x-copas-owner)."""
+    log_format: int = field(kw_only=True)
+    """The format of the log entries this node writes and reads
+    (``server.tables.log_entries.LOG_FORMAT``; 0 for a tool that writes none)."""
 
 
 LobbyState = Literal["joinable", "playing", "finished"]
@@ -222,7 +287,7 @@ class PgStore(GroupCommitStore[Write | ClusterWrite]):
         """
         import psycopg
 
-        node = node or Node("local", "")
+        node = node or Node("local", "", log_format=0)  # a tool: it writes no log
         try:
             writer = psycopg.connect(dsn, autocommit=True, connect_timeout=10)
             reader = psycopg.connect(dsn, autocommit=True, connect_timeout=10)
@@ -332,7 +397,8 @@ class PgStore(GroupCommitStore[Write | ClusterWrite]):
             live = [w for w in batch.writes
                     if isinstance(w, RewriteRecord) or w.table_id not in fenced]
             _write_batch(db, live, me, {table_id: seq for table_id, seq
-                                        in batch.sequences.items() if table_id not in fenced})
+                                        in batch.sequences.items() if table_id not in fenced},
+                         self.node.log_format)
         for write in batch.writes:
             if isinstance(write, ReleaseTable):
                 self.epochs.pop(write.table_id, None)
@@ -365,14 +431,25 @@ class PgStore(GroupCommitStore[Write | ClusterWrite]):
     def load_tables(self) -> list[StoredTable]:
         """At start: this node's own tables from an earlier run, at epoch + 1 (that run's
         late writes are fenced); orphans of other nodes are the takeover sweep's
-        (``server.cluster.queries``), in batches, once this node serves."""
+        (``server.cluster.queries``), in batches, once this node serves. Its own tables
+        whose log is newer than this node reads (that run was of a newer release) are given
+        up, for a node that reads them."""
         with self.reading() as db, db.transaction():
+            given_up = db.execute(
+                "UPDATE tables SET owner = NULL WHERE owner = %s AND log_format > %s "
+                "AND status IN ('open', 'finished') RETURNING table_id, log_format",
+                (self.node.node_id, self.node.log_format)).fetchall()
             claimed = db.execute(
                 "UPDATE tables SET epoch = epoch + 1 WHERE owner = %s "
                 "AND status IN ('open', 'finished') RETURNING table_id, epoch",
                 (self.node.node_id,)).fetchall()
             stored = self.load_logs(db, [t for t, _ in claimed])
         self.hold({str(t): int(epoch) for t, epoch in claimed})
+        for table_id, log_format in given_up:
+            log.warning("table_given_up_to_a_newer_node", table_id=table_id,
+                        log_format=log_format, this_log_format=self.node.log_format,
+                        detail="its log was written by a newer Copas (an earlier run of this "
+                        "node): a node of that release takes it over; finish the upgrade")
         return stored
 
     def forget(self, table_id: str) -> None:
@@ -437,7 +514,7 @@ class PgStore(GroupCommitStore[Write | ClusterWrite]):
 
 
 def _write_batch(db: Any, writes: list[Write | ClusterWrite], me: str,
-                 sequences: dict[str, int]) -> None:
+                 sequences: dict[str, int], log_format: int) -> None:
     """A commit's writes in a number of statements that does not grow with the batch: one
     per kind for the kinds every step writes (tables made, log entries, tokens, lobby
     entries, sequences), each a single statement over arrays, and one per write for the rare
@@ -449,7 +526,10 @@ def _write_batch(db: Any, writes: list[Write | ClusterWrite], me: str,
     The order kept is the one that matters: a table's row before its entries, tokens and
     lobby entry; entries appended before any deleted (the same batch may do both); the rare
     kinds in their order after those; a table's last lobby entry wins; a release last of a
-    table's writes (nothing is written for a table after its release)."""
+    table's writes (nothing is written for a table after its release). A table's log format
+    is raised to ``log_format`` by the statement that appends its entries (in the same
+    commit, on the row this commit holds locked), so no node that cannot read an entry ever
+    takes the table over."""
     created = [w for w in writes if isinstance(w, CreateTable)]
     if created:
         db.execute(
@@ -462,9 +542,12 @@ def _write_batch(db: Any, writes: list[Write | ClusterWrite], me: str,
     appended = [w for w in writes if isinstance(w, Append)]
     if appended:
         db.execute(
+            "WITH formats AS (UPDATE tables SET log_format = %s WHERE table_id = ANY(%s) "
+            "AND log_format < %s) "
             "INSERT INTO log (table_id, n, entry) SELECT * FROM unnest(%s::text[], "
             "%s::integer[], %s::text[])",
-            ([w.table_id for w in appended], [w.n for w in appended],
+            (log_format, sorted({w.table_id for w in appended}), log_format,
+             [w.table_id for w in appended], [w.n for w in appended],
              [w.entry for w in appended]))
     tokens = [w for w in writes if isinstance(w, RegisterToken)]
     if tokens:

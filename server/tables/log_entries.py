@@ -133,6 +133,21 @@ Entry = (Joined | Acted | TimedOut | PauseStarted | PauseEnded | DeadlineSet | R
 StepEntry = Joined | Acted | TimedOut | PauseEnded | Removed | TakenUp | Held  # begin a step
 
 
+LOG_FORMAT = 2
+"""The version of what this module writes, as the nodes of a cluster compare it: a node takes
+over no table whose log has entries of a newer format than its own (PostgreSQL refuses it:
+``tables.log_format`` against ``nodes.log_format``, server/store/postgres.py; the rolling
+upgrade in docs/OPERATING.md, "Upgrades"). **Bump it with every new entry kind and every new
+field of an entry**: an older node quarantines a table with a kind it does not know (its
+players would be told BAD_TOKEN), and replays a field it does not know as if it were not
+there (a join's network dropped: seats of one network rated against each other). On SQLite
+(one node, no ``nodes`` to compare) the guard is the schema version: bump
+server/store/sqlite.py's SCHEMA_VERSION in the same release (an empty migration will do)
+unless the release already moved it, so that an older release refuses the data at start.
+1: the releases before formats were counted (up to 1c5f50a); 2: the ``hold`` entry
+(``Held``) and a join's ``net`` (``Joined.network``)."""
+
+
 _ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)  # made once: ~1 us a row
 
 

@@ -2,7 +2,8 @@
 without PostgreSQL: ``FakeDatabase`` holds the nodes and their leases (on a clock the test
 moves), the tables' owners and epochs, the tokens and the request keys; each node asks it
 through a ``FakeClusterQueries`` (a ``server.cluster.queries.ClusterQueries``). It answers as
-the SQL of ``PgClusterQueries`` does; ``is_down`` makes every question ``StoreUnreachable``."""
+the SQL of ``PgClusterQueries`` does (and the trigger that keeps a node off a table whose log is
+newer than it reads: ``log_format``); ``is_down`` makes every question ``StoreUnreachable``."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ class NodeRow:
     address: str
     public_address: str
     lease_until: float
+    log_format: int = 1
 
 
 @dataclass
@@ -32,6 +34,7 @@ class TableRow:
     preset: str = ""
     players: int = 0
     request_key: str = ""
+    log_format: int = 1
 
 
 @dataclass
@@ -77,7 +80,8 @@ class FakeClusterQueries:
     def heartbeat(self) -> float:
         db = self._ask()
         db.nodes[self.node.node_id] = NodeRow(self.node.address, self.node.public_address,
-                                              db.now + self.node.lease_seconds)
+                                              db.now + self.node.lease_seconds,
+                                              self.node.log_format)
         return self.node.lease_seconds
 
     def release_lease(self) -> None:
@@ -97,6 +101,8 @@ class FakeClusterQueries:
                 continue
             if ((row.owner or "") == me and not mine) or (only_mine and row.owner != me):
                 continue
+            if row.log_format > self.node.log_format:
+                continue
             row.owner, row.epoch = me, row.epoch + 1
             self._held[t] = row.epoch
             found.append(row.stored)
@@ -112,6 +118,16 @@ class FakeClusterQueries:
             db.tables[t].owner = None
             self.forget(t)
         return handed
+
+    def unreadable_orphans(self, table_id: str | None, limit: int
+                           ) -> list[tuple[str, str, int]]:
+        db = self._ask()
+        rows = sorted((row.stored.created, t, row.owner or "", row.log_format)
+                      for t, row in db.tables.items()
+                      if row.status in ("open", "finished") and not db.is_alive(row.owner)
+                      and row.log_format > self.node.log_format
+                      and (table_id is None or t == table_id))
+        return [(t, o, f) for _, t, o, f in rows[:limit]]
 
     def held(self) -> dict[str, int]:
         return dict(self._held)
@@ -190,6 +206,10 @@ class FakeClusterQueries:
     def nodes(self) -> list[tuple[str, str, bool]]:
         db = self._ask()
         return [(n, row.address, db.is_alive(n)) for n, row in sorted(db.nodes.items())]
+
+    def node_formats(self) -> list[tuple[str, int, bool]]:
+        db = self._ask()
+        return [(n, row.log_format, db.is_alive(n)) for n, row in sorted(db.nodes.items())]
 
     def orphan_rows(self, limit: int, after_created: float | None = None
                     ) -> list[tuple[float, str, bytes, str]]:

@@ -174,10 +174,12 @@ def server_command(*flags: str, port: int | None = None) -> list[str]:
 class ServerProcess:
     """A copas-server process, as a user starts one: ``flags`` beneath the defaults of
     ``server_command``, its first line ("listening ...") awaited, its stderr kept in
-    ``log_path`` (or dropped). ``stop`` sends SIGTERM and waits; ``kill9`` does not."""
+    ``log_path`` (or dropped). ``stop`` sends SIGTERM and waits; ``kill9`` does not. ``cwd``:
+    the checkout whose ``server.main`` runs (another release's: tests/helpers/releases.py)."""
 
     def __init__(self, *flags: str, port: int | None = None, log_dir: Path | None = None,
-                 env: dict[str, str] | None = None, wrapper: Sequence[str] = ()) -> None:
+                 env: dict[str, str] | None = None, wrapper: Sequence[str] = (),
+                 cwd: Path = ROOT) -> None:
         self.port = port if port is not None else free_port()
         self.address = f"127.0.0.1:{self.port}"
         self.metrics_port = 0
@@ -187,7 +189,7 @@ class ServerProcess:
             self.log_path = log_dir / f"server-{self.port}-{time.monotonic_ns()}.log"
             log_file = self.log_path.open("w")
         self.proc = subprocess.Popen(
-            [*wrapper, *server_command(*flags, port=self.port)], cwd=ROOT,
+            [*wrapper, *server_command(*flags, port=self.port)], cwd=cwd,
             env=_environment(env), stdout=subprocess.PIPE, stderr=log_file, text=True)
         if not isinstance(log_file, int):
             log_file.close()
