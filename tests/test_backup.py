@@ -87,7 +87,7 @@ async def test_a_backup_under_load_restores_every_acknowledged_action(tmp_path: 
     load = Load(live.address)
     try:
         await load.start()
-        await asyncio.sleep(3)  # games, sign-ins and registrations going on, some over
+        await load.under_way()  # games, sign-ins and registrations going on, some over
         began = time.time()
         status, out, err = await copas_async("admin", "backup", "--data-dir",
                                              str(tmp_path / "data"), str(tmp_path / "b1"),

@@ -37,7 +37,7 @@ async def test_pg_dump_under_load_and_pg_restore_keep_every_acknowledged_action(
     dump = tmp_path / "copas.dump"
     try:
         await load.start()
-        await asyncio.sleep(3)
+        await load.under_way()  # games, sign-ins and registrations going on, some over
         began = time.time()
         proc = await asyncio.create_subprocess_exec(
             tool("pg_dump"), "--format=custom", f"--file={dump}", live_dsn,

@@ -73,6 +73,16 @@ class Load:
         self.accounts = accounts_pb2_grpc.AccountServiceStub(self._channel)
         self.championships = championships_pb2_grpc.ChampionshipServiceStub(self._channel)
 
+    async def under_way(self, timeout: float = 120.0) -> None:
+        """Waits until the load has been told of more than 100 moves, a game over, a rated
+        game and a registration (a fixed wait is too short on a busy machine)."""
+        async with asyncio.timeout(timeout):
+            while True:
+                now = self.acked.before(time.time())
+                if len(now.moves) > 100 and now.over and now.rated and now.registrations:
+                    return
+                await asyncio.sleep(0.1)
+
     async def start(self) -> None:
         organizer = await self.sign_in("Organizer")
         made = await self.championships.CreateChampionship(
