@@ -10,12 +10,14 @@ serves the web page; worker i serves metrics on the metrics port + i. The superv
 a worker that dies (its tables wait for it, or for another node once its lease runs out) and
 passes SIGTERM/SIGINT on, then waits for all of them.
 
-A worker that exits (a fail-stop when PostgreSQL restarts: exit 3; a start refused while it
-is still down: exit 2) is started again after ``RESTART_PAUSE`` seconds, doubled after each
-start that did not last ``STABLE_SECONDS``, at most ``RESTART_PAUSE_MAX`` (a start refused
-costs a worker about a second of CPU: while the database is away, one every two seconds;
-once it is back, every worker serves within about three). The other workers are never held
-up meanwhile.
+A worker that exits (a fail-stop when PostgreSQL restarts or fails over: exit 3; a start
+refused while it is still down: exit 2) is started again after ``RESTART_PAUSE`` seconds,
+doubled after each start that did not last ``STABLE_SECONDS``, at most
+``RESTART_PAUSE_MAX``, and, after an exit 2 or 3, only once the database takes a connection
+again (the supervisor tries one every ``DATABASE_PROBE`` seconds): a start costs a worker
+about a second of CPU, which a start refused while the database is away would waste, and a
+worker starts within a probe of the database's return (of a failover's new primary), not
+after a pause that grew while it was away. The other workers are never held up meanwhile.
 """
 
 from __future__ import annotations
@@ -33,6 +35,8 @@ from server.config import Config
 RESTART_PAUSE = 0.5  # seconds before a dead worker is started again (then doubled)
 RESTART_PAUSE_MAX = 2.0  # the longest pause between two starts of one worker
 STABLE_SECONDS = 30.0  # a worker up this long starts its next restart from RESTART_PAUSE
+DATABASE_PROBE = 0.25  # seconds between two connections tried while a worker waits for it
+WAITS_FOR_DATABASE = (2, 3)  # the exits after which a worker waits for the database
 
 
 def _strip(argv: list[str], flags: tuple[str, ...], switches: tuple[str, ...] = ()
@@ -186,13 +190,38 @@ class Supervisor:
         threading.Thread(target=self._start_again, args=(i,), daemon=True).start()
 
     def _start_again(self, i: int) -> None:
-        """Start worker i again (on a thread: its start-up holds up no other worker)."""
+        """Start worker i again (on a thread: its start-up holds up no other worker), once
+        the database answers when it exited for the database's sake."""
         try:
-            self.launch(i)
+            proc = self.procs[i]
+            if proc is not None and proc.returncode in WAITS_FOR_DATABASE:
+                self._wait_for_database(i)
+            if not self.stopping:
+                self.launch(i)
         except (RuntimeError, OSError) as exc:
             print(f"copas-server: {exc}", file=sys.stderr, flush=True)
         finally:
             self.due[i] = 0.0
+
+    def _wait_for_database(self, i: int) -> None:
+        """Until a connection to the database is made (or the supervisor stops)."""
+        import psycopg
+
+        from server.store.pg_connection import connect
+
+        told = False
+        while not self.stopping:
+            began = time.monotonic()
+            try:
+                connect(self.config.database, connect_timeout=2).close()
+                return
+            except psycopg.Error as exc:
+                if not told:
+                    first = str(exc).strip().splitlines()[-1:] or [type(exc).__name__]
+                    print(f"copas-server: worker {i} waits for the database ({first[0]})",
+                          file=sys.stderr, flush=True)
+                    told = True
+            time.sleep(max(0.0, DATABASE_PROBE - (time.monotonic() - began)))
 
 
 def supervise(config: Config, argv: list[str]) -> int:

@@ -42,6 +42,7 @@ from server.store.base import (
     stored_table,
 )
 from server.store.group_commit import CommitObserver, GroupCommitStore
+from server.store.pg_connection import connect, conninfo
 from server.store.records import record_message, record_message_of_json, with_pseudonyms
 
 
@@ -187,10 +188,8 @@ class PgStore(GroupCommitStore[Write | ClusterWrite]):
     def _reader(self) -> Any:
         """The lookups' connection (made again after the database went away)."""
         if self._reader_conn.closed or self._reader_conn.broken:
-            import psycopg
-
             self._reader_conn.close()
-            self._reader_conn = psycopg.connect(self.dsn, autocommit=True, connect_timeout=5)
+            self._reader_conn = connect(self.dsn)
         return self._reader_conn
 
     @contextlib.contextmanager
@@ -224,8 +223,12 @@ class PgStore(GroupCommitStore[Write | ClusterWrite]):
 
         node = node or Node("local", "")
         try:
-            writer = psycopg.connect(dsn, autocommit=True, connect_timeout=10)
-            reader = psycopg.connect(dsn, autocommit=True, connect_timeout=10)
+            conninfo(dsn, 10)
+        except ValueError as exc:
+            raise StoreUnusable(str(exc)) from None
+        try:
+            writer = connect(dsn, connect_timeout=10)
+            reader = connect(dsn, connect_timeout=10)
         except psycopg.Error as exc:
             raise StoreUnusable(f"cannot connect to the database: {_first_line(exc)}") from None
         try:
