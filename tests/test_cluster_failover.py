@@ -11,7 +11,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
 import shutil
+import signal
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -30,6 +34,9 @@ from tests.helpers.calls import auth, join_all, new_table
 from tests.helpers.failover import CHANNEL_OPTIONS, TRANSIENT, People, until_acked
 from tests.helpers.servers import ServerProcess, free_port, fresh_database, run_server
 from tools.pgha import FAST, Formation
+from tools.testrun import holders
+
+ROOT = Path(__file__).resolve().parent.parent
 
 LEASE = 2.0
 BOT_TABLES = 100
@@ -255,3 +262,48 @@ async def test_kill_9_of_the_primary_under_load_loses_nothing_acknowledged(
         await asyncio.to_thread(formation.stop)
         shutil.rmtree(base, ignore_errors=True)
 
+
+# ------------------------------------------------------------------ make cluster-ha
+
+def test_make_cluster_ha_serves_a_load_test_and_stops_everything(tmp_path: Path) -> None:
+    """`make cluster-ha`'s command (a formation under --pg-dir on the ports given, two workers
+    on its multi-host DSN): `copas loadtest` plays whole games through it; Ctrl-C stops every
+    node, then every part of the formation."""
+    port, pg_port = free_port(), _ports_in_a_row(3)
+    pg_dir = tmp_path / "pgha"
+    cluster = subprocess.Popen(
+        [sys.executable, "-m", "tools.cluster", "--ha", "--workers", "2", "--pg-dir",
+         str(pg_dir), "--pg-port", str(pg_port), "--listen", f"127.0.0.1:{port}",
+         "--metrics-port", "0", "--web-port", "0", "--unlimited-quotas", "--log-level",
+         "warning", "--trick-pause", "0", "--hand-pause", "0"],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    try:
+        assert cluster.stdout is not None
+        lines: list[str] = []
+        while not any("listening on" in line for line in lines):
+            line = cluster.stdout.readline()
+            assert line, "\n".join(lines)
+            lines.append(line)
+        dsn = (f"postgresql://postgres@127.0.0.1:{pg_port + 1},127.0.0.1:{pg_port + 2}"
+               "/postgres?target_session_attrs=read-write")
+        assert any(line.startswith(f"PostgreSQL with failover on {dsn} ") for line in lines)
+        assert Formation(pg_dir).in_sync()
+        done = subprocess.run(
+            [sys.executable, "-m", "clients.cli", "loadtest", "--server", f"127.0.0.1:{port}",
+             "--tables", "2", "--games", "2", "--json"], cwd=ROOT, capture_output=True,
+            text=True, timeout=300)
+        report = json.loads(done.stdout.strip().splitlines()[-1])
+        assert report["games_finished"] == 2 and not report["errors"], report
+        cluster.send_signal(signal.SIGINT)
+        assert cluster.wait(90) == 0
+        assert "PostgreSQL (the formation) stopped" in cluster.stdout.read()
+    finally:
+        if cluster.poll() is None:  # a failed or interrupted test: Ctrl-C stops it all
+            cluster.send_signal(signal.SIGINT)
+            try:
+                cluster.wait(90)
+            except subprocess.TimeoutExpired:
+                cluster.kill()
+                cluster.wait()
+    assert not holders(str(pg_dir)), holders(str(pg_dir))  # no keeper, no PostgreSQL left
