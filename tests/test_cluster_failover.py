@@ -155,7 +155,8 @@ async def test_kill_9_of_the_primary_under_load_loses_nothing_acknowledged(
         tmp_path: Path) -> None:
     base = Path(tempfile.mkdtemp(prefix="copas-pgha-"))
     base.chmod(0o755)  # the postgres user (when run as root) reaches its directories
-    formation = Formation(base / "formation", timings=FAST)
+    formation = Formation(base / "formation", timings=FAST,
+                          ports=(free_port(), free_port(), free_port()))  # this worker's
     nodes: ServerProcess | None = None
     channels: list[grpc.aio.Channel] = []
     try:
@@ -270,20 +271,27 @@ def test_make_cluster_ha_serves_a_load_test_and_stops_everything(tmp_path: Path)
     on its multi-host DSN): `copas loadtest` plays whole games through it; Ctrl-C stops every
     node, then every part of the formation."""
     port, pg_port = free_port(), _ports_in_a_row(3)
-    pg_dir = tmp_path / "pgha"
+    # Not under tmp_path: the postgres user must reach it, and pytest keeps its own base
+    # directory private (0700, set again by any pytest session that starts meanwhile).
+    base = Path(tempfile.mkdtemp(prefix="copas-pgha-"))
+    base.chmod(0o755)
+    pg_dir = base / "pgha"
+    errors = (tmp_path / "stderr").open("w")
     cluster = subprocess.Popen(
         [sys.executable, "-m", "tools.cluster", "--ha", "--workers", "2", "--pg-dir",
          str(pg_dir), "--pg-port", str(pg_port), "--listen", f"127.0.0.1:{port}",
          "--metrics-port", "0", "--web-port", "0", "--unlimited-quotas", "--log-level",
          "warning", "--trick-pause", "0", "--hand-pause", "0"],
-        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=errors, text=True,
         env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    errors.close()
     try:
         assert cluster.stdout is not None
         lines: list[str] = []
         while not any("listening on" in line for line in lines):
             line = cluster.stdout.readline()
-            assert line, "\n".join(lines)
+            assert line, "\n".join([*lines, (tmp_path / "stderr").read_text()[-3000:], *(
+                f"{log.name}: {log.read_text()[-1500:]}" for log in pg_dir.glob("*.log"))])
             lines.append(line)
         dsn = (f"postgresql://postgres@127.0.0.1:{pg_port + 1},127.0.0.1:{pg_port + 2}"
                "/postgres?target_session_attrs=read-write")
@@ -306,4 +314,6 @@ def test_make_cluster_ha_serves_a_load_test_and_stops_everything(tmp_path: Path)
             except subprocess.TimeoutExpired:
                 cluster.kill()
                 cluster.wait()
-    assert not holders(str(pg_dir)), holders(str(pg_dir))  # no keeper, no PostgreSQL left
+    left = holders(str(pg_dir))
+    shutil.rmtree(base, ignore_errors=True)
+    assert not left, left  # no keeper, no PostgreSQL left

@@ -239,8 +239,14 @@ class Formation:
         return full
 
     def _run(self, *args: str, timeout: float = 120) -> str:
-        done = subprocess.run(self._command(*args), capture_output=True, text=True,
-                              timeout=timeout, check=False)
+        try:
+            done = subprocess.run(self._command(*args), capture_output=True, text=True,
+                                  timeout=timeout, check=False)
+        except subprocess.TimeoutExpired as exc:
+            said = exc.stderr.decode(errors="replace") if isinstance(exc.stderr, bytes) \
+                else exc.stderr or ""
+            raise RuntimeError(f"pg_autoctl {' '.join(args[:2])} took more than {timeout:.0f} "
+                               f"s: {said.strip()[-1500:]}") from None
         if done.returncode != 0:
             raise RuntimeError(f"pg_autoctl {args[0]} {args[1] if len(args) > 1 else ''} "
                                f"failed ({done.returncode}): {done.stderr.strip()[-1500:]}")
@@ -285,6 +291,11 @@ class Formation:
             for path in [self.base, *self.base.rglob("*")]:
                 with contextlib.suppress(OSError):
                     shutil.chown(path, "postgres", "postgres")
+            reach = subprocess.run(["runuser", "-u", "postgres", "--", "test", "-w",
+                                    str(self.base)], capture_output=True, check=False)
+            if reach.returncode != 0:
+                raise RuntimeError(f"the postgres user cannot reach {self.base}: make its "
+                                   "parent directories traversable (chmod o+x)")
         if not (self.monitor_dir / "PG_VERSION").exists():
             self._run("create", "monitor", "--pgdata", str(self.monitor_dir),
                       "--pgport", str(self.ports[0]), "--hostname", "127.0.0.1",
@@ -409,9 +420,18 @@ class Formation:
 
     def kill(self, name: str) -> None:
         directory = self.node_dirs[name]
+        pid_file = self._pid_file(directory)
         pid = self.service_pid(directory)
+        semaphore = _semaphore_of(pid_file)
         if pid is not None:
             kill_tree(pid)
+            # What pg_autoctl would have cleaned at its exit: its log semaphore (SysV, left
+            # forever once killed) and its pid file (whose next reader would remove that
+            # semaphore's id again, by then perhaps another process's).
+            if semaphore is not None:
+                subprocess.run(["ipcrm", "-s", str(semaphore)], capture_output=True,
+                               check=False)
+            pid_file.unlink(missing_ok=True)
         postmaster = _postmaster(directory)
         if postmaster is not None:  # a PostgreSQL that outlived its pg_autoctl
             kill_tree(postmaster)
@@ -472,6 +492,13 @@ class Formation:
             if time.monotonic() > deadline:
                 raise RuntimeError(f"pg_auto_failover: no {what} within {timeout:.0f} s")
             time.sleep(0.2)
+
+
+def _semaphore_of(pid_file: Path) -> int | None:
+    """The id of the SysV semaphore a pg_autoctl pid file names (its fifth line)."""
+    with contextlib.suppress(OSError, ValueError, IndexError):
+        return int(pid_file.read_text().splitlines()[4])
+    return None
 
 
 def _postmaster(directory: Path) -> int | None:
