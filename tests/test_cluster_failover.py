@@ -27,8 +27,8 @@ import pytest
 from copas.v1 import copas_pb2, copas_pb2_grpc
 from psycopg.conninfo import conninfo_to_dict
 
-from engine import replay
-from server.store import Node, PgStore, StoreUnusable
+from engine import Rules, replay
+from server.store import Node, PgStore, StoreUnusable, TableMeta
 from server.store.pg_connection import conninfo
 from tests.helpers.calls import auth, join_all, new_table
 from tests.helpers.failover import CHANNEL_OPTIONS, TRANSIENT, People, until_acked
@@ -39,6 +39,7 @@ from tools.testrun import holders
 ROOT = Path(__file__).resolve().parent.parent
 
 LEASE = 2.0
+META = TableMeta(name="t", preset="online", rules=Rules(), seed=1, bot_seats=0, order=1)
 BOT_TABLES = 100
 PEOPLE_TABLES = 4
 NODE_FLAGS = ("--lease", str(LEASE), "--trick-pause", "0", "--hand-pause", "0",
@@ -88,6 +89,33 @@ async def test_the_stores_connections_carry_the_keepalives(postgres: Any) -> Non
                 parameters = connection.info.get_parameters()
                 assert parameters["keepalives_idle"] == "5", parameters
                 assert parameters["tcp_user_timeout"] == "10000", parameters
+    finally:
+        await store.close()
+
+
+async def test_a_store_commits_on_a_new_connection_when_its_idle_one_was_closed(
+        postgres: Any) -> None:
+    """The database closed the writer's connection while it had nothing to commit (a
+    restart, a failover, an operator): the next commit is made on a new connection, and the
+    node does not fail-stop for a connection it was not using."""
+    store = PgStore.open(fresh_database(postgres.dsn), Node("n", ""))
+    try:
+        store.create_table("t1", 1.0, META)
+        store.append("t1", json.dumps({"kind": "first"}))
+        await store.sync()
+        old = store.writer.info.backend_pid
+        with psycopg.connect(postgres.dsn, autocommit=True) as db:
+            db.execute("SELECT pg_terminate_backend(%s)", (old,))
+            while db.execute("SELECT 1 FROM pg_stat_activity WHERE pid = %s",
+                             (old,)).fetchone():
+                await asyncio.sleep(0.02)
+        store.append("t1", json.dumps({"kind": "second"}))
+        await store.sync()
+        assert store.failure is None and store.writer.info.backend_pid != old
+        with store.reading() as db:
+            assert [json.loads(e) for (e,) in db.execute(
+                "SELECT entry FROM log WHERE table_id = 't1' ORDER BY n")] == [
+                {"kind": "first"}, {"kind": "second"}]
     finally:
         await store.close()
 
