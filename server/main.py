@@ -278,9 +278,9 @@ async def wait_for_database(config: Config) -> bool:
                 return True
             except psycopg.Error as exc:
                 if not told:
-                    last = str(exc).strip().splitlines()[-1:] or [type(exc).__name__]
+                    first = str(exc).strip().splitlines()[:1] or [type(exc).__name__]
                     print(f"copas-server: {config.node_id or 'this node'} waits for the "
-                          f"database ({last[0]})", file=sys.stderr, flush=True)
+                          f"database ({first[0]})", file=sys.stderr, flush=True)
                     told = True
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), max(0.0, DATABASE_PROBE -

@@ -39,6 +39,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pg-dir", default="", help="its data (data/pg; with --ha data/pgha)")
     args, server_flags = parser.parse_known_args(argv)
     directory = Path(args.pg_dir or ("data/pgha" if args.ha else "data/pg"))
+    directory.resolve().parent.mkdir(parents=True, exist_ok=True)  # data/ on a fresh clone
     if os.geteuid() == 0:  # the postgres user must reach its directory
         for parent in [directory.resolve().parent, *directory.resolve().parent.parents]:
             if parent == Path("/"):

@@ -539,26 +539,35 @@ def main(argv: list[str] | None = None) -> int:
     if ports is not None and len(ports) != 3:
         parser.error("--ports takes three ports: monitor,node1,node2")
     formation = Formation(Path(args.dir), ports=ports)
-    if args.action == "state":
+    if args.action != "run" and not (formation.base / STATE_FILE).exists():
+        print(f"tools.pgha: no formation in {formation.base} (make cluster-ha, or python -m "
+              "tools.pgha run, makes one)", file=sys.stderr)
+        return 2
+    try:
+        return _act(formation, args.action, args.name, parser)
+    except (RuntimeError, PostgresMissing) as exc:
+        print(f"tools.pgha: {exc}", file=sys.stderr)
+        return 1
+
+
+def _act(formation: Formation, action: str, name: str | None,
+         parser: argparse.ArgumentParser) -> int:
+    if action == "state":
         for node in formation.state():
             print(" ".join(f"{k}={v}" for k, v in dataclasses.asdict(node).items()))
         return 0
-    if args.action == "kill-primary":
+    if action == "kill-primary":
         print(f"killed {formation.kill_primary()}")
         return 0
-    if args.action == "switchover":
+    if action == "switchover":
         print(f"the primary is now {formation.switchover()}")
         return 0
-    if args.action == "rejoin":
-        if args.name not in NODE_NAMES:
+    if action == "rejoin":
+        if name not in NODE_NAMES:
             parser.error(f"rejoin which node: {', '.join(NODE_NAMES)}")
-        formation.rejoin(args.name)
+        formation.rejoin(name)
         return 0
-    try:
-        formation.create()
-    except PostgresMissing as exc:
-        print(f"tools.pgha: {exc}", file=sys.stderr)
-        return 2
+    formation.create()
     print(f"PostgreSQL with failover on {formation.dsn}", flush=True)
     signal.signal(signal.SIGTERM, signal.default_int_handler)
     try:
