@@ -19,7 +19,7 @@ TS_SOURCES := $(wildcard $(TS_DIR)/src/*.ts $(TS_DIR)/src/web/*.ts $(TS_DIR)/tsc
 CONTRACT_BASE := 6f74c4a95deac2b0d10ce711010413c236c57beb
 
 .DEFAULT_GOAL := help
-.PHONY: help setup proto ts web run cluster monitor play demo check test needs lint bench bench-hostile bench-bots bench-pace bench-load bench-cluster bench-peers clean
+.PHONY: help setup proto ts web run cluster cluster-ha monitor play demo check test needs lint bench bench-hostile bench-bots bench-pace bench-load bench-cluster bench-peers clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-11s %s\n", $$1, $$2}'
@@ -69,6 +69,9 @@ run: setup ## start the server on localhost:50051, the web page on http://localh
 cluster: setup ## a local PostgreSQL (data/pg) and a node per core sharing :50051 (needs postgresql)
 	$(BIN)/python -m tools.cluster $(CLUSTER_ARGS)
 
+cluster-ha: setup ## make cluster on a PostgreSQL that fails over (pg_auto_failover in data/pgha)
+	$(BIN)/python -m tools.cluster --ha $(CLUSTER_ARGS)
+
 monitor: ## Prometheus (Debian's prometheus package) scraping the local server with ops/prometheus's rules
 	@command -v prometheus >/dev/null || { echo "prometheus is missing: apt-get install -y prometheus"; exit 1; }
 	@mkdir -p data/prometheus
@@ -117,7 +120,7 @@ test: needs setup lint ts ## everything: lint, the whole suite, on PostgreSQL, o
 		--deselect tests/test_pure_engine.py::test_the_installed_engine_is_compiled
 	cd $(TS_DIR) && npm run --silent lint && npm run --silent test
 
-needs: ## what the tests need from the system (chromium, postgresql, prometheus, Node.js): installs it as root
+needs: ## what the tests need from the system (chromium, postgresql, pg_auto_failover, prometheus, Node.js): installs it as root
 	@tools/needs.sh
 
 lint: setup ## ruff, mypy --strict (engine/, ai/, server/, clients/, tools/, generated code), buf lint and breaking

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import secrets
 import signal
 import sys
@@ -68,6 +69,7 @@ from server.tables.ownership import LocalOwnership, OwnershipPort
 from server.tables.records import Records
 from server.tables.recovery import recover
 from server.tables.registry import TableRegistry
+from server.workers import WAIT_FOR_DATABASE
 
 __all__ = ["RunningServer", "SetupError", "internal_address", "main", "serve", "shutdown",
            "start"]
@@ -77,6 +79,7 @@ ACCOUNT_SERVICE_NAME = accounts_pb2.DESCRIPTOR.services_by_name["AccountService"
 ADMIN_SERVICE_NAME = admin_pb2.DESCRIPTOR.services_by_name["AdminService"].full_name
 EXIT_CANNOT_LISTEN, EXIT_BAD_SETUP, EXIT_STORAGE_FAILED = 1, 2, 3
 FAIL_STOP_GRACE = 2.0  # seconds a failed server gives its calls in flight to be answered
+DATABASE_PROBE = 0.25  # seconds between two connections tried while waiting for the database
 
 
 async def start(config: Config) -> RunningServer:
@@ -256,7 +259,46 @@ async def shutdown(running: RunningServer, grace: float) -> None:
     await running.stop(grace)
 
 
+async def wait_for_database(config: Config) -> bool:
+    """Until a connection to ``config.database`` is made (the wait said once on stderr);
+    False when a SIGTERM or SIGINT came first."""
+    import psycopg
+
+    from server.store.pg_connection import connect
+
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    told = False
+    try:
+        while not stop.is_set():
+            began = loop.time()
+            try:
+                await asyncio.to_thread(
+                    lambda: connect(config.database, connect_timeout=2).close())
+                return True
+            except psycopg.Error as exc:
+                if not told:
+                    first = str(exc).strip().splitlines()[:1] or [type(exc).__name__]
+                    print(f"copas-server: {config.node_id or 'this node'} waits for the "
+                          f"database ({first[0]})", file=sys.stderr, flush=True)
+                    told = True
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), max(0.0, DATABASE_PROBE -
+                                                        (loop.time() - began)))
+        return False
+    finally:
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.remove_signal_handler(sig)
+
+
 async def serve(config: Config) -> int:
+    # A worker started again by --workers' supervisor after it stopped for the database's
+    # sake (server/workers.py) waits for it here, its code loaded, instead of a start refused.
+    if config.database and os.environ.get(WAIT_FOR_DATABASE) == "1" \
+            and not await wait_for_database(config):
+        return 0  # stopped while waiting
     try:
         running = await start(config)
     except OSError as exc:

@@ -10,12 +10,15 @@ serves the web page; worker i serves metrics on the metrics port + i. The superv
 a worker that dies (its tables wait for it, or for another node once its lease runs out) and
 passes SIGTERM/SIGINT on, then waits for all of them.
 
-A worker that exits (a fail-stop when PostgreSQL restarts: exit 3; a start refused while it
-is still down: exit 2) is started again after ``RESTART_PAUSE`` seconds, doubled after each
-start that did not last ``STABLE_SECONDS``, at most ``RESTART_PAUSE_MAX`` (a start refused
-costs a worker about a second of CPU: while the database is away, one every two seconds;
-once it is back, every worker serves within about three). The other workers are never held
-up meanwhile.
+A worker that exits (a fail-stop when PostgreSQL restarts or fails over: exit 3; a start
+refused while it is still down: exit 2) is started again after ``RESTART_PAUSE`` seconds,
+doubled after each start that did not last ``STABLE_SECONDS``, at most
+``RESTART_PAUSE_MAX``. After an exit 2 or 3 it is started to wait for the database
+(``server.main.WAIT_FOR_DATABASE``): it loads its code (about a second of CPU) while the
+database is away, tries a connection every 0.25 s, and starts as soon as one is made: within
+a probe of the database's return (of a failover's new primary), not after a pause that grew
+while starts were refused, and with its code already loaded. The other workers are never
+held up meanwhile.
 """
 
 from __future__ import annotations
@@ -33,6 +36,9 @@ from server.config import Config
 RESTART_PAUSE = 0.5  # seconds before a dead worker is started again (then doubled)
 RESTART_PAUSE_MAX = 2.0  # the longest pause between two starts of one worker
 STABLE_SECONDS = 30.0  # a worker up this long starts its next restart from RESTART_PAUSE
+WAITS_FOR_DATABASE = (2, 3)  # the exits after which a worker starts by waiting for it
+# Set ("1") in the environment of a worker started to wait for the database (server.main).
+WAIT_FOR_DATABASE = "COPAS_WAIT_FOR_DATABASE"
 
 
 def _strip(argv: list[str], flags: tuple[str, ...], switches: tuple[str, ...] = ()
@@ -107,10 +113,12 @@ class Supervisor:
                 *(["--public-address", public] if public else []),
                 "--metrics-port", str(metrics), "--web-port", str(web)]
 
-    def launch(self, i: int) -> list[str]:
-        """Start worker i; returns the lines it printed on start (or raises)."""
+    def launch(self, i: int, *, wait_for_database: bool = False) -> list[str]:
+        """Start worker i (``wait_for_database``: once a connection to it is made); returns
+        the lines it printed on start (or raises)."""
         proc = subprocess.Popen(self.command(i), stdout=subprocess.PIPE, text=True,
-                                env={**os.environ, "PYTHONUNBUFFERED": "1"})
+                                env={**os.environ, "PYTHONUNBUFFERED": "1",
+                                     WAIT_FOR_DATABASE: "1" if wait_for_database else "0"})
         self.procs[i] = proc
         self.started[i] = time.monotonic()
         assert proc.stdout is not None
@@ -186,11 +194,15 @@ class Supervisor:
         threading.Thread(target=self._start_again, args=(i,), daemon=True).start()
 
     def _start_again(self, i: int) -> None:
-        """Start worker i again (on a thread: its start-up holds up no other worker)."""
+        """Start worker i again (on a thread: its start-up, and its wait for the database
+        when it stopped for the database's sake, hold up no other worker)."""
         try:
-            self.launch(i)
+            proc = self.procs[i]
+            self.launch(i, wait_for_database=proc is not None
+                        and proc.returncode in WAITS_FOR_DATABASE)
         except (RuntimeError, OSError) as exc:
-            print(f"copas-server: {exc}", file=sys.stderr, flush=True)
+            if not self.stopping:
+                print(f"copas-server: {exc}", file=sys.stderr, flush=True)
         finally:
             self.due[i] = 0.0
 

@@ -92,6 +92,7 @@ TIERS = {
     "test_web_connections.py": PROCESS, "test_wheel.py": PROCESS,
     "test_cluster.py": CLUSTER, "test_cluster_admin.py": CLUSTER,
     "test_cluster_as_one_server.py": CLUSTER, "test_cluster_owner.py": CLUSTER,
+    "test_cluster_failover.py": CLUSTER,
     "test_store_contract.py": CLUSTER, "test_championship_store.py": CLUSTER,
     "test_migrations.py": CLUSTER, "test_backup_postgres.py": CLUSTER,
     "test_mixed_versions.py": CLUSTER,

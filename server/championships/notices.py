@@ -16,6 +16,7 @@ from collections.abc import Callable
 import structlog
 
 from server.championships.store import CHANNEL
+from server.store.pg_connection import connect
 
 log = structlog.get_logger("copas.championships")
 
@@ -50,11 +51,10 @@ class ChangeNotices:
                 loop.call_soon_threadsafe(call)
 
     def _listen(self) -> None:
-        import psycopg
 
         while not self._stopping.is_set():
             try:
-                with psycopg.connect(self._dsn, autocommit=True, connect_timeout=5) as db:
+                with connect(self._dsn) as db:
                     db.execute(f"LISTEN {CHANNEL}")
                     self._hand(self._all_changed)  # what changed while nobody listened
                     while not self._stopping.is_set():

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from server.store.base import StoredTable
+from server.store.pg_connection import connect
 from server.store.postgres import Node, PgStore
 
 
@@ -146,8 +147,7 @@ class PgClusterQueries:
 
         with self._lease_lock:
             if self._lease_db is None or self._lease_db.closed:
-                self._lease_db = psycopg.connect(self._store.dsn, autocommit=True,
-                                                 connect_timeout=5)
+                self._lease_db = connect(self._store.dsn)
             try:
                 return self._renew_lease()
             except psycopg.OperationalError:

@@ -53,6 +53,7 @@ from server.store.base import (
     stored_table,
 )
 from server.store.group_commit import CommitObserver, GroupCommitStore
+from server.store.pg_connection import connect, conninfo
 from server.store.records import record_message, record_message_of_json, with_pseudonyms
 
 log = structlog.get_logger("copas.store")
@@ -252,10 +253,8 @@ class PgStore(GroupCommitStore[Write | ClusterWrite]):
     def _reader(self) -> Any:
         """The lookups' connection (made again after the database went away)."""
         if self._reader_conn.closed or self._reader_conn.broken:
-            import psycopg
-
             self._reader_conn.close()
-            self._reader_conn = psycopg.connect(self.dsn, autocommit=True, connect_timeout=5)
+            self._reader_conn = connect(self.dsn)
         return self._reader_conn
 
     @contextlib.contextmanager
@@ -289,8 +288,12 @@ class PgStore(GroupCommitStore[Write | ClusterWrite]):
 
         node = node or Node("local", "", log_format=0)  # a tool: it writes no log
         try:
-            writer = psycopg.connect(dsn, autocommit=True, connect_timeout=10)
-            reader = psycopg.connect(dsn, autocommit=True, connect_timeout=10)
+            conninfo(dsn, 10)
+        except ValueError as exc:
+            raise StoreUnusable(str(exc)) from None
+        try:
+            writer = connect(dsn, connect_timeout=10)
+            reader = connect(dsn, connect_timeout=10)
         except psycopg.Error as exc:
             raise StoreUnusable(f"cannot connect to the database: {_first_line(exc)}") from None
         try:
@@ -377,8 +380,33 @@ class PgStore(GroupCommitStore[Write | ClusterWrite]):
             with self._fenced_lock:
                 self._fenced |= fenced
 
-    def _commit_once(self, batch: Batch[Write | ClusterWrite]) -> set[str]:
+    def _idle_writer(self) -> Any:
+        """The writer's connection, made again when the database closed it while it was idle
+        (a restart, a failover, an operator): no batch is in flight on it between two
+        commits, so a new connection changes nothing, where committing on the old one would
+        fail and stop a node that had nothing to commit while the database was away, at its
+        first commit after the database came back. An idle connection has nothing to read;
+        one that has (the server's goodbye, a reset, or at worst a notice) is replaced.
+
+        :raises psycopg.Error: a new connection cannot be made (the commit fails).
+        """
+        import select
+
         db = self.writer
+        if not db.closed and not db.broken:
+            try:
+                readable, _, _ = select.select([db.pgconn.socket], [], [], 0)
+            except (OSError, ValueError):
+                readable = [True]
+            if not readable:
+                return db
+        with contextlib.suppress(Exception):
+            db.close()
+        self.writer = connect(self.dsn, connect_timeout=10)
+        return self.writer
+
+    def _commit_once(self, batch: Batch[Write | ClusterWrite]) -> set[str]:
+        db = self._idle_writer()
         created = {w.table_id for w in batch.writes if isinstance(w, CreateTable)}
         touched = {w.table_id for w in batch.writes if not isinstance(w, RewriteRecord)} | \
             set(batch.sequences)  # (a record rewritten is no table's: nothing to fence)

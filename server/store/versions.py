@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from server.store.base import StoreUnusable
+from server.store.pg_connection import connect
 
 SQLITE_FILES = ("copas.db", "accounts.sqlite3", "championships.sqlite3")
 
@@ -62,7 +63,7 @@ def check_database(dsn: str) -> None:
              ("accounts_meta", "accounts "): known_versions()["accounts.sqlite3"],
              ("championships_meta", "championships "): known_versions()["championships.sqlite3"]}
     try:
-        with psycopg.connect(dsn, autocommit=True, connect_timeout=10) as db:
+        with connect(dsn, connect_timeout=10) as db:
             present = {name for (name,) in db.execute(
                 "SELECT table_name FROM information_schema.tables "
                 "WHERE table_schema = current_schema()")}
