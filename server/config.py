@@ -10,10 +10,10 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-import ai
+from server import games
 
 T = TypeVar("T")
-BOT_POLICIES = ("auto", *sorted(ai.POLICIES))  # "auto": the timeout rules, at once, in the loop
+BOT_POLICIES = games.bot_policies()  # "auto": the timeout rules, at once, in the loop; every game's
 
 
 def flag(default: T, text: str, *, is_quota: bool = False) -> T:
@@ -392,7 +392,7 @@ def _is_true(text: str) -> bool:
 def parse_args(argv: list[str] | None = None) -> Config:
     p = argparse.ArgumentParser(
         prog="copas-server",
-        description="Copas (Hearts) authoritative game server. Every flag also reads the "
+        description="Copas authoritative card-game server. Every flag also reads the "
                     "environment variable COPAS_<FLAG> (e.g. COPAS_LISTEN). Quotas of 0 are "
                     "no limit.")
     for f in FLAGS:

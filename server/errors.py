@@ -1,4 +1,5 @@
-"""Service errors and the one mapping from domain errors to gRPC status codes.
+"""Service errors: the one mapping from a refusal to its gRPC status code (a game's own errors
+are mapped by its module, ``server/games/<name>``).
 
 Every reason is a value of the contract's ``copas.v1.ErrorReason`` enum: a ``ServiceError``
 with any other reason cannot be made (``ValueError``), so the server never sends a reason
@@ -13,8 +14,6 @@ from google.protobuf import any_pb2, duration_pb2
 from google.protobuf.message import Message
 from google.rpc import error_details_pb2, status_pb2
 from grpc_status import rpc_status
-
-from engine import EngineError, IllegalActionError, InvalidActionError, RecordError, RulesError
 
 ERROR_DOMAIN = "copas.v1.CopasService"
 QUOTE_MAX = 24
@@ -126,13 +125,3 @@ class ServiceError(Exception):
     def to_status(self) -> grpc.Status:
         """The error as the status a call ends with (its details in the trailer)."""
         return rpc_status.to_status(self.to_status_pb())
-
-
-def from_engine(error: EngineError) -> ServiceError:
-    """Malformed -> INVALID_ARGUMENT; illegal now -> FAILED_PRECONDITION."""
-    reason = str(error.reason)
-    if isinstance(error, IllegalActionError):
-        return ServiceError.precondition(error.message, reason)
-    if isinstance(error, (InvalidActionError, RulesError, RecordError)):
-        return ServiceError.invalid(error.message, reason)
-    return ServiceError.invalid(error.message, reason)

@@ -18,7 +18,6 @@ from typing import Any
 
 from copas.v1 import copas_pb2
 
-from server import codec
 from server.cluster.queries import ClusterQueries
 from server.errors import ServiceError
 from server.tables.idempotency import request_key
@@ -74,8 +73,7 @@ class ClusterMatch:
             if error.reason == "RATE_LIMITED":
                 return ""  # over budget: matched among this node's tables
             raise
-        rules = codec.rules_to_pb(self._registry.quick_match_rules(
-            request.preset, players or None))
+        rules = self._registry.quick_match_rules_pb(request.preset, players or None)
         for table_id, data in rows:
             summary = copas_pb2.TableSummary.FromString(data)
             # Only a table a quick match could have opened: the preset's rules, no bots.

@@ -42,7 +42,7 @@ from copas.v1 import copas_pb2
 
 from server.errors import ServiceError
 from server.rpc import inputs
-from server.rpc.actions import METHODS, decode_action
+from server.rpc.actions import METHODS
 from server.rpc.gateway import Caller
 from server.rpc.quotas import Quotas
 from server.store.base import StorageFailed
@@ -236,7 +236,7 @@ class PlayStream:
             inputs.check_length("request_id", action.request_id, inputs.ID_MAX,
                                 "INVALID_REQUEST_ID")
             self._quotas.admit(method, self._caller.peer, self._caller.token_hash)
-            make, content = decode_action(method, action)
+            make, content = table.game_module.decode_action(method, action)
             acted = table.act(
                 self._seat, make(self._seat), action.request_id,
                 fingerprint(method, table.id, content) if action.request_id else "")

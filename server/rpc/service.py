@@ -14,12 +14,11 @@ import structlog
 from copas.v1 import copas_pb2, copas_pb2_grpc
 from prometheus_client.core import GaugeMetricFamily
 
-from server import codec, names
+from server import games, names
 from server.accounts.service import Accounts
 from server.errors import ServiceError
 from server.observability import gauges
 from server.rpc import inputs
-from server.rpc.actions import decode_action
 from server.rpc.gateway import StreamRequests, caller
 from server.rpc.play import PlayStream
 from server.rpc.quotas import Quotas
@@ -124,7 +123,7 @@ class CopasService(copas_pb2_grpc.CopasServiceServicer):
         # The person's name is checked before any table is made: a refusal leaves none.
         person, account_id = await self._person(request.player_display_name) \
             if is_seating else ("", "")
-        overrides = codec.rules_overrides(request.rules)
+        overrides = games.get().rules_overrides(request.rules)  # the default game's, for now
         seed = request.seed if request.HasField("seed") else None
         bot_pace = request.rules.bot_pace_seconds \
             if request.rules.HasField("bot_pace_seconds") else None
@@ -241,7 +240,8 @@ class CopasService(copas_pb2_grpc.CopasServiceServicer):
 
     async def _act(self, request: Any, method: str) -> int:
         """Authenticate, apply, and answer once the action is durable."""
-        make, content = decode_action(method, request)
+        game = self.registry.game_module_of(request.table_id)  # the table's game reads it
+        make, content = game.decode_action(method, request)
         table_id = _table_id(request)
         request_id = _request_id(request)
         token_hash = caller().token_hash

@@ -32,6 +32,7 @@ from engine import (
 )
 from engine.game import Game, HandResult, LeaverRecord
 from engine.record import RECORD_FORMAT
+from server.games.names import DEFAULT_GAME
 
 APPLICATION = "copas"  # what a Copas database says it is
 
@@ -103,6 +104,9 @@ class TableMeta:
     is_spectating_closed: bool = False
     """Nobody watches it but its players (a championship's table with duplicate deals: its
     cards would tell another table's)."""
+    game: str = DEFAULT_GAME
+    """The game it plays (``server.games``; written only when not the default one, so the
+    meta of a table of the default game reads as it always did)."""
 
     def to_json(self) -> str:
         return json.dumps({
@@ -114,7 +118,8 @@ class TableMeta:
             **({"bot_pace": self.bot_pace} if self.bot_pace else {}),
             **({"rematch_of": self.rematch_of} if self.rematch_of else {}),
             **({"championship": self.championship} if self.championship else {}),
-            **({"closed_to_spectators": True} if self.is_spectating_closed else {})})
+            **({"closed_to_spectators": True} if self.is_spectating_closed else {}),
+            **({"game": self.game} if self.game != DEFAULT_GAME else {})})
 
     @classmethod
     def from_json(cls, text: str) -> TableMeta:
@@ -131,7 +136,8 @@ class TableMeta:
                        str(data.get("bot_policy", "auto")), str(data.get("rating", "people")),
                        data.get("quick") is True, float(data.get("bot_pace", 0.0) or 0.0),
                        str(data.get("rematch_of", "")), str(data.get("championship", "")),
-                       data.get("closed_to_spectators") is True)
+                       data.get("closed_to_spectators") is True,
+                       str(data.get("game", DEFAULT_GAME)))
         except (KeyError, TypeError, ValueError, RulesError) as exc:
             raise ValueError(f"unreadable table meta: {exc!r}") from None
 
@@ -234,6 +240,8 @@ class RecordSummary:
     """Its table's rating rule."""
     championship: str = ""
     """The championship it was a game of ("" for none)."""
+    game: str = DEFAULT_GAME
+    """The game it holds (a record without the field holds the default game's)."""
 
     def to_dict(self, *, is_public: bool = False) -> dict[str, Any]:
         """The JSON form this server keeps; ``is_public``: the form everyone may read, whose
@@ -245,7 +253,8 @@ class RecordSummary:
                 "seats": [_seat_dict(s, is_public) for s in self.seats],
                 "result": self.result.to_dict(),
                 **({"rating": self.rating} if self.rating != "people" else {}),
-                **({"championship": self.championship} if self.championship else {})}
+                **({"championship": self.championship} if self.championship else {}),
+                **({"game": self.game} if self.game != DEFAULT_GAME else {})}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RecordSummary:
@@ -262,7 +271,8 @@ class RecordSummary:
                                         str(s.get("player", "")))
                              for s in data["seats"]),
                        GameResult.from_dict(_object(data["result"], "result")),
-                       str(data.get("rating", "people")), str(data.get("championship", "")))
+                       str(data.get("rating", "people")), str(data.get("championship", "")),
+                       str(data.get("game", DEFAULT_GAME)))
         except (KeyError, TypeError, RulesError) as exc:
             raise ValueError(f"unreadable game record: {exc!r}") from None
 

@@ -1,7 +1,8 @@
-"""The server's bots think off the event loop: ``ai.BotPool`` worker processes, within a time
-budget per decision. A decision that does not come back in time (a saturated pool, a worker
-that died) is answered with None, and the table plays the automatic choice instead, so a
-bot can slow a table down by at most ``limit`` seconds a move, never stop it.
+"""The server's bots think off the event loop: their game's bot pool of worker processes
+(``GameModule.new_bot_pool``), within a time budget per decision. A decision that does not
+come back in time (a saturated pool, a worker that died) is answered with None, and the
+table plays the automatic choice instead, so a bot can slow a table down by at most
+``limit`` seconds a move, never stop it.
 """
 
 from __future__ import annotations
@@ -15,8 +16,9 @@ from typing import Any, Protocol
 
 import structlog
 
-import ai
-from engine import Action, EngineError, Game, Phase
+from server import games
+from server.errors import ServiceError
+from server.games import GameAction, GameModule, GameState
 from server.observability import Metrics
 from server.tables.seats import Seats
 from server.tables.timers import TableTimers, TimerKind
@@ -40,16 +42,17 @@ class Thinking:
 class Thinker:
     """Bot decisions in worker processes, answered through a callback on the loop."""
 
-    def __init__(self, workers: int, seconds: float) -> None:
-        self.pool = ai.BotPool(workers)
-        self.budget = ai.Budget(seconds=seconds)
+    def __init__(self, workers: int, seconds: float, module: GameModule | None = None) -> None:
+        self.module = module if module is not None else games.get()  # whose bots think here
+        self.pool = self.module.new_bot_pool(workers)
+        self.budget = self.module.bot_budget(seconds)
         self.limit = max(1.0, seconds * 20)  # beyond this, the automatic choice plays
 
-    def think(self, info: ai.InfoSet, policy: str, seed: int,
-              done: Callable[[Action | None], None]) -> Thinking:
+    def think(self, info: Any, policy: str, seed: int,
+              done: Callable[[GameAction | None], None]) -> Thinking:
         async def decide() -> None:
             try:
-                action: Action | None = await asyncio.wait_for(
+                action: GameAction | None = await asyncio.wait_for(
                     self.pool.decide(info, policy, seed, self.budget), self.limit)
             except asyncio.CancelledError:
                 raise
@@ -64,12 +67,8 @@ class Thinker:
 
     async def warm_up(self) -> None:
         """Start a worker now, so the first game's first decision does not pay for it."""
-        from engine import Game, Rules
-
-        game = Game(Rules(), 0)
         try:
-            await asyncio.wait_for(self.pool.decide(ai.info_from_game(game, 0), "duck", 0),
-                                   60)
+            await asyncio.wait_for(self.pool.decide(self.module.warm_up_info(), "duck", 0), 60)
         except Exception as exc:
             log.warning("bot_pool_warm_up_failed", error=str(exc)[:200])
 
@@ -81,7 +80,9 @@ class BotTable(Protocol):
     """What a table's bots read of their table."""
 
     @property
-    def game(self) -> Game | None: ...
+    def game(self) -> GameState | None: ...
+    @property
+    def game_module(self) -> GameModule: ...
     @property
     def paused_until(self) -> float | None: ...
     @property
@@ -102,12 +103,9 @@ class BotTable(Protocol):
     def log(self) -> Any: ...
 
 
-PASS_PACE = 1.5  # a bot's pass takes this many times its pace (three cards to choose)
-
-
 class BotTurns:
     """The bots of one table. Each move is a step of its own on the loop (``as_step`` makes
-    one), ``pace`` seconds after the last (a pass: ``PASS_PACE`` times as long), on the
+    one), ``pace`` seconds after the last (a pass: the game's ``bot_pace_factor`` times), on the
     table's timers: a person's clock runs on its own, the log never holds the pace, and the
     table's closing cancels it; the bot decides here (the automatic choice) or in
     the pool while the table goes on (a leave, a timeout), and ``play`` applies its move in
@@ -115,7 +113,7 @@ class BotTurns:
     else, if a bot is still to act, it thinks again."""
 
     def __init__(self, table: BotTable, timers: TableTimers, thinker: Thinker | None,
-                 pace: float, play: Callable[[Action], None],
+                 pace: float, play: Callable[[GameAction], None],
                  as_step: Callable[[Callable[[], None]], Callable[[], None]]) -> None:
         self._table = table
         self._timers = timers
@@ -129,8 +127,8 @@ class BotTurns:
         while the table replays its log)."""
         if not self._table.is_replaying:
             game = self._table.game
-            is_pass = game is not None and game.phase is Phase.PASSING
-            self._timers.arm(TimerKind.BOT, self._pace * (PASS_PACE if is_pass else 1.0),
+            factor = self._table.game_module.bot_pace_factor(game) if game is not None else 1.0
+            self._timers.arm(TimerKind.BOT, self._pace * factor,
                              self._as_step(self._move))
 
     @property
@@ -138,16 +136,15 @@ class BotTurns:
         """A bot move is due, or a decision is being thought."""
         return self._timers.is_armed(TimerKind.BOT)
 
-    def _playing(self) -> Game | None:
+    def _playing(self) -> GameState | None:
         """The game, while it runs and is not paused."""
         game = self._table.game
         is_on = game is not None and not game.is_over and self._table.paused_until is None \
             and not self._table.is_held
         return game if is_on else None
 
-    def _where(self, game: Game, seat: int) -> tuple[object, ...]:
-        return (game.phase, game.hand_number, game.trick_number, len(game.trick_cards),
-                seat in game.to_act(), self._table.paused_until)
+    def _where(self, game: GameState, seat: int) -> tuple[object, ...]:
+        return (self._table.game_module.position(game, seat), self._table.paused_until)
 
     def _move(self) -> None:
         table = self._table
@@ -158,7 +155,7 @@ class BotTurns:
         thinker = self._thinker
         if table.bot_policy == AUTO_POLICY or thinker is None:
             began = time.perf_counter()
-            action = game.auto_action(bot)
+            action = table.game_module.auto_action(game, bot)
             table.metrics.bot_decision.labels(where="here").observe(time.perf_counter() - began)
             self._play(action)
             return
@@ -167,14 +164,15 @@ class BotTurns:
         began = time.perf_counter()
         decisions = table.metrics.bot_decision.labels(where="pool")
 
-        def decided(action: Action | None) -> None:
+        def decided(action: GameAction | None) -> None:
             decisions.observe(time.perf_counter() - began)
             self._as_step(lambda: self._decided(bot, where, action))()
 
-        self._timers.hold(TimerKind.BOT, thinker.think(ai.info_from_game(game, bot),
-                                                       table.bot_policy, seed, decided))
+        info = table.game_module.bot_info(game, bot)
+        self._timers.hold(TimerKind.BOT, thinker.think(info, table.bot_policy, seed, decided))
 
-    def _decided(self, seat: int, where: tuple[object, ...], action: Action | None) -> None:
+    def _decided(self, seat: int, where: tuple[object, ...], action: GameAction | None
+                 ) -> None:
         """A bot's decision came back: apply it if the table is still where it was (else
         think again); None (no answer in time) plays the automatic choice."""
         self._timers.forget(TimerKind.BOT)
@@ -183,10 +181,11 @@ class BotTurns:
             if game is not None and self._table.seats.any_bot(game.to_act()):
                 self.schedule()
             return
+        auto = self._table.game_module.auto_action
         if action is None or action.seat != seat:
-            action = game.auto_action(seat)
+            action = auto(game, seat)
         try:
             self._play(action)
-        except EngineError:  # a policy's mistake must not stop the table
+        except ServiceError:  # a policy's mistake must not stop the table
             self._table.log.error("bot_move_refused", seat=seat)
-            self._play(game.auto_action(seat))
+            self._play(auto(game, seat))

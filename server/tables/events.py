@@ -3,20 +3,20 @@ events come from, and the events of the step under way, handed over whole at its
 
 from __future__ import annotations
 
-import logging
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-import structlog
 from copas.v1 import copas_pb2
 from google.protobuf.message import Message
 
-from engine import Card, GameOver, MoonShot, Phase, PlayerLeft
-from engine import actions as ev
-from server import codec
-from server.observability import Metrics
+from server.games import GameEvent
 from server.wire import field, timestamp, varint
+
+# A game's event as TableEvent's oneof field (``GameModule.event_to_pb``): its name and its
+# message, from the event, the number of players and the phase a leave happened in.
+EventEncoder = Callable[[GameEvent, int, int | None], tuple[str, Message]]
 
 _HAS_GAP = varint(2 << 3) + varint(1)  # Snapshot.has_gap = true
 
@@ -38,8 +38,8 @@ class StepEvents:
     events: list[tuple[int, bytes]]
     """Its events in order, serialized with their sequences, the last marked
     ``is_last_in_action``."""
-    engine: list[ev.Event]
-    """The engine's events among them, as the engine told them."""
+    engine: list[GameEvent]
+    """The game's events among them, as its engine told them."""
     numbered: list[tuple[int, bytes]]
     """Its numbered events among them, as the history keeps them (what a snapshot may
     list: not an announced one, which repeats a sequence)."""
@@ -60,18 +60,20 @@ class TableEvents:
     TableEvent costs about 900 bytes of memory, its bytes under 100, and at --history 1,024
     a long game's history was most of what a table held."""
 
-    __slots__ = ("_engine", "_events", "_is_logged", "_numbered", "_players", "history",
-                 "last_event_at", "sequence", "step_time")
+    __slots__ = ("_encode", "_engine", "_events", "_is_logged", "_numbered", "_players",
+                 "history", "last_event_at", "sequence", "step_time")
 
-    def __init__(self, players: int, history: int, created: float) -> None:
+    def __init__(self, players: int, history: int, created: float, encode: EventEncoder
+                 ) -> None:
         self._players = players
+        self._encode = encode
         self.sequence = 0
         self.history: deque[tuple[int, bytes]] = deque(maxlen=history)
         self.last_event_at = created  # the time of the latest numbered event
         self.step_time = created  # when the step happened (its events' time, its entry's)
         self._events: list[copas_pb2.TableEvent] = []
         self._numbered: list[bool] = []  # each of the step's events: numbered (kept)
-        self._engine: list[ev.Event] = []
+        self._engine: list[GameEvent] = []
         self._is_logged = False
 
     def begin(self, at: float) -> None:
@@ -97,13 +99,13 @@ class TableEvents:
         self._events.append(self._event(kind, body))
         self._numbered.append(False)
 
-    def number_engine(self, events: list[ev.Event], phase_before: Phase | None = None
+    def number_engine(self, events: list[GameEvent], phase_before: int | None = None
                       ) -> None:
-        """Number the engine's events; ``phase_before`` is where a leave happened."""
+        """Number the game's events; ``phase_before`` (copas.v1 ``Phase``) is where a leave
+        happened."""
+        encode, players = self._encode, self._players
         for event in events:
-            kind, body = codec.event_to_pb(event, self._players)
-            if phase_before is not None and isinstance(body, copas_pb2.PlayerLeft):
-                body.phase = codec.PHASE_TO_PB[phase_before]
+            kind, body = encode(event, players, phase_before)
             self.number(kind, body)
         self._engine.extend(events)
 
@@ -149,32 +151,3 @@ class TableEvents:
         return copas_pb2.TableEvent(sequence=self.sequence, time=timestamp(self.step_time),
                                     **field)
 
-
-def observe(events: list[ev.Event], metrics: Metrics, log: structlog.stdlib.BoundLogger
-            ) -> None:
-    """Count and log (at debug) the engine's events of a live step."""
-    is_debug = log.is_enabled_for(logging.DEBUG)
-    for event in events:
-        if is_debug:
-            log.debug("game_event", kind=type(event).__name__, **_public_fields(event))
-        if isinstance(event, MoonShot):
-            metrics.moons.inc()
-        elif isinstance(event, GameOver):
-            metrics.games_finished.labels(event.reason.value.lower()).inc()
-        elif isinstance(event, PlayerLeft):
-            log.debug("player_left", seat=event.seat)
-
-
-def _public_fields(event: ev.Event) -> dict[str, Any]:
-    """Log fields of an engine event; engine events hold only public information."""
-    out: dict[str, Any] = {}
-    for key, value in event._asdict().items():
-        if key == "standings":
-            out[key] = [(r.seat, r.place, r.total) for r in value]
-        elif key == "cards":
-            out[key] = " ".join(map(str, value))
-        elif isinstance(value, (int, bool, tuple, type(None))) and not isinstance(value, Card):
-            out[key] = value
-        else:
-            out[key] = str(value)
-    return out

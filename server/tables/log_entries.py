@@ -18,10 +18,14 @@ presence events are not numbered, so the history has no hole where they were.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from engine import Action, action_from_json, action_to_json
+from server import games
+from server.games import GameAction
+
+Action = GameAction  # a game's action: its module writes and reads its JSON form
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,8 +159,9 @@ class ReplayMismatch(ValueError):
     """A log entry does not fit the table it is replayed into."""
 
 
-def dumps(entry: Entry) -> str:
-    """One entry as compact JSON (the ``k`` field names its kind)."""
+def dumps(entry: Entry, action_to_json: Callable[[GameAction], Any]) -> str:
+    """One entry as compact JSON (the ``k`` field names its kind); its game's actions as
+    ``action_to_json`` (``GameModule.action_to_json``) writes them."""
     data: dict[str, Any]
     match entry:
         case Joined():
@@ -198,8 +203,11 @@ def dumps(entry: Entry) -> str:
     return _ENCODER.encode(data)
 
 
-def loads(text: str) -> Entry:
-    """Read one entry back; ValueError when it is not one this server writes."""
+def loads(text: str, action_from_json: Callable[[Any], GameAction] | None = None) -> Entry:
+    """Read one entry back (its game's actions with ``action_from_json``, by default the
+    default game's); ValueError when it is not one this server writes."""
+    if action_from_json is None:
+        action_from_json = games.get().action_from_json
     try:
         data = json.loads(text)
         kind, seq, at = data["k"], int(data["seq"]), float(data.get("t", 0.0))

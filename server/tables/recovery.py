@@ -26,7 +26,8 @@ def rebuild(registry: TableRegistry, stored: StoredTable) -> Table:
         raise ValueError(stored.error or "no table meta")
     table = registry.new_table(stored.table_id, stored.created, stored.meta)
     try:
-        table.replay_log([(position, loads(text)) for position, text in stored.entries],
+        parse = table.game_module.action_from_json
+        table.replay_log([(position, loads(text, parse)) for position, text in stored.entries],
                          stored.sequence)
         if stored.is_finished and not table.is_finished:
             raise ValueError("the store says finished but the log does not end the game")

@@ -23,11 +23,11 @@ import structlog
 from copas.v1 import copas_pb2
 from prometheus_client.core import GaugeMetricFamily
 
-from engine import Rules
+from server import games
 from server.bounded import Bounded
-from server.codec import RuleOverrides
 from server.config import RegistrySettings, TableSettings
 from server.errors import ServiceError, quote
+from server.games import GameModule, GameRules, RuleOverrides
 from server.observability import Metrics, gauges
 from server.store.base import Storage, TableMeta
 from server.tables import views
@@ -170,10 +170,11 @@ class TableRegistry:
                bot_policy: str = "", rating: str = "", creator: str = "",
                is_server_seed: bool = False, bot_pace: float | None = None,
                rematch_of: str = "", championship: str = "",
-               is_spectating_closed: bool = False) -> Table:
-        """A new table (or, for a retried request_id, the table it created); ``creator``,
-        the address asking, may have at most --max-tables-per-address unfinished. One a quick
-        match could have opened (no seed given) is a quick-match table (``TableMeta.is_quick``);
+               is_spectating_closed: bool = False, game: str = "") -> Table:
+        """A new table of ``game`` ("" for the default game), or, for a retried request_id, the
+        table it created; ``creator``, the address asking, may have at most
+        --max-tables-per-address unfinished. One a quick match could have opened (no seed
+        given) is a quick-match table (``TableMeta.is_quick``);
         ``is_server_seed``: the server chose ``seed`` (a championship's deal), no client.
 
         :raises ServiceError: RESOURCE_EXHAUSTED SERVER_FULL, TOO_MANY_TABLES (the
@@ -199,7 +200,7 @@ class TableRegistry:
         new = check_new_table(self.settings, preset=preset, overrides=overrides,
                               bot_seats=bot_seats, bot_policy=bot_policy,
                               has_seed=seed is not None and not is_server_seed,
-                              rating=rating, bot_pace=bot_pace)
+                              rating=rating, bot_pace=bot_pace, game=game)
         if new.bot_seats == new.rules.players \
                 and self.bot_tables >= self.settings.max_bot_tables:
             raise ServiceError.exhausted(
@@ -213,7 +214,8 @@ class TableRegistry:
                          rating=new.rating, bot_pace=new.bot_pace, rematch_of=rematch_of,
                          championship=championship, is_spectating_closed=is_spectating_closed,
                          is_quick=seed is None and self._is_quick_match(new.preset, new.rules,
-                                                                        new.bot_seats))
+                                                                        new.bot_seats),
+                         game=new.game)
         created = self.scheduler.now()
         self.store.create_table(table_id, created, meta)  # refused once the store failed
         table = self.new_table(table_id, created, meta)
@@ -386,12 +388,18 @@ class TableRegistry:
             table.close_by_operator()
         return table
 
+    def game_module_of(self, table_id: str) -> GameModule:
+        """The game of table ``table_id``, which reads its actions; the default game's when
+        no such table is here (the call is refused later, as it always was)."""
+        table = self._tables.get(table_id)
+        return table.game_module if table is not None else games.get()
+
     def games_running(self) -> int:
         """Games started and not finished on this node."""
         return sum(1 for t in self._tables.values()
                    if t.game is not None and not t.game.is_over)
 
-    def quick_match_rules(self, preset: str, players: int | None) -> Rules:
+    def quick_match_rules(self, preset: str, players: int | None) -> GameRules:
         """The rules of a table a quick match opens: the preset's, with this server's
         defaults (--play-timeout ...), for ``players``.
 
@@ -400,6 +408,10 @@ class TableRegistry:
         overrides: RuleOverrides = {"players": players} if players is not None else {}
         return check_new_table(self.settings, preset=preset, overrides=overrides, bot_seats=0,
                                bot_policy="", has_seed=False).rules
+
+    def quick_match_rules_pb(self, preset: str, players: int | None) -> copas_pb2.Rules:
+        """``quick_match_rules`` as a table's summary shows them."""
+        return games.get().rules_to_pb(self.quick_match_rules(preset, players))
 
     def _open_table(self, preset: str, players: int | None, account_id: str = "",
                     creator: str = "") -> Table:
@@ -419,7 +431,7 @@ class TableRegistry:
         return self.create(preset=preset, overrides=overrides, bot_seats=0,
                            name=QUICK_MATCH_NAME, seed=None, creator=creator)
 
-    def _is_quick_match(self, preset: str, rules: Rules, bot_seats: int) -> bool:
+    def _is_quick_match(self, preset: str, rules: GameRules, bot_seats: int) -> bool:
         """A table of a quick match's rules (its preset's and this server's defaults, no
         bots); without a seed given, one a quick match could have opened: its seats are
         reservations, one per client."""

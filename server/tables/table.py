@@ -27,18 +27,17 @@ from typing import TypeVar
 import structlog
 from copas.v1 import copas_pb2
 
-from engine import Action, EngineError, Game, Leave, PlayCard
-from engine import actions as ev
-from server import codec, tokens
+from server import games, tokens
 from server.config import TableSettings
-from server.errors import ServiceError, from_engine
+from server.errors import ServiceError
+from server.games import GameAction, GameEvent, GameState
 from server.names import name_key
 from server.observability import Metrics
 from server.store.base import StorageFailed, TableMeta
 from server.tables import views
 from server.tables.bots import BotTurns, Thinker
 from server.tables.clock import Scheduler
-from server.tables.events import ActResult, TableEvents, observe
+from server.tables.events import ActResult, TableEvents
 from server.tables.fanout import Fanout, Watcher
 from server.tables.idempotency import request_key, seal, unseal
 from server.tables.log_entries import (
@@ -89,18 +88,20 @@ class Table:
         self.bot_seats = meta.bot_seats
         self.bot_policy, self.rating, self.bot_pace = meta.bot_policy, meta.rating, meta.bot_pace
         self.request_key, self.fingerprint = meta.request_key, meta.fingerprint  # its creation
-        self.rules_pb = codec.rules_to_pb(self.rules)
+        self.game_module = module = games.get(meta.game)
+        self.rules_pb = module.rules_to_pb(self.rules)
         self.rules_pb.bot_pace_seconds = self.bot_pace
-        self.view_cache = views.ViewCache(self.rules_pb)
+        self.view_cache = module.new_view_cache(self.rules_pb)
         self.seats = Seats(self.rules.players, self.bot_seats, host)
         self.has_people = self.bot_seats < self.rules.players
-        self.game: Game | None = None
-        self._events = TableEvents(self.rules.players, settings.history, created)
+        self.game: GameState | None = None
+        self._events = TableEvents(self.rules.players, settings.history, created,
+                                   module.event_to_pb)
         self.fanout = Fanout(settings.spectator_tick, settings.snapshot_max_events, self.now,
                              metrics.snapshot_lists.inc)
         self._timers = TableTimers(scheduler)
         self._clock = TurnClock(self._timers, self.rules, self._timer_step(self._on_timeout),
-                                self._timer_step(self._end_pause))
+                                self._timer_step(self._end_pause), module)
         self._watchdog = Watchdog(self._timers, settings.waiting_table_ttl,
                                   settings.abandon_after, created)
         self._reservations = Reservations(self.seats, self._timers, settings.reservation_seconds,
@@ -217,7 +218,7 @@ class Table:
         if self.is_replaying:
             return self._replay_position
         self._events.note_logged()
-        return self._store.append(self.id, dumps(entry))
+        return self._store.append(self.id, dumps(entry, self.game_module.action_to_json))
 
     def _end_step(self) -> None:
         """Stage the step's events, with the view after the whole step, for the watchers;
@@ -228,7 +229,7 @@ class Table:
         # Numbered events no log entry replays (a seat given up): numbers never go back.
         if step.is_numbered and not step.is_logged:
             self._store.note_sequence(self.id, self.sequence)
-        observe(step.engine, self.metrics, self.log)
+        self.game_module.observe(step.engine, self.metrics, self.log)
         self.metrics.events.inc(len(step.events))
         seats = self.fanout.seats_watching()
         if seats:  # nobody watching: no views to build
@@ -402,7 +403,8 @@ class Table:
                 "the game is over" if game is not None else "the game has not started",
                 "WRONG_PHASE")
         self._step(lambda: self._apply_automatic(
-            Acted(self.sequence, ev.Close(), "operator", at=self._step_time)))
+            Acted(self.sequence, self.game_module.ending("operator"), "operator",
+                  at=self._step_time)))
 
     def end_by_time_limit(self) -> None:
         """End the running game now (reason TIME_LIMIT: its championship round's time limit
@@ -416,7 +418,8 @@ class Table:
                 "the game is over" if game is not None else "the game has not started",
                 "WRONG_PHASE")
         self._step(lambda: self._apply_automatic(
-            Acted(self.sequence, ev.TimeUp(), "time_limit", at=self._step_time)))
+            Acted(self.sequence, self.game_module.ending("time_limit"), "time_limit",
+                  at=self._step_time)))
 
     def hold(self, is_held: bool) -> None:
         """Hold the running game (its championship is paused: nobody acts, no clock runs, no
@@ -462,10 +465,11 @@ class Table:
             raise ReplayMismatch("a removal before the game started")
         if not self.seats[entry.seat].token_hash:
             raise ReplayMismatch(f"seat {entry.seat} has no person to remove")
-        events: list[ev.Event] = []
-        phase_before = game.phase
+        module = self.game_module
+        events: list[GameEvent] = []
+        phase_before = module.phase_pb(game)
         if not game.is_over and not game.has_left[entry.seat]:
-            events = game.apply(Leave(entry.seat))
+            events = module.apply(game, module.leave(entry.seat))
         self._log(entry)
         if events:
             if not self.is_replaying:
@@ -487,7 +491,7 @@ class Table:
 
     # ------------------------------------------------------------ actions
 
-    def act(self, seat: int, action: Action, request_id: str = "", fingerprint: str = ""
+    def act(self, seat: int, action: GameAction, request_id: str = "", fingerprint: str = ""
             ) -> ActResult:
         """Apply a person's action; return the sequences of its first event and of the
         latest after it. A retry with the same request_id and content gets the first
@@ -511,15 +515,15 @@ class Table:
             self.seats.remember(seat, request_id, fingerprint, first)
         return ActResult(first, self.sequence)
 
-    def _person_acts(self, seat: int, action: Action, request_id: str, fingerprint: str
+    def _person_acts(self, seat: int, action: GameAction, request_id: str, fingerprint: str
                      ) -> int:
-        game = self.game
+        game, module = self.game, self.game_module
+        is_leave = module.is_leave(action)
         if game is None:
-            if isinstance(action, Leave):
+            if is_leave:
                 return self._give_up_seat(seat, request_id)
             raise ServiceError.precondition("the game has not started: seats are still free",
                                             "GAME_NOT_STARTED")
-        is_leave = isinstance(action, Leave)
         if not game.is_over:
             if game.has_left[seat] and not is_leave:
                 raise ServiceError.precondition("you have left this game; the server plays "
@@ -532,14 +536,11 @@ class Table:
                     "the table is held (its championship is paused): wait for it to be "
                     "released", "TABLE_PAUSED")
         seq = self.sequence
-        phase_before = game.phase
-        try:
-            events = game.apply(action)
-        except EngineError as error:
-            raise from_engine(error) from None
+        phase_before = module.phase_pb(game)
+        events = module.apply(game, action)  # refused: a ServiceError, nothing changed
         self._log(Acted(seq, action, "player", request_id, fingerprint, self._step_time))
         self._watchdog.person_acted()
-        self.seats.acted(seat, is_card=isinstance(action, PlayCard))
+        self.seats.acted(seat, is_card=module.is_card(action))
         if is_leave:
             if not self.is_replaying:
                 self.metrics.leavers.inc()
@@ -551,18 +552,18 @@ class Table:
     # ------------------------------------------------------------ the game
 
     def _start(self) -> None:
-        self.game = Game(self.rules, self.seed)
+        self.game = self.game_module.new_state(self.rules, self.seed)
         self._watchdog.cancel()
         self._watchdog.person_acted()
         if not self.is_replaying:
             self.log.debug("game_started")
         self._events.number("game_started", copas_pb2.GameStarted())
-        events = list(self.game.started_events)
+        events = self.game_module.started_events(self.game)
         self._events.number_engine(events)
         self._advance(events)
         self._arm_watchdog()
 
-    def _advance(self, events: list[ev.Event]) -> None:
+    def _advance(self, events: list[GameEvent]) -> None:
         """After an action: end the game, start a pause, schedule a bot, or give the people
         who must act their deadline."""
         game = self.game
@@ -571,7 +572,7 @@ class Table:
             self._finish()
             return
         if self.has_people and all(s.is_bot or game.has_left[s.number] for s in self.seats):
-            self._events.number_engine(game.abandon())  # no person is left to play for
+            self._events.number_engine(self.game_module.abandon(game))  # no person is left
             self._finish()
             return
         if self.paused_until is not None or self.is_held:
@@ -606,13 +607,13 @@ class Table:
         return self.seats.any_bot(game.to_act()) and not self.is_bot_step_pending \
             and now - self._step_time > grace
 
-    def _play_bot(self, action: Action) -> None:
+    def _play_bot(self, action: GameAction) -> None:
         self._apply_automatic(Acted(self.sequence, action, "bot", at=self._step_time))
 
     def _apply_automatic(self, entry: Acted) -> None:
         game = self.game
         assert game is not None
-        events = game.apply(entry.action, is_automatic=True)
+        events = self.game_module.apply_automatic(game, entry.action)
         self._log(entry)
         self._events.number_engine(events)
         self._advance(events)
@@ -658,7 +659,8 @@ class Table:
         seats = self.seats.people_among(game.to_act())
         seats = self._away.due(seats) if is_away else seats
         if seats:
-            self._time_out(TimedOut(self.sequence, tuple(game.auto_action(s) for s in seats),
+            auto = self.game_module.auto_action
+            self._time_out(TimedOut(self.sequence, tuple(auto(game, s) for s in seats),
                                     self._step_time, is_away))
         elif is_away and self.deadline is None:  # back in time: the turn gets its clock
             self._arm_turn()
@@ -669,16 +671,17 @@ class Table:
         self._log(entry)
         if not entry.is_away:  # the others' clock runs on while the away seats play
             self._clock.timed_out()
-        events: list[ev.Event] = []
+        module = self.game_module
+        events: list[GameEvent] = []
         for action in entry.actions:
             self.seats.timed_out(action.seat, is_away_play=entry.is_away)
-            phase = game.phase
             if not self.is_replaying:
-                self.metrics.timeouts.labels(phase.value.lower()).inc()
-                self.log.info("turn_timed_out", seat=action.seat, phase=phase.value)
+                phase = module.phase_name(game)
+                self.metrics.timeouts.labels(phase.lower()).inc()
+                self.log.info("turn_timed_out", seat=action.seat, phase=phase)
             self._events.number("turn_timed_out", copas_pb2.TurnTimedOut(
-                seat=action.seat, phase=codec.PHASE_TO_PB[phase]))
-            step = game.apply(action, is_automatic=True)
+                seat=action.seat, phase=module.phase_pb(game)))  # type: ignore[arg-type]
+            step = module.apply_automatic(game, action)
             self._events.number_engine(step)
             events += step
         self._advance(events)
@@ -706,7 +709,8 @@ class Table:
         if not self._watchdog.is_idle():
             self._arm_watchdog()
             return
-        self._apply_automatic(Acted(self.sequence, ev.Abandon(), "idle", at=self._step_time))
+        self._apply_automatic(Acted(self.sequence, self.game_module.ending("idle"), "idle",
+                                    at=self._step_time))
 
     # ------------------------------------------------------------ the end
 

@@ -6,12 +6,12 @@ end, each with its timer; ``AwayTurns`` says when the turns of away seats play."
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from enum import StrEnum
-from typing import Any, Protocol
+from typing import Protocol
 
-from engine import Game, HandScored, Phase, Rules, TrickWon
-from engine import actions as ev
+from server import games
+from server.games import GameEvent, GameModule, GameRules, GameState
 from server.tables.clock import Handle, Scheduler
 
 AWAY_GRACE = 2.0  # seconds an away person who is connected gets to act before their turn plays
@@ -162,28 +162,27 @@ class AwayTurns:
 class TurnClock:
     """The deadline of the people who must act and the end of a pause, with their timers
     (``on_deadline`` and ``on_pause_end`` run when they fire). While a table replays its log
-    (``is_live`` false) it arms nothing: the stored times follow in the log."""
+    (``is_live`` false) it arms nothing: the stored times follow in the log. Which turn it is,
+    its timeout and the pauses are the rules' (``module``, the game's; None: the default
+    game's)."""
 
-    __slots__ = ("_on_deadline", "_on_pause_end", "_rules", "_timers", "_turn", "deadline",
-                 "paused_until")
+    __slots__ = ("_module", "_on_deadline", "_on_pause_end", "_rules", "_timers", "_turn",
+                 "deadline", "paused_until")
 
-    def __init__(self, timers: TableTimers, rules: Rules, on_deadline: Callable[[], None],
-                 on_pause_end: Callable[[], None]) -> None:
+    def __init__(self, timers: TableTimers, rules: GameRules, on_deadline: Callable[[], None],
+                 on_pause_end: Callable[[], None], module: GameModule | None = None) -> None:
         self._timers = timers
         self._rules = rules
+        self._module = module if module is not None else games.get()
         self._on_deadline = on_deadline
         self._on_pause_end = on_pause_end
         self.paused_until: float | None = None
         self.deadline: float | None = None
-        self._turn: tuple[Any, ...] | None = None  # the turn the deadline is for
+        self._turn: Hashable | None = None  # the turn the deadline is for
 
-    def pause_after(self, game: Game, events: list[ev.Event]) -> float:
+    def pause_after(self, game: GameState, events: list[GameEvent]) -> float:
         """The pause the rules give after ``events`` (a hand scored, a trick won): seconds."""
-        if any(isinstance(e, HandScored) for e in events):
-            return self._rules.hand_pause
-        if any(isinstance(e, TrickWon) for e in events) and game.phase is Phase.PLAYING:
-            return self._rules.trick_pause
-        return 0.0
+        return self._module.pause_after(self._rules, game, events)
 
     def start_pause(self, now: float, seconds: float, *, is_live: bool) -> float:
         """A pause from ``now``: no deadline runs meanwhile; when it ends."""
@@ -194,12 +193,12 @@ class TurnClock:
                              due=self.paused_until)
         return self.paused_until
 
-    def next_deadline(self, game: Game, now: float, *, is_live: bool,
+    def next_deadline(self, game: GameState, now: float, *, is_live: bool,
                       within: float | None = None) -> float | None:
         """The people to act get their deadline (``within`` seconds at most): a new one to
         log, or None when the same turn's stands (another seat passed), the rules give no
         timeout, or not live."""
-        turn, timeout = self._turn_of(game)
+        turn, timeout = self._module.turn(self._rules, game)
         if timeout and within is not None:
             timeout = min(timeout, within)
         if turn == self._turn:
@@ -212,18 +211,9 @@ class TurnClock:
         self._timers.arm(TimerKind.TURN, timeout, self._on_deadline, due=self.deadline)
         return self.deadline
 
-    def timeout_of(self, game: Game) -> float:
+    def timeout_of(self, game: GameState) -> float:
         """The time the rules give the turn now (0: no limit)."""
-        return self._turn_of(game)[1]
-
-    def _turn_of(self, game: Game) -> tuple[tuple[Any, ...], float]:
-        """The turn now (a deadline lasts while it does) and its timeout."""
-        if game.phase is Phase.PASSING:
-            return (game.phase, game.hand_number), self._rules.pass_timeout
-        if game.phase is Phase.PLAYING:
-            return ((game.phase, game.hand_number, game.trick_number, len(game.trick_cards)),
-                    self._rules.play_timeout)
-        return (game.phase, game.hand_number), self._rules.moon_timeout
+        return self._module.turn(self._rules, game)[1]
 
     def clear_deadline(self) -> None:
         self._timers.cancel(TimerKind.TURN)
@@ -244,7 +234,7 @@ class TurnClock:
             self._timers.arm(TimerKind.TURN, self.deadline - now, self._on_deadline,
                              due=self.deadline)
 
-    def listed(self, game: Game | None, people_among: Callable[[Iterable[int]], list[int]],
+    def listed(self, game: GameState | None, people_among: Callable[[Iterable[int]], list[int]],
                now: float) -> list[tuple[str, float, list[int]]]:
         """The timers armed now: (kind, when, seats) for an operator's eyes: the turn's
         (``people_among`` the seats to act are its seats), the pause's, a bot's move (due

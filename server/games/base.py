@@ -1,0 +1,261 @@
+"""The protocol of the seam: what a table asks of its game (``GameModule``), the running game
+as the table machine reads it (``GameState``), and the read-only face a table shows a game's
+view builder (``TableFacts``). See ``server/games/__init__.py``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    import structlog
+    from copas.v1 import copas_pb2
+    from google.protobuf.message import Message
+
+    from server.observability import Metrics
+    from server.store.base import GameRecord, TableMeta
+
+GameAction = Any  # a game's action, opaque to the table (its module reads and writes it)
+GameEvent = Any  # what a game's state says happened, opaque to the table
+GameRules = Any  # a game's frozen rules value (``players``, ``to_dict``)
+RuleOverrides = Mapping[str, Any]  # the rule options a request sets, by their rules' names
+
+
+class GameState(Protocol):
+    """What the table machine reads of a running game (OpenSpiel's ``State``)."""
+
+    @property
+    def is_over(self) -> bool: ...
+    @property
+    def has_left(self) -> Sequence[bool]:
+        """Per seat: its player left (the server plays the seat, it places last)."""
+    @property
+    def hand_number(self) -> int: ...
+    @property
+    def totals(self) -> Sequence[int]:
+        """Per seat: the game's score so far."""
+    @property
+    def actions(self) -> Sequence[GameAction]:
+        """Every action applied, in order: the record replays them."""
+    def to_act(self) -> Sequence[int]:
+        """The seats that must act now (none once the game is over)."""
+
+
+class SeatFacts(Protocol):
+    @property
+    def number(self) -> int: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def is_taken(self) -> bool: ...
+    @property
+    def is_bot(self) -> bool: ...
+    @property
+    def is_away(self) -> bool: ...
+    @property
+    def account_id(self) -> str: ...
+    @property
+    def has_acted(self) -> bool: ...
+    @property
+    def own_cards(self) -> int: ...
+    @property
+    def network(self) -> str: ...
+
+
+class TableFacts(Protocol):
+    """What views, summaries and the lobby read of a table."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def preset(self) -> str: ...
+    @property
+    def created(self) -> float: ...
+    @property
+    def order(self) -> int:
+        """Its place in this server's creation order."""
+    @property
+    def bot_policy(self) -> str: ...
+    @property
+    def rating(self) -> str: ...
+    @property
+    def rules(self) -> GameRules: ...
+    @property
+    def rules_pb(self) -> copas_pb2.Rules: ...
+    @property
+    def game(self) -> GameState | None: ...
+    @property
+    def game_module(self) -> GameModule: ...
+    @property
+    def seats(self) -> Sequence[SeatFacts]: ...
+    @property
+    def paused_until(self) -> float | None: ...
+    @property
+    def is_held(self) -> bool: ...
+    @property
+    def deadline(self) -> float | None: ...
+    @property
+    def view_cache(self) -> Any:
+        """What the game's view builder keeps between steps (``GameModule.new_view_cache``)."""
+    @property
+    def is_released(self) -> bool: ...
+    @property
+    def is_finished(self) -> bool: ...
+    @property
+    def is_waiting(self) -> bool: ...
+    def now(self) -> float: ...
+    def shows_connected(self, seat: int) -> bool: ...
+    def has_free_seat(self) -> bool: ...
+    @property
+    def meta(self) -> TableMeta: ...
+
+
+class RecordFacts(TableFacts, Protocol):
+    """What a finished table's record reads besides."""
+
+    @property
+    def seed(self) -> int | str: ...
+    @property
+    def finished_at(self) -> float | None: ...
+
+
+class RuleLimits(Protocol):
+    """This server's limits on the rules a table may ask for (``RegistrySettings`` has them)."""
+
+    @property
+    def rule_defaults(self) -> Mapping[str, Any]:
+        """The server's own defaults for rule options (its timings), beneath a request's."""
+    @property
+    def max_point_limit(self) -> int: ...
+    @property
+    def max_hands_limit(self) -> int: ...
+    @property
+    def min_timeout(self) -> float: ...
+
+
+class BotPool(Protocol):
+    """A game's bot decisions in worker processes."""
+
+    async def decide(self, info: Any, policy: str, seed: int, budget: Any = ...) -> Any: ...
+    def shutdown(self, wait: bool = ...) -> None: ...
+
+
+class GameModule(Protocol):
+    """What a table asks of its game: rules and their validation, a new state from rules and
+    a seed, whose turn and with which clock, legal actions and apply, the automatic action at a
+    timeout and for a leaver, each seat's view and the spectator's, the events shown, the
+    results and the record. A module is stateless: one object serves every table of its game."""
+
+    @property
+    def name(self) -> str:
+        """The game's name in the registry, in records and in table metadata."""
+    @property
+    def bot_policies(self) -> tuple[str, ...]:
+        """The policies its bots may play ("auto", the timeout rules, is every game's)."""
+
+    # ------------------------------------------------------------ rules
+
+    def check_rules(self, settings: RuleLimits, preset: str,
+                    overrides: Mapping[str, Any]) -> GameRules:
+        """The rules of ``preset`` with ``overrides`` (the server's defaults beneath), within
+        this server's limits.
+
+        :raises ServiceError: INVALID_ARGUMENT naming the rule."""
+    def rules_to_pb(self, rules: GameRules) -> copas_pb2.Rules: ...
+    def rules_overrides(self, message: copas_pb2.RulesOverrides) -> RuleOverrides:
+        """The options a request sets explicitly, by their rules' names.
+
+        :raises ServiceError: INVALID_ARGUMENT (INVALID_RULES) for a value it has not."""
+
+    # ------------------------------------------------------------ actions
+
+    def decode_action(self, method: str, request: Any
+                      ) -> tuple[Callable[[int], GameAction], object]:
+        """An action request (``method``: PassCards, PlayCard, ChooseMoon, LeaveTable; its
+        message, unary or a Play stream's) as the game's action for a seat, and what it means
+        (for its request_id's fingerprint).
+
+        :raises ServiceError: INVALID_ARGUMENT for a malformed one, or one this game has not."""
+
+    # ------------------------------------------------------------ the state
+
+    def new_state(self, rules: GameRules, seed: int | str) -> GameState:
+        """A new game, dealt from ``seed``."""
+    def started_events(self, state: GameState) -> list[GameEvent]:
+        """What the start of the game made (the first deal)."""
+    def apply(self, state: GameState, action: GameAction) -> list[GameEvent]:
+        """A person's action.
+
+        :raises ServiceError: the action is malformed (INVALID_ARGUMENT) or illegal now
+            (FAILED_PRECONDITION), naming the rule; nothing changed."""
+    def apply_automatic(self, state: GameState, action: GameAction) -> list[GameEvent]:
+        """An action the server chose (a bot's, a timeout's, an operator's, a leaver's seat).
+
+        :raises ServiceError: as ``apply`` (a bot policy's mistake; a log that does not fit)."""
+    def auto_action(self, state: GameState, seat: int) -> GameAction:
+        """The automatic choice for ``seat`` (a timeout, a leaver's seat, the "auto" bot)."""
+    def leave(self, seat: int) -> GameAction:
+        """``seat`` leaves the game (the server plays on for it)."""
+    def is_leave(self, action: GameAction) -> bool: ...
+    def is_card(self, action: GameAction) -> bool:
+        """The action puts a card down (a seat's own cards count them)."""
+    def ending(self, why: str) -> GameAction:
+        """The action that ends a running game now: ``why`` is "idle" (no person acted for
+        --abandon-after), "operator" (closed), or "time_limit" (its championship round's)."""
+    def abandon(self, state: GameState) -> list[GameEvent]:
+        """End the game: no person is left to play for."""
+
+    # ------------------------------------------------------------ turns and clocks
+
+    def turn(self, rules: GameRules, state: GameState) -> tuple[Hashable, float]:
+        """The turn now (a deadline lasts while it does) and its timeout (0: none)."""
+    def pause_after(self, rules: GameRules, state: GameState, events: list[GameEvent]
+                    ) -> float:
+        """The pause the rules give after ``events`` (seconds; 0: none)."""
+    def phase_pb(self, state: GameState) -> int:
+        """The phase shown (copas.v1 ``Phase``)."""
+    def phase_name(self, state: GameState) -> str:
+        """The phase in logs and metrics' labels."""
+    def position(self, state: GameState, seat: int) -> Hashable:
+        """Where the game is for ``seat``'s decision (a bot's answer applies only here)."""
+    def bot_pace_factor(self, state: GameState) -> float:
+        """How many bot paces the next move takes (a pass of three cards: more)."""
+
+    # ------------------------------------------------------------ events
+
+    def event_to_pb(self, event: GameEvent, players: int, phase_before: int | None
+                    ) -> tuple[str, Message]:
+        """An event as TableEvent's oneof field: its name and its message (``phase_before``:
+        where a leave happened)."""
+    def observe(self, events: list[GameEvent], metrics: Metrics,
+                log: structlog.stdlib.BoundLogger) -> None:
+        """Count and log (at debug) the events of a live step."""
+
+    # ------------------------------------------------------------ views, summaries, records
+
+    def new_view_cache(self, rules_pb: copas_pb2.Rules) -> Any: ...
+    def public(self, table: TableFacts) -> copas_pb2.TableView:
+        """What a spectator may see, as a message."""
+    def public_bytes(self, table: TableFacts) -> bytes:
+        """The public view as wire bytes (equal to ``public``'s), built once per step."""
+    def private_part(self, table: TableFacts, seat: int) -> bytes:
+        """What only ``seat`` may see, as TableView wire bytes with the seat number."""
+    def record(self, table: RecordFacts) -> GameRecord:
+        """A finished table's game: replayable (rules, seed, actions), with its result."""
+
+    # ------------------------------------------------------------ the log
+
+    def action_to_json(self, action: GameAction) -> Any: ...
+    def action_from_json(self, data: Any) -> GameAction:
+        """:raises ValueError: (or KeyError, TypeError) not an action of this game."""
+
+    # ------------------------------------------------------------ bots
+
+    def new_bot_pool(self, workers: int) -> BotPool: ...
+    def bot_budget(self, seconds: float) -> Any: ...
+    def bot_info(self, state: GameState, seat: int) -> Any:
+        """What ``seat`` may know, for a bot's decision in a worker (nothing more)."""
+    def warm_up_info(self) -> Any:
+        """A decision's input that starts a worker (a new game's first seat)."""

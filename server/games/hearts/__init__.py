@@ -1,0 +1,170 @@
+"""Hearts behind the seam: ``MODULE``, the ``GameModule`` the table machine calls for a Hearts
+table. The rules live in ``engine`` (pure, seeded), the bots in ``ai``; here is what the server
+adds: rules from a request within the server's limits (``play``), turns, clocks and pauses
+(``play``), the events on the wire (``server.codec``), views and records (``views``)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Mapping
+from typing import TYPE_CHECKING, Any, cast
+
+import ai
+from engine import (
+    Abandon,
+    Close,
+    EngineError,
+    Game,
+    Leave,
+    Phase,
+    PlayCard,
+    PlayerLeft,
+    Rules,
+    TimeUp,
+    action_from_json,
+    action_to_json,
+)
+from engine import actions as ev
+from server import codec
+from server.games import GameState, RecordFacts, RuleLimits, TableFacts
+from server.games.hearts import actions, play, views
+
+if TYPE_CHECKING:
+    import structlog
+    from copas.v1 import copas_pb2
+    from google.protobuf.message import Message
+
+    from server.observability import Metrics
+    from server.store.base import GameRecord
+
+_ENDINGS: dict[str, ev.Action] = {"idle": Abandon(), "operator": Close(),
+                                  "time_limit": TimeUp()}
+
+
+def _game(state: GameState) -> Game:
+    return cast("Game", state)
+
+
+class HeartsModule:
+    """Hearts (docs/RULES.md) as a ``server.games.GameModule``."""
+
+    name = "hearts"
+    bot_policies: tuple[str, ...] = ("auto", *sorted(ai.POLICIES))
+
+    def check_rules(self, settings: RuleLimits, preset: str,
+                    overrides: Mapping[str, Any]) -> Rules:
+        return play.check_rules(settings, preset, overrides)
+
+    def rules_to_pb(self, rules: Rules) -> copas_pb2.Rules:
+        return codec.rules_to_pb(rules)
+
+    def rules_overrides(self, message: copas_pb2.RulesOverrides) -> codec.RuleOverrides:
+        return codec.rules_overrides(message)
+
+    def decode_action(self, method: str, request: Any
+                      ) -> tuple[Callable[[int], ev.Action], object]:
+        return actions.decode_action(method, request)
+
+    def new_state(self, rules: Rules, seed: int | str) -> Game:
+        return Game(rules, seed)
+
+    def started_events(self, state: GameState) -> list[ev.Event]:
+        return list(_game(state).started_events)
+
+    def apply(self, state: GameState, action: ev.Action) -> list[ev.Event]:
+        try:
+            return _game(state).apply(action)
+        except EngineError as error:
+            raise play.from_engine(error) from None
+
+    def apply_automatic(self, state: GameState, action: ev.Action) -> list[ev.Event]:
+        try:
+            return _game(state).apply(action, is_automatic=True)
+        except EngineError as error:  # a bot policy's mistake, a log that does not fit
+            raise play.from_engine(error) from None
+
+    def auto_action(self, state: GameState, seat: int) -> ev.Action:
+        return _game(state).auto_action(seat)
+
+    def leave(self, seat: int) -> ev.Action:
+        return Leave(seat)
+
+    def is_leave(self, action: ev.Action) -> bool:
+        return isinstance(action, Leave)
+
+    def is_card(self, action: ev.Action) -> bool:
+        return isinstance(action, PlayCard)
+
+    def ending(self, why: str) -> ev.Action:
+        return _ENDINGS[why]
+
+    def abandon(self, state: GameState) -> list[ev.Event]:
+        return _game(state).abandon()
+
+    def turn(self, rules: Rules, state: GameState) -> tuple[Hashable, float]:
+        return play.turn(rules, _game(state))
+
+    def pause_after(self, rules: Rules, state: GameState, events: list[ev.Event]) -> float:
+        return play.pause_after(rules, _game(state), events)
+
+    def phase_pb(self, state: GameState) -> int:
+        return codec.PHASE_TO_PB[_game(state).phase]
+
+    def phase_name(self, state: GameState) -> str:
+        return _game(state).phase.value
+
+    def position(self, state: GameState, seat: int) -> Hashable:
+        game = _game(state)
+        return (game.phase, game.hand_number, game.trick_number, len(game.trick_cards),
+                seat in game.to_act())
+
+    def bot_pace_factor(self, state: GameState) -> float:
+        return PASS_PACE if _game(state).phase is Phase.PASSING else 1.0
+
+    def event_to_pb(self, event: ev.Event, players: int, phase_before: int | None
+                    ) -> tuple[str, Message]:
+        kind, body = codec.event_to_pb(event, players)
+        if phase_before is not None and isinstance(event, PlayerLeft):
+            body.phase = phase_before  # type: ignore[attr-defined]
+        return kind, body
+
+    def observe(self, events: list[ev.Event], metrics: Metrics,
+                log: structlog.stdlib.BoundLogger) -> None:
+        play.observe(events, metrics, log)
+
+    def new_view_cache(self, rules_pb: copas_pb2.Rules) -> views.ViewCache:
+        return views.ViewCache(rules_pb)
+
+    def public(self, table: TableFacts) -> copas_pb2.TableView:
+        return views.public(table)
+
+    def public_bytes(self, table: TableFacts) -> bytes:
+        return views.public_bytes(table)
+
+    def private_part(self, table: TableFacts, seat: int) -> bytes:
+        return views.private_part(table, seat)
+
+    def record(self, table: RecordFacts) -> GameRecord:
+        return views.record(table)
+
+    def action_to_json(self, action: ev.Action) -> Any:
+        return action_to_json(action)
+
+    def action_from_json(self, data: Any) -> ev.Action:
+        return action_from_json(data)
+
+    def new_bot_pool(self, workers: int) -> ai.BotPool:
+        return ai.BotPool(workers)
+
+    def bot_budget(self, seconds: float) -> ai.Budget:
+        return ai.Budget(seconds=seconds)
+
+    def bot_info(self, state: GameState, seat: int) -> ai.InfoSet:
+        return ai.info_from_game(_game(state), seat)
+
+    def warm_up_info(self) -> ai.InfoSet:
+        return ai.info_from_game(Game(Rules(), 0), 0)
+
+
+PASS_PACE = 1.5  # a bot's pass takes this many times its pace (three cards to choose)
+
+MODULE = HeartsModule()
