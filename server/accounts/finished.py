@@ -12,8 +12,9 @@ leave last. Every game of an account is in its history, rated or not.
 from __future__ import annotations
 
 from engine import GameEndReason
+from server import games
 from server.accounts.model import FinishedGame, Placed
-from server.accounts.ratings import has_played
+from server.accounts.ratings import has_played, rating_kind
 from server.store.base import RecordSummary
 
 
@@ -36,5 +37,6 @@ def finished_game(summary: RecordSummary) -> FinishedGame | None:
                 and len(accounts) == len(summary.seats) >= 2
                 and len(set(accounts.values())) == len(accounts)
                 and sum(p.has_played and not p.has_left for p in places) >= 2)
+    kind = rating_kind(summary.game, games.get(summary.game).has_partnerships(summary.rules))
     return FinishedGame(summary.record_id, summary.display_name, summary.finished,
-                        len(summary.seats), places, is_rated)
+                        len(summary.seats), places, is_rated, kind)

@@ -9,7 +9,7 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Protocol
 
-from server.accounts.ratings import Rating, Update
+from server.accounts.ratings import DEFAULT_KIND, Rating, Update
 from server.names import name_key
 
 
@@ -139,6 +139,8 @@ class FinishedGame:
     is_rated: bool
     """Whether it may move ratings (RULES.md's "Rated games": who moves is
     ``ratings.rate_game``'s)."""
+    kind: str = DEFAULT_KIND
+    """With ``players``, the kind of game whose ratings it moves (``ratings.rating_kind``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,6 +165,8 @@ class PlayedGame:
     """The shown rating after it (0 when unrated)."""
     rating_change: int
     """How the shown rating moved."""
+    kind: str = DEFAULT_KIND
+    """The kind of game (``ratings.rating_kind``), with ``players``."""
 
 
 RatingUpdate = Callable[[list[Rating]], list[Update]]
@@ -218,13 +222,14 @@ class AccountStore(Protocol):
         """Sessions whose refresh token expired end, and idle guests go (their history with
         them): accounts that sign in only by a device, have no rated game and were neither
         made nor seen since ``idle_guests_before``. Returns (sessions, guests) removed."""
-    async def ratings(self, account_id: str) -> dict[int, Rating]: ...
+    async def ratings(self, account_id: str, kind: str = DEFAULT_KIND) -> dict[int, Rating]:
+        """The account's ratings in games of ``kind``, by player count."""
     async def record_game(self, game: FinishedGame, compute: RatingUpdate
                           ) -> list[Update] | None:
         """Take one finished game into its accounts' histories exactly once, and when it is
-        rated, read their ratings for games of its player count, ``compute`` how they move and
-        write them, and each seat's update beside the game (``game_ratings``), all in one
-        transaction. Returns the updates ([] for an unrated game), or None when the game was
+        rated, read their ratings for games of its kind and player count, ``compute`` how they
+        move and write them, and each seat's update beside the game (``game_ratings``), all in
+        one transaction. Returns the updates ([] for an unrated game), or None when the game was
         recorded already (nothing written)."""
     async def game_ratings(self, record_id: str) -> list[Update]:
         """How a game moved its seats' ratings (kept when an account is deleted)."""
@@ -234,11 +239,14 @@ class AccountStore(Protocol):
         """The account's games, newest first, older than ``before`` (finish time, record)."""
     async def totals(self, account_id: str) -> tuple[int, int, float]:
         """The account's games, wins and average place over every game recorded."""
-    async def leaderboard(self, players: int, offset: int, limit: int) -> list[Ranked]:
-        """Established accounts (``Rating.is_provisional`` not) by shown rating (then games,
-        then id), from place ``offset + 1``."""
-    async def place_of(self, account_id: str, players: int) -> int | None:
-        """The account's place on the leaderboard of ``players`` (1 = top), if on it."""
+    async def leaderboard(self, players: int, offset: int, limit: int,
+                          kind: str = DEFAULT_KIND) -> list[Ranked]:
+        """Established accounts (``Rating.is_provisional`` not) in games of ``kind`` and
+        ``players`` by shown rating (then games, then id), from place ``offset + 1``."""
+    async def place_of(self, account_id: str, players: int, kind: str = DEFAULT_KIND
+                       ) -> int | None:
+        """The account's place on the leaderboard of ``kind`` and ``players`` (1 = top), if
+        on it."""
     async def forget_games(self, account_id: str) -> None:
         """The account's ratings and history go (it was deleted): it leaves every leaderboard
         and no listing links it to its games."""
@@ -253,7 +261,8 @@ def history_line(game: FinishedGame, placed: Placed, update: Update | None) -> P
     return PlayedGame(game.record_id, game.table_name, game.finished, game.players,
                       placed.place, placed.points, update is not None,
                       update.after.shown if update is not None else 0,
-                      update.after.shown - update.before.shown if update is not None else 0)
+                      update.after.shown - update.before.shown if update is not None else 0,
+                      game.kind)
 
 
 def is_never_used_guest(identities: list[Identity], games: int, account: Account,
@@ -277,7 +286,7 @@ class MemoryAccountStore:
         self._by_refresh: dict[str, str] = {}
         self._used_refresh: dict[str, str] = {}  # an old refresh digest -> its family
         self._used_order: dict[str, list[str]] = {}
-        self._ratings: dict[str, dict[int, Rating]] = {}
+        self._ratings: dict[str, dict[tuple[str, int], Rating]] = {}  # by (kind, players)
         self._recorded: set[str] = set()
         self._game_ratings: dict[str, list[Update]] = {}
         self._history: dict[str, list[PlayedGame]] = {}
@@ -421,8 +430,9 @@ class MemoryAccountStore:
             self._history.pop(account.id, None)
         return len(expired), len(guests)
 
-    async def ratings(self, account_id: str) -> dict[int, Rating]:
-        return dict(self._ratings.get(account_id, {}))
+    async def ratings(self, account_id: str, kind: str = DEFAULT_KIND) -> dict[int, Rating]:
+        return {players: rating for (k, players), rating in self._ratings.get(account_id, {})
+                .items() if k == kind}
 
     async def record_game(self, game: FinishedGame, compute: RatingUpdate
                           ) -> list[Update] | None:
@@ -432,14 +442,14 @@ class MemoryAccountStore:
                 if (a := self._accounts.get(p.account_id)) is not None and a.is_deleted}
         updates: list[Update] = []
         if game.is_rated:
-            before = [self._ratings.get(p.account_id, {}).get(game.players, Rating())
+            key = (game.kind, game.players)
+            before = [self._ratings.get(p.account_id, {}).get(key, Rating())
                       for p in game.places]
             updates = compute(before)
             by_seat = {p.seat: p.account_id for p in game.places}
             for update in updates:
                 if by_seat[update.seat] not in gone:
-                    self._ratings.setdefault(by_seat[update.seat], {})[game.players] = \
-                        update.after
+                    self._ratings.setdefault(by_seat[update.seat], {})[key] = update.after
             self._game_ratings[game.record_id] = updates
         moved = {u.seat: u for u in updates}
         for placed in game.places:
@@ -470,13 +480,15 @@ class MemoryAccountStore:
         return (len(games), sum(g.place == 1 for g in games),
                 sum(g.place for g in games) / len(games))
 
-    def _board(self, players: int) -> list[tuple[str, Rating]]:
-        rows = [(a, r[players]) for a, r in self._ratings.items()
-                if players in r and not r[players].is_provisional]
+    def _board(self, players: int, kind: str) -> list[tuple[str, Rating]]:
+        key = (kind, players)
+        rows = [(a, r[key]) for a, r in self._ratings.items()
+                if key in r and not r[key].is_provisional]
         return sorted(rows, key=lambda row: (-row[1].shown, -row[1].games, row[0]))
 
-    async def leaderboard(self, players: int, offset: int, limit: int) -> list[Ranked]:
-        rows = self._board(players)[offset:offset + limit]
+    async def leaderboard(self, players: int, offset: int, limit: int,
+                          kind: str = DEFAULT_KIND) -> list[Ranked]:
+        rows = self._board(players, kind)[offset:offset + limit]
         return [Ranked(offset + n + 1, a, self._accounts[a].display_name, r)
                 for n, (a, r) in enumerate(rows)]
 
@@ -484,8 +496,9 @@ class MemoryAccountStore:
         self._ratings.pop(account_id, None)
         self._history.pop(account_id, None)
 
-    async def place_of(self, account_id: str, players: int) -> int | None:
-        for n, (a, _) in enumerate(self._board(players)):
+    async def place_of(self, account_id: str, players: int, kind: str = DEFAULT_KIND
+                       ) -> int | None:
+        for n, (a, _) in enumerate(self._board(players, kind)):
             if a == account_id:
                 return n + 1
         return None

@@ -24,7 +24,7 @@ from server.accounts.model import (
     Session,
     history_line,
 )
-from server.accounts.ratings import MU, PROVISIONAL_GAMES, SIGMA, Rating, Update
+from server.accounts.ratings import DEFAULT_KIND, MU, PROVISIONAL_GAMES, SIGMA, Rating, Update
 from server.accounts.sqlite import SCHEMA_VERSION, unique_name_keys, update_of, update_row
 from server.names import name_key
 from server.store.base import StoreUnusable
@@ -86,6 +86,18 @@ CREATE TABLE game_ratings (
 CREATE INDEX ratings_established ON ratings (players, shown DESC, games DESC, account_id)
     WHERE games >= {PROVISIONAL_GAMES}
 """
+# Version 3: ratings per kind of game beside the player count (as the SQLite store's).
+SCHEMA_V3 = f"""
+ALTER TABLE ratings ADD COLUMN kind text NOT NULL DEFAULT '{DEFAULT_KIND}';
+ALTER TABLE ratings DROP CONSTRAINT ratings_pkey;
+ALTER TABLE ratings ADD PRIMARY KEY (account_id, kind, players);
+DROP INDEX ratings_board;
+CREATE INDEX ratings_board ON ratings (kind, players, shown DESC, games DESC, account_id);
+DROP INDEX ratings_established;
+CREATE INDEX ratings_established ON ratings (kind, players, shown DESC, games DESC, account_id)
+    WHERE games >= {PROVISIONAL_GAMES};
+ALTER TABLE history ADD COLUMN kind text NOT NULL DEFAULT '{DEFAULT_KIND}'
+"""
 
 _SESSION = ("family, account_id, access_digest, access_expires, refresh_digest, "
             "refresh_expires, generation, created, previous_refresh, rotated, salt, rotated_by, "
@@ -124,6 +136,10 @@ def _migrate(db: Any) -> None:
                        (key, account_id))
         db.execute("CREATE UNIQUE INDEX accounts_by_name ON accounts (name_key) "
                    "WHERE name_key IS NOT NULL")
+    if version < 3:
+        for statement in SCHEMA_V3.split(";"):
+            if statement.strip():
+                db.execute(statement)
     db.execute("INSERT INTO accounts_meta VALUES ('schema_version', %s) ON CONFLICT (key) DO "
                "UPDATE SET value = excluded.value", (str(SCHEMA_VERSION),))
 
@@ -334,11 +350,11 @@ class PgAccountStore:
             return len(expired), len(guests)
         return await self._do(body)
 
-    async def ratings(self, account_id: str) -> dict[int, Rating]:
+    async def ratings(self, account_id: str, kind: str = DEFAULT_KIND) -> dict[int, Rating]:
         def body(db: Any) -> dict[int, Rating]:
             return {p: Rating(mu, sigma, games, wins) for p, mu, sigma, games, wins in db.execute(
                 "SELECT players, mu, sigma, games, wins FROM ratings WHERE account_id = %s "
-                "AND games > 0", (account_id,))}
+                "AND kind = %s AND games > 0", (account_id, kind))}
         return await self._do(body)
 
     async def record_game(self, game: FinishedGame, compute: RatingUpdate
@@ -354,26 +370,27 @@ class PgAccountStore:
             if game.is_rated:
                 ids = [p.account_id for p in game.places]
                 for account_id in sorted(ids):  # rows to lock, in one order (no deadlock)
-                    db.execute("INSERT INTO ratings (account_id, players) VALUES (%s, %s) "
-                               "ON CONFLICT DO NOTHING", (account_id, game.players))
+                    db.execute("INSERT INTO ratings (account_id, kind, players) VALUES "
+                               "(%s, %s, %s) ON CONFLICT DO NOTHING",
+                               (account_id, game.kind, game.players))
                 rows = {a: Rating(mu, sigma, games, wins)
                         for a, mu, sigma, games, wins in db.execute(
                             "SELECT account_id, mu, sigma, games, wins FROM ratings WHERE "
-                            "players = %s AND account_id = ANY(%s) ORDER BY account_id "
-                            "FOR UPDATE", (game.players, ids))}
+                            "kind = %s AND players = %s AND account_id = ANY(%s) "
+                            "ORDER BY account_id FOR UPDATE", (game.kind, game.players, ids))}
                 updates = compute([rows[a] for a in ids])
                 by_seat = {p.seat: p.account_id for p in game.places}
                 for update in updates:
                     rating = update.after
                     if by_seat[update.seat] in gone:
                         db.execute("DELETE FROM ratings WHERE account_id = %s",
-                                   (by_seat[update.seat],))
+                                   (by_seat[update.seat],))  # of every kind: it is gone
                     else:
                         db.execute(
                             "UPDATE ratings SET mu = %s, sigma = %s, games = %s, wins = %s, "
-                            "shown = %s WHERE account_id = %s AND players = %s",
+                            "shown = %s WHERE account_id = %s AND kind = %s AND players = %s",
                             (rating.mu, rating.sigma, rating.games, rating.wins,
-                             rating.shown, by_seat[update.seat], game.players))
+                             rating.shown, by_seat[update.seat], game.kind, game.players))
                     db.execute(f"INSERT INTO game_ratings (record_id, {_UPDATE}) VALUES "
                                "(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT DO "
                                "NOTHING", (game.record_id, *update_row(update)))
@@ -382,11 +399,13 @@ class PgAccountStore:
                 if placed.account_id in gone:
                     continue
                 line = history_line(game, placed, moved.get(placed.seat))
-                db.execute("INSERT INTO history VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
+                db.execute("INSERT INTO history (account_id, finished, record_id, table_name, "
+                           "players, place, points, is_rated, rating_after, rating_change, "
+                           "kind) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
                            "ON CONFLICT DO NOTHING",
                            (placed.account_id, line.finished, line.record_id, line.table_name,
                             line.players, line.place, line.points, line.is_rated,
-                            line.rating_after, line.rating_change))
+                            line.rating_after, line.rating_change, line.kind))
             return updates
         return await self._do(body)
 
@@ -406,7 +425,7 @@ class PgAccountStore:
             finished, record = before if before is not None else (float("inf"), "")
             rows = db.execute(
                 "SELECT record_id, table_name, finished, players, place, points, is_rated, "
-                "rating_after, rating_change FROM history WHERE account_id = %s AND "
+                "rating_after, rating_change, kind FROM history WHERE account_id = %s AND "
                 "(finished, record_id) < (%s, %s) "
                 "ORDER BY finished DESC, record_id DESC LIMIT %s",
                 (account_id, finished, record if before is not None else "\uffff", limit)
@@ -422,35 +441,38 @@ class PgAccountStore:
             return int(games), int(wins), float(average)
         return await self._do(body)
 
-    async def leaderboard(self, players: int, offset: int, limit: int) -> list[Ranked]:
+    async def leaderboard(self, players: int, offset: int, limit: int,
+                          kind: str = DEFAULT_KIND) -> list[Ranked]:
         def body(db: Any) -> list[Ranked]:
             rows = db.execute(  # the page from the board's index alone, then its names
                 "SELECT r.account_id, a.display_name, r.mu, r.sigma, r.games, r.wins "
-                "FROM (SELECT account_id FROM ratings WHERE players = %s AND games >= "
-                f"{PROVISIONAL_GAMES} ORDER BY shown DESC, games DESC, account_id LIMIT %s "
-                "      OFFSET %s) page "
-                "JOIN ratings r ON r.account_id = page.account_id AND r.players = %s "
+                "FROM (SELECT account_id FROM ratings WHERE kind = %s AND players = %s AND "
+                f"games >= {PROVISIONAL_GAMES} ORDER BY shown DESC, games DESC, account_id "
+                "      LIMIT %s OFFSET %s) page "
+                "JOIN ratings r ON r.account_id = page.account_id AND r.kind = %s "
+                "    AND r.players = %s "
                 "JOIN accounts a ON a.account_id = r.account_id "
                 "ORDER BY r.shown DESC, r.games DESC, r.account_id",
-                (players, limit, offset, players)).fetchall()
+                (kind, players, limit, offset, kind, players)).fetchall()
             return [Ranked(offset + n + 1, a, name, Rating(mu, sigma, games, wins))
                     for n, (a, name, mu, sigma, games, wins) in enumerate(rows)]
         return await self._do(body)
 
-    async def place_of(self, account_id: str, players: int) -> int | None:
+    async def place_of(self, account_id: str, players: int, kind: str = DEFAULT_KIND
+                       ) -> int | None:
         def body(db: Any) -> int | None:
             row = db.execute("SELECT shown, games FROM ratings WHERE account_id = %s AND "
-                             f"players = %s AND games >= {PROVISIONAL_GAMES}",
-                             (account_id, players)).fetchone()
+                             f"kind = %s AND players = %s AND games >= {PROVISIONAL_GAMES}",
+                             (account_id, kind, players)).fetchone()
             if row is None:
                 return None
             shown, games = row
             ahead = db.execute(
-                f"SELECT count(*) FROM ratings WHERE players = %s AND games >= {PROVISIONAL_GAMES} "
-                "AND "
+                "SELECT count(*) FROM ratings WHERE kind = %s AND players = %s AND "
+                f"games >= {PROVISIONAL_GAMES} AND "
                 "(shown > %s OR (shown = %s AND (games > %s OR (games = %s AND "
                 "account_id < %s))))",
-                (players, shown, shown, games, games, account_id)).fetchone()[0]
+                (kind, players, shown, shown, games, games, account_id)).fetchone()[0]
             return int(ahead) + 1
         return await self._do(body)
 

@@ -23,11 +23,21 @@ from dataclasses import dataclass
 
 from openskill.models import PlackettLuce
 
+from server.games.names import DEFAULT_GAME
+
 MODEL = PlackettLuce()
 MU = MODEL.mu
 SIGMA = MODEL.sigma
 PROVISIONAL_GAMES = 10  # rated games before a rating is established (and on a leaderboard)
 PLAYED_SHARE = 0.5  # of a seat's cards (a hand's at least) its person must play themselves
+DEFAULT_KIND = DEFAULT_GAME  # the kind of game of a rating, a history line or a call naming none
+
+
+def rating_kind(game: str, has_partnerships: bool = False) -> str:
+    """The kind of game a rating is kept for, beside its player count: the game's name, and
+    ``/teams`` when partners share a result (a game of 4 in partnerships is not a game of 4
+    each for themselves)."""
+    return f"{game}/teams" if has_partnerships else game
 
 
 @dataclass(frozen=True, slots=True)

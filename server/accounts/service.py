@@ -51,7 +51,7 @@ from server.accounts.model import (
     Session,
 )
 from server.accounts.oidc import OidcVerifier
-from server.accounts.ratings import Contender, Rating, Update, rate_game
+from server.accounts.ratings import DEFAULT_KIND, Contender, Rating, Update, rate_game
 from server.bounded import Bounded
 from server.errors import ServiceError
 from server.names import person
@@ -391,15 +391,19 @@ class Accounts:
                        {p: place for p, place in places.items() if place is not None},
                        games, wins, average)
 
-    async def leaderboard(self, players: int, offset: int, limit: int) -> list[Ranked]:
-        return await self._store.leaderboard(players, offset, limit)
+    async def leaderboard(self, players: int, offset: int, limit: int,
+                          kind: str = DEFAULT_KIND) -> list[Ranked]:
+        """The leaderboard of games of ``kind`` (by default the default game's, every seat
+        for itself) and ``players``."""
+        return await self._store.leaderboard(players, offset, limit, kind)
 
-    async def around(self, account: Account, players: int, size: int) -> list[Ranked]:
+    async def around(self, account: Account, players: int, size: int,
+                     kind: str = DEFAULT_KIND) -> list[Ranked]:
         """The page of ``size`` lines with the account in its middle (the top page when it
         is not rated in this kind of game)."""
-        place = await self._store.place_of(account.id, players)
+        place = await self._store.place_of(account.id, players, kind)
         offset = 0 if place is None else max(place - 1 - size // 2, 0)
-        return await self._store.leaderboard(players, offset, size)
+        return await self._store.leaderboard(players, offset, size, kind)
 
     async def games(self, account: Account, limit: int, before: tuple[float, str] | None
                     ) -> list[PlayedGame]:

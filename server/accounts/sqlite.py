@@ -26,12 +26,12 @@ from server.accounts.model import (
     Session,
     history_line,
 )
-from server.accounts.ratings import PROVISIONAL_GAMES, Rating, Update
+from server.accounts.ratings import DEFAULT_KIND, PROVISIONAL_GAMES, Rating, Update
 from server.names import name_key
 from server.store.base import StoreUnusable
 
 T = TypeVar("T")
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 # Version 1: the first layout (written before the accounts' schema had a version).
 SCHEMA_V1 = """
@@ -86,6 +86,23 @@ CREATE TABLE game_ratings (
     PRIMARY KEY (record_id, seat)) WITHOUT ROWID;
 CREATE INDEX ratings_established ON ratings (players, shown DESC, games DESC, account_id)
     WHERE games >= {PROVISIONAL_GAMES};
+"""
+
+# Version 3: ratings per kind of game (the game, and whether partners share a result) beside the
+# player count; every rating and history line before it is the default game's (Hearts's).
+SCHEMA_V3 = f"""
+CREATE TABLE ratings_by_kind (
+    account_id TEXT NOT NULL, kind TEXT NOT NULL, players INTEGER NOT NULL, mu REAL NOT NULL,
+    sigma REAL NOT NULL, games INTEGER NOT NULL, wins INTEGER NOT NULL, shown INTEGER NOT NULL,
+    PRIMARY KEY (account_id, kind, players)) WITHOUT ROWID;
+INSERT INTO ratings_by_kind SELECT account_id, '{DEFAULT_KIND}', players, mu, sigma, games, wins,
+    shown FROM ratings;
+DROP TABLE ratings;
+ALTER TABLE ratings_by_kind RENAME TO ratings;
+CREATE INDEX ratings_board ON ratings (kind, players, shown DESC, games DESC, account_id);
+CREATE INDEX ratings_established ON ratings (kind, players, shown DESC, games DESC, account_id)
+    WHERE games >= {PROVISIONAL_GAMES};
+ALTER TABLE history ADD COLUMN kind TEXT NOT NULL DEFAULT '{DEFAULT_KIND}'
 """
 
 _SESSION = ("family, account_id, access_digest, access_expires, refresh_digest, "
@@ -163,6 +180,13 @@ class SqliteAccountStore:
                                      "is_deleted ORDER BY created, account_id").fetchall()))
             self._db.execute("CREATE UNIQUE INDEX accounts_by_name ON accounts (name_key) "
                              "WHERE name_key IS NOT NULL")
+            self._db.execute("PRAGMA user_version = 2")
+            self._db.execute("COMMIT")
+        if version < 3:
+            self._db.execute("BEGIN IMMEDIATE")
+            for statement in SCHEMA_V3.split(";"):
+                if statement.strip():
+                    self._db.execute(statement)
             self._db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
             self._db.execute("COMMIT")
         self._lock = threading.Lock()
@@ -375,11 +399,11 @@ class SqliteAccountStore:
             return len(expired), len(guests)
         return await self._do(body)
 
-    async def ratings(self, account_id: str) -> dict[int, Rating]:
+    async def ratings(self, account_id: str, kind: str = DEFAULT_KIND) -> dict[int, Rating]:
         def body(db: sqlite3.Connection) -> dict[int, Rating]:
             return {p: Rating(mu, sigma, games, wins) for p, mu, sigma, games, wins in db.execute(
-                "SELECT players, mu, sigma, games, wins FROM ratings WHERE account_id = ?",
-                (account_id,))}
+                "SELECT players, mu, sigma, games, wins FROM ratings WHERE account_id = ? AND "
+                "kind = ?", (account_id, kind))}
         return await self._do(body)
 
     async def record_game(self, game: FinishedGame, compute: RatingUpdate
@@ -397,17 +421,18 @@ class SqliteAccountStore:
                 before = []
                 for placed in game.places:
                     row = db.execute("SELECT mu, sigma, games, wins FROM ratings WHERE "
-                                     "account_id = ? AND players = ?",
-                                     (placed.account_id, game.players)).fetchone()
+                                     "account_id = ? AND kind = ? AND players = ?",
+                                     (placed.account_id, game.kind, game.players)).fetchone()
                     before.append(Rating() if row is None else Rating(*row))
                 updates = compute(before)
                 by_seat = {p.seat: p.account_id for p in game.places}
                 for update in updates:
                     rating = update.after
                     if by_seat[update.seat] not in gone:
-                        db.execute("INSERT OR REPLACE INTO ratings VALUES (?, ?, ?, ?, ?, ?, ?)",
-                                   (by_seat[update.seat], game.players, rating.mu, rating.sigma,
-                                    rating.games, rating.wins, rating.shown))
+                        db.execute("INSERT OR REPLACE INTO ratings VALUES (?, ?, ?, ?, ?, ?, ?, "
+                                   "?)", (by_seat[update.seat], game.kind, game.players,
+                                          rating.mu, rating.sigma, rating.games, rating.wins,
+                                          rating.shown))
                     db.execute(f"INSERT OR REPLACE INTO game_ratings (record_id, {_UPDATE}) "
                                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                                (game.record_id, *update_row(update)))
@@ -416,10 +441,11 @@ class SqliteAccountStore:
                 if placed.account_id in gone:
                     continue
                 line = history_line(game, placed, moved.get(placed.seat))
-                db.execute("INSERT OR IGNORE INTO history VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                           (placed.account_id, line.finished, line.record_id, line.table_name,
-                            line.players, line.place, line.points, int(line.is_rated),
-                            line.rating_after, line.rating_change))
+                db.execute("INSERT OR IGNORE INTO history VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
+                           "?)", (placed.account_id, line.finished, line.record_id,
+                                  line.table_name, line.players, line.place, line.points,
+                                  int(line.is_rated), line.rating_after, line.rating_change,
+                                  line.kind))
             return updates
         return await self._do(body)
 
@@ -439,11 +465,11 @@ class SqliteAccountStore:
             finished, record = before if before is not None else (float("inf"), "")
             rows = db.execute(
                 "SELECT record_id, table_name, finished, players, place, points, is_rated, "
-                "rating_after, rating_change FROM history WHERE account_id = ? AND "
+                "rating_after, rating_change, kind FROM history WHERE account_id = ? AND "
                 "(finished < ? OR (finished = ? AND record_id < ?)) "
                 "ORDER BY finished DESC, record_id DESC LIMIT ?",
                 (account_id, finished, finished, record, limit)).fetchall()
-            return [PlayedGame(r[0], r[1], r[2], r[3], r[4], r[5], bool(r[6]), r[7], r[8])
+            return [PlayedGame(r[0], r[1], r[2], r[3], r[4], r[5], bool(r[6]), r[7], r[8], r[9])
                     for r in rows]
         return await self._do(body)
 
@@ -455,34 +481,38 @@ class SqliteAccountStore:
             return int(games), int(wins), float(average)
         return await self._do(body)
 
-    async def leaderboard(self, players: int, offset: int, limit: int) -> list[Ranked]:
+    async def leaderboard(self, players: int, offset: int, limit: int,
+                          kind: str = DEFAULT_KIND) -> list[Ranked]:
         def body(db: sqlite3.Connection) -> list[Ranked]:
             rows = db.execute(  # the page from the board's index alone, then its names
                 "SELECT r.account_id, a.display_name, r.mu, r.sigma, r.games, r.wins "
-                "FROM (SELECT account_id FROM ratings WHERE players = ?1 AND games >= "
-                f"{PROVISIONAL_GAMES} ORDER BY shown DESC, games DESC, account_id LIMIT ?2 "
-                "      OFFSET ?3) page "
-                "JOIN ratings r ON r.account_id = page.account_id AND r.players = ?1 "
+                "FROM (SELECT account_id FROM ratings WHERE kind = ?4 AND players = ?1 AND "
+                f"games >= {PROVISIONAL_GAMES} ORDER BY shown DESC, games DESC, account_id "
+                "      LIMIT ?2 OFFSET ?3) page "
+                "JOIN ratings r ON r.account_id = page.account_id AND r.kind = ?4 "
+                "    AND r.players = ?1 "
                 "JOIN accounts a ON a.account_id = r.account_id "
                 "ORDER BY r.shown DESC, r.games DESC, r.account_id",
-                (players, limit, offset)).fetchall()
+                (players, limit, offset, kind)).fetchall()
             return [Ranked(offset + n + 1, a, name, Rating(mu, sigma, games, wins))
                     for n, (a, name, mu, sigma, games, wins) in enumerate(rows)]
         return await self._do(body)
 
-    async def place_of(self, account_id: str, players: int) -> int | None:
+    async def place_of(self, account_id: str, players: int, kind: str = DEFAULT_KIND
+                       ) -> int | None:
         def body(db: sqlite3.Connection) -> int | None:
             row = db.execute("SELECT shown, games FROM ratings WHERE account_id = ? AND "
-                             f"players = ? AND games >= {PROVISIONAL_GAMES}",
-                             (account_id, players)).fetchone()
+                             f"kind = ? AND players = ? AND games >= {PROVISIONAL_GAMES}",
+                             (account_id, kind, players)).fetchone()
             if row is None:
                 return None
-            board = f"FROM ratings WHERE players = ?1 AND games >= {PROVISIONAL_GAMES}"
+            board = (f"FROM ratings WHERE kind = ?5 AND players = ?1 "
+                     f"AND games >= {PROVISIONAL_GAMES}")
             ahead = db.execute(  # three ranges of the board's index (no scan of the rest)
                 f"SELECT (SELECT count(*) {board} AND shown > ?2) + "
                 f"(SELECT count(*) {board} AND shown = ?2 AND games > ?3) + "
                 f"(SELECT count(*) {board} AND shown = ?2 AND games = ?3 AND account_id < ?4)",
-                (players, row[0], row[1], account_id)).fetchone()[0]
+                (players, row[0], row[1], account_id, kind)).fetchone()[0]
             return int(ahead) + 1
         return await self._do(body)
 

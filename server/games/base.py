@@ -164,6 +164,8 @@ class GameModule(Protocol):
 
         :raises ServiceError: INVALID_ARGUMENT naming the rule."""
     def rules_to_pb(self, rules: GameRules) -> copas_pb2.Rules: ...
+    def has_partnerships(self, rules: GameRules) -> bool:
+        """Partners share a result (a rating's kind: ``accounts.ratings.rating_kind``)."""
     def rules_overrides(self, message: copas_pb2.RulesOverrides) -> RuleOverrides:
         """The options a request sets explicitly, by their rules' names.
 

@@ -114,7 +114,8 @@ class Rematches:
         table = self._registry.create(
             preset=old.preset, overrides=overrides, bot_seats=old.bot_seats, name=old.name,
             seed=str(secrets.randbits(64)), is_server_seed=True, bot_policy=old.bot_policy,
-            rating=old.rating, creator=address, bot_pace=old.bot_pace, rematch_of=old.id)
+            rating=old.rating, creator=address, bot_pace=old.bot_pace, rematch_of=old.id,
+            game=old.meta.game)
         self._keep_window(table)
         table.log.info("rematch_created", rematch_of=old.id)
         return table

@@ -57,6 +57,9 @@ class HeartsModule:
     def rules_to_pb(self, rules: Rules) -> copas_pb2.Rules:
         return codec.rules_to_pb(rules)
 
+    def has_partnerships(self, rules: Rules) -> bool:
+        return False  # every seat for itself
+
     def rules_overrides(self, message: copas_pb2.RulesOverrides) -> codec.RuleOverrides:
         return codec.rules_overrides(message)
 
