@@ -135,6 +135,7 @@ bench: setup ## benchmarks: engine vs OpenSpiel; a move vs gRPC echo; durable vs
 	$(BIN)/python bench/durability.py
 	$(BIN)/python bench/flood.py
 	$(BIN)/python bench/cpu_per_move.py
+	$(BIN)/python bench/seam_cost.py  # Hearts's CPU per card before and after the game seam
 	$(BIN)/python bench/accounts.py
 	$(BIN)/python bench/championship.py
 	$(BIN)/python bench/championship_watchers.py
