@@ -8,6 +8,9 @@ import logging
 from collections.abc import Hashable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from copas.v1 import copas_pb2
+from google.protobuf.message import Message
+
 from engine import (
     Card,
     EngineError,
@@ -23,6 +26,7 @@ from engine import (
     TrickWon,
 )
 from engine import actions as ev
+from server import codec
 from server.errors import ServiceError
 from server.games.base import RuleLimits
 
@@ -63,6 +67,16 @@ def check_rules(settings: RuleLimits, preset: str, overrides: Mapping[str, Any])
         raise ServiceError.invalid(
             f"max_hands is at most {settings.max_hands_limit} on this server", "INVALID_RULES")
     return rules
+
+
+def event_to_pb(event: ev.Event, players: int, phase_before: int | None
+                ) -> tuple[str, Message]:
+    """An engine event as TableEvent's oneof field (``server.codec``'s), a leave with the phase
+    it happened in (``phase_before``, when given)."""
+    kind, body = codec.event_to_pb(event, players)
+    if phase_before is not None and isinstance(body, copas_pb2.PlayerLeft):
+        body.phase = phase_before  # type: ignore[assignment]
+    return kind, body
 
 
 def pause_after(rules: Rules, game: Game, events: list[ev.Event]) -> float:
