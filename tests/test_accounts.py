@@ -12,12 +12,12 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 
 from server.accounts.attempts import AttemptRule, SignInAttempts
 from server.accounts.credentials import PasswordParameters, Passwords
-from server.accounts.finished import finished_game
 from server.accounts.model import SESSIONS_KEPT, FinishedGame, MemoryAccountStore, Placed
 from server.accounts.oidc import OidcIssuer, OidcVerifier
 from server.accounts.ratings import Contender, Rating, rate, rate_game
 from server.accounts.service import ACCESS_TTL, GUEST_TTL, REFRESH_GRACE, Accounts
 from server.errors import ServiceError
+from server.games.hearts.finished import finished_game  # moved behind the game seam
 from server.store.base import GameResult, RecordSummary, SeatRecord
 from server.tokens import hash_token
 from tests.helpers.accounts import AUDIENCE, ISSUER, Keys, ManualClock

@@ -30,7 +30,6 @@ ALLOWED = {
     "server/store/base.py": "the record format and its result (GameResult) are Hearts's: "
                             "records per game are still to move behind the seam",
     "server/store/records.py": "a record's copas.v1 message is built from Hearts's result",
-    "server/accounts/finished.py": "a rated game's places are read from Hearts's result",
     "server/championships/driver.py": "championships play Hearts's format "
                                       "(engine.championship: boards, seating, scoring)",
     "server/championships/model.py": "as driver.py",

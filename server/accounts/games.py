@@ -20,7 +20,7 @@ from dataclasses import replace
 
 import structlog
 
-from server.accounts.finished import finished_game
+from server import games
 from server.accounts.service import Accounts
 from server.bounded import Bounded
 from server.store.base import RecordSummary, Storage
@@ -47,7 +47,7 @@ class GameIntake:
         """Take one record (False: seen, taken already, or no seat had an account)."""
         if summary.record_id in self._seen:
             return False
-        game = finished_game(summary)
+        game = games.get(summary.game).finished_game(summary)
         updates = await self._accounts.game_finished(game) if game is not None else None
         if game is not None:  # an account deleted while the game ran: its record forgets it
             for account_id in await self._accounts.deleted_among(

@@ -12,8 +12,9 @@ if TYPE_CHECKING:
     from copas.v1 import copas_pb2
     from google.protobuf.message import Message
 
+    from server.accounts.model import FinishedGame
     from server.observability import Metrics
-    from server.store.base import GameRecord, TableMeta
+    from server.store.base import GameRecord, RecordSummary, TableMeta
 
 GameAction = Any  # a game's action, opaque to the table (its module reads and writes it)
 GameEvent = Any  # what a game's state says happened, opaque to the table
@@ -164,8 +165,6 @@ class GameModule(Protocol):
 
         :raises ServiceError: INVALID_ARGUMENT naming the rule."""
     def rules_to_pb(self, rules: GameRules) -> copas_pb2.Rules: ...
-    def has_partnerships(self, rules: GameRules) -> bool:
-        """Partners share a result (a rating's kind: ``accounts.ratings.rating_kind``)."""
     def rules_overrides(self, message: copas_pb2.RulesOverrides) -> RuleOverrides:
         """The options a request sets explicitly, by their rules' names.
 
@@ -246,6 +245,10 @@ class GameModule(Protocol):
         """What only ``seat`` may see, as TableView wire bytes with the seat number."""
     def record(self, table: RecordFacts) -> GameRecord:
         """A finished table's game: replayable (rules, seed, actions), with its result."""
+    def finished_game(self, summary: RecordSummary) -> FinishedGame | None:
+        """A finished game's record as its accounts keep it: each account's place and points,
+        whether it may be rated (RULES.md, "Rated games") and its kind (``rating_kind``);
+        None when no seat had an account."""
 
     # ------------------------------------------------------------ the log
 

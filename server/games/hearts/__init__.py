@@ -25,7 +25,7 @@ from engine import (
 from engine import actions as ev
 from server import codec
 from server.games import GameModule, GameState, RecordFacts, RuleLimits, TableFacts
-from server.games.hearts import actions, play, views
+from server.games.hearts import actions, finished, play, views
 
 if TYPE_CHECKING:
     import structlog
@@ -54,9 +54,6 @@ class HeartsModule:
 
     def rules_to_pb(self, rules: Rules) -> copas_pb2.Rules:
         return codec.rules_to_pb(rules)
-
-    def has_partnerships(self, rules: Rules) -> bool:
-        return False  # every seat for itself
 
     def rules_overrides(self, message: copas_pb2.RulesOverrides) -> codec.RuleOverrides:
         return codec.rules_overrides(message)
@@ -141,6 +138,7 @@ class HeartsModule:
     def record(self, table: RecordFacts) -> GameRecord:
         return views.record(table)
 
+    finished_game = staticmethod(finished.finished_game)
     action_to_json = staticmethod(action_to_json)  # every logged step
     action_from_json = staticmethod(action_from_json)
 

@@ -1,4 +1,5 @@
-"""A finished game as its accounts keep it, and whether it may be rated (RULES.md, "Rated
+"""A finished Hearts game as its accounts keep it (moved from ``server/accounts/finished.py``
+behind the game seam), and whether it may be rated (RULES.md, "Rated
 games"): its table's rating rule is ``people`` (``off`` never rates; ``with_bots`` is kept for
 older clients and rates nothing, since a game with a bot is never rated), it reached its end
 (the point limit, the hand limit, the last player standing, or abandoned) and no operator
@@ -12,7 +13,6 @@ leave last. Every game of an account is in its history, rated or not.
 from __future__ import annotations
 
 from engine import GameEndReason
-from server import games
 from server.accounts.model import FinishedGame, Placed
 from server.accounts.ratings import has_played, rating_kind
 from server.store.base import RecordSummary
@@ -37,6 +37,6 @@ def finished_game(summary: RecordSummary) -> FinishedGame | None:
                 and len(accounts) == len(summary.seats) >= 2
                 and len(set(accounts.values())) == len(accounts)
                 and sum(p.has_played and not p.has_left for p in places) >= 2)
-    kind = rating_kind(summary.game, games.get(summary.game).has_partnerships(summary.rules))
+    kind = rating_kind(summary.game)  # every seat for itself: no partnerships in Hearts
     return FinishedGame(summary.record_id, summary.display_name, summary.finished,
                         len(summary.seats), places, is_rated, kind)
