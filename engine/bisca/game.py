@@ -10,6 +10,7 @@ game-agnostic caller drive it with card indexes.
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 from typing import NamedTuple
 
 from engine.actions import GameEndReason
@@ -52,7 +53,7 @@ def legal_mask(hand: int, led_suit: int, must_follow: bool) -> int:
     return hand
 
 
-def trick_winner(cards: tuple[int, ...] | list[int], trump_suit: int) -> int:
+def trick_winner(cards: Sequence[int], trump_suit: int) -> int:
     """The index in ``cards`` (play order) of the winning card: the highest trump, or the
     highest card of the suit led."""
     best = 0
@@ -146,6 +147,7 @@ class Game:
         self.hands: list[int] = [0] * n
         self.dealt: list[int] = [0] * n
         self.stock: list[Card] = []  # next card to draw first; the trump card last
+        self.dealt_stock: tuple[Card, ...] = ()  # the stock as dealt this hand
         self.trump_drawn_by: int | None = None
         self.last_drawn: list[Card | None] = [None] * n
         self.taken = [0] * n  # card points taken this hand
@@ -326,6 +328,7 @@ class Game:
         self.trump_card = deck[n * k]
         self.trump_suit = self.trump_card // 10
         self.stock = [*deck[n * k + 1:], self.trump_card]
+        self.dealt_stock = tuple(self.stock)
         self.trump_drawn_by = None
         self.last_drawn = [None] * n
         self.taken = [0] * n
