@@ -13,8 +13,9 @@ information set is the seat's ``engine.bisca.View``, which holds nothing the sea
   (its hand, every card played, the trump card under the stock or in the hand of the seat
   that drew it, the card counts), plays each legal card and the rest of the hand out with the
   greedy rule for everyone, and keeps the card with the most card points for its side on
-  average (the same deals for every card; a tie goes to the timeout order). It infers no
-  voids (with ``STOCK_EMPTY`` a seat that did not follow shows one; not used).
+  average (the same deals for every card; a tie goes to the timeout order). With
+  ``STOCK_EMPTY``, a seat that did not follow suit once the stock was empty has none of that
+  suit, and the deals respect it.
 
 Randomness comes only from ``seed``: the same view, seed and budget give the same card (a
 ``Budget.seconds`` cap can cut a decision short on a slow machine).
@@ -124,17 +125,34 @@ def mc_play(view: View, rng: random.Random, budget: Budget) -> int:
     trick_seats = [s for s, _ in view.trick]
     trick_cards = [int(c) for _, c in view.trick]
 
+    voids = known_voids(view) if follow_rule else [0] * n
+    # Seats with known voids are dealt first, from the cards they may hold.
+    deal_order = sorted((s for s in range(n) if s != seat), key=lambda s: -voids[s].bit_count())
+
     def one_deal() -> None:
-        rng.shuffle(unseen)
         hands = [0] * n
-        at = 0
-        for s in range(n):
-            hands[s] = mask_of(unseen[at:at + needs[s]])
-            at += needs[s]
+        for _attempt in range(20):
+            rng.shuffle(unseen)
+            left = list(unseen)
+            for s in deal_order:
+                allowed = [c for c in left if not voids[s] >> (c // 10) & 1]
+                if len(allowed) < needs[s]:
+                    break
+                taken = allowed[:needs[s]]
+                hands[s] = mask_of(taken)
+                left = [c for c in left if not hands[s] >> c & 1]
+            else:
+                break
+        else:  # no deal fits every void (never seen): deal without them
+            at = 0
+            for s in deal_order:
+                hands[s] = mask_of(unseen[at:at + needs[s]])
+                at += needs[s]
+            left = unseen[at:]
         if holds_trump is not None:
             hands[holds_trump] |= 1 << trump
         hands[seat] = hand
-        stock = unseen[at:] + ([trump] if trump_in_stock else [])
+        stock = left + ([trump] if trump_in_stock else [])
         for i, c in enumerate(legal):
             totals[i] += _playout(rules, list(hands), list(stock), list(trick_seats),
                                   list(trick_cards), trump // 10, follow_rule, seat, c)
@@ -142,6 +160,24 @@ def mc_play(view: View, rng: random.Random, budget: Budget) -> int:
     _run(budget, one_deal)
     order = sorted(range(len(legal)), key=lambda i: _auto_rank(legal[i], trump // 10))
     return legal[max(order, key=lambda i: totals[i])]  # the first of the best: timeout order
+
+
+def known_voids(view: View) -> list[int]:
+    """Per seat, a bitmask of the suits (bit = suit) it is known to lack: it played another
+    suit to a trick led in that suit while following was compulsory (the stock empty)."""
+    rules = view.rules
+    n = rules.players
+    draw_rounds = (len(pack_for(n)) - n * rules.hand_size) // n
+    voids = [0] * n
+    tricks = [(t.leader, list(t.cards)) for t in view.tricks if t.trick_number >= draw_rounds]
+    if view.must_follow and view.trick:
+        tricks.append((view.trick[0][0], [c for _, c in view.trick]))
+    for leader, played in tricks:
+        led = played[0] // 10
+        for i, c in enumerate(played[1:], start=1):
+            if c // 10 != led:
+                voids[(leader + i) % n] |= 1 << led
+    return voids
 
 
 def _auto_rank(c: int, trump_suit: int) -> tuple[int, bool, int, int]:

@@ -8,9 +8,18 @@ import random
 
 import pytest
 
-from ai.bisca import POLICIES, decide, greedy_card
+from ai.bisca import POLICIES, decide, greedy_card, known_voids
 from ai.policies import Budget
-from engine.bisca import PRESETS, BiscaRules, Card, Game, card, player_view, public_view
+from engine.bisca import (
+    PRESETS,
+    BiscaRules,
+    Card,
+    FollowSuit,
+    Game,
+    card,
+    player_view,
+    public_view,
+)
 from engine.bisca.cards import mask_of
 
 SMALL = Budget(playouts=6)
@@ -91,3 +100,25 @@ def test_the_greedy_rule_as_written(rules: BiscaRules, hand: str,
     chosen = greedy_card(rules, mask_of(cards(hand)), [s for s, _ in trick],
                          [int(card(c)) for _, c in trick], HEARTS, False, seat)
     assert chosen == card(expected)
+
+
+def test_mc_knows_a_seat_that_did_not_follow_with_the_stock_empty_lacks_the_suit() -> None:
+    rules = PRESETS["four"].replace(hand_size=9, follow_suit=FollowSuit.STOCK_EMPTY)
+    found = 0
+    for seed in range(40):
+        game, rng = Game(rules, seed), random.Random(seed)
+        while not game.is_over and game.hand_number == 0:
+            if game.trick_cards and not game.stock:
+                led = game.trick_cards[0] // 10
+                seat = game.turn
+                if not game.hands[seat] & (0x3FF << 10 * led):
+                    game.play(seat, rng.choice(game.legal_cards(seat)))
+                    if game.trick_cards:  # the trick goes on: the void shows in the trick
+                        view = player_view(game, game.turn)
+                        assert known_voids(view)[seat] >> led & 1
+                        found += 1
+                    continue
+            game.play(game.turn, rng.choice(game.legal_cards(game.turn)))
+        view = player_view(Game(rules, seed), 0)
+        assert known_voids(view) == [0, 0, 0, 0]  # nothing shown yet at the start
+    assert found > 10

@@ -32,6 +32,7 @@ class View:
     trick: tuple[tuple[int, Card], ...]  # (seat, card) in play order
     last_trick: TrickWon | None
     played: tuple[Card, ...]  # the cards of this hand's finished tricks, in play order
+    tricks: tuple[TrickWon, ...]  # this hand's finished tricks (who led, won, what was played)
     to_act: tuple[int, ...]
     card_counts: tuple[int, ...]
     points: tuple[int, ...]  # card points taken this hand, per seat
@@ -81,6 +82,7 @@ def _view(game: Game, seat: int | None) -> View:
         trick=tuple(zip(game.trick_seats, game.trick_cards, strict=True)),
         last_trick=game.last_trick,
         played=tuple(c for t in game.tricks for c in t.cards),
+        tricks=tuple(game.tricks),
         to_act=game.to_act(),
         card_counts=tuple(h.bit_count() for h in game.hands),
         points=tuple(game.taken),
