@@ -262,6 +262,18 @@ def test_with_stock_empty_a_player_must_follow_once_the_stock_is_empty() -> None
     assert set(game.legal_cards(0)) == set(cards("3C 4C 5C 6C QC JC KC 7C"))  # void in ♦
 
 
+@pytest.mark.parametrize("preset, tricks", [("bisca3", 20), ("bisca9", 20), ("three", 13),
+                                             ("four", 10), ("pairs", 10), ("six", 6)])
+def test_a_hand_plays_every_card(preset: str, tricks: int) -> None:
+    game, rng = Game(PRESETS[preset], 3), random.Random(3)
+    won = []
+    while game.hand_number == 0:
+        events = game.play(game.turn, rng.choice(game.legal_cards(game.turn)))
+        won += [e for e in events if isinstance(e, TrickWon)]
+    assert len(won) == tricks and {c for t in won for c in t.cards} == set(pack_for(
+        PRESETS[preset].players))
+
+
 # ---------------------------------------------------------------- scoring
 
 
