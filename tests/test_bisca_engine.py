@@ -45,6 +45,7 @@ from engine.bisca import (
     trick_winner,
 )
 from engine.bisca.cards import mask_of
+from engine.cards import Card as HeartsCard
 from engine.errors import (
     IllegalActionError,
     InvalidActionError,
@@ -418,7 +419,9 @@ def test_bad_actions_are_refused_with_the_rule_and_change_nothing() -> None:
             (0, other, IllegalActionError, Reason.CARD_NOT_IN_HAND),
             (2, game.hand(0)[0], InvalidActionError, Reason.INVALID_SEAT),
             (0, "10H", InvalidCardError, Reason.INVALID_CARD),
-            (0, 40, InvalidActionError, Reason.INVALID_CARD)):
+            (0, 40, InvalidActionError, Reason.INVALID_CARD),
+            (0, True, InvalidActionError, Reason.INVALID_CARD),
+            (0, HeartsCard(int(game.hand(0)[0])), InvalidActionError, Reason.INVALID_CARD)):
         with pytest.raises(error) as caught:
             game.play(seat, c)
         assert caught.value.reason is reason

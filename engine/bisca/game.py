@@ -425,6 +425,6 @@ def _as_card(value: object) -> Card:
         return value
     if isinstance(value, str):
         return Card.parse(value)
-    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 40:
+    if type(value) is int and 0 <= value < 40:  # not a bool, nor another game's card
         return CARDS[value]
     raise InvalidActionError(f"{value!r} is not a card of the 40-card pack", Reason.INVALID_CARD)
