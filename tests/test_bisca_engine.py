@@ -503,7 +503,7 @@ PROPERTY_SETTINGS = settings(max_examples=budget(60, 600), deadline=None, databa
 
 @PROPERTY_SETTINGS
 @given(st.randoms(use_true_random=False), st.integers(0, 2**32))
-def test_every_card_is_dealt_or_drawn_once_each_hand_is_120_and_views_hide(
+def test_every_card_is_dealt_or_drawn_once_each_hand_is_120_views_hide_records_replay(
         rng: random.Random, seed: int) -> None:
     rules = random_rules(rng)
     game = Game(rules, seed)
@@ -536,6 +536,9 @@ def test_every_card_is_dealt_or_drawn_once_each_hand_is_120_and_views_hide(
                 hand_cards.append(c)
             holding[seat] = game.hands[seat]
         check_views(game)
+    again = replay(dumps(game))  # seed + actions => the same game
+    assert again.totals == game.totals and again.standings == game.standings
+    assert again.hands_played == game.hands_played
 
 
 # ---------------------------------------------------------------- against the oracle
