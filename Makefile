@@ -146,8 +146,9 @@ bench: setup ## benchmarks: engine vs OpenSpiel; a move vs gRPC echo; durable vs
 bench-hostile: setup ## floods (issue 27's 2, 4, 5, 6; accounts; championships) beside an honest player: p99 and CPU ratios (minutes)
 	$(BIN)/python bench/hostile.py
 
-bench-bots: setup ## bot strength: mc vs duck, random, greedy on duplicate deals; decision time (minutes)
+bench-bots: setup ## bot strength: mc vs duck, random, greedy on duplicate deals (Hearts, then Bisca); decision time (minutes)
 	$(BIN)/python bench/bots_strength.py
+	$(BIN)/python bench/bisca_bots.py
 
 bench-pace: setup ## 1,000 tables at a human pace (a move per table every 2 s) over Play: latency, memory
 	$(BIN)/python bench/human_pace.py

@@ -2,6 +2,10 @@
 (issue 38's target: <= 5 ms of server CPU): the server's CPU seconds over ``--registrations``
 registrations, each of which every watcher is told of, divided by the registrations; beside
 it the same registrations with no watcher (the registration's own cost), in the same run.
+Before each, the server's CPU over ``--idle`` seconds with the watchers connected and nothing
+happening (its timers, the driver's pass, the streams' keepalives): the ``net`` figures
+subtract that rate over the registrations' time, as ``make bench-hostile`` does for a
+registration's CPU.
 
 The server is the default one (SQLite in a temporary directory), its quotas off (the watchers
 all come from this process). By default its watch tick is 0 and each registration waits for
@@ -22,6 +26,7 @@ import secrets
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -34,7 +39,7 @@ TOKEN = "operator-token-for-the-watchers-bench"
 
 
 async def measure(port: int, pid: int, watchers: int, registrations: int,
-                  per_second: float) -> dict[str, float]:
+                  per_second: float, idle: float) -> dict[str, float]:
     import grpc
     from copas.admin.v1 import admin_pb2, admin_pb2_grpc
     from copas.v1 import accounts_pb2, accounts_pb2_grpc, championships_pb2_grpc, copas_pb2
@@ -66,7 +71,12 @@ async def measure(port: int, pid: int, watchers: int, registrations: int,
             streams = [champs[n % 16].WatchChampionship(request) for n in range(count)]
             for stream in streams:
                 await stream.read()
-            before = cpu_seconds(pid) if pid else 0.0
+            if idle:  # the server's CPU with the watchers connected and nothing happening
+                before = cpu_seconds(pid) if pid else 0.0
+                await asyncio.sleep(idle)
+                results[f"idle_{name}_cpu_ms_per_s"] = \
+                    ((cpu_seconds(pid) if pid else 0.0) - before) / idle * 1000
+            began, before = time.monotonic(), cpu_seconds(pid) if pid else 0.0
             for n, person in enumerate(group, start=1):
                 await champs[0].Register(pb.RegisterRequest(championship_id=cid),
                                          metadata=(("authorization",
@@ -80,8 +90,13 @@ async def measure(port: int, pid: int, watchers: int, registrations: int,
             for stream in streams:  # at a pace: every watcher told of the last one
                 while (await stream.read()).championship.player_count < len(group):
                     pass
-            results[f"registration_{name}_cpu_ms"] = \
-                ((cpu_seconds(pid) if pid else 0.0) - before) / len(group) * 1000
+            spent = (cpu_seconds(pid) if pid else 0.0) - before
+            results[f"registration_{name}_cpu_ms"] = spent / len(group) * 1000
+            if idle:  # less what the server spends anyway over as long (its timers)
+                background = results[f"idle_{name}_cpu_ms_per_s"] / 1000 \
+                    * (time.monotonic() - began)
+                results[f"registration_{name}_net_cpu_ms"] = \
+                    (spent - background) / len(group) * 1000
             for stream in streams:
                 stream.cancel()
         return results
@@ -99,6 +114,10 @@ def main() -> None:
     parser.add_argument("--per-second", type=float, default=0.0,
                         help="registrations a second (0: each one after every watcher was "
                              "told of the one before)")
+    parser.add_argument("--idle", type=float, default=10.0,
+                        help="seconds of the server's CPU with the watchers connected and no "
+                             "registration, measured first: the net figures subtract it over "
+                             "the registrations' time (0: not measured)")
     args = parser.parse_args()
     port = free_port()
     with tempfile.TemporaryDirectory() as data:
@@ -113,7 +132,7 @@ def main() -> None:
         try:
             assert proc.stdout is not None and "listening" in proc.stdout.readline()
             figures = asyncio.run(measure(port, proc.pid, args.watchers, args.registrations,
-                                         args.per_second))
+                                         args.per_second, args.idle))
         finally:
             proc.terminate()
             proc.wait(10)

@@ -5,7 +5,7 @@ run, alternating (issue 41's acceptance: within 1.05x).
 before the seam), extracted with ``git archive`` into a temporary directory (as
 tests/helpers/releases.py runs an earlier release), its protos generated there with this
 .venv's tools and the compiled engine and playouts copied from this checkout (they are built
-at install, never committed, and the seam changed neither ``engine/`` nor ``ai/``: checked);
+at install, never committed, and the seam changed neither's source: checked);
 "after" is this checkout. Each round runs bench/cpu_per_move.py's Copas round (the server with
 its defaults, SQLite in a temporary directory, under ``copas loadtest`` over the batched Play
 stream) once on each, in alternating order, so drift on a shared machine falls on both alike.
@@ -29,7 +29,7 @@ from cpu_per_move import copas_round  # a sibling script, not a package
 
 ROOT = Path(__file__).resolve().parent.parent
 SEAM_PARENT = "58cd36d"  # the last commit before server/games (issue 41)
-COMPILED = ("engine", "ai")  # the packages whose modules mypyc builds at install
+COMPILED = ("engine/game.py", "ai/playout.py")  # what mypyc builds at install (setup.py)
 
 
 def extract(commit: str, into: Path) -> Path:
@@ -37,14 +37,15 @@ def extract(commit: str, into: Path) -> Path:
     archive = subprocess.run(["git", "-C", str(ROOT), "archive", commit], capture_output=True,
                              check=True, timeout=60)
     subprocess.run(["tar", "-x", "-C", str(into)], input=archive.stdout, check=True, timeout=60)
-    for package in COMPILED:
+    for source in COMPILED:
         changed = subprocess.run(["git", "-C", str(ROOT), "diff", "--quiet", commit, "--",
-                                  package], timeout=60)
+                                  source], timeout=60)
         if changed.returncode != 0 or subprocess.run(
-                ["git", "-C", str(ROOT), "diff", "--quiet", "--", package]).returncode != 0:
-            raise SystemExit(f"{package}/ differs between {commit} and this checkout: its "
-                             "compiled modules cannot be shared; build that commit instead")
-        for built in (ROOT / package).glob("*.so"):
+                ["git", "-C", str(ROOT), "diff", "--quiet", "--", source]).returncode != 0:
+            raise SystemExit(f"{source} differs between {commit} and this checkout: its "
+                             "compiled module cannot be shared; build that commit instead")
+        package, name = source.split("/")
+        for built in (ROOT / package).glob(f"{name[:-3]}*.so"):
             shutil.copy2(built, into / package / built.name)
     protos = sorted(str(p.relative_to(into / "protos"))
                     for p in (into / "protos" / "copas").rglob("*.proto"))

@@ -106,6 +106,7 @@ TIERS = {
     "test_web_page.py": BROWSER, "test_web_rematch.py": BROWSER,
     "test_reactions.py": INTEGRATION, "test_web_reactions.py": BROWSER,
     "test_presence.py": INTEGRATION,
+    "test_bisca_engine.py": UNIT, "test_bisca_bots.py": UNIT,
 }
 
 

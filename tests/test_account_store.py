@@ -126,6 +126,8 @@ async def test_sessions_rotate_remember_old_refresh_tokens_and_end(opened: Opene
     store = opened.reopen()
     assert await store.session_by_access(current.access_digest) == current
     assert await store.session_by_access(first.access_digest) is None
+    assert await store.session_and_account(current.access_digest) == (current, ana)
+    assert await store.session_and_account(first.access_digest) == (None, None)
     assert await store.session_by_refresh(current.refresh_digest) == (current, True)
     recent = session("f1", ana.id, USED_REFRESH_KEPT).refresh_digest
     assert await store.session_by_refresh(recent) == (current, False)  # a reuse

@@ -30,6 +30,7 @@ from psycopg.conninfo import conninfo_to_dict
 from engine import Rules, replay
 from server.store import Node, PgStore, StoreUnusable, TableMeta
 from server.store.pg_connection import conninfo
+from server.tables.log_entries import LOG_FORMAT
 from tests.helpers.calls import auth, join_all, new_table
 from tests.helpers.failover import CHANNEL_OPTIONS, TRANSIENT, People, until_acked
 from tests.helpers.servers import ServerProcess, free_port, fresh_database, run_server
@@ -78,11 +79,11 @@ def test_several_hosts_that_may_be_standbys_are_refused_at_start() -> None:
     assert "use target_session_attrs=read-write" in done.stderr
     with pytest.raises(StoreUnusable, match="could connect to a standby"):
         PgStore.open("postgresql://postgres@127.0.0.1:1,127.0.0.1:2/copas"
-                     "?target_session_attrs=prefer-standby", Node("n", ""))
+                     "?target_session_attrs=prefer-standby", Node("n", "", log_format=LOG_FORMAT))
 
 
 async def test_the_stores_connections_carry_the_keepalives(postgres: Any) -> None:
-    store = PgStore.open(fresh_database(postgres.dsn), Node("n", ""))
+    store = PgStore.open(fresh_database(postgres.dsn), Node("n", "", log_format=LOG_FORMAT))
     try:
         with store.reading() as reader:
             for connection in (store.writer, reader):
@@ -98,7 +99,7 @@ async def test_a_store_commits_on_a_new_connection_when_its_idle_one_was_closed(
     """The database closed the writer's connection while it had nothing to commit (a
     restart, a failover, an operator): the next commit is made on a new connection, and the
     node does not fail-stop for a connection it was not using."""
-    store = PgStore.open(fresh_database(postgres.dsn), Node("n", ""))
+    store = PgStore.open(fresh_database(postgres.dsn), Node("n", "", log_format=LOG_FORMAT))
     try:
         store.create_table("t1", 1.0, META)
         store.append("t1", json.dumps({"kind": "first"}))

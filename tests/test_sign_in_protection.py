@@ -860,6 +860,31 @@ async def test_an_address_that_hashed_a_lot_goes_after_one_that_did_not() -> Non
     assert work.load("heavy") < 3
 
 
+async def test_an_address_whose_calls_are_refused_is_heavy_though_it_hashed_little() -> None:
+    """Refused calls give their count back (they cost no hash), but an address that keeps
+    being refused is flooding: its refusals make it heavy as hashes do, so its next call
+    waits behind a light one's (else refusals keep a flood light for ever)."""
+    clock = ManualClock(0.0)
+    work, hashes = PasswordWork(at_once=1, per_address=1, waiting=32, clock=clock), Hashes()
+    running = hashes.submit(work, "x", "x0")
+    await hashes.until_started(1)
+    flood = [hashes.submit(work, "flood", "f1")]
+    await settle()
+    for _ in range(3):
+        with pytest.raises(ServiceError):  # its one waiting place is taken
+            await work.run("flood", hashes.work, "never")
+    hashes.finish("x0")
+    await hashes.until(lambda: "f1" in hashes.started)
+    flood.append(hashes.submit(work, "flood", "f2"))
+    light = hashes.submit(work, "light", "l1")
+    await settle()
+    for name in ("f1", "l1", "f2"):
+        await hashes.until(lambda name=name: name in hashes.started)  # type: ignore[misc]
+        hashes.finish(name)
+    await asyncio.wait_for(asyncio.gather(running, light, *flood), DEADLINE)
+    assert hashes.started == ["x0", "f1", "l1", "f2"]
+
+
 # ---------------------------------------------------------------- IPv6 networks (finding B)
 
 def v6(prefix: str, n: int) -> str:

@@ -26,6 +26,10 @@ is what they asked for lately, and whether they signed that username in before:
   node before (or made or linked it), else *unfamiliar*. A slot that frees goes to a light call
   first, to a familiar and an unfamiliar one in turn (so neither kind waits for all of the
   other), and to a heavy one only when no light one waits; within a kind, the addresses in turn.
+  A call refused (its allowance, its address's waiting places, the queue full, its place
+  taken) gives its one back, as it cost no hash, but counts as one refusal, forgiven at the
+  same rate, and refusals weigh as calls do: else a flood whose surplus is refused stays light
+  for ever and takes the place of everyone who hashed lately, the owner signing in again too.
   An address that keeps hashing is heavy from its fourth call and stays so while it goes on,
   so someone who has not asked lately is served next, not after every address of a flood
   (fresh addresses are light for their first three calls: 33 of them can still fill the places
@@ -98,6 +102,8 @@ class PasswordWork:
         self.waiting = 0  # calls in the queues
         self._clock = clock
         self._calls = NetworkBuckets(rate or CHECKS, factors, max_keys)
+        # refused calls, forgiven at the allowance's rate: they weigh as hashes do for heavy
+        self._refusals = NetworkBuckets(rate or CHECKS, factors, max_keys)
         # per kind, the addresses' queues, in their turn's order: first next
         self._queues: tuple[dict[str, deque[_Waiting]], ...] = ({}, {}, {})
         self._waiting_of: dict[str, int] = {}
@@ -114,11 +120,18 @@ class PasswordWork:
 
     @property
     def keys_held(self) -> int:
-        return len(self._calls)
+        return len(self._calls) + len(self._refusals)
 
     def load(self, address: str) -> float:
-        """The password calls of ``address`` (or its networks') not yet given back by time."""
-        return self._calls.load(address, self._clock())
+        """The password calls of ``address`` (or its networks') not yet given back by time,
+        and its refused calls not yet forgiven."""
+        now = self._clock()
+        return self._calls.load(address, now) + self._refusals.load(address, now)
+
+    def _kind(self, address: str, is_familiar: bool) -> int:
+        if self.load(address) >= LIGHT_CALLS:
+            return HEAVY
+        return FAMILIAR if is_familiar else UNFAMILIAR
 
     def check(self, address: str) -> None:
         """Refused if ``address`` has no password call left now.
@@ -152,14 +165,14 @@ class PasswordWork:
             or it has no password call left).
         """
         self.check(address)
-        now = self._clock()
-        kind = HEAVY if self._calls.load(address, now) >= LIGHT_CALLS \
-            else FAMILIAR if is_familiar else UNFAMILIAR
-        self._calls.take(address, now)
+        kind = self._kind(address, is_familiar)
+        self._calls.take(address, self._clock())
         try:
             await self._turn(address, kind)
-        except BaseException:
+        except BaseException as error:
             self._calls.give_back(address, self._clock())  # no hash: the call is not counted
+            if isinstance(error, ServiceError):
+                self._refusals.take(address, self._clock())  # but it weighs
             raise
         started = self._clock()
         try:

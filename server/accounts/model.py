@@ -204,6 +204,9 @@ class AccountStore(Protocol):
         """A new sign-in; the account's oldest sessions beyond ``keep`` end, and the account
         was seen now."""
     async def session_by_access(self, digest: str) -> Session | None: ...
+    async def session_and_account(self, digest: str) -> tuple[Session | None, Account | None]:
+        """``session_by_access`` and, if found, its account, in one read (an authenticated
+        call's)."""
     async def session_by_refresh(self, digest: str) -> tuple[Session | None, bool]:
         """The session whose current refresh token has ``digest`` (and True), or whose
         earlier one had it (and False: a reuse), or (None, False)."""
@@ -364,6 +367,10 @@ class MemoryAccountStore:
     async def session_by_access(self, digest: str) -> Session | None:
         family = self._by_access.get(digest)
         return None if family is None else self._sessions.get(family)
+
+    async def session_and_account(self, digest: str) -> tuple[Session | None, Account | None]:
+        session = await self.session_by_access(digest)
+        return session, None if session is None else self._accounts.get(session.account_id)
 
     async def session_by_refresh(self, digest: str) -> tuple[Session | None, bool]:
         family = self._by_refresh.get(digest)

@@ -266,6 +266,19 @@ class PgAccountStore:
             return None if row is None else _session(row)
         return await self._do(body)
 
+    async def session_and_account(self, digest: str) -> tuple[Session | None, Account | None]:
+        def body(db: Any) -> tuple[Session | None, Account | None]:
+            row = db.execute(f"SELECT {_SESSION} FROM sessions WHERE access_digest = %s",
+                             (digest,)).fetchone()
+            if row is None:
+                return None, None
+            session = _session(row)
+            row = db.execute("SELECT account_id, display_name, created, is_banned, is_deleted "
+                             "FROM accounts WHERE account_id = %s",
+                             (session.account_id,)).fetchone()
+            return session, None if row is None else Account(*row)
+        return await self._do(body)
+
     async def session_by_refresh(self, digest: str) -> tuple[Session | None, bool]:
         def body(db: Any) -> tuple[Session | None, bool]:
             row = db.execute(f"SELECT {_SESSION} FROM sessions WHERE refresh_digest = %s",

@@ -314,13 +314,13 @@ class Accounts:
 
     async def authenticate_digest(self, digest: str) -> Account:
         """``authenticate`` for the digest of an access token (the gateway keeps only that)."""
-        session = await self._store.session_by_access(digest)
+        session, account = await self._store.session_and_account(digest)  # one read
         if session is None:
             raise _revoked()
         if session.access_expires <= self._clock():
             raise ServiceError.unauthenticated(
                 "this access token expired: refresh it", "SESSION_EXPIRED")
-        account = await self._usable(session.account_id)
+        account = self._checked(account)
         self._seen[account.id] = self._clock()
         return account
 
@@ -507,7 +507,11 @@ class Accounts:
                                        "SHUTTING_DOWN")
 
     async def _usable(self, account_id: str) -> Account:
-        account = await self._store.account(account_id)
+        return self._checked(await self._store.account(account_id))
+
+    @staticmethod
+    def _checked(account: Account | None) -> Account:
+        """``account`` if it may be used (not deleted, nor banned)."""
         if account is None or account.is_deleted:
             raise _bad_credentials()
         if account.is_banned:

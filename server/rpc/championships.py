@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable, Callable, Iterator
+import operator
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from typing import Any, Literal
 
 import grpc
@@ -126,6 +127,7 @@ def _mark(message: pb.Championship, c: Championship, you: str, is_full: bool) ->
 
 _PLAYERS: dict[tuple[str, Registration], bytes] = {}
 PLAYERS_KEPT = 1 << 16  # then forgotten all at once: a plain dict is the cheapest read
+CHAMPIONSHIPS_JOINED = 256  # championships whose joined players are kept, then forgotten
 _PLAYERS_FIELD = pb.Championship.DESCRIPTOR.fields_by_name["players"].number
 
 
@@ -145,6 +147,26 @@ def _player(championship_id: str, r: Registration) -> bytes:
             _PLAYERS.clear()
         _PLAYERS[key] = found
     return found
+
+
+_JOINED: dict[str, tuple[tuple[Registration, ...], bytes]] = {}
+
+
+def _players(championship_id: str, registrations: Sequence[Registration]) -> bytes:
+    """Every registration's ``_player``, joined: the last join of the championship's reused
+    when these registrations begin with the same objects (the store hands the same object
+    back for a row it read before; a registration adds one at the end)."""
+    now = tuple(registrations)
+    last = _JOINED.get(championship_id)
+    if last is not None and len(last[0]) <= len(now) \
+            and all(map(operator.is_, last[0], now)):
+        joined = last[1] + b"".join(_player(championship_id, r) for r in now[len(last[0]):])
+    else:
+        joined = b"".join(_player(championship_id, r) for r in now)
+    if len(_JOINED) >= CHAMPIONSHIPS_JOINED and championship_id not in _JOINED:
+        _JOINED.clear()
+    _JOINED[championship_id] = (now, joined)
+    return joined
 
 
 def built(c: Championship, is_full: bool) -> pb.Championship:
@@ -197,7 +219,7 @@ def built(c: Championship, is_full: bool) -> pb.Championship:
             percentage=float(line.percentage), buchholz=float(line.buchholz),
             final_place=line.final, is_disqualified=line.disqualified,
             is_dropped=registration is not None and registration.dropped > 0))
-    message.MergeFromString(b"".join(_player(c.id, r) for r in c.registrations))
+    message.MergeFromString(_players(c.id, c.registrations))
     counted = {k.table_id: k for k in c.counted}
     boards: dict[tuple[int, int, int], BoardScore] = {}
     if spec.duplicate_deals and c.counted:

@@ -75,13 +75,24 @@ class Load:
 
     async def under_way(self, timeout: float = 120.0) -> None:
         """Waits until the load has been told of more than 100 moves, a game over, a rated
-        game and a registration (a fixed wait is too short on a busy machine)."""
+        game that reached its players' histories (the accounts take a game in after its end)
+        and a registration (a fixed wait is too short on a busy machine)."""
         async with asyncio.timeout(timeout):
             while True:
                 now = self.acked.before(time.time())
-                if len(now.moves) > 100 and now.over and now.rated and now.registrations:
+                if len(now.moves) > 100 and now.over and now.rated and now.registrations \
+                        and await self._in_a_history(now.rated):
                     return
                 await asyncio.sleep(0.1)
+
+    async def _in_a_history(self, rated: dict[str, list[str]]) -> bool:
+        """Whether one of the ``rated`` games over is in its first player's history."""
+        for table_id, players in rated.items():
+            games = (await self.accounts.ListMyGames(accounts_pb2.ListMyGamesRequest(
+                page_size=100), metadata=auth(players[0]), timeout=10)).games
+            if any(g.record_id == table_id for g in games):
+                return True
+        return False
 
     async def start(self) -> None:
         organizer = await self.sign_in("Organizer")
