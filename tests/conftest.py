@@ -105,6 +105,7 @@ TIERS = {
     "test_web_page.py": BROWSER, "test_web_rematch.py": BROWSER,
     "test_reactions.py": INTEGRATION, "test_web_reactions.py": BROWSER,
     "test_presence.py": INTEGRATION,
+    "test_web_languages.py": BROWSER, "test_web_account.py": BROWSER,
 }
 
 

@@ -6,17 +6,18 @@
 import { Reaction } from "../gen/copas/v1/copas_pb.js";
 import { refusal } from "../copas.js";
 import { $, element } from "./dom.js";
+import { type Key, t } from "./i18n.js";
 import { state } from "./state.js";
 
 const SHOWN_MS = 2500;
 
 /** Each reaction: its sign and its words (the button's accessible name says both). */
-export const REACTIONS: ReadonlyArray<[Reaction, string, string]> = [
-  [Reaction.GOOD_GAME, "🤝", "Good game"],
-  [Reaction.NICE, "👍", "Nice"],
-  [Reaction.OOPS, "😬", "Oops"],
-  [Reaction.THANKS, "🙏", "Thanks"],
-  [Reaction.WOW, "😮", "Wow"],
+export const REACTIONS: ReadonlyArray<[Reaction, string, Key]> = [
+  [Reaction.GOOD_GAME, "🤝", "reaction.GOOD_GAME"],
+  [Reaction.NICE, "👍", "reaction.NICE"],
+  [Reaction.OOPS, "😬", "reaction.OOPS"],
+  [Reaction.THANKS, "🙏", "reaction.THANKS"],
+  [Reaction.WOW, "😮", "reaction.WOW"],
 ];
 
 const shown = new Map<number, { reaction: Reaction; until: number }>(); // seat -> its reaction
@@ -34,9 +35,9 @@ export function startReactions(send: Send): void {
         type: "button",
         class: "reaction-button",
         "data-reaction": Reaction[reaction],
-        "aria-label": `React: ${words}`,
+        "aria-label": t("reaction.label", { words: t(words) }),
       });
-      button.append(element("span", sign, { "aria-hidden": "true" }), " ", element("span", words));
+      button.append(element("span", sign, { "aria-hidden": "true" }), " ", element("span", t(words)));
       button.addEventListener("click", () => void react(send, reaction));
       return button;
     }),
@@ -83,7 +84,7 @@ export function decorateSeats(): void {
     const about = found && REACTIONS.find(([r]) => r === found.reaction);
     if (!about) continue;
     const bubble = element("span", "", { class: "reaction", "data-reaction": Reaction[about[0]] });
-    bubble.append(element("span", about[1], { "aria-hidden": "true" }), " ", about[2]);
+    bubble.append(element("span", about[1], { "aria-hidden": "true" }), " ", t(about[2]));
     item.append(bubble);
   }
   if (timer !== undefined) clearTimeout(timer);

@@ -2,6 +2,7 @@
 // it on; the choice is remembered in localStorage (no card, no name: one word).
 
 import { $ } from "./dom.js";
+import { t } from "./i18n.js";
 
 const SOUND_KEY = "copas.sound";
 let audio: AudioContext | undefined;
@@ -15,7 +16,7 @@ function showSound(): void {
   const button = $("sound");
   const isOn = isSoundOn();
   button.setAttribute("aria-pressed", String(isOn));
-  button.textContent = isOn ? "Sound on" : "Sound off";
+  button.textContent = t(isOn ? "sound.on" : "sound.off");
 }
 
 /** The button that turns the sound on or off (a tone says it is on). */
