@@ -24,6 +24,8 @@ import {
 import { AccountSession, DEVICE_KEY, isOver, mustAct, refusal, sameCard, tableEvents } from "../copas.js";
 import { startChampionships } from "./championships.js";
 import { $, element } from "./dom.js";
+import { startAttention } from "./attention.js";
+import { startDeck } from "./faces.js";
 import { startSound } from "./sound.js";
 import { clearReactions, decorateSeats, noteReaction, showRow, startReactions } from "./reactions.js";
 import { acceptRematch, followLink, isRematchGame, noteView, startRematch, stopRematchWatch } from "./rematch.js";
@@ -164,6 +166,7 @@ function enterTable(session: Session, table?: TableSummary): void {
   summary = table;
   if (session.token) sessionStorage.setItem(SESSION_KEY, JSON.stringify(session));
   if (location.search) history.replaceState(null, "", "/"); // a used invitation link
+  scrollTo(0, 0); // the table from its top: the whole of it fits one screen
   $("lobby").hidden = true;
   $("game").hidden = false;
   render();
@@ -744,6 +747,8 @@ function start(): void {
   $("pass-button").addEventListener("click", onPass);
   startLookBack();
   startSound();
+  startDeck();
+  startAttention();
   $("hand").addEventListener("keydown", onHandKey);
   $("back").addEventListener("click", toLobby);
   $("copy-link").addEventListener("click", () => {

@@ -6,7 +6,9 @@
 import type { Card } from "../gen/copas/v1/cards_pb.js";
 import { GameEndReason, MoonChoice, PassDirection, Phase, type TableSummary, type TableView, type Trick } from "../gen/copas/v1/copas_pb.js";
 import { isOver, mustAct, sameCard } from "../copas.js";
+import { onAttention } from "./attention.js";
 import { $, element, redraw } from "./dom.js";
+import { faceSvg, suitLetter } from "./faces.js";
 import { isLegal, whyNot } from "./hints.js";
 import { type Leaving, passedCards, sendAway } from "./passing.js";
 import { againLabel, linkTable, offerText, rematch, rematchKey } from "./rematch.js";
@@ -67,17 +69,16 @@ function you(view: TableView, seat: number): string {
   return seat === view.seat ? t("seat.you") : seatName(view, seat);
 }
 
-/** A card as the page draws it: "Q" over "♠" for the eye; for a screen reader "queen of
- * spades" (an image's label, or a button's own text, so that its name holds what it says). */
+/** A card as the page draws it: its SVG face (faces.ts) for the eye; for a screen reader
+ * "queen of spades" (an image's label, or a button's own text, so that its name holds what
+ * it says). */
 export function cardFace(card: Card, tag: "span" | "button" = "span", spoken = cardName(card)): HTMLElement {
   const face = element(tag, "", { "data-card": card.text });
   if (tag === "span") face.setAttribute("role", "img");
   if (tag === "span") face.setAttribute("aria-label", spoken);
   face.className = isRed(card) ? "card red" : "card";
-  face.append(
-    element("span", card.text.slice(0, -1), { class: "rank", "aria-hidden": "true" }),
-    element("span", SUIT_SYMBOL[card.suit] ?? "?", { class: "suit", "aria-hidden": "true" }),
-  );
+  face.dataset.suit = suitLetter(card.suit);
+  face.append(faceSvg(card.text.slice(0, -1), card.suit));
   if (tag === "button") face.append(element("span", spoken, { class: "visually-hidden" }));
   return face;
 }
@@ -153,6 +154,7 @@ export function render(actions: Actions, summary: TableSummary | undefined): voi
   renderStandings(view, actions);
   renderLookBack(view);
   onTurn(mustAct(view) && !isBusy());
+  onAttention(mustAct(view) && !isBusy(), summary?.displayName ?? "");
   const isSeated = !!state.session?.token && !isOver(view);
   $("leave").hidden = !isSeated;
   // A seated player leaves with "Leave the table"; the game-over screen has its own way out.
@@ -421,6 +423,7 @@ function renderHand(view: TableView, actions: Actions): void {
     if (isReceived) {
       face.classList.add("received");
       face.dataset.received = "true";
+      face.dataset.newLabel = t("hand.new");
     }
     if (isPlayable) {
       face.classList.add("legal");
