@@ -1,5 +1,5 @@
-"""The account panel (issue 40): a password set says so and the panel shows the username;
-signing out ends the session on the server (its refresh token refused), takes the tokens and
+"""The account panel (issue 40): the rating on a 1500 scale with a line on what it means; a
+password set says so and the panel shows the username; signing out ends the session on the server (its refresh token refused), takes the tokens and
 the device's secret out of storage, and leaves a new guest in the lobby."""
 
 from __future__ import annotations
@@ -27,6 +27,11 @@ async def test_a_password_is_confirmed_and_sign_out_ends_the_session() -> None:
         guest = await page.get_attribute("#me", "data-account")
         assert await page.text_content("#me-status") == "You are playing as a guest"
         assert await page.is_hidden("#sign-out")  # a guest's account is its device's
+        # Ratings on the familiar scale: the server's 0 shows as 1500, with what it means.
+        assert (await page.text_content("#me-rating") or "").startswith(
+            "Rating 1500 (no rated game yet)")
+        assert await page.get_attribute("#me-rating", "data-rating") == "0"
+        assert "starts at 1500" in (await page.text_content("#rating-note") or "")
 
         await page.fill("#link-username", "nina.k")
         await page.fill("#link-password", "a long enough secret")

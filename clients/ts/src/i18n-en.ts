@@ -129,6 +129,8 @@ export const EN = {
   "me.rating": "Rating {rating}",
   "me.ratingPlace": "{rating}, {place} on the leaderboard",
   "me.noRated": "{rating} (no rated game yet)",
+  "me.provisional": "{rating}, provisional ({n} of {of} rated games)",
+  "rating.note": "A rating moves only in rated games: every seat a signed-in person, no bot (so never against the page's bots). It starts at 1500 and is provisional for its first 10 rated games, off the leaderboard until then.",
   "me.games": { one: "{n} game, {wins} won", other: "{n} games, {wins} won" },
   "me.noGames": "No games yet: play one above.",
   "myGame.line": "{place} of {players} at {table}: {points} points",

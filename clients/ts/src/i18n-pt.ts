@@ -130,6 +130,8 @@ export const PT: Catalogue = {
   "me.rating": "Pontuação {rating}",
   "me.ratingPlace": "{rating}, {place} na classificação",
   "me.noRated": "{rating} (ainda sem jogos a contar)",
+  "me.provisional": "{rating}, provisória ({n} de {of} jogos a contar)",
+  "rating.note": "A pontuação só muda em jogos que contam: todos os lugares ocupados por pessoas com sessão, sem bots (nunca contra os bots da página). Começa em 1500 e é provisória nos primeiros 10 jogos a contar, fora da classificação até lá.",
   "me.games": { one: "{n} jogo, {wins} ganhos", other: "{n} jogos, {wins} ganhos" },
   "me.noGames": "Ainda sem jogos: jogue um acima.",
   "myGame.line": "{place} de {players} em {table}: {points} pontos",

@@ -552,10 +552,21 @@ async function signInFirst(): Promise<boolean> {
 function gameLine(game: MyGame): HTMLLIElement {
   const when = game.finishTime ? ago(timestampMs(game.finishTime)) : "";
   const change = `${game.ratingChange >= 0 ? "+" : ""}${game.ratingChange}`;
-  const rated = game.isRated ? t("myGame.rated", { rating: game.ratingAfter, change }) : t("myGame.notRated");
+  const rated = game.isRated ? t("myGame.rated", { rating: String(shownRating(game.ratingAfter)), change }) : t("myGame.notRated");
   const line = t("myGame.line", { place: ordinal(game.place), players: game.players, table: game.tableName || t("invite.aTable"), points: game.points });
   const text = [line, rated, when].filter(Boolean).join(", ");
   return element("li", text, { "data-record": game.recordId, "data-place": String(game.place) });
+}
+
+/** Ratings on the scale people know from chess and card sites: the server's number (0 for a new
+ * account: openskill's mu - 3 sigma, times 100) plus 1500, so that a new account shows 1500 and
+ * a leaderboard reads in positive numbers. Provisional for the first 10 rated games
+ * (docs/RULES.md, "Rated games": then it joins the leaderboards). */
+const RATING_BASE = 1500;
+const PROVISIONAL_GAMES = 10;
+
+function shownRating(serverRating: number): number {
+  return RATING_BASE + serverRating;
 }
 
 /** The name, rating, last games and the leaderboard, from the server. */
@@ -579,10 +590,15 @@ async function showProfile(): Promise<void> {
   const rating = $("me-rating");
   rating.dataset.rating = String(four?.rating ?? 0);
   rating.dataset.ratedGames = String(four?.games ?? 0);
-  const shown = t("me.rating", { rating: four?.rating ?? 0 });
-  rating.textContent =
-    (four?.games ? t("me.ratingPlace", { rating: shown, place: ordinal(four.place) }) : t("me.noRated", { rating: shown })) +
-    ` · ${t("me.games", { n: profile.games, wins: profile.wins })}`;
+  const rated = four?.games ?? 0;
+  rating.dataset.shown = String(shownRating(four?.rating ?? 0));
+  rating.dataset.provisional = String(rated < PROVISIONAL_GAMES);
+  const shown = t("me.rating", { rating: String(shownRating(four?.rating ?? 0)) }); // no thousands separator
+  const standing =
+    rated === 0 ? t("me.noRated", { rating: shown }) :
+    rated < PROVISIONAL_GAMES ? t("me.provisional", { rating: shown, n: rated, of: PROVISIONAL_GAMES }) :
+    t("me.ratingPlace", { rating: shown, place: ordinal(four!.place) });
+  rating.textContent = `${standing} · ${t("me.games", { n: profile.games, wins: profile.wins })}`;
   const list = $("my-games");
   list.replaceChildren(...games.games.map(gameLine));
   if (!games.games.length) list.replaceChildren(element("li", t("me.noGames")));
@@ -603,7 +619,7 @@ async function showBoard(): Promise<void> {
       row.append(
         element("td", String(entry.place)),
         element("th", entry.isYou ? t("board.you", { name: entry.displayName }) : entry.displayName, { scope: "row" }),
-        element("td", String(entry.rating)),
+        element("td", String(shownRating(entry.rating)), { "data-rating": String(entry.rating) }),
         element("td", String(entry.games)),
       );
       return row;
