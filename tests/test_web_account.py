@@ -1,6 +1,7 @@
 """The account panel (issue 40): the rating on a 1500 scale with a line on what it means; a
-password set says so and the panel shows the username; signing out ends the session on the server (its refresh token refused), takes the tokens and
-the device's secret out of storage, and leaves a new guest in the lobby."""
+password set says so and the panel shows the username; signing out ends the session on the
+server (its refresh token refused), takes the tokens and the device's secret out of storage,
+and leaves a new guest in the lobby."""
 
 from __future__ import annotations
 
