@@ -26,6 +26,7 @@ import { startChampionships } from "./championships.js";
 import { $, element } from "./dom.js";
 import { startAttention } from "./attention.js";
 import { startDeck } from "./faces.js";
+import { openReplay, startReplay } from "./replay.js";
 import { startSound } from "./sound.js";
 import { clearReactions, decorateSeats, noteReaction, showRow, startReactions } from "./reactions.js";
 import { acceptRematch, followLink, isRematchGame, noteView, startRematch, stopRematchWatch } from "./rematch.js";
@@ -555,7 +556,15 @@ function gameLine(game: MyGame): HTMLLIElement {
   const rated = game.isRated ? t("myGame.rated", { rating: String(shownRating(game.ratingAfter)), change }) : t("myGame.notRated");
   const line = t("myGame.line", { place: ordinal(game.place), players: game.players, table: game.tableName || t("invite.aTable"), points: game.points });
   const text = [line, rated, when].filter(Boolean).join(", ");
-  return element("li", text, { "data-record": game.recordId, "data-place": String(game.place) });
+  const item = element("li", text, { "data-record": game.recordId, "data-place": String(game.place) });
+  if (game.recordId) {
+    const replay = element("button", t("replay.open"), {
+      type: "button", class: "replay-open", "aria-label": t("replay.openLabel", { name: game.tableName || t("invite.aTable") }),
+    });
+    replay.addEventListener("click", () => void openReplay(game.recordId));
+    item.append(" ", replay);
+  }
+  return item;
 }
 
 /** Ratings on the scale people know from chess and card sites: the server's number (0 for a new
@@ -811,7 +820,13 @@ function start(): void {
     requestId,
     render,
   });
+  // A replay's link (#/replay/ID) opens the replay; the lobby comes when it is closed.
+  const isReplay = startReplay(client, () => stopLobby(), () => {
+    $("lobby").hidden = false;
+    startLobby();
+  });
   // The link of a finished game with a rematch leads its people to their seats there.
+  if (isReplay) return;
   if (invited) void followLink(invited, resumed).then((isSeated) => isSeated || open());
   else open();
 }
