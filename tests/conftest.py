@@ -107,6 +107,7 @@ TIERS = {
     "test_presence.py": INTEGRATION,
     "test_web_languages.py": BROWSER, "test_web_account.py": BROWSER,
     "test_web_one_screen.py": BROWSER, "test_web_replay.py": BROWSER,
+    "test_web_attention.py": BROWSER,
 }
 
 

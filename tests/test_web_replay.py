@@ -104,3 +104,29 @@ async def test_a_finished_game_replayed_to_its_end_is_its_record() -> None:
         await other.click("#replay-back")
         await other.wait_for_selector("#lobby:not([hidden]) #tables[data-live=true]")
         assert page.errors == [] and other.errors == []
+
+
+async def test_the_tables_sounds_and_the_lobby_first_after_a_finished_game() -> None:
+    """With the sound on, a game has its cues (a card, a trick, hearts broken, the Q♠; off by
+    default, remembered); reopening the page after the game's end shows the lobby, not the
+    finished game."""
+    port = free_port()
+    async with (serving(web_port=port, web_host="127.0.0.1", rule_defaults=TIMING,
+                        bot_pace=0.02) as _, browser() as launched):
+        page = await open_page(launched, f"http://127.0.0.1:{port}/", locale="en-GB")
+        await page.wait_for_selector("#me[data-account^=a_]")
+        await against_bots(page, "Ana", "quick")
+        await page.wait_for_function(NEXT_TURN, arg=-1)
+        assert await page.get_attribute("#sound", "aria-pressed") == "false"
+        assert await page.get_attribute("#game", "data-cues") is None  # off: no sound
+        await page.click("#sound")
+        while (state := await turn_of(page))["phase"] != "GAME_OVER":
+            if state["mustAct"]:
+                await take_turn(page, state)
+            await page.wait_for_function(NEXT_TURN, arg=state["sequence"])
+        assert await page.get_attribute("#game", "data-cues") == "card hearts queen trick"
+        await page.reload()
+        await page.wait_for_selector("#lobby:not([hidden]) #tables[data-live=true]")
+        assert await page.is_hidden("#game")
+        assert await page.get_attribute("#sound", "aria-pressed") == "true"  # remembered
+        assert page.errors == []

@@ -27,7 +27,7 @@ import { $, element } from "./dom.js";
 import { startAttention } from "./attention.js";
 import { startDeck } from "./faces.js";
 import { openReplay, startReplay } from "./replay.js";
-import { startSound } from "./sound.js";
+import { cue, startSound } from "./sound.js";
 import { clearReactions, decorateSeats, noteReaction, showRow, startReactions } from "./reactions.js";
 import { acceptRematch, followLink, isRematchGame, noteView, startRematch, stopRematchWatch } from "./rematch.js";
 import { type Actions, type Session, type Setup, state } from "./state.js";
@@ -93,6 +93,19 @@ function notePublic(event: TableEvent): void {
   }
 }
 
+/** The table's sounds (when the person turned them on): a card, a trick taken, hearts
+ * broken, the Q♠ played. Live events only, never a snapshot's history. */
+function cueFor(event: TableEvent): void {
+  const kind = event.kind;
+  if (kind.case === "cardPlayed") {
+    const card = kind.value.card;
+    cue(card?.text === "QS" ? "queen" : "card");
+    if (card?.suit === Suit.HEARTS && state.view && !state.view.heartsBroken) cue("hearts");
+  } else if (kind.case === "trickWon") {
+    cue("trick");
+  }
+}
+
 function onEvent(event: TableEvent): void {
   if (event.kind.case === "snapshot") {
     if (event.kind.value.hasGap) state.takenHand = -1;
@@ -101,6 +114,7 @@ function onEvent(event: TableEvent): void {
     noteReaction(event.kind.value.seat, event.kind.value.reaction);
   } else {
     notePublic(event);
+    cueFor(event);
     // Seen live, the game's end shows the last hand's summary first, for a hand's pause.
     const pause = event.view?.rules?.handPauseSeconds ?? 0;
     if (event.kind.case === "gameOver" && state.lastHand && pause > 0) {
@@ -800,9 +814,17 @@ function start(): void {
   const params = new URLSearchParams(location.search);
   const invited = params.get("join");
   const watched = params.get("watch");
+  const lobbyInstead = (): void => {
+    sessionStorage.removeItem(SESSION_KEY);
+    startLobby();
+  };
   const open = (): void => {
     if (resumed?.tableId && resumed.token && (!invited || invited === resumed.tableId)) {
-      enterTable(resumed); // a reload keeps your seat
+      // A reload keeps your seat; a finished game is not reopened: the lobby comes first.
+      void client.getTable({ tableId: resumed.tableId }).then(
+        ({ table }) => (table?.phase === Phase.GAME_OVER && !invited ? lobbyInstead() : enterTable(resumed)),
+        () => enterTable(resumed), // the stream says what is wrong
+      );
     } else if (watched) {
       enterTable({ tableId: watched });
     } else {
