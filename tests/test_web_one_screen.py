@@ -1,7 +1,8 @@
-"""One screen (issue 40): at 1280x720, 1366x768 and on 390x844 and 360x740 phones, a whole
-game against bots in which, on every turn, the table (the felt), the trick and the hand are
-inside the viewport with nothing scrolled, and the hand stays where it is (its top):
-between turns, when play starts after the pass, and from one hand to the next."""
+"""One screen (issue 40): at 1280x720, 1366x768, on 390x844 and 360x740 phones and on a phone
+held sideways (844x390), a whole game against bots in which, on every turn, the table (the
+felt), the trick and the hand are inside the viewport with nothing scrolled, and the hand
+stays where it is (its top): between turns, when play starts after the pass, and from one
+hand to the next."""
 
 from __future__ import annotations
 
@@ -22,6 +23,8 @@ SIZES = {
                 "is_mobile": True, "has_touch": True},
     "360x740": {"viewport": {"width": 360, "height": 740}, "device_scale_factor": 2,
                 "is_mobile": True, "has_touch": True},
+    "844x390": {"viewport": {"width": 844, "height": 390}, "device_scale_factor": 2,
+                "is_mobile": True, "has_touch": True},  # a phone held sideways
 }
 # Where the parts are, in the viewport's coordinates (the page never scrolled).
 PARTS = """() => {
