@@ -10,7 +10,7 @@ import { reactionIcon } from "./faces.js";
 import { type Key, t } from "./i18n.js";
 import { state } from "./state.js";
 
-const SHOWN_MS = 2500;
+const SHOWN_MS = 4500; // long enough to be noticed between two cards
 
 /** Each reaction and its words (its icon, an SVG of faces.ts, is decoration). */
 export const REACTIONS: ReadonlyArray<[Reaction, Key]> = [
@@ -69,7 +69,7 @@ export function showRow(isSeated: boolean): void {
   $("reactions").hidden = !isSeated;
 }
 
-/** A reaction the stream showed: by its seat, for a couple of seconds. */
+/** A reaction the stream showed: by its seat, for a few seconds. */
 export function noteReaction(seat: number, reaction: Reaction): void {
   shown.set(seat, { reaction, until: performance.now() + SHOWN_MS });
   decorateSeats();
