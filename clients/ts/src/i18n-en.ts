@@ -428,6 +428,7 @@ export const EN = {
   "champ.play": "Play your table",
   "champ.playLabel": "Play your table, table {n} of {name}",
   "champ.watchLabel": "Watch table {n} of {name}",
+  "champ.replayLabel": "Replay table {n} of {name}",
   "champ.startsAt": "Starts at {at}",
   "champ.startedAt": "Started at {at}",
   "champ.limitAt": "time limit: its games still running end at {at}",

@@ -429,6 +429,7 @@ export const PT: Catalogue = {
   "champ.play": "Jogar a minha mesa",
   "champ.playLabel": "Jogar a minha mesa, mesa {n} de {name}",
   "champ.watchLabel": "Ver a mesa {n} de {name}",
+  "champ.replayLabel": "Rever a mesa {n} de {name}",
   "champ.startsAt": "Começa às {at}",
   "champ.startedAt": "Começou às {at}",
   "champ.limitAt": "limite de tempo: os jogos ainda em curso acabam às {at}",

@@ -44,6 +44,7 @@ import { settingsLines } from "./director.js";
 import { $, element } from "./dom.js";
 import { type Key, t } from "./i18n.js";
 import { renderDirector, startOrganizer } from "./organizer.js";
+import { openReplay } from "./replay.js";
 import type { Session } from "./state.js";
 import { ordinal, refusalWords, shortEndReason } from "./words.js";
 
@@ -569,6 +570,16 @@ function tableLine(c: Championship, round: ChampionshipRound, table: Championshi
     hooks.enterTable({ tableId: table.tableId });
   });
   item.append(link);
+  if (table.isFinished && round.isFinished) {
+    // Its record is published once the round is over: the game, replayed (replay.ts).
+    const replay = element("a", t("replay.open"), { href: `/#/replay/${encodeURIComponent(table.tableId)}`, "data-action": "replay",
+      "aria-label": t("champ.replayLabel", { n: table.tableNumber, name }) });
+    replay.addEventListener("click", (event) => {
+      event.preventDefault();
+      void openReplay(table.tableId);
+    });
+    item.append(" · ", replay);
+  }
   return item;
 }
 
