@@ -107,6 +107,9 @@ TIERS = {
     "test_reactions.py": INTEGRATION, "test_web_reactions.py": BROWSER,
     "test_presence.py": INTEGRATION,
     "test_bisca_engine.py": UNIT, "test_bisca_bots.py": UNIT,
+    "test_web_languages.py": BROWSER, "test_web_account.py": BROWSER,
+    "test_web_one_screen.py": BROWSER, "test_web_replay.py": BROWSER,
+    "test_web_attention.py": BROWSER,
 }
 
 

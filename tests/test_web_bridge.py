@@ -10,6 +10,7 @@ import http.client
 import json
 import signal
 import socket
+import struct
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -329,6 +330,40 @@ async def test_the_page_is_served_with_a_strict_policy() -> None:
         assert status == 200 and headers["content-type"].startswith("text/javascript")
         assert (await asyncio.to_thread(get, "GET", "/etc/passwd"))[0] == 404
         assert (await asyncio.to_thread(get, "DELETE", "/"))[0] == 405
+
+
+async def test_the_page_is_installable_with_a_manifest_and_its_icons() -> None:
+    """The web app manifest and every icon it names are served with their types, and the
+    page's policy lets the browser read the manifest (issue 40: a phone's home screen)."""
+    async with web_server() as (running, _, _client):
+        port = running.page.port
+
+        def get(path: str) -> tuple[int, dict[str, str], bytes]:
+            connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+            try:
+                connection.request("GET", path)
+                answer = connection.getresponse()
+                return answer.status, dict(answer.getheaders()), answer.read()
+            finally:
+                connection.close()
+
+        status, headers, body = await asyncio.to_thread(get, "/")
+        assert b'rel="manifest" href="/manifest.webmanifest"' in body
+        assert "manifest-src 'self'" in headers["content-security-policy"]
+        status, headers, body = await asyncio.to_thread(get, "/manifest.webmanifest")
+        assert status == 200 and headers["content-type"] == "application/manifest+json"
+        manifest = json.loads(body)
+        assert manifest["start_url"] == "/" and manifest["display"] == "standalone"
+        sizes = set()
+        for icon in manifest["icons"]:
+            status, headers, body = await asyncio.to_thread(get, icon["src"])
+            assert status == 200 and headers["content-type"] == icon["type"], icon
+            if icon["type"] == "image/png":  # the size it claims
+                assert body[:8] == b"\x89PNG\r\n\x1a\n"
+                width, height = struct.unpack(">II", body[16:24])
+                assert f"{width}x{height}" == icon["sizes"]
+                sizes.add(width)
+        assert {192, 512} <= sizes
 
 
 async def test_a_taken_web_port_fails_at_start() -> None:

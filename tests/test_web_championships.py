@@ -148,6 +148,9 @@ async def test_a_person_registers_is_taken_to_each_table_and_sees_the_final_stan
             await page.wait_for_selector(detail)
             await page.wait_for_selector("#champ-standings tbody tr[data-you=true]")
             shown = await page.evaluate(STANDINGS)
+            replays = await page.eval_on_selector_all(
+                "#champ-rounds a[data-action=replay]",
+                "links => links.map(a => a.pathname + a.hash)")
             final_violations = await axe_violations(page)
             await page.locator("#championships").screenshot(
                 path=str(SHOTS / "championship-final-1280.png"))
@@ -161,6 +164,9 @@ async def test_a_person_registers_is_taken_to_each_table_and_sees_the_final_stan
         final = (await champs.GetChampionship(pb.GetChampionshipRequest(
             championship_id=cid))).championship
         assert final.state == pb.CHAMPIONSHIP_STATE_FINISHED
+        # Every table of the finished rounds has its replay (issue 40).
+        assert sorted(replays) == sorted(f"/#/replay/{t.table_id}"
+                                         for r in final.rounds for t in r.tables)
         # The page sat at the person's own seat each round: the tables of the 4th player.
         names = {s.display_name for s in sessions for s in [s.account]}
         person = [next(t.table_id for t in r.tables for s in t.seats

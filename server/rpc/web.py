@@ -83,14 +83,21 @@ _CODES: dict[grpc.StatusCode, Code] = {
     for code in grpc.StatusCode if code is not grpc.StatusCode.OK}
 _PAGE_FILES = {"/": ("index.html", "text/html; charset=utf-8"),
                "/app.js": ("app.js", "text/javascript; charset=utf-8"),
-               "/style.css": ("style.css", "text/css; charset=utf-8")}
+               "/style.css": ("style.css", "text/css; charset=utf-8"),
+               # Installable (a phone adds it to its home screen): the manifest and its icons.
+               "/manifest.webmanifest": ("manifest.webmanifest", "application/manifest+json"),
+               "/icon.svg": ("icon.svg", "image/svg+xml"),
+               "/icon-turn.svg": ("icon-turn.svg", "image/svg+xml"),  # the tab's: your turn
+               "/icon-192.png": ("icon-192.png", "image/png"),
+               "/icon-512.png": ("icon-512.png", "image/png")}
 _PAGE_HEADERS = [
     (b"cache-control", b"no-cache"),
     (b"x-content-type-options", b"nosniff"),
     (b"referrer-policy", b"no-referrer"),
     (b"content-security-policy",
      b"default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "
-     b"img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"),
+     b"img-src 'self' data:; manifest-src 'self'; base-uri 'none'; form-action 'none'; "
+     b"frame-ancestors 'none'"),
 ]
 # A request for one of these is a stream: its connection stays busy while it streams.
 STREAM_PATHS = frozenset(f"/{service.full_name}/{method.name}"

@@ -3,7 +3,7 @@
 // something), and a follower that keeps WatchChampionship open for a signed-in person (opened
 // again after a break) and says once per round "your table is t_...", so a client goes to the
 // table the server seated them at by itself. Imports only the generated code, Connect,
-// @bufbuild/protobuf's well-known types and ./copas.ts.
+// @bufbuild/protobuf's well-known types, ./copas.ts and the words' catalogue ./i18n.ts.
 
 import { timestampMs } from "@bufbuild/protobuf/wkt";
 import type { Client } from "@connectrpc/connect";
@@ -19,23 +19,25 @@ import {
   type YourTable,
 } from "./gen/copas/v1/championships_pb.js";
 import { refusal } from "./copas.js";
+import { type Key, t } from "./i18n.js";
 
-export const STATE_WORDS: Record<number, string> = {
-  [ChampionshipState.REGISTERING]: "registration open",
-  [ChampionshipState.RUNNING]: "playing",
-  [ChampionshipState.FINISHED]: "finished",
-  [ChampionshipState.CANCELLED]: "cancelled",
+/** Each state's message in the catalogue (i18n.ts). */
+export const STATE_WORDS: Record<number, Key> = {
+  [ChampionshipState.REGISTERING]: "champState.REGISTERING",
+  [ChampionshipState.RUNNING]: "champState.RUNNING",
+  [ChampionshipState.FINISHED]: "champState.FINISHED",
+  [ChampionshipState.CANCELLED]: "champState.CANCELLED",
 };
 
-/** What decided a place, in words (RULES.md, "Standings and tie-breaks"). */
-export const TIE_BREAK_WORDS: Record<number, string> = {
-  [TieBreak.POINTS]: "championship points",
-  [TieBreak.FIRSTS]: "first places",
-  [TieBreak.RELATIVE_POINTS]: "game points against the table's average",
-  [TieBreak.HEAD_TO_HEAD]: "games between the tied players",
-  [TieBreak.DRAW]: "a seeded draw",
-  [TieBreak.BUCHHOLZ]: "the opponents' scores (Buchholz)",
-  [TieBreak.FINAL]: "the final table",
+/** What decided a place, its message (RULES.md, "Standings and tie-breaks"). */
+export const TIE_BREAK_WORDS: Record<number, Key> = {
+  [TieBreak.POINTS]: "tieBreak.POINTS",
+  [TieBreak.FIRSTS]: "tieBreak.FIRSTS",
+  [TieBreak.RELATIVE_POINTS]: "tieBreak.RELATIVE_POINTS",
+  [TieBreak.HEAD_TO_HEAD]: "tieBreak.HEAD_TO_HEAD",
+  [TieBreak.DRAW]: "tieBreak.DRAW",
+  [TieBreak.BUCHHOLZ]: "tieBreak.BUCHHOLZ",
+  [TieBreak.FINAL]: "tieBreak.FINAL",
 };
 
 /**
@@ -43,26 +45,26 @@ export const TIE_BREAK_WORDS: Record<number, string> = {
  * ("TIME_LIMIT" -> "time limit"), else ``what`` and its number ("criterion 9"): a value a
  * newer server sends is shown as something, never as nothing.
  */
-export function enumWords(words: Record<number, string>, names: object, value: number, what: string): string {
+export function enumWords(words: Record<number, Key>, names: object, value: number, what: Key): string {
   const known = words[value];
-  if (known !== undefined) return known;
+  if (known !== undefined) return t(known);
   const name = (names as Record<number, unknown>)[value];
   if (typeof name === "string" && value !== 0) return name.toLowerCase().replaceAll("_", " ");
-  return `${what} ${value}`;
+  return t(what, { n: String(value) });
 }
 
 /** What decided a place ("" when nothing had to: the line is alone); with ``matchpoints``
  * scoring the main score is the percentages summed, not championship points. */
 export function tieBreakWords(value: TieBreak, matchpoints = false): string {
   if (value === TieBreak.UNSPECIFIED) return "";
-  if (value === TieBreak.POINTS && matchpoints) return "the percentages (matchpoints)";
-  return enumWords(TIE_BREAK_WORDS, TieBreak, value, "criterion");
+  if (value === TieBreak.POINTS && matchpoints) return t("tieBreak.matchpoints");
+  return enumWords(TIE_BREAK_WORDS, TieBreak, value, "tieBreak.other");
 }
 
 /** "playing", "playing, paused by the organizer", "finished"... */
 export function stateWords(championship: Championship): string {
-  const words = enumWords(STATE_WORDS, ChampionshipState, championship.state, "state");
-  return championship.isPaused ? `${words}, paused by the organizer` : words;
+  const words = enumWords(STATE_WORDS, ChampionshipState, championship.state, "champState.other");
+  return championship.isPaused ? t("champState.paused", { state: words }) : words;
 }
 
 export function isEnded(championship: Championship | undefined): boolean {
@@ -74,9 +76,9 @@ export function isEnded(championship: Championship | undefined): boolean {
 export function roundWords(championship: Championship): string {
   const rounds = championship.settings?.rounds ?? 0;
   if (championship.state === ChampionshipState.RUNNING) {
-    return championship.currentRound > rounds ? `The final (after ${rounds} rounds)` : `Round ${championship.currentRound} of ${rounds}`;
+    return championship.currentRound > rounds ? t("round.finalAfter", { n: rounds }) : t("round.of", { round: championship.currentRound, n: rounds });
   }
-  return `${rounds} round${rounds === 1 ? "" : "s"}`;
+  return t("round.count", { n: rounds });
 }
 
 /** 12 -> "12", 12.3456 -> "12.35": a whole number without decimals, else two. */
@@ -93,14 +95,14 @@ export function relativeWords(value: number): string {
 export function standingWords(line: StandingLine): string {
   const firsts = numberWords(line.firsts);
   const decided = tieBreakWords(line.decidedBy);
-  return `${line.points} points, ${firsts} first place${line.firsts === 1 ? "" : "s"}, ${relativeWords(line.relativePoints)} against the tables` +
-    (decided ? `; decided by ${decided}` : "");
+  const words = t("standing.words", { points: line.points, firsts, n: line.firsts, relative: relativeWords(line.relativePoints) });
+  return decided ? t("standing.decided", { words, decided }) : words;
 }
 
 /** A length of time: 45 -> "45 s", 90 -> "1 min 30 s", 3600 -> "1 h", 0 -> "none". */
 export function durationWords(seconds: number): string {
   const whole = Math.round(seconds);
-  if (whole <= 0) return "none";
+  if (whole <= 0) return t("duration.none");
   const parts = [
     [Math.floor(whole / 3600), "h"],
     [Math.floor((whole % 3600) / 60), "min"],
@@ -188,8 +190,12 @@ export interface StandingColumn {
 
 /** "Ana (you) (disqualified)": a standing's name and its marks. */
 export function standingName(line: StandingLine): string {
-  return line.displayName + (line.isYou ? " (you)" : "") + (line.hasWithdrawn ? " (withdrew)" : "") +
-    (line.isDropped ? " (dropped)" : "") + (line.isDisqualified ? " (disqualified)" : "");
+  const marks: Key[] = [];
+  if (line.isYou) marks.push("mark.you");
+  if (line.hasWithdrawn) marks.push("mark.withdrew");
+  if (line.isDropped) marks.push("mark.dropped");
+  if (line.isDisqualified) marks.push("mark.disqualified");
+  return line.displayName + marks.map((m) => ` (${t(m)})`).join("");
 }
 
 /**
@@ -205,20 +211,20 @@ export function standingColumns(championship: Championship): StandingColumn[] {
   const duplicate = matchpoints || !!settings?.duplicateDeals;
   const final = (settings?.finalTable ?? 0) > 0 || championship.standings.some((l) => l.finalPlace > 0);
   const columns: (StandingColumn | false)[] = [
-    { key: "place", title: "Place", cell: (l) => String(l.place) },
-    { key: "player", title: "Player", cell: standingName },
-    matchpoints && { key: "percentage", title: "Percentages", cell: (l) => numberWords(l.percentage) },
-    matchpoints && { key: "matchpoints", title: "Matchpoints", cell: (l) => numberWords(l.matchpoints) },
-    { key: "points", title: "Points", cell: (l) => String(l.points) },
-    duplicate && !matchpoints && { key: "matchpoints", title: "Matchpoints", cell: (l) => numberWords(l.matchpoints) },
-    duplicate && !matchpoints && { key: "percentage", title: "Percentages", cell: (l) => numberWords(l.percentage) },
-    !!settings?.buchholz && { key: "buchholz", title: "Buchholz", cell: (l) => numberWords(l.buchholz) },
-    final && { key: "final", title: "Final", cell: (l) => (l.finalPlace ? String(l.finalPlace) : "") },
-    { key: "firsts", title: "Firsts", cell: (l) => numberWords(l.firsts) },
-    { key: "relative", title: "Against the tables", cell: (l) => relativeWords(l.relativePoints) },
-    { key: "head-to-head", title: "Head to head", cell: (l) => (l.headToHead > 0 ? "+" : "") + String(l.headToHead) },
-    { key: "games", title: "Games", cell: (l) => String(l.games) },
-    { key: "decided-by", title: "Decided by", cell: (l) => tieBreakWords(l.decidedBy, matchpoints) },
+    { key: "place", title: t("col.place"), cell: (l) => String(l.place) },
+    { key: "player", title: t("col.player"), cell: standingName },
+    matchpoints && { key: "percentage", title: t("col.percentages"), cell: (l) => numberWords(l.percentage) },
+    matchpoints && { key: "matchpoints", title: t("col.matchpoints"), cell: (l) => numberWords(l.matchpoints) },
+    { key: "points", title: t("col.points"), cell: (l) => String(l.points) },
+    duplicate && !matchpoints && { key: "matchpoints", title: t("col.matchpoints"), cell: (l) => numberWords(l.matchpoints) },
+    duplicate && !matchpoints && { key: "percentage", title: t("col.percentages"), cell: (l) => numberWords(l.percentage) },
+    !!settings?.buchholz && { key: "buchholz", title: t("col.buchholz"), cell: (l) => numberWords(l.buchholz) },
+    final && { key: "final", title: t("col.final"), cell: (l) => (l.finalPlace ? String(l.finalPlace) : "") },
+    { key: "firsts", title: t("col.firsts"), cell: (l) => numberWords(l.firsts) },
+    { key: "relative", title: t("col.relative"), cell: (l) => relativeWords(l.relativePoints) },
+    { key: "head-to-head", title: t("col.headToHead"), cell: (l) => (l.headToHead > 0 ? "+" : "") + String(l.headToHead) },
+    { key: "games", title: t("col.games"), cell: (l) => String(l.games) },
+    { key: "decided-by", title: t("col.decidedBy"), cell: (l) => tieBreakWords(l.decidedBy, matchpoints) },
   ];
   return columns.filter((c): c is StandingColumn => c !== false);
 }

@@ -21,14 +21,18 @@ import {
   type TableSummary,
   type WatchLobbyResponse,
 } from "../gen/copas/v1/copas_pb.js";
-import { AccountSession, isOver, mustAct, refusal, sameCard, tableEvents } from "../copas.js";
+import { AccountSession, DEVICE_KEY, isOver, mustAct, refusal, sameCard, tableEvents } from "../copas.js";
 import { startChampionships } from "./championships.js";
 import { $, element } from "./dom.js";
-import { startSound } from "./sound.js";
+import { startAttention } from "./attention.js";
+import { startDeck } from "./faces.js";
+import { openReplay, startReplay } from "./replay.js";
+import { cue, startSound } from "./sound.js";
 import { clearReactions, decorateSeats, noteReaction, showRow, startReactions } from "./reactions.js";
 import { acceptRematch, followLink, isRematchGame, noteView, startRematch, stopRematchWatch } from "./rematch.js";
 import { type Actions, type Session, type Setup, state } from "./state.js";
 import { finalSummaryEnded, onHandKey, render as drawTable, startLookBack, tick } from "./table.js";
+import { ago, currentLang, type Key, LANG_KEY, t, translatePage } from "./i18n.js";
 import { CLOCKS, ordinal, PRESET_MOON, presetName, refusalWords } from "./words.js";
 
 const transport = createConnectTransport({ baseUrl: location.origin, useBinaryFormat: true });
@@ -89,6 +93,19 @@ function notePublic(event: TableEvent): void {
   }
 }
 
+/** The table's sounds (when the person turned them on): a card, a trick taken, hearts
+ * broken, the Q♠ played. Live events only, never a snapshot's history. */
+function cueFor(event: TableEvent): void {
+  const kind = event.kind;
+  if (kind.case === "cardPlayed") {
+    const card = kind.value.card;
+    cue(card?.text === "QS" ? "queen" : "card");
+    if (card?.suit === Suit.HEARTS && state.view && !state.view.heartsBroken) cue("hearts");
+  } else if (kind.case === "trickWon") {
+    cue("trick");
+  }
+}
+
 function onEvent(event: TableEvent): void {
   if (event.kind.case === "snapshot") {
     if (event.kind.value.hasGap) state.takenHand = -1;
@@ -97,6 +114,7 @@ function onEvent(event: TableEvent): void {
     noteReaction(event.kind.value.seat, event.kind.value.reaction);
   } else {
     notePublic(event);
+    cueFor(event);
     // Seen live, the game's end shows the last hand's summary first, for a hand's pause.
     const pause = event.view?.rules?.handPauseSeconds ?? 0;
     if (event.kind.case === "gameOver" && state.lastHand && pause > 0) {
@@ -143,7 +161,7 @@ async function watch(session: Session, signal: AbortSignal): Promise<void> {
       if (signal.aborted) return;
       const why = refusal(error);
       if (!["UNAVAILABLE", "UNKNOWN", "INTERNAL", "DEADLINE_EXCEEDED"].includes(why.code) || failures >= 8) {
-        showError(`The table is out of reach. ${refusalWords(why, state.view)}`, why.reason);
+        showError(t("table.outOfReach", { why: refusalWords(why, state.view) }), why.reason);
         return;
       }
       failures += 1;
@@ -163,6 +181,7 @@ function enterTable(session: Session, table?: TableSummary): void {
   summary = table;
   if (session.token) sessionStorage.setItem(SESSION_KEY, JSON.stringify(session));
   if (location.search) history.replaceState(null, "", "/"); // a used invitation link
+  scrollTo(0, 0); // the table from its top: the whole of it fits one screen
   $("lobby").hidden = true;
   $("game").hidden = false;
   render();
@@ -237,7 +256,7 @@ function onCard(card: Card): void {
     const index = state.chosen.findIndex((c) => sameCard(c, card));
     if (index >= 0) state.chosen.splice(index, 1);
     else if (state.chosen.length < 3) state.chosen.push(card);
-    else state.hint = "Three cards are chosen: tap one to put it back.";
+    else state.hint = t("pass.threeChosen");
     render();
     return;
   }
@@ -256,11 +275,11 @@ function onPass(): void {
 
 // ------------------------------------------------------------------ the lobby, live
 
-const PHASE_TEXT: Record<number, string> = {
-  [Phase.PASSING]: "passing",
-  [Phase.PLAYING]: "playing",
-  [Phase.MOON_CHOICE]: "playing",
-  [Phase.GAME_OVER]: "game over",
+const PHASE_TEXT: Record<number, Key> = {
+  [Phase.PASSING]: "phase.passing",
+  [Phase.PLAYING]: "phase.playing",
+  [Phase.MOON_CHOICE]: "phase.playing",
+  [Phase.GAME_OVER]: "phase.over",
 };
 const lobbyTables = new Map<string, TableSummary>();
 let lobbyWatch: AbortController | undefined;
@@ -268,7 +287,7 @@ let lobbyWatch: AbortController | undefined;
 function setLive(isLive: boolean): void {
   const line = $("lobby-live");
   line.dataset.live = String(isLive);
-  line.textContent = isLive ? "Live: the list follows every table" : "Reconnecting…";
+  line.textContent = t(isLive ? "lobby.live" : "lobby.reconnecting");
   $("tables").dataset.live = String(isLive);
 }
 
@@ -297,7 +316,7 @@ async function watchLobby(signal: AbortSignal): Promise<void> {
     } catch (error) {
       if (signal.aborted) return;
       const why = refusal(error);
-      if (failures >= 3) showLobbyError(`The list of tables is out of reach. ${refusalWords(why)}`);
+      if (failures >= 3) showLobbyError(t("lobby.outOfReach", { why: refusalWords(why) }));
       await sleep(why.retryAfterMs ?? 0);
     }
     if (signal.aborted) return;
@@ -310,7 +329,7 @@ async function watchLobby(signal: AbortSignal): Promise<void> {
 function startLobby(): void {
   lobbyWatch?.abort();
   setLive(false);
-  $("lobby-live").textContent = "Connecting…";
+  $("lobby-live").textContent = t("lobby.connecting");
   lobbyWatch = new AbortController();
   void watchLobby(lobbyWatch.signal);
 }
@@ -332,33 +351,35 @@ function renderTables(): void {
   body.replaceChildren(...tables.map(tableRow));
   if (tables.length === 0) {
     const empty = element("tr", "", { class: "empty" });
-    empty.append(element("td", "No tables yet: open one above.", { colspan: "5" }));
+    empty.append(element("td", t("lobby.noTables"), { colspan: "5" }));
     body.append(empty);
   }
 }
 
 function tableRow(table: TableSummary): HTMLTableRowElement {
-  const name = table.displayName || "Open table";
+  const name = table.displayName || t("lobby.openTable");
   const free = freeSeats(table);
   const isOpen = free > 0 && table.phase === Phase.WAITING_FOR_PLAYERS;
   const row = element("tr", "", { "data-table": table.tableId, "data-phase": Phase[table.phase] });
-  const players = table.seats.filter((s) => s.isTaken).map((s) => s.displayName + (s.isBot ? " (bot)" : ""));
-  if (free) players.push(`${free} free seat${free === 1 ? "" : "s"}`);
-  const hand = table.handNumber >= 0 && table.phase !== Phase.GAME_OVER ? `, hand ${table.handNumber + 1}` : "";
-  const status = isOpen ? `waiting for ${free} player${free === 1 ? "" : "s"}` : `${PHASE_TEXT[table.phase] ?? ""}${hand}`;
+  const players = table.seats.filter((s) => s.isTaken).map((s) => (s.isBot ? t("lobby.bot", { name: s.displayName }) : s.displayName));
+  if (free) players.push(t("lobby.freeSeats", { n: free }));
+  const phaseKey = PHASE_TEXT[table.phase];
+  const phase = phaseKey ? t(phaseKey) : "";
+  const hasHand = table.handNumber >= 0 && table.phase !== Phase.GAME_OVER;
+  const status = isOpen ? t("lobby.waiting", { n: free }) : hasHand ? t("lobby.handOf", { phase, n: table.handNumber + 1 }) : phase;
   row.append(
-    element("th", name, { scope: "row", "data-label": "Table" }),
-    element("td", presetName(table.preset), { "data-label": "Game" }),
-    element("td", players.join(", "), { "data-label": "Players" }),
-    element("td", status, { class: "status", "data-label": "Status" }),
+    element("th", name, { scope: "row", "data-label": t("col.table") }),
+    element("td", presetName(table.preset), { "data-label": t("col.game") }),
+    element("td", players.join(", "), { "data-label": t("col.players") }),
+    element("td", status, { class: "status", "data-label": t("col.status") }),
   );
   const cell = element("td", "", { class: "actions" });
   if (isOpen) {
-    const join = element("button", "Join", { type: "button", class: "primary", "aria-label": `Join ${name}` });
+    const join = element("button", t("lobby.join"), { type: "button", class: "primary", "aria-label": t("lobby.joinLabel", { name }) });
     join.addEventListener("click", () => void joinTable(table.tableId, table));
     cell.append(join, " ");
   }
-  const watchButton = element("button", "Watch", { type: "button", "aria-label": `Watch ${name}` });
+  const watchButton = element("button", t("watch.button"), { type: "button", "aria-label": t("lobby.watchLabel", { name }) });
   watchButton.addEventListener("click", () => enterTable({ tableId: table.tableId }, table));
   cell.append(watchButton);
   row.append(cell);
@@ -378,7 +399,7 @@ function typedName(): string {
 
 /** The name a seat is taken under: the one typed, else the account's, else "Player". */
 function playerName(): string {
-  return typedName() || account.account?.displayName || "Player";
+  return typedName() || account.account?.displayName || t("player.default");
 }
 
 async function joinTable(tableId: string, table?: TableSummary): Promise<void> {
@@ -389,7 +410,7 @@ async function joinTable(tableId: string, table?: TableSummary): Promise<void> {
     );
     enterTable({ tableId, token: joined.playerToken, seat: joined.seat }, joined.table ?? table);
   } catch (error) {
-    showLobbyError(`Could not join. ${refusalWords(refusal(error))}`);
+    showLobbyError(t("lobby.couldNotJoin", { why: refusalWords(refusal(error)) }));
   }
 }
 
@@ -422,7 +443,7 @@ async function openTable(setup: Setup, button?: HTMLButtonElement): Promise<void
           botSeats: 3 - setup.friends,
           // The server's default rule: rated only when every seat is a signed-in person who
           // plays (a table with bots never is).
-          displayName: `${playerName()}'s table`.slice(0, 64),
+          displayName: t("lobby.tableName", { name: playerName() }).slice(0, 64),
           playerDisplayName,
           requestId: requestId(),
           rules: {
@@ -438,7 +459,7 @@ async function openTable(setup: Setup, button?: HTMLButtonElement): Promise<void
     state.lastSetup = setup;
     if (made.table) enterTable({ tableId: made.table.tableId, token: made.playerToken, seat: made.seat }, made.table);
   } catch (error) {
-    showLobbyError(`Could not open a table. ${refusalWords(refusal(error))}`);
+    showLobbyError(t("lobby.couldNotOpen", { why: refusalWords(refusal(error)) }));
   } finally {
     if (button) button.disabled = false;
   }
@@ -455,7 +476,7 @@ async function quickMatch(): Promise<void> {
     );
     if (joined.table) enterTable({ tableId: joined.table.tableId, token: joined.playerToken, seat: joined.seat }, joined.table);
   } catch (error) {
-    showLobbyError(`No quick match. ${refusalWords(refusal(error))}`);
+    showLobbyError(t("lobby.noQuickMatch", { why: refusalWords(refusal(error)) }));
   } finally {
     button.disabled = false;
   }
@@ -488,16 +509,14 @@ async function showInvite(tableId: string): Promise<void> {
     const free = freeSeats(table);
     const host = table.seats.find((s) => s.isTaken && !s.isBot)?.displayName;
     const open = free > 0 && table.phase === Phase.WAITING_FOR_PLAYERS;
-    $("invite-title").textContent = open ? `Join ${table.displayName || "a table"}` : "This table has started";
-    $("invite-text").textContent = open
-      ? `${host ? `${host} invites you to` : "You are invited to"} ${presetName(table.preset).toLowerCase()}: ` +
-        `${free} free seat${free === 1 ? "" : "s"}. Choose your name, then take a seat.`
-      : "Every seat is taken. You can watch it from the list below.";
+    $("invite-title").textContent = open ? t("invite.join", { name: table.displayName || t("invite.aTable") }) : t("invite.started");
+    const words = { host: host ?? "", game: presetName(table.preset).toLowerCase(), seats: t("lobby.freeSeats", { n: free }) };
+    $("invite-text").textContent = open ? t(host ? "invite.byHost" : "invite.open", words) : t("invite.full");
     button.hidden = !open;
     button.disabled = false;
     button.onclick = () => void joinTable(tableId, table);
   } catch (error) {
-    $("invite-title").textContent = "This table is not here";
+    $("invite-title").textContent = t("invite.gone");
     $("invite-text").textContent = refusalWords(refusal(error));
     button.hidden = true;
   }
@@ -513,7 +532,7 @@ let aroundMe = false;
  * name field says otherwise), or, without an account, the name typed. */
 async function asAccount<T>(join: (headers: Record<string, string>, displayName: string) => Promise<T>): Promise<T> {
   const typed = typedName();
-  if (!(await signedIn)) return join({}, typed || "Player");
+  if (!(await signedIn)) return join({}, typed || t("player.default"));
   // An empty field keeps the account's own name ("Players who come back").
   if (typed && account.account && account.account.displayName !== typed) await rename(typed);
   const joined = await account.call((headers) => join(headers, ""));
@@ -524,7 +543,7 @@ async function asAccount<T>(join: (headers: Record<string, string>, displayName:
 async function rename(displayName: string): Promise<void> {
   const answer = await account.call((headers) => accounts.updateProfile({ displayName }, { headers }));
   account.account = answer.account;
-  $("me-title").textContent = answer.account?.displayName || "You";
+  $("me-title").textContent = answer.account?.displayName || t("me.you");
 }
 
 function showMeError(text: string, reason = ""): void {
@@ -539,19 +558,38 @@ async function signInFirst(): Promise<boolean> {
     return true;
   } catch (error) {
     const why = refusal(error);
-    $("me-status").textContent = "Not signed in";
-    showMeError(`Your account is out of reach. ${refusalWords(why)}`, why.reason);
+    $("me-status").textContent = t("me.notSignedIn");
+    showMeError(t("me.outOfReach", { why: refusalWords(why) }), why.reason);
     return false;
   }
 }
 
 function gameLine(game: MyGame): HTMLLIElement {
-  const when = game.finishTime ? new Date(timestampMs(game.finishTime)).toLocaleDateString() : "";
-  const rated = game.isRated
-    ? `, rating ${game.ratingAfter} (${game.ratingChange >= 0 ? "+" : ""}${game.ratingChange})`
-    : ", not rated";
-  const text = `${ordinal(game.place)} of ${game.players} at ${game.tableName || "a table"}: ${game.points} points${rated}${when ? `, ${when}` : ""}`;
-  return element("li", text, { "data-record": game.recordId, "data-place": String(game.place) });
+  const when = game.finishTime ? ago(timestampMs(game.finishTime)) : "";
+  const change = `${game.ratingChange >= 0 ? "+" : ""}${game.ratingChange}`;
+  const rated = game.isRated ? t("myGame.rated", { rating: String(shownRating(game.ratingAfter)), change }) : t("myGame.notRated");
+  const line = t("myGame.line", { place: ordinal(game.place), players: game.players, table: game.tableName || t("invite.aTable"), points: game.points });
+  const text = [line, rated, when].filter(Boolean).join(", ");
+  const item = element("li", text, { "data-record": game.recordId, "data-place": String(game.place) });
+  if (game.recordId) {
+    const replay = element("button", t("replay.open"), {
+      type: "button", class: "replay-open", "aria-label": t("replay.openLabel", { name: game.tableName || t("invite.aTable") }),
+    });
+    replay.addEventListener("click", () => void openReplay(game.recordId));
+    item.append(" ", replay);
+  }
+  return item;
+}
+
+/** Ratings on the scale people know from chess and card sites: the server's number (0 for a new
+ * account: openskill's mu - 3 sigma, times 100) plus 1500, so that a new account shows 1500 and
+ * a leaderboard reads in positive numbers. Provisional for the first 10 rated games
+ * (docs/RULES.md, "Rated games": then it joins the leaderboards). */
+const RATING_BASE = 1500;
+const PROVISIONAL_GAMES = 10;
+
+function shownRating(serverRating: number): number {
+  return RATING_BASE + serverRating;
 }
 
 /** The name, rating, last games and the leaderboard, from the server. */
@@ -563,9 +601,9 @@ async function showProfile(): Promise<void> {
   const me = profile.account;
   account.account = me;
   const name = me?.displayName ?? "";
-  $("me-title").textContent = name || "You";
-  const method = account.tokens?.method === "password" ? `signed in as ${me?.username || name}` : "playing as a guest";
-  $("me-status").textContent = `You are ${method}`;
+  $("me-title").textContent = name || t("me.you");
+  const isPassword = account.tokens?.method === "password" || (me?.username ?? "") !== "";
+  $("me-status").textContent = isPassword ? t("me.signedInAs", { name: me?.username || name }) : t("me.guest");
   $("me").dataset.account = me?.accountId ?? "";
   $("me").dataset.games = String(profile.games);
   const nameInput = $<HTMLInputElement>("name");
@@ -575,14 +613,21 @@ async function showProfile(): Promise<void> {
   const rating = $("me-rating");
   rating.dataset.rating = String(four?.rating ?? 0);
   rating.dataset.ratedGames = String(four?.games ?? 0);
-  rating.textContent =
-    `Rating ${four?.rating ?? 0}` +
-    (four?.games ? `, ${ordinal(four.place)} on the leaderboard` : " (no rated game yet)") +
-    ` · ${profile.games} game${profile.games === 1 ? "" : "s"}, ${profile.wins} won`;
+  const rated = four?.games ?? 0;
+  rating.dataset.shown = String(shownRating(four?.rating ?? 0));
+  rating.dataset.provisional = String(rated < PROVISIONAL_GAMES);
+  const shown = t("me.rating", { rating: String(shownRating(four?.rating ?? 0)) }); // no thousands separator
+  const standing =
+    rated === 0 ? t("me.noRated", { rating: shown }) :
+    rated < PROVISIONAL_GAMES ? t("me.provisional", { rating: shown, n: rated, of: PROVISIONAL_GAMES }) :
+    t("me.ratingPlace", { rating: shown, place: ordinal(four!.place) });
+  rating.textContent = `${standing} · ${t("me.games", { n: profile.games, wins: profile.wins })}`;
   const list = $("my-games");
   list.replaceChildren(...games.games.map(gameLine));
-  if (!games.games.length) list.replaceChildren(element("li", "No games yet: play one above."));
+  if (!games.games.length) list.replaceChildren(element("li", t("me.noGames")));
   $<HTMLFormElement>("password-form").hidden = (me?.username ?? "") !== "";
+  // A guest has nothing to sign out of (its account is this device's); a password account does.
+  $("sign-out").hidden = (me?.username ?? "") === "";
   await showBoard();
 }
 
@@ -596,8 +641,8 @@ async function showBoard(): Promise<void> {
       const row = element("tr", "", { "data-you": String(entry.isYou) });
       row.append(
         element("td", String(entry.place)),
-        element("th", entry.displayName + (entry.isYou ? " (you)" : ""), { scope: "row" }),
-        element("td", String(entry.rating)),
+        element("th", entry.isYou ? t("board.you", { name: entry.displayName }) : entry.displayName, { scope: "row" }),
+        element("td", String(shownRating(entry.rating)), { "data-rating": String(entry.rating) }),
         element("td", String(entry.games)),
       );
       return row;
@@ -605,7 +650,7 @@ async function showBoard(): Promise<void> {
   );
   if (!board.entries.length) {
     const empty = element("tr", "", { class: "empty" });
-    empty.append(element("td", "No rated games yet.", { colspan: "4" }));
+    empty.append(element("td", t("board.empty"), { colspan: "4" }));
     body.append(empty);
   }
 }
@@ -615,6 +660,7 @@ async function onAccountForm(event: Event, work: () => Promise<unknown>, button:
   const pressed = $<HTMLButtonElement>(button);
   pressed.disabled = true;
   showMeError("");
+  $("me-note").textContent = "";
   try {
     await work();
     await showProfile();
@@ -649,6 +695,7 @@ function startAccount(): void {
       const password = $<HTMLInputElement>("link-password").value;
       await account.call((headers) => accounts.linkPassword({ username, password }, { headers }));
       $<HTMLInputElement>("link-password").value = "";
+      $("me-note").textContent = t("password.done", { name: username });
     }, "link-button"),
   );
   $("sign-in-form").addEventListener("submit", (e) =>
@@ -659,6 +706,7 @@ function startAccount(): void {
       nameEdited = false; // the account's own name from now on
     }, "sign-in-button"),
   );
+  $("sign-out").addEventListener("click", () => void signOut());
   $("board-around").addEventListener("click", () => {
     aroundMe = !aroundMe;
     $("board-around").setAttribute("aria-pressed", String(aroundMe));
@@ -666,7 +714,48 @@ function startAccount(): void {
   });
 }
 
+/** The page's words in the chosen language; the switch keeps the choice and reloads (the
+ * seat, the account and the lobby come back by themselves). */
+function startLanguage(): void {
+  translatePage();
+  const select = $<HTMLSelectElement>("lang");
+  select.value = currentLang();
+  select.addEventListener("change", () => {
+    localStorage.setItem(LANG_KEY, select.value);
+    location.reload();
+  });
+}
+
+/** Ends the session on the server and here, then starts afresh as a new guest: the device's
+ * secret goes too (it would sign in to the account just left), and so do the seat, the name
+ * typed and the championship followed. */
+async function signOut(): Promise<void> {
+  const button = $<HTMLButtonElement>("sign-out");
+  button.disabled = true;
+  showMeError("");
+  $("me-note").textContent = "";
+  try {
+    await account.signOut();
+  } catch (error) {
+    const why = refusal(error);
+    showMeError(t("signOut.failed", { why: refusalWords(why) }), why.reason);
+  }
+  localStorage.removeItem(DEVICE_KEY);
+  localStorage.removeItem(NAME_KEY);
+  if (state.session) toLobby();
+  sessionStorage.clear();
+  nameEdited = false;
+  $<HTMLInputElement>("name").value = "";
+  $("me-title").textContent = t("me.you");
+  $("me-status").textContent = t("me.signingIn");
+  signedIn = signInFirst();
+  await signedIn;
+  $("me-note").textContent = t("signOut.done");
+  button.disabled = false;
+}
+
 function start(): void {
+  startLanguage();
   const name = localStorage.getItem(NAME_KEY);
   if (name) $<HTMLInputElement>("name").value = name;
   startAccount();
@@ -697,17 +786,19 @@ function start(): void {
   $("pass-button").addEventListener("click", onPass);
   startLookBack();
   startSound();
+  startDeck();
+  startAttention();
   $("hand").addEventListener("keydown", onHandKey);
   $("back").addEventListener("click", toLobby);
   $("copy-link").addEventListener("click", () => {
     const link = $<HTMLInputElement>("share-link");
     link.select();
-    const copied = () => ($("copy-link").textContent = "Copied ✓");
+    const copied = () => ($("copy-link").textContent = t("game.copied"));
     navigator.clipboard?.writeText(link.value).then(copied, () => document.execCommand("copy") && copied());
   });
   $("moon").addEventListener("cancel", (e) => e.preventDefault()); // the choice must be made
   $("leave").addEventListener("click", () => {
-    if (!confirm("Leave the table for good? The table plays your seat from now on.")) return;
+    if (!confirm(t("leave.confirm"))) return;
     void act(async (tableId, headers) => {
       const answer = await client.leaveTable({ tableId, requestId: requestId() }, { headers });
       toLobby();
@@ -723,9 +814,17 @@ function start(): void {
   const params = new URLSearchParams(location.search);
   const invited = params.get("join");
   const watched = params.get("watch");
+  const lobbyInstead = (): void => {
+    sessionStorage.removeItem(SESSION_KEY);
+    startLobby();
+  };
   const open = (): void => {
     if (resumed?.tableId && resumed.token && (!invited || invited === resumed.tableId)) {
-      enterTable(resumed); // a reload keeps your seat
+      // A reload keeps your seat; a finished game is not reopened: the lobby comes first.
+      void client.getTable({ tableId: resumed.tableId }).then(
+        ({ table }) => (table?.phase === Phase.GAME_OVER && !invited ? lobbyInstead() : enterTable(resumed)),
+        () => enterTable(resumed), // the stream says what is wrong
+      );
     } else if (watched) {
       enterTable({ tableId: watched });
     } else {
@@ -743,7 +842,13 @@ function start(): void {
     requestId,
     render,
   });
+  // A replay's link (#/replay/ID) opens the replay; the lobby comes when it is closed.
+  const isReplay = startReplay(client, () => stopLobby(), () => {
+    $("lobby").hidden = false;
+    startLobby();
+  });
   // The link of a finished game with a rematch leads its people to their seats there.
+  if (isReplay) return;
   if (invited) void followLink(invited, resumed).then((isSeated) => isSeated || open());
   else open();
 }

@@ -42,7 +42,9 @@ import {
 import { Phase } from "../gen/copas/v1/copas_pb.js";
 import { settingsLines } from "./director.js";
 import { $, element } from "./dom.js";
+import { type Key, t } from "./i18n.js";
 import { renderDirector, startOrganizer } from "./organizer.js";
+import { openReplay } from "./replay.js";
 import type { Session } from "./state.js";
 import { ordinal, refusalWords, shortEndReason } from "./words.js";
 
@@ -74,15 +76,15 @@ let nextMoment: ReturnType<typeof setTimeout> | undefined;
 function panel(): HTMLElement {
   const box = element("section", "", { id: "championships", class: "panel", "aria-labelledby": "champ-title" });
   const head = element("div", "", { class: "panel-head" });
-  head.append(element("h2", "Championships", { id: "champ-title" }),
+  head.append(element("h2", t("champ.title"), { id: "champ-title" }),
     element("p", "", { id: "champ-live", class: "live", "data-live": "false" }));
   const table = element("table", "", { id: "champ-list", "aria-labelledby": "champ-title" });
   const headRow = element("tr");
-  for (const name of ["Championship", "Rounds", "Players", "Status"]) {
-    headRow.append(element("th", name, { scope: "col" }));
+  for (const name of ["col.championship", "col.rounds", "col.players", "col.status"] as const) {
+    headRow.append(element("th", t(name), { scope: "col" }));
   }
   const actions = element("th", "", { scope: "col" });
-  actions.append(element("span", "Actions", { class: "visually-hidden" }));
+  actions.append(element("span", t("col.actions"), { class: "visually-hidden" }));
   headRow.append(actions);
   const thead = element("thead");
   thead.append(headRow);
@@ -90,13 +92,13 @@ function panel(): HTMLElement {
   const detail = element("section", "", { id: "champ-detail", hidden: "", "aria-labelledby": "champ-name" });
   const share = element("p", "", { class: "champ-share" });
   share.append(
-    element("label", "Its link, to send to players", { for: "champ-link" }),
+    element("label", t("champ.link"), { for: "champ-link" }),
     element("input", "", { id: "champ-link", readonly: "", type: "text" }),
   );
   const exports = element("p", "", { class: "champ-export" });
-  const csv = element("button", "Download the standings (CSV)", { id: "champ-export-csv", type: "button" });
+  const csv = element("button", t("champ.csv"), { id: "champ-export-csv", type: "button" });
   csv.addEventListener("click", () => void download(ExportFormat.CSV, csv));
-  const json = element("button", "Download (JSON)", { id: "champ-export-json", type: "button" });
+  const json = element("button", t("champ.json"), { id: "champ-export-json", type: "button" });
   json.addEventListener("click", () => void download(ExportFormat.JSON, json));
   exports.append(csv, " ", json);
   const settings = element("dl", "", { id: "champ-settings", class: "champ-settings", "aria-labelledby": "champ-settings-title" });
@@ -105,10 +107,10 @@ function panel(): HTMLElement {
     element("p", "", { id: "champ-state", role: "status" }),
     element("div", "", { id: "champ-next", class: "champ-next" }),
     element("div", "", { id: "champ-entry", class: "champ-entry" }),
-    element("h4", "How it is played", { id: "champ-settings-title" }),
+    element("h4", t("champ.how"), { id: "champ-settings-title" }),
     settings,
     share,
-    element("h4", "Standings", { id: "champ-standings-title" }),
+    element("h4", t("champ.standings"), { id: "champ-standings-title" }),
     exports,
   );
   const standings = element("table", "", { id: "champ-standings", "aria-labelledby": "champ-standings-title" });
@@ -119,7 +121,7 @@ function panel(): HTMLElement {
   const scroll = element("div", "", { class: "champ-scroll" });
   scroll.append(standings);
   detail.append(scroll, element("div", "", { id: "champ-rounds" }),
-    element("h4", "Players", { id: "champ-players-title" }), players);
+    element("h4", t("col.players"), { id: "champ-players-title" }), players);
   box.append(head, table, element("p", "", { id: "champ-error", class: "error", role: "alert" }), detail);
   return box;
 }
@@ -127,7 +129,7 @@ function panel(): HTMLElement {
 function banner(): HTMLElement {
   const box = element("div", "", { id: "champ-banner", class: "champ-banner", hidden: "" });
   const text = element("p", "", { id: "champ-banner-text" });
-  const back = element("button", "Championship standings", { id: "champ-banner-back", type: "button" });
+  const back = element("button", t("champ.bannerBack"), { id: "champ-banner-back", type: "button" });
   back.addEventListener("click", () => showDetail());
   box.append(text, back);
   return box;
@@ -152,10 +154,10 @@ async function refreshList(): Promise<void> {
     listed = answer.championships;
     renderList();
     $("champ-live").dataset.live = "true";
-    $("champ-live").textContent = "Updated every few seconds";
+    $("champ-live").textContent = t("champ.updated");
   } catch (error) {
     $("champ-live").dataset.live = "false";
-    $("champ-live").textContent = `Out of reach: ${refusalWords(refusal(error))}`;
+    $("champ-live").textContent = t("champ.outOfReachShort", { why: refusalWords(refusal(error)) });
   }
 }
 
@@ -164,42 +166,44 @@ function renderList(): void {
   body.replaceChildren(...listed.map(listRow));
   if (!listed.length) {
     const empty = element("tr", "", { class: "empty" });
-    empty.append(element("td", "No championships yet.", { colspan: "5" }));
+    empty.append(element("td", t("champ.none"), { colspan: "5" }));
     body.append(empty);
   }
 }
 
 function listRow(c: Championship): HTMLTableRowElement {
-  const name = c.settings?.displayName || "Championship";
+  const name = c.settings?.displayName || t("col.championship");
   const row = element("tr", "", {
     "data-championship": c.championshipId,
     "data-state": ChampionshipState[c.state] ?? String(c.state),
     "data-registered": String(c.isRegistered),
     "data-paused": String(c.isPaused),
   });
-  const max = c.settings?.maxPlayers ? ` of ${c.settings.maxPlayers}` : "";
+  const count = c.settings?.maxPlayers ? t("champ.countOf", { n: c.playerCount, max: c.settings.maxPlayers }) : String(c.playerCount);
   const now = Date.now();
   const window = registrationWindow(c, now);
   const opens = momentsOf(c.settings).registrationOpensMs;
-  const when = window === "not-open" && opens !== undefined ? `, registration opens at ${at(opens)}` : "";
-  const status = stateWords(c) + when + (c.isRegistered ? ", you are registered" : "");
+  const parts = [stateWords(c)];
+  if (window === "not-open" && opens !== undefined) parts.push(t("champ.opensAt", { at: at(opens) }));
+  if (c.isRegistered) parts.push(t("champ.youRegistered"));
+  const status = parts.join(", ");
   row.append(
-    element("th", name, { scope: "row", "data-label": "Championship" }),
-    element("td", roundWords(c), { "data-label": "Rounds" }),
-    element("td", `${c.playerCount}${max}`, { "data-label": "Players" }),
-    element("td", status, { class: "status", "data-label": "Status" }),
+    element("th", name, { scope: "row", "data-label": t("col.championship") }),
+    element("td", roundWords(c), { "data-label": t("col.rounds") }),
+    element("td", count, { "data-label": t("col.players") }),
+    element("td", status, { class: "status", "data-label": t("col.status") }),
   );
   const cell = element("td", "", { class: "actions" });
   if (c.isRegistered && c.state === ChampionshipState.REGISTERING) {
-    const unregister = element("button", "Unregister", { type: "button", "aria-label": `Unregister from ${name}`, "data-action": "unregister" });
+    const unregister = element("button", t("champ.unregister"), { type: "button", "aria-label": t("champ.unregisterFrom", { name }), "data-action": "unregister" });
     unregister.addEventListener("click", () => void registration(c.championshipId, false, unregister));
     cell.append(unregister, " ");
   } else if (!c.isRegistered && window === "open") {
-    const register = element("button", "Register", { type: "button", class: "primary", "aria-label": `Register for ${name}`, "data-action": "register" });
+    const register = element("button", t("champ.register"), { type: "button", class: "primary", "aria-label": t("champ.registerFor", { name }), "data-action": "register" });
     register.addEventListener("click", () => void registration(c.championshipId, true, register));
     cell.append(register, " ");
   }
-  const open = element("button", "Open", { type: "button", "aria-label": `Open ${name}`, "data-action": "open" });
+  const open = element("button", t("champ.open"), { type: "button", "aria-label": t("champ.openName", { name }), "data-action": "open" });
   open.addEventListener("click", () => {
     follow(c.championshipId);
     showDetail();
@@ -220,7 +224,7 @@ async function registration(id: string, isRegister: boolean, button: HTMLButtonE
     follow(id, true); // again: the stream now knows this person is registered
   } catch (error) {
     const why = refusal(error);
-    showError(`${isRegister ? "Could not register" : "Could not unregister"}. ${refusalWords(why)}`, why.reason);
+    showError(t(isRegister ? "champ.couldNotRegister" : "champ.couldNotUnregister", { why: refusalWords(why) }), why.reason);
   } finally {
     button.disabled = false;
     void refreshList();
@@ -240,7 +244,7 @@ async function checkInNow(id: string, button: HTMLButtonElement): Promise<void> 
     }
   } catch (error) {
     const why = refusal(error);
-    showError(`Could not check in. ${refusalWords(why)}`, why.reason);
+    showError(t("champ.couldNotCheckIn", { why: refusalWords(why) }), why.reason);
     button.disabled = false;
   }
 }
@@ -261,7 +265,7 @@ async function download(format: ExportFormat, button: HTMLButtonElement): Promis
     setTimeout(() => URL.revokeObjectURL(url), 60_000);
   } catch (error) {
     const why = refusal(error);
-    showError(`Could not export. ${refusalWords(why)}`, why.reason);
+    showError(t("champ.couldNotExport", { why: refusalWords(why) }), why.reason);
   } finally {
     button.disabled = false;
   }
@@ -327,7 +331,7 @@ export function follow(id: string, again = false): void {
     (error: unknown) => {
       if (stop.signal.aborted) return;
       const why = refusal(error);
-      showError(`The championship is out of reach. ${refusalWords(why)}`, why.reason);
+      showError(t("champ.outOfReach", { why: refusalWords(why) }), why.reason);
       if (why.reason === "CHAMPIONSHIP_NOT_FOUND") sessionStorage.removeItem(FOLLOWED_KEY);
     },
   );
@@ -371,17 +375,17 @@ function renderDetail(): void {
   detail.dataset.round = String(c.currentRound);
   detail.dataset.paused = String(c.isPaused);
   detail.dataset.version = String(c.version);
-  $("champ-name").textContent = c.settings?.displayName || "Championship";
+  $("champ-name").textContent = c.settings?.displayName || t("col.championship");
   const state = $("champ-state");
   state.dataset.live = "true";
-  const when = c.endTime ? `, ${at(timestampMs(c.endTime))}` : "";
-  const paused = c.isPaused ? ": paused by the organizer (no round starts and every table waits until it resumes)" : "";
+  const when = c.endTime ? at(timestampMs(c.endTime)) : "";
+  const registered = { n: c.playerCount, state: stateWords(c), round: roundWords(c), when };
   state.textContent =
-    c.state === ChampionshipState.FINISHED ? `Finished${when}: the final standings` :
-    c.state === ChampionshipState.CANCELLED ? `Cancelled${when}: the standings as they were` :
-    c.state === ChampionshipState.RUNNING ? `${roundWords(c)}${paused || ": the standings live"}` :
-    c.state === ChampionshipState.REGISTERING ? `Registration: ${c.playerCount} registered${c.isRegistered ? ", you among them" : ""}` :
-    `${stateWords(c)}: ${c.playerCount} registered`;
+    c.state === ChampionshipState.FINISHED ? t(when ? "champ.finishedAt" : "champ.finished", registered) :
+    c.state === ChampionshipState.CANCELLED ? t(when ? "champ.cancelledAt" : "champ.cancelled", registered) :
+    c.state === ChampionshipState.RUNNING ? t(c.isPaused ? "champ.runningPaused" : "champ.running", registered) :
+    c.state === ChampionshipState.REGISTERING ? t(c.isRegistered ? "champ.registeringYou" : "champ.registering", registered) :
+    t("champ.stateCount", registered);
   $<HTMLInputElement>("champ-link").value = `${location.origin}/?championship=${encodeURIComponent(c.championshipId)}`;
   renderNext(c);
   renderEntry(c, now);
@@ -402,9 +406,11 @@ function renderBanner(): void {
   const round = c?.rounds.find((r) => r.tables.some((t) => t.tableId === here));
   box.hidden = !c || !round;
   if (c && round) {
-    const name = round.isFinal ? "the final" : `round ${round.roundNumber} of ${c.settings?.rounds ?? 0}`;
-    $("champ-banner-text").textContent = `${c.settings?.displayName || "Championship"}: ${name}` +
-      (isEnded(c) ? ` (${stateWords(c)})` : c.isPaused ? " (paused by the organizer)" : "");
+    const name = round.isFinal ? t("champ.theFinal") : t("champ.roundOf", { round: round.roundNumber, n: c.settings?.rounds ?? 0 });
+    const title = c.settings?.displayName || t("col.championship");
+    $("champ-banner-text").textContent =
+      isEnded(c) ? t("champ.bannerEnded", { title, name, state: stateWords(c) }) :
+      t(c.isPaused ? "champ.bannerPaused" : "champ.banner", { title, name });
     box.dataset.paused = String(c.isPaused);
   }
 }
@@ -417,20 +423,22 @@ function renderNext(c: Championship): void {
   if (yourTable) {
     const round = c.rounds.find((r) => r.roundNumber === yourTable?.roundNumber);
     const table = round?.tables.find((t) => t.tableId === yourTable?.tableId);
-    box.append(element("p", `Your table in ${round?.isFinal ? "the final" : `round ${yourTable.roundNumber}`}: table ${table?.tableNumber ?? ""}, seat ${yourTable.seat + 1}.`));
-    const go = element("button", "Go to your table", { id: "champ-go", type: "button", class: "primary" });
+    const where = round?.isFinal ? t("champ.theFinal") : t("champ.round", { round: yourTable.roundNumber });
+    box.append(element("p", t("champ.yourTable", { where, table: table?.tableNumber ?? "", seat: yourTable.seat + 1 })));
+    const go = element("button", t("champ.go"), { id: "champ-go", type: "button", class: "primary" });
     const mine = yourTable;
     go.addEventListener("click", () => hooks.enterTable({ tableId: mine.tableId, token: mine.playerToken, seat: mine.seat }));
     box.append(go);
   } else if (announced) {
     const table = announced.tables.find((t) => t.seats.some((s) => s.isYou))!;
     const seat = table.seats.find((s) => s.isYou)!;
-    const starts = announced.startTime ? ` at ${at(timestampMs(announced.startTime))}` : "";
-    box.append(element("p", `${announced.isFinal ? "The final" : `Round ${announced.roundNumber}`}: you play at table ${table.tableNumber}, seat ${seat.seat + 1}. It starts${starts}; this page takes you there.`, { id: "champ-next-pairing" }));
+    const where = announced.isFinal ? t("champ.theFinalTitle") : t("champ.roundTitle", { round: announced.roundNumber });
+    const words = { where, table: table.tableNumber, seat: seat.seat + 1, at: announced.startTime ? at(timestampMs(announced.startTime)) : "" };
+    box.append(element("p", t(announced.startTime ? "champ.pairingAt" : "champ.pairing", words), { id: "champ-next-pairing" }));
   } else if (c.isRegistered && c.state === ChampionshipState.RUNNING) {
-    box.append(element("p", "Your next table comes when the next round is seated; this page takes you there."));
+    box.append(element("p", t("champ.nextTable")));
   } else if (c.isRegistered && c.state === ChampionshipState.REGISTERING) {
-    box.append(element("p", "You are registered: when it starts, this page takes you to your table each round."));
+    box.append(element("p", t("champ.registeredNote")));
   }
 }
 
@@ -442,37 +450,37 @@ function renderEntry(c: Championship, now: number): void {
   const window = registrationWindow(c, now);
   const isLate = c.state === ChampionshipState.RUNNING && (c.settings?.lateEntryRounds ?? 0) > 0;
   if (c.state === ChampionshipState.REGISTERING || isLate) {
-    const until = m.registrationClosesMs !== undefined ? ` until ${at(m.registrationClosesMs)}`
-      : isLate ? ` until round ${c.settings?.lateEntryRounds ?? 0} is paired` : " until the start";
+    const until = m.registrationClosesMs !== undefined ? t("champ.untilAt", { at: at(m.registrationClosesMs) })
+      : isLate ? t("champ.untilRound", { round: c.settings?.lateEntryRounds ?? 0 }) : t("champ.untilStart");
     const text =
-      window === "not-open" && m.registrationOpensMs !== undefined ? `Registration opens at ${at(m.registrationOpensMs)}${until}.` :
-      window === "open" ? `Registration is open${until}.` :
-      "Registration is closed.";
+      window === "not-open" && m.registrationOpensMs !== undefined ? t("champ.registrationOpens", { at: at(m.registrationOpensMs), until }) :
+      window === "open" ? t("champ.registrationOpen", { until }) :
+      t("champ.registrationClosed");
     box.append(element("p", text, { id: "champ-registration", "data-window": window }));
     if (c.isRegistered && c.state === ChampionshipState.REGISTERING) {
-      const button = element("button", "Unregister", { id: "champ-unregister", type: "button", "data-action": "unregister" });
+      const button = element("button", t("champ.unregister"), { id: "champ-unregister", type: "button", "data-action": "unregister" });
       button.addEventListener("click", () => void registration(c.championshipId, false, button));
       box.append(button);
     } else if (!c.isRegistered && window === "open") {
-      const button = element("button", "Register", { id: "champ-register", type: "button", class: "primary", "data-action": "register" });
+      const button = element("button", t("champ.register"), { id: "champ-register", type: "button", class: "primary", "data-action": "register" });
       button.addEventListener("click", () => void registration(c.championshipId, true, button));
       box.append(button);
     }
   }
   const checkIn = checkInWindow(c, now);
   if (checkIn === "none" || checkIn === "closed" || m.checkInOpensMs === undefined || m.startMs === undefined) return;
-  box.append(element("p", `Check-in: from ${at(m.checkInOpensMs)} to the start at ${at(m.startMs)}. Who has not checked in by then is removed.`,
+  box.append(element("p", t("champ.checkInWindow", { from: at(m.checkInOpensMs), to: at(m.startMs) }),
     { id: "champ-check-in-window", "data-window": checkIn }));
   if (!c.isRegistered) return;
   const you = c.players.find((p) => p.isYou);
   if (you?.isCheckedIn) {
-    box.append(element("p", "You are checked in.", { id: "champ-checked-in", class: "done" }));
+    box.append(element("p", t("champ.checkedIn"), { id: "champ-checked-in", class: "done" }));
   } else if (checkIn === "open") {
-    const button = element("button", "Check in", { id: "champ-check-in", type: "button", class: "primary" });
+    const button = element("button", t("champ.checkIn"), { id: "champ-check-in", type: "button", class: "primary" });
     button.addEventListener("click", () => void checkInNow(c.championshipId, button));
     box.append(button);
   } else {
-    box.append(element("p", `Come back from ${at(m.checkInOpensMs)} to check in.`, { id: "champ-check-in-later" }));
+    box.append(element("p", t("champ.checkInLater", { at: at(m.checkInOpensMs) }), { id: "champ-check-in-later" }));
   }
 }
 
@@ -506,7 +514,7 @@ function renderStandings(c: Championship): void {
   );
   if (!c.standings.length) {
     const empty = element("tr", "", { class: "empty" });
-    empty.append(element("td", "The standings begin with the first round.", { colspan: String(columns.length) }));
+    empty.append(element("td", t("champ.standingsBegin"), { colspan: String(columns.length) }));
     body.append(empty);
   }
 }
@@ -514,10 +522,13 @@ function renderStandings(c: Championship): void {
 function seatWords(c: Championship, table: ChampionshipTable): HTMLElement[] {
   const duplicate = isMatchpoints(c.settings) || !!c.settings?.duplicateDeals;
   return table.seats.flatMap((s, i) => {
-    const result = s.place
-      ? ` (${ordinal(s.place)}, ${s.total} game points, ${s.points} points${duplicate && table.isFinished ? `, ${numberWords(s.percentage)}%` : ""})`
-      : "";
-    const text = s.displayName + (s.isYou ? " (you)" : "") + (s.hasLeft ? " (left)" : "") + (s.isNoShow ? " (never came)" : "") + result;
+    const numbers = { place: ordinal(s.place), total: s.total, points: s.points, percentage: numberWords(s.percentage) };
+    const result = s.place ? t(duplicate && table.isFinished ? "champ.seatResultPercent" : "champ.seatResult", numbers) : "";
+    const marks: Key[] = [];
+    if (s.isYou) marks.push("mark.you");
+    if (s.hasLeft) marks.push("mark.left");
+    if (s.isNoShow) marks.push("mark.noShow");
+    const text = s.displayName + marks.map((m) => ` (${t(m)})`).join("") + (result ? ` (${result})` : "");
     const seat = element("span", text, { class: "seat", "data-seat": String(s.seat), "data-player": s.playerId, "data-you": String(s.isYou) });
     return i ? [element("span", ", "), seat] : [seat];
   });
@@ -533,31 +544,42 @@ function tableLine(c: Championship, round: ChampionshipRound, table: Championshi
   });
   const live = table.live;
   const end = shortEndReason(table.endReason);
+  const over = [t("champ.over"), end, table.isCorrected ? t("champ.corrected") : ""].filter(Boolean).join(", ");
   const how = round.isAnnounced ? "" :
-    table.isFinished ? ` (over${end ? `, ${end}` : ""}${table.isCorrected ? ", corrected" : ""})` :
-    live && live.phase !== Phase.GAME_OVER && live.handNumber >= 0 ? ` (hand ${live.handNumber + 1})` : " (playing)";
-  if (yours) item.append(element("strong", "Your table: ", { class: "badge" }));
-  item.append(element("span", `Table ${table.tableNumber}${how}: `), ...seatWords(c, table), " ");
-  const name = round.isFinal ? "the final" : `round ${round.roundNumber}`;
+    table.isFinished ? over :
+    live && live.phase !== Phase.GAME_OVER && live.handNumber >= 0 ? t("table.hand", { n: live.handNumber + 1 }).toLowerCase() : t("phase.playing");
+  if (yours) item.append(element("strong", t("champ.yourTableBadge"), { class: "badge" }));
+  item.append(element("span", t(how ? "champ.tableHow" : "champ.tableNumber", { n: table.tableNumber, how })), ...seatWords(c, table), " ");
+  const name = round.isFinal ? t("champ.theFinal") : t("champ.round", { round: round.roundNumber });
   if (round.isAnnounced) {
-    if (yours) item.append(element("span", "this page takes you there when the round starts.", { class: "note" }));
+    if (yours) item.append(element("span", t("champ.takesYou"), { class: "note" }));
     return item;
   }
   const mine = yours && yourTable?.tableId === table.tableId ? yourTable : undefined;
   if (mine) {
-    const play = element("button", "Play your table", { type: "button", class: "primary", "data-action": "play",
-      "aria-label": `Play your table, table ${table.tableNumber} of ${name}` });
+    const play = element("button", t("champ.play"), { type: "button", class: "primary", "data-action": "play",
+      "aria-label": t("champ.playLabel", { n: table.tableNumber, name }) });
     play.addEventListener("click", () => hooks.enterTable({ tableId: mine.tableId, token: mine.playerToken, seat: mine.seat }));
     item.append(play);
     return item;
   }
-  const link = element("a", "Watch", { href: `/?watch=${encodeURIComponent(table.tableId)}`, "data-action": "watch",
-    "aria-label": `Watch table ${table.tableNumber} of ${name}` });
+  const link = element("a", t("watch.button"), { href: `/?watch=${encodeURIComponent(table.tableId)}`, "data-action": "watch",
+    "aria-label": t("champ.watchLabel", { n: table.tableNumber, name }) });
   link.addEventListener("click", (event) => {
     event.preventDefault();
     hooks.enterTable({ tableId: table.tableId });
   });
   item.append(link);
+  if (table.isFinished && round.isFinished) {
+    // Its record is published once the round is over: the game, replayed (replay.ts).
+    const replay = element("a", t("replay.open"), { href: `/#/replay/${encodeURIComponent(table.tableId)}`, "data-action": "replay",
+      "aria-label": t("champ.replayLabel", { n: table.tableNumber, name }) });
+    replay.addEventListener("click", (event) => {
+      event.preventDefault();
+      void openReplay(table.tableId);
+    });
+    item.append(" · ", replay);
+  }
   return item;
 }
 
@@ -566,10 +588,10 @@ function tableLine(c: Championship, round: ChampionshipRound, table: Championshi
 function roundTimes(c: Championship, round: ChampionshipRound): string {
   const parts: string[] = [];
   const start = round.startTime ?? round.seatTime;
-  if (start) parts.push(`${round.isAnnounced ? "Starts" : "Started"} at ${at(timestampMs(start))}`);
+  if (start) parts.push(t(round.isAnnounced ? "champ.startsAt" : "champ.startedAt", { at: at(timestampMs(start)) }));
   const limit = c.settings?.roundTimeLimitSeconds ?? 0;
-  if (round.timeLimit && !round.isFinished) parts.push(`time limit: its games still running end at ${at(timestampMs(round.timeLimit))}`);
-  else if (limit > 0) parts.push(`time limit ${durationWords(limit)}`);
+  if (round.timeLimit && !round.isFinished) parts.push(t("champ.limitAt", { at: at(timestampMs(round.timeLimit)) }));
+  else if (limit > 0) parts.push(t("champ.limit", { length: durationWords(limit) }));
   return parts.join(" · ");
 }
 
@@ -578,8 +600,8 @@ function renderRounds(c: Championship): void {
   box.replaceChildren(
     ...[...c.rounds].reverse().map((round) => {
       const id = `champ-round-${round.roundNumber}`;
-      const name = round.isFinal ? "Final table" : `Round ${round.roundNumber}`;
-      const state = round.isAnnounced ? "pairings" : round.isFinished ? "over" : "playing";
+      const name = round.isFinal ? t("champ.finalTable") : t("champ.roundTitle", { round: round.roundNumber });
+      const state = t(round.isAnnounced ? "champ.pairings" : round.isFinished ? "champ.over" : "phase.playing");
       const block = element("section", "", {
         class: "champ-round", "data-round": String(round.roundNumber), "data-announced": String(round.isAnnounced),
         "data-finished": String(round.isFinished), "aria-labelledby": id,
@@ -598,19 +620,19 @@ function renderPlayers(c: Championship): void {
   list.replaceChildren(
     ...c.players.map((p) => {
       const marks = [
-        p.isYou ? "you" : "",
-        checkIn && c.state === ChampionshipState.REGISTERING ? (p.isCheckedIn ? "checked in" : "not checked in yet") : "",
-        p.firstRound > 1 ? `from round ${p.firstRound}` : "",
-        p.hasWithdrawn ? "withdrew" : "",
-        p.isDropped ? "dropped" : "",
-        p.isDisqualified ? "disqualified" : "",
+        p.isYou ? t("mark.you") : "",
+        checkIn && c.state === ChampionshipState.REGISTERING ? t(p.isCheckedIn ? "mark.checkedIn" : "mark.notCheckedIn") : "",
+        p.firstRound > 1 ? t("mark.fromRound", { round: p.firstRound }) : "",
+        p.hasWithdrawn ? t("mark.withdrew") : "",
+        p.isDropped ? t("mark.dropped") : "",
+        p.isDisqualified ? t("mark.disqualified") : "",
       ].filter(Boolean);
       return element("li", p.displayName + (marks.length ? ` (${marks.join(", ")})` : ""), {
         "data-player": p.playerId, "data-checked-in": String(p.isCheckedIn), "data-you": String(p.isYou),
       });
     }),
   );
-  if (!c.players.length) list.append(element("li", "Nobody has registered yet."));
+  if (!c.players.length) list.append(element("li", t("champ.nobody")));
 }
 
 /** Builds the panel (after the account's, in the lobby), the organizer's (after it) and the

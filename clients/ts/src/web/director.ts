@@ -13,6 +13,7 @@ import {
 } from "../gen/copas/v1/championships_pb.js";
 import { type Rules, RulesOverridesSchema } from "../gen/copas/v1/copas_pb.js";
 import { durationWords, enumWords, isMatchpoints, momentsOf, timeWords } from "../championships.js";
+import { t } from "../i18n.js";
 import { CLOCKS, presetName } from "./words.js";
 
 /** The organizer's form as typed: text as the inputs give it, ticks as booleans. */
@@ -92,8 +93,8 @@ export function settingsFromForm(form: DirectorForm): SettingsInit {
 
 /** The games' clock: "20 s a card, 30 s to pass". */
 export function clockWords(rules: Rules | undefined): string {
-  if (!rules || rules.playTimeoutSeconds <= 0) return "no time limit";
-  return `${Math.round(rules.playTimeoutSeconds)} s a card, ${Math.round(rules.passTimeoutSeconds)} s to pass`;
+  if (!rules || rules.playTimeoutSeconds <= 0) return t("clockName.none");
+  return t("clock.words", { play: Math.round(rules.playTimeoutSeconds), pass: Math.round(rules.passTimeoutSeconds) });
 }
 
 /** One setting in words, keyed (the page marks each with its key). */
@@ -114,64 +115,64 @@ export function settingsLines(c: Championship, nowMs: number): SettingLine[] {
   const least = s?.minPlayers || 3;
   const game = [presetName(s?.preset ?? ""), clockWords(c.rules)].filter(Boolean);
   const starts: string[] = [];
-  if (m.startMs !== undefined) starts.push(`at ${at(m.startMs)}`);
-  if (s?.startWhenFull) starts.push(`when ${most} ${most === 1 ? "is" : "are"} registered`);
+  if (m.startMs !== undefined) starts.push(t("setting.startAt", { at: at(m.startMs) }));
+  if (s?.startWhenFull) starts.push(t("setting.startFull", { n: most }));
   let registration: string;
   if (m.registrationOpensMs !== undefined && m.registrationClosesMs !== undefined) {
-    registration = `from ${at(m.registrationOpensMs)} to ${at(m.registrationClosesMs)}`;
+    registration = t("setting.fromTo", { from: at(m.registrationOpensMs), to: at(m.registrationClosesMs) });
   } else if (m.registrationOpensMs !== undefined) {
-    registration = `from ${at(m.registrationOpensMs)} to the start`;
+    registration = t("setting.fromToStart", { from: at(m.registrationOpensMs) });
   } else if (m.registrationClosesMs !== undefined) {
-    registration = `until ${at(m.registrationClosesMs)}`;
+    registration = t("setting.until", { at: at(m.registrationClosesMs) });
   } else {
-    registration = "until the start";
+    registration = t("setting.untilStart");
   }
   const late = s?.lateEntryRounds ?? 0;
   const checkIn = s?.checkInSeconds ?? 0;
   const matchpoints = isMatchpoints(s);
   const known = [ChampionshipScoring.UNSPECIFIED, ChampionshipScoring.PLACES, ChampionshipScoring.MATCHPOINTS];
   const scoring = matchpoints
-    ? "matchpoints against the same cards (duplicate deals)"
+    ? t("setting.matchpoints")
     : known.includes(s?.scoring ?? 0)
-      ? `championship points by place${s?.duplicateDeals ? ", duplicate deals" : ""}`
-      : enumWords({}, ChampionshipScoring, s?.scoring ?? 0, "scoring"); // newer than this page
+      ? t(s?.duplicateDeals ? "setting.placesDuplicate" : "setting.places")
+      : enumWords({}, ChampionshipScoring, s?.scoring ?? 0, "setting.scoringOther"); // newer than this page
   const final = s?.finalTable ?? 0;
   const limit = s?.roundTimeLimitSeconds ?? 0;
   const notice = s?.pairingNoticeSeconds ?? 0;
   const pause = s?.roundPauseSeconds ?? 0;
   return [
-    { key: "rounds", label: "Rounds", text: `${rounds} round${rounds === 1 ? "" : "s"}` },
-    { key: "game", label: "Games", text: game.join(", ") },
-    { key: "players", label: "Players", text: most ? `${least} to ${most}` : `at least ${least}` },
-    { key: "start", label: "Start", text: starts.length ? starts.join(", or ") : "when an operator starts it" },
-    { key: "registration", label: "Registration", text: registration },
-    { key: "late-entry", label: "Late entry", text: late ? `until round ${late} is paired` : "none" },
+    { key: "rounds", label: t("col.rounds"), text: t("round.count", { n: rounds }) },
+    { key: "game", label: t("col.games"), text: game.join(", ") },
+    { key: "players", label: t("col.players"), text: most ? t("setting.playersRange", { least, most }) : t("setting.playersAtLeast", { least }) },
+    { key: "start", label: t("setting.start"), text: starts.length ? starts.join(t("setting.or")) : t("setting.startOperator") },
+    { key: "registration", label: t("setting.registration"), text: registration },
+    { key: "late-entry", label: t("setting.lateEntry"), text: late ? t("setting.untilRound", { round: late }) : t("duration.none") },
     {
       key: "check-in",
-      label: "Check-in",
+      label: t("setting.checkIn"),
       text: checkIn > 0 && m.checkInOpensMs !== undefined
-        ? `the last ${durationWords(checkIn)} before the start (from ${at(m.checkInOpensMs)})`
-        : "none",
+        ? t("setting.checkInLast", { length: durationWords(checkIn), from: at(m.checkInOpensMs) })
+        : t("duration.none"),
     },
-    { key: "scoring", label: "Scoring", text: scoring },
+    { key: "scoring", label: t("setting.scoring"), text: scoring },
     {
       key: "tie-breaks",
-      label: "Tie-breaks",
-      text: `${s?.buchholz ? "Buchholz, then " : ""}first places, game points against the tables, head to head, a seeded draw`,
+      label: t("setting.tieBreaks"),
+      text: t(s?.buchholz ? "setting.tieBreaksBuchholz" : "setting.tieBreaksText"),
     },
-    { key: "final", label: "Final table", text: final ? `the best ${final} play a final` : "none" },
+    { key: "final", label: t("champ.finalTable"), text: final ? t("setting.finalBest", { n: final }) : t("duration.none") },
     {
       key: "absent",
-      label: "Absent players",
-      text: s?.dropAbsent === false ? "seated again in the next rounds" : "dropped from the next rounds",
+      label: t("setting.absent"),
+      text: t(s?.dropAbsent === false ? "setting.absentSeated" : "setting.absentDropped"),
     },
-    { key: "time-limit", label: "Time limit", text: limit > 0 ? `${durationWords(limit)} a round` : "none" },
+    { key: "time-limit", label: t("setting.timeLimit"), text: limit > 0 ? t("setting.perRound", { length: durationWords(limit) }) : t("duration.none") },
     {
       key: "pairing-notice",
-      label: "Pairings",
-      text: notice > 0 ? `shown ${durationWords(notice)} before each round` : "shown when each round starts",
+      label: t("setting.pairings"),
+      text: notice > 0 ? t("setting.noticeBefore", { length: durationWords(notice) }) : t("setting.noticeAtStart"),
     },
-    { key: "pause", label: "Between rounds", text: pause > 0 ? durationWords(pause) : "no pause" },
+    { key: "pause", label: t("setting.between"), text: pause > 0 ? durationWords(pause) : t("setting.noPause") },
   ];
 }
 

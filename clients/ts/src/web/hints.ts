@@ -5,6 +5,7 @@
 import { type Card, Suit } from "../gen/copas/v1/cards_pb.js";
 import { Phase, type TableView } from "../gen/copas/v1/copas_pb.js";
 import { mustAct, sameCard } from "../copas.js";
+import { t } from "./i18n.js";
 import { cardPoints, SUIT_SYMBOL } from "./words.js";
 
 /** A dim card's reason: the ErrorReason the server would give, and the words for it. */
@@ -25,15 +26,15 @@ export function whyNot(view: TableView, card: Card): Hint | undefined {
   if (!led) {
     if (view.trickNumber === 0) {
       const opening = view.rules?.players === 5 ? "3♣" : "2♣";
-      return { reason: "MUST_LEAD_OPENING_CARD", text: `The first trick starts with the ${opening}` };
+      return { reason: "MUST_LEAD_OPENING_CARD", text: t("hint.opening", { card: opening }) };
     }
     if (card.suit === Suit.HEARTS && !view.heartsBroken) {
-      return { reason: "HEARTS_NOT_BROKEN", text: "Hearts are not broken yet: lead another suit" };
+      return { reason: "HEARTS_NOT_BROKEN", text: t("hint.heartsNotBroken") };
     }
   } else if (card.suit !== led.suit && view.hand.some((c) => c.suit === led.suit)) {
-    return { reason: "MUST_FOLLOW_SUIT", text: `You must follow ${SUIT_SYMBOL[led.suit]}` };
+    return { reason: "MUST_FOLLOW_SUIT", text: t("hint.follow", { suit: SUIT_SYMBOL[led.suit] ?? "?" }) };
   } else if (view.trickNumber === 0 && !view.rules?.pointsOnFirstTrick && cardPoints(card) > 0) {
-    return { reason: "NO_POINTS_ON_FIRST_TRICK", text: "No point cards on the first trick" };
+    return { reason: "NO_POINTS_ON_FIRST_TRICK", text: t("hint.noPoints") };
   }
-  return { reason: "", text: "Not playable now" };
+  return { reason: "", text: t("why.notPlayable") };
 }

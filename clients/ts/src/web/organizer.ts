@@ -16,6 +16,7 @@ import { AdminService } from "../gen/copas/admin/v1/admin_pb.js";
 import { type Championship, ChampionshipService, ChampionshipState } from "../gen/copas/v1/championships_pb.js";
 import { type DirectorForm, directorActions, numbersOf, settingsFromForm } from "./director.js";
 import { $, element } from "./dom.js";
+import { t } from "./i18n.js";
 import { refusalWords } from "./words.js";
 
 export interface OrganizerHooks {
@@ -82,66 +83,65 @@ function fieldset(legend: string, ...fields: HTMLElement[]): HTMLFieldSetElement
 
 function panel(): HTMLElement {
   const box = element("section", "", { id: "organize", class: "panel", "aria-labelledby": "organize-title" });
-  box.append(element("h2", "Organize a championship", { id: "organize-title" }));
+  box.append(element("h2", t("org.title"), { id: "organize-title" }));
 
   const operator = fieldset(
-    "The server's operator",
-    field("operator-token", "Operator token", element("input", "", {
+    t("org.operator"),
+    field("operator-token", t("org.token"), element("input", "", {
       id: "operator-token", type: "password", autocomplete: "off", spellcheck: "false", maxlength: "512",
-    }), "Only for the operator's tools (start, pause, correct, disqualify, re-seat) and to create without a quota. " +
-      "It stays in this field: never saved, never shown, sent only to this server with those calls."),
-    field("operator-reason", "Why (for the operators' log)", element("input", "", {
+    }), t("org.tokenNote")),
+    field("operator-reason", t("org.why"), element("input", "", {
       id: "operator-reason", type: "text", maxlength: "200", autocomplete: "off",
     })),
   );
 
   const form = element("form", "", { id: "organize-form", "aria-labelledby": "organize-new" });
   form.append(
-    fieldset("The championship",
-      field("organize-name", "Name", element("input", "", { id: "organize-name", required: "", maxlength: "60", autocomplete: "off" })),
-      field("organize-rounds", "Rounds", number("organize-rounds", { min: "1", max: "20", value: "3", required: "" })),
-      field("organize-preset", "Games", choice("organize-preset", [
-        ["online", "Four hands"], ["quick", "One hand"], ["20", "To 20 points"], ["50", "To 50 points"], ["classic", "To 100 points"],
+    fieldset(t("org.championship"),
+      field("organize-name", t("org.name"), element("input", "", { id: "organize-name", required: "", maxlength: "60", autocomplete: "off" })),
+      field("organize-rounds", t("col.rounds"), number("organize-rounds", { min: "1", max: "20", value: "3", required: "" })),
+      field("organize-preset", t("col.games"), choice("organize-preset", [
+        ["online", t("preset.online")], ["quick", t("preset.quick")], ["20", t("preset.20")], ["50", t("preset.50")], ["classic", t("preset.100")],
       ])),
-      field("organize-clock", "Clock", choice("organize-clock", [
-        ["standard", "20 s a card, 30 s to pass"], ["relaxed", "60 s a card, 90 s to pass"], ["fast", "10 s a card, 15 s to pass"],
+      field("organize-clock", t("play.clock"), choice("organize-clock", [
+        ["standard", t("clock.standard")], ["relaxed", t("clock.relaxed")], ["fast", t("clock.fast")],
       ])),
-      field("organize-min", "Players at least", number("organize-min", { min: "3", placeholder: "3" })),
-      field("organize-max", "Players at most", number("organize-max", { min: "3", placeholder: "the server's most" })),
+      field("organize-min", t("org.min"), number("organize-min", { min: "3", placeholder: "3" })),
+      field("organize-max", t("org.max"), number("organize-max", { min: "3", placeholder: t("org.maxPlaceholder") })),
     ),
-    fieldset("When",
-      field("organize-start", "Starts at", when("organize-start"), "Your time. Empty: when full, or when the operator starts it."),
-      tick("organize-when-full", "Start as soon as it is full"),
-      field("organize-opens", "Registration opens at", when("organize-opens"), "Empty: at once."),
-      field("organize-closes", "Registration closes at", when("organize-closes"), "Empty: at the start."),
-      field("organize-late", "Late entry until round", number("organize-late", { min: "0", max: "20", placeholder: "0: none" })),
-      field("organize-check-in", "Check-in (minutes before the start)", number("organize-check-in", { min: "0", step: "any", placeholder: "0: none" }),
-        "Players say they are here in that time; who has not is removed at the start. Needs a start time."),
-      field("organize-pause", "Pause between rounds (seconds)", number("organize-pause", { min: "0", max: "3600", step: "any", placeholder: "0" })),
-      field("organize-notice", "Pairings shown ahead (seconds)", number("organize-notice", { min: "0", max: "3600", step: "any", placeholder: "0: with the tables" })),
-      field("organize-time-limit", "Time limit per round (minutes)", number("organize-time-limit", { min: "0", step: "any", placeholder: "0: none" })),
+    fieldset(t("org.when"),
+      field("organize-start", t("org.startsAt"), when("organize-start"), t("org.startsNote")),
+      tick("organize-when-full", t("org.whenFull")),
+      field("organize-opens", t("org.opens"), when("organize-opens"), t("org.opensNote")),
+      field("organize-closes", t("org.closes"), when("organize-closes"), t("org.closesNote")),
+      field("organize-late", t("org.late"), number("organize-late", { min: "0", max: "20", placeholder: t("org.zeroNone") })),
+      field("organize-check-in", t("org.checkIn"), number("organize-check-in", { min: "0", step: "any", placeholder: t("org.zeroNone") }),
+        t("org.checkInNote")),
+      field("organize-pause", t("org.pause"), number("organize-pause", { min: "0", max: "3600", step: "any", placeholder: "0" })),
+      field("organize-notice", t("org.notice"), number("organize-notice", { min: "0", max: "3600", step: "any", placeholder: t("org.noticePlaceholder") })),
+      field("organize-time-limit", t("org.timeLimit"), number("organize-time-limit", { min: "0", step: "any", placeholder: t("org.zeroNone") })),
     ),
-    fieldset("Scoring",
-      field("organize-scoring", "Ranked by", choice("organize-scoring", [
-        ["places", "Championship points by place"], ["matchpoints", "Matchpoints against the same cards"],
+    fieldset(t("setting.scoring"),
+      field("organize-scoring", t("org.rankedBy"), choice("organize-scoring", [
+        ["places", t("org.byPlace")], ["matchpoints", t("org.byMatchpoints")],
       ])),
-      tick("organize-duplicate", "Duplicate deals (every table of a size gets the same cards; matchpoints need them)"),
-      tick("organize-buchholz", "Buchholz tie-break (the opponents' scores) right after the score"),
-      field("organize-final", "Final table", choice("organize-final", [["0", "None"], ["3", "The best 3"], ["4", "The best 4"], ["5", "The best 5"]])),
-      tick("organize-drop", "Drop players who never come to a game from the next rounds", true),
+      tick("organize-duplicate", t("org.duplicate")),
+      tick("organize-buchholz", t("org.buchholz")),
+      field("organize-final", t("champ.finalTable"), choice("organize-final", [["0", t("org.none")], ["3", t("org.best3")], ["4", t("org.best4")], ["5", t("org.best5")]])),
+      tick("organize-drop", t("org.drop"), true),
     ),
   );
   const make = element("p", "", { class: "buttons" });
   make.append(
-    element("button", "Create the championship", { id: "organize-create", type: "submit", class: "primary" }),
+    element("button", t("org.create"), { id: "organize-create", type: "submit", class: "primary" }),
   );
-  form.append(tick("organize-as-operator", "Create it as the server's operator (no quota: needs the operator token)"), make);
+  form.append(tick("organize-as-operator", t("org.asOperator")), make);
   form.addEventListener("submit", (event) => {
     event.preventDefault();
     void createChampionship();
   });
   const create = element("details", "", { id: "organize-new-box" });
-  create.append(element("summary", "A new championship", { id: "organize-new" }), form);
+  create.append(element("summary", t("org.new"), { id: "organize-new" }), form);
 
   const director = element("section", "", { id: "director", hidden: "", "aria-labelledby": "director-title" });
   director.append(
@@ -188,22 +188,22 @@ function showError(text: string, reason = ""): void {
 /** The operator's headers and reason, from the fields (read now, kept nowhere). */
 function operator(): { headers: Record<string, string>; reason: string } {
   const token = value("operator-token").trim();
-  if (!token) throw new Unready("Type the operator token first (under “The server's operator”).");
+  if (!token) throw new Unready(t("org.needToken"));
   const reason = value("operator-reason").trim();
-  if (!reason) throw new Unready("Say why, for the operators' log (under “The server's operator”).");
+  if (!reason) throw new Unready(t("org.needReason"));
   return { headers: { authorization: `Bearer ${token}` }, reason };
 }
 
 function failed(what: string, error: unknown): void {
   if (error instanceof Unready) {
-    showError(`${what}. ${error.message}`, "PAGE");
+    showError(t("org.failed", { what, why: error.message }), "PAGE");
     return;
   }
   const why = refusal(error);
   const words = why.code === "UNIMPLEMENTED"
-    ? "This server does not take the operator's calls on its page (it was started without --web-admin): use `copas admin championship`."
+    ? t("org.noWebAdmin")
     : refusalWords(why);
-  showError(`${what}. ${words}`, why.reason);
+  showError(t("org.failed", { what, why: words }), why.reason);
 }
 
 async function createChampionship(): Promise<void> {
@@ -218,16 +218,16 @@ async function createChampionship(): Promise<void> {
       const { headers, reason } = operator();
       made = (await admin.createChampionship({ settings, reason, requestId: requestId() }, { headers })).championship;
     } else {
-      if (!(await hooks.signedIn())) throw new Unready("Sign in first (the page signs you in as a guest).");
+      if (!(await hooks.signedIn())) throw new Unready(t("org.signInFirst"));
       made = (await hooks.account.call((headers) => players.createChampionship({ settings, requestId: requestId() }, { headers })))
         .championship;
     }
     if (!made) return;
-    say(`“${made.settings?.displayName ?? ""}” is open: its link is under its name above.`);
+    say(t("org.made", { name: made.settings?.displayName ?? "" }));
     $<HTMLDetailsElement>("organize-new-box").open = false;
     hooks.open(made.championshipId);
   } catch (error) {
-    failed("Could not create the championship", error);
+    failed(t("org.couldNotCreate"), error);
   } finally {
     button.disabled = false;
   }
@@ -293,27 +293,27 @@ export function renderDirector(c: Championship | undefined): void {
     return;
   }
   box.dataset.championship = c.championshipId;
-  $("director-title").textContent = `Run “${c.settings?.displayName || "Championship"}” (operator)`;
+  $("director-title").textContent = t("org.run", { name: c.settings?.displayName || t("col.championship") });
   const can = directorActions(c);
   const parts: HTMLElement[] = [];
   const now = Date.now();
   const line = element("p", "", { class: "buttons" });
   if (can.start) {
     const start = momentsOf(c.settings).startMs;
-    line.append(button("director-start", "Start now", (self) => void direct("Could not start it", "Started.", self,
+    line.append(button("director-start", t("org.startNow"), (self) => void direct(t("org.couldNotStart"), t("org.started"), self,
       (id, reason, headers) => admin.startChampionship({ championshipId: id, reason }, { headers })), true), " ");
-    if (start !== undefined) line.append(element("span", `(else it starts at ${timeWords(start, now)}) `, { class: "note" }));
+    if (start !== undefined) line.append(element("span", t("org.elseStarts", { at: timeWords(start, now) }), { class: "note" }), " ");
   }
   if (can.pause) {
     const isPaused = c.isPaused;
-    line.append(button("director-pause", isPaused ? "Resume" : "Pause", (self) => void direct(
-      isPaused ? "Could not resume it" : "Could not pause it", isPaused ? "Resumed." : "Paused: every table waits.", self,
+    line.append(button("director-pause", isPaused ? t("org.resume") : t("org.pauseButton"), (self) => void direct(
+      isPaused ? t("org.couldNotResume") : t("org.couldNotPause"), isPaused ? t("org.resumed") : t("org.paused"), self,
       (id, reason, headers) => admin.pauseChampionship({ championshipId: id, isPaused: !isPaused, reason }, { headers })), true), " ");
   }
   if (can.cancel) {
-    line.append(button("director-cancel", "Cancel the championship", (self) => {
-      if (!confirm("Cancel it for good? Its games in play end and are not counted.")) return;
-      void direct("Could not cancel it", "Cancelled.", self,
+    line.append(button("director-cancel", t("org.cancel"), (self) => {
+      if (!confirm(t("org.cancelConfirm"))) return;
+      void direct(t("org.couldNotCancel"), t("org.cancelled"), self,
         (id, reason, headers) => admin.cancelChampionship({ championshipId: id, reason }, { headers }));
     }));
   }
@@ -322,9 +322,9 @@ export function renderDirector(c: Championship | undefined): void {
   const playing = c.players.filter((p) => !p.isDisqualified && !p.hasWithdrawn).map((p) => p.playerId);
   if (c.state === ChampionshipState.RUNNING && playing.length) {
     const who = playerChoice("director-disqualify-player", c, playing);
-    parts.push(tool("Disqualify a player (ranked last, results kept)",
-      field("director-disqualify-player", "Player", who),
-      button("director-disqualify", "Disqualify", (self) => void direct("Could not disqualify", "Disqualified.", self,
+    parts.push(tool(t("org.disqualifyTitle"),
+      field("director-disqualify-player", t("col.player"), who),
+      button("director-disqualify", t("org.disqualify"), (self) => void direct(t("org.couldNotDisqualify"), t("org.disqualified"), self,
         (id, reason, headers) => admin.disqualifyChampionshipPlayer({ championshipId: id, player: who.value, reason }, { headers })))));
   }
 
@@ -335,9 +335,9 @@ export function renderDirector(c: Championship | undefined): void {
     const b = playerChoice("director-reseat-b", c, seated);
     if (seated.length > 1) b.selectedIndex = seated.length - 1;
     const round = announced.roundNumber;
-    parts.push(tool(`Swap two players of ${announced.isFinal ? "the final" : `round ${round}`} before it starts`,
-      field("director-reseat-a", "One", a), field("director-reseat-b", "The other (at another table)", b),
-      button("director-reseat", "Swap them", (self) => void direct("Could not swap them", "Swapped.", self,
+    parts.push(tool(t("org.swapTitle", { round: announced.isFinal ? t("champ.theFinal") : t("champ.round", { round }) }),
+      field("director-reseat-a", t("org.one"), a), field("director-reseat-b", t("org.other"), b),
+      button("director-reseat", t("org.swap"), (self) => void direct(t("org.couldNotSwap"), t("org.swapped"), self,
         (id, reason, headers) => admin.reseatChampionshipRound(
           { championshipId: id, roundNumber: round, playerA: a.value, playerB: b.value, reason }, { headers })))));
   }
@@ -346,7 +346,11 @@ export function renderDirector(c: Championship | undefined): void {
   if (counted.length) {
     const which = choice("director-correct-table", counted.map(({ round, table }) => [
       `${round.roundNumber}:${table.tableNumber}`,
-      `${round.isFinal ? "Final" : `Round ${round.roundNumber}`}, table ${table.tableNumber}: ${table.seats.map((s) => s.displayName).join(", ")}`,
+      t("org.tableChoice", {
+        round: round.isFinal ? t("col.final") : t("champ.roundTitle", { round: round.roundNumber }),
+        n: table.tableNumber,
+        names: table.seats.map((s) => s.displayName).join(", "),
+      }),
     ]));
     const totals = element("input", "", { id: "director-correct-totals", type: "text", autocomplete: "off", inputmode: "numeric" });
     const leavers = element("input", "", { id: "director-correct-leavers", type: "text", autocomplete: "off", inputmode: "numeric" });
@@ -359,27 +363,27 @@ export function renderDirector(c: Championship | undefined): void {
     };
     which.addEventListener("change", fill);
     fill();
-    const setAbsences = tick("director-correct-absences", "Also set who left (in order) and who never came");
-    parts.push(tool("Correct a result (seats from 0)",
-      field("director-correct-table", "Table", which),
-      field("director-correct-totals", "Game points by seat", totals, "One number a seat, in seat order: 5, 10, 0, 11."),
+    const setAbsences = tick("director-correct-absences", t("org.setAbsences"));
+    parts.push(tool(t("org.correctTitle"),
+      field("director-correct-table", t("col.table"), which),
+      field("director-correct-totals", t("org.totals"), totals, t("org.totalsNote")),
       setAbsences,
-      field("director-correct-leavers", "Seats that left, first to leave first", leavers),
-      field("director-correct-absent", "Seats that never came", absent),
-      button("director-correct", "Correct it", (self) => void direct("Could not correct it", "Corrected: the standings follow.", self,
+      field("director-correct-leavers", t("org.leavers"), leavers),
+      field("director-correct-absent", t("org.absent"), absent),
+      button("director-correct", t("org.correct"), (self) => void direct(t("org.couldNotCorrect"), t("org.corrected"), self,
         (id, reason, headers) => {
           const [round, table] = which.value.split(":").map(Number);
           const seatTotals = numbersOf(totals.value);
           const left = numbersOf(leavers.value);
           const never = numbersOf(absent.value);
-          if (!seatTotals || !left || !never) throw new Unready("Write whole numbers, separated by commas.");
+          if (!seatTotals || !left || !never) throw new Unready(t("org.wholeNumbers"));
           return admin.correctChampionshipResult({
             championshipId: id, roundNumber: round ?? 0, tableNumber: table ?? 0, totals: seatTotals,
             setAbsences: isTicked("director-correct-absences"), leaverSeats: left, noShowSeats: never, reason,
           }, { headers });
         }))));
   }
-  if (!parts.length) parts.push(element("p", "Nothing to do now.", { class: "note" }));
+  if (!parts.length) parts.push(element("p", t("org.nothing"), { class: "note" }));
   // What the operator chose or typed stays, where it still fits (a change redraws the tools).
   const kept = new Map(Array.from(tools.querySelectorAll<HTMLInputElement | HTMLSelectElement>("input, select"),
     (input) => [input.id, input instanceof HTMLInputElement && input.type === "checkbox" ? String(input.checked) : input.value]));

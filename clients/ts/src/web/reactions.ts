@@ -6,17 +6,19 @@
 import { Reaction } from "../gen/copas/v1/copas_pb.js";
 import { refusal } from "../copas.js";
 import { $, element } from "./dom.js";
+import { reactionIcon } from "./faces.js";
+import { type Key, t } from "./i18n.js";
 import { state } from "./state.js";
 
-const SHOWN_MS = 2500;
+const SHOWN_MS = 4500; // long enough to be noticed between two cards
 
-/** Each reaction: its sign and its words (the button's accessible name says both). */
-export const REACTIONS: ReadonlyArray<[Reaction, string, string]> = [
-  [Reaction.GOOD_GAME, "🤝", "Good game"],
-  [Reaction.NICE, "👍", "Nice"],
-  [Reaction.OOPS, "😬", "Oops"],
-  [Reaction.THANKS, "🙏", "Thanks"],
-  [Reaction.WOW, "😮", "Wow"],
+/** Each reaction and its words (its icon, an SVG of faces.ts, is decoration). */
+export const REACTIONS: ReadonlyArray<[Reaction, Key]> = [
+  [Reaction.GOOD_GAME, "reaction.GOOD_GAME"],
+  [Reaction.NICE, "reaction.NICE"],
+  [Reaction.OOPS, "reaction.OOPS"],
+  [Reaction.THANKS, "reaction.THANKS"],
+  [Reaction.WOW, "reaction.WOW"],
 ];
 
 const shown = new Map<number, { reaction: Reaction; until: number }>(); // seat -> its reaction
@@ -29,14 +31,14 @@ export type Send = (tableId: string, reaction: Reaction, headers: Record<string,
 export function startReactions(send: Send): void {
   const row = $("reactions");
   row.replaceChildren(
-    ...REACTIONS.map(([reaction, sign, words]) => {
+    ...REACTIONS.map(([reaction, words]) => {
       const button = element("button", "", {
         type: "button",
         class: "reaction-button",
         "data-reaction": Reaction[reaction],
-        "aria-label": `React: ${words}`,
+        "aria-label": t("reaction.label", { words: t(words) }),
       });
-      button.append(element("span", sign, { "aria-hidden": "true" }), " ", element("span", words));
+      button.append(reactionIcon(reaction), " ", element("span", t(words)));
       button.addEventListener("click", () => void react(send, reaction));
       return button;
     }),
@@ -67,7 +69,7 @@ export function showRow(isSeated: boolean): void {
   $("reactions").hidden = !isSeated;
 }
 
-/** A reaction the stream showed: by its seat, for a couple of seconds. */
+/** A reaction the stream showed: by its seat, for a few seconds. */
 export function noteReaction(seat: number, reaction: Reaction): void {
   shown.set(seat, { reaction, until: performance.now() + SHOWN_MS });
   decorateSeats();
@@ -83,7 +85,7 @@ export function decorateSeats(): void {
     const about = found && REACTIONS.find(([r]) => r === found.reaction);
     if (!about) continue;
     const bubble = element("span", "", { class: "reaction", "data-reaction": Reaction[about[0]] });
-    bubble.append(element("span", about[1], { "aria-hidden": "true" }), " ", about[2]);
+    bubble.append(reactionIcon(about[0]), " ", t(about[1]));
     item.append(bubble);
   }
   if (timer !== undefined) clearTimeout(timer);

@@ -8,7 +8,8 @@ import type { Client } from "@connectrpc/connect";
 import { type CopasService, Phase, type TableSummary, type TableView } from "../gen/copas/v1/copas_pb.js";
 import { isOver, refusal } from "../copas.js";
 import type { Session } from "./state.js";
-import { refusalWords } from "./words.js";
+import { t } from "./i18n.js";
+import { listNames, refusalWords } from "./words.js";
 
 export interface RematchPorts {
   client: Client<typeof CopasService>;
@@ -47,16 +48,16 @@ export function isRematchGame(view: TableView | undefined, session: Session | un
 
 /** The button's words at the end of a game. */
 export function againLabel(view: TableView | undefined, session: Session | undefined): string {
-  if (!isRematchGame(view, session)) return "Play again";
-  return rematch.tableId === view?.tableId && rematch.rematchId ? "Accept the rematch" : "Rematch";
+  if (!isRematchGame(view, session)) return t("again.play");
+  return t(rematch.tableId === view?.tableId && rematch.rematchId ? "again.accept" : "again.rematch");
 }
 
 /** The offer's line under the standings ("" when none). */
 export function offerText(view: TableView | undefined): string {
   if (!view || rematch.tableId !== view.tableId || !rematch.rematchId) return "";
   const who = rematch.offeredBy.filter((name) => name);
-  const names = who.length ? who.join(" and ") : "Someone";
-  return `${names} ${who.length > 1 ? "offer" : "offers"} a rematch: the same seats at a new table.`;
+  const names = who.length ? listNames(who) : t("rematch.someone");
+  return t("rematch.offer", { names, n: Math.max(who.length, 1) });
 }
 
 /** What the standings must redraw on. */
@@ -121,7 +122,7 @@ export async function acceptRematch(session: Session): Promise<void> {
     const answer = await given.client.rematch({ tableId: session.tableId, requestId }, { headers });
     seated(session.tableId, answer.table, answer.playerToken, answer.seat);
   } catch (error) {
-    rematch.error = `No rematch. ${refusalWords(refusal(error))}`;
+    rematch.error = t("rematch.refused", { why: refusalWords(refusal(error)) });
     rematch.isBusy = false;
     given.render();
   }

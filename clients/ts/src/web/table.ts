@@ -6,24 +6,28 @@
 import type { Card } from "../gen/copas/v1/cards_pb.js";
 import { GameEndReason, MoonChoice, PassDirection, Phase, type TableSummary, type TableView, type Trick } from "../gen/copas/v1/copas_pb.js";
 import { isOver, mustAct, sameCard } from "../copas.js";
+import { onAttention } from "./attention.js";
 import { $, element, redraw } from "./dom.js";
+import { faceSvg, suitLetter } from "./faces.js";
 import { isLegal, whyNot } from "./hints.js";
 import { type Leaving, passedCards, sendAway } from "./passing.js";
 import { againLabel, linkTable, offerText, rematch, rematchKey } from "./rematch.js";
 import { onTurn } from "./sound.js";
 import { type Actions, isBusy, state } from "./state.js";
+import { t } from "./i18n.js";
 import {
   cardName,
   cardPoints,
   clockName,
-  DIRECTION_WORD,
+  DIRECTION_NAME,
+  directionWords,
   endReasonWords,
   isRed,
   lengthName,
   listNames,
-  MOON_CHOICE_BUTTON,
-  MOON_RULE_NAME,
+  moonChoiceButton,
   moonOutcome,
+  moonRuleName,
   ordinal,
   presetName,
   pretty,
@@ -62,20 +66,19 @@ export function passPartner(view: TableView, seat: number, way: "towards" | "fro
 }
 
 function you(view: TableView, seat: number): string {
-  return seat === view.seat ? "you" : seatName(view, seat);
+  return seat === view.seat ? t("seat.you") : seatName(view, seat);
 }
 
-/** A card as the page draws it: "Q" over "♠" for the eye; for a screen reader "queen of
- * spades" (an image's label, or a button's own text, so that its name holds what it says). */
+/** A card as the page draws it: its SVG face (faces.ts) for the eye; for a screen reader
+ * "queen of spades" (an image's label, or a button's own text, so that its name holds what
+ * it says). */
 export function cardFace(card: Card, tag: "span" | "button" = "span", spoken = cardName(card)): HTMLElement {
   const face = element(tag, "", { "data-card": card.text });
   if (tag === "span") face.setAttribute("role", "img");
   if (tag === "span") face.setAttribute("aria-label", spoken);
   face.className = isRed(card) ? "card red" : "card";
-  face.append(
-    element("span", card.text.slice(0, -1), { class: "rank", "aria-hidden": "true" }),
-    element("span", SUIT_SYMBOL[card.suit] ?? "?", { class: "suit", "aria-hidden": "true" }),
-  );
+  face.dataset.suit = suitLetter(card.suit);
+  face.append(faceSvg(card.text.slice(0, -1), card.suit));
   if (tag === "button") face.append(element("span", spoken, { class: "visually-hidden" }));
   return face;
 }
@@ -135,7 +138,7 @@ export function render(actions: Actions, summary: TableSummary | undefined): voi
   $("error").dataset.reason = state.errorReason;
   $("hint").textContent = state.hint;
   if (!view) {
-    $("status").textContent = "Connecting…";
+    $("status").textContent = t("table.connecting");
     return;
   }
   $("felt").dataset.players = String(view.players.length);
@@ -151,6 +154,7 @@ export function render(actions: Actions, summary: TableSummary | undefined): voi
   renderStandings(view, actions);
   renderLookBack(view);
   onTurn(mustAct(view) && !isBusy());
+  onAttention(mustAct(view) && !isBusy(), summary?.displayName ?? "");
   const isSeated = !!state.session?.token && !isOver(view);
   $("leave").hidden = !isSeated;
   // A seated player leaves with "Leave the table"; the game-over screen has its own way out.
@@ -159,20 +163,20 @@ export function render(actions: Actions, summary: TableSummary | undefined): voi
 }
 
 function renderHeader(view: TableView | undefined, summary: TableSummary | undefined): void {
-  const watching = state.session?.token ? "" : "Watching: ";
-  $("game-title").textContent = watching + (summary?.displayName || "Open table");
+  const name = summary?.displayName || t("lobby.openTable");
+  $("game-title").textContent = state.session?.token ? name : t("table.watching", { name });
   const rules = view?.rules ?? summary?.rules;
   const preset = presetName(summary?.preset ?? "");
   const length = lengthName(rules);
   const parts = [
     preset,
     length.toLowerCase() === preset.toLowerCase() ? "" : length, // not "One hand · one hand"
-    rules ? MOON_RULE_NAME[rules.moon] ?? "" : "",
+    rules ? moonRuleName(rules.moon) : "",
     clockName(rules),
   ];
   if (view && view.handNumber >= 0) {
-    const of = rules && rules.maxHands > 0 ? ` of ${rules.maxHands}` : "";
-    parts.unshift(`Hand ${view.handNumber + 1}${of}`);
+    const n = view.handNumber + 1;
+    parts.unshift(rules && rules.maxHands > 0 ? t("table.handOf", { n, of: rules.maxHands }) : t("table.hand", { n }));
   }
   $("game-info").textContent = parts.filter(Boolean).join(" · ");
 }
@@ -183,19 +187,19 @@ function doing(view: TableView, seat: number): string {
   const player = view.players[seat];
   if (!player) return "";
   const toAct = view.toAct.includes(seat) && !view.pausedUntil;
-  if (view.phase === Phase.PASSING) return player.hasPassed ? "passed ✓" : toAct ? "choosing a pass" : "";
-  if (view.phase === Phase.MOON_CHOICE && toAct) return "choosing the moon";
-  if (view.phase === Phase.PLAYING && toAct) return seat === view.seat ? "your turn" : "to play";
+  if (view.phase === Phase.PASSING) return player.hasPassed ? t("doing.passed") : toAct ? t("doing.choosingPass") : "";
+  if (view.phase === Phase.MOON_CHOICE && toAct) return t("doing.choosingMoon");
+  if (view.phase === Phase.PLAYING && toAct) return t(seat === view.seat ? "doing.yourTurn" : "doing.toPlay");
   return "";
 }
 
 function presence(view: TableView, seat: number): { text: string; kind: string } {
   const player = view.players[seat]!;
-  if (view.phase === Phase.WAITING_FOR_PLAYERS && !player.displayName) return { text: "free seat", kind: "free" };
-  if (player.hasLeft) return { text: "left the game", kind: "left" };
-  if (player.isBot) return { text: "bot", kind: "bot" };
-  if (player.isAway) return { text: "away: the table plays for them", kind: "away" };
-  return player.isConnected ? { text: "here", kind: "here" } : { text: "away", kind: "away" };
+  if (view.phase === Phase.WAITING_FOR_PLAYERS && !player.displayName) return { text: t("presence.free"), kind: "free" };
+  if (player.hasLeft) return { text: t("presence.left"), kind: "left" };
+  if (player.isBot) return { text: t("presence.bot"), kind: "bot" };
+  if (player.isAway) return { text: t("presence.awayPlayed"), kind: "away" };
+  return player.isConnected ? { text: t("presence.here"), kind: "here" } : { text: t("presence.away"), kind: "away" };
 }
 
 function renderSeats(view: TableView): void {
@@ -218,8 +222,8 @@ function renderSeats(view: TableView): void {
         "data-away": String(player.isAway),
       });
       const name = element("div", "", { class: "name" });
-      name.append(element("span", isWaiting && !player.displayName ? "Free seat" : seatName(view, seat)));
-      if (seat === view.seat) name.append(" ", element("span", "you", { class: "tag you" }));
+      name.append(element("span", isWaiting && !player.displayName ? t("seat.free") : seatName(view, seat)));
+      if (seat === view.seat) name.append(" ", element("span", t("seat.you"), { class: "tag you" }));
       const here = presence(view, seat);
       const line = element("div", "", { class: `presence ${here.kind}` });
       line.append(element("span", "", { class: "dot", "aria-hidden": "true" }), here.text);
@@ -228,11 +232,11 @@ function renderSeats(view: TableView): void {
         const numbers = element("div", "", { class: "numbers" });
         const hand = element("span", "", { class: "stat", "data-hand-points": String(player.handPoints) });
         // Each number in a box as wide as its most digits: a line wraps the same whatever they say.
-        hand.append(element("span", "hand", { class: "label" }), " ", element("span", String(player.handPoints), { class: "value two" }));
+        hand.append(element("span", t("seat.handLabel"), { class: "label" }), " ", element("span", String(player.handPoints), { class: "value two" }));
         const total = element("span", "", { class: "stat", "data-total": String(player.total) });
-        total.append(element("span", "total", { class: "label" }), " ", element("span", String(player.total), { class: "value three" }));
+        total.append(element("span", t("seat.totalLabel"), { class: "label" }), " ", element("span", String(player.total), { class: "value three" }));
         const count = element("span", "", { class: "stat count", "data-card-count": String(player.cardCount) });
-        count.append(element("span", "cards", { class: "label" }), " ", element("span", String(player.cardCount), { class: "value two" }));
+        count.append(element("span", t("seat.cardsLabel"), { class: "label" }), " ", element("span", String(player.cardCount), { class: "value two" }));
         numbers.append(hand, total, count);
         item.append(numbers);
       }
@@ -249,9 +253,9 @@ function renderSeats(view: TableView): void {
       let note = "";
       if (seat === target && view.seat !== undefined) {
         item.dataset.receives = "true";
-        note = `gets your pass ${ARROW[pos] ?? ""}`;
+        note = t("seat.getsPass", { arrow: ARROW[pos] ?? "" });
       }
-      if (seat === source) note = "passed to you";
+      if (seat === source) note = t("seat.passedToYou");
       if (!isWaiting) item.append(element("div", note, { class: "pass-note" })); // empty, it keeps its line
       return item;
     }),
@@ -264,7 +268,7 @@ function takenLine(cards: Card[]): HTMLElement {
   if (!cards.length) return box;
   const queen = cards.find((c) => c.text === "QS");
   const hearts = cards.filter((c) => c !== queen).sort((a, b) => a.rank - b.rank);
-  box.append(element("span", "took", { class: "label" }));
+  box.append(element("span", t("seat.took"), { class: "label" }));
   if (queen) {
     const chip = cardFace(queen);
     chip.classList.add("mini");
@@ -274,8 +278,8 @@ function takenLine(cards: Card[]): HTMLElement {
     const chip = element("span", `♥${hearts.length}`, {
       class: "hearts",
       "data-taken": hearts.map((c) => c.text).join(" "),
-      title: `took ${hearts.map(pretty).join(" ")}`,
-      "aria-label": `${hearts.length} heart${hearts.length === 1 ? "" : "s"}`,
+      title: t("seat.tookCards", { cards: hearts.map(pretty).join(" ") }),
+      "aria-label": t("seat.hearts", { n: hearts.length }),
       role: "img",
     });
     box.append(chip);
@@ -300,17 +304,17 @@ function renderCenter(view: TableView): void {
       : undefined;
     const queenOnTable = view.trick?.cards.some((c) => c.card?.text === "QS");
     const items = [
-      element("span", view.heartsBroken ? "♥ hearts broken" : "♥ hearts not broken", {
+      element("span", t(view.heartsBroken ? "fact.broken" : "fact.notBroken"), {
         class: view.heartsBroken ? "fact broken" : "fact",
         "data-hearts-broken": String(view.heartsBroken),
       }),
-      element("span", `trick ${Math.min(view.trickNumber + 1, 13)}`, { class: "fact" }),
+      element("span", t("fact.trick", { n: Math.min(view.trickNumber + 1, 13) }), { class: "fact" }),
     ];
     if (queenTaker !== undefined) {
       const queen = { class: "fact queen", "data-queen": String(queenTaker) };
-      items.push(element("span", `Q♠ taken by ${you(view, queenTaker)}`, queen));
+      items.push(element("span", t("fact.queenTaken", { name: you(view, queenTaker) }), queen));
     } else if (queenOnTable) {
-      items.push(element("span", "Q♠ on the table", { class: "fact queen" }));
+      items.push(element("span", t("fact.queenOnTable"), { class: "fact queen" }));
     }
     facts.replaceChildren(...items);
   }
@@ -338,26 +342,25 @@ function renderCenter(view: TableView): void {
       return spot;
     }),
   );
-  trickBox.setAttribute("aria-label", isCollecting ? "Last trick" : "Cards on the table");
+  trickBox.setAttribute("aria-label", t(isCollecting ? "trick.last" : "game.trick"));
 
   const note = $("trick-note");
   let text = "";
   if (isCollecting) {
     const points = last.reduce((sum, c) => sum + (c.card ? cardPoints(c.card) : 0), 0);
-    const who = winner === view.seat ? "You take" : `${seatName(view, winner!)} takes`;
-    text = `${who} the trick${points ? ` (${points} point${points === 1 ? "" : "s"})` : ""}`;
+    text = winner === view.seat ? t("trick.youTake", { n: points }) : t("trick.takes", { n: points, name: seatName(view, winner!) });
   } else if (view.phase === Phase.PLAYING && !live.length && view.toAct.length && !view.pausedUntil) {
     const leader = view.toAct[0]!;
-    text = leader === view.seat ? "Your lead" : `${seatName(view, leader)} leads`;
-    if (view.trickNumber === 0 && view.passDirection === PassDirection.HOLD) text += " · no passing this hand";
+    text = leader === view.seat ? t("trick.yourLead") : t("trick.leads", { name: seatName(view, leader) });
+    if (view.trickNumber === 0 && view.passDirection === PassDirection.HOLD) text = t("trick.noPassing", { text });
   }
   note.textContent = text;
   note.hidden = !isPlaying; // empty, it keeps its line
 
   // The pass: an arrow to whoever gets your three cards.
   const pass = $("pass-direction");
-  const direction = DIRECTION_WORD[view.passDirection] ?? "hold";
-  pass.dataset.direction = direction;
+  pass.dataset.direction = DIRECTION_NAME[view.passDirection] ?? "hold";
+  const direction = directionWords(view.passDirection);
   pass.hidden = !isPassing;
   if (!isPassing) pass.replaceChildren(); // out of sight, it keeps no card
   if (isPassing) {
@@ -368,12 +371,12 @@ function renderCenter(view: TableView): void {
     const arrow = element("span", ARROW[pos] ?? "", { class: "arrow", "aria-hidden": "true" });
     const words = element("p", "", { class: "pass-words" });
     if (seat === undefined || target === undefined) {
-      words.textContent = `Everyone passes three cards ${direction}`;
+      words.textContent = t("pass.everyone", { direction });
     } else if (view.passChoice.length) {
-      words.append(`You passed to ${seatName(view, target)}: `, ...view.passChoice.map((c) => cardFace(c)));
+      words.append(t("pass.youPassed", { name: seatName(view, target) }), ...view.passChoice.map((c) => cardFace(c)));
       pass.classList.add("done");
     } else {
-      words.textContent = `Pass three cards ${direction}, to ${seatName(view, target)}`;
+      words.textContent = t("pass.three", { direction, name: seatName(view, target) });
       pass.classList.remove("done");
     }
     pass.replaceChildren(arrow, words);
@@ -384,7 +387,7 @@ function renderCenter(view: TableView): void {
   share.hidden = !(isWaiting && state.session?.token);
   if (!share.hidden) {
     const free = view.players.filter((p) => !p.displayName).length;
-    $("share-text").textContent = `Waiting for ${free} more player${free === 1 ? "" : "s"}. Send your friends this link:`;
+    $("share-text").textContent = t("share.waiting", { n: free });
     const link = $<HTMLInputElement>("share-link");
     const url = shareLink(linkTable(view.tableId));
     if (link.value !== url) link.value = url;
@@ -409,7 +412,7 @@ function renderHand(view: TableView, actions: Actions): void {
   const faces = view.hand.map((card) => {
     const isReceived = view.received.some((c) => sameCard(c, card));
     const why = whyDim(view, card, isPassing, isPlaying);
-    const spoken = [cardName(card), isReceived ? "passed to you" : "", why ? why[0]!.toLowerCase() + why.slice(1) : ""]
+    const spoken = [cardName(card), isReceived ? t("hand.passedToYou") : "", why ? why[0]!.toLowerCase() + why.slice(1) : ""]
       .filter(Boolean)
       .join(", ");
     const face = cardFace(card, "button", spoken) as HTMLButtonElement;
@@ -420,6 +423,7 @@ function renderHand(view: TableView, actions: Actions): void {
     if (isReceived) {
       face.classList.add("received");
       face.dataset.received = "true";
+      face.dataset.newLabel = t("hand.new");
     }
     if (isPlayable) {
       face.classList.add("legal");
@@ -450,24 +454,24 @@ function renderHand(view: TableView, actions: Actions): void {
   pass.disabled = state.chosen.length !== 3;
   pass.textContent =
     state.chosen.length === 3
-      ? `Pass ${state.chosen.map(pretty).join(" ")}`
-      : `Choose ${3 - state.chosen.length} more card${state.chosen.length === 2 ? "" : "s"} to pass`;
+      ? t("hand.pass", { cards: state.chosen.map(pretty).join(" ") })
+      : t("hand.chooseMore", { n: 3 - state.chosen.length });
 }
 
 /** Why a card of the hand cannot be used now (empty when it can). */
 function whyDim(view: TableView, card: Card, isPassing: boolean, isPlaying: boolean): string {
   if (isPassing || (isPlaying && isLegal(view, card))) return "";
-  if (isPlaying) return whyNot(view, card)?.text ?? "Not playable now";
-  if (isBusy()) return "Your move is on its way";
-  if (view.isHeld) return "The championship is paused";
-  if (view.pausedUntil) return "The table is pausing";
-  if (view.phase === Phase.PASSING && view.passChoice.length) return "You passed: waiting for the others";
-  const turnOf = view.toAct.length ? listNames(view.toAct.map((s) => seatName(view, s))) : "";
-  return turnOf ? `Wait: ${turnOf} to ${view.phase === Phase.PASSING ? "pass" : "play"}` : "Not your turn";
+  if (isPlaying) return whyNot(view, card)?.text ?? t("why.notPlayable");
+  if (isBusy()) return t("why.onItsWay");
+  if (view.isHeld) return t("why.held");
+  if (view.pausedUntil) return t("why.pausing");
+  if (view.phase === Phase.PASSING && view.passChoice.length) return t("why.passed");
+  const names = view.toAct.length ? listNames(view.toAct.map((s) => seatName(view, s))) : "";
+  return names ? t(view.phase === Phase.PASSING ? "why.waitPass" : "why.waitPlay", { names }) : t("why.notYourTurn");
 }
 
 function explain(why: string): void {
-  state.hint = why ? `${why}.` : "";
+  state.hint = why ? t("hint.sentence", { text: why }) : "";
   $("hint").textContent = state.hint;
 }
 
@@ -498,37 +502,37 @@ function renderStatus(view: TableView): void {
   let turn = "other";
   if (view.phase === Phase.WAITING_FOR_PLAYERS) {
     const free = view.players.filter((p) => !p.displayName).length;
-    text = `Waiting for ${free} more player${free === 1 ? "" : "s"}…`;
+    text = t("status.waiting", { n: free });
   } else if (isOver(view)) {
-    text = "Game over.";
+    text = t("status.over");
   } else if (view.isHeld) {
-    text = "Paused: the championship's organizer paused it. Play goes on when they resume it, each turn with its whole time.";
+    text = t("status.held");
   } else if (isHandPause(view)) {
-    text = `Hand ${view.handNumber} scored.`;
+    text = t("status.scored", { n: view.handNumber });
   } else if (view.pausedUntil) {
     const winner = view.lastTrickWinner;
     text =
-      winner === undefined ? "A short pause…" : winner === me ? "You take the trick." : `${seatName(view, winner)} takes the trick.`;
+      winner === undefined ? t("status.pause") : winner === me ? t("status.youTake") : t("status.takes", { name: seatName(view, winner) });
   } else if (mustAct(view) && view.phase === Phase.PASSING) {
     const target = passPartner(view, me!, "towards");
     const to = target === undefined ? "?" : seatName(view, target);
-    text = `Your turn: choose three cards to pass ${DIRECTION_WORD[view.passDirection]}, to ${to}.`;
+    text = t("status.passTurn", { direction: directionWords(view.passDirection), name: to });
     turn = "you";
   } else if (mustAct(view) && view.phase === Phase.MOON_CHOICE) {
-    text = "You shot the moon! Choose how it scores.";
+    text = t("status.moonTurn");
     turn = "you";
   } else if (mustAct(view)) {
     const led = view.trick?.cards[0]?.card;
-    text = led ? `Your turn: play a card (${SUIT_SYMBOL[led.suit]} led).` : "Your turn: lead a card.";
+    text = led ? t("status.playLed", { suit: SUIT_SYMBOL[led.suit] ?? "?" }) : t("status.lead");
     turn = "you";
   } else if (view.phase === Phase.PASSING) {
-    text = names ? `Waiting for ${names} to pass.` : "Passing…";
+    text = names ? t("status.waitPass", { names }) : t("status.passing");
   } else if (view.phase === Phase.MOON_CHOICE) {
-    text = `${names} shot the moon and is choosing how it scores.`;
+    text = t("status.moonOther", { names });
   } else {
-    text = names ? `${names} to play.` : "";
+    text = names ? t("status.toPlay", { names }) : "";
   }
-  if (state.isBusy) text = "Sending your move…";
+  if (state.isBusy) text = t("status.sending");
   $("status").textContent = text;
   $("turn").dataset.turn = turn;
   $("game").dataset.turn = turn;
@@ -546,11 +550,11 @@ function renderMoon(view: TableView, actions: Actions): void {
     choices.map((choice) => {
       const effect =
         choice === MoonChoice.SUBTRACT_FROM_SELF
-          ? `your total ${total} → ${Math.max(0, total - 26)}`
-          : "everyone else's total +26";
+          ? t("moon.yourTotal", { from: total, to: Math.max(0, total - 26) })
+          : t("moon.othersTotal");
       const button = element("button", "", { type: "button", "data-choice": MoonChoice[choice] });
       button.append(
-        element("span", MOON_CHOICE_BUTTON[choice] ?? MoonChoice[choice], { class: "big" }),
+        element("span", moonChoiceButton(choice), { class: "big" }),
         element("span", effect, { class: "small" }),
       );
       button.addEventListener("click", () => actions.chooseMoon(choice));
@@ -589,18 +593,19 @@ function renderHandScore(view: TableView): void {
   box.hidden = !isHandPause(view) || !hand;
   if (box.hidden || !hand) return;
   redraw(box, `${hand.handNumber}:${view.seat}`, () => {
-    const nodes: Node[] = [element("h3", `Hand ${hand.handNumber + 1} scored`, { id: "hand-score-title" })];
+    const nodes: Node[] = [element("h3", t("score.handScored", { n: hand.handNumber + 1 }), { id: "hand-score-title" })];
     if (hand.moonShooter !== undefined) {
-      const who = hand.moonShooter === view.seat ? "You" : seatName(view, hand.moonShooter);
-      nodes.push(element("p", `🌙 ${who} shot the moon and ${moonOutcome(hand.moonChoice)}!`, { class: "moon-line" }));
+      const isYou = hand.moonShooter === view.seat;
+      const who = isYou ? t("moon.you") : seatName(view, hand.moonShooter);
+      nodes.push(element("p", t("moon.line", { who, outcome: moonOutcome(hand.moonChoice, isYou) }), { class: "moon-line" }));
     }
     nodes.push(
       scoreTable(
-        `Hand ${hand.handNumber + 1}`,
-        ["Player", "Took", "Scored", "Total"],
+        t("table.hand", { n: hand.handNumber + 1 }),
+        [t("col.player"), t("col.took"), t("col.scored"), t("col.total")],
         hand.totals.map((total, seat) => ({
           cells: [
-            seat === view.seat ? `${seatName(view, seat)} (you)` : seatName(view, seat),
+            seat === view.seat ? t("score.you", { name: seatName(view, seat) }) : seatName(view, seat),
             hand.taken[seat] ?? 0,
             `+${hand.points[seat] ?? 0}`,
             total,
@@ -619,11 +624,11 @@ export function resultTitle(view: TableView): string {
   const standings = view.standings;
   const winners = standings.filter((s) => s.place === 1 && !s.hasLeft).map((s) => seatName(view, s.seat));
   const mine = standings.find((s) => s.seat === view.seat);
-  if (!mine) return winners.length > 1 ? `${listNames(winners)} share the win` : `${winners[0] ?? "Nobody"} wins`;
-  if (mine.hasLeft) return `You left the game: placed ${ordinal(mine.place)}`;
+  if (!mine) return winners.length > 1 ? t("result.shareWin", { names: listNames(winners) }) : t("result.wins", { name: winners[0] ?? t("result.nobody") });
+  if (mine.hasLeft) return t("result.left", { place: ordinal(mine.place) });
   const shared = standings.some((s) => s.seat !== mine.seat && s.place === mine.place && !s.hasLeft);
-  if (mine.place === 1) return shared ? "You share 1st place!" : "You won!";
-  return shared ? `You share ${ordinal(mine.place)} place` : `You finished ${ordinal(mine.place)}`;
+  if (mine.place === 1) return t(shared ? "result.shareFirst" : "result.won");
+  return t(shared ? "result.sharePlace" : "result.finished", { place: ordinal(mine.place) });
 }
 
 function renderStandings(view: TableView, actions: Actions): void {
@@ -637,7 +642,9 @@ function renderStandings(view: TableView, actions: Actions): void {
     if (mine?.place === 1 && !mine.hasLeft) heading.classList.add("won");
     const places = view.standings.map((s) => {
       const isTie = view.standings.some((o) => o.seat !== s.seat && o.place === s.place);
-      const name = seatName(view, s.seat) + (s.seat === view.seat ? " (you)" : "") + (s.hasLeft ? " (left)" : "");
+      let name = seatName(view, s.seat);
+      if (s.seat === view.seat) name = t("score.you", { name });
+      if (s.hasLeft) name = t("score.left", { name });
       return {
         cells: [`${isTie ? "=" : ""}${ordinal(s.place)}`, (s.place === 1 && !s.hasLeft ? "★ " : "") + name, s.total],
         attributes: {
@@ -652,7 +659,7 @@ function renderStandings(view: TableView, actions: Actions): void {
     const again = element("button", againLabel(view, state.session), { type: "button", id: "again", class: "primary" });
     again.disabled = rematch.isBusy;
     again.addEventListener("click", actions.playAgain);
-    const lobby = element("button", "Back to the lobby", { type: "button", id: "to-lobby" });
+    const lobby = element("button", t("game.back"), { type: "button", id: "to-lobby" });
     lobby.addEventListener("click", actions.toLobby);
     const buttons = element("p", "", { class: "buttons" });
     buttons.append(again, " ", lobby);
@@ -662,14 +669,14 @@ function renderStandings(view: TableView, actions: Actions): void {
     const shooter = hand?.moonShooter;
     const moon =
       hand && shooter !== undefined
-        ? [element("p", `🌙 ${shooter === view.seat ? "You" : seatName(view, shooter)} shot the moon in the last hand and ${moonOutcome(hand.moonChoice)}!`, { class: "moon-line" })]
+        ? [element("p", t("moon.lineLast", { who: shooter === view.seat ? t("moon.you") : seatName(view, shooter), outcome: moonOutcome(hand.moonChoice, shooter === view.seat) }), { class: "moon-line" })]
         : [];
     return [
       heading,
       element("p", endReasonWords(view.endReason), { class: "end-reason", "data-reason": GameEndReason[view.endReason] ?? String(view.endReason) }),
       ...moon,
-      scoreTable("Final standings", ["Place", "Player", "Total"], places, "final-standings"),
-      ...(state.hands.size ? [element("h4", "Score sheet", { class: "sheet-title" }), scoreSheet(view, "final-sheet")] : []),
+      scoreTable(t("score.final"), [t("col.place"), t("col.player"), t("col.total")], places, "final-standings"),
+      ...(state.hands.size ? [element("h4", t("game.sheet"), { class: "sheet-title" }), scoreSheet(view, "final-sheet")] : []),
       offer,
       buttons,
       refused,
@@ -767,11 +774,11 @@ function moveCards(view: TableView, was: CardsBefore): void {
 export function scoreSheet(view: TableView, id: string): HTMLTableElement {
   const hands = [...state.hands.values()].sort((a, b) => a.handNumber - b.handNumber);
   const table = element("table", "", { id, class: "sheet" });
-  table.append(element("caption", "Every hand's points", { class: "visually-hidden" }));
+  table.append(element("caption", t("score.sheetCaption"), { class: "visually-hidden" }));
   const head = element("tr");
-  head.append(element("th", "Hand", { scope: "col" }));
+  head.append(element("th", t("col.hand"), { scope: "col" }));
   for (const player of view.players) {
-    const name = seatName(view, player.seat) + (player.seat === view.seat ? " (you)" : "");
+    const name = player.seat === view.seat ? t("score.you", { name: seatName(view, player.seat) }) : seatName(view, player.seat);
     head.append(element("th", name, { scope: "col", "data-seat": String(player.seat) }));
   }
   const thead = element("thead");
@@ -779,7 +786,7 @@ export function scoreSheet(view: TableView, id: string): HTMLTableElement {
   const body = element("tbody");
   for (const hand of hands) {
     const row = element("tr", "", { "data-hand": String(hand.handNumber) });
-    row.append(element("th", `Hand ${hand.handNumber + 1}`, { scope: "row" }));
+    row.append(element("th", t("table.hand", { n: hand.handNumber + 1 }), { scope: "row" }));
     view.players.forEach((player) => {
       const points = hand.points[player.seat] ?? 0;
       const isShooter = hand.moonShooter === player.seat;
@@ -789,14 +796,14 @@ export function scoreSheet(view: TableView, id: string): HTMLTableElement {
       });
       if (isShooter) {
         cell.dataset.moon = "true";
-        cell.title = "shot the moon";
+        cell.title = t("moon.shot");
       }
       row.append(cell);
     });
     body.append(row);
   }
   const totals = element("tr", "", { class: "totals" });
-  totals.append(element("th", "Total", { scope: "row" }));
+  totals.append(element("th", t("col.total"), { scope: "row" }));
   for (const player of view.players) {
     totals.append(element("td", String(player.total), { "data-seat": String(player.seat), "data-total": String(player.total) }));
   }
@@ -808,7 +815,7 @@ export function scoreSheet(view: TableView, id: string): HTMLTableElement {
 /** The last trick: each card by who played it, and who took it. */
 function lastTrickNodes(view: TableView): Node[] {
   const cards = view.lastTrick?.cards ?? [];
-  if (!cards.length) return [element("p", "No trick has been taken yet this hand.")];
+  if (!cards.length) return [element("p", t("lastTrick.none"))];
   const list = element("ol", "", { class: "last-trick-cards" });
   for (const played of cards) {
     const item = element("li", "", { "data-seat": String(played.seat) });
@@ -818,8 +825,9 @@ function lastTrickNodes(view: TableView): Node[] {
   }
   const winner = view.lastTrickWinner;
   const points = cards.reduce((sum, c) => sum + (c.card ? cardPoints(c.card) : 0), 0);
-  const who = winner === undefined ? "" : winner === view.seat ? "You took it" : `${seatName(view, winner)} took it`;
-  const line = element("p", who ? `${who}${points ? ` (${points} point${points === 1 ? "" : "s"})` : ""}.` : "", {
+  const who =
+    winner === undefined ? "" : winner === view.seat ? t("lastTrick.youTook", { n: points }) : t("lastTrick.took", { n: points, name: seatName(view, winner) });
+  const line = element("p", who, {
     class: "last-trick-winner",
     "data-winner": String(winner ?? ""),
   });
@@ -880,11 +888,11 @@ export function tick(): void {
   const moon = $("moon-countdown");
   if (next && view && isOver(view) && state.finalSummaryUntil !== undefined) {
     const left = Math.max(0, Math.ceil((state.finalSummaryUntil - performance.now()) / 1000));
-    next.textContent = `Final standings in ${left} s`;
+    next.textContent = t("score.finalIn", { n: left });
     next.dataset.seconds = String(left);
   }
   if (view?.isHeld && !isOver(view)) {
-    countdown.textContent = "Paused";
+    countdown.textContent = t("clock.paused");
     countdown.removeAttribute("data-seconds");
     countdown.classList.remove("urgent");
     moon.textContent = "";
@@ -905,14 +913,14 @@ export function tick(): void {
   countdown.dataset.seconds = String(seconds);
   const isUrgent = !paused && seconds <= 5;
   countdown.classList.toggle("urgent", isUrgent);
-  if (paused) countdown.textContent = `Play resumes in ${seconds} s`;
-  else if (mustAct(view)) countdown.textContent = `${seconds} s left`;
-  else countdown.textContent = `${seconds} s`;
+  if (paused) countdown.textContent = t("clock.resumes", { n: seconds });
+  else if (mustAct(view)) countdown.textContent = t("clock.left", { n: seconds });
+  else countdown.textContent = t("clock.seconds", { n: seconds });
   if (next) {
-    next.textContent = `Next hand in ${seconds} s`;
+    next.textContent = t("score.nextHand", { n: seconds });
     next.dataset.seconds = String(seconds);
   }
-  moon.textContent = view.phase === Phase.MOON_CHOICE && !paused ? `${seconds} s to choose` : "";
+  moon.textContent = view.phase === Phase.MOON_CHOICE && !paused ? t("clock.moon", { n: seconds }) : "";
   const share = paused || !Number.isFinite(limit) ? 1 : Math.min(1, leftMs / 1000 / limit);
   for (const fill of document.querySelectorAll<HTMLElement>("#seats .clock .fill")) {
     fill.style.transform = `scaleX(${share.toFixed(3)})`; // CSSOM: allowed by the page's CSP
