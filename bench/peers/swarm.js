@@ -77,17 +77,17 @@ class Pace {
   }
 
   sent(seat, progress) {
-    const now = Date.now();
+    const now = nowMs();
     this.sentAt.set(progress, [seat, now]);
     if (inWindow(this.counts, now)) this.counts.moves++;
   }
 
   viewed(seat, progress) { // the seat's view now shows every card before `progress`
-    const now = Date.now();
+    const now = nowMs();
     for (let card = Math.max(0, this.seen[seat]); card < progress; card++) {
       const sending = this.sentAt.get(card);
       if (sending && sending[0] !== seat && inWindow(this.counts, now)) {
-        this.counts.viewMs.push(now - sending[1]);
+        this.counts.viewMs.push(Math.round((now - sending[1]) * 1000) / 1000);
       }
     }
     this.seen[seat] = Math.max(this.seen[seat], progress);
@@ -96,6 +96,9 @@ class Pace {
   stop() { this.timers.forEach((timer) => clearTimeout(timer)); }
 }
 
+// The epoch in milliseconds, to the microsecond (Date.now() has whole milliseconds only).
+const { performance } = require("node:perf_hooks");
+const nowMs = () => performance.timeOrigin + performance.now();
 const inWindow = (counts, ms) => ms >= counts.windowStart && ms < counts.windowEnd;
 
 function random(seed) { // mulberry32, as hearts.js
