@@ -18,28 +18,29 @@ the cards played. Prints, per table count, each server's CPU ms per card and mov
 ``copas_vs_colyseus_cpu_ratio_<T>=`` (Copas's CPU per card over the peer's). Asserts nothing.
 Needs Node.js 20 and access to the npm registry (the first run installs).
 
-With ``--pace``, a human pace instead (`make bench-peers-pace`): T tables (250 and 1,000),
-4 connections per table, each seat waiting ``--move-interval`` (2 s) before each of its
+With ``--pace``, a human pace instead (`make bench-peers-pace`): T tables (250 and 1,000), 4
+connections per table, each seat waiting ``--move-interval`` (2 s) before each of its
 decisions, as `copas loadtest --move-interval` does (so a table plays a card about every 2 s
 plus the card's round trip), each table starting at a seeded random moment within the first
 interval (so the tables' cards spread over it rather than arrive together); a warm-up
-(``--warm-up``, 20 s: the tables made, their players seated) and then the steady window
-(``--duration``, 60 s) that alone is counted. Five servers, in turn, alternating their order
-over the rounds: Copas durable (its defaults: SQLite, fsync per group commit), Copas in
-memory (``--data-dir memory``), boardgame.io, Colyseus, and the floor: a bare grpc.aio
-Play-shaped echo (bench/echo_swarm.py: a message in on a player's stream, 350 bytes out to
-each of the table's 4 streams). The load generators run in processes of their own (a Node
-process per peer; bench/pace_driver.py for Copas, with `copas loadtest`'s bots, and for the
-echo, a process per 250 tables). Per server: CPU ms per card (utime+stime of the server's
-processes over the window, over the cards sent in it), cores (that CPU over the window's
-seconds), KB per table (the server's peak resident memory in the window over its memory idle,
-before the tables, divided by the tables) and the p50/p99 move-to-view latency as the clients
-see it over the window. Copas's and the echo's clocks start at the server's stamp of the card
-(accepted), the peers' at the client's sending it (they stamp nothing): the peers' figures
-include the request's way in, so read latency ratios loosely. Prints each round's figures,
-then the medians over the rounds (``pace_<server>_<figure>_<T>=``), a table, and the ratios
-of Copas (durable and memory) over each of the others (``pace_copas_vs_colyseus_cpu_ratio_250=``;
-``_p50_ratio``, ``_kb_ratio``). Asserts nothing.
+(``--warm-up``, 30 s: the tables made, their players seated; a round whose players were not all
+connected when the window opened, or whose pace fell short by a tenth, is flagged) and then the
+steady window (``--duration``, 60 s) that alone is counted. Five servers, in turn, alternating
+their order over the rounds: Copas durable (its defaults: SQLite, fsync per group commit),
+Copas in memory (``--data-dir memory``), boardgame.io, Colyseus, and the floor: a bare grpc.aio
+Play-shaped echo (bench/echo_swarm.py: a message in on a player's stream, 350 bytes out to each
+of the table's 4 streams). The load generators run in processes of their own (a Node process
+per peer; bench/pace_driver.py for Copas, with `copas loadtest`'s bots, and for the echo, a
+process per 250 tables). Per server: CPU ms per card (utime+stime of the server's processes
+over the window, over the cards sent in it), cores (that CPU over the window's seconds), KB per
+table (the server's peak resident memory in the window over its memory idle, before the tables,
+divided by the tables) and the p50/p99 move-to-view latency as the clients see it over the
+window. Copas's and the echo's clocks start at the server's stamp of the card (accepted), the
+peers' at the client's sending it (they stamp nothing): the peers' figures include the
+request's way in, so read latency ratios loosely. Prints each round's figures, then the medians
+over the rounds (``pace_<server>_<figure>_<T>=``), a table, and the ratios of Copas (durable
+and memory) over each of the others (``pace_copas_vs_colyseus_cpu_ratio_250=``; ``_p50_ratio``,
+``_kb_ratio``). Asserts nothing.
 """
 
 from __future__ import annotations
@@ -223,6 +224,18 @@ def pace_drivers(name: str, place: Path, port: int, tables: int, args: argparse.
     return drivers
 
 
+def connections(port: int) -> int:
+    """The established TCP connections to ``port`` on this machine (/proc/net/tcp, tcp6)."""
+    count = 0
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with contextlib.suppress(OSError):
+            for line in Path(table).read_text().splitlines()[1:]:
+                fields = line.split()
+                if fields[3] == "01" and int(fields[1].rsplit(":", 1)[1], 16) == port:
+                    count += 1
+    return count
+
+
 def quantile(ordered: list[float], q: float) -> float:
     """As `copas loadtest`'s percentiles: the sample at q of the sorted samples."""
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
@@ -241,6 +254,7 @@ def pace_round(name: str, place: Path, tables: int, args: argparse.Namespace
             time.sleep(max(0.0, start - time.time()))
             pids = process_tree(server.pid)
             cpu_before, opened = tree_cpu(pids), time.time()
+            seated = connections(port)
             peak_kb = tree_rss_kb(pids)
             while time.time() < window[1]:
                 time.sleep(min(1.0, max(0.0, window[1] - time.time())))
@@ -258,7 +272,8 @@ def pace_round(name: str, place: Path, tables: int, args: argparse.Namespace
     return {"cpu_ms_per_card": used * 1000 / max(1, moves), "cores": used / seconds,
             "kb_per_table": (peak_kb - idle_kb) / tables, "view_p50_ms": quantile(views, 0.5),
             "view_p99_ms": quantile(views, 0.99), "moves_per_s": moves / seconds,
-            "errors": sum(report["errors"] for report in reports)}
+            "errors": sum(report["errors"] for report in reports),
+            "seated": seated / (4 * tables)}
 
 
 FIGURES = ("cpu_ms_per_card", "cores", "kb_per_table", "view_p50_ms", "view_p99_ms",
@@ -284,6 +299,12 @@ def pace_main(args: argparse.Namespace, place: Path) -> None:
                       f"{report['moves_per_s']:.1f} cards/s "
                       f"(a steady pace: {tables / args.move_interval:.0f}), "
                       f"errors {report['errors']:.0f}", flush=True)
+                if report["seated"] < 1:
+                    print(f"  warning: {report['seated']:.0%} of the players were connected "
+                          "when the window opened: lengthen --warm-up", flush=True)
+                if report["moves_per_s"] < 0.9 * tables / args.move_interval:
+                    print("  warning: the pace was not held (the machine or a load generator "
+                          "is saturated?)", flush=True)
     for tables in args.tables:
         median = {name: {figure: statistics.median(run[figure] for run in runs[name, tables])
                          for figure in FIGURES} for name in servers}
@@ -324,7 +345,7 @@ def main() -> None:
     parser.add_argument("--processes", type=int, default=0,
                         help="client processes per run (default 2; with --pace a Node process "
                              "per peer, and a Python process per 250 tables)")
-    parser.add_argument("--warm-up", type=float, default=20.0,
+    parser.add_argument("--warm-up", type=float, default=30.0,
                         help="with --pace: seconds before the steady window")
     parser.add_argument("--move-interval", type=float, default=2.0,
                         help="with --pace: seconds a seat waits before each move")

@@ -24,6 +24,7 @@ const progress = (G) => G.handNumber * 64 +
   (G.phase === "playing" ? G.trickNumber * 4 + G.trick.length : 0);
 
 async function playGame(seed, played, stopped, pace) {
+  if (pace) await pace.enter();
   const { matchID } = await post("/create", { numPlayers: 4, setupData: { seed } });
   const seats = [0, 1, 2, 3];
   const credentials = await Promise.all(seats.map((seat) =>
@@ -39,7 +40,10 @@ async function playGame(seed, played, stopped, pace) {
         if (state === null) return;
         const G = state.G;
         if (state.ctx.gameover) { clearInterval(check); resolve(); return; }
-        if (pace) pace.viewed(seat, progress(G));
+        if (pace) {
+          pace.seated(seat);
+          pace.viewed(seat, progress(G));
+        }
         const later = () => consider(client.getState());
         // A move names the state it was made on; one made on a state that another seat's pass
         // has since replaced is dropped, so a seat passes again on each new state until its

@@ -18,6 +18,7 @@ const progress = (state) => state.handNumber * 64 +
   (state.phase === "playing" ? state.trickNumber * 4 + state.trick.length : 0);
 
 async function playGame(seed, played, stopped, pace) {
+  if (pace) await pace.enter();
   const first = await client.create("hearts", { seed });
   const rooms = [first, ...(await Promise.all([1, 2, 3].map(() => client.joinById(first.roomId))))];
   await new Promise((resolve) => {
@@ -29,7 +30,10 @@ async function playGame(seed, played, stopped, pace) {
         if (state.phase === "over") { clearInterval(check); resolve(); return; }
         const hand = state.seats[seat] && state.seats[seat].hand;
         if (!hand || hand.length === 0) return; // the view has not shown our hand yet
-        if (pace) pace.viewed(seat, progress(state));
+        if (pace) {
+          pace.seated(seat);
+          pace.viewed(seat, progress(state));
+        }
         const key = `${state.handNumber}/${state.phase}/${state.trickNumber}/${state.trick.length}`;
         if (acted.has(key)) return;
         const later = () => consider(room.state);

@@ -56,6 +56,8 @@ class Pace {
   constructor(intervalMs, counts) {
     this.intervalMs = intervalMs;
     this.counts = counts;
+    this.seats = new Set(); // the seats that have seen the game
+    this.inside = false;
     this.waited = [new Set(), new Set(), new Set(), new Set()];
     this.timers = new Map();
     this.sentAt = new Map(); // progress of a card -> [seat, ms]
@@ -93,7 +95,39 @@ class Pace {
     this.seen[seat] = Math.max(this.seen[seat], progress);
   }
 
-  stop() { this.timers.forEach((timer) => clearTimeout(timer)); }
+  // A game's making (lobby calls, connections, until its four seats see it) waits its turn:
+  // at most SETTING_UP games of a driver at once, so that a thousand tables starting within
+  // one interval do not overflow the peer's listen backlog (the making is no part of the pace).
+  async enter() {
+    await this.counts.settingUp.enter();
+    this.inside = true;
+  }
+
+  seated(seat) {
+    this.seats.add(seat);
+    if (this.seats.size === 4) this.leave();
+  }
+
+  leave() {
+    if (this.inside) this.counts.settingUp.leave();
+    this.inside = false;
+  }
+
+  stop() {
+    this.timers.forEach((timer) => clearTimeout(timer));
+    this.leave();
+  }
+}
+
+const SETTING_UP = 50;
+
+function gate(size) { // a semaphore: at most `size` inside at once, the others wait in turn
+  let free = size;
+  const waiting = [];
+  return {
+    enter: () => (free > 0 ? Promise.resolve(free--) : new Promise((resolve) => waiting.push(resolve))),
+    leave: () => { const next = waiting.shift(); if (next) next(); else free++; },
+  };
 }
 
 // The epoch in milliseconds, to the microsecond (Date.now() has whole milliseconds only).
@@ -113,7 +147,7 @@ function random(seed) { // mulberry32, as hearts.js
 
 async function paced(argv, playGame) {
   const { tables, firstSeed, moveInterval, windowStart, windowEnd, stop } = options(argv);
-  const counts = { moves: 0, errors: 0, runMoves: 0, viewMs: [],
+  const counts = { moves: 0, errors: 0, runMoves: 0, viewMs: [], settingUp: gate(SETTING_UP),
     windowStart: windowStart * 1000, windowEnd: windowEnd * 1000 };
   const stopped = () => Date.now() >= stop * 1000;
   const next = random(firstSeed);
