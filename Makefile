@@ -161,7 +161,7 @@ bench-cluster: setup ## nodes on a throw-away PostgreSQL: CPU per move 1 vs 2 no
 bench-peers: setup ## server CPU per card vs boardgame.io and Colyseus, 20 and 100 tables (needs Node.js 20, npm)
 	$(BIN)/python bench/peers.py
 
-bench-peers-pace: setup ## at a human pace (a move per table every 2 s), 250 and 1000 tables: CPU per card, cores, KB per table, p50/p99 of Copas durable and memory, boardgame.io, Colyseus and a bare gRPC echo (about 30 minutes; shorter: bench/peers.py --pace --help)
+bench-peers-pace: setup ## at a human pace (a move per table every 2 s), 250 and 1000 tables: CPU per card, cores, KB per table, p50/p99 of Copas durable and memory, boardgame.io, Colyseus and a bare gRPC echo (about 35 minutes; shorter runs: bench/peers.py --pace --help)
 	$(BIN)/python bench/peers.py --pace
 
 clean: ## remove the virtual environment, generated code and caches

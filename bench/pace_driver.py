@@ -36,6 +36,13 @@ async def windowed(args: argparse.Namespace, slot: Callable[[int], Awaitable[Non
                    errors: Callable[[], int]) -> dict[str, Any]:
     """Run the table slots, each from a seeded random start, and read the counters at the
     window's edges."""
+    loop = asyncio.get_running_loop()
+
+    def quiet_after_stop(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+        if time.time() < args.stop:  # a stream cut by the stop itself is no news
+            loop.default_exception_handler(context)
+
+    loop.set_exception_handler(quiet_after_stop)
     chance = random.Random(args.seed)
     offsets = [chance.uniform(0, args.move_interval) for _ in range(args.tables)]
 

@@ -253,13 +253,15 @@ def pace_round(name: str, place: Path, tables: int, args: argparse.Namespace
             drivers = pace_drivers(name, place, port, tables, args, window)
             time.sleep(max(0.0, start - time.time()))
             pids = process_tree(server.pid)
-            cpu_before, opened = tree_cpu(pids), time.time()
+            load_pids = [pid for driver in drivers for pid in process_tree(driver.pid)]
+            cpu_before, load_before, opened = tree_cpu(pids), tree_cpu(load_pids), time.time()
             seated = connections(port)
             peak_kb = tree_rss_kb(pids)
             while time.time() < window[1]:
                 time.sleep(min(1.0, max(0.0, window[1] - time.time())))
                 peak_kb = max(peak_kb, tree_rss_kb(pids))
             used, seconds = tree_cpu(pids) - cpu_before, time.time() - opened
+            load_used = tree_cpu(load_pids) - load_before
             reports = []
             for driver in drivers:
                 out = driver.communicate(timeout=args.duration + 120)[0]
@@ -273,11 +275,11 @@ def pace_round(name: str, place: Path, tables: int, args: argparse.Namespace
             "kb_per_table": (peak_kb - idle_kb) / tables, "view_p50_ms": quantile(views, 0.5),
             "view_p99_ms": quantile(views, 0.99), "moves_per_s": moves / seconds,
             "errors": sum(report["errors"] for report in reports),
-            "seated": seated / (4 * tables)}
+            "seated": seated / (4 * tables), "load_cores": load_used / seconds}
 
 
 FIGURES = ("cpu_ms_per_card", "cores", "kb_per_table", "view_p50_ms", "view_p99_ms",
-           "moves_per_s", "errors")
+           "moves_per_s", "errors", "load_cores")
 
 
 def pace_main(args: argparse.Namespace, place: Path) -> None:
@@ -298,7 +300,8 @@ def pace_main(args: argparse.Namespace, place: Path) -> None:
                       f"p50 {report['view_p50_ms']:.1f} / p99 {report['view_p99_ms']:.1f} ms, "
                       f"{report['moves_per_s']:.1f} cards/s "
                       f"(a steady pace: {tables / args.move_interval:.0f}), "
-                      f"errors {report['errors']:.0f}", flush=True)
+                      f"errors {report['errors']:.0f}; the clients' processes "
+                      f"{report['load_cores']:.2f} cores", flush=True)
                 if report["seated"] < 1:
                     print(f"  warning: {report['seated']:.0%} of the players were connected "
                           "when the window opened: lengthen --warm-up", flush=True)
