@@ -119,7 +119,7 @@ class Pace {
   }
 }
 
-const SETTING_UP = 50;
+const SETTING_UP = 100; // boardgame.io: up to 4 lobby calls each, under its listen backlog (511)
 
 function gate(size) { // a semaphore: at most `size` inside at once, the others wait in turn
   let free = size;
