@@ -23,8 +23,9 @@ connections per table, each seat waiting ``--move-interval`` (2 s) before each o
 decisions, as `copas loadtest --move-interval` does (so a table plays a card about every 2 s
 plus the card's round trip), each table starting at a seeded random moment within the first
 interval (so the tables' cards spread over it rather than arrive together); a warm-up
-(``--warm-up``, 30 s: the tables made, their players seated; a round whose players were not all
-connected when the window opened, or whose pace fell short by a tenth, is flagged) and then the
+(``--warm-up``, 30 s, or until every player is connected and two intervals more: the tables
+made, their players seated; a round whose players were not all connected when the window
+opened, or whose pace fell short by a tenth, is flagged) and then the
 steady window (``--duration``, 60 s) that alone is counted. Five servers, in turn, alternating
 their order over the rounds: Copas durable (its defaults: SQLite, fsync per group commit),
 Copas in memory (``--data-dir memory``), boardgame.io, Colyseus, and the floor: a bare grpc.aio
@@ -195,12 +196,11 @@ def pace_server(name: str, place: Path, data_dir: str) -> tuple[subprocess.Popen
     raise SystemExit(f"the {name} server did not start")
 
 
-def pace_drivers(name: str, place: Path, port: int, tables: int, args: argparse.Namespace,
-                 window: tuple[float, float, float]) -> list[subprocess.Popen[str]]:
-    """The load generators of one round, each a process of its own, started now."""
-    start, end, stop = window
-    timing = ["--move-interval", str(args.move_interval), "--window-start", str(start),
-              "--window-end", str(end), "--stop", str(stop)]
+def pace_drivers(name: str, place: Path, port: int, tables: int, args: argparse.Namespace
+                 ) -> list[subprocess.Popen[str]]:
+    """The load generators of one round, each a process of its own, started now; each is
+    told its window on stdin (a line: start, end and stop, epoch seconds)."""
+    timing = ["--move-interval", str(args.move_interval)]
     if name in PEERS:
         processes = args.processes or 1
     else:
@@ -218,8 +218,8 @@ def pace_drivers(name: str, place: Path, port: int, tables: int, args: argparse.
                        "copas" if name.startswith("copas") else "echo",
                        "--server", f"127.0.0.1:{port}", "--tables", str(count),
                        "--first-slot", str(first), "--seed", str(seed), *timing]
-        drivers.append(subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, text=True,
-                                        env=NODE_ENV))
+        drivers.append(subprocess.Popen(command, cwd=ROOT, stdin=subprocess.PIPE,
+                                        stdout=subprocess.PIPE, text=True, env=NODE_ENV))
         first += count
     return drivers
 
@@ -236,6 +236,18 @@ def connections(port: int) -> int:
     return count
 
 
+def seated_window(port: int, tables: int, args: argparse.Namespace) -> float:
+    """When the steady window opens: ``--warm-up`` seconds from now, or, when its players are
+    not all connected by then, two move intervals after they are (waiting at most four more
+    warm-ups: then at once, and the round is flagged)."""
+    began = time.time()
+    while time.time() < began + 5 * args.warm_up:
+        if connections(port) >= 4 * tables:
+            return max(began + args.warm_up, time.time() + 2 * args.move_interval)
+        time.sleep(0.5)
+    return time.time() + 0.5
+
+
 def quantile(ordered: list[float], q: float) -> float:
     """As `copas loadtest`'s percentiles: the sample at q of the sorted samples."""
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
@@ -248,14 +260,18 @@ def pace_round(name: str, place: Path, tables: int, args: argparse.Namespace
         try:
             time.sleep(1.0)  # settled: its memory before any table
             idle_kb = tree_rss_kb(process_tree(server.pid))
-            start = time.time() + args.warm_up
+            drivers = pace_drivers(name, place, port, tables, args)
+            start = seated_window(port, tables, args)
             window = (start, start + args.duration, start + args.duration + 1.0)
-            drivers = pace_drivers(name, place, port, tables, args, window)
+            for driver in drivers:
+                assert driver.stdin is not None
+                driver.stdin.write(" ".join(f"{edge:.3f}" for edge in window) + "\n")
+                driver.stdin.flush()
+            seated = connections(port)
             time.sleep(max(0.0, start - time.time()))
             pids = process_tree(server.pid)
             load_pids = [pid for driver in drivers for pid in process_tree(driver.pid)]
             cpu_before, load_before, opened = tree_cpu(pids), tree_cpu(load_pids), time.time()
-            seated = connections(port)
             peak_kb = tree_rss_kb(pids)
             while time.time() < window[1]:
                 time.sleep(min(1.0, max(0.0, window[1] - time.time())))
@@ -304,7 +320,7 @@ def pace_main(args: argparse.Namespace, place: Path) -> None:
                       f"{report['load_cores']:.2f} cores", flush=True)
                 if report["seated"] < 1:
                     print(f"  warning: {report['seated']:.0%} of the players were connected "
-                          "when the window opened: lengthen --warm-up", flush=True)
+                          "when the window opened (not within 5 warm-ups)", flush=True)
                 if report["moves_per_s"] < 0.9 * tables / args.move_interval:
                     print("  warning: the pace was not held (the machine or a load generator "
                           "is saturated?)", flush=True)
@@ -349,7 +365,8 @@ def main() -> None:
                         help="client processes per run (default 2; with --pace a Node process "
                              "per peer, and a Python process per 250 tables)")
     parser.add_argument("--warm-up", type=float, default=30.0,
-                        help="with --pace: seconds before the steady window")
+                        help="with --pace: seconds before the steady window at least (more "
+                             "until every player is connected, and then two move intervals)")
     parser.add_argument("--move-interval", type=float, default=2.0,
                         help="with --pace: seconds a seat waits before each move")
     parser.add_argument("--seed", type=int, default=1, help="with --pace: the tables' starts")

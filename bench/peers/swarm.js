@@ -3,7 +3,8 @@
 // With --move-interval S (bench/peers.py --pace): a human pace instead, each seat waiting S
 // seconds before each of its decisions (as `copas loadtest --move-interval`), each table
 // starting at a seeded random moment within the first S; only the cards sent and the views
-// seen between --window-start and --window-end (epoch seconds) count; the run stops at --stop.
+// seen between --window-start and --window-end (epoch seconds; without them, a line
+// "start end stop" on stdin tells them) count; the run stops at --stop.
 // Errors are the whole run's (an error stops its table).
 "use strict";
 
@@ -148,8 +149,21 @@ function random(seed) { // mulberry32, as hearts.js
 async function paced(argv, playGame) {
   const { tables, firstSeed, moveInterval, windowStart, windowEnd, stop } = options(argv);
   const counts = { moves: 0, errors: 0, runMoves: 0, viewMs: [], settingUp: gate(SETTING_UP),
-    windowStart: windowStart * 1000, windowEnd: windowEnd * 1000 };
-  const stopped = () => Date.now() >= stop * 1000;
+    windowStart: Infinity, windowEnd: Infinity, stop: Infinity };
+  const told = (start, end, stopAt) => Object.assign(counts,
+    { windowStart: start * 1000, windowEnd: end * 1000, stop: stopAt * 1000 });
+  if (windowStart) {
+    told(windowStart, windowEnd, stop);
+  } else { // bench/peers.py tells the window once every player is connected: "start end stop"
+    let heard = "";
+    process.stdin.setEncoding("utf8");
+    process.stdin.on("data", (chunk) => {
+      heard += chunk;
+      if (heard.includes("\n")) told(...heard.split("\n")[0].trim().split(/\s+/).map(Number));
+    });
+    process.stdin.on("end", () => { if (counts.stop === Infinity) process.exit(1); });
+  }
+  const stopped = () => Date.now() >= counts.stop;
   const next = random(firstSeed);
   const slot = async (table, offset) => {
     await new Promise((resolve) => setTimeout(resolve, offset));
