@@ -19,7 +19,7 @@ TS_SOURCES := $(wildcard $(TS_DIR)/src/*.ts $(TS_DIR)/src/web/*.ts $(TS_DIR)/tsc
 CONTRACT_BASE := 6f74c4a95deac2b0d10ce711010413c236c57beb
 
 .DEFAULT_GOAL := help
-.PHONY: help setup proto ts web run cluster cluster-ha monitor play demo check test needs lint bench bench-hostile bench-bots bench-pace bench-load bench-cluster bench-peers clean
+.PHONY: help setup proto ts web run cluster cluster-ha monitor play demo check test needs lint bench bench-hostile bench-bots bench-pace bench-load bench-cluster bench-peers bench-peers-pace clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-11s %s\n", $$1, $$2}'
@@ -161,6 +161,9 @@ bench-cluster: setup ## nodes on a throw-away PostgreSQL: CPU per move 1 vs 2 no
 
 bench-peers: setup ## server CPU per card vs boardgame.io and Colyseus, 20 and 100 tables (needs Node.js 20, npm)
 	$(BIN)/python bench/peers.py
+
+bench-peers-pace: setup ## at a human pace (a move per table every 2 s), 250 and 1000 tables: CPU per card, cores, KB per table, p50/p99 of Copas durable and memory, boardgame.io, Colyseus and a bare gRPC echo (about 35 minutes; shorter runs: bench/peers.py --pace --help)
+	$(BIN)/python bench/peers.py --pace
 
 clean: ## remove the virtual environment, generated code and caches
 	rm -rf $(VENV) $(PROTO_DIR)/copas/v1/*_pb2*.py* $(PROTO_DIR)/copas/v1/*_connect.py \
