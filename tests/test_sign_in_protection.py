@@ -10,6 +10,7 @@ import asyncio
 import contextlib
 import secrets
 import threading
+import time
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -932,7 +933,7 @@ async def test_forty_64s_of_one_48_do_not_make_400_accounts() -> None:
     trusted proxy), 10 new guests each. Before, 400 were made."""
     async with accounts_server(accounts_burst=10, accounts_per_address_per_hour=60,
                                ipv6_56_factor=4, ipv6_48_factor=16) as (_, stub):
-        made = 0
+        made, began = 0, time.monotonic()
         for n in range(40):
             for _ in range(10):
                 try:
@@ -941,7 +942,10 @@ async def test_forty_64s_of_one_48_do_not_make_400_accounts() -> None:
                 except grpc.aio.AioRpcError as error:
                     assert error.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
                     assert quota_details(error)[0] == "TOO_MANY_ACCOUNTS"
-        assert made == 160
+        # the /48's burst (16 x 10), and what its rate (16 x 60 an hour) gave back meanwhile:
+        # one more on a slow run (four busy processes beside the suite: 161)
+        refilled = (time.monotonic() - began) * 16 * 60 / 3600
+        assert 160 <= made <= 160 + int(refilled) + 1
         other = await stub.SignInDevice(device(), metadata=at("2001:db8:8::9"))
         assert other.session.is_new_account
         v4 = await stub.SignInDevice(device(), metadata=at(OTHER))

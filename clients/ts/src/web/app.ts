@@ -202,6 +202,8 @@ function enterTable(session: Session, table?: TableSummary): void {
 }
 
 function toLobby(): void {
+  // The game just played, if it is over: the profile shows it once the accounts took it in.
+  const finished = state.view?.phase === Phase.GAME_OVER ? (state.session?.tableId ?? "") : "";
   state.watching?.abort();
   stopRematchWatch();
   state.session = undefined;
@@ -212,7 +214,20 @@ function toLobby(): void {
   $("game").hidden = true;
   $("lobby").hidden = false;
   startLobby();
-  if (account.account) void showProfile().catch(() => undefined); // the game just played
+  if (account.account) void showProfileWith(finished).catch(() => undefined);
+}
+
+/** The profile; again, a second apart (ten times at most, while the lobby shows), until the
+ * game of ``recordId`` is among the last games: the accounts take a game in after its end. */
+async function showProfileWith(recordId: string): Promise<void> {
+  for (let tries = 1; ; tries++) {
+    await showProfile();
+    const list = $("my-games");
+    const shown = Array.from(list.querySelectorAll("li")).some((li) => li.dataset.record === recordId);
+    if (!recordId || shown || tries >= 10) return;
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    if ($("lobby").hidden) return; // gone on to another table
+  }
 }
 
 // ------------------------------------------------------------------ moves
