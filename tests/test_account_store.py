@@ -22,7 +22,6 @@ from server.accounts.model import (
     FinishedGame,
     Identity,
     IdentityTaken,
-    MemoryAccountStore,
     Method,
     NameTaken,
     Placed,
@@ -32,34 +31,9 @@ from server.accounts.postgres import PgAccountStore
 from server.accounts.ratings import Rating, Update, rate
 from server.accounts.sqlite import SCHEMA_V1, SqliteAccountStore
 from server.store.base import StoreUnusable
-from tests.helpers.servers import fresh_database
+from tests.helpers.account_stores import Opened
 
 KINDS = ["memory", "sqlite", "postgresql"]
-
-
-class Opened:
-    def __init__(self, kind: str, tmp: Path, request: pytest.FixtureRequest) -> None:
-        self.kind = kind
-        self.path = tmp / "accounts.sqlite3"
-        self.dsn = (fresh_database(request.getfixturevalue("postgres").dsn)
-                    if kind == "postgresql" else "")
-        self.store: Any = self.open()
-
-    def open(self) -> Any:
-        if self.kind == "memory":
-            return MemoryAccountStore()
-        return SqliteAccountStore(self.path) if self.kind == "sqlite" \
-            else PgAccountStore(self.dsn)
-
-    def reopen(self) -> Any:
-        if self.kind != "memory":
-            self.store.close()
-            self.store = self.open()
-        return self.store
-
-    def close(self) -> None:
-        if self.kind != "memory":
-            self.store.close()
 
 
 @pytest.fixture(params=KINDS)

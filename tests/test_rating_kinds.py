@@ -22,7 +22,6 @@ from server.accounts.model import (
     Account,
     FinishedGame,
     Identity,
-    MemoryAccountStore,
     Method,
     Placed,
 )
@@ -39,37 +38,13 @@ from server.accounts.ratings import (
 from server.accounts.sqlite import SqliteAccountStore
 from server.games import DEFAULT_GAME
 from server.store.base import StoreUnusable
+from tests.helpers.account_stores import Opened
 from tests.helpers.servers import ROOT, fresh_database
 from tools.pglocal import tool
 
 RELEASE = ROOT / "tests" / "fixtures" / "release-1c5f50a"
 FACTS = json.loads((RELEASE / "facts.json").read_text())
 TEAMS = rating_kind("bisca", has_partnerships=True)  # a kind no game of this server plays yet
-
-
-class Opened:
-    def __init__(self, kind: str, tmp: Path, request: pytest.FixtureRequest) -> None:
-        self.kind = kind
-        self.path = tmp / "accounts.sqlite3"
-        self.dsn = (fresh_database(request.getfixturevalue("postgres").dsn)
-                    if kind == "postgresql" else "")
-        self.store: Any = self.open()
-
-    def open(self) -> Any:
-        if self.kind == "memory":
-            return MemoryAccountStore()
-        return SqliteAccountStore(self.path) if self.kind == "sqlite" \
-            else PgAccountStore(self.dsn)
-
-    def reopen(self) -> Any:
-        if self.kind != "memory":
-            self.store.close()
-            self.store = self.open()
-        return self.store
-
-    def close(self) -> None:
-        if self.kind != "memory":
-            self.store.close()
 
 
 @pytest.fixture(params=["memory", "sqlite", "postgresql"])
