@@ -269,8 +269,10 @@ async def check_restored(channel: grpc.aio.Channel, load: Load, taken: float, en
                 await asyncio.sleep(0.1)
             assert found == 1, table_id
     # The games go on: the people's tables in play at the backup are played to their end
-    # with the same tokens, and the bots' tables move by themselves.
-    in_play = [t for t in restored if t not in acked.rated and not ended_at(restored[t])]
+    # with the same tokens, and the bots' tables move by themselves. (A table whose last
+    # seats were taken after the backup waits for them there: not in play.)
+    in_play = [t for t in restored if t not in acked.rated and started(restored[t])
+               and not ended_at(restored[t])]
     assert in_play
     for table_id in in_play:
         tokens = acked.tokens[table_id]
@@ -279,6 +281,11 @@ async def check_restored(channel: grpc.aio.Channel, load: Load, taken: float, en
         await stub.GetGameRecord(copas_pb2.GetGameRecordRequest(record_id=table_id))
     for table_id in acked.bot_tables:
         await until_over(stub, table_id)
+
+
+def started(events: dict[int, bytes]) -> bool:
+    return any(copas_pb2.TableEvent.FromString(e).WhichOneof("kind") == "game_started"
+               for e in events.values())
 
 
 def ended_at(events: dict[int, bytes]) -> bool:
