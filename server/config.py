@@ -259,6 +259,10 @@ class Config:
     password_hashes_at_once: int = flag(0, "argon2 password hashes computed at once, each on a "
                                            "core of its own (0: half the machine's cores, at "
                                            "least one, so that games keep the rest)")
+    password_hash_niceness: int = flag(10, "how much lower the priority of the threads that "
+                                           "hash passwords is than the server's (Linux nice; "
+                                           "0: the same), so that a game's move goes first "
+                                           "when every core is busy")
     password_checks_per_address: int = flag(4, "password sign-ins, sign-ups and links of one "
                                                "address waiting for their argon2 hash (2 hashes "
                                                "at once, given to the addresses waiting in "

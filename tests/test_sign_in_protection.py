@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import secrets
 import threading
 import time
@@ -993,3 +994,18 @@ async def test_the_new_maps_are_bounded() -> None:
             pass
     assert work.keys_held == 300  # the /64s, /56s and /48s: 100 each
     assert creations.keys_held == 300
+
+
+async def test_hashes_run_on_threads_of_lower_priority_than_the_server() -> None:
+    """A hash yields to the games when every core is busy: its thread's nice value is the
+    process's plus ``niceness`` (Linux: each thread has its own); 0 keeps the process's."""
+    def priority() -> tuple[str, int]:
+        return (threading.current_thread().name,
+                os.getpriority(os.PRIO_PROCESS, threading.get_native_id()))
+
+    own = os.getpriority(os.PRIO_PROCESS, 0)
+    name, nice = await PasswordWork(at_once=1, niceness=5).run("198.51.100.7", priority)
+    assert name.startswith("password-hash") and nice == min(own + 5, 19)
+    name, nice = await PasswordWork(at_once=1, niceness=0).run("198.51.100.7", priority)
+    assert nice == own
+    assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == own  # the loop's

@@ -76,7 +76,8 @@ def build_accounts(config: Config, store: AccountStore) -> Accounts:
                         at_once=config.password_hashes_at_once
                         or max(1, (os.cpu_count() or 2) // 2),
                         per_address=config.password_checks_per_address,
-                        rate=checks, factors=factors),
+                        rate=checks, factors=factors,
+                        niceness=config.password_hash_niceness),
                     creations=AccountCreations(time.monotonic,
                                                config.accounts_per_address_per_hour,
                                                config.accounts_burst, factors=factors))

@@ -2,7 +2,9 @@
 
 An argon2id hash is the costliest thing a client can make the server do (at the default cost
 about 0.1 s of one core and 64 MiB), and every password sign-in, sign-up and link makes one.
-At most ``at_once`` (2) run, each on a thread; a call beyond them waits in its address's own
+At most ``at_once`` (half the cores) run, each on a thread of their own whose priority is
+lower than the server's (``niceness``, 10: when every core is busy, a game's move goes
+first and the hash waits a little); a call beyond them waits in its address's own
 queue, and a slot that frees goes to the addresses waiting in turn (round robin), the first of
 each address's queue. One address with forty sign-ins at once is then served one hash at a time
 in rotation with everyone else: another address's sign-in waits for at most about one hash of
@@ -57,10 +59,14 @@ Bounded: each map of the allowance (addresses, /56s, /48s) holds at most ``max_k
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
+import os
+import threading
 import time
 from collections import deque
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
 from server.accounts.attempts import MAX_KEYS, NETWORK_FACTORS, AttemptRule, NetworkBuckets
@@ -73,6 +79,16 @@ HASHES_WAITING = 32  # calls of all addresses waiting for a hash
 CHECKS = AttemptRule(burst=30, per_second=1 / 5)  # password calls of an address: its allowance
 LIGHT_CALLS = 3  # password calls of an address not yet given back, beyond which it is heavy
 FAMILIAR, UNFAMILIAR, HEAVY = 0, 1, 2  # the kinds of waiting calls, best first
+HASH_NICENESS = 10  # how much lower the hashing threads' priority is than the server's
+
+
+def _lower_priority(niceness: int) -> None:
+    """The calling thread (a hash's) yields to the server's others when every core is busy:
+    a hash waits a little, a game's move does not. Linux gives each thread its own nice value;
+    elsewhere, or where it is refused, the thread keeps the process's."""
+    with contextlib.suppress(AttributeError, OSError):
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(),
+                       os.getpriority(os.PRIO_PROCESS, 0) + niceness)
 
 
 class _Waiting:
@@ -91,9 +107,11 @@ class PasswordWork:
                  clock: Callable[[], float] = time.monotonic, *,
                  rate: AttemptRule | None = CHECKS,
                  factors: tuple[float, float] = NETWORK_FACTORS,
-                 max_keys: int = MAX_KEYS) -> None:
+                 max_keys: int = MAX_KEYS, niceness: int = HASH_NICENESS) -> None:
         """``rate``: an address's allowance of password calls (None: calls are never refused
-        by it, and are heavy or light by ``CHECKS``); ``factors``: the /56's and the /48's."""
+        by it, and are heavy or light by ``CHECKS``); ``factors``: the /56's and the /48's;
+        ``niceness``: how much lower the hashing threads' priority is (0: the server's)."""
+        self.niceness = niceness
         self.at_once = at_once
         self.per_address = per_address
         self.most_waiting = waiting
@@ -110,6 +128,13 @@ class PasswordWork:
         self._light_turn = FAMILIAR  # the light kind a freed slot looks at first
         self._order = itertools.count()
         self._seconds = 0.1  # a hash's time, on average (for the retry delay of a refusal)
+        self._threads: ThreadPoolExecutor | None = None  # the hashes' own, made at the first
+
+    def _executor(self) -> ThreadPoolExecutor:
+        if self._threads is None:
+            self._threads = ThreadPoolExecutor(self.at_once, "password-hash", _lower_priority,
+                                               (self.niceness,))
+        return self._threads
 
     def waiting_of(self, address: str) -> int:
         return self._waiting_of.get(address, 0)
@@ -176,7 +201,7 @@ class PasswordWork:
             raise
         started = self._clock()
         try:
-            done = asyncio.get_running_loop().run_in_executor(None, work, *args)
+            done = asyncio.get_running_loop().run_in_executor(self._executor(), work, *args)
         except BaseException:
             self._calls.give_back(address, self._clock())
             self._release()
