@@ -6,21 +6,31 @@ and ``copas replay``."""
 
 from __future__ import annotations
 
+import asyncio
+import json
 import random
+import subprocess
+import sys
+from pathlib import Path
 
+import grpc
 import pytest
-from copas.v1 import copas_pb2
+from copas.v1 import cards_pb2, copas_pb2
 
+from engine.bisca import record as bisca_record
 from tests.helpers.bisca_play import (
     Oracle,
+    card_pb,
     new_bisca_table,
+    play_streams,
     play_unary,
     replica_of,
 )
-from tests.helpers.calls import Watch, join_all
+from tests.helpers.calls import PlayStream, Watch, auth, is_over, join_all
 from tests.helpers.servers import serving
 
 pytestmark = pytest.mark.asyncio
+ROOT = Path(__file__).resolve().parent.parent
 
 
 async def _seated(stub, table, count):  # type: ignore[no-untyped-def]
@@ -54,3 +64,162 @@ async def test_a_game_of_two_played_whole_over_unary_calls() -> None:
         assert {"hand_started", "card_played", "trick_won", "cards_drawn", "hand_scored",
                 "game_over"} <= kinds
         assert oracle.checked > 4 * calls
+
+
+async def test_a_game_of_four_in_partnerships_over_play_streams_a_spectator_and_a_reconnect(
+        ) -> None:
+    async with serving(allow_seed=True) as (_, stub):
+        table = await new_bisca_table(stub, preset="pairs", seed="44", target=2)
+        assert table.rules.players == 4 and table.rules.bisca.partnerships
+        oracle = Oracle(replica_of(table, "44"))
+        spectator = Watch(stub, table.table_id, check=lambda m: oracle.check(None, m))
+        tokens = await _seated(stub, table, 4)
+        streams = {s: PlayStream(stub, table.table_id, t) for s, t in tokens.items()}
+        rng = random.Random(44)
+        await play_streams(streams, oracle, rng, stop=lambda g: g.hand_number == 1)
+        # Seat 2 goes away and comes back by sequence: the events it missed, checked too.
+        seen = streams[2].events
+        last = max(e.sequence for e in seen)
+        await streams[2].close()
+        for event in seen:
+            oracle.check(2, event)
+        streams[2] = PlayStream(stub, table.table_id, tokens[2], after_sequence=last)
+        await play_streams(streams, oracle, rng)
+        game = oracle.replica
+        assert game.is_over and game.rules.partnerships
+        for seat, stream in streams.items():
+            over = await stream.wait_event(lambda e: e.view.phase == copas_pb2.PHASE_GAME_OVER,
+                                           timeout=30)
+            for event in stream.events:
+                oracle.check(seat, event)
+            assert over.view.bisca.teams == [0, 1, 0, 1]
+            await stream.close()
+        resumed = [e.sequence for e in streams[2].events]
+        assert resumed[0] == last + 1 and resumed == sorted(set(resumed))
+        # Partners share their team's place and total (docs/RULES.md: team places).
+        places = {r.seat: (r.place, r.total) for r in over.view.standings}
+        assert places[0] == places[2] and places[1] == places[3] and places[0] != places[1]
+        assert {p for p, _ in places.values()} == {1, 2}
+        await spectator.wait_for(lambda m: m.view.phase == copas_pb2.PHASE_GAME_OVER, timeout=30)
+        await spectator.close()
+        assert oracle.checked > 100
+
+
+async def _refused(call, code: grpc.StatusCode, *words: str):  # type: ignore[no-untyped-def]
+    with pytest.raises(grpc.aio.AioRpcError) as caught:
+        await call
+    assert caught.value.code() == code, caught.value.details()
+    for word in words:
+        assert word in caught.value.details(), caught.value.details()
+    return caught.value
+
+
+async def test_bad_inputs_are_refused_naming_the_rule_and_change_nothing() -> None:
+    async with serving(allow_seed=True) as (_, stub):
+        async def lobby() -> list[str]:
+            listed = await stub.ListTables(copas_pb2.ListTablesRequest())
+            return sorted(t.table_id for t in listed.tables)
+
+        before = await lobby()
+        bad_tables = [
+            (copas_pb2.CreateTableRequest(game="poker"), ("hearts", "bisca")),
+            (copas_pb2.CreateTableRequest(game="bisca", preset="online"), ("bisca3", "pairs")),
+            (copas_pb2.CreateTableRequest(game="bisca", rules=copas_pb2.RulesOverrides(
+                players=5)), ("2, 3, 4, 6",)),
+            (copas_pb2.CreateTableRequest(game="bisca", rules=copas_pb2.RulesOverrides(
+                bisca=copas_pb2.BiscaRulesOverrides(hand_size=5))), ("3, 7, 9",)),
+            (copas_pb2.CreateTableRequest(game="bisca", rules=copas_pb2.RulesOverrides(
+                point_limit=50)), ("point_limit", "Hearts option")),
+            (copas_pb2.CreateTableRequest(game="bisca", rules=copas_pb2.RulesOverrides(
+                moon=copas_pb2.MOON_RULE_DISABLED)), ("moon", "Hearts option")),
+            (copas_pb2.CreateTableRequest(rules=copas_pb2.RulesOverrides(
+                bisca=copas_pb2.BiscaRulesOverrides(target=2))), ("rules.bisca", "Hearts")),
+            (copas_pb2.CreateTableRequest(game="bisca", rules=copas_pb2.RulesOverrides(
+                bisca=copas_pb2.BiscaRulesOverrides(follow_suit=7))), ("follow_suit",)),
+            (copas_pb2.CreateTableRequest(game="bisca", rules=copas_pb2.RulesOverrides(
+                players=2, bisca=copas_pb2.BiscaRulesOverrides(partnerships=True))),
+             ("partnerships",)),
+        ]
+        for request, words in bad_tables:
+            await _refused(stub.CreateTable(request), grpc.StatusCode.INVALID_ARGUMENT, *words)
+        assert await lobby() == before, "a refused CreateTable left a table"
+
+        table = await new_bisca_table(stub, seed="3")
+        tokens = await _seated(stub, table, 2)
+        view = (await stub.GetView(copas_pb2.GetViewRequest(table_id=table.table_id),
+                                   metadata=auth(tokens[0]))).view
+        seat = view.to_act[0]
+        other = 1 - seat
+        meta = auth(tokens[seat])
+        await _refused(stub.PassCards(copas_pb2.PassCardsRequest(
+            table_id=table.table_id, cards=list(view.legal_cards[:3]) if seat == 0 else []),
+            metadata=meta), grpc.StatusCode.INVALID_ARGUMENT, "Bisca has no passing")
+        await _refused(stub.ChooseMoon(copas_pb2.ChooseMoonRequest(
+            table_id=table.table_id, choice=copas_pb2.MOON_CHOICE_ADD_TO_OTHERS),
+            metadata=meta), grpc.StatusCode.INVALID_ARGUMENT, "Bisca has no moon")
+        await _refused(stub.PlayCard(copas_pb2.PlayCardRequest(
+            table_id=table.table_id, card=card_pb("10H")), metadata=meta),
+            grpc.StatusCode.INVALID_ARGUMENT)  # no 10 in Bisca's pack
+        eight = cards_pb2.Card(suit=cards_pb2.SUIT_CLUBS, rank=cards_pb2.RANK_EIGHT)
+        await _refused(stub.PlayCard(copas_pb2.PlayCardRequest(
+            table_id=table.table_id, card=eight), metadata=meta),
+            grpc.StatusCode.INVALID_ARGUMENT, "40-card")
+        mine = (await stub.GetView(copas_pb2.GetViewRequest(table_id=table.table_id),
+                                   metadata=auth(tokens[other]))).view
+        await _refused(stub.PlayCard(copas_pb2.PlayCardRequest(
+            table_id=table.table_id, card=mine.hand[0]), metadata=meta),
+            grpc.StatusCode.FAILED_PRECONDITION, "not in your hand")
+        await _refused(stub.PlayCard(copas_pb2.PlayCardRequest(
+            table_id=table.table_id, card=mine.hand[0]), metadata=auth(tokens[other])),
+            grpc.StatusCode.FAILED_PRECONDITION, "turn")
+        after = (await stub.GetView(copas_pb2.GetViewRequest(table_id=table.table_id),
+                                    metadata=auth(tokens[0]))).view
+        assert after.trick_number == 0 and not after.trick.cards and after.to_act == [seat]
+        assert [c.text for c in after.hand] == [c.text for c in view.hand]
+
+
+async def test_a_record_says_bisca_replays_and_copas_replay_checks_it(tmp_path: Path) -> None:
+    async with serving(allow_seed=True, data_dir=str(tmp_path)) as (running, stub):
+        table = await new_bisca_table(stub, preset="quick", seed="5", bots=2)
+        watch = Watch(stub, table.table_id)
+        await watch.wait_for(is_over, timeout=30)
+        await watch.close()
+        answer = await stub.GetGameRecord(copas_pb2.GetGameRecordRequest(
+            record_id=table.table_id))
+        record = answer.record
+        assert record.rules.game == "bisca" and record.rules.bisca.hand_size == 3
+        data = json.loads(record.record_json)
+        assert data["game"] == "bisca" and data["format"] == 1
+        game = bisca_record.replay(data)  # raises when the result differs
+        assert [(r.seat, r.place, r.total) for r in record.standings] == [
+            (r.seat, r.place, r.total) for r in game.standings]
+        assert [list(h.taken) for h in record.hands] == [list(h.points)
+                                                         for h in game.hands_played]
+        assert sum(record.hands[0].taken) == 120
+        listed = await stub.ListGameRecords(copas_pb2.ListGameRecordsRequest())
+        assert [r.rules.game for r in listed.records if r.record_id == table.table_id] == [
+            "bisca"]
+        cmd = [sys.executable, "-m", "tools.cli", "replay", table.table_id, "--server",
+               f"127.0.0.1:{running.port}"]
+        done = await asyncio.to_thread(subprocess.run, cmd, cwd=ROOT, capture_output=True,
+                                       text=True, timeout=60)
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert "(trumps " in done.stdout and "matches the record" in done.stdout
+        data["result"]["totals"][0] += 1
+        path = tmp_path / "tampered.json"
+        path.write_text(json.dumps(data))
+        bad = await asyncio.to_thread(subprocess.run, [*cmd[:4], str(path)], cwd=ROOT,
+                                      capture_output=True, text=True, timeout=60)
+        assert bad.returncode == 1 and "MISMATCH" in bad.stdout
+
+
+@pytest.mark.parametrize("policy", ["greedy", "mc"])
+async def test_bisca_bots_think_in_their_own_worker_pool(policy: str) -> None:
+    async with serving(allow_seed=True, bot_workers=1, bot_think_seconds=0.05) as (_, stub):
+        table = await new_bisca_table(stub, preset="four", seed="9", bots=4,
+                                      bot_policy=policy)
+        watch = Watch(stub, table.table_id)
+        over = await watch.wait_for(is_over, timeout=60)
+        await watch.close()
+        assert over.view.end_reason == copas_pb2.GAME_END_REASON_POINT_LIMIT
+        assert max(p.total for p in over.view.players) >= 4

@@ -36,7 +36,7 @@ ALLOWED = {
     "server/rpc/championships.py": "as driver.py",
     "server/demo.py": "copas-demo, a Hearts game between engine bots in a terminal",
     "tools/policies.py": "the Hearts bot lab (ai's policies over engine games)",
-    "tools/replay.py": "copas replay checks a Hearts record with the engine",
+    "tools/replay.py": "copas replay checks a record with its game's engine (Hearts or Bisca)",
     "clients/bots.py": "the terminal clients play Hearts's views (contract-only: no engine)",
     "clients/cli.py": "as bots.py",
     "clients/common.py": "as bots.py",

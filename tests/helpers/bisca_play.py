@@ -28,10 +28,11 @@ def view_key(view: copas_pb2.TableView) -> Key:
 
 async def new_bisca_table(stub: copas_pb2_grpc.CopasServiceStub, *, preset: str = "bisca3",
                           seed: str | None = "1", bots: int = 0, timeout: float = 0.0,
-                          **bisca: Any) -> copas_pb2.TableSummary:
+                          bot_policy: str = "", **bisca: Any) -> copas_pb2.TableSummary:
     """A Bisca table with no pauses and (by default) no clock."""
     request = copas_pb2.CreateTableRequest(
         game="bisca", preset=preset, bot_seats=bots, display_name="bisca test",
+        bot_policy=bot_policy,
         rules=copas_pb2.RulesOverrides(trick_pause_seconds=0.0, hand_pause_seconds=0.0,
                                        play_timeout_seconds=timeout,
                                        bisca=copas_pb2.BiscaRulesOverrides(**bisca)))
