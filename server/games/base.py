@@ -169,6 +169,10 @@ class GameModule(Protocol):
 
         :raises ServiceError: INVALID_ARGUMENT naming the rule."""
     def rules_to_pb(self, rules: GameRules) -> copas_pb2.Rules: ...
+    def rating_players(self, players: int, partnerships: bool) -> int:
+        """A leaderboard's player count (0: the game's usual one) for its kind, checked.
+
+        :raises ServiceError: INVALID_ARGUMENT (INVALID_RULES) listing the accepted counts."""
     def rules_overrides(self, message: copas_pb2.RulesOverrides) -> RuleOverrides:
         """The options a request sets explicitly, by their rules' names.
 

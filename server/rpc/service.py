@@ -215,13 +215,17 @@ class CopasService(copas_pb2_grpc.CopasServiceServicer):
         name, account_id = await self._person(request.display_name)
         seat_asked = request.seat if request.HasField("seat") else None
         players = request.players if request.HasField("players") else None
+        inputs.check_length("game", request.game, inputs.PRESET_MAX, "INVALID_RULES")
+        partnerships = request.partnerships if request.HasField("partnerships") else None
         self.rematches.check_joinable(table_id)
         table, seat, token = self.registry.join(
             table_id, name, seat_asked, request_id,
             fingerprint("JoinTable", table_id, request.preset, players, name, seat_asked,
-                        *([account_id] if account_id else [])) if request_id else "",
+                        *([account_id] if account_id else []),
+                        *(["game", request.game, partnerships] if request.game
+                          or partnerships is not None else [])) if request_id else "",
             preset=request.preset, players=players, account_id=account_id,
-            address=caller().peer)
+            address=caller().peer, game=request.game, partnerships=partnerships)
         structlog.contextvars.bind_contextvars(seat=seat)
         await self.delivery.committed(table)  # the seat is durable before the token is given
         return copas_pb2.JoinTableResponse(seat=seat, player_token=token, table=table.summary())

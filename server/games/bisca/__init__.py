@@ -30,6 +30,7 @@ from engine.bisca import (
 )
 from engine.bisca import Action as BiscaAction
 from engine.errors import EngineError
+from server.errors import ServiceError
 from server.games import GameModule, GameState, RecordFacts, RuleLimits, TableFacts
 from server.games.bisca import bots, finished, play, views, wire
 from server.games.bisca.result import BiscaResult
@@ -65,6 +66,15 @@ class BiscaModule:
 
     def rules_to_pb(self, rules: BiscaRules) -> copas_pb2.Rules:
         return wire.rules_to_pb(rules)
+
+    def rating_players(self, players: int, partnerships: bool) -> int:
+        players = players or 2
+        if players not in (2, 3, 4, 6) or (partnerships and players not in (4, 6)) \
+                or (players == 6 and not partnerships):
+            raise ServiceError.invalid(
+                "Bisca's kinds: players 0 (2), 2, 3 or 4 each for themselves; 4 or 6 with "
+                "partnerships", "INVALID_RULES")
+        return players
 
     def rules_overrides(self, message: copas_pb2.RulesOverrides) -> dict[str, Any]:
         return wire.rules_overrides(message)

@@ -59,6 +59,13 @@ class HeartsModule:
     def rules_to_pb(self, rules: Rules) -> copas_pb2.Rules:
         return codec.rules_to_pb(rules)
 
+    def rating_players(self, players: int, partnerships: bool) -> int:
+        players = players or 4
+        if players not in (3, 4, 5) or partnerships:
+            raise ServiceError.invalid("players must be 0 (4), 3, 4 or 5 (Hearts has no "
+                                       "partnerships)", "INVALID_RULES")
+        return players
+
     def rules_overrides(self, message: copas_pb2.RulesOverrides) -> codec.RuleOverrides:
         if message.HasField("bisca"):
             raise ServiceError.invalid(
