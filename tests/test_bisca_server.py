@@ -15,7 +15,7 @@ from pathlib import Path
 
 import grpc
 import pytest
-from copas.v1 import cards_pb2, copas_pb2
+from copas.v1 import accounts_pb2, accounts_pb2_grpc, cards_pb2, copas_pb2
 
 from engine.bisca import record as bisca_record
 from tests.helpers.bisca_play import (
@@ -223,3 +223,91 @@ async def test_bisca_bots_think_in_their_own_worker_pool(policy: str) -> None:
         await watch.close()
         assert over.view.end_reason == copas_pb2.GAME_END_REASON_POINT_LIMIT
         assert max(p.total for p in over.view.players) >= 4
+
+
+async def _accounts_play(stub, accounts, table, names, seed, rng):  # type: ignore[no-untyped-def]
+    sessions = [(await accounts.SignInDevice(accounts_pb2.SignInDeviceRequest(
+        device_secret=f"bisca-{name}-secret-0123456789", display_name=name))).session
+        for name in names]
+    tokens = {}
+    for n, session in enumerate(sessions):
+        joined = await stub.JoinTable(copas_pb2.JoinTableRequest(
+            table_id=table.table_id, request_id=f"join-{n}-{seed}-0123456789abcdef"),
+            metadata=auth(session.access_token))
+        tokens[joined.seat] = joined.player_token
+    oracle = Oracle(replica_of(table, seed))
+    watches = {s: Watch(stub, table.table_id, t) for s, t in tokens.items()}
+    await play_unary(stub, table.table_id, tokens, watches, oracle, rng)
+    for watch in watches.values():
+        await watch.close()
+    return sessions
+
+
+async def _profiles(accounts, sessions, games: int):  # type: ignore[no-untyped-def]
+    """The profiles once the accounts took in ``games`` games each (within seconds)."""
+    for _ in range(400):
+        profiles = [await accounts.GetProfile(accounts_pb2.GetProfileRequest(),
+                                              metadata=auth(s.access_token)) for s in sessions]
+        if all(p.games == games for p in profiles):
+            return profiles
+        await asyncio.sleep(0.05)  # the intake has no event to await from outside
+    raise AssertionError("the accounts did not take the games in")
+
+
+async def test_rated_bisca_games_move_only_bisca_ratings_of_their_kind() -> None:
+    async with serving(allow_seed=True) as (running, stub), \
+            grpc.aio.insecure_channel(f"127.0.0.1:{running.port}") as channel:
+        if True:  # the body reads as the two contexts' block
+            accounts = accounts_pb2_grpc.AccountServiceStub(channel)
+            rng = random.Random(12)
+            duel = await new_bisca_table(stub, preset="quick", seed="12")
+            pair = await _accounts_play(stub, accounts, duel, ["Ana", "Bia"], "12", rng)
+            profiles = await _profiles(accounts, pair, 1)
+            for profile in profiles:  # one Bisca rating of 2, no Hearts one
+                assert [(r.game, r.players, r.partnerships, r.games) for r in profile.ratings
+                        ] == [("bisca", 2, False, 1)]
+            teams = await new_bisca_table(stub, preset="pairs", seed="13", target=1)
+            four = await _accounts_play(stub, accounts, teams, ["Ana", "Bia", "Cai", "Davi"],
+                                        "13", rng)
+            profiles = await _profiles(accounts, four[:2], 2)
+            for profile in profiles:  # the game of teams is a kind of its own
+                assert sorted((r.game, r.players, r.partnerships, r.games)
+                              for r in profile.ratings) == [("bisca", 2, False, 1),
+                                                            ("bisca", 4, True, 1)]
+            mine = await accounts.ListMyGames(accounts_pb2.ListMyGamesRequest(),
+                                              metadata=auth(four[0].access_token))
+            assert sorted((g.game, g.players, g.partnerships) for g in mine.games) == [
+                ("bisca", 2, False), ("bisca", 4, True)]
+            # Each kind has its own board (established accounts only: none yet).
+            board = await accounts.GetLeaderboard(accounts_pb2.GetLeaderboardRequest(
+                game="bisca", players=4, partnerships=True))
+            assert (board.game, board.players, board.partnerships) == ("bisca", 4, True)
+            assert not board.entries
+            hearts = await accounts.GetLeaderboard(accounts_pb2.GetLeaderboardRequest())
+            assert (hearts.game, hearts.players) == ("hearts", 4) and not hearts.entries
+            for bad in (accounts_pb2.GetLeaderboardRequest(game="bisca", players=5),
+                        accounts_pb2.GetLeaderboardRequest(game="bisca", players=6),
+                        accounts_pb2.GetLeaderboardRequest(players=4, partnerships=True),
+                        accounts_pb2.GetLeaderboardRequest(game="chess")):
+                await _refused(accounts.GetLeaderboard(bad), grpc.StatusCode.INVALID_ARGUMENT)
+
+
+async def test_a_quick_match_of_bisca_seats_people_at_one_table_of_its_kind() -> None:
+    async with serving() as (_, stub):
+        async def quick(n: int, **kind: object) -> copas_pb2.JoinTableResponse:
+            return await stub.JoinTable(copas_pb2.JoinTableRequest(
+                preset="bisca3", display_name=f"Q{n}", request_id=f"quick-{n}-0123456789abcdef",
+                **kind))  # type: ignore[arg-type]
+
+        first = await quick(0, game="bisca")
+        assert first.table.rules.game == "bisca" and first.table.rules.players == 2
+        second = await quick(1, game="bisca")
+        assert second.table.table_id == first.table.table_id and second.seat != first.seat
+        teams = await quick(2, game="bisca", players=4, partnerships=True)
+        assert teams.table.table_id != first.table.table_id
+        assert teams.table.rules.bisca.partnerships and teams.table.rules.players == 4
+        alone = await quick(3, game="bisca", players=4, partnerships=False)
+        assert alone.table.table_id != teams.table.table_id
+        await _refused(quick(4, game="bisca", players=2, partnerships=True),
+                       grpc.StatusCode.INVALID_ARGUMENT, "partnerships")
+        await _refused(quick(5), grpc.StatusCode.INVALID_ARGUMENT)  # bisca3 is no Hearts preset
