@@ -140,11 +140,12 @@ def is_turn(seat: int, key: Key) -> Callable[[copas_pb2.TableEvent], bool]:
 
 async def play_unary(stub: copas_pb2_grpc.CopasServiceStub, table_id: str,
                      tokens: dict[int, str], watches: dict[int, Watch], oracle: Oracle,
-                     rng: random.Random, stop: Callable[[Game], bool] = lambda g: False
-                     ) -> int:
+                     rng: random.Random, stop: Callable[[Game], bool] = lambda g: False,
+                     answers: list[copas_pb2.PlayCardResponse] | None = None) -> int:
     """Play every seat of ``tokens`` by PlayCard with a random legal card from its view (the
-    view's legal cards checked against the replica's); other seats are advanced in the
-    replica with the timeout card. Returns the cards played by calls."""
+    view's legal cards checked against the replica's), each call with a request_id naming
+    its action's index ("bisca-<n>"); other seats are advanced in the replica with the
+    timeout card. Returns the cards played by calls (their answers into ``answers``)."""
     game, calls = oracle.replica, 0
     while not game.is_over and not stop(game):
         seat = game.to_act()[0]
@@ -155,9 +156,13 @@ async def play_unary(stub: copas_pb2_grpc.CopasServiceStub, table_id: str,
         legal = sorted(c.text for c in found.view.legal_cards)
         assert legal == sorted(map(str, game.legal_cards(seat)))
         card = rng.choice(legal)
+        request_id = f"bisca-{len(game.actions)}"
         oracle.apply(PlayCard(seat, Card.parse(card)))  # before: its events may come first
-        await stub.PlayCard(copas_pb2.PlayCardRequest(table_id=table_id, card=card_pb(card)),
-                            metadata=auth(tokens[seat]), timeout=20)
+        answer = await stub.PlayCard(copas_pb2.PlayCardRequest(
+            table_id=table_id, card=card_pb(card), request_id=request_id),
+            metadata=auth(tokens[seat]), timeout=20)
+        if answers is not None:
+            answers.append(answer)
         calls += 1
     return calls
 
