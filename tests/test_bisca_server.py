@@ -311,3 +311,34 @@ async def test_a_quick_match_of_bisca_seats_people_at_one_table_of_its_kind() ->
         await _refused(quick(4, game="bisca", players=2, partnerships=True),
                        grpc.StatusCode.INVALID_ARGUMENT, "partnerships")
         await _refused(quick(5), grpc.StatusCode.INVALID_ARGUMENT)  # bisca3 is no Hearts preset
+
+
+async def test_the_lobby_shows_bisca_tables_and_a_timeout_plays_the_rules_card() -> None:
+    async with serving(allow_seed=True) as (_, stub):
+        lobby = stub.WatchLobby(copas_pb2.WatchLobbyRequest())
+        opened = await lobby.read()
+        assert opened.WhichOneof("event") == "snapshot"
+        table = await new_bisca_table(stub, preset="bisca9", seed="15", timeout=0.2)
+        added = await asyncio.wait_for(lobby.read(), 10)  # the new table, to a lobby watcher
+        assert added.table_added.table_id == table.table_id
+        assert added.table_added.rules.game == "bisca"
+        lobby.cancel()
+        listed = await stub.ListTables(copas_pb2.ListTablesRequest())
+        mine = [t for t in listed.tables if t.table_id == table.table_id]
+        assert len(mine) == 1 and mine[0].rules.game == "bisca" and mine[0].preset == "bisca9"
+        assert mine[0].rules.bisca.follow_suit == copas_pb2.BISCA_FOLLOW_SUIT_STOCK_EMPTY
+        got = await stub.GetTable(copas_pb2.GetTableRequest(table_id=table.table_id))
+        assert got.table.rules.bisca.hand_size == 9
+        replica = replica_of(table, "15")
+        tokens = await _seated(stub, table, 2)
+        watch = Watch(stub, table.table_id, tokens[0])
+        seat = replica.to_act()[0]
+        expected = replica.auto_action(seat).card  # the fewest points, no trump, lowest
+        timed = await watch.wait_for(lambda m: m.WhichOneof("kind") == "turn_timed_out",
+                                     timeout=30)
+        assert timed.turn_timed_out.seat == seat
+        played = await watch.wait_for(lambda m: m.WhichOneof("kind") == "card_played",
+                                      timeout=30)
+        assert played.card_played.is_automatic and played.card_played.seat == seat
+        assert played.card_played.card.text == str(expected)
+        await watch.close()
