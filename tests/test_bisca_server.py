@@ -9,13 +9,17 @@ from __future__ import annotations
 import asyncio
 import json
 import random
+import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import grpc
 import pytest
 from copas.v1 import accounts_pb2, accounts_pb2_grpc, cards_pb2, copas_pb2
+from google.protobuf import json_format
 
 from engine.bisca import record as bisca_record
 from tests.helpers.bisca_play import (
@@ -27,6 +31,7 @@ from tests.helpers.bisca_play import (
     replica_of,
 )
 from tests.helpers.calls import PlayStream, Watch, auth, is_over, join_all
+from tests.helpers.readme import expand, find, grpcurl_call, walk_through
 from tests.helpers.servers import serving
 
 pytestmark = pytest.mark.asyncio
@@ -342,3 +347,41 @@ async def test_the_lobby_shows_bisca_tables_and_a_timeout_plays_the_rules_card()
         assert played.card_played.is_automatic and played.card_played.seat == seat
         assert played.card_played.card.text == str(expected)
         await watch.close()
+
+
+async def test_the_readme_bisca_walk_through_plays_a_game_to_the_end() -> None:
+    """The README's Bisca grpcurl lines, replayed against a server started as it says."""
+    lines = walk_through("<!-- bisca walk-through: tests/test_bisca_server.py replays these "
+                         "lines -->")
+    async with serving(allow_seed=True) as (_, stub):
+        env: dict[str, str] = {}
+        template = ""
+        last: Any = None
+        commands = []
+        for line in lines:
+            if line.startswith("play() {"):
+                template = line.split("{", 1)[1].rsplit(";", 1)[0].strip()
+                continue
+            for part in line.split("; "):
+                if part.startswith("play "):
+                    _, token, card = part.split()
+                    commands.append((None, template.replace("$1", token).replace("$2", card)))
+                elif (assign := re.match(r"(\w+)=\$\((.*)\)$", part)) is not None:
+                    commands.append((assign.group(1), assign.group(2)))
+                else:
+                    commands.append((None, part))
+        for name, command in commands:
+            words = shlex.split(expand(command.split(" | ", 1)[0], env))
+            _, method, payload, metadata = grpcurl_call(words)
+            request = getattr(copas_pb2, f"{method}Request")()
+            json_format.ParseDict(payload, request)
+            last = await getattr(stub, method)(request, metadata=metadata or None)
+            if name is not None:
+                sed = command.split(" | ", 1)[1]
+                field = re.search(r'"(\w+)": ', sed).group(1)  # type: ignore[union-attr]
+                env[name] = find(json_format.MessageToDict(last), field)
+        assert isinstance(last, copas_pb2.GetViewResponse)
+        view = last.view
+        assert view.phase == copas_pb2.PHASE_GAME_OVER and view.rules.game == "bisca"
+        assert [(r.seat, r.place, r.total) for r in view.standings] == [(0, 1, 1), (1, 2, 0)]
+        assert list(view.bisca.side_points) == [61, 59] and view.bisca.trump_card.text == "3C"
