@@ -385,3 +385,36 @@ async def test_the_readme_bisca_walk_through_plays_a_game_to_the_end() -> None:
         assert view.phase == copas_pb2.PHASE_GAME_OVER and view.rules.game == "bisca"
         assert [(r.seat, r.place, r.total) for r in view.standings] == [(0, 1, 1), (1, 2, 0)]
         assert list(view.bisca.side_points) == [61, 59] and view.bisca.trump_card.text == "3C"
+
+
+@pytest.mark.parametrize(("preset", "transport"), [("bisca7", "play"), ("pairs", "unary"),
+                                                   ("three", "play"), ("six", "unary")])
+async def test_every_kind_of_table_plays_whole_over_either_transport(preset: str,
+                                                                     transport: str) -> None:
+    """Games of 2 (Bisca de 7: follow suit once the stock is empty), 3, 4 in partnerships and
+    6 in partnerships, over the Play stream and over unary calls, every message checked."""
+    async with serving(allow_seed=True) as (_, stub):
+        table = await new_bisca_table(stub, preset=preset, seed=f"{preset}-1", target=1)
+        oracle = Oracle(replica_of(table, f"{preset}-1"))
+        tokens = await _seated(stub, table, table.rules.players)
+        rng = random.Random(preset)
+        if transport == "play":
+            streams = {s: PlayStream(stub, table.table_id, t, is_batched=True)
+                       for s, t in tokens.items()}
+            calls = await play_streams(streams, oracle, rng)
+            for seat, stream in streams.items():
+                await stream.wait_event(lambda e: e.view.phase == copas_pb2.PHASE_GAME_OVER,
+                                        timeout=30)
+                for event in stream.events:
+                    oracle.check(seat, event)
+                await stream.close()
+        else:
+            watches = {s: Watch(stub, table.table_id, t, check=lambda m, s=s: oracle.check(s, m))
+                       for s, t in tokens.items()}
+            calls = await play_unary(stub, table.table_id, tokens, watches, oracle, rng)
+            for watch in watches.values():
+                await watch.wait_for(lambda m: m.view.phase == copas_pb2.PHASE_GAME_OVER,
+                                     timeout=30)
+                await watch.close()
+        assert oracle.replica.is_over and calls == len(oracle.replica.actions)
+        assert oracle.checked >= calls * len(tokens)
