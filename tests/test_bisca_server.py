@@ -18,8 +18,10 @@ from typing import Any
 
 import grpc
 import pytest
+import structlog
 from copas.v1 import accounts_pb2, accounts_pb2_grpc, cards_pb2, copas_pb2
 from google.protobuf import json_format
+from structlog.testing import capture_logs
 
 from engine.bisca import record as bisca_record
 from tests.helpers.bisca_play import (
@@ -44,6 +46,19 @@ async def _seated(stub, table, count):  # type: ignore[no-untyped-def]
 
 
 async def test_a_game_of_two_played_whole_over_unary_calls() -> None:
+    with capture_logs(processors=[structlog.contextvars.merge_contextvars]) as logs:
+        tokens = await _two_over_unary()
+    # No token, hand, drawn card or stock order reaches a log: the game's debug lines hold
+    # its public events only (who drew, never what).
+    assert logs and any(e.get("kind") == "CardsDrawn" for e in logs)
+    for entry in logs:
+        assert not any(token in repr(entry) for token in tokens.values()), "a token in a log"
+        assert not {"hand", "hands", "stock", "drawn", "last_drawn", "legal"} & set(entry)
+        if entry.get("kind") == "CardsDrawn":
+            assert not any("card" in key and key != "trump_card_to" for key in entry)
+
+
+async def _two_over_unary() -> dict[int, str]:
     async with serving(allow_seed=True) as (_, stub):
         table = await new_bisca_table(stub, preset="bisca3", seed="7")
         assert table.rules.game == "bisca" and table.rules.players == 2
@@ -69,6 +84,7 @@ async def test_a_game_of_two_played_whole_over_unary_calls() -> None:
         assert {"hand_started", "card_played", "trick_won", "cards_drawn", "hand_scored",
                 "game_over"} <= kinds
         assert oracle.checked > 4 * calls
+        return tokens
 
 
 async def test_a_game_of_four_in_partnerships_over_play_streams_a_spectator_and_a_reconnect(
