@@ -18,7 +18,14 @@ from copas.v1 import copas_pb2, copas_pb2_grpc
 
 from engine.bisca import PlayCard, action_to_json, result_of
 from engine.bisca import record as bisca_record
-from tests.helpers.bisca_play import Oracle, card_pb, new_bisca_table, play_unary, replica_of
+from tests.helpers.bisca_play import (
+    Oracle,
+    card_pb,
+    new_bisca_table,
+    play_unary,
+    replica_of,
+    retried,
+)
 from tests.helpers.calls import Watch, auth, join_all
 from tests.helpers.servers import ServerProcess, config_for_tests, free_port, fresh_database
 
@@ -50,8 +57,8 @@ async def _finish_and_check(stub: copas_pb2_grpc.CopasServiceStub, table_id: str
     assert head.WhichOneof("kind") == "snapshot" and head.sequence >= after
     assert len(head.view.trick.cards) == 1 and head.view.trick_number == 3  # nothing lost
     await play_unary(stub, table_id, tokens, watches, oracle, rng)
-    record = await stub.GetGameRecord(copas_pb2.GetGameRecordRequest(record_id=table_id),
-                                      timeout=15)
+    record = await retried(lambda: stub.GetGameRecord(
+        copas_pb2.GetGameRecordRequest(record_id=table_id), timeout=15))
     data = json.loads(record.record.record_json)
     game = oracle.replica
     assert data["game"] == "bisca" and data["actions"] == [action_to_json(a)

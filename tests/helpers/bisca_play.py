@@ -5,10 +5,13 @@ drew, or the stock's order)."""
 
 from __future__ import annotations
 
+import asyncio
 import random
-from collections.abc import Callable, Iterator
+import uuid
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
+import grpc
 from copas.v1 import cards_pb2, copas_pb2, copas_pb2_grpc
 from google.protobuf.message import Message
 
@@ -32,13 +35,27 @@ async def new_bisca_table(stub: copas_pb2_grpc.CopasServiceStub, *, preset: str 
     """A Bisca table with no pauses and (by default) no clock."""
     request = copas_pb2.CreateTableRequest(
         game="bisca", preset=preset, bot_seats=bots, display_name="bisca test",
-        bot_policy=bot_policy,
+        bot_policy=bot_policy, request_id=f"create-{uuid.uuid4().hex}",
         rules=copas_pb2.RulesOverrides(trick_pause_seconds=0.0, hand_pause_seconds=0.0,
                                        play_timeout_seconds=timeout,
                                        bisca=copas_pb2.BiscaRulesOverrides(**bisca)))
     if seed is not None:
         request.seed = seed
-    return (await stub.CreateTable(request)).table
+    return (await retried(lambda: stub.CreateTable(request))).table
+
+
+async def retried(call: Callable[[], Awaitable[Any]], attempts: int = 40) -> Any:
+    """``call()``, sent again while the answer is UNAVAILABLE (a node renewing its lease, a
+    relayed call not answered in time on a loaded machine), as the reference client does: the
+    calls sent this way carry a request id, so a retry is answered, never applied twice."""
+    for attempt in range(attempts):
+        try:
+            return await call()
+        except grpc.aio.AioRpcError as error:
+            if error.code() != grpc.StatusCode.UNAVAILABLE or attempt == attempts - 1:
+                raise
+            await asyncio.sleep(0.25)  # the refusal names no event to await
+    raise AssertionError("unreachable")
 
 
 def replica_of(table: copas_pb2.TableSummary, seed: str) -> Game:
@@ -158,9 +175,10 @@ async def play_unary(stub: copas_pb2_grpc.CopasServiceStub, table_id: str,
         card = rng.choice(legal)
         request_id = f"bisca-{len(game.actions)}"
         oracle.apply(PlayCard(seat, Card.parse(card)))  # before: its events may come first
-        answer = await stub.PlayCard(copas_pb2.PlayCardRequest(
-            table_id=table_id, card=card_pb(card), request_id=request_id),
-            metadata=auth(tokens[seat]), timeout=20)
+        request = copas_pb2.PlayCardRequest(table_id=table_id, card=card_pb(card),
+                                            request_id=request_id)
+        answer = await retried(lambda: stub.PlayCard(request, metadata=auth(tokens[seat]),
+                                                     timeout=20))
         if answers is not None:
             answers.append(answer)
         calls += 1
