@@ -10,7 +10,7 @@ from concurrent.futures import ProcessPoolExecutor
 
 from ai import bisca
 from ai.policies import Budget
-from ai.pool import _die_with
+from ai.pool import die_with
 from engine.bisca import PlayCard, View
 
 
@@ -21,7 +21,7 @@ class BiscaBotPool:
         # spawn: a fork of a process running grpc threads or an event loop is unsafe.
         self._executor = ProcessPoolExecutor(max_workers=max(1, workers),
                                              mp_context=multiprocessing.get_context("spawn"),
-                                             initializer=_die_with, initargs=(os.getpid(),))
+                                             initializer=die_with, initargs=(os.getpid(),))
         self._closed = False
 
     async def decide(self, info: View, policy: str = "mc", seed: int = 0,
