@@ -243,14 +243,21 @@ async def test_a_record_says_bisca_replays_and_copas_replay_checks_it(tmp_path: 
 
 @pytest.mark.parametrize("policy", ["greedy", "mc"])
 async def test_bisca_bots_think_in_their_own_worker_pool(policy: str) -> None:
-    async with serving(allow_seed=True, bot_workers=1, bot_think_seconds=0.05) as (_, stub):
-        table = await new_bisca_table(stub, preset="four", seed="9", bots=4,
-                                      bot_policy=policy)
-        watch = Watch(stub, table.table_id)
-        over = await watch.wait_for(is_over, timeout=60)
-        await watch.close()
-        assert over.view.end_reason == copas_pb2.GAME_END_REASON_POINT_LIMIT
-        assert max(p.total for p in over.view.players) >= 4
+    with capture_logs() as logs:
+        async with serving(allow_seed=True, bot_workers=1, bot_think_seconds=0.05) as (
+                running, stub):
+            table = await new_bisca_table(stub, preset="four", seed="9", bots=4,
+                                          bot_policy=policy)
+            watch = Watch(stub, table.table_id)
+            over = await watch.wait_for(is_over, timeout=60)
+            await watch.close()
+            pooled = running.metrics.registry.get_sample_value(
+                "copas_bot_decision_seconds_count", {"where": "pool"})
+    assert over.view.end_reason == copas_pb2.GAME_END_REASON_POINT_LIMIT
+    assert max(p.total for p in over.view.players) >= 4
+    cards = sum(1 for m in watch.messages if m.WhichOneof("kind") == "card_played")
+    assert pooled is not None and pooled >= cards > 0  # every card a worker's decision
+    assert not [e for e in logs if e.get("event") == "bot_decision_failed"]
 
 
 async def _accounts_play(stub, accounts, table, names, seed, rng):  # type: ignore[no-untyped-def]
