@@ -129,13 +129,13 @@ lint: setup ## ruff, mypy --strict (engine/, ai/, server/, clients/, tools/, gen
 	cd $(PROTO_DIR) && ../$(BIN)/buf lint
 	cd $(PROTO_DIR) && ../$(BIN)/buf breaking --against '../.git#ref=$(CONTRACT_BASE),subdir=protos'
 
-bench: setup ## benchmarks: engine vs OpenSpiel; a move vs gRPC echo; durable vs memory; a flood; CPU per move; accounts; championships (and told on two nodes); start-up; the perf tests' figures
+bench: setup ## benchmarks: engine vs OpenSpiel; a move vs gRPC echo; durable vs memory; a flood; CPU per move (and per card before and after the game seam, and Bisca's); accounts; championships (and told on two nodes); start-up; the perf tests' figures
 	$(BIN)/python bench/engine_vs_openspiel.py
 	$(BIN)/python bench/move_cost.py
 	$(BIN)/python bench/durability.py
 	$(BIN)/python bench/flood.py
 	$(BIN)/python bench/cpu_per_move.py
-	$(BIN)/python bench/seam_cost.py  # Hearts's CPU per card before and after the game seam
+	$(BIN)/python bench/seam_cost.py  # Hearts's CPU per card before and after the game seam, then Bisca's
 	$(BIN)/python bench/accounts.py
 	$(BIN)/python bench/championship.py
 	$(BIN)/python bench/championship_watchers.py

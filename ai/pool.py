@@ -25,7 +25,7 @@ from engine import Action
 PR_SET_PDEATHSIG = 1  # prctl(2): the signal a process gets when its parent dies
 
 
-def _die_with(parent: int) -> None:
+def die_with(parent: int) -> None:
     """A worker's first act: go when the process that made it does, however it ended (a
     kill -9 leaves no one to shut the pool down): the kernel's parent-death signal on
     Linux, else a watch on the parent."""
@@ -53,7 +53,7 @@ class BotPool:
         # spawn: a fork of a process running grpc threads or an event loop is unsafe.
         self._executor = ProcessPoolExecutor(max_workers=max(1, workers),
                                              mp_context=multiprocessing.get_context("spawn"),
-                                             initializer=_die_with, initargs=(os.getpid(),))
+                                             initializer=die_with, initargs=(os.getpid(),))
         self._closed = False
 
     async def decide(self, info: InfoSet, policy: str = "mc", seed: int = 0,

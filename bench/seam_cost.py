@@ -11,12 +11,15 @@ its defaults, SQLite in a temporary directory, under ``copas loadtest`` over the
 stream) once on each, in alternating order, so drift on a shared machine falls on both alike.
 
 Prints per round the two figures, then ``before_cpu_ms_per_card=``, ``after_cpu_ms_per_card=``
-(medians) and ``after_vs_before_ratio=``.
+(medians) and ``after_vs_before_ratio=``. Then Bisca's figure on this checkout, as many rounds:
+bench/bisca_load.py (two people a table, each on a batched Play stream; ``copas loadtest``
+plays Hearts only) against the same server, ``bisca_cpu_ms_per_card=`` (the median).
 """
 
 from __future__ import annotations
 
 import argparse
+import shlex
 import shutil
 import statistics
 import subprocess
@@ -25,7 +28,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from cpu_per_move import copas_round  # a sibling script, not a package
+from cpu_per_move import ENV, copas_round, cpu_seconds, free_port, last_json, server_flags
 
 ROOT = Path(__file__).resolve().parent.parent
 SEAM_PARENT = "58cd36d"  # the last commit before server/games (issue 41)
@@ -58,6 +61,29 @@ def extract(commit: str, into: Path) -> Path:
     return into
 
 
+def bisca_round(args: argparse.Namespace) -> dict[str, float]:
+    """This checkout's server under bench/bisca_load.py: its CPU per card played."""
+    port = free_port()
+    with tempfile.TemporaryDirectory() as data_dir:
+        server = subprocess.Popen(
+            [sys.executable, "-m", "server.main", "--listen", f"127.0.0.1:{port}",
+             "--metrics-port", "0", "--data-dir", data_dir, *server_flags(ROOT),
+             *shlex.split(args.server_args)],
+            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=ENV)
+        assert server.stdout is not None and "listening" in server.stdout.readline()
+        try:
+            before = cpu_seconds(server.pid)
+            report = last_json([sys.executable, str(ROOT / "bench" / "bisca_load.py"),
+                                "--server", f"127.0.0.1:{port}", "--tables",
+                                str(args.tables), "--duration", str(args.duration)])
+            used = cpu_seconds(server.pid) - before
+        finally:
+            server.terminate()
+            server.wait(30)
+    report["server_cpu_ms_per_move"] = round(used * 1000 / max(1, report["moves"]), 4)
+    return report
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -86,6 +112,14 @@ def main() -> None:
     print(f"before_cpu_ms_per_card={before:.3f}")
     print(f"after_cpu_ms_per_card={after:.3f}")
     print(f"after_vs_before_ratio={after / before:.3f}")
+    bisca = []
+    for number in range(1, args.rounds + 1):
+        report = bisca_round(args)
+        bisca.append(report["server_cpu_ms_per_move"])
+        print(f"round {number} bisca: {report['server_cpu_ms_per_move']:.3f} ms CPU per card, "
+              f"{report['moves']} cards, {report['games']} games, errors {report['errors']}",
+              flush=True)
+    print(f"bisca_cpu_ms_per_card={statistics.median(bisca):.3f}")
 
 
 if __name__ == "__main__":

@@ -18,7 +18,8 @@ from server.accounts.ratings import Contender, Rating, rate, rate_game
 from server.accounts.service import ACCESS_TTL, GUEST_TTL, REFRESH_GRACE, Accounts
 from server.errors import ServiceError
 from server.games.hearts.finished import finished_game  # moved behind the game seam
-from server.store.base import GameResult, RecordSummary, SeatRecord
+from server.games.hearts.result import GameResult
+from server.store.base import RecordSummary, SeatRecord
 from server.tokens import hash_token
 from tests.helpers.accounts import AUDIENCE, ISSUER, Keys, ManualClock
 

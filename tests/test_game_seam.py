@@ -27,9 +27,6 @@ ALLOWED = {
     "server/games/names.py": "the registry's list of games, by name",
     "server/codec.py": "Hearts's wire codec (cards, moon, phases, events); its last callers "
                        "outside server/games/hearts/ are the ones listed below",
-    "server/store/base.py": "the record format and its result (GameResult) are Hearts's: "
-                            "records per game are still to move behind the seam",
-    "server/store/records.py": "a record's copas.v1 message is built from Hearts's result",
     "server/championships/driver.py": "championships play Hearts's format "
                                       "(engine.championship: boards, seating, scoring)",
     "server/championships/model.py": "as driver.py",
@@ -39,7 +36,7 @@ ALLOWED = {
     "server/rpc/championships.py": "as driver.py",
     "server/demo.py": "copas-demo, a Hearts game between engine bots in a terminal",
     "tools/policies.py": "the Hearts bot lab (ai's policies over engine games)",
-    "tools/replay.py": "copas replay checks a Hearts record with the engine",
+    "tools/replay.py": "copas replay checks a record with its game's engine (Hearts or Bisca)",
     "clients/bots.py": "the terminal clients play Hearts's views (contract-only: no engine)",
     "clients/cli.py": "as bots.py",
     "clients/common.py": "as bots.py",

@@ -4,55 +4,23 @@
 
 from __future__ import annotations
 
-import json
 import re
 import shlex
-from pathlib import Path
 from typing import Any
 
 import grpc
 from copas.v1 import accounts_pb2, accounts_pb2_grpc, copas_pb2
 from google.protobuf import json_format
 
+from tests.helpers.readme import expand, grpcurl_call, walk_through
+from tests.helpers.readme import find as _find
 from tests.helpers.servers import serving
 
-ROOT = Path(__file__).resolve().parent.parent
 MARK = "<!-- walk-through: tests/test_readme.py replays these lines -->"
 
 
-def walk_through() -> list[str]:
-    text = (ROOT / "README.md").read_text()
-    block = text.split(MARK, 1)[1].split("```sh\n", 1)[1].split("```", 1)[0]
-    return [line for line in block.splitlines() if line.strip()]
-
-
-def grpcurl_call(words: list[str]) -> tuple[str, str, dict[str, Any], list[tuple[str, str]]]:
-    """(service, method, request JSON, metadata) of one grpcurl command line."""
-    payload: dict[str, Any] = {}
-    metadata = []
-    service = method = ""
-    i = 0
-    while i < len(words):
-        word = words[i]
-        if word == "-d":
-            payload = json.loads(words[i + 1])
-            i += 1
-        elif word == "-H":
-            key, _, value = words[i + 1].partition(": ")
-            metadata.append((key.lower(), value))
-            i += 1
-        elif word.startswith(("copas.v1.CopasService/", "copas.v1.AccountService/")):
-            service, method = word.removeprefix("copas.v1.").split("/")
-        i += 1
-    return service, method, payload, metadata
-
-
-def expand(line: str, env: dict[str, str]) -> str:
-    return re.sub(r"\$(\w+)", lambda m: env.get(m.group(1), m.group(0)), line)
-
-
 async def test_the_readme_walk_through_plays_a_game_to_the_end() -> None:
-    lines = walk_through()
+    lines = walk_through(MARK)
     assert any(line.startswith("play ") for line in lines)
     async with serving(allow_seed=True) as (running, stub), grpc.aio.insecure_channel(
             f"127.0.0.1:{running.port}") as channel:
@@ -89,14 +57,3 @@ async def test_the_readme_walk_through_plays_a_game_to_the_end() -> None:
         assert isinstance(last, copas_pb2.GetViewResponse)
         assert last.view.phase == copas_pb2.PHASE_GAME_OVER and len(last.view.standings) == 4
         assert last.view.players[0].display_name == "Ana"  # the account's name, from sign-in
-
-
-def _find(data: Any, field: str) -> str:
-    if isinstance(data, dict):
-        for key, value in data.items():
-            if key == field:
-                return str(value)
-            found = _find(value, field)
-            if found:
-                return found
-    return ""

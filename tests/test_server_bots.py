@@ -81,7 +81,7 @@ class HeldThinker:
     def __init__(self) -> None:
         self.waiting: list[Any] = []
 
-    def think(self, info: Any, policy: str, seed: int, done: Any) -> Any:
+    def think(self, info: Any, policy: str, seed: int, done: Any, module: Any = None) -> Any:
         self.waiting.append((info, done))
 
         class Handle:

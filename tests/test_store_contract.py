@@ -16,8 +16,9 @@ from copas.v1 import copas_pb2
 
 from engine import Game, Rules
 from server.cluster.queries import PgClusterQueries
+from server.games.hearts.result import GameResult
 from server.store import GameRecord, Node, PgStore, SqliteStore, StorageFailed, TableMeta
-from server.store.base import GameResult, RecordSummary, SeatRecord
+from server.store.base import RecordSummary, SeatRecord
 from server.tables.log_entries import LOG_FORMAT
 from tests.helpers.servers import fresh_database
 

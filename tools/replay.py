@@ -1,5 +1,5 @@
-"""`copas replay RECORD`: re-run a finished game through the engine, check that it gives
-the recorded result, and show it hand by hand.
+"""`copas replay RECORD`: re-run a finished game (Hearts, or Bisca: the record says which)
+through its engine, check that it gives the recorded result, and show it hand by hand.
 
 RECORD is a record id on the server (GetGameRecord) or a path to a record's JSON file.
 Exits 0 when the replay matches the record, 1 when it does not.
@@ -17,6 +17,7 @@ from copas.v1 import copas_pb2, copas_pb2_grpc
 
 from clients.common import Connection, add_server_arguments, channel, connection
 from engine import RecordError, replay, result_of
+from engine.bisca import record as bisca_record
 
 
 async def fetch(server: Connection, record_id: str) -> dict[str, Any]:
@@ -29,7 +30,13 @@ async def fetch(server: Connection, record_id: str) -> dict[str, Any]:
 
 def show(data: dict[str, Any]) -> None:
     names = {s["seat"]: s["name"] for s in data.get("seats", [])}
-    for hand in data["result"]["hands"]:
+    is_bisca = data.get("game") == "bisca"
+    for hand in data["result"]["hands"] if is_bisca else ():
+        winner = "tied" if hand["winner"] is None else f"side {hand['winner']} wins"
+        print(f"hand {hand['hand_number'] + 1} (trumps {hand['trump_card']}): card points "
+              f"{hand['side_points']} ({winner}), game points {hand['game_points']}, totals "
+              f"{hand['totals']}")
+    for hand in () if is_bisca else data["result"]["hands"]:
         moon = ""
         if hand["moon_shooter"] is not None:
             choice = f", {hand['moon_choice']}" if hand["moon_choice"] else ""
@@ -57,13 +64,15 @@ async def replay_main(args: argparse.Namespace) -> int:
         print(f"copas replay: {error.code().name}: {error.details()}")
         return 1
     try:
-        game = replay(data)  # raises when the recomputed result differs
+        if data.get("game") == "bisca":  # the record says which game it holds
+            end = bisca_record.result_of(bisca_record.replay(data))["end_reason"]
+        else:
+            end = result_of(replay(data))["end_reason"]  # raises when the result differs
     except RecordError as error:
         print(f"copas replay: MISMATCH: {error}")
         return 1
     show(data)
-    print(f"replayed {len(data['actions'])} actions: the result matches the record "
-          f"({result_of(game)['end_reason']})")
+    print(f"replayed {len(data['actions'])} actions: the result matches the record ({end})")
     return 0
 
 

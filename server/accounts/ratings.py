@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from openskill.models import PlackettLuce
 
-from server.games.names import DEFAULT_GAME
+from server.games.names import DEFAULT_GAME, GAMES
 
 MODEL = PlackettLuce()
 MU = MODEL.mu
@@ -38,6 +38,16 @@ def rating_kind(game: str, has_partnerships: bool = False) -> str:
     ``/teams`` when partners share a result (a game of 4 in partnerships is not a game of 4
     each for themselves)."""
     return f"{game}/teams" if has_partnerships else game
+
+
+RATING_KINDS = tuple(rating_kind(game, teams) for game in GAMES for teams in (False, True))
+"""Every kind a rating may be kept for (the default game's first)."""
+
+
+def kind_parts(kind: str) -> tuple[str, bool]:
+    """A kind's game and whether partners shared the result (``rating_kind`` undone)."""
+    game, _, teams = kind.partition("/")
+    return game, teams == "teams"
 
 
 @dataclass(frozen=True, slots=True)

@@ -51,7 +51,14 @@ from server.accounts.model import (
     Session,
 )
 from server.accounts.oidc import OidcVerifier
-from server.accounts.ratings import DEFAULT_KIND, Contender, Rating, Update, rate_game
+from server.accounts.ratings import (
+    DEFAULT_KIND,
+    RATING_KINDS,
+    Contender,
+    Rating,
+    Update,
+    rate_game,
+)
 from server.bounded import Bounded
 from server.errors import ServiceError
 from server.names import person
@@ -77,9 +84,9 @@ class Profile:
     """The account."""
     identities: tuple[Identity, ...]
     """How it signs in (secrets are digests or hashes)."""
-    ratings: dict[int, Rating]
-    """Its rating per player count."""
-    places: dict[int, int]
+    ratings: dict[tuple[str, int], Rating]
+    """Its rating per kind of game (``ratings.rating_kind``) and player count."""
+    places: dict[tuple[str, int], int]
     """Its place on each of those leaderboards."""
     games: int
     """Games finished."""
@@ -383,9 +390,10 @@ class Accounts:
     async def profile(self, account: Account) -> Profile:
         """What the account's own page shows."""
         identities = await self._store.identities(account.id)
-        ratings = await self._store.ratings(account.id)
-        places = {players: await self._store.place_of(account.id, players)
-                  for players in ratings}
+        ratings = {(kind, players): rating for kind in RATING_KINDS
+                   for players, rating in (await self._store.ratings(account.id, kind)).items()}
+        places = {(kind, players): await self._store.place_of(account.id, players, kind)
+                  for kind, players in ratings}
         games, wins, average = await self._store.totals(account.id)
         return Profile(account, tuple(identities), ratings,
                        {p: place for p, place in places.items() if place is not None},

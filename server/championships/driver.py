@@ -139,7 +139,7 @@ def result_of(record: GameRecord, table: SeatedTable) -> GameResult:
     leavers = tuple(players[lv.seat] for lv in summary.result.leavers)
     no_shows = tuple(players[s.seat] for s in summary.seats
                      if not s.has_acted and players[s.seat] not in leavers)
-    return GameResult(table.round_no, table.table_no, players, summary.result.totals,
+    return GameResult(table.round_no, table.table_no, players, tuple(summary.result.totals),
                       leavers, no_shows)
 
 

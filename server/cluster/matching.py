@@ -67,13 +67,15 @@ class ClusterMatch:
         try:
             self._spend_lookup()
             players = request.players if request.HasField("players") else 0
+            partnerships = request.partnerships if request.HasField("partnerships") else None
+            rules = self._registry.quick_match_rules_pb(request.preset, players or None,
+                                                        request.game, partnerships)
             rows = await asyncio.to_thread(self._queries.joinable, request.preset,
-                                           players or 4, CANDIDATES)
+                                           rules.players, CANDIDATES)
         except ServiceError as error:
             if error.reason == "RATE_LIMITED":
                 return ""  # over budget: matched among this node's tables
             raise
-        rules = self._registry.quick_match_rules_pb(request.preset, players or None)
         for table_id, data in rows:
             summary = copas_pb2.TableSummary.FromString(data)
             # Only a table a quick match could have opened: the preset's rules, no bots.

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 
     from server.accounts.model import FinishedGame
     from server.observability import Metrics
-    from server.store.base import GameRecord, RecordSummary, TableMeta
+    from server.store.base import GameRecord, GameResult, RecordSummary, TableMeta
 
 GameAction = Any  # a game's action, opaque to the table (its module reads and writes it)
 GameEvent = Any  # what a game's state says happened, opaque to the table
@@ -34,7 +34,8 @@ class GameState(Protocol):
     def hand_number(self) -> int: ...
     @property
     def totals(self) -> Sequence[int]:
-        """Per seat: the game's score so far."""
+        """The game's score so far, per side (a seat, or a team): ``GameModule.seat_totals``
+        reads it per seat."""
     @property
     def actions(self) -> Sequence[GameAction]:
         """Every action applied, in order: the record replays them."""
@@ -153,6 +154,9 @@ class GameModule(Protocol):
     def name(self) -> str:
         """The game's name in the registry, in records and in table metadata."""
     @property
+    def default_preset(self) -> str:
+        """The preset of a request that names none."""
+    @property
     def bot_policies(self) -> tuple[str, ...]:
         """The policies its bots may play ("auto", the timeout rules, is every game's)."""
 
@@ -165,6 +169,10 @@ class GameModule(Protocol):
 
         :raises ServiceError: INVALID_ARGUMENT naming the rule."""
     def rules_to_pb(self, rules: GameRules) -> copas_pb2.Rules: ...
+    def rating_players(self, players: int, partnerships: bool) -> int:
+        """A leaderboard's player count (0: the game's usual one) for its kind, checked.
+
+        :raises ServiceError: INVALID_ARGUMENT (INVALID_RULES) listing the accepted counts."""
     def rules_overrides(self, message: copas_pb2.RulesOverrides) -> RuleOverrides:
         """The options a request sets explicitly, by their rules' names.
 
@@ -215,6 +223,8 @@ class GameModule(Protocol):
     def pause_after(self, rules: GameRules, state: GameState, events: list[GameEvent]
                     ) -> float:
         """The pause the rules give after ``events`` (seconds; 0: none)."""
+    def seat_totals(self, state: GameState) -> Sequence[int]:
+        """Per seat: the game's score so far (a seat's team's, in partnerships)."""
     def phase_pb(self, state: GameState) -> int:
         """The phase shown (copas.v1 ``Phase``)."""
     def phase_name(self, state: GameState) -> str:
@@ -245,6 +255,20 @@ class GameModule(Protocol):
         """What only ``seat`` may see, as TableView wire bytes with the seat number."""
     def record(self, table: RecordFacts) -> GameRecord:
         """A finished table's game: replayable (rules, seed, actions), with its result."""
+    def record_to_pb(self, summary: RecordSummary, message: copas_pb2.GameRecord) -> None:
+        """Fill in what a record's message says of the game (rules, seats' totals, hands,
+        standings, leavers, end reason)."""
+    @property
+    def record_format(self) -> int:
+        """The ``format`` its engine's records carry (``copas replay`` checks it)."""
+    def rules_from_dict(self, data: dict[str, Any]) -> GameRules:
+        """Its rules from their JSON form (a table's meta, a record).
+
+        :raises ValueError: not rules of this game."""
+    def result_from_dict(self, data: dict[str, Any]) -> GameResult:
+        """A record's result from its JSON form.
+
+        :raises ValueError, KeyError, TypeError: not a result of this game."""
     def finished_game(self, summary: RecordSummary) -> FinishedGame | None:
         """A finished game's record as its accounts keep it: each account's place and points,
         whether it may be rated (RULES.md, "Rated games") and its kind (``rating_kind``);

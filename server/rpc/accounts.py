@@ -15,12 +15,14 @@ from prometheus_client.core import GaugeMetricFamily
 
 from server import names
 from server.accounts.model import Account, Identity, Method, Ranked
-from server.accounts.service import Accounts, SignedIn
+from server.accounts.ratings import DEFAULT_KIND, RATING_KINDS, kind_parts, rating_kind
+from server.accounts.service import Accounts, Profile, SignedIn
 from server.errors import ServiceError
 from server.observability import Metrics, gauges
 from server.rpc import inputs
 from server.rpc.gateway import caller
 from server.tables import paging
+from server.tables.creation import game_module
 from server.tables.registry import TableRegistry
 from server.wire import timestamp
 
@@ -29,7 +31,6 @@ Context = grpc.aio.ServicerContext[Any, Any]
 SECRET_MAX = 1024  # a password, device secret or refresh token longer than this is refused
 ID_TOKEN_MAX = 16 * 1024
 DEFAULT_BOARD = 50
-PLAYER_COUNTS = (3, 4, 5)
 _METHODS = {Method.DEVICE: accounts_pb2.SIGN_IN_METHOD_DEVICE,
             Method.PASSWORD: accounts_pb2.SIGN_IN_METHOD_PASSWORD,
             Method.OIDC: accounts_pb2.SIGN_IN_METHOD_OIDC}
@@ -66,11 +67,31 @@ def _name(value: str) -> str:
     return names.person(value, required=False)
 
 
-def _players(requested: int) -> int:
-    players = requested or 4
-    if players not in PLAYER_COUNTS:
-        raise ServiceError.invalid("players must be 0 (4), 3, 4 or 5", "INVALID_RULES")
-    return players
+def ratings_pb(profile: Profile, is_provisional_shown: bool = True
+               ) -> list[accounts_pb2.Rating]:
+    """A profile's ratings, the default game's kinds first, each by player count."""
+    def order(key: tuple[str, int]) -> tuple[int, int]:
+        return RATING_KINDS.index(key[0]), key[1]
+
+    ratings = []
+    for key in sorted(profile.ratings, key=order):
+        kind, players = key
+        rating = profile.ratings[key]
+        game, partnerships = kind_parts(kind)
+        ratings.append(accounts_pb2.Rating(
+            players=players, rating=rating.shown, mu=rating.mu, sigma=rating.sigma,
+            games=rating.games, wins=rating.wins, place=profile.places.get(key, 0),
+            is_provisional=rating.is_provisional and is_provisional_shown, game=game,
+            partnerships=partnerships))
+    return ratings
+
+
+def _board(requested: int, game: str, partnerships: bool) -> tuple[int, str]:
+    """A leaderboard's player count and kind, as its game takes them.
+
+    :raises ServiceError: INVALID_ARGUMENT (INVALID_RULES) listing what the game takes."""
+    players = game_module(game).rating_players(requested, partnerships)
+    return players, rating_kind(game or DEFAULT_KIND, partnerships)
 
 
 def _entry(line: Ranked, you: str) -> accounts_pb2.LeaderboardEntry:
@@ -157,11 +178,7 @@ class AccountService(accounts_pb2_grpc.AccountServiceServicer):
         profile = await self.accounts.profile(await self._me())
         return accounts_pb2.GetProfileResponse(
             account=account_pb(profile.account, profile.identities),
-            ratings=[accounts_pb2.Rating(players=p, rating=r.shown, mu=r.mu, sigma=r.sigma,
-                                         games=r.games, wins=r.wins,
-                                         place=profile.places.get(p, 0),
-                                         is_provisional=r.is_provisional)
-                     for p, r in sorted(profile.ratings.items())],
+            ratings=ratings_pb(profile),
             games=profile.games, wins=profile.wins, average_place=profile.average_place)
 
     async def UpdateProfile(self, request: accounts_pb2.UpdateProfileRequest,
@@ -189,7 +206,8 @@ class AccountService(accounts_pb2_grpc.AccountServiceServicer):
 
     async def GetLeaderboard(self, request: accounts_pb2.GetLeaderboardRequest,
                              context: Context) -> accounts_pb2.GetLeaderboardResponse:
-        players = _players(request.players)
+        inputs.check_length("game", request.game, inputs.PRESET_MAX, "INVALID_RULES")
+        players, kind = _board(request.players, request.game, request.partnerships)
         size = min(request.page_size or DEFAULT_BOARD, paging.MAX_PAGE)
         if request.page_size < 0:
             raise ServiceError.invalid("page_size must not be negative", "INVALID_PAGE_SIZE")
@@ -197,7 +215,7 @@ class AccountService(accounts_pb2_grpc.AccountServiceServicer):
         if request.around_me:
             me = await self._me()
             you = me.id
-            lines = await self.accounts.around(me, players, size)
+            lines = await self.accounts.around(me, players, size, kind)
         else:
             if caller().token_hash is not None:
                 try:
@@ -205,10 +223,11 @@ class AccountService(accounts_pb2_grpc.AccountServiceServicer):
                 except ServiceError:
                     you = ""  # the board is public; a stale token only loses is_you
             offset = paging.decode_offset(paging.Listing.LEADERBOARD, request.page_token)
-            lines = await self.accounts.leaderboard(players, offset, size)
+            lines = await self.accounts.leaderboard(players, offset, size, kind)
         after = lines[-1].place if len(lines) == size else 0
         return accounts_pb2.GetLeaderboardResponse(
-            players=players, entries=[_entry(line, you) for line in lines],
+            players=players, game=kind_parts(kind)[0], partnerships=request.partnerships,
+            entries=[_entry(line, you) for line in lines],
             next_page_token=paging.offset_token(paging.Listing.LEADERBOARD, after) if after
             else "")
 
@@ -223,7 +242,9 @@ class AccountService(accounts_pb2_grpc.AccountServiceServicer):
             games=[accounts_pb2.MyGame(
                 record_id=g.record_id, table_name=g.table_name, finish_time=timestamp(g.finished),
                 players=g.players, place=g.place, points=g.points, is_rated=g.is_rated,
-                rating_after=g.rating_after, rating_change=g.rating_change) for g in games],
+                rating_after=g.rating_after, rating_change=g.rating_change,
+                game=kind_parts(g.kind)[0], partnerships=kind_parts(g.kind)[1])
+                for g in games],
             next_page_token=paging.encode(paging.Listing.MY_GAMES, (last.finished, last.record_id))
             if last else "")
 

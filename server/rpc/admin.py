@@ -20,7 +20,7 @@ from typing import Any, Protocol
 import grpc
 import structlog
 from copas.admin.v1 import admin_pb2, admin_pb2_grpc
-from copas.v1 import accounts_pb2, copas_pb2
+from copas.v1 import copas_pb2
 
 from server import names
 from server.accounts.games import DELETED_NAME, forget_in_records
@@ -31,7 +31,7 @@ from server.config import Config
 from server.errors import ServiceError
 from server.observability import version
 from server.rpc import inputs
-from server.rpc.accounts import account_pb
+from server.rpc.accounts import account_pb, ratings_pb
 from server.rpc.championships import ChampionshipAdmin
 from server.rpc.gateway import caller
 from server.rpc.operators import REASON_MAX
@@ -314,10 +314,7 @@ class AdminService(ChampionshipAdmin, admin_pb2_grpc.AdminServiceServicer):
         profile = await self._accounts.profile(account)
         return admin_pb2.AdminAccount(
             account=account_pb(account, profile.identities), is_banned=account.is_banned,
-            ratings=[accounts_pb2.Rating(players=p, rating=r.shown, mu=r.mu, sigma=r.sigma,
-                                         games=r.games, wins=r.wins,
-                                         place=profile.places.get(p, 0))
-                     for p, r in sorted(profile.ratings.items())],
+            ratings=ratings_pb(profile, is_provisional_shown=False),
             games=profile.games, wins=profile.wins)
 
     async def FindAccount(self, request: admin_pb2.FindAccountRequest, context: Context

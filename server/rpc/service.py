@@ -14,7 +14,7 @@ import structlog
 from copas.v1 import copas_pb2, copas_pb2_grpc
 from prometheus_client.core import GaugeMetricFamily
 
-from server import games, names
+from server import names
 from server.accounts.service import Accounts
 from server.errors import ServiceError
 from server.observability import gauges
@@ -24,6 +24,7 @@ from server.rpc.play import PlayStream
 from server.rpc.quotas import Quotas
 from server.store.records import record_to_pb
 from server.tables import paging, reactions
+from server.tables.creation import game_module
 from server.tables.idempotency import JOIN_REQUEST_ID_MIN, fingerprint
 from server.tables.lobby import LobbyFilter, LobbySource
 from server.tables.records import Records
@@ -123,7 +124,8 @@ class CopasService(copas_pb2_grpc.CopasServiceServicer):
         # The person's name is checked before any table is made: a refusal leaves none.
         person, account_id = await self._person(request.player_display_name) \
             if is_seating else ("", "")
-        overrides = games.get().rules_overrides(request.rules)  # the default game's, for now
+        inputs.check_length("game", request.game, inputs.PRESET_MAX, "INVALID_RULES")
+        overrides = game_module(request.game).rules_overrides(request.rules)
         seed = request.seed if request.HasField("seed") else None
         bot_pace = request.rules.bot_pace_seconds \
             if request.rules.HasField("bot_pace_seconds") else None
@@ -131,12 +133,13 @@ class CopasService(copas_pb2_grpc.CopasServiceServicer):
             preset=request.preset, overrides=overrides, bot_seats=request.bot_seats, name=name,
             seed=seed, request_id=request_id, bot_policy=request.bot_policy,
             rating=request.rating, bot_pace=bot_pace,
-            creator=caller().peer,
+            creator=caller().peer, game=request.game,
             fingerprint=fingerprint("CreateTable", request.preset or "online", overrides,
                                     request.bot_seats, name, seed, request.bot_policy,
                                     *([request.rating] if request.rating else []),
                                     *([bot_pace] if bot_pace is not None else []),
-                                    *(["seat", person, account_id] if is_seating else []))
+                                    *(["seat", person, account_id] if is_seating else []),
+                                    *([request.game] if request.game else []))
             if request_id else "")
         structlog.contextvars.bind_contextvars(table_id=table.id)
         seat, token = 0, ""
@@ -212,13 +215,17 @@ class CopasService(copas_pb2_grpc.CopasServiceServicer):
         name, account_id = await self._person(request.display_name)
         seat_asked = request.seat if request.HasField("seat") else None
         players = request.players if request.HasField("players") else None
+        inputs.check_length("game", request.game, inputs.PRESET_MAX, "INVALID_RULES")
+        partnerships = request.partnerships if request.HasField("partnerships") else None
         self.rematches.check_joinable(table_id)
         table, seat, token = self.registry.join(
             table_id, name, seat_asked, request_id,
             fingerprint("JoinTable", table_id, request.preset, players, name, seat_asked,
-                        *([account_id] if account_id else [])) if request_id else "",
+                        *([account_id] if account_id else []),
+                        *(["game", request.game, partnerships] if request.game
+                          or partnerships is not None else [])) if request_id else "",
             preset=request.preset, players=players, account_id=account_id,
-            address=caller().peer)
+            address=caller().peer, game=request.game, partnerships=partnerships)
         structlog.contextvars.bind_contextvars(seat=seat)
         await self.delivery.committed(table)  # the seat is durable before the token is given
         return copas_pb2.JoinTableResponse(seat=seat, player_token=token, table=table.summary())

@@ -17,22 +17,10 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from importlib import import_module
 from typing import Any, Generic, Protocol, TypeVar
 
-from engine import (
-    Action,
-    GameEndReason,
-    MoonChoice,
-    PassDirection,
-    Rules,
-    RulesError,
-    Standing,
-    action_from_json,
-    action_to_json,
-)
-from engine.game import Game, HandResult, LeaverRecord
-from engine.record import RECORD_FORMAT
-from server.games.names import DEFAULT_GAME
+from server.games.names import DEFAULT_GAME, GAMES
 
 APPLICATION = "copas"  # what a Copas database says it is
 
@@ -60,6 +48,49 @@ class StoreUnreachable(StorageError):
 # ---------------------------------------------------------------- typed values
 
 
+class GameResult(Protocol):
+    """How a finished game went, as its record keeps it (each game's own value: its module's
+    ``result_from_dict`` reads it back)."""
+
+    @property
+    def is_over(self) -> bool: ...
+    @property
+    def end_reason(self) -> Any:
+        """``engine.GameEndReason`` (None while the game runs)."""
+    @property
+    def totals(self) -> Sequence[int]: ...
+    @property
+    def leavers(self) -> Sequence[Any]:
+        """Who left (``seat``, ``hand_number``, ``trick_number``), in the order they left."""
+    def to_dict(self) -> dict[str, Any]: ...
+
+
+class RecordFormat(Protocol):
+    """What the store reads of a game's module (``server.games.GameModule``) to write and
+    read back its tables' meta and its records."""
+
+    @property
+    def record_format(self) -> int:
+        """The ``format`` its engine's records carry."""
+    def rules_from_dict(self, data: dict[str, Any]) -> Any:
+        """:raises ValueError: not rules of this game."""
+    def result_from_dict(self, data: dict[str, Any]) -> GameResult:
+        """:raises ValueError, KeyError, TypeError: not a result of this game."""
+    def action_to_json(self, action: Any) -> Any: ...
+    def action_from_json(self, data: Any) -> Any: ...
+
+
+def game_format(game: str) -> RecordFormat:
+    """The module of ``game`` as the store reads it (imported by name: the games' modules
+    import the store, never the other way).
+
+    :raises ValueError: this server plays no game of that name."""
+    if game not in GAMES:
+        raise ValueError(f"unknown game {game!r}: this server plays {', '.join(GAMES)}")
+    module: RecordFormat = import_module(f"server.games.{game}").MODULE
+    return module
+
+
 def _object(data: Any, what: str) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise ValueError(f"{what} is not a JSON object")
@@ -74,8 +105,8 @@ class TableMeta:
     """The table's display name (its id when it was given none)."""
     preset: str
     """The preset its rules started from."""
-    rules: Rules
-    """The rules it plays by."""
+    rules: Any
+    """The rules it plays by (its game's frozen rules value)."""
     seed: int | str
     """The seed of its deals (never shown to a client)."""
     bot_seats: int
@@ -129,16 +160,16 @@ class TableMeta:
             seed = data["seed"]
             if not isinstance(seed, (int, str)):
                 raise ValueError("seed is neither a number nor a string")
+            game = str(data.get("game", DEFAULT_GAME))
             return cls(str(data["name"]), str(data["preset"]),
-                       Rules.from_dict(_object(data["rules"], "rules")), seed,
+                       game_format(game).rules_from_dict(_object(data["rules"], "rules")), seed,
                        int(data["bots"]), int(data.get("order", 0) or 0),
                        str(data.get("rk", "")), str(data.get("fp", "")),
                        str(data.get("bot_policy", "auto")), str(data.get("rating", "people")),
                        data.get("quick") is True, float(data.get("bot_pace", 0.0) or 0.0),
                        str(data.get("rematch_of", "")), str(data.get("championship", "")),
-                       data.get("closed_to_spectators") is True,
-                       str(data.get("game", DEFAULT_GAME)))
-        except (KeyError, TypeError, ValueError, RulesError) as exc:
+                       data.get("closed_to_spectators") is True, game)
+        except (KeyError, TypeError, ValueError) as exc:
             raise ValueError(f"unreadable table meta: {exc!r}") from None
 
 
@@ -168,59 +199,6 @@ class SeatRecord:
 
 
 @dataclass(frozen=True, slots=True)
-class GameResult:
-    """Everything a championship needs from a game (``engine.result_of``, typed)."""
-
-    is_over: bool
-    end_reason: GameEndReason | None
-    totals: tuple[int, ...]
-    hands: tuple[HandResult, ...]
-    """Each hand played: points taken and scored, the moon."""
-    leavers: tuple[LeaverRecord, ...]
-    """Who left, and when."""
-    standings: tuple[Standing, ...]
-    """Places at the end (ties share a place; leavers last)."""
-
-    @classmethod
-    def of(cls, game: Game) -> GameResult:
-        return cls(game.is_over, game.end_reason, tuple(game.totals),
-                   tuple(game.hands_played), tuple(game.left), tuple(game.standings))
-
-    def to_dict(self) -> dict[str, Any]:
-        """The JSON form ``engine.record.result_of`` gives (replay compares the two)."""
-        return {
-            "is_over": self.is_over,
-            "end_reason": str(self.end_reason) if self.end_reason else None,
-            "totals": list(self.totals),
-            "hands": [{"hand_number": h.hand_number, "pass_direction": str(h.pass_direction),
-                       "taken": list(h.taken), "points": list(h.points),
-                       "totals": list(h.totals), "moon_shooter": h.moon_shooter,
-                       "moon_choice": str(h.moon_choice) if h.moon_choice else None}
-                      for h in self.hands],
-            "leavers": [{"seat": lv.seat, "hand_number": lv.hand_number,
-                         "trick_number": lv.trick_number} for lv in self.leavers],
-            "standings": [{"seat": r.seat, "place": r.place, "total": r.total,
-                           "has_left": r.has_left} for r in self.standings],
-        }
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> GameResult:
-        reason = data["end_reason"]
-        return cls(
-            bool(data["is_over"]), GameEndReason(reason) if reason else None,
-            tuple(int(t) for t in data["totals"]),
-            tuple(HandResult(int(h["hand_number"]), PassDirection(h["pass_direction"]),
-                             tuple(h["taken"]), tuple(h["points"]), tuple(h["totals"]),
-                             h["moon_shooter"],
-                             MoonChoice(h["moon_choice"]) if h["moon_choice"] else None)
-                  for h in data["hands"]),
-            tuple(LeaverRecord(int(lv["seat"]), int(lv["hand_number"]),
-                               int(lv["trick_number"])) for lv in data["leavers"]),
-            tuple(Standing(int(r["seat"]), int(r["place"]), int(r["total"]),
-                           bool(r["has_left"])) for r in data["standings"]))
-
-
-@dataclass(frozen=True, slots=True)
 class RecordSummary:
     """A finished game as ListGameRecords shows it."""
 
@@ -233,7 +211,8 @@ class RecordSummary:
     finished: float
     """When its game ended."""
     seed: int | str
-    rules: Rules
+    rules: Any
+    """Its game's rules value."""
     seats: tuple[SeatRecord, ...]
     result: GameResult
     rating: str = "people"
@@ -260,20 +239,22 @@ class RecordSummary:
     def from_dict(cls, data: dict[str, Any]) -> RecordSummary:
         """:raises ValueError: not a record this server writes."""
         try:
+            game = str(data.get("game", DEFAULT_GAME))
+            module = game_format(game)
             return cls(str(data["record_id"]), str(data["table_id"]),
                        str(data["display_name"]), str(data["preset"]),
                        float(data["created"]), float(data["finished"]), data["seed"],
-                       Rules.from_dict(_object(data["rules"], "rules")),
+                       module.rules_from_dict(_object(data["rules"], "rules")),
                        tuple(SeatRecord(int(s["seat"]), str(s["name"]), bool(s["is_bot"]),
                                         str(s.get("account", "")), s.get("acted") is not False,
                                         int(s.get("own", 0)), int(s.get("cards", 0)),
                                         str(s.get("net", "")),
                                         str(s.get("player", "")))
                              for s in data["seats"]),
-                       GameResult.from_dict(_object(data["result"], "result")),
+                       module.result_from_dict(_object(data["result"], "result")),
                        str(data.get("rating", "people")), str(data.get("championship", "")),
-                       str(data.get("game", DEFAULT_GAME)))
-        except (KeyError, TypeError, RulesError) as exc:
+                       game)
+        except (KeyError, TypeError, ValueError) as exc:
             raise ValueError(f"unreadable game record: {exc!r}") from None
 
     def to_json(self) -> str:
@@ -299,13 +280,16 @@ class GameRecord:
     result, seats and times."""
 
     summary: RecordSummary
-    actions: tuple[Action, ...]
+    actions: tuple[Any, ...]
+    """Its game's actions, in order."""
 
     def to_dict(self, *, is_public: bool = False) -> dict[str, Any]:
         """The record's JSON form: ``engine.record.to_record``'s (what ``copas replay``
         reads) with the summary's fields beside it (``is_public``: as everyone may read it,
         see ``RecordSummary.to_dict``)."""
-        return {"format": RECORD_FORMAT, "actions": [action_to_json(a) for a in self.actions],
+        module = game_format(self.summary.game)
+        return {"format": module.record_format,
+                "actions": [module.action_to_json(a) for a in self.actions],
                 **self.summary.to_dict(is_public=is_public)}
 
     def to_json(self, *, is_public: bool = False) -> str:
@@ -316,7 +300,8 @@ class GameRecord:
         """:raises ValueError: not a record this server writes."""
         data = _object(json.loads(text), "game record")
         try:
-            actions = tuple(action_from_json(a) for a in data["actions"])
+            module = game_format(str(data.get("game", DEFAULT_GAME)))
+            actions = tuple(module.action_from_json(a) for a in data["actions"])
         except (KeyError, TypeError) as exc:
             raise ValueError(f"unreadable game record: {exc!r}") from None
         return cls(RecordSummary.from_dict(data), actions)

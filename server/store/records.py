@@ -7,7 +7,7 @@ import dataclasses
 
 from copas.v1 import copas_pb2
 
-from server import codec
+from server import games
 from server.store.base import GameRecord, RecordSummary
 from server.tokens import pseudonym
 from server.wire import timestamp
@@ -15,34 +15,16 @@ from server.wire import timestamp
 
 def record_to_pb(summary: RecordSummary, record: GameRecord | None = None
                  ) -> copas_pb2.GameRecord:
-    """A record's message; with the whole ``record``, its JSON rides along (what ``copas
-    replay`` reads) and its actions are counted."""
-    result = summary.result
+    """A record's message (its game's module fills in the rules and the result); with the
+    whole ``record``, its JSON rides along (what ``copas replay`` reads) and its actions are
+    counted."""
     message = copas_pb2.GameRecord(
         record_id=summary.record_id, table_id=summary.table_id,
         display_name=summary.display_name, preset=summary.preset,
-        rules=codec.rules_to_pb(summary.rules), create_time=timestamp(summary.created),
+        create_time=timestamp(summary.created),
         finish_time=timestamp(summary.finished), seed=str(summary.seed), rating=summary.rating,
-        championship_id=summary.championship,
-        end_reason=codec.END_REASON_TO_PB[result.end_reason] if result.end_reason
-        else copas_pb2.GAME_END_REASON_UNSPECIFIED)
-    left = {lv.seat for lv in result.leavers}
-    for seat in summary.seats:
-        message.seats.add(seat=seat.seat, display_name=seat.name, is_taken=True,
-                          is_bot=seat.is_bot, has_left=seat.seat in left,
-                          total=result.totals[seat.seat], player_id=seat.player)
-    for hand in result.hands:
-        h = message.hands.add(hand_number=hand.hand_number,
-                              pass_direction=codec.DIRECTION_TO_PB[hand.pass_direction],
-                              taken=hand.taken, points=hand.points, totals=hand.totals,
-                              moon_choice=codec.MOON_CHOICE_TO_PB[hand.moon_choice]
-                              if hand.moon_choice else copas_pb2.MOON_CHOICE_UNSPECIFIED)
-        if hand.moon_shooter is not None:
-            h.moon_shooter = hand.moon_shooter
-    message.standings.extend(codec.standing_to_pb(r) for r in result.standings)
-    for lv in result.leavers:
-        message.leavers.add(seat=lv.seat, hand_number=lv.hand_number,
-                            trick_number=lv.trick_number)
+        championship_id=summary.championship)
+    games.get(summary.game).record_to_pb(summary, message)
     if record is not None:
         message.record_json = record.to_json(is_public=True)
         message.action_count = len(record.actions)

@@ -18,7 +18,7 @@ import structlog
 
 from server import games
 from server.errors import ServiceError
-from server.games import GameAction, GameModule, GameState
+from server.games import BotPool, GameAction, GameModule, GameState
 from server.observability import Metrics
 from server.tables.seats import Seats
 from server.tables.timers import TableTimers, TimerKind
@@ -43,17 +43,35 @@ class Thinker:
     """Bot decisions in worker processes, answered through a callback on the loop."""
 
     def __init__(self, workers: int, seconds: float, module: GameModule | None = None) -> None:
-        self.module = module if module is not None else games.get()  # whose bots think here
+        self.module = module if module is not None else games.get()  # warmed up at start
+        self._workers = workers
+        self._seconds = seconds
         self.pool = self.module.new_bot_pool(workers)
         self.budget = self.module.bot_budget(seconds)
+        # Each other game's pool and budget, made at its first decision (a server that
+        # never seats a bot at that game starts none of its workers).
+        self._others: dict[str, tuple[BotPool, Any]] = {}
         self.limit = max(1.0, seconds * 20)  # beyond this, the automatic choice plays
 
+    def _pool_of(self, module: GameModule | None) -> tuple[BotPool, Any]:
+        if module is None or module.name == self.module.name:
+            return self.pool, self.budget
+        known = self._others.get(module.name)
+        if known is None:
+            known = self._others[module.name] = (module.new_bot_pool(self._workers),
+                                                 module.bot_budget(self._seconds))
+        return known
+
     def think(self, info: Any, policy: str, seed: int,
-              done: Callable[[GameAction | None], None]) -> Thinking:
+              done: Callable[[GameAction | None], None],
+              module: GameModule | None = None) -> Thinking:
+        """``module``'s bot decides (None: the default game's)."""
+        pool, budget = self._pool_of(module)
+
         async def decide() -> None:
             try:
                 action: GameAction | None = await asyncio.wait_for(
-                    self.pool.decide(info, policy, seed, self.budget), self.limit)
+                    pool.decide(info, policy, seed, budget), self.limit)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # late, or the worker failed: the table moves on
@@ -74,6 +92,8 @@ class Thinker:
 
     def shutdown(self) -> None:
         self.pool.shutdown(wait=True)
+        for pool, _ in self._others.values():
+            pool.shutdown(wait=True)
 
 
 class BotTable(Protocol):
@@ -169,7 +189,8 @@ class BotTurns:
             self._as_step(lambda: self._decided(bot, where, action))()
 
         info = table.game_module.bot_info(game, bot)
-        self._timers.hold(TimerKind.BOT, thinker.think(info, table.bot_policy, seed, decided))
+        self._timers.hold(TimerKind.BOT, thinker.think(info, table.bot_policy, seed, decided,
+                                                        table.game_module))
 
     def _decided(self, seat: int, where: tuple[object, ...], action: GameAction | None
                  ) -> None:

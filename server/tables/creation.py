@@ -11,7 +11,7 @@ from typing import Any
 from server import games
 from server.config import BOT_POLICIES, RegistrySettings
 from server.errors import ServiceError
-from server.games import GameRules
+from server.games import GameModule, GameRules
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,6 +33,19 @@ MAX_BOT_PACE = 10.0  # seconds: the slowest bot a table may ask for
 RATING_RULES = ("people", "with_bots", "off")  # CreateTableRequest.rating
 
 
+def game_module(game: str) -> GameModule:
+    """The module of the game a request names ("" for the default game).
+
+    :raises ServiceError: INVALID_ARGUMENT (INVALID_RULES) listing the games this server
+        plays."""
+    try:
+        return games.get(game)
+    except KeyError:
+        raise ServiceError.invalid(
+            f"unknown game {game[:40]!r}: game must be one of {', '.join(games.GAMES)} "
+            f"(empty: {games.DEFAULT_GAME})", "INVALID_RULES") from None
+
+
 def check_new_table(settings: RegistrySettings, *, preset: str, overrides: Mapping[str, Any],
                     bot_seats: int, bot_policy: str, has_seed: bool,
                     rating: str = "", bot_pace: float | None = None, game: str = ""
@@ -42,12 +55,8 @@ def check_new_table(settings: RegistrySettings, *, preset: str, overrides: Mappi
 
     :raises ServiceError: INVALID_ARGUMENT for a game, rules, bots, a policy or a pace this
         server does not take; PERMISSION_DENIED for a seed where none is allowed."""
-    try:
-        module = games.get(game)
-    except KeyError:
-        raise ServiceError.invalid(f"game must be one of {', '.join(games.GAMES)}",
-                                   "INVALID_RULES") from None
-    preset = preset or "online"
+    module = game_module(game)
+    preset = preset or module.default_preset
     rules = module.check_rules(settings, preset, overrides)
     if not 0 <= bot_seats <= rules.players:
         raise ServiceError.invalid(f"bot_seats must be 0..{rules.players}", "INVALID_BOT_SEATS")

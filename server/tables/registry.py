@@ -33,7 +33,7 @@ from server.store.base import Storage, TableMeta
 from server.tables import views
 from server.tables.bots import Thinker
 from server.tables.clock import Handle, Scheduler
-from server.tables.creation import check_new_table
+from server.tables.creation import check_new_table, game_module
 from server.tables.delivery import Delivery
 from server.tables.idempotency import Remembered, check_reuse, request_key
 from server.tables.lobby import Lobby, LobbyFilter
@@ -44,6 +44,17 @@ from server.tables.table import JOIN_SCOPE, Table
 log = structlog.get_logger("copas.registry")
 
 QUICK_MATCH_NAME = "Quick match"  # a quick match's table (a name, not its raw id)
+
+
+def _quick_overrides(players: int | None, partnerships: bool | None) -> RuleOverrides:
+    """The rule options a quick match asks for: its player count, and whether partners play
+    together (a game with partnerships: its module refuses the option otherwise)."""
+    overrides: dict[str, int | bool] = {}
+    if players is not None:
+        overrides["players"] = players
+    if partnerships is not None:
+        overrides["partnerships"] = partnerships
+    return overrides
 CREATE_MEMORY = 10_000  # CreateTable request_ids remembered
 
 
@@ -214,7 +225,7 @@ class TableRegistry:
                          rating=new.rating, bot_pace=new.bot_pace, rematch_of=rematch_of,
                          championship=championship, is_spectating_closed=is_spectating_closed,
                          is_quick=seed is None and self._is_quick_match(new.preset, new.rules,
-                                                                        new.bot_seats),
+                                                                        new.bot_seats, new.game),
                          game=new.game)
         created = self.scheduler.now()
         self.store.create_table(table_id, created, meta)  # refused once the store failed
@@ -330,11 +341,14 @@ class TableRegistry:
 
     def join(self, table_id: str, name: str, seat: int | None, request_id: str = "",
              fingerprint: str = "", *, preset: str = "", players: int | None = None,
-             account_id: str = "", address: str = "") -> tuple[Table, int, str]:
+             account_id: str = "", address: str = "", game: str = "",
+             partnerships: bool | None = None) -> tuple[Table, int, str]:
         """Seat a person (signed in as ``account_id``, if any; ``address``, theirs) at
         ``table_id``, or (quick match, ``preset`` instead) at the oldest waiting table of that
         kind with a free seat and without their account, or at a new one (``address`` its
-        creator). At a quick-match table an anonymous person is one per address."""
+        creator). At a quick-match table an anonymous person is one per address. A quick
+        match's kind: ``game`` ("" the default) and ``preset``, with ``players`` and
+        ``partnerships`` when given."""
         if request_id:
             key = request_key(JOIN_SCOPE, request_id)
             if self.seating.is_spent(key):
@@ -349,7 +363,7 @@ class TableRegistry:
                 return table, seat_number, token
         self._check_not_draining()
         table = self.get(table_id) if table_id or not preset else \
-            self._open_table(preset, players, account_id, address)
+            self._open_table(preset, players, account_id, address, game, partnerships)
         seat_number, token = table.join(name, seat, request_id, fingerprint, account_id,
                                         address)
         return table, seat_number, token
@@ -399,44 +413,53 @@ class TableRegistry:
         return sum(1 for t in self._tables.values()
                    if t.game is not None and not t.game.is_over)
 
-    def quick_match_rules(self, preset: str, players: int | None) -> GameRules:
-        """The rules of a table a quick match opens: the preset's, with this server's
-        defaults (--play-timeout ...), for ``players``.
+    def quick_match_rules(self, preset: str, players: int | None, game: str = "",
+                          partnerships: bool | None = None) -> GameRules:
+        """The rules of a table a quick match opens: ``game``'s ``preset``'s, with this
+        server's defaults (--play-timeout ...), for ``players`` (and ``partnerships``).
 
-        :raises ServiceError: INVALID_RULES for a preset or player count it does not take.
+        :raises ServiceError: INVALID_RULES for a game, preset, player count or partnership
+            it does not take.
         """
-        overrides: RuleOverrides = {"players": players} if players is not None else {}
-        return check_new_table(self.settings, preset=preset, overrides=overrides, bot_seats=0,
-                               bot_policy="", has_seed=False).rules
+        return check_new_table(self.settings, preset=preset,
+                               overrides=_quick_overrides(players, partnerships), bot_seats=0,
+                               bot_policy="", has_seed=False, game=game).rules
 
-    def quick_match_rules_pb(self, preset: str, players: int | None) -> copas_pb2.Rules:
+    def quick_match_rules_pb(self, preset: str, players: int | None, game: str = "",
+                             partnerships: bool | None = None) -> copas_pb2.Rules:
         """``quick_match_rules`` as a table's summary shows them."""
-        return games.get().rules_to_pb(self.quick_match_rules(preset, players))
+        return game_module(game).rules_to_pb(
+            self.quick_match_rules(preset, players, game, partnerships))
 
     def _open_table(self, preset: str, players: int | None, account_id: str = "",
-                    creator: str = "") -> Table:
+                    creator: str = "", game: str = "", partnerships: bool | None = None
+                    ) -> Table:
         """Quick match: the oldest waiting table of this kind with a free seat, or a new one.
         A table of the kind is joined only when a quick match could have opened it
         (``TableMeta.is_quick``): the preset's rules and this server's defaults, no bots, no
         seed given (not a table someone made with a point limit of 1,000 and no clock, to
         catch every quick match, nor one whose deal they know)."""
-        rules = self.quick_match_rules(preset, players)
-        wanted = LobbyFilter(only_joinable=True, preset=preset, players=players or 4)
+        rules = self.quick_match_rules(preset, players, game, partnerships)
+        module = game_module(game)
+        wanted = LobbyFilter(only_joinable=True, preset=preset, players=rules.players)
         for table in self._tables.values():  # oldest first
             if table.has_people and table.meta.is_quick and table.rules == rules \
+                    and table.game_module is module \
                     and wanted.matches(table) and not (
                         account_id and any(s.account_id == account_id for s in table.seats)):
                 return table
-        overrides: RuleOverrides = {"players": players} if players is not None else {}
-        return self.create(preset=preset, overrides=overrides, bot_seats=0,
-                           name=QUICK_MATCH_NAME, seed=None, creator=creator)
+        return self.create(preset=preset, overrides=_quick_overrides(players, partnerships),
+                           bot_seats=0, name=QUICK_MATCH_NAME, seed=None, creator=creator,
+                           game=game)
 
-    def _is_quick_match(self, preset: str, rules: GameRules, bot_seats: int) -> bool:
+    def _is_quick_match(self, preset: str, rules: GameRules, bot_seats: int, game: str = ""
+                        ) -> bool:
         """A table of a quick match's rules (its preset's and this server's defaults, no
         bots); without a seed given, one a quick match could have opened: its seats are
         reservations, one per client."""
         try:
-            return not bot_seats and rules == self.quick_match_rules(preset, rules.players)
+            return not bot_seats and rules == self.quick_match_rules(
+                preset, rules.players, game, getattr(rules, "partnerships", None))
         except ServiceError:
             return False
 

@@ -37,7 +37,8 @@ def summary(table: TableFacts) -> copas_pb2.TableSummary:
     round plays the same deals, so one table's scores tell the others something of their
     hands; its players see them in their views, everyone in its record once the round ends."""
     game = table.game
-    totals = game.totals if game and not table.meta.is_spectating_closed \
+    totals = table.game_module.seat_totals(game) \
+        if game and not table.meta.is_spectating_closed \
         else [0] * len(table.seats)
     left = game.has_left if game else [False] * len(table.seats)
     return copas_pb2.TableSummary(

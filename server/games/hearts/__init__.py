@@ -5,7 +5,7 @@ adds: rules from a request within the server's limits (``play``), turns, clocks 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 import ai
@@ -23,16 +23,19 @@ from engine import (
     action_to_json,
 )
 from engine import actions as ev
+from engine.record import RECORD_FORMAT
 from server import codec
+from server.errors import ServiceError
 from server.games import GameModule, GameState, RecordFacts, RuleLimits, TableFacts
 from server.games.hearts import actions, finished, play, views
+from server.games.hearts.result import GameResult
 
 if TYPE_CHECKING:
     import structlog
     from copas.v1 import copas_pb2
 
     from server.observability import Metrics
-    from server.store.base import GameRecord
+    from server.store.base import GameRecord, RecordSummary
 
 _ENDINGS: dict[str, ev.Action] = {"idle": Abandon(), "operator": Close(),
                                   "time_limit": TimeUp()}
@@ -46,6 +49,7 @@ class HeartsModule:
     """Hearts (docs/RULES.md) as a ``server.games.GameModule``."""
 
     name = "hearts"
+    default_preset = "online"
     bot_policies: tuple[str, ...] = ("auto", *sorted(ai.POLICIES))
 
     def check_rules(self, settings: RuleLimits, preset: str,
@@ -55,8 +59,30 @@ class HeartsModule:
     def rules_to_pb(self, rules: Rules) -> copas_pb2.Rules:
         return codec.rules_to_pb(rules)
 
+    def rating_players(self, players: int, partnerships: bool) -> int:
+        players = players or 4
+        if players not in (3, 4, 5) or partnerships:
+            raise ServiceError.invalid("players must be 0 (4), 3, 4 or 5 (Hearts has no "
+                                       "partnerships)", "INVALID_RULES")
+        return players
+
     def rules_overrides(self, message: copas_pb2.RulesOverrides) -> codec.RuleOverrides:
+        if message.HasField("bisca"):
+            raise ServiceError.invalid(
+                "rules.bisca holds Bisca's options: a Hearts table takes the Hearts options "
+                "(create a Bisca table with game \"bisca\")", "INVALID_RULES")
         return codec.rules_overrides(message)
+
+    record_format = RECORD_FORMAT
+
+    def rules_from_dict(self, data: dict[str, Any]) -> Rules:
+        return Rules.from_dict(data)
+
+    def result_from_dict(self, data: dict[str, Any]) -> GameResult:
+        return GameResult.from_dict(data)
+
+    def record_to_pb(self, summary: RecordSummary, message: copas_pb2.GameRecord) -> None:
+        views.record_to_pb(summary, message)
 
     def decode_action(self, method: str, request: Any
                       ) -> tuple[Callable[[int], ev.Action], object]:
@@ -103,6 +129,9 @@ class HeartsModule:
 
     def pause_after(self, rules: Rules, state: GameState, events: list[ev.Event]) -> float:
         return play.pause_after(rules, _game(state), events)
+
+    def seat_totals(self, state: GameState) -> Sequence[int]:
+        return _game(state).totals
 
     def phase_pb(self, state: GameState) -> int:
         return codec.PHASE_TO_PB[_game(state).phase]

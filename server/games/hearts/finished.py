@@ -12,9 +12,12 @@ leave last. Every game of an account is in its history, rated or not.
 
 from __future__ import annotations
 
+from typing import cast
+
 from engine import GameEndReason
 from server.accounts.model import FinishedGame, Placed
 from server.accounts.ratings import has_played, rating_kind
+from server.games.hearts.result import GameResult
 from server.store.base import RecordSummary
 
 
@@ -23,7 +26,7 @@ def finished_game(summary: RecordSummary) -> FinishedGame | None:
     accounts = {s.seat: s.account_id for s in summary.seats if s.account_id}
     if not accounts:
         return None
-    result = summary.result
+    result = cast("GameResult", summary.result)
     by_seat = {s.seat: s for s in summary.seats}
     left = {lv.seat for lv in result.leavers}
     places = tuple(

@@ -12,7 +12,8 @@ from copas.v1 import copas_pb2
 from engine import Game, PassDirection, Phase, PlayCard, private_view, public_view
 from server import codec
 from server.games import RecordFacts, TableFacts
-from server.store.base import GameRecord, GameResult, RecordSummary, SeatRecord
+from server.games.hearts.result import GameResult
+from server.store.base import GameRecord, RecordSummary, SeatRecord
 from server.tokens import pseudonym
 from server.wire import duration, field, timestamp, varint
 
@@ -218,3 +219,29 @@ def private_part(table: TableFacts, seat: int) -> bytes:
     data = b"".join(parts)
     cache.private[seat] = (key, data)
     return data
+
+
+def record_to_pb(summary: RecordSummary, message: copas_pb2.GameRecord) -> None:
+    """What a Hearts record adds to its message (moved from ``server/store/records.py``):
+    rules, seats' totals, hands, standings, leavers, end."""
+    result = cast("GameResult", summary.result)
+    message.rules.CopyFrom(codec.rules_to_pb(summary.rules))
+    if result.end_reason:
+        message.end_reason = codec.END_REASON_TO_PB[result.end_reason]
+    left = {lv.seat for lv in result.leavers}
+    for seat in summary.seats:
+        message.seats.add(seat=seat.seat, display_name=seat.name, is_taken=True,
+                          is_bot=seat.is_bot, has_left=seat.seat in left,
+                          total=result.totals[seat.seat], player_id=seat.player)
+    for hand in result.hands:
+        h = message.hands.add(hand_number=hand.hand_number,
+                              pass_direction=codec.DIRECTION_TO_PB[hand.pass_direction],
+                              taken=hand.taken, points=hand.points, totals=hand.totals,
+                              moon_choice=codec.MOON_CHOICE_TO_PB[hand.moon_choice]
+                              if hand.moon_choice else copas_pb2.MOON_CHOICE_UNSPECIFIED)
+        if hand.moon_shooter is not None:
+            h.moon_shooter = hand.moon_shooter
+    message.standings.extend(codec.standing_to_pb(r) for r in result.standings)
+    for lv in result.leavers:
+        message.leavers.add(seat=lv.seat, hand_number=lv.hand_number,
+                            trick_number=lv.trick_number)

@@ -1,0 +1,41 @@
+"""Bisca's bots (``ai.bisca``) in worker processes, as Hearts's pool runs ``ai``'s: spawned
+workers that end with the pool or, at the latest, with the process that made them."""
+
+from __future__ import annotations
+
+import asyncio
+import multiprocessing
+import os
+from concurrent.futures import ProcessPoolExecutor
+
+from ai import bisca
+from ai.policies import Budget
+from ai.pool import die_with
+from engine.bisca import PlayCard, View
+
+
+class BiscaBotPool:
+    """Worker processes that choose Bisca bots' cards (``ai.bisca.decide``)."""
+
+    def __init__(self, workers: int = 1) -> None:
+        # spawn: a fork of a process running grpc threads or an event loop is unsafe.
+        self._executor = ProcessPoolExecutor(max_workers=max(1, workers),
+                                             mp_context=multiprocessing.get_context("spawn"),
+                                             initializer=die_with, initargs=(os.getpid(),))
+        self._closed = False
+
+    async def decide(self, info: View, policy: str = "mc", seed: int = 0,
+                     budget: Budget | None = None) -> PlayCard:
+        """The policy's card for ``info.seat`` (what that seat may see), in a worker.
+
+        :raises RuntimeError: the pool is shut down.
+        :raises ValueError: the seat has nothing to decide, or the policy is unknown."""
+        if self._closed:
+            raise RuntimeError("the bot pool is shut down")
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._executor, bisca.decide, info, policy, seed,
+                                          budget)
+
+    def shutdown(self, wait: bool = True) -> None:
+        self._closed = True
+        self._executor.shutdown(wait=wait, cancel_futures=True)
