@@ -84,7 +84,7 @@ def card_from_pb(message: cards_pb2.Card) -> Card:
 
 
 def rules_to_pb(rules: Rules) -> copas_pb2.Rules:
-    message = copas_pb2.Rules(moon=MOON_RULE_TO_PB[rules.moon])
+    message = copas_pb2.Rules(moon=MOON_RULE_TO_PB[rules.moon], game="hearts")
     for field, attr in _RULE_FIELDS.items():
         setattr(message, field, getattr(rules, attr))
     return message

@@ -44,6 +44,7 @@ from server.tables.table import JOIN_SCOPE, Table
 log = structlog.get_logger("copas.registry")
 
 QUICK_MATCH_NAME = "Quick match"  # a quick match's table (a name, not its raw id)
+CREATE_MEMORY = 10_000  # CreateTable request_ids remembered
 
 
 def _quick_overrides(players: int | None, partnerships: bool | None) -> RuleOverrides:
@@ -55,7 +56,6 @@ def _quick_overrides(players: int | None, partnerships: bool | None) -> RuleOver
     if partnerships is not None:
         overrides["partnerships"] = partnerships
     return overrides
-CREATE_MEMORY = 10_000  # CreateTable request_ids remembered
 
 
 class TableRegistry:
