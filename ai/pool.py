@@ -45,16 +45,29 @@ def die_with(parent: int) -> None:
         threading.Thread(target=watch, daemon=True).start()
 
 
+def worker_pool(workers: int) -> ProcessPoolExecutor:
+    """``workers`` spawned worker processes (a fork of a process running grpc threads or an
+    event loop is unsafe) that go with this process however it ends (``die_with``)."""
+    return ProcessPoolExecutor(max_workers=max(1, workers),
+                               mp_context=multiprocessing.get_context("spawn"),
+                               initializer=die_with, initargs=(os.getpid(),))
+
+
 class BotPool:
     """Worker processes that compute bot decisions (``workers`` processes, default 1); they
     end with the pool (``shutdown``) or, at the latest, with the process that made them."""
 
     def __init__(self, workers: int = 1) -> None:
-        # spawn: a fork of a process running grpc threads or an event loop is unsafe.
-        self._executor = ProcessPoolExecutor(max_workers=max(1, workers),
-                                             mp_context=multiprocessing.get_context("spawn"),
-                                             initializer=die_with, initargs=(os.getpid(),))
+        self._workers = max(1, workers)
+        # Made at the first decision: until then no worker, nor multiprocessing's resource
+        # tracker (a process of its own that a pool's queues start), runs for nothing.
+        self._executor: ProcessPoolExecutor | None = None
         self._closed = False
+
+    def _started(self) -> ProcessPoolExecutor:
+        if self._executor is None:
+            self._executor = worker_pool(self._workers)
+        return self._executor
 
     async def decide(self, info: InfoSet, policy: str = "mc", seed: int = 0,
                      budget: Budget | None = None) -> Action:
@@ -66,12 +79,13 @@ class BotPool:
         if self._closed:
             raise RuntimeError("the bot pool is shut down")
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._executor, decide, info, policy, seed, budget)
+        return await loop.run_in_executor(self._started(), decide, info, policy, seed, budget)
 
     def shutdown(self, wait: bool = True) -> None:
         """Stop the workers; pending decisions are cancelled."""
         self._closed = True
-        self._executor.shutdown(wait=wait, cancel_futures=True)
+        if self._executor is not None:
+            self._executor.shutdown(wait=wait, cancel_futures=True)
 
     async def __aenter__(self) -> BotPool:
         return self

@@ -223,8 +223,6 @@ async def start(config: Config) -> RunningServer:
         recover(registry)
         tasks = Tasks()
         parts.push_async_callback(tasks.close)
-        if thinker is not None:
-            tasks.spawn(thinker.warm_up())
         await bound.start()
         if bound.page is not None and forwarding_key is not None:
             from server.rpc import web  # imported only with a page: start-up stays quick

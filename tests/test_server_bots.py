@@ -11,7 +11,7 @@ from typing import Any
 
 import grpc
 import pytest
-from copas.v1 import copas_pb2
+from copas.v1 import copas_pb2, copas_pb2_grpc
 
 from engine import Leave, Phase
 from server.main import shutdown, start
@@ -127,13 +127,22 @@ def children_of(pid: int) -> set[int]:
     return found
 
 
-def test_the_bots_workers_go_when_the_server_is_killed(tmp_path: Path) -> None:
-    """A kill -9 leaves nobody to stop the bot pool: its workers go with the server anyway
+def test_the_bots_workers_start_with_the_first_bot_and_go_when_the_server_is_killed(
+        tmp_path: Path) -> None:
+    """No bot worker runs (nor multiprocessing's helpers) until a table's bot first decides;
+    a kill -9 then leaves nobody to stop the bot pool: its workers go with the server anyway
     (else every crash and restart would leave one behind)."""
-    server = ServerProcess("--data-dir", "memory", "--bot-workers", "2")
+    server = ServerProcess("--data-dir", "memory", "--bot-workers", "2", "--allow-seed")
     try:
-        deadline = time.monotonic() + 30
-        while len(workers := children_of(server.proc.pid)) < 2:  # started at once (warm-up)
+        with grpc.insecure_channel(server.address) as channel:
+            stub = copas_pb2_grpc.CopasServiceStub(channel)
+            stub.ListTables(copas_pb2.ListTablesRequest(), timeout=30)  # serving, idle
+            assert children_of(server.proc.pid) == set()
+            stub.CreateTable(copas_pb2.CreateTableRequest(
+                preset="online", bot_seats=4, bot_policy="duck", seed="1",
+                rules=copas_pb2.RulesOverrides(bot_pace_seconds=0.5)), timeout=30)
+        deadline = time.monotonic() + 60
+        while not (workers := children_of(server.proc.pid)):  # the first bot's decision
             assert time.monotonic() < deadline, "the bot pool never started"
             time.sleep(0.05)
         server.kill9()

@@ -390,11 +390,14 @@ class Accounts:
     async def profile(self, account: Account) -> Profile:
         """What the account's own page shows."""
         identities = await self._store.identities(account.id)
+        # The totals first: a game is recorded with its ratings at once, so ratings read
+        # after totals that count a game hold its update (read the other way round, a game
+        # recorded between the two reads was counted without its rating).
+        games, wins, average = await self._store.totals(account.id)
         ratings = {(kind, players): rating for kind in RATING_KINDS
                    for players, rating in (await self._store.ratings(account.id, kind)).items()}
         places = {(kind, players): await self._store.place_of(account.id, players, kind)
                   for kind, players in ratings}
-        games, wins, average = await self._store.totals(account.id)
         return Profile(account, tuple(identities), ratings,
                        {p: place for p, place in places.items() if place is not None},
                        games, wins, average)

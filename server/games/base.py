@@ -286,5 +286,3 @@ class GameModule(Protocol):
     def bot_budget(self, seconds: float) -> Any: ...
     def bot_info(self, state: GameState, seat: int) -> Any:
         """What ``seat`` may know, for a bot's decision in a worker (nothing more)."""
-    def warm_up_info(self) -> Any:
-        """A decision's input that starts a worker (a new game's first seat)."""

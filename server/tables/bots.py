@@ -26,6 +26,7 @@ from server.tables.timers import TableTimers, TimerKind
 log = structlog.get_logger("copas.bots")
 
 AUTO_POLICY = "auto"  # the timeout rules' choices (RULES.md), played at once
+FIRST_LIMIT = 30.0  # seconds for a pool's first decision: it starts the worker process
 
 class Thinking:
     """A decision being made; cancel() forgets it (its answer is then dropped)."""
@@ -52,6 +53,9 @@ class Thinker:
         # never seats a bot at that game starts none of its workers).
         self._others: dict[str, tuple[BotPool, Any]] = {}
         self.limit = max(1.0, seconds * 20)  # beyond this, the automatic choice plays
+        # The games whose pool has answered once: a pool's first decision starts its worker
+        # process (a second or more on a busy machine), so it has ``FIRST_LIMIT``.
+        self._answered: set[str] = set()
 
     def _pool_of(self, module: GameModule | None) -> tuple[BotPool, Any]:
         if module is None or module.name == self.module.name:
@@ -67,11 +71,14 @@ class Thinker:
               module: GameModule | None = None) -> Thinking:
         """``module``'s bot decides (None: the default game's)."""
         pool, budget = self._pool_of(module)
+        name = (module or self.module).name
+        limit = self.limit if name in self._answered else max(self.limit, FIRST_LIMIT)
 
         async def decide() -> None:
             try:
                 action: GameAction | None = await asyncio.wait_for(
-                    pool.decide(info, policy, seed, budget), self.limit)
+                    pool.decide(info, policy, seed, budget), limit)
+                self._answered.add(name)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # late, or the worker failed: the table moves on
@@ -82,13 +89,6 @@ class Thinker:
 
         return Thinking(asyncio.get_running_loop().create_task(
             decide(), context=contextvars.Context()))
-
-    async def warm_up(self) -> None:
-        """Start a worker now, so the first game's first decision does not pay for it."""
-        try:
-            await asyncio.wait_for(self.pool.decide(self.module.warm_up_info(), "duck", 0), 60)
-        except Exception as exc:
-            log.warning("bot_pool_warm_up_failed", error=str(exc)[:200])
 
     def shutdown(self) -> None:
         self.pool.shutdown(wait=True)

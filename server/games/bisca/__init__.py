@@ -197,9 +197,6 @@ class BiscaModule:
     def bot_info(self, state: GameState, seat: int) -> Any:
         return player_view(_game(state), seat)  # what the seat may see, nothing more
 
-    def warm_up_info(self) -> Any:
-        return player_view(Game(BiscaRules(), 0), 0)
-
 
 def _sides(players: int, event: Event) -> list[int]:
     """Each seat's side for a hand's scores: a HandScored's totals per side say whether the

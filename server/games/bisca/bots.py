@@ -4,13 +4,11 @@ workers that end with the pool or, at the latest, with the process that made the
 from __future__ import annotations
 
 import asyncio
-import multiprocessing
-import os
 from concurrent.futures import ProcessPoolExecutor
 
 from ai import bisca
 from ai.policies import Budget
-from ai.pool import die_with
+from ai.pool import worker_pool
 from engine.bisca import PlayCard, View
 
 
@@ -18,10 +16,8 @@ class BiscaBotPool:
     """Worker processes that choose Bisca bots' cards (``ai.bisca.decide``)."""
 
     def __init__(self, workers: int = 1) -> None:
-        # spawn: a fork of a process running grpc threads or an event loop is unsafe.
-        self._executor = ProcessPoolExecutor(max_workers=max(1, workers),
-                                             mp_context=multiprocessing.get_context("spawn"),
-                                             initializer=die_with, initargs=(os.getpid(),))
+        self._workers = workers
+        self._executor: ProcessPoolExecutor | None = None  # made at the first decision
         self._closed = False
 
     async def decide(self, info: View, policy: str = "mc", seed: int = 0,
@@ -33,9 +29,12 @@ class BiscaBotPool:
         if self._closed:
             raise RuntimeError("the bot pool is shut down")
         loop = asyncio.get_running_loop()
+        if self._executor is None:
+            self._executor = worker_pool(self._workers)
         return await loop.run_in_executor(self._executor, bisca.decide, info, policy, seed,
                                           budget)
 
     def shutdown(self, wait: bool = True) -> None:
         self._closed = True
-        self._executor.shutdown(wait=wait, cancel_futures=True)
+        if self._executor is not None:
+            self._executor.shutdown(wait=wait, cancel_futures=True)

@@ -180,9 +180,6 @@ class HeartsModule:
     def bot_info(self, state: GameState, seat: int) -> ai.InfoSet:
         return ai.info_from_game(_game(state), seat)
 
-    def warm_up_info(self) -> ai.InfoSet:
-        return ai.info_from_game(Game(Rules(), 0), 0)
-
 
 PASS_PACE = 1.5  # a bot's pass takes this many times its pace (three cards to choose)
 
