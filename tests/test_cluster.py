@@ -542,14 +542,14 @@ def test_make_cluster_serves_loadtest_and_play_unchanged_and_stops_cleanly(
          "--pg-port", str(free_port()), "--listen", f"127.0.0.1:{port}", "--metrics-port",
          "0", "--web-port", "0", "--unlimited-quotas", "--log-level", "warning",  # short pauses:
          "--trick-pause", "0.05", "--hand-pause", "0.1"],  # the default 2 s a trick
-        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=(tmp_path / "cluster.err").open("w"),
+        text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
     try:
         assert cluster.stdout is not None
         lines = []
         while not any("listening on" in line for line in lines):
             line = cluster.stdout.readline()
-            assert line, "\n".join(lines)
+            assert line, "\n".join([*lines, (tmp_path / "cluster.err").read_text()[-3000:]])
             lines.append(line)
         assert any(line.startswith("PostgreSQL on postgresql://") for line in lines)
         assert f"listening on 127.0.0.1:{port}" in lines[-1] and "2 workers" in lines[-1]
