@@ -91,6 +91,36 @@ async def test_a_rematch_seats_the_same_people_at_their_old_seats(stub: Any) -> 
         (grpc.StatusCode.FAILED_PRECONDITION, "REMATCH_ALREADY_ACCEPTED")
 
 
+async def test_the_rematch_offer_comes_on_the_streams_open_at_the_finished_table(
+        stub: Any) -> None:
+    """Issue 40: the people still at a finished table (and its spectators) are told of its
+    rematch on the streams they have, once, as soon as one of them asked for it; a stream
+    opened later, GetView and GetTable show it in the view and the summary."""
+    old, tokens = await finished_game(stub)
+    seated = Watch(stub, old.table_id, tokens[0])
+    spectator = Watch(stub, old.table_id)
+    for watch in (seated, spectator):
+        first = await watch.wait_for(lambda m: m.WhichOneof("kind") == "snapshot", timeout=20)
+        assert first.view.phase == copas_pb2.PHASE_GAME_OVER and not first.view.rematch_table_id
+    new_id = (await rematch(stub, old.table_id, tokens[1], f"r-{uuid.uuid4().hex}")).table.table_id
+    for watch in (seated, spectator):
+        told = await watch.wait_for(lambda m: m.WhichOneof("kind") == "rematch_offered",
+                                    timeout=20)
+        assert told.rematch_offered.table_id == new_id and told.view.rematch_table_id == new_id
+        assert told.sequence == first.sequence  # live, not numbered: the history is the same
+    await rematch(stub, old.table_id, tokens[0], f"r-{uuid.uuid4().hex}")  # once only
+    later = Watch(stub, old.table_id, tokens[1])
+    snapshot = await later.wait_for(lambda m: m.WhichOneof("kind") == "snapshot", timeout=20)
+    assert snapshot.view.rematch_table_id == new_id
+    view = (await stub.GetView(copas_pb2.GetViewRequest(table_id=old.table_id),
+                               metadata=auth(tokens[0]))).view
+    assert view.rematch_table_id == new_id and view.seat == 0 and len(view.players) == 4
+    for watch in (seated, spectator, later):
+        await watch.close()
+    assert sum(m.WhichOneof("kind") == "rematch_offered" for m in seated.messages) == 1
+    assert not any(m.WhichOneof("kind") == "rematch_offered" for m in later.messages)
+
+
 async def test_bad_rematch_calls_are_refused_with_their_reasons(stub: Any) -> None:
     old, tokens = await finished_game(stub)
     running = await new_table(stub, preset="quick", seed=SEED, bots=3)

@@ -104,6 +104,9 @@ class TableFacts(Protocol):
     @property
     def is_released(self) -> bool: ...
     @property
+    def rematch_id(self) -> str:
+        """The rematch table of this finished game, once a person asked for it ("": none)."""
+    @property
     def is_finished(self) -> bool: ...
     @property
     def is_waiting(self) -> bool: ...

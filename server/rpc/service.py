@@ -23,7 +23,7 @@ from server.rpc.gateway import StreamRequests, caller
 from server.rpc.play import PlayStream
 from server.rpc.quotas import Quotas
 from server.store.records import record_to_pb
-from server.tables import paging, reactions
+from server.tables import paging, reactions, rematch
 from server.tables.creation import game_module
 from server.tables.idempotency import JOIN_REQUEST_ID_MIN, fingerprint
 from server.tables.lobby import LobbyFilter, LobbySource
@@ -238,11 +238,17 @@ class CopasService(copas_pb2_grpc.CopasServiceServicer):
         # A signed-in person may show their account instead of their old seat's token.
         account = await self.accounts.authenticate_digest(found.token_hash) \
             if found.has_access_token and found.token_hash is not None else None
+        was_offered = bool(self.rematches.rematch_of(table_id))
         table, seat, token = self.rematches.accept(
             None if account is not None else found.token_hash,
             account.id if account is not None else "", table_id, request_id, found.peer)
         structlog.contextvars.bind_contextvars(seat=seat, rematch_table_id=table.id)
         await self.delivery.committed(table)  # the seat is durable before the token is given
+        if not was_offered and self.registry.holds(table_id):  # the streams there are told
+            old = self.registry.get(table_id)
+            if old.rematch_id == table.id:
+                rematch.offered(old)
+                self.delivery.step_ended(old)
         return copas_pb2.RematchResponse(seat=seat, player_token=token, table=table.summary())
 
     async def _act(self, request: Any, method: str) -> int:

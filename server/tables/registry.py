@@ -267,6 +267,7 @@ class TableRegistry:
         self._tables[table.id] = table
         if table.meta.rematch_of in self._tables:
             self.rematch_tables[table.meta.rematch_of] = table.id
+            self._tables[table.meta.rematch_of].rematch_id = table.id
         if table.request_key:
             self._create_requests[table.request_key] = Remembered(table.fingerprint, table.id)
         if table.is_finished:
@@ -542,6 +543,8 @@ class TableRegistry:
             return None
         if self.rematch_tables.get(table.meta.rematch_of) == table_id:  # a rematch that went
             del self.rematch_tables[table.meta.rematch_of]
+            if (old := self._tables.get(table.meta.rematch_of)) is not None:
+                old.rematch_id = ""
         if table.id in self._finished:
             del self._finished[table.id]
         else:

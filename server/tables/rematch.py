@@ -20,11 +20,30 @@ from __future__ import annotations
 import dataclasses
 import secrets
 
+from copas.v1 import copas_pb2
+
 from server.errors import ServiceError
+from server.tables import views
 from server.tables.clock import Handle
 from server.tables.idempotency import fingerprint
 from server.tables.registry import TableRegistry
 from server.tables.table import Table
+from server.wire import timestamp
+
+
+def offered(old: Table) -> None:
+    """Stage the ``rematch_offered`` event for every stream of ``old`` (a finished game whose
+    rematch was just made; none open: nothing). Live and not numbered, as a reaction: a
+    stream opened later reads the rematch in its view (``rematch_table_id``)."""
+    seats = old.fanout.seats_watching()
+    if not seats:
+        return
+    event = copas_pb2.TableEvent(
+        sequence=old.sequence, time=timestamp(old.now()), is_last_in_action=True,
+        rematch_offered=copas_pb2.RematchOffered(table_id=old.rematch_id))
+    shared = views.public_bytes(old)
+    old.fanout.stage_live((old.sequence, event.SerializeToString()),
+                          {s: views.view_bytes(old, shared, s) for s in seats})
 
 
 class Rematches:

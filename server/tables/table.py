@@ -73,6 +73,7 @@ class Table:
                  meta: TableMeta, settings: TableSettings, metrics: Metrics,
                  scheduler: Scheduler, thinker: Thinker | None) -> None:
         self._host = host
+        self.rematch_id = ""  # this finished game's rematch table, once asked for
         self._store = store
         self.settings = settings
         self.metrics = metrics

@@ -12,7 +12,9 @@ from copas.v1 import copas_pb2
 
 from server.games import RecordFacts, SeatFacts, TableFacts
 from server.store.base import GameRecord
-from server.wire import timestamp
+from server.wire import field, timestamp
+
+REMATCH_FIELD = copas_pb2.TableView.DESCRIPTOR.fields_by_name["rematch_table_id"].number
 
 __all__ = ["RecordFacts", "SeatFacts", "TableFacts", "for_seat", "phase_of", "private_part",
            "public", "public_bytes", "record", "summary", "view_bytes"]
@@ -56,14 +58,21 @@ def summary(table: TableFacts) -> copas_pb2.TableSummary:
 
 
 def public(table: TableFacts) -> copas_pb2.TableView:
-    """What a spectator may see, as a message (the game's module builds it)."""
-    return table.game_module.public(table)
+    """What a spectator may see, as a message (the game's module builds it; the table adds
+    its rematch, once asked for)."""
+    message = table.game_module.public(table)
+    if table.rematch_id:
+        message.rematch_table_id = table.rematch_id
+    return message
 
 
 def public_bytes(table: TableFacts) -> bytes:
     """The public view as wire bytes, as ``public`` builds it (a test checks they agree),
-    built once per step by the game's module."""
-    return table.game_module.public_bytes(table)
+    built once per step by the game's module (and the rematch's field after it)."""
+    shared = table.game_module.public_bytes(table)
+    if table.rematch_id:
+        return shared + field(REMATCH_FIELD, table.rematch_id.encode())
+    return shared
 
 
 def private_part(table: TableFacts, seat: int) -> bytes:
