@@ -62,6 +62,11 @@ export const EN = {
   "signOut.button": "Sign out",
   "signOut.done": "Signed out: this browser plays as a new guest.",
   "signOut.failed": "Could not sign out on the server. {why}",
+  "signOut.everywhere": "Sign out everywhere",
+  "signOut.everywhereDone": {
+    one: "Signed out everywhere: {n} session ended (this browser's). This browser plays as a new guest.",
+    other: "Signed out everywhere: {n} sessions ended (this browser's and every other device's). This browser plays as a new guest.",
+  },
   "tables.title": "Tables",
   "lobby.connecting": "Connecting…",
   "lobby.live": "Live: the list follows every table",

@@ -63,6 +63,11 @@ export const PT: Catalogue = {
   "signOut.button": "Sair",
   "signOut.done": "Saiu: este navegador joga como um novo convidado.",
   "signOut.failed": "Não foi possível terminar a sessão no servidor. {why}",
+  "signOut.everywhere": "Sair em todos os dispositivos",
+  "signOut.everywhereDone": {
+    one: "Saiu em todos os dispositivos: terminou {n} sessão (a deste navegador). Este navegador joga como um novo convidado.",
+    other: "Saiu em todos os dispositivos: terminaram {n} sessões (a deste navegador e as dos outros dispositivos). Este navegador joga como um novo convidado.",
+  },
   "tables.title": "Mesas",
   "lobby.connecting": "A ligar…",
   "lobby.live": "Em direto: a lista acompanha todas as mesas",
