@@ -281,6 +281,11 @@ export const PT: Catalogue = {
   "rank.Q": "dama",
   "rank.K": "rei",
   "rank.A": "ás",
+  // os índices das figuras nas cartas: Valete, Dama, Rei, Ás
+  "index.J": "V",
+  "index.Q": "D",
+  "index.K": "R",
+  "index.A": "A",
   "preset.online": "Quatro mãos",
   "preset.quick": "Uma mão",
   "preset.classic": "Clássico: até 100 pontos",
