@@ -21,6 +21,7 @@ from typing import Any, Generic, Protocol, TypeVar
 
 from engine import (
     Action,
+    EngineError,
     GameEndReason,
     MoonChoice,
     PassDirection,
@@ -31,7 +32,7 @@ from engine import (
     action_to_json,
 )
 from engine.game import Game, HandResult, LeaverRecord
-from engine.record import RECORD_FORMAT
+from engine.record import RECORD_FORMAT, deals_of
 from server.games.names import DEFAULT_GAME
 
 APPLICATION = "copas"  # what a Copas database says it is
@@ -304,9 +305,23 @@ class GameRecord:
     def to_dict(self, *, is_public: bool = False) -> dict[str, Any]:
         """The record's JSON form: ``engine.record.to_record``'s (what ``copas replay``
         reads) with the summary's fields beside it (``is_public``: as everyone may read it,
-        see ``RecordSummary.to_dict``)."""
-        return {"format": RECORD_FORMAT, "actions": [action_to_json(a) for a in self.actions],
+        see ``RecordSummary.to_dict``, with each hand's deal, ``deals``, for a replay's
+        starting hands: the seed replayed, which anyone given the record could do)."""
+        data = {"format": RECORD_FORMAT, "actions": [action_to_json(a) for a in self.actions],
                 **self.summary.to_dict(is_public=is_public)}
+        if is_public and (deals := self.deals()):
+            data["deals"] = deals
+        return data
+
+    def deals(self) -> list[list[list[str]]]:
+        """Each hand's cards as dealt, seat by seat (Hearts; empty for another game, or for
+        a record whose actions do not replay from its seed)."""
+        if self.summary.game != DEFAULT_GAME:
+            return []
+        try:
+            return deals_of(self.summary.rules, self.summary.seed, self.actions)
+        except EngineError:
+            return []
 
     def to_json(self, *, is_public: bool = False) -> str:
         return json.dumps(self.to_dict(is_public=is_public), separators=(",", ":"))

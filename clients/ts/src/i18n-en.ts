@@ -574,6 +574,8 @@ export const EN = {
   "replay.open": "Replay",
   "replay.openLabel": "Replay the game at {name}",
   "replay.empty": "No card was played in this game.",
+  "replay.deal": "Hand {hand}: the deal",
+  "replay.dealLine": "Each seat's cards as dealt, before the pass.",
   "replay.pass": "Hand {hand}: the pass",
   "replay.trick": "Hand {hand}, trick {n} of {of}",
   "replay.took": { one: "took {n} point", other: "took {n} points" },

@@ -576,6 +576,8 @@ export const PT: Catalogue = {
   "replay.open": "Rever",
   "replay.openLabel": "Rever o jogo em {name}",
   "replay.empty": "Neste jogo não se jogou nenhuma carta.",
+  "replay.deal": "Mão {hand}: as cartas dadas",
+  "replay.dealLine": "As cartas de cada lugar como foram dadas, antes do passe.",
   "replay.pass": "Mão {hand}: o passe",
   "replay.trick": "Mão {hand}, vaza {n} de {of}",
   "replay.took": { one: "levou {n} ponto", other: "levou {n} pontos" },
