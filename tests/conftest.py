@@ -67,6 +67,7 @@ TIERS = {
     "test_championship_tables.py": UNIT, "test_championship_director.py": INTEGRATION,
     "test_championship_operators.py": INTEGRATION,
     "test_timers.py": UNIT, "test_away_seats.py": UNIT, "test_wakeup.py": UNIT,
+    "test_quick_match_bots.py": UNIT,
     "test_cluster_units.py": INTEGRATION,
     "test_lifecycle.py": PROCESS, "test_web_hostile.py": PROCESS,
     "test_accounts.py": UNIT, "test_account_store.py": CLUSTER,
