@@ -103,7 +103,7 @@ TIERS = {
     "test_championship_kill9.py": PROCESS,
     "test_championship_cluster.py": CLUSTER, "test_championship_cli.py": PROCESS,
     "test_championship_acceptance.py": CLUSTER,
-    "test_web_championships.py": BROWSER,
+    "test_web_championships.py": BROWSER, "test_web_quick_match.py": BROWSER,
     "test_web_page.py": BROWSER, "test_web_rematch.py": BROWSER,
     "test_reactions.py": INTEGRATION, "test_web_reactions.py": BROWSER,
     "test_presence.py": INTEGRATION,

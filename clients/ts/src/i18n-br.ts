@@ -23,6 +23,11 @@ export const BR: Partial<Catalogue> = {
   "lobby.reconnecting": "Reconectando…",
   "game.shareText": "Envie este link aos seus amigos:",
   "game.copy": "Copiar o link",
+  "quick.wait": {
+    one: "Esperando há {waited} s. Se ninguém mais vier, bots ocupam os lugares livres em {n} segundo.",
+    other: "Esperando há {waited} s. Se ninguém mais vier, bots ocupam os lugares livres em {n} segundos.",
+  },
+  "quick.botsNow": "Esperando há {waited} s: bots estão ocupando os lugares livres.",
   "game.shareLabel": "Link para entrar nesta mesa",
   "game.hand": "Sua mão",
   "pass.threeChosen": "Você já escolheu três cartas: toque em uma para devolvê-la.",

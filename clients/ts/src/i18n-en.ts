@@ -197,6 +197,11 @@ export const EN = {
   "why.waitPlay": "Wait: {names} to play",
   "why.notYourTurn": "Not your turn",
   "hint.sentence": "{text}.",
+  "quick.wait": {
+    one: "Waited {waited} s. If nobody else comes, bots take the free seats in {n} second.",
+    other: "Waited {waited} s. If nobody else comes, bots take the free seats in {n} seconds.",
+  },
+  "quick.botsNow": "Waited {waited} s: bots are taking the free seats.",
   "status.waiting": { one: "Waiting for {n} more player…", other: "Waiting for {n} more players…" },
   "status.over": "Game over.",
   "status.held": "Paused: the championship's organizer paused it. Play goes on when they resume it, each turn with its whole time.",

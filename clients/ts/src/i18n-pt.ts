@@ -198,6 +198,11 @@ export const PT: Catalogue = {
   "why.waitPlay": "Espere: {names} a jogar",
   "why.notYourTurn": "Não é a sua vez",
   "hint.sentence": "{text}.",
+  "quick.wait": {
+    one: "À espera há {waited} s. Se mais ninguém vier, bots ocupam os lugares livres dentro de {n} segundo.",
+    other: "À espera há {waited} s. Se mais ninguém vier, bots ocupam os lugares livres dentro de {n} segundos.",
+  },
+  "quick.botsNow": "À espera há {waited} s: bots estão a ocupar os lugares livres.",
   "status.waiting": { one: "À espera de mais {n} jogador…", other: "À espera de mais {n} jogadores…" },
   "status.over": "Fim do jogo.",
   "status.held": "Em pausa: o organizador do campeonato parou-o. O jogo continua quando ele o retomar, cada vez com o seu tempo todo.",

@@ -489,7 +489,10 @@ async function quickMatch(): Promise<void> {
     const joined = await asAccount((headers, displayName) =>
       client.joinTable({ preset, players: 4, displayName, requestId: requestId() }, { headers }),
     );
-    if (joined.table) enterTable({ tableId: joined.table.tableId, token: joined.playerToken, seat: joined.seat }, joined.table);
+    if (joined.table) {
+      const seated = { tableId: joined.table.tableId, token: joined.playerToken, seat: joined.seat, quickSince: Date.now() };
+      enterTable(seated, joined.table);
+    }
   } catch (error) {
     showLobbyError(t("lobby.noQuickMatch", { why: refusalWords(refusal(error)) }));
   } finally {
