@@ -11,6 +11,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from engine.actions import Action, action_from_json, action_to_json
+from engine.cards import cards_of
 from engine.errors import EngineError, RecordError
 from engine.game import Game
 from engine.rules import Rules
@@ -58,6 +59,22 @@ def replay_actions(rules: Rules, seed: int | str, actions: Iterable[Action]) -> 
     for action in actions:
         game.apply(action)
     return game
+
+
+def deals_of(rules: Rules, seed: int | str, actions: Iterable[Action]) -> list[list[list[str]]]:
+    """Each hand's deal, by replaying the seed: per hand played, each seat's cards as dealt
+    (before the pass), as text in the engine's order (♣ ♦ ♠ ♥, then rank). A record shows it
+    once its game is over, when the seed is public too.
+
+    :raises EngineError: the actions do not replay from ``seed``.
+    """
+    game = Game(rules, seed)
+    deals = [[[c.text for c in cards_of(mask)] for mask in game.dealt]]
+    for action in actions:
+        game.apply(action)
+        if game.hand_number >= len(deals):
+            deals.append([[c.text for c in cards_of(mask)] for mask in game.dealt])
+    return deals
 
 
 def replay(record: dict[str, Any] | str, *, check_result: bool = True) -> Game:

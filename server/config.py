@@ -89,6 +89,10 @@ class Config:
                                   "per --reaction-interval")
     reaction_interval: float = flag(2.0, "seconds between two reactions of one seat past its "
                                          "burst (0: no limit)")
+    quick_match_bots_after: float = flag(20.0, "seconds a quick-match table waits for people "
+                                               "after a quick match first seated someone "
+                                               "there; then bots take its free seats and "
+                                               "the game starts (0: it waits for people only)")
     rematch_window: float = flag(45.0, "seconds a rematch keeps the seats of the people of "
                                        "the game before it for them; then bots take the "
                                        "unclaimed ones and the game starts")
@@ -334,7 +338,8 @@ class Config:
             max_hands_limit=self.max_hands_limit, allow_seed=self.allow_seed,
             bot_policy=self.bot_policy, bot_pace=self.bot_pace,
             rule_defaults=dict(self.rule_defaults),
-            watcher_queue=self.watcher_queue, rematch_window=self.rematch_window)
+            watcher_queue=self.watcher_queue, rematch_window=self.rematch_window,
+            quick_match_bots_after=self.quick_match_bots_after)
 
 
 @dataclass(frozen=True, slots=True)
@@ -375,6 +380,7 @@ class RegistrySettings:
     rule_defaults: dict[str, float] = field(default_factory=dict)
     watcher_queue: int = 512  # the lobby streams' queues
     rematch_window: float = 45.0  # seconds a rematch keeps its people's seats for them
+    quick_match_bots_after: float = 0.0  # seconds before bots fill a quick match (0: never)
 
 
 _TIMING = ("play_timeout", "pass_timeout", "moon_timeout", "trick_pause", "hand_pause")

@@ -101,6 +101,38 @@ async def test_refresh_rotates_and_sign_out_ends_both_tokens(accounts: Any) -> N
         assert (await refused(call))[1] == "SESSION_REVOKED"
 
 
+async def test_sign_out_everywhere_ends_every_session_of_the_account_only(accounts: Any) -> None:
+    _, stub = accounts
+    secret = secrets.token_urlsafe(24)
+    phone, laptop, tablet = [(await stub.SignInDevice(accounts_pb2.SignInDeviceRequest(
+        device_secret=secret))).session for _ in range(3)]
+    other = (await stub.SignInDevice(accounts_pb2.SignInDeviceRequest(
+        device_secret=secrets.token_urlsafe(24)))).session
+    # Without a token, or with one already ended, "everywhere" ends nothing and says why.
+    assert await refused(stub.SignOut(accounts_pb2.SignOutRequest(everywhere=True))) == (
+        grpc.StatusCode.UNAUTHENTICATED, "SIGN_IN_REQUIRED")
+    ended = await stub.SignOut(accounts_pb2.SignOutRequest(), metadata=auth(tablet.access_token))
+    assert ended.sessions_ended == 1
+    assert await refused(stub.SignOut(accounts_pb2.SignOutRequest(everywhere=True),
+                                      metadata=auth(tablet.access_token))) == (
+        grpc.StatusCode.UNAUTHENTICATED, "SESSION_REVOKED")
+    await stub.GetProfile(accounts_pb2.GetProfileRequest(), metadata=auth(laptop.access_token))
+    ended = await stub.SignOut(accounts_pb2.SignOutRequest(everywhere=True),
+                               metadata=auth(phone.access_token))
+    assert ended.sessions_ended == 2  # the phone's and the laptop's
+    for session in (phone, laptop):
+        for call in (stub.GetProfile(accounts_pb2.GetProfileRequest(),
+                                     metadata=auth(session.access_token)),
+                     stub.RefreshSession(accounts_pb2.RefreshSessionRequest(
+                         refresh_token=session.refresh_token))):
+            assert (await refused(call))[1] == "SESSION_REVOKED"
+    # Another account's session is untouched; the account itself still signs in.
+    await stub.GetProfile(accounts_pb2.GetProfileRequest(), metadata=auth(other.access_token))
+    again = (await stub.SignInDevice(accounts_pb2.SignInDeviceRequest(
+        device_secret=secret))).session
+    assert again.account.account_id == phone.account.account_id
+
+
 @pytest.mark.parametrize(("method", "request_", "expected"), [
     ("SignInDevice", accounts_pb2.SignInDeviceRequest(device_secret="short"),
      (grpc.StatusCode.INVALID_ARGUMENT, "WEAK_DEVICE_SECRET")),

@@ -20,6 +20,7 @@ from engine import (
     to_record,
 )
 from engine.cards import cards_of
+from engine.record import deals_of
 from tests.helpers.games import play_random, rig
 
 
@@ -74,6 +75,33 @@ def test_a_record_replays_to_the_same_result(players: int) -> None:
     assert again.standings == game.standings and again.hands_played == game.hands_played
     assert replay_actions(game.rules, game.seed, game.actions).totals == game.totals
     assert json.loads(text)["result"]["leavers"][0]["seat"] == 1
+
+
+@pytest.mark.parametrize("players", [3, 4, 5])
+def test_a_records_deals_are_each_hands_cards_as_dealt(players: int) -> None:
+    """The replay's starting hands: the seed replayed gives each seat's cards at each deal,
+    as the live game held them before the pass (a leaver's hands too)."""
+    rng = random.Random(100 + players)
+    game = Game(Rules.preset("classic", players=players, point_limit=50), f"deal-{players}")
+
+    def held(seat: int) -> list[str]:  # the hand, and what a leaver played of it at once
+        mask = game.hands[seat] | sum(1 << c for c, s in zip(game.trick_cards, game.trick_seats)
+                                      if s == seat)
+        return [c.text for c in cards_of(mask)]
+
+    seen = [[held(s) for s in range(players)]]
+    while not game.is_over:
+        if len(game.actions) == 30:
+            game.apply(Leave(0))
+        else:
+            play_random(game, rng, max_actions=1)
+        if game.hand_number >= len(seen) and not game.is_over:
+            seen.append([held(s) for s in range(players)])
+    deals = deals_of(game.rules, game.seed, game.actions)
+    assert len(seen) >= 2 and deals == seen
+    for deal in deals:
+        cards = [c for hand in deal for c in hand]
+        assert len(cards) == len(set(cards)) == 52 // players * players
 
 
 def test_a_tampered_record_is_refused() -> None:

@@ -1,8 +1,9 @@
 """The page in its players' language (issue 40): Portuguese when the browser asks for pt-PT,
-English for en, switched on the page and remembered; a whole one-hand game against bots in
-Portuguese, in which every card the page names is one it draws (no other player's card in its
-words); axe-core finds nothing in either language (the lobby, a pass, a trick, the game
-over)."""
+Brazil's Portuguese for pt-BR, English for en, switched on the page and remembered; the face
+cards' corners V, D, R, A in Portuguese and J, Q, K, A in English; a whole one-hand game
+against bots in Portuguese, in which every card the page names is one it draws (no other
+player's card in its words); axe-core finds nothing in any language (the lobby, a pass, a
+trick, the game over)."""
 
 from __future__ import annotations
 
@@ -53,6 +54,22 @@ async def check_named_cards(page: Any) -> int:
     return len(named)
 
 
+# The corner of each face card as each language draws it: Valete, Dama, Rei, Ás in Portuguese.
+INDICES = {"pt": {"J": "V", "Q": "D", "K": "R", "A": "A"},
+           "en": {"J": "J", "Q": "Q", "K": "K", "A": "A"}}
+CORNERS = """() => Array.from(document.querySelectorAll("#hand [data-card]"),
+  (e) => [e.dataset.card, e.querySelector("svg .index").textContent])"""
+
+
+async def check_corners(page: Any, language: str) -> None:
+    """Every card of the hand shows its rank in its corner as ``language`` names it."""
+    corners = await page.evaluate(CORNERS)
+    assert len(corners) == 13, corners
+    for text, corner in corners:
+        rank = text[:-1]
+        assert corner == INDICES[language].get(rank, rank), (text, corner)
+
+
 async def a_game_with_axe(page: Any, name: str) -> dict[str, list[dict[str, Any]]]:
     """One hand against bots, axe on the lobby, the pass, a trick and the game over; in
     Portuguese, the cards it names checked on every turn."""
@@ -62,6 +79,7 @@ async def a_game_with_axe(page: Any, name: str) -> dict[str, list[dict[str, Any]
     await page.wait_for_function(NEXT_TURN, arg=-1)
     found["passing"] = await axe_violations(page)
     is_portuguese = await page.evaluate("() => document.documentElement.lang") == "pt-PT"
+    await check_corners(page, "pt" if is_portuguese else "en")
     named = 0
     while (state := await turn_of(page))["phase"] != "GAME_OVER":
         if state["mustAct"]:
@@ -119,3 +137,33 @@ async def test_a_game_in_portuguese_and_axe_clean_in_both_languages() -> None:
                 assert headings == ["Lugar", "Jogador", "Total"]
             assert page.errors == []
         assert not any(found.values()), found
+
+
+async def test_brazilian_portuguese_for_pt_br_with_its_own_words_and_axe_clean() -> None:
+    port = free_port()
+    async with (serving(web_port=port, web_host="127.0.0.1", rule_defaults=TIMING) as _,
+                browser() as launched):
+        url = f"http://127.0.0.1:{port}/"
+        page = await open_page(launched, url, locale="pt-BR", bypass_csp=True)
+        await page.wait_for_selector("#tables[data-live=true]")
+        assert await words_of(page) == {"lang": "pt-BR", "title": "Copas", "play": "Novo jogo",
+                                        "bots": "Jogar contra bots", "choice": "pt-BR"}
+        # Brazil's words where they differ from Portugal's (senha, usuário), the rest shared.
+        assert await page.text_content("label[for=link-password]") == "Senha"
+        assert await page.text_content("label[for=link-username]") == "Nome de usuário"
+        lobby = await axe_violations(page)
+        await against_bots(page, "Lia", "quick")
+        await page.wait_for_function(NEXT_TURN, arg=-1)
+        await check_corners(page, "pt")
+        passing = await axe_violations(page)
+        assert not lobby and not passing, (lobby, passing)
+        # The switch offers both Portuguese and keeps Portugal's when chosen.
+        options = await page.eval_on_selector_all(
+            "#lang option", "options => options.map(o => [o.value, o.lang])")
+        assert options == [["pt", "pt-PT"], ["pt-BR", "pt-BR"], ["en", "en"]]
+        async with page.expect_navigation():
+            await page.select_option("#lang", "pt")
+        await page.wait_for_selector("#me-status:not(:empty)", state="attached")
+        assert (await words_of(page))["lang"] == "pt-PT"
+        assert await page.text_content("label[for=link-password]") == "Palavra-passe"
+        assert page.errors == []

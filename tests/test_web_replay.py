@@ -1,7 +1,9 @@
 """A finished game replayed on the page (issue 40): the profile's last game opens the replay,
-whose link (#/replay/<record id>) opens it in another browser too; stepped trick by trick to
-its end it shows every trick's cards by their seats as the record has them, and the final
-score sheet's totals are the record's; stepping back goes back."""
+whose link (#/replay/<record id>) opens it in another browser too; it opens on the hand's deal
+(each seat's thirteen cards, the seed replayed: what the record's passes and plays say each
+seat held); stepped trick by trick to its end it shows every trick's cards by their seats as
+the record has them, and the final score sheet's totals are the record's; stepping back goes
+back."""
 
 from __future__ import annotations
 
@@ -75,6 +77,12 @@ async def test_a_finished_game_replayed_to_its_end_is_its_record() -> None:
         actions = json.loads(record.record_json)["actions"]
         plays = [(a["seat"], a["card"]) for a in actions if a["type"] == "play"]
         tricks = [sorted(plays[i:i + 4]) for i in range(0, len(plays), 4)]
+        # Each seat's cards at the deal, from the record's actions alone: what it played, less
+        # what it received (the first hand passes left: from the seat on its right), plus what
+        # it passed.
+        passed = {a["seat"]: set(a["cards"]) for a in actions if a["type"] == "pass"}
+        dealt = {seat: {c for s, c in plays if s == seat} - passed[(seat - 1) % 4]
+                 | passed[seat] for seat in range(4)}
         totals = {s.seat: s.total for s in record.standings}
 
         # From the profile's last games, the replay of this one.
@@ -87,7 +95,11 @@ async def test_a_finished_game_replayed_to_its_end_is_its_record() -> None:
         shown = [sorted(tuple(c) for c in s["cards"]) for s in seen if "trick" in s["where"]]
         assert shown == tricks and len(tricks) == 13
         assert seen[-1]["totals"] == [totals[seat] for seat in range(4)]
-        assert seen[0]["where"] == "Hand 1: the pass"  # the first hand passes left
+        assert seen[0]["where"] == "Hand 1: the deal"
+        assert {seat: {c for s, c in seen[0]["cards"] if s == seat} for seat in range(4)} \
+            == dealt and all(len(cards) == 13 for cards in dealt.values())
+        assert len(seen[0]["cards"]) == 52
+        assert seen[1]["where"] == "Hand 1: the pass"  # the first hand passes left
         # Back one trick: the trick before the last.
         await page.click("#replay-prev")
         back = await page.evaluate(STEP)

@@ -331,11 +331,19 @@ class Accounts:
         self._seen[account.id] = self._clock()
         return account
 
-    async def sign_out(self, access_digest: str) -> None:
-        """End the session of the access token of ``access_digest`` (its refresh token too)."""
+    async def sign_out(self, access_digest: str) -> int:
+        """End the session of the access token of ``access_digest`` (its refresh token too);
+        returns how many sessions ended (0 or 1)."""
         session = await self._store.session_by_access(access_digest)
-        if session is not None:
-            await self._store.end_family(session.family)
+        if session is None:
+            return 0
+        await self._store.end_family(session.family)
+        return 1
+
+    async def sign_out_everywhere(self, account: Account) -> int:
+        """End every session of ``account`` (each browser and device signed in to it, as an
+        operator's revoke does); returns how many."""
+        return await self._store.end_sessions(account.id)
 
     # ------------------------------------------------------------ linking
 

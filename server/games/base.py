@@ -282,6 +282,10 @@ class GameModule(Protocol):
     def action_to_json(self, action: GameAction) -> Any: ...
     def action_from_json(self, data: Any) -> GameAction:
         """:raises ValueError: (or KeyError, TypeError) not an action of this game."""
+    def deals(self, rules: GameRules, seed: int | str, actions: Sequence[GameAction]
+              ) -> list[list[list[str]]]:
+        """Each hand's cards as dealt, seat by seat, as text, replayed from the seed, for a
+        finished game's replay (empty: the game shows none, or the actions do not replay)."""
 
     # ------------------------------------------------------------ bots
 

@@ -168,10 +168,12 @@ class AccountService(accounts_pb2_grpc.AccountServiceServicer):
 
     async def SignOut(self, request: accounts_pb2.SignOutRequest, context: Context
                       ) -> accounts_pb2.SignOutResponse:
+        if request.everywhere:  # the token must still be good: a revoked one ends nothing
+            ended = await self.accounts.sign_out_everywhere(await self._me())
+            return accounts_pb2.SignOutResponse(sessions_ended=ended)
         digest = caller().token_hash
-        if digest is not None:
-            await self.accounts.sign_out(digest)
-        return accounts_pb2.SignOutResponse()
+        ended = await self.accounts.sign_out(digest) if digest is not None else 0
+        return accounts_pb2.SignOutResponse(sessions_ended=ended)
 
     async def GetProfile(self, request: accounts_pb2.GetProfileRequest, context: Context
                          ) -> accounts_pb2.GetProfileResponse:

@@ -426,7 +426,8 @@ class WebApp:
     def __init__(self, rpc: Callable[..., Awaitable[None]],
                  accounts: Callable[..., Awaitable[None]] | None = None,
                  championships: Callable[..., Awaitable[None]] | None = None,
-                 admin: Callable[..., Awaitable[None]] | None = None) -> None:
+                 admin: Callable[..., Awaitable[None]] | None = None,
+                 quick_match_bots_after: float = 0.0) -> None:
         self.rpc = rpc
         self.rpc_prefix = f"/{SERVICE.full_name}/"
         self.accounts = accounts
@@ -439,6 +440,11 @@ class WebApp:
                                      for name in ADMIN_METHODS)
         self.files = {path: ((PAGE_DIR / name).read_bytes(), kind)
                       for path, (name, kind) in _PAGE_FILES.items()}
+        page, kind = self.files["/"]  # the server's settings the page shows, written in
+        self.files["/"] = (page.replace(
+            b'<meta name="copas-quick-match-bots-after" content="0">',
+            f'<meta name="copas-quick-match-bots-after" content="{quick_match_bots_after:g}">'
+            .encode()), kind)
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
@@ -587,7 +593,7 @@ def prepare(host: str, port: int, grpc_target: str, per_connection: int) -> WebS
 def start(web: WebServer, forwarding_key: str, limits: ConnectionLimits,
           closed: Callable[[str], None], *, max_message_bytes: int, grace: float,
           tls_cert: str = "", tls_key: str = "", tls_client_ca: str = "",
-          is_admin_relayed: bool = False) -> None:
+          is_admin_relayed: bool = False, quick_match_bots_after: float = 0.0) -> None:
     """Serve the page and the relays (CopasService, AccountService, ChampionshipService and,
     with ``is_admin_relayed``, AdminService's ``ADMIN_METHODS``) on ``web``'s sockets, its
     connections held to ``limits`` (``closed`` counts each one closed or refused for a limit,
@@ -603,7 +609,7 @@ def start(web: WebServer, forwarding_key: str, limits: ConnectionLimits,
     admin = AdminServiceASGIApplication(
         AdminRelay(web.connections, forwarding_key), read_max_bytes=max_message_bytes,
         codecs=codecs) if is_admin_relayed else None
-    web.serve(WebApp(rpc, accounts, championships, admin),
+    web.serve(WebApp(rpc, accounts, championships, admin, quick_match_bots_after),
               WebConnections(limits, closed, STREAM_PATHS), grace=grace,
               tls_cert=tls_cert, tls_key=tls_key, tls_client_ca=tls_client_ca)
 
@@ -621,5 +627,6 @@ def start_page(web: WebServer, forwarding_key: str, config: Config, exempt: Netw
     start(web, forwarding_key, limits, lambda reason: closed.labels(reason=reason).inc(),
           max_message_bytes=config.max_message_bytes, grace=config.grace,
           tls_cert=config.tls_cert, tls_key=config.tls_key, tls_client_ca=config.tls_client_ca,
-          is_admin_relayed=config.web_admin)
+          is_admin_relayed=config.web_admin,
+          quick_match_bots_after=config.quick_match_bots_after)
     metrics.add_gauges(web.gauges)

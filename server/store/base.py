@@ -78,6 +78,10 @@ class RecordFormat(Protocol):
         """:raises ValueError, KeyError, TypeError: not a result of this game."""
     def action_to_json(self, action: Any) -> Any: ...
     def action_from_json(self, data: Any) -> Any: ...
+    def deals(self, rules: Any, seed: int | str, actions: Sequence[Any]
+              ) -> list[list[list[str]]]:
+        """Each hand's cards as dealt, seat by seat, in the cards' text form, replayed from
+        the seed (empty: the game shows none, or the actions do not replay)."""
 
 
 def game_format(game: str) -> RecordFormat:
@@ -286,11 +290,21 @@ class GameRecord:
     def to_dict(self, *, is_public: bool = False) -> dict[str, Any]:
         """The record's JSON form: ``engine.record.to_record``'s (what ``copas replay``
         reads) with the summary's fields beside it (``is_public``: as everyone may read it,
-        see ``RecordSummary.to_dict``)."""
+        see ``RecordSummary.to_dict``, with each hand's deal, ``deals``, for a replay's
+        starting hands: the seed replayed, which anyone given the record could do)."""
         module = game_format(self.summary.game)
-        return {"format": module.record_format,
+        data = {"format": module.record_format,
                 "actions": [module.action_to_json(a) for a in self.actions],
                 **self.summary.to_dict(is_public=is_public)}
+        if is_public and (deals := self.deals()):
+            data["deals"] = deals
+        return data
+
+    def deals(self) -> list[list[list[str]]]:
+        """Each hand's cards as dealt, seat by seat (empty when the game's module gives none,
+        or for a record whose actions do not replay from its seed)."""
+        return game_format(self.summary.game).deals(self.summary.rules, self.summary.seed,
+                                                     self.actions)
 
     def to_json(self, *, is_public: bool = False) -> str:
         return json.dumps(self.to_dict(is_public=is_public), separators=(",", ":"))

@@ -38,6 +38,7 @@ from server.tables.delivery import Delivery
 from server.tables.idempotency import Remembered, check_reuse, request_key
 from server.tables.lobby import Lobby, LobbyFilter
 from server.tables.ownership import OwnershipPort
+from server.tables.quick_fill import QuickFill
 from server.tables.seating import Seating
 from server.tables.table import JOIN_SCOPE, Table
 
@@ -86,6 +87,7 @@ class TableRegistry:
         self.bot_tables = 0  # tables without a person, not finished
         self._finished: OrderedDict[str, None] = OrderedDict()  # finished tables, oldest first
         self._release_handles: dict[str, Handle] = {}
+        self.quick_fill = QuickFill(scheduler, settings.quick_match_bots_after, self.holds)
         self._created_by: dict[str, str] = {}  # unfinished table -> the address that made it
         self._tables_of: dict[str, int] = {}  # address -> its unfinished tables here
         # The lobby waits for the delivery's barrier, which shows the lobby's changes.
@@ -363,10 +365,13 @@ class TableRegistry:
                                                 account_id, address)
                 return table, seat_number, token
         self._check_not_draining()
-        table = self.get(table_id) if table_id or not preset else \
-            self._open_table(preset, players, account_id, address, game, partnerships)
+        is_quick_match = not table_id and bool(preset)
+        table = self._open_table(preset, players, account_id, address, game, partnerships) \
+            if is_quick_match else self.get(table_id)
         seat_number, token = table.join(name, seat, request_id, fingerprint, account_id,
                                         address)
+        if is_quick_match:
+            self.quick_fill.watch(table)  # bots take the free seats if nobody else comes
         return table, seat_number, token
 
     def _check_not_draining(self) -> None:

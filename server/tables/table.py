@@ -307,7 +307,7 @@ class Table:
         self.seats.seat_person(entry.seat, entry.name, entry.token_hash, self._log(entry),
                                entry.request_key, entry.fingerprint, entry.sealed_token,
                                entry.account_id, entry.address, entry.network)
-        if self.meta.is_quick:
+        if self.meta.is_quick and entry.token_hash:  # a bot (QuickFill's) has nothing to take up
             self._reservations.reserve(entry.seat, self._step_time, is_live=not self.is_replaying)
         self._host.token_issued(entry.token_hash, self.id, entry.seat, entry.request_key)
         self._events.number("player_joined", copas_pb2.PlayerJoined(

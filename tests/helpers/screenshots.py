@@ -1,7 +1,7 @@
 """The page's screenshots for the README (issue 40): the lobby, the pass, a trick, the score
-sheet at the game's end and a replay, in Portuguese and English, on a laptop (1280x720) and a
-phone (390x844), from a server of its own and one seeded one-hand game against bots each (the
-same cards every time). Redo them with
+sheet at the game's end and a replay (its deal, and trick 6), in Portuguese and English, on a
+laptop (1280x720) and a phone (390x844), from a server of its own and one seeded one-hand game
+against bots each (the same cards every time). Redo them with
 
     .venv/bin/python -m tests.helpers.screenshots [FOLDER]   # docs/screenshots by default
 
@@ -68,7 +68,8 @@ async def one_game(launched: Any, stub: Any, port: int, folder: Path, lang: str,
     await page.click("#to-lobby")
     await page.click(f"#my-games li[data-record='{table.table_id}'] button.replay-open")
     await page.wait_for_selector("#replay[data-loaded=true]")
-    for _ in range(6):
+    await shoot(page, folder, f"{prefix}-replay-deal")
+    for _ in range(7):  # past the deal and the pass, to trick 6
         await page.click("#replay-next")
     await shoot(page, folder, f"{prefix}-replay")
     await page.context.close()

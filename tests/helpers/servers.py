@@ -60,14 +60,15 @@ def config_for_tests(**options: Any) -> Any:
     speed (a test of their pace sets ``bot_pace``), cheap password hashes, every event
     sent to spectators as it comes (a test of coalescing sets ``spectator_tick``) and games
     between people of one network rated (the tests' people all come from loopback; a test
-    of that rule sets ``rate_one_network=False``)."""
+    of that rule sets ``rate_one_network=False``), and quick matches that wait for people
+    only (a test of the bots that fill them sets ``quick_match_bots_after``)."""
     from server.config import Config, unlimited
 
     base = unlimited(Config(listen="127.0.0.1:0", metrics_port=0, web_port=0, data_dir="memory",
                             bot_table_pace=0.0005, bot_pace=0.0, quota_penalty=0.0,
                             min_timeout=0.01, bot_policy="auto", bot_workers=0, spectator_tick=0.0,
                             password_time_cost=1, password_memory_kib=8,
-                            rate_one_network=True))
+                            rate_one_network=True, quick_match_bots_after=0.0))
     server_dsn = os.environ.get(TEST_DATABASE)
     if server_dsn and "database" not in options:  # the suite run against PostgreSQL
         data_dir = options.get("data_dir", "memory")

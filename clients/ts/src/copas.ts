@@ -280,11 +280,23 @@ export class AccountSession {
     }
   }
 
-  /** Ends the session on the server and forgets it here (the device secret stays). */
-  async signOut(): Promise<void> {
+  /** Ends the session on the server (with ``everywhere``, every session of the account: each
+   * browser and device signed in to it) and forgets it here (the device secret stays);
+   * returns how many sessions the server ended. */
+  async signOut(everywhere = false): Promise<number> {
+    if (everywhere && this.tokens) {
+      // The access token must be good to end the others: refreshed first if it ran out.
+      try {
+        return (await this.call((headers) => this.calls.signOut({ everywhere }, { headers }))).sessionsEnded;
+      } finally {
+        this.forget();
+      }
+    }
     const tokens = this.tokens;
     this.forget();
-    if (tokens) await this.calls.signOut({}, { headers: { authorization: `Bearer ${tokens.accessToken}` } });
+    if (!tokens) return 0;
+    const answer = await this.calls.signOut({ everywhere }, { headers: { authorization: `Bearer ${tokens.accessToken}` } });
+    return answer.sessionsEnded;
   }
 
   forget(): void {

@@ -1,9 +1,12 @@
-// The words of the page (and of every TypeScript client) in two languages: Portugal's Portuguese (the rules Copas comes from are
-// written in it) and English. Code names a message by its key, never by its sentence; a
+// The words of the page (and of every TypeScript client) in Portugal's Portuguese (the rules
+// Copas comes from are written in it), Brazil's Portuguese (only the words that differ, over
+// Portugal's: i18n-br.ts) and English. Code names a message by its key, never by its sentence; a
 // message may hold {placeholders} and, when it depends on a count {n}, a form per plural
 // category (Intl.PluralRules). The language is the person's choice (kept in localStorage),
-// else the browser's first of Portuguese or English (navigator.languages), else English.
+// else the browser's first of Portuguese or English (navigator.languages: pt-BR is Brazil's,
+// any other pt Portugal's), else English.
 
+import { BR } from "./i18n-br.js";
 import { EN } from "./i18n-en.js";
 import { PT } from "./i18n-pt.js";
 
@@ -17,11 +20,12 @@ const host = globalThis as {
 export type Message = string | { one: string; other: string; zero?: string };
 export type Key = keyof typeof EN;
 export type Catalogue = Record<Key, Message>;
-export type Lang = "pt" | "en";
+export type Lang = "pt" | "pt-BR" | "en";
 
-export const CATALOGUES: Record<Lang, Catalogue> = { en: EN, pt: PT };
+export const LANGS: readonly Lang[] = ["pt", "pt-BR", "en"];
+export const CATALOGUES: Record<Lang, Catalogue> = { en: EN, pt: PT, "pt-BR": { ...PT, ...BR } };
 /** The BCP 47 tag each language is formatted with (en-GB: "Ana, Bea and Cid", no serial comma). */
-export const LOCALE: Record<Lang, string> = { pt: "pt-PT", en: "en-GB" };
+export const LOCALE: Record<Lang, string> = { pt: "pt-PT", "pt-BR": "pt-BR", en: "en-GB" };
 export const LANG_KEY = "copas.lang";
 
 function stored(): string | null {
@@ -34,10 +38,11 @@ function stored(): string | null {
 
 /** The person's kept choice, else the first of the browser's languages the page speaks. */
 export function chooseLang(kept: string | null, languages: readonly string[]): Lang {
-  if (kept === "pt" || kept === "en") return kept;
+  if ((LANGS as readonly (string | null)[]).includes(kept)) return kept as Lang;
   for (const tag of languages) {
-    const base = tag.toLowerCase().split("-")[0];
-    if (base === "pt" || base === "en") return base;
+    const [base, region] = tag.toLowerCase().split("-");
+    if (base === "pt") return region === "br" ? "pt-BR" : "pt";
+    if (base === "en") return base;
   }
   return "en";
 }

@@ -5,6 +5,8 @@ import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { CATALOGUES, chooseLang, type Key, type Message, setLang, t } from "../src/i18n.js";
+import { BR } from "../src/i18n-br.js";
+import { cardIndex } from "../src/web/faces.js";
 import { cardName, listNames, ordinal, refusalWords } from "../src/web/words.js";
 import { card } from "./cards.js";
 
@@ -76,7 +78,11 @@ describe("the catalogue", () => {
 describe("the language", () => {
   it("is the kept choice, else the browser's first of Portuguese or English, else English", () => {
     expect(chooseLang(null, ["pt-PT", "en"])).toBe("pt");
-    expect(chooseLang(null, ["pt-BR"])).toBe("pt");
+    expect(chooseLang(null, ["pt-BR"])).toBe("pt-BR");
+    expect(chooseLang(null, ["pt-br", "pt-PT"])).toBe("pt-BR");
+    expect(chooseLang(null, ["pt-AO"])).toBe("pt");
+    expect(chooseLang("pt-BR", ["pt-PT"])).toBe("pt-BR");
+    expect(chooseLang("klingon", ["pt-PT"])).toBe("pt");
     expect(chooseLang(null, ["fr-FR", "pt"])).toBe("pt");
     expect(chooseLang(null, ["en-US", "pt-PT"])).toBe("en");
     expect(chooseLang(null, ["de"])).toBe("en");
@@ -95,6 +101,41 @@ describe("the language", () => {
     expect(t("seat.hearts", { n: 1 })).toBe("1 copa");
     expect(t("seat.hearts", { n: 3 })).toBe("3 copas");
     expect(t("me.games", { n: 1234, wins: 5 })).toBe("1234 jogos, 5 ganhos");
+  });
+
+  it("draws the face cards' indices in the page's language: V, D, R, A in Portuguese", () => {
+    const ranks = ["J", "Q", "K", "A", "10", "7"];
+    setLang("pt");
+    expect(ranks.map(cardIndex)).toEqual(["V", "D", "R", "A", "10", "7"]);
+    setLang("pt-BR");
+    expect(ranks.map(cardIndex)).toEqual(["V", "D", "R", "A", "10", "7"]);
+    setLang("en");
+    expect(ranks.map(cardIndex)).toEqual(["J", "Q", "K", "A", "10", "7"]);
+  });
+
+  it("speaks Brazil's Portuguese where its words differ, Portugal's elsewhere", () => {
+    setLang("pt-BR");
+    expect(t("field.password")).toBe("Senha");
+    expect(t("field.username")).toBe("Nome de usuário");
+    expect(t("why.waitPlay", { names: "Ana" })).toBe("Espere: Ana jogando");
+    expect(t("again.rematch")).toBe("Revanche");
+    expect(cardName(card("QS"))).toBe("dama de espadas"); // the cards are the same
+    expect(t("play.title")).toBe(CATALOGUES.pt["play.title"]);
+    // Only keys the page has, with the placeholders of the message they replace.
+    for (const [key, message] of Object.entries(BR)) {
+      expect(key in CATALOGUES.en, key).toBe(true);
+      expect(placeholders(message!), key).toEqual(placeholders(CATALOGUES.en[key as Key]));
+    }
+    // No word only Portugal says reaches the Brazilian page.
+    const portugalOnly = [
+      /utilizador/i, /palavra-passe/i, /ligação/i, /ecrã/i, /\bequipas?\b/i, /separador/i,
+      /\brondas?\b/i, /\bregisto/i, /descarreg/i, /demasiad/i, /desforra/i, /leva-o/,
+      /\b(está|estão|estava|\{names\}|\{name\}) a \p{L}+[aei]r\b/iu, /\bA (ligar|entrar|passar)…/,
+    ];
+    const found = Object.entries(CATALOGUES["pt-BR"]).flatMap(([key, message]) =>
+      forms(message).filter((text) => portugalOnly.some((word) => word.test(text))).map((text) => `${key}: ${text}`),
+    );
+    expect(found).toEqual([]);
   });
 
   it("gives the rules' reasons in Portuguese", () => {

@@ -20,6 +20,18 @@ describe("the replay's steps", () => {
     expect([steps[2]!.winner, steps[2]!.points, steps[2]!.cards]).toEqual([undefined, 1, [{ seat: 2, card: "AH" }]]);
   });
 
+  it("opens each hand with its deal when the record has the deals", () => {
+    const plays = Array.from({ length: 56 }, (_, i) => ({ type: "play", seat: i % 4, card: "2C" }));
+    const deals = [0, 1].map((hand) => [0, 1, 2, 3].map((seat) => [`${hand + 2}${"CDSH"[seat]}`]));
+    const steps = stepsOf(plays, 4, deals);
+    expect(steps.map((s) => [s.hand, s.kind])).toEqual([
+      [0, "deal"], ...Array(13).fill([0, "trick"]), [1, "deal"], [1, "trick"],
+    ]);
+    expect(steps[0]!.dealt).toEqual([["2C"], ["2D"], ["2S"], ["2H"]]);
+    expect(steps[14]!.dealt).toEqual([["3C"], ["3D"], ["3S"], ["3H"]]);
+    expect(stepsOf(plays, 4, deals.slice(0, 1)).filter((s) => s.kind === "deal")).toHaveLength(1);
+  });
+
   it("starts a new hand after 13 tricks of four", () => {
     const plays = Array.from({ length: 56 }, (_, i) => ({ type: "play", seat: i % 4, card: "2C" }));
     const steps = stepsOf(plays, 4);

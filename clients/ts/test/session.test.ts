@@ -83,9 +83,9 @@ class FakeAccounts implements SessionCalls {
     return { session: this.issue(found.account, found.family) };
   }) as unknown as SessionCalls["refreshSession"];
 
-  signOut = (async () => {
-    this.calls.push("signOut");
-    return {};
+  signOut = (async (request: { everywhere?: boolean }) => {
+    this.calls.push(request.everywhere ? "signOut everywhere" : "signOut");
+    return { sessionsEnded: request.everywhere ? 2 : 1 };
   }) as unknown as SessionCalls["signOut"];
 
   /** What a call with ``headers`` finds: the account, or a refusal. */
@@ -197,8 +197,12 @@ describe("a password sign-in", () => {
     expect(session.tokens!.method).toBe("password");
     expect(server.who(await session.headers())).toBe("a_ana");
     expect(session.account?.accountId).toBe("a_ana");
-    await session.signOut();
+    expect(await session.signOut()).toBe(1);
     expect(session.tokens).toBeUndefined();
     expect(server.calls.at(-1)).toBe("signOut");
+    await session.signInPassword("ana", "correct horse");
+    expect(await session.signOut(true)).toBe(2);
+    expect(session.tokens).toBeUndefined();
+    expect(server.calls.at(-1)).toBe("signOut everywhere");
   });
 });

@@ -186,6 +186,10 @@ class BiscaModule:
     action_to_json = staticmethod(action_to_json)
     action_from_json = staticmethod(action_from_json)
 
+    def deals(self, rules: BiscaRules, seed: int | str, actions: Sequence[Any]
+              ) -> list[list[list[str]]]:
+        return []  # the page's replay steps through Hearts's deals only, so far
+
     # ------------------------------------------------------------ bots
 
     def new_bot_pool(self, workers: int) -> bots.BiscaBotPool:

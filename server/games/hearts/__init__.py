@@ -23,7 +23,7 @@ from engine import (
     action_to_json,
 )
 from engine import actions as ev
-from engine.record import RECORD_FORMAT
+from engine.record import RECORD_FORMAT, deals_of
 from server import codec
 from server.errors import ServiceError
 from server.games import GameModule, GameState, RecordFacts, RuleLimits, TableFacts
@@ -170,6 +170,13 @@ class HeartsModule:
     finished_game = staticmethod(finished.finished_game)
     action_to_json = staticmethod(action_to_json)  # every logged step
     action_from_json = staticmethod(action_from_json)
+
+    def deals(self, rules: Rules, seed: int | str, actions: Sequence[ev.Action]
+              ) -> list[list[list[str]]]:
+        try:
+            return deals_of(rules, seed, actions)
+        except EngineError:
+            return []
 
     def new_bot_pool(self, workers: int) -> ai.BotPool:
         return ai.BotPool(workers)

@@ -489,7 +489,10 @@ async function quickMatch(): Promise<void> {
     const joined = await asAccount((headers, displayName) =>
       client.joinTable({ preset, players: 4, displayName, requestId: requestId() }, { headers }),
     );
-    if (joined.table) enterTable({ tableId: joined.table.tableId, token: joined.playerToken, seat: joined.seat }, joined.table);
+    if (joined.table) {
+      const seated = { tableId: joined.table.tableId, token: joined.playerToken, seat: joined.seat, quickSince: Date.now() };
+      enterTable(seated, joined.table);
+    }
   } catch (error) {
     showLobbyError(t("lobby.noQuickMatch", { why: refusalWords(refusal(error)) }));
   } finally {
@@ -643,6 +646,7 @@ async function showProfile(): Promise<void> {
   $<HTMLFormElement>("password-form").hidden = (me?.username ?? "") !== "";
   // A guest has nothing to sign out of (its account is this device's); a password account does.
   $("sign-out").hidden = (me?.username ?? "") === "";
+  $("sign-out-everywhere").hidden = (me?.username ?? "") === "";
   await showBoard();
 }
 
@@ -721,7 +725,8 @@ function startAccount(): void {
       nameEdited = false; // the account's own name from now on
     }, "sign-in-button"),
   );
-  $("sign-out").addEventListener("click", () => void signOut());
+  $("sign-out").addEventListener("click", () => void signOut(false));
+  $("sign-out-everywhere").addEventListener("click", () => void signOut(true));
   $("board-around").addEventListener("click", () => {
     aroundMe = !aroundMe;
     $("board-around").setAttribute("aria-pressed", String(aroundMe));
@@ -741,16 +746,18 @@ function startLanguage(): void {
   });
 }
 
-/** Ends the session on the server and here, then starts afresh as a new guest: the device's
- * secret goes too (it would sign in to the account just left), and so do the seat, the name
- * typed and the championship followed. */
-async function signOut(): Promise<void> {
-  const button = $<HTMLButtonElement>("sign-out");
-  button.disabled = true;
+/** Ends the session on the server (``everywhere``: every session of the account, on every
+ * device) and here, then starts afresh as a new guest: the device's secret goes too (it would
+ * sign in to the account just left), and so do the seat, the name typed and the championship
+ * followed. The note says how many sessions the server ended. */
+async function signOut(everywhere: boolean): Promise<void> {
+  const buttons = [$<HTMLButtonElement>("sign-out"), $<HTMLButtonElement>("sign-out-everywhere")];
+  for (const button of buttons) button.disabled = true;
   showMeError("");
   $("me-note").textContent = "";
+  let ended: number | undefined;
   try {
-    await account.signOut();
+    ended = await account.signOut(everywhere);
   } catch (error) {
     const why = refusal(error);
     showMeError(t("signOut.failed", { why: refusalWords(why) }), why.reason);
@@ -765,8 +772,10 @@ async function signOut(): Promise<void> {
   $("me-status").textContent = t("me.signingIn");
   signedIn = signInFirst();
   await signedIn;
-  $("me-note").textContent = t("signOut.done");
-  button.disabled = false;
+  if (ended !== undefined) {
+    $("me-note").textContent = everywhere ? t("signOut.everywhereDone", { n: ended }) : t("signOut.done");
+  }
+  for (const button of buttons) button.disabled = false;
 }
 
 function start(): void {

@@ -7,7 +7,7 @@
 import { Suit } from "../gen/copas/v1/cards_pb.js";
 import { Reaction } from "../gen/copas/v1/copas_pb.js";
 import { $ } from "./dom.js";
-import { t } from "./i18n.js";
+import { isKey, t } from "./i18n.js";
 
 const SVG = "http://www.w3.org/2000/svg";
 const DECK_KEY = "copas.deck";
@@ -42,6 +42,13 @@ function pip(suit: number, x: number, y: number, size: number): SVGGElement {
   return group;
 }
 
+/** The rank as a card's corner shows it in the page's language: the face cards' letters (V,
+ * D, R, A in Portuguese: Valete, Dama, Rei, Ás; J, Q, K, A in English), numbers as they are. */
+export function cardIndex(rank: string): string {
+  const key = `index.${rank}`;
+  return isKey(key) ? t(key) : rank;
+}
+
 /** A card's face: rank and suit in the top corner, the suit large in the middle (50x70). */
 export function faceSvg(rank: string, suit: number): SVGSVGElement {
   const face = svg("svg", { viewBox: "0 0 50 70", class: "face", "aria-hidden": "true", focusable: "false" });
@@ -50,7 +57,7 @@ export function faceSvg(rank: string, suit: number): SVGSVGElement {
     index.setAttribute("textLength", "17"); // "10" in the width of one letter and a half
     index.setAttribute("lengthAdjust", "spacingAndGlyphs");
   }
-  index.textContent = rank;
+  index.textContent = cardIndex(rank);
   face.append(index, pip(suit, 4, 21, 13), pip(suit, 17, 31, 29));
   return face;
 }

@@ -1,6 +1,8 @@
 // A finished game again, trick by trick (issue 40): the record GetGameRecord gives (the server
 // decides what a viewer may see: a championship round's records only once the round is over)
-// is read into steps, each hand's pass then each of its tricks, and drawn as the table was:
+// is read into steps, each hand's deal (every seat's cards as dealt: the record's `deals`, the
+// seed replayed by the server, when it has them), its pass, then each of its tricks, and drawn
+// as the table was:
 // the trick's cards in front of their seats, who took it, the points each seat took so far in
 // the hand, and the score sheet beside it. Its link is #/replay/<record id>.
 
@@ -29,15 +31,17 @@ interface Played {
   card: string;
 }
 
-/** One step of the replay: a hand's pass, or one of its tricks (whole, or the last, cut short). */
+/** One step of the replay: a hand's deal, its pass, or one of its tricks (whole, or the last,
+ * cut short). */
 export interface Step {
   hand: number;
-  kind: "pass" | "trick";
-  trick: number; // 0-based; -1 for the pass
+  kind: "deal" | "pass" | "trick";
+  trick: number; // 0-based; -1 for the deal and the pass
   cards: Played[]; // the trick's, in the order played
   passes: { seat: number; cards: string[] }[];
   winner?: number;
   points: number;
+  dealt?: string[][]; // the deal's: each seat's cards
 }
 
 interface Action {
@@ -59,8 +63,22 @@ export function trickWinner(cards: Played[]): number | undefined {
   return best.seat;
 }
 
-/** The record's actions as steps: per hand its pass (when it had one), then its tricks. */
-export function stepsOf(actions: Action[], players: number): Step[] {
+/** The record's actions as steps: per hand its deal (when ``deals`` has it), its pass (when it
+ * had one), then its tricks. */
+export function stepsOf(actions: Action[], players: number, deals: string[][][] = []): Step[] {
+  const steps: Step[] = [];
+  for (const step of playSteps(actions, players)) {
+    const dealt = deals[step.hand];
+    if (dealt && steps[steps.length - 1]?.hand !== step.hand) {
+      steps.push({ hand: step.hand, kind: "deal", trick: -1, cards: [], passes: [], points: 0, dealt });
+    }
+    steps.push(step);
+  }
+  return steps;
+}
+
+/** The passes and tricks of the record's actions, hand by hand. */
+function playSteps(actions: Action[], players: number): Step[] {
   const perHand = Math.floor(52 / players);
   const steps: Step[] = [];
   let hand = 0;
@@ -115,7 +133,9 @@ function show(index: number): void {
   const perHand = steps.filter((s) => s.hand === step?.hand && s.kind === "trick").length;
   $("replay-where").textContent = !step
     ? t("replay.empty")
-    : step.kind === "pass"
+    : step.kind === "deal"
+      ? t("replay.deal", { hand: step.hand + 1 })
+      : step.kind === "pass"
       ? t("replay.pass", { hand: step.hand + 1 })
       : t("replay.trick", { hand: step.hand + 1, n: step.trick + 1, of: perHand });
   $<HTMLButtonElement>("replay-prev").disabled = at <= 0;
@@ -133,19 +153,21 @@ function drawTable(step: Step | undefined): void {
   for (const s of steps.slice(0, at + 1)) {
     if (step && s.hand === step.hand && s.winner !== undefined) taken.set(s.winner, (taken.get(s.winner) ?? 0) + s.points);
   }
-  const list = element("ol", "", { class: "replay-seats" });
+  const list = element("ol", "", { class: "replay-seats", "data-kind": step?.kind ?? "" });
   for (const seat of seats) {
     const item = element("li", "", { "data-seat": String(seat.seat), "data-winner": String(step?.winner === seat.seat) });
     item.append(element("span", name(seat.seat), { class: "name" }));
     const played = step?.cards.find((c) => c.seat === seat.seat);
     const passed = step?.passes.find((p) => p.seat === seat.seat);
-    const cards = element("span", "", { class: "replay-cards" });
+    const dealt = step?.dealt?.[seat.seat] ?? [];
+    const cards = element("span", "", { class: dealt.length ? "replay-cards dealt" : "replay-cards" });
+    cards.append(...dealt.map((c) => cardFace(cardOf(c))));
     if (played) cards.append(cardFace(cardOf(played.card)));
     if (passed) cards.append(...passed.cards.map((c) => cardFace(cardOf(c))));
     item.append(cards, element("span", t("replay.took", { n: taken.get(seat.seat) ?? 0 }), { class: "took", "data-taken": String(taken.get(seat.seat) ?? 0) }));
     list.append(item);
   }
-  const line = !step || step.kind === "pass" ? t("replay.passLine") : step.winner === undefined ? t("replay.cut") : t("trick.takes", { name: name(step.winner), n: step.points });
+  const line = step?.kind === "deal" ? t("replay.dealLine") : !step || step.kind === "pass" ? t("replay.passLine") : step.winner === undefined ? t("replay.cut") : t("trick.takes", { name: name(step.winner), n: step.points });
   $("replay-table").replaceChildren(list, element("p", line, { class: "replay-line", id: "replay-line" }));
 }
 
@@ -212,8 +234,8 @@ export async function openReplay(recordId: string): Promise<void> {
   try {
     const answer = await client.getGameRecord({ recordId });
     record = answer.record;
-    const data = JSON.parse(record?.recordJson || "{}") as { actions?: Action[] };
-    steps = stepsOf(data.actions ?? [], record?.seats.length || 4);
+    const data = JSON.parse(record?.recordJson || "{}") as { actions?: Action[]; deals?: string[][][] };
+    steps = stepsOf(data.actions ?? [], record?.seats.length || 4, data.deals ?? []);
     $("replay-title").textContent = t("replay.titleOf", { name: record?.displayName || t("lobby.openTable") });
     const names = (record?.seats ?? []).map((s) => name(s.seat));
     $("replay-info").textContent = listNames(names);

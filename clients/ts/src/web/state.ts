@@ -11,6 +11,8 @@ export interface Session {
   tableId: string;
   token?: string;
   seat?: number;
+  /** When this tab's quick match seated it (ms since 1970): the page counts the wait. */
+  quickSince?: number;
 }
 
 /** How the last game this tab opened was made, for "Play again". */

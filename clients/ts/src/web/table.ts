@@ -878,10 +878,35 @@ export function startLookBack(): void {
 
 // ------------------------------------------------------------------ clocks
 
-/** The live countdowns: yours beside your hand, a bar on whoever must act, the pauses. */
+/** The server's --quick-match-bots-after, which it writes into the page (0: none, or an
+ * older server's page). */
+export function quickMatchBotsAfter(): number {
+  const meta = document.querySelector<HTMLMetaElement>('meta[name="copas-quick-match-bots-after"]');
+  const seconds = Number(meta?.content ?? 0);
+  return Number.isFinite(seconds) && seconds > 0 ? seconds : 0;
+}
+
+/** At a quick match still waiting for people: how long this person has waited, and when the
+ * bots come for the free seats if nobody else does. */
+function tickQuickWait(view: TableView | undefined): void {
+  const box = $("quick-wait");
+  const since = state.session?.quickSince;
+  const after = quickMatchBotsAfter();
+  box.hidden = !(view?.phase === Phase.WAITING_FOR_PLAYERS && since !== undefined && after > 0);
+  if (box.hidden || since === undefined) return;
+  const waited = Math.max(0, Math.floor((Date.now() - since) / 1000));
+  const left = Math.max(0, Math.ceil(after - waited));
+  box.textContent = left > 0 ? t("quick.wait", { waited, n: left }) : t("quick.botsNow", { waited });
+  box.dataset.waited = String(waited);
+  box.dataset.left = String(left);
+}
+
+/** The live countdowns: yours beside your hand, a bar on whoever must act, the pauses, a
+ * quick match's wait. */
 export function tick(): void {
   const countdown = $("countdown");
   const view = state.view;
+  tickQuickWait(view);
   const paused = !!view?.pausedUntil;
   const until = paused ? state.resumes : state.deadline;
   const next = document.getElementById("next-hand");
