@@ -1,10 +1,12 @@
 """A championship on the web page, in a real headless Chromium: a person signed in as this
 browser's guest registers from the page's championship list, with three accounts of reference
 bots (the Python client, as tests/test_championships.py plays them) making up the numbers;
-the page takes the person to their table each round by itself, the person plays it by clicks,
-and the page then shows the final standings with the tie-break that decided each place, the
-same as the server's. axe-core finds nothing on the list, a table of the championship, or the
-final standings. One-hand games, 2 rounds, bots at once. Then a tournament director's
+the page takes the person to their table each round by itself (between two rounds it shows the
+round's results at every table and the next pairing first, then moves by itself or at "Go
+now"), the person plays it by clicks, and the page then shows the final standings with the
+tie-break that decided each place, the same as the server's. axe-core finds nothing on the
+list, a table of the championship, the dialog between rounds, or the final standings.
+One-hand games, 2 rounds, bots at once. Then a tournament director's
 championship run from the page (its organizer's form and tools, a player's registration,
 check-in, pairings, a paused championship and a held table, matchpoints and Buchholz, the
 export), and a round's time limit ending the games before a final table. Screenshots go to
@@ -17,6 +19,7 @@ import contextlib
 import csv
 import io
 import os
+import re
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -66,6 +69,18 @@ NEXT = """([table, sequence]) => {
   return Number(game.dataset.sequence) > sequence
       && (game.dataset.mustAct === "true" || game.dataset.phase === "GAME_OVER");
 }"""
+
+
+# The dialog between two rounds: its title, each table's line, the next pairing, the count.
+BETWEEN = """() => ({
+  title: document.getElementById("champ-between-title").textContent,
+  tables: Array.from(document.querySelectorAll("#champ-between-tables li"), (li) => ({
+    table: li.dataset.table, yours: li.dataset.yours, text: li.textContent })),
+  next: document.getElementById("champ-between-next").textContent,
+  seconds: Number(document.getElementById("champ-between-in").dataset.seconds),
+})"""
+PLACE = re.compile(r"\((\d)(?:st|nd|rd|th)")
+PAIRING = re.compile(r"Next, round 2: table 1, seat [1-4]\.")
 
 
 async def screenshot(page: Any, name: str) -> None:
@@ -129,8 +144,26 @@ async def test_a_person_registers_is_taken_to_each_table_and_sees_the_final_stan
             await screenshot(page, "championship-list-1280")
             await page.click(f'{row} button[data-action="register"]')  # the 4th: it starts
 
-            tables = []
+            tables: list[str] = []
+            between_violations: list[Any] = []
             for round_number in (1, 2):  # the page goes to each table by itself
+                if round_number == 2:  # first the round's results and the next pairing
+                    await page.wait_for_selector("#champ-between[open]")
+                    between_violations = await axe_violations(page)
+                    shown_between = await page.evaluate(BETWEEN)
+                    assert shown_between["title"] == "Round 1: the results"
+                    assert len(shown_between["tables"]) == 1
+                    line = shown_between["tables"][0]
+                    assert line["table"] == tables[0] and line["yours"] == "true"
+                    assert line["text"].startswith("Table 1: ")
+                    places = [int(p) for p in PLACE.findall(line["text"])]
+                    assert places == sorted(places) and len(places) == 4, line["text"]
+                    assert PAIRING.fullmatch(shown_between["next"]), shown_between["next"]
+                    assert 0 < shown_between["seconds"] <= 10
+                    assert not await page.evaluate("() => document.getElementById('game')"
+                                                   ".dataset.table !== " + repr(tables[0]))
+                    await page.keyboard.press("Enter")  # "Go now", focused when it opened
+                    await page.wait_for_selector("#champ-between:not([open])", state="hidden")
                 await page.wait_for_function(
                     """(seen) => { const g = document.getElementById("game");
                         return !g.hidden && g.dataset.table && !seen.includes(g.dataset.table)
@@ -184,7 +217,7 @@ async def test_a_person_registers_is_taken_to_each_table_and_sees_the_final_stan
         assert sum(s["you"] for s in shown) == 1
         assert errors == []
         found = {"list": lobby_violations, "table": table_violations,
-                 "final standings": final_violations}
+                 "between rounds": between_violations, "final standings": final_violations}
         assert not any(found.values()), found
 
 

@@ -406,6 +406,13 @@ export const EN = {
   "champ.registering": "Registration: {n} registered",
   "champ.registeringYou": "Registration: {n} registered, you among them",
   "champ.stateCount": "{state}: {n} registered",
+  "between.title": "{name}: the results",
+  "between.next": "Next, {where}: table {table}, seat {seat}.",
+  "between.in": {
+    one: "Taking you there in {n} second (its game has started: its clock is running).",
+    other: "Taking you there in {n} seconds (its game has started: its clock is running).",
+  },
+  "between.go": "Go to my table now",
   "champ.theFinal": "the final",
   "champ.theFinalTitle": "The final",
   "champ.roundOf": "round {round} of {n}",

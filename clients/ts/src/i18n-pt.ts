@@ -408,6 +408,13 @@ export const PT: Catalogue = {
   "champ.registering": "Inscrições: {n} inscritos",
   "champ.registeringYou": "Inscrições: {n} inscritos, incluindo eu",
   "champ.stateCount": "{state}: {n} inscritos",
+  "between.title": "{name}: os resultados",
+  "between.next": "A seguir, {where}: mesa {table}, lugar {seat}.",
+  "between.in": {
+    one: "Vai para lá dentro de {n} segundo (o jogo já começou: o relógio está a contar).",
+    other: "Vai para lá dentro de {n} segundos (o jogo já começou: o relógio está a contar).",
+  },
+  "between.go": "Ir já para a minha mesa",
   "champ.theFinal": "a final",
   "champ.theFinalTitle": "A final",
   "champ.roundOf": "ronda {round} de {n}",

@@ -62,6 +62,8 @@ export interface ChampionshipHooks {
 }
 
 const FOLLOWED_KEY = "copas.championship";
+/** How long the round's results show before the next round's table (its clock runs). */
+export const BETWEEN_ROUNDS_MS = 10_000;
 const REFRESH_MS = 15_000;
 const LONGEST_WAIT_MS = 2 ** 31 - 1; // setTimeout's
 
@@ -342,18 +344,83 @@ function isAtOneOf(c: Championship): boolean {
   return !!tableId && c.rounds.some((r) => r.tables.some((t) => t.tableId === tableId));
 }
 
-/** The server seated this person: go there, unless they are playing another game now. */
+/** The server seated this person: go there, unless they are playing another game now. From
+ * a finished game of the championship's previous round, the round's results and the new
+ * pairing show first (``BETWEEN_ROUNDS_MS``, or until "Go now"). */
 function goToTable(table: YourTable): void {
   const { session, isOver } = hooks.here();
-  if (session?.tableId === table.tableId) return;
+  if (session?.tableId === table.tableId || between?.table.tableId === table.tableId) return;
   const isBusyElsewhere = !!session?.token && !isOver && !(current && isAtOneOf(current));
   if (isBusyElsewhere) return; // "your next table" says where, with a button
+  const from = current?.rounds.find((r) => r.tables.some((t) => t.tableId === session?.tableId));
+  if (current && from && session?.token && isOver && from.roundNumber < table.roundNumber) {
+    showBetween(current, from, table);
+    return;
+  }
+  moveTo(table);
+}
+
+function moveTo(table: YourTable): void {
   hooks.enterTable({ tableId: table.tableId, token: table.playerToken, seat: table.seat });
   renderBanner();
 }
 
+let between: { table: YourTable; until: number; timer: ReturnType<typeof setInterval> } | undefined;
+
+/** The dialog between two rounds: each table of round ``from`` with its places and points,
+ * then where this person plays next, counting down to the move. */
+function showBetween(c: Championship, from: ChampionshipRound, next: YourTable): void {
+  const dialog = $<HTMLDialogElement>("champ-between");
+  const name = from.isFinal ? t("champ.theFinalTitle") : t("champ.roundTitle", { round: from.roundNumber });
+  $("champ-between-title").textContent = t("between.title", { name });
+  $("champ-between-tables").replaceChildren(
+    ...from.tables.map((table) => {
+      const byPlace = { ...table, seats: [...table.seats].sort((a, b) => (a.place || 99) - (b.place || 99)) };
+      const item = element("li", "", { "data-table": table.tableId, "data-yours": String(table.seats.some((s) => s.isYou)) });
+      item.append(element("span", t("champ.tableNumber", { n: table.tableNumber })), ...seatWords(c, byPlace));
+      return item;
+    }),
+  );
+  const round = c.rounds.find((r) => r.roundNumber === next.roundNumber);
+  const seated = round?.tables.find((t) => t.tableId === next.tableId);
+  const where = round?.isFinal ? t("champ.theFinal") : t("champ.round", { round: next.roundNumber });
+  $("champ-between-next").textContent = t("between.next", { where, table: seated?.tableNumber ?? "", seat: next.seat + 1 });
+  if (between) clearInterval(between.timer);
+  const shown = { table: next, until: performance.now() + BETWEEN_ROUNDS_MS, timer: setInterval(() => countDown(), 250) };
+  between = shown;
+  const countDown = (): void => {
+    if (between !== shown) return;
+    const left = Math.max(0, Math.ceil((shown.until - performance.now()) / 1000));
+    const line = $("champ-between-in");
+    line.textContent = t("between.in", { n: left });
+    line.dataset.seconds = String(left);
+    if (left <= 0) endBetween();
+  };
+  countDown();
+  dialog.dataset.table = next.tableId;
+  if (!dialog.open) dialog.showModal();
+}
+
+/** The move the dialog waited for: now (its time ran out, "Go now", or Escape); none when
+ * the championship ended meanwhile (its standings show instead). */
+function endBetween(): void {
+  const shown = closeBetween();
+  if (shown && !(current && isEnded(current))) moveTo(shown.table);
+}
+
+/** The dialog between rounds closed, its move not made; what it was waiting for. */
+function closeBetween(): typeof between {
+  const shown = between;
+  between = undefined;
+  if (shown) clearInterval(shown.timer);
+  const dialog = $<HTMLDialogElement>("champ-between");
+  if (dialog.open) dialog.close();
+  return shown;
+}
+
 /** The lobby with the followed championship's standings in view. */
 export function showDetail(): void {
+  closeBetween(); // the standings say it all
   if (hooks.here().session) hooks.toLobby();
   renderDetail();
   const detail = $("champ-detail");
@@ -657,6 +724,8 @@ export function startChampionships(given: ChampionshipHooks): void {
     current: () => current,
     changed: (id) => void reread(id),
   });
+  $("champ-between-go").addEventListener("click", endBetween);
+  $("champ-between").addEventListener("close", endBetween); // Escape: go now too
   renderList();
   void refreshList();
   setInterval(() => {
