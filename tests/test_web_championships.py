@@ -38,6 +38,7 @@ from tests.helpers.servers import free_port, serving
 ROOT = Path(__file__).resolve().parent.parent
 SHOTS = Path(os.environ.get("COPAS_SCREENSHOTS") or ROOT / "tests" / "screenshots")
 ADMIN_TOKEN = "operator-token-for-the-web-championship-test"
+ROUND_PAUSE = 5.0  # the organizer's pause between rounds: the round's results show during it
 # A person's clock: long enough for clicks on a busy machine, the bots' games at once.
 RULES = copas_pb2.RulesOverrides()
 RULES.CopyFrom(FAST_RULES)
@@ -78,6 +79,7 @@ BETWEEN = """() => ({
     table: li.dataset.table, yours: li.dataset.yours, text: li.textContent })),
   next: document.getElementById("champ-between-next").textContent,
   seconds: Number(document.getElementById("champ-between-in").dataset.seconds),
+  since: document.getElementById("champ-between").dataset.since,
 })"""
 PLACE = re.compile(r"\((\d)(?:st|nd|rd|th)")
 PAIRING = re.compile(r"Next, round 2: table 1, seat [1-4]\.")
@@ -121,7 +123,7 @@ async def test_a_person_registers_is_taken_to_each_table_and_sees_the_final_stan
         made = (await admin_pb2_grpc.AdminServiceStub(channel).CreateChampionship(
             admin_pb2.CreateChampionshipRequest(settings=pb.ChampionshipSettings(
                 display_name="Web Cup", rounds=2, preset="online", rules=RULES, max_players=4,
-                start_when_full=True), reason="test"),
+                start_when_full=True, round_pause_seconds=ROUND_PAUSE), reason="test"),
             metadata=(("authorization", f"Bearer {ADMIN_TOKEN}"),))).championship
         cid = made.championship_id
         sessions = await sign_in(address, ["Bot A", "Bot B", "Bot C"])
@@ -148,9 +150,17 @@ async def test_a_person_registers_is_taken_to_each_table_and_sees_the_final_stan
             between_violations: list[Any] = []
             for round_number in (1, 2):  # the page goes to each table by itself
                 if round_number == 2:  # first the round's results and the next pairing
-                    await page.wait_for_selector("#champ-between[open]")
+                    # The round's results at once, during the organizer's pause ...
+                    await page.wait_for_selector("#champ-between[open][data-mode=results]")
+                    waiting = await page.evaluate(BETWEEN)
+                    assert waiting["next"].startswith("Your next table comes when the "
+                                                      "organizer's pause"), waiting
+                    assert waiting["title"] == "Round 1: the results"
                     between_violations = await axe_violations(page)
+                    # ... then, the next round seated, its pairing, counting down.
+                    await page.wait_for_selector("#champ-between[open][data-mode=next]")
                     shown_between = await page.evaluate(BETWEEN)
+                    assert shown_between["tables"] == waiting["tables"]
                     assert shown_between["title"] == "Round 1: the results"
                     assert len(shown_between["tables"]) == 1
                     line = shown_between["tables"][0]
@@ -159,6 +169,8 @@ async def test_a_person_registers_is_taken_to_each_table_and_sees_the_final_stan
                     places = [int(p) for p in PLACE.findall(line["text"])]
                     assert places == sorted(places) and len(places) == 4, line["text"]
                     assert PAIRING.fullmatch(shown_between["next"]), shown_between["next"]
+                    # The results' 10 s count from the round's end, not again from the seating.
+                    assert shown_between["since"] == waiting["since"]
                     assert 0 < shown_between["seconds"] <= 10
                     assert not await page.evaluate("() => document.getElementById('game')"
                                                    ".dataset.table !== " + repr(tables[0]))

@@ -412,6 +412,8 @@ export const EN = {
     one: "Taking you there in {n} second (its game has started: its clock is running).",
     other: "Taking you there in {n} seconds (its game has started: its clock is running).",
   },
+  "between.waiting": "Your next table comes when the organizer's pause between rounds ends; this page takes you there.",
+  "between.announcedAt": "Next, {where}: table {table}, seat {seat}, from {at}.",
   "between.go": "Go to my table now",
   "champ.theFinal": "the final",
   "champ.theFinalTitle": "The final",

@@ -414,6 +414,8 @@ export const PT: Catalogue = {
     one: "Vai para lá dentro de {n} segundo (o jogo já começou: o relógio está a contar).",
     other: "Vai para lá dentro de {n} segundos (o jogo já começou: o relógio está a contar).",
   },
+  "between.waiting": "A próxima mesa chega quando acabar a pausa do organizador entre rondas; esta página leva-o lá.",
+  "between.announcedAt": "A seguir, {where}: mesa {table}, lugar {seat}, a partir das {at}.",
   "between.go": "Ir já para a minha mesa",
   "champ.theFinal": "a final",
   "champ.theFinalTitle": "A final",
