@@ -1,10 +1,12 @@
 """A championship on the web page, in a real headless Chromium: a person signed in as this
 browser's guest registers from the page's championship list, with three accounts of reference
 bots (the Python client, as tests/test_championships.py plays them) making up the numbers;
-the page takes the person to their table each round by itself, the person plays it by clicks,
-and the page then shows the final standings with the tie-break that decided each place, the
-same as the server's. axe-core finds nothing on the list, a table of the championship, or the
-final standings. One-hand games, 2 rounds, bots at once. Then a tournament director's
+the page takes the person to their table each round by itself (between two rounds it shows the
+round's results at every table and the next pairing first, then moves by itself or at "Go
+now"), the person plays it by clicks, and the page then shows the final standings with the
+tie-break that decided each place, the same as the server's. axe-core finds nothing on the
+list, a table of the championship, the dialog between rounds, or the final standings.
+One-hand games, 2 rounds, bots at once. Then a tournament director's
 championship run from the page (its organizer's form and tools, a player's registration,
 check-in, pairings, a paused championship and a held table, matchpoints and Buchholz, the
 export), and a round's time limit ending the games before a final table. Screenshots go to
@@ -17,6 +19,7 @@ import contextlib
 import csv
 import io
 import os
+import re
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -35,6 +38,7 @@ from tests.helpers.servers import free_port, serving
 ROOT = Path(__file__).resolve().parent.parent
 SHOTS = Path(os.environ.get("COPAS_SCREENSHOTS") or ROOT / "tests" / "screenshots")
 ADMIN_TOKEN = "operator-token-for-the-web-championship-test"
+ROUND_PAUSE = 5.0  # the organizer's pause between rounds: the round's results show during it
 # A person's clock: long enough for clicks on a busy machine, the bots' games at once.
 RULES = copas_pb2.RulesOverrides()
 RULES.CopyFrom(FAST_RULES)
@@ -66,6 +70,19 @@ NEXT = """([table, sequence]) => {
   return Number(game.dataset.sequence) > sequence
       && (game.dataset.mustAct === "true" || game.dataset.phase === "GAME_OVER");
 }"""
+
+
+# The dialog between two rounds: its title, each table's line, the next pairing, the count.
+BETWEEN = """() => ({
+  title: document.getElementById("champ-between-title").textContent,
+  tables: Array.from(document.querySelectorAll("#champ-between-tables li"), (li) => ({
+    table: li.dataset.table, yours: li.dataset.yours, text: li.textContent })),
+  next: document.getElementById("champ-between-next").textContent,
+  seconds: Number(document.getElementById("champ-between-in").dataset.seconds),
+  since: document.getElementById("champ-between").dataset.since,
+})"""
+PLACE = re.compile(r"\((\d)(?:st|nd|rd|th)")
+PAIRING = re.compile(r"Next, round 2: table 1, seat [1-4]\.")
 
 
 async def screenshot(page: Any, name: str) -> None:
@@ -106,7 +123,7 @@ async def test_a_person_registers_is_taken_to_each_table_and_sees_the_final_stan
         made = (await admin_pb2_grpc.AdminServiceStub(channel).CreateChampionship(
             admin_pb2.CreateChampionshipRequest(settings=pb.ChampionshipSettings(
                 display_name="Web Cup", rounds=2, preset="online", rules=RULES, max_players=4,
-                start_when_full=True), reason="test"),
+                start_when_full=True, round_pause_seconds=ROUND_PAUSE), reason="test"),
             metadata=(("authorization", f"Bearer {ADMIN_TOKEN}"),))).championship
         cid = made.championship_id
         sessions = await sign_in(address, ["Bot A", "Bot B", "Bot C"])
@@ -129,8 +146,36 @@ async def test_a_person_registers_is_taken_to_each_table_and_sees_the_final_stan
             await screenshot(page, "championship-list-1280")
             await page.click(f'{row} button[data-action="register"]')  # the 4th: it starts
 
-            tables = []
+            tables: list[str] = []
+            between_violations: list[Any] = []
             for round_number in (1, 2):  # the page goes to each table by itself
+                if round_number == 2:  # first the round's results and the next pairing
+                    # The round's results at once, during the organizer's pause ...
+                    await page.wait_for_selector("#champ-between[open][data-mode=results]")
+                    waiting = await page.evaluate(BETWEEN)
+                    assert waiting["next"].startswith("Your next table comes when the "
+                                                      "organizer's pause"), waiting
+                    assert waiting["title"] == "Round 1: the results"
+                    between_violations = await axe_violations(page)
+                    # ... then, the next round seated, its pairing, counting down.
+                    await page.wait_for_selector("#champ-between[open][data-mode=next]")
+                    shown_between = await page.evaluate(BETWEEN)
+                    assert shown_between["tables"] == waiting["tables"]
+                    assert shown_between["title"] == "Round 1: the results"
+                    assert len(shown_between["tables"]) == 1
+                    line = shown_between["tables"][0]
+                    assert line["table"] == tables[0] and line["yours"] == "true"
+                    assert line["text"].startswith("Table 1: ")
+                    places = [int(p) for p in PLACE.findall(line["text"])]
+                    assert places == sorted(places) and len(places) == 4, line["text"]
+                    assert PAIRING.fullmatch(shown_between["next"]), shown_between["next"]
+                    # The results' 10 s count from the round's end, not again from the seating.
+                    assert shown_between["since"] == waiting["since"]
+                    assert 0 < shown_between["seconds"] <= 10
+                    assert not await page.evaluate("() => document.getElementById('game')"
+                                                   ".dataset.table !== " + repr(tables[0]))
+                    await page.keyboard.press("Enter")  # "Go now", focused when it opened
+                    await page.wait_for_selector("#champ-between:not([open])", state="hidden")
                 await page.wait_for_function(
                     """(seen) => { const g = document.getElementById("game");
                         return !g.hidden && g.dataset.table && !seen.includes(g.dataset.table)
@@ -184,7 +229,7 @@ async def test_a_person_registers_is_taken_to_each_table_and_sees_the_final_stan
         assert sum(s["you"] for s in shown) == 1
         assert errors == []
         found = {"list": lobby_violations, "table": table_violations,
-                 "final standings": final_violations}
+                 "between rounds": between_violations, "final standings": final_violations}
         assert not any(found.values()), found
 
 

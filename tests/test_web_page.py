@@ -429,7 +429,8 @@ ACCOUNT_TOKENS = {"accessToken", "accessExpireMs", "refreshToken", "refreshExpir
 
 
 def check_storage(storage: dict[str, str]) -> None:
-    """The page stores its seat (the token, which a reload needs), the name, the device's
+    """The page stores its seat (the token, which a reload needs, and when its quick match
+    seated it, which its wait counts from), the name, the device's
     secret (43 base64url characters), its account's tokens and whether the "your turn" sound
     is on, nothing else, and no card."""
     assert set(storage) <= {"session:copas.session", "local:copas.name", "local:copas.device",
@@ -437,7 +438,8 @@ def check_storage(storage: dict[str, str]) -> None:
     for key, value in storage.items():
         if key == "session:copas.session":
             session = json.loads(value)
-            assert set(session) <= {"tableId", "token", "seat"}, session
+            assert set(session) <= {"tableId", "token", "seat", "quickSince"}, session
+            assert isinstance(session.get("quickSince", 0), int), session
             session.pop("token", None)
             value = json.dumps(session)
         elif key == "local:copas.device":

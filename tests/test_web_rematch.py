@@ -27,6 +27,12 @@ from tests.test_web_page import (
     take_turn,
 )
 
+# The tab hidden (true) or shown (false), as a browser tells the page.
+VISIBILITY = """(hidden) => {
+  Object.defineProperty(document, "visibilityState",
+                        { configurable: true, get: () => (hidden ? "hidden" : "visible") });
+  document.dispatchEvent(new Event("visibilitychange"));
+}"""
 TURN_OR_END = """() => {
   const game = document.getElementById("game");
   return game.dataset.mustAct === "true" || game.dataset.phase === "GAME_OVER";
@@ -71,6 +77,14 @@ async def test_a_rematch_seats_the_same_two_people_at_a_new_table_through_the_sh
         await bea.click("#invite-join")
         await asyncio.gather(play_to_the_end(ana), play_to_the_end(bea))
 
+        # Bea's tab goes to the background: it asks nothing while hidden (the offer is polled,
+        # the stream cannot carry it: docs/DESIGN.md, "Rematch").
+        asked: list[float] = []
+        bea.on("request", lambda r: asked.append(1.0) if r.url.endswith("/GetTable") else None)
+        await bea.evaluate(VISIBILITY, True)
+        hidden_at = len(asked)
+        hidden_since = await bea.evaluate("() => performance.now()")
+
         # The end of a game with another person: "Rematch", not "Play again".
         for page in (ana, bea):
             await page.wait_for_selector("#standings:not([hidden]) #again")
@@ -86,8 +100,15 @@ async def test_a_rematch_seats_the_same_two_people_at_a_new_table_through_the_sh
         old = (await stub.GetTable(copas_pb2.GetTableRequest(table_id=old_id))).table
         assert old.rematch_table_id == new_id
 
+        # Three poll periods later, the hidden tab has asked nothing and shows no offer; shown
+        # again, it asks and the offer comes.
+        await bea.wait_for_function("(t) => performance.now() > t", arg=hidden_since + 4500)
+        assert len(asked) == hidden_at
+        assert "offers a rematch" not in (await bea.text_content("#standings") or "")
+        await bea.evaluate(VISIBILITY, False)
         # Bea, still at the finished game, sees the offer; she opens the same link again.
         await bea.wait_for_selector("#rematch-offer:has-text('Ana offers a rematch')")
+        assert len(asked) > hidden_at
         assert (await bea.text_content("#again") or "").strip() == "Accept the rematch"
         await screenshot(bea, "rematch-offered")
         check_page(await state_of(bea))

@@ -365,13 +365,12 @@ class TableRegistry:
                                                 account_id, address)
                 return table, seat_number, token
         self._check_not_draining()
-        is_quick_match = not table_id and bool(preset)
-        table = self._open_table(preset, players, account_id, address, game, partnerships) \
-            if is_quick_match else self.get(table_id)
+        table = self.get(table_id) if table_id or not preset else \
+            self._open_table(preset, players, account_id, address, game, partnerships)
         seat_number, token = table.join(name, seat, request_id, fingerprint, account_id,
                                         address)
-        if is_quick_match:
-            self.quick_fill.watch(table)  # bots take the free seats if nobody else comes
+        if not table_id and preset:  # a quick match: bots take the free seats if nobody comes
+            self.quick_fill.watch(table)
         return table, seat_number, token
 
     def _check_not_draining(self) -> None:

@@ -23,6 +23,12 @@ export const BR: Partial<Catalogue> = {
   "lobby.reconnecting": "Reconectando…",
   "game.shareText": "Envie este link aos seus amigos:",
   "game.copy": "Copiar o link",
+  "between.in": {
+    one: "Você vai para lá em {n} segundo (o jogo já começou: o relógio está contando).",
+    other: "Você vai para lá em {n} segundos (o jogo já começou: o relógio está contando).",
+  },
+  "between.go": "Ir agora para a minha mesa",
+  "between.waiting": "A próxima mesa chega quando acabar a pausa do organizador entre rodadas; esta página leva você lá.",
   "quick.wait": {
     one: "Esperando há {waited} s. Se ninguém mais vier, bots ocupam os lugares livres em {n} segundo.",
     other: "Esperando há {waited} s. Se ninguém mais vier, bots ocupam os lugares livres em {n} segundos.",

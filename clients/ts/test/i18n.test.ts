@@ -107,6 +107,7 @@ describe("the language", () => {
     const ranks = ["J", "Q", "K", "A", "10", "7"];
     setLang("pt");
     expect(ranks.map(cardIndex)).toEqual(["V", "D", "R", "A", "10", "7"]);
+    expect(t("fact.queenOnTable")).toBe("D♠ na mesa"); // the Dama in the words too
     setLang("pt-BR");
     expect(ranks.map(cardIndex)).toEqual(["V", "D", "R", "A", "10", "7"]);
     setLang("en");

@@ -62,6 +62,8 @@ export interface ChampionshipHooks {
 }
 
 const FOLLOWED_KEY = "copas.championship";
+/** How long the round's results show before the next round's table (its clock runs). */
+export const BETWEEN_ROUNDS_MS = 10_000;
 const REFRESH_MS = 15_000;
 const LONGEST_WAIT_MS = 2 ** 31 - 1; // setTimeout's
 
@@ -309,6 +311,7 @@ export function follow(id: string, again = false): void {
       current = c;
       yourTable = message.yourTable?.tableId ? message.yourTable : undefined;
       renderDetail();
+      noteRoundOver();
       // Its line of the list follows too (the list itself is read every few seconds).
       const at = listed.findIndex((l) => l.championshipId === c.championshipId);
       if (at >= 0) {
@@ -342,18 +345,135 @@ function isAtOneOf(c: Championship): boolean {
   return !!tableId && c.rounds.some((r) => r.tables.some((t) => t.tableId === tableId));
 }
 
-/** The server seated this person: go there, unless they are playing another game now. */
+/** The server seated this person: go there, unless they are playing another game now. From
+ * a finished game of the championship's previous round, the round's results and the new
+ * pairing show first (``BETWEEN_ROUNDS_MS``, or until "Go now"). */
 function goToTable(table: YourTable): void {
   const { session, isOver } = hooks.here();
-  if (session?.tableId === table.tableId) return;
+  if (session?.tableId === table.tableId || between?.table?.tableId === table.tableId) return;
   const isBusyElsewhere = !!session?.token && !isOver && !(current && isAtOneOf(current));
   if (isBusyElsewhere) return; // "your next table" says where, with a button
+  const from = current?.rounds.find((r) => r.tables.some((t) => t.tableId === session?.tableId));
+  const key = from && current ? `${current.championshipId}:${from.roundNumber}` : "";
+  if (current && from && session?.token && isOver && from.roundNumber < table.roundNumber) {
+    // What is left of the results' time (all of it when they were not shown yet; none when
+    // they were shown long enough during the organizer's pause, or closed after being read).
+    const since = between && !between.table ? between.since : seenRound === key ? -Infinity : performance.now();
+    if (performance.now() - since < BETWEEN_ROUNDS_MS) {
+      showBetween(current, from, table, since);
+      return;
+    }
+    closeBetween();
+  }
+  moveTo(table);
+}
+
+let seenRound = ""; // "championship:round" whose results this tab showed
+
+/** At a finished game of a round now over (every table counted), the championship going on:
+ * the round's results at once (the organizer's pause before the next round may be long),
+ * and the next pairing as soon as it is announced. */
+function noteRoundOver(): void {
+  const { session, isOver } = hooks.here();
+  const c = current;
+  if (!c || isEnded(c) || !isOver || !session?.token || between?.table) return;
+  const from = c.rounds.find((r) => r.isFinished && r.tables.some((t) => t.tableId === session.tableId));
+  const key = from ? `${c.championshipId}:${from.roundNumber}` : "";
+  if (!from || (seenRound === key && !between)) return;
+  seenRound = key;
+  showBetween(c, from, undefined, between?.since ?? performance.now());
+}
+
+function moveTo(table: YourTable): void {
   hooks.enterTable({ tableId: table.tableId, token: table.playerToken, seat: table.seat });
   renderBanner();
 }
 
+/** The dialog between rounds: since when it shows, and the table it moves to (none yet: the
+ * next round is not seated). */
+let between: { table: YourTable | undefined; since: number; timer: ReturnType<typeof setInterval> | undefined } | undefined;
+
+/** The dialog between two rounds: each table of round ``from`` with its places and points,
+ * then where this person plays next: counting down to the move (from ``since``), or, not
+ * seated yet, the announced pairing or the organizer's pause. */
+function showBetween(c: Championship, from: ChampionshipRound, next: YourTable | undefined, since: number): void {
+  const dialog = $<HTMLDialogElement>("champ-between");
+  const name = from.isFinal ? t("champ.theFinalTitle") : t("champ.roundTitle", { round: from.roundNumber });
+  $("champ-between-title").textContent = t("between.title", { name });
+  $("champ-between-tables").replaceChildren(
+    ...from.tables.map((table) => {
+      const byPlace = { ...table, seats: [...table.seats].sort((a, b) => (a.place || 99) - (b.place || 99)) };
+      const item = element("li", "", { "data-table": table.tableId, "data-yours": String(table.seats.some((s) => s.isYou)) });
+      item.append(element("span", t("champ.tableNumber", { n: table.tableNumber })), ...seatWords(c, byPlace));
+      return item;
+    }),
+  );
+  if (between?.timer !== undefined) clearInterval(between.timer);
+  const line = $("champ-between-in");
+  const go = $("champ-between-go");
+  dialog.dataset.mode = next ? "next" : "results";
+  dialog.dataset.since = String(Math.round(since)); // the results' time counts from here
+  if (!next) {
+    $("champ-between-next").textContent = announcedWords(c);
+    line.textContent = "";
+    delete line.dataset.seconds;
+    go.textContent = t("game.close");
+    between = { table: undefined, since, timer: undefined };
+    dialog.dataset.table = "";
+    if (!dialog.open) dialog.showModal();
+    return;
+  }
+  const round = c.rounds.find((r) => r.roundNumber === next.roundNumber);
+  const seated = round?.tables.find((t) => t.tableId === next.tableId);
+  const where = round?.isFinal ? t("champ.theFinal") : t("champ.round", { round: next.roundNumber });
+  $("champ-between-next").textContent = t("between.next", { where, table: seated?.tableNumber ?? "", seat: next.seat + 1 });
+  go.textContent = t("between.go");
+  const shown = { table: next, since, timer: setInterval(() => countDown(), 250) as ReturnType<typeof setInterval> | undefined };
+  between = shown;
+  const countDown = (): void => {
+    if (between !== shown) return;
+    const left = Math.max(0, Math.ceil((shown.since + BETWEEN_ROUNDS_MS - performance.now()) / 1000));
+    line.textContent = t("between.in", { n: left });
+    line.dataset.seconds = String(left);
+    if (left <= 0) endBetween();
+  };
+  countDown();
+  dialog.dataset.table = next.tableId;
+  if (!dialog.open) dialog.showModal();
+}
+
+/** Where this person plays next, while the round is not seated: the announced pairing, or
+ * the organizer's pause. */
+function announcedWords(c: Championship): string {
+  const announced = c.rounds.find((r) => r.isAnnounced && r.tables.some((t) => t.seats.some((s) => s.isYou)));
+  const table = announced?.tables.find((t) => t.seats.some((s) => s.isYou));
+  const seat = table?.seats.find((s) => s.isYou);
+  if (!announced || !table || !seat) return t("between.waiting");
+  const where = announced.isFinal ? t("champ.theFinal") : t("champ.round", { round: announced.roundNumber });
+  const start = announced.startTime ? at(timestampMs(announced.startTime)) : "";
+  return t(start ? "between.announcedAt" : "between.next", { where, table: table.tableNumber, seat: seat.seat + 1, at: start });
+}
+
+/** The move the dialog waited for: now (its time ran out, "Go now", or Escape); none when
+ * the championship ended meanwhile (its standings show instead). */
+function endBetween(): void {
+  const shown = closeBetween();
+  if (shown?.table && !(current && isEnded(current))) moveTo(shown.table);
+}
+
+/** The dialog between rounds closed, its move not made; what it was waiting for. */
+function closeBetween(): typeof between {
+  const shown = between;
+  between = undefined;
+  if (shown?.timer !== undefined) clearInterval(shown.timer);
+  const dialog = $<HTMLDialogElement>("champ-between");
+  if (dialog.open) dialog.close();
+  return shown;
+}
+
 /** The lobby with the followed championship's standings in view. */
 export function showDetail(): void {
+  closeBetween(); // the standings say it all
   if (hooks.here().session) hooks.toLobby();
   renderDetail();
   const detail = $("champ-detail");
@@ -657,6 +777,8 @@ export function startChampionships(given: ChampionshipHooks): void {
     current: () => current,
     changed: (id) => void reread(id),
   });
+  $("champ-between-go").addEventListener("click", endBetween);
+  $("champ-between").addEventListener("close", endBetween); // Escape: go now too
   renderList();
   void refreshList();
   setInterval(() => {

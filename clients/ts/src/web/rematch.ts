@@ -20,8 +20,12 @@ export interface RematchPorts {
   render(): void;
 }
 
+// The offer is asked for, not pushed: the table's stream has no event for it (the contract's
+// TableEvent has no rematch kind, and TableView no rematch_table_id: see docs/DESIGN.md,
+// "Rematch"), so a finished game's page asks GetTable now and then, and only while the tab
+// is seen (a tab in the background asks nothing until it is shown again).
 const POLL_MS = 1500; // how often a finished game's page asks whether a rematch was offered
-const POLL_MAX = 400; // at most this many asks per finished game (10 minutes)
+const POLL_MAX = 400; // at most this many asks per finished game (10 minutes of a shown tab)
 
 /** What the page knows of the rematch of the finished game it shows. */
 export const rematch = {
@@ -89,8 +93,25 @@ export function stopRematchWatch(): void {
   polling = undefined;
 }
 
+/** Resolves once the tab is shown (at once when it is), or the poll is given up. */
+function shown(signal: AbortSignal): Promise<void> {
+  if (document.visibilityState !== "hidden") return Promise.resolve();
+  return new Promise((resolve) => {
+    const done = (): void => {
+      if (document.visibilityState === "hidden" && !signal.aborted) return;
+      document.removeEventListener("visibilitychange", done);
+      signal.removeEventListener("abort", done);
+      resolve();
+    };
+    document.addEventListener("visibilitychange", done);
+    signal.addEventListener("abort", done);
+  });
+}
+
 async function poll(tableId: string, signal: AbortSignal): Promise<void> {
   for (let i = 0; i < POLL_MAX && !signal.aborted && ports; i += 1) {
+    await shown(signal);
+    if (signal.aborted || !ports) return;
     try {
       const { table } = await ports.client.getTable({ tableId }, { signal });
       if (table?.rematchTableId) {
