@@ -448,3 +448,16 @@ async def test_every_kind_of_table_plays_whole_over_either_transport(preset: str
                 await watch.close()
         assert oracle.replica.is_over and calls == len(oracle.replica.actions)
         assert oracle.checked >= calls * len(tokens)
+
+
+async def test_six_bots_in_partnerships_each_have_a_name_of_their_own() -> None:
+    """Bisca seats six: a table of six bots (the most any game seats) starts, each bot under
+    a name of its own, and plays to its end (a sixth name was missing: IndexError)."""
+    async with serving(allow_seed=True, bot_workers=0) as (_, stub):
+        table = await new_bisca_table(stub, preset="six", seed="6", bots=6, target=1)
+        watch = Watch(stub, table.table_id)
+        over = await watch.wait_for(is_over, timeout=60)
+        await watch.close()
+    names = [p.display_name for p in over.view.players]
+    assert len(names) == 6 == len(set(names)) and all(p.is_bot for p in over.view.players)
+    assert over.view.phase == copas_pb2.PHASE_GAME_OVER

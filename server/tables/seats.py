@@ -70,7 +70,7 @@ class Seat:
 
 # The bots' names, by seat: names people give (a person may not take "Bot 2", the server's
 # old names, still kept for bots; SeatSummary.is_bot says who is one).
-BOT_NAMES = ("Ada", "Basil", "Cleo", "Dario", "Esme")
+BOT_NAMES = ("Ada", "Basil", "Cleo", "Dario", "Esme", "Fabio")  # a seat each, up to 6
 
 
 def bot_joined(seq: int, number: int, at: float) -> Joined:

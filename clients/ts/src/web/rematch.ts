@@ -20,12 +20,11 @@ export interface RematchPorts {
   render(): void;
 }
 
-// The offer is asked for, not pushed: the table's stream has no event for it (the contract's
-// TableEvent has no rematch kind, and TableView no rematch_table_id: see docs/DESIGN.md,
-// "Rematch"), so a finished game's page asks GetTable now and then, and only while the tab
-// is seen (a tab in the background asks nothing until it is shown again).
-const POLL_MS = 1500; // how often a finished game's page asks whether a rematch was offered
-const POLL_MAX = 400; // at most this many asks per finished game (10 minutes of a shown tab)
+// The offer comes on the finished table's stream (a rematch_offered event, then every view
+// names the rematch table); who else took their seat back is read from the rematch table's
+// summary, and only while the tab is seen (a tab in the background asks nothing until shown).
+const POLL_MS = 1500; // once offered, how often the page reads who took their seat back
+const POLL_MAX = 400; // at most this many reads per rematch (10 minutes of a shown tab)
 
 /** What the page knows of the rematch of the finished game it shows. */
 export const rematch = {
@@ -74,18 +73,28 @@ export function linkTable(tableId: string): string {
   return firstTable.get(tableId) ?? tableId;
 }
 
-/** Each view drawn: at the end of a game with other people, ask now and then whether a
- * rematch was offered (the finished table's summary names it). */
+/** Each view drawn: at the end of a game with other people, the rematch once offered. The
+ * offer comes on the table's stream (a rematch_offered event, and every view after it names
+ * the rematch table); then the page reads who took their seat back there (while the tab is
+ * shown), until it starts. */
 export function noteView(view: TableView | undefined, session: Session | undefined): void {
   if (!isRematchGame(view, session) || !view) {
-    if (polling && view && view.tableId !== rematch.tableId) stopRematchWatch();
+    if (view && view.tableId !== rematch.tableId) {
+      stopRematchWatch();
+      rematch.tableId = "";
+    }
     return;
   }
-  if (rematch.tableId === view.tableId && polling) return;
+  if (rematch.tableId !== view.tableId) {
+    stopRematchWatch();
+    Object.assign(rematch, { tableId: view.tableId, rematchId: "", offeredBy: [], isBusy: false, error: "" });
+  }
+  if (!view.rematchTableId || rematch.rematchId === view.rematchTableId) return;
   stopRematchWatch();
-  Object.assign(rematch, { tableId: view.tableId, rematchId: "", offeredBy: [], isBusy: false, error: "" });
+  rematch.rematchId = view.rematchTableId;
+  ports?.render();
   polling = new AbortController();
-  void poll(view.tableId, polling.signal);
+  void poll(view.tableId, view.rematchTableId, polling.signal);
 }
 
 export function stopRematchWatch(): void {
@@ -108,21 +117,18 @@ function shown(signal: AbortSignal): Promise<void> {
   });
 }
 
-async function poll(tableId: string, signal: AbortSignal): Promise<void> {
+async function poll(tableId: string, rematchId: string, signal: AbortSignal): Promise<void> {
   for (let i = 0; i < POLL_MAX && !signal.aborted && ports; i += 1) {
     await shown(signal);
     if (signal.aborted || !ports) return;
     try {
-      const { table } = await ports.client.getTable({ tableId }, { signal });
-      if (table?.rematchTableId) {
-        const { table: next } = await ports.client.getTable({ tableId: table.rematchTableId }, { signal });
-        const names = next?.seats.filter((s) => s.isTaken && !s.isBot).map((s) => s.displayName) ?? [];
-        if (rematch.tableId === tableId && (rematch.rematchId !== table.rematchTableId || names.join("/") !== rematch.offeredBy.join("/"))) {
-          Object.assign(rematch, { rematchId: table.rematchTableId, offeredBy: names });
-          ports.render();
-        }
-        if (next && next.phase !== Phase.WAITING_FOR_PLAYERS) return; // it started
+      const { table: next } = await ports.client.getTable({ tableId: rematchId }, { signal });
+      const names = next?.seats.filter((s) => s.isTaken && !s.isBot).map((s) => s.displayName) ?? [];
+      if (rematch.tableId === tableId && names.join("/") !== rematch.offeredBy.join("/")) {
+        rematch.offeredBy = names;
+        ports.render();
       }
+      if (next && next.phase !== Phase.WAITING_FOR_PLAYERS) return; // it started
     } catch {
       if (signal.aborted) return; // the table went: the offer with it
     }
