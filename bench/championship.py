@@ -16,7 +16,7 @@ import random
 import statistics
 import time
 
-from engine.championship import GameResult, Standing, Tally, seat_round
+from server.championships.format import GameResult, Standing, Tally, seat_round
 
 
 def main() -> None:

@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engine import Game, Leave, Rules
-from engine.championship import (
+from server.championships.format import (
     BoardScore,
     ChampionshipError,
     ChampionshipRules,
@@ -35,6 +35,7 @@ from engine.championship import (
     table_sizes,
 )
 from tests.helpers.budget import budget
+from tests.helpers.championships import result_from_game
 
 SMALL = settings(max_examples=100, derandomize=True, deadline=None, database=None)
 
@@ -374,7 +375,7 @@ def test_a_result_from_an_engine_game_ranks_leavers_as_the_engine_does() -> None
     game.apply(Leave(0))
     game.apply(Leave(1))
     assert game.is_over
-    result = GameResult.from_game(game, list("WXYZ"), 1, 1)
+    result = result_from_game(game, list("WXYZ"), 1, 1)
     assert result.leavers == ("Y", "W", "X")
     engine_places = {r.seat: r.place for r in game.standings}
     assert result.places == tuple(engine_places[s] for s in range(4))

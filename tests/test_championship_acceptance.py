@@ -39,8 +39,8 @@ from copas.v1 import championships_pb2 as pb
 from copas.v1 import championships_pb2_grpc, copas_pb2, copas_pb2_grpc
 
 from clients.common import error_reason
-from engine.championship import ChampionshipRules, Scoring, table_sizes
 from engine.rules import Rules
+from server.championships.format import ChampionshipRules, Scoring, table_sizes
 from tests.helpers.calls import auth
 from tests.helpers.championships import (
     FAST_RULES,

@@ -17,7 +17,7 @@ from copas.admin.v1 import admin_pb2, admin_pb2_grpc
 from copas.v1 import championships_pb2 as pb
 from copas.v1 import championships_pb2_grpc, copas_pb2, copas_pb2_grpc
 
-from engine.championship import table_sizes
+from server.championships.format import table_sizes
 from tests.helpers.calls import Watch, auth
 from tests.helpers.championships import (
     FAST_RULES,

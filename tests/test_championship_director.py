@@ -17,7 +17,7 @@ from copas.v1 import championships_pb2 as pb
 from copas.v1 import copas_pb2
 
 from engine import GameEndReason
-from engine.championship import (
+from server.championships.format import (
     ChampionshipRules,
     GameResult,
     Scoring,

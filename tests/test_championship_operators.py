@@ -20,8 +20,8 @@ from copas.v1 import championships_pb2 as pb
 from copas.v1 import championships_pb2_grpc, copas_pb2, copas_pb2_grpc
 from google.protobuf.timestamp_pb2 import Timestamp
 
-from engine.championship import ChampionshipRules, Scoring
 from engine.rules import Rules
+from server.championships.format import ChampionshipRules, Scoring
 from tests.helpers.calls import Watch, auth
 from tests.helpers.championships import FAST_RULES, BotPlayer, recomputed, records_of, sign_in
 from tests.helpers.servers import serving

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from engine import GameEndReason, Rules
-from engine.championship import GameResult
+from server.championships.format import GameResult
 from server.championships.model import Counted, Phase, Registration, SeatedTable, Spec
 from server.championships.store import (
     PgChampionshipStore,
@@ -172,7 +172,7 @@ def registration(n: int, at: float = 10.0, checked_in: float | None = None) -> R
 
 async def test_a_spec_keeps_the_directors_options_and_an_older_row_reads_as_made(
         opened: Opened) -> None:
-    from engine.championship import Scoring
+    from server.championships.format import Scoring
     from server.championships.store import spec_from_json, spec_to_json
 
     full = dataclasses.replace(

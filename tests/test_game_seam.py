@@ -18,22 +18,12 @@ ROOT = Path(__file__).resolve().parent.parent
 SCANNED = ("server", "tools", "clients")  # engine/ and ai/ are the games' own packages
 GAME_WORD = re.compile(r"hearts|bisca", re.IGNORECASE)
 ENGINES = ("engine", "ai")
-# Hearts's wire codec still lives at server/codec.py: importing it is using Hearts.
-GAME_MODULES = ("server.codec", *(f"server.games.{name}" for name in GAMES))
+GAME_MODULES = tuple(f"server.games.{name}" for name in GAMES)
 
 # What still names a game outside its folder, and why. The list only shrinks: a module on it
 # that no longer names a game fails the test until it is taken off.
 ALLOWED = {
     "server/games/names.py": "the registry's list of games, by name",
-    "server/codec.py": "Hearts's wire codec (cards, moon, phases, events); its last callers "
-                       "outside server/games/hearts/ are the ones listed below",
-    "server/championships/driver.py": "championships play Hearts's format "
-                                      "(engine.championship: boards, seating, scoring)",
-    "server/championships/model.py": "as driver.py",
-    "server/championships/service.py": "as driver.py",
-    "server/championships/store.py": "as driver.py",
-    "server/championships/tables.py": "as driver.py",
-    "server/rpc/championships.py": "as driver.py",
     "server/demo.py": "copas-demo, a Hearts game between engine bots in a terminal",
     "tools/policies.py": "the Hearts bot lab (ai's policies over engine games)",
     "tools/replay.py": "copas replay checks a record with its game's engine (Hearts or Bisca)",

@@ -46,7 +46,7 @@ def test_server_never_imports_clients() -> None:
 
 # ---------------------------------------------------------------- the server's layers
 
-LEAVES = {"server.config", "server.errors", "server.codec", "server.wire",
+LEAVES = {"server.config", "server.errors", "server.wire",
           "server.observability", "server.tokens", "server.metadata", "server.bounded"}
 
 
@@ -92,7 +92,7 @@ def reaches(names: set[str], forbidden: tuple[str, ...]) -> set[str]:
 ])
 def test_the_server_imports_only_downward(package: str, forbidden: tuple[str, ...]) -> None:
     """main -> rpc -> cluster -> tables -> store -> engine, copas.v1; the leaves (config,
-    errors, codec, wire, observability, tokens) serve them all and import none of them; the
+    errors, wire, observability, tokens) serve them all and import none of them; the
     championships, beside the accounts, use the tables, the store and the accounts."""
     wrong = {path: sorted(reaches(names, forbidden))
              for path, names in server_imports(package).items() if reaches(names, forbidden)}

@@ -11,7 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engine import Leave, PassCards, Phase, PlayCard, private_view
-from server import codec, tokens
+from server import tokens
+from server.games.hearts import codec
 from server.tables import views
 from server.tables.clock import ManualScheduler
 from server.tables.fanout import Fanout, Watcher, batch_body, batch_response, response, with_results

@@ -51,14 +51,14 @@ from typing import Protocol
 import structlog
 from prometheus_client.core import GaugeMetricFamily
 
-from engine.championship import (
+from server.bounded import Bounded
+from server.championships.format import (
     ChampionshipError,
     GameResult,
     deal_seed,
     seat_final,
     seat_round,
 )
-from server.bounded import Bounded
 from server.championships.model import Championship, Counted, Phase, SeatedTable
 from server.championships.store import ChampionshipStore, Refused
 from server.championships.tables import TablePort

@@ -7,8 +7,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field, replace
 
-from engine import GameEndReason, Rules
-from engine.championship import (
+from server.championships.format import (
     ChampionshipRules,
     GameResult,
     Scoring,
@@ -16,6 +15,7 @@ from engine.championship import (
     Tally,
     final_standings,
 )
+from server.games import GameRules
 from server.tokens import pseudonym
 
 
@@ -42,8 +42,8 @@ class Spec:
     name: str
     preset: str
     """The games' preset (its name; ``game`` is what the server applies)."""
-    game: Rules
-    """The rules of every game (``players`` set per table)."""
+    game: GameRules
+    """The rules of every game (``players`` set per table), its game module's value."""
     rounds: int
     duplicate_deals: bool
     max_players: int
@@ -159,8 +159,9 @@ class Counted:
     table_id: str
     result: GameResult
     counted: float
-    end_reason: GameEndReason | None = None
-    """Why its game ended (None for a game counted before it was kept)."""
+    end_reason: str | None = None
+    """Why its game ended, as its record says (``GameEndReason``'s value; None for a game
+    counted before it was kept)."""
     corrected: float | None = None
     """When an operator set this result (None: as the game ended)."""
     correction: str = ""

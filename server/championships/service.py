@@ -16,8 +16,12 @@ from typing import TypeVar
 
 import grpc
 
-from engine import Rules
-from engine.championship import (
+from server import games
+from server.accounts.attempts import Creations
+from server.accounts.model import Account
+from server.bounded import Bounded
+from server.championships.driver import SEAT_SCOPE, Driver, seat_key
+from server.championships.format import (
     FINAL_TABLE_SIZES,
     MAX_ROUNDS,
     ChampionshipError,
@@ -25,16 +29,12 @@ from engine.championship import (
     Scoring,
     table_sizes,
 )
-from server.accounts.attempts import Creations
-from server.accounts.model import Account
-from server.bounded import Bounded
-from server.championships.driver import SEAT_SCOPE, Driver, seat_key
 from server.championships.model import Championship, Counted, Phase, Registration, Spec
 from server.championships.store import ChampionshipStore, Refused
 from server.championships.tables import TablePort
-from server.codec import RuleOverrides
 from server.config import RegistrySettings
 from server.errors import ServiceError
+from server.games import GameRules, RuleOverrides
 from server.tables.creation import check_new_table
 from server.tables.idempotency import unseal
 
@@ -208,7 +208,7 @@ class Championships:
 
     # ------------------------------------------------------------ creating
 
-    def _check(self, new: NewChampionship) -> tuple[Rules, int, int]:
+    def _check(self, new: NewChampionship) -> tuple[GameRules, int, int]:
         """:raises ServiceError: INVALID_CHAMPIONSHIP, INVALID_ROUNDS, INVALID_PLAYER_LIMITS,
         INVALID_RULES (rules the engine or this server refuses, or without clocks)."""
         if not new.name.strip() or len(new.name) > NAME_MAX:
@@ -229,18 +229,20 @@ class Championships:
             raise ServiceError.invalid("start_time has passed", "INVALID_CHAMPIONSHIP")
         self._check_director(new, most)
         sizes = {s for n in range(least, min(most, 12) + 1) for s in table_sizes(n)}
-        game: Rules | None = None
+        module = games.get()  # championships play the default game
+        game: GameRules | None = None
         for size in sorted(sizes):
             checked = check_new_table(self._settings, preset=new.preset,
                                       overrides={**new.overrides, "players": size},
                                       bot_seats=0, bot_policy="", has_seed=False)
-            if size == 4 or game is None:
+            if size == module.default_players or game is None:
                 game = checked.rules
         assert game is not None
-        if not (game.play_timeout and game.pass_timeout and game.moon_timeout):
-            raise ServiceError.invalid("a championship's games have clocks: play, pass and "
-                                       "moon timeouts above 0", "INVALID_RULES")
-        return game.replace(players=4), most, least
+        missing = module.missing_clocks(game)
+        if missing:
+            raise ServiceError.invalid(f"a championship's games have clocks: {missing}",
+                                       "INVALID_RULES")
+        return game.replace(players=module.default_players), most, least
 
     def _check_director(self, new: NewChampionship, most: int) -> None:
         """The tournament director's options.

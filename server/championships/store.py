@@ -29,8 +29,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
-from engine import GameEndReason, Rules
-from engine.championship import GameResult, Scoring
+from server import games
+from server.championships.format import GameResult, Scoring
 from server.championships.model import (
     Announced,
     Championship,
@@ -162,7 +162,8 @@ def spec_from_json(championship_id: str, text: str) -> Spec:
     """A stored spec; the fields a row written before them lacks take Spec's defaults (what
     the championship was made with)."""
     d = json.loads(text)
-    return Spec(championship_id, d["name"], d["preset"], Rules.from_dict(d["game"]),
+    return Spec(championship_id, d["name"], d["preset"],
+                games.get().rules_from_dict(d["game"]),
                 d["rounds"], d["duplicate_deals"], d["max_players"], d["min_players"],
                 d["start_at"], d["start_when_full"], d["round_pause"], d["seed"],
                 d["creator"], d["created"], d["request_key"], d["fingerprint"],
@@ -173,7 +174,7 @@ def spec_from_json(championship_id: str, text: str) -> Spec:
                 d.get("round_time_limit", 0.0), d.get("pairing_notice", 0.0))
 
 
-def result_to_json(result: GameResult, end_reason: GameEndReason | None = None,
+def result_to_json(result: GameResult, end_reason: str | None = None,
                    corrected: float | None = None, correction: str = "") -> str:
     """A counted game: the result, why its game ended, and an operator's correction."""
     data: dict[str, Any] = {
@@ -181,7 +182,7 @@ def result_to_json(result: GameResult, end_reason: GameEndReason | None = None,
         "totals": list(result.totals), "leavers": list(result.leavers),
         "no_shows": list(result.no_shows)}
     if end_reason is not None:
-        data["end"] = end_reason.value
+        data["end"] = str(end_reason)
     if corrected is not None:
         data |= {"corrected": corrected, "correction": correction}
     return json.dumps(data, separators=(",", ":"))
@@ -198,7 +199,7 @@ def counted_from_json(table_id: str, text: str, at: float) -> Counted:
     return Counted(table_id, GameResult(d["round"], d["table"], tuple(d["players"]),
                                         tuple(d["totals"]), tuple(d["leavers"]),
                                         tuple(d["no_shows"])), at,
-                   GameEndReason(d["end"]) if d.get("end") else None, d.get("corrected"),
+                   d.get("end") or None, d.get("corrected"),
                    d.get("correction", ""))
 
 

@@ -12,14 +12,14 @@ from typing import Protocol
 
 from copas.v1 import copas_pb2
 
-from engine import Leave, Rules
-from server.codec import RuleOverrides
+from server import games
 from server.errors import ServiceError
+from server.games import GameRules
 from server.tables.registry import TableRegistry
 
 
 class TablePort(Protocol):
-    def create(self, *, request_id: str, name: str, preset: str, rules: Rules,
+    def create(self, *, request_id: str, name: str, preset: str, rules: GameRules,
                seed: int, championship: str = "", is_duplicate: bool = False) -> str:
         """The table's id (the same for the same request id), a table of ``championship``
         (with duplicate deals: watched by its players only)."""
@@ -48,26 +48,16 @@ def _fingerprint(*parts: object) -> str:
     return hashlib.sha256("/".join(str(p) for p in parts).encode()).hexdigest()
 
 
-def _overrides(rules: Rules) -> RuleOverrides:
-    return {"players": rules.players, "max_hands": rules.max_hands,
-            "point_limit": rules.point_limit, "moon": rules.moon,
-            "points_on_first_trick": rules.points_on_first_trick,
-            "queen_breaks_hearts": rules.queen_breaks_hearts,
-            "play_timeout": rules.play_timeout, "pass_timeout": rules.pass_timeout,
-            "moon_timeout": rules.moon_timeout, "trick_pause": rules.trick_pause,
-            "hand_pause": rules.hand_pause}
-
-
 class LocalTables:
     """The ``TablePort`` of one node: its own registry."""
 
     def __init__(self, registry: TableRegistry) -> None:
         self._registry = registry
 
-    def create(self, *, request_id: str, name: str, preset: str, rules: Rules,
+    def create(self, *, request_id: str, name: str, preset: str, rules: GameRules,
                seed: int, championship: str = "", is_duplicate: bool = False) -> str:
         table = self._registry.create(
-            preset=preset, overrides=_overrides(rules), bot_seats=0, name=name,
+            preset=preset, overrides=games.get().rules_as_overrides(rules), bot_seats=0, name=name,
             seed=str(seed), request_id=request_id,
             fingerprint=_fingerprint("championship-table", request_id, seed),
             is_server_seed=True, championship=championship,
@@ -86,7 +76,7 @@ class LocalTables:
         table = self._registry.get(table_id)
         if table.game is None or table.game.is_over or table.game.has_left[seat]:
             return
-        table.act(seat, Leave(seat))
+        table.act(seat, table.game_module.leave(seat))
 
     def close(self, table_id: str) -> None:
         with contextlib.suppress(ServiceError):  # over already, or gone

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
 GameAction = Any  # a game's action, opaque to the table (its module reads and writes it)
 GameEvent = Any  # what a game's state says happened, opaque to the table
-GameRules = Any  # a game's frozen rules value (``players``, ``to_dict``)
+GameRules = Any  # a game's frozen rules value (``players``, ``replace``, ``to_dict``)
 RuleOverrides = Mapping[str, Any]  # the rule options a request sets, by their rules' names
 
 
@@ -162,6 +162,9 @@ class GameModule(Protocol):
     @property
     def bot_policies(self) -> tuple[str, ...]:
         """The policies its bots may play ("auto", the timeout rules, is every game's)."""
+    @property
+    def default_players(self) -> int:
+        """The player count of its usual table (a championship's rules are kept at it)."""
 
     # ------------------------------------------------------------ rules
 
@@ -172,6 +175,17 @@ class GameModule(Protocol):
 
         :raises ServiceError: INVALID_ARGUMENT naming the rule."""
     def rules_to_pb(self, rules: GameRules) -> copas_pb2.Rules: ...
+    def rules_as_overrides(self, rules: GameRules) -> RuleOverrides:
+        """Every option of ``rules``, as overrides that ``check_rules`` makes them again from
+        (a championship's tables are created so)."""
+    def missing_clocks(self, rules: GameRules) -> str:
+        """"" when every decision of the game has a timeout; else which do not, as a client
+        reads it (a championship's games must have clocks)."""
+    def end_reason_to_pb(self, reason: str) -> copas_pb2.GameEndReason.ValueType:
+        """A game's end reason as its record keeps it (``GameEndReason``'s value), as
+        copas.v1 ``GameEndReason``.
+
+        :raises KeyError: not an end reason of this game."""
     def rating_players(self, players: int, partnerships: bool) -> int:
         """A leaderboard's player count (0: the game's usual one) for its kind, checked.
 

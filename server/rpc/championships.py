@@ -15,11 +15,11 @@ from copas.admin.v1 import admin_pb2
 from copas.v1 import championships_pb2 as pb
 from copas.v1 import championships_pb2_grpc, copas_pb2
 
-from engine.championship import BoardScore, Scoring, championship_points
-from server import codec, names
+from server import games, names
 from server.accounts.model import Account
 from server.accounts.service import Accounts
 from server.bounded import Bounded
+from server.championships.format import BoardScore, Scoring, championship_points
 from server.championships.model import Championship, Phase, Registration
 from server.championships.service import Championships, Correction, NewChampionship
 from server.errors import ServiceError
@@ -71,7 +71,8 @@ def settings_of(message: pb.ChampionshipSettings) -> NewChampionship:
         rounds=message.rounds,
         preset=inputs.check_length("preset", message.preset, inputs.PRESET_MAX,
                                    "INVALID_RULES"),
-        overrides=codec.rules_overrides(message.rules), duplicate_deals=message.duplicate_deals,
+        overrides=games.get().rules_overrides(message.rules),
+        duplicate_deals=message.duplicate_deals,
         max_players=message.max_players, min_players=message.min_players,
         start_at=_time(message, "start_time"),
         start_when_full=message.start_when_full, round_pause=message.round_pause_seconds,
@@ -174,7 +175,7 @@ def built(c: Championship, is_full: bool) -> pb.Championship:
     caller of one version, so a node builds it once per version (``championship_pb``)."""
     spec = c.spec
     message = pb.Championship(
-        championship_id=c.id, state=_PHASES[c.phase], rules=codec.rules_to_pb(spec.game),
+        championship_id=c.id, state=_PHASES[c.phase], rules=games.get().rules_to_pb(spec.game),
         create_time=timestamp(spec.created), player_count=len(c.registrations),
         current_round=c.current_round,
         seed=spec.seed if c.phase.is_over else "",
@@ -244,7 +245,7 @@ def built(c: Championship, is_full: bool) -> pb.Championship:
                                          is_finished=table.table_id in finished,
                                          is_corrected=bool(found and found.corrected))
             if found is not None and found.end_reason is not None:
-                shown.end_reason = codec.END_REASON_TO_PB[found.end_reason]
+                shown.end_reason = games.get().end_reason_to_pb(found.end_reason)
             for seat, player in enumerate(table.players):
                 board = boards.get((round_no, table.table_no, seat))
                 shown.seats.append(pb.ChampionshipSeat(

@@ -11,7 +11,7 @@ import contextlib
 import json
 import secrets
 import time
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
@@ -29,7 +29,8 @@ from copas.v1 import (
 
 from clients.bots import run_bot
 from clients.common import Player
-from engine.championship import (
+from engine import Game
+from server.championships.format import (
     ChampionshipRules,
     GameResult,
     Standing,
@@ -377,3 +378,11 @@ def lease_holder(dsn: str, cid: str) -> str:
                          (cid,)).fetchone()
     return str(row[0]) if row else ""
 
+
+def result_from_game(game: Game, players: Sequence[str], round_no: int, table: int,
+                     no_shows: Collection[str] = ()) -> GameResult:
+    """The championship result of a finished engine game whose seat ``i`` was ``players[i]``
+    (was ``GameResult.from_game`` while the format lived in the engine)."""
+    left = tuple(players[lv.seat] for lv in game.left if players[lv.seat] not in no_shows)
+    return GameResult(round_no, table, tuple(players), tuple(game.totals), left,
+                      tuple(p for p in players if p in no_shows))

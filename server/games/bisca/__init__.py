@@ -7,6 +7,7 @@ bots' worker pool (``bots``)."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
@@ -14,6 +15,7 @@ from copas.v1 import copas_pb2
 
 from ai import bisca as bots_ai
 from ai.policies import Budget
+from engine.actions import GameEndReason
 from engine.bisca import (
     Abandon,
     BiscaRules,
@@ -66,6 +68,17 @@ class BiscaModule:
 
     def rules_to_pb(self, rules: BiscaRules) -> copas_pb2.Rules:
         return wire.rules_to_pb(rules)
+
+    default_players = 2
+
+    def rules_as_overrides(self, rules: BiscaRules) -> dict[str, Any]:
+        return {field.name: getattr(rules, field.name) for field in dataclasses.fields(rules)}
+
+    def missing_clocks(self, rules: BiscaRules) -> str:
+        return "" if rules.play_timeout else "a play timeout above 0"
+
+    def end_reason_to_pb(self, reason: str) -> copas_pb2.GameEndReason.ValueType:
+        return wire.END_REASON_TO_PB[GameEndReason(reason)]
 
     def rating_players(self, players: int, partnerships: bool) -> int:
         players = players or 2

@@ -1,10 +1,11 @@
 """Hearts behind the seam: ``MODULE``, the ``GameModule`` the table machine calls for a Hearts
 table. The rules live in ``engine`` (pure, seeded), the bots in ``ai``; here is what the server
 adds: rules from a request within the server's limits (``play``), turns, clocks and pauses
-(``play``), the events on the wire (``server.codec``), views and records (``views``)."""
+(``play``), the events on the wire (``codec``), views and records (``views``)."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
@@ -14,6 +15,7 @@ from engine import (
     Close,
     EngineError,
     Game,
+    GameEndReason,
     Leave,
     Phase,
     PlayCard,
@@ -24,10 +26,9 @@ from engine import (
 )
 from engine import actions as ev
 from engine.record import RECORD_FORMAT, deals_of
-from server import codec
 from server.errors import ServiceError
 from server.games import GameModule, GameState, RecordFacts, RuleLimits, TableFacts
-from server.games.hearts import actions, finished, play, views
+from server.games.hearts import actions, codec, finished, play, views
 from server.games.hearts.result import GameResult
 
 if TYPE_CHECKING:
@@ -58,6 +59,19 @@ class HeartsModule:
 
     def rules_to_pb(self, rules: Rules) -> copas_pb2.Rules:
         return codec.rules_to_pb(rules)
+
+    default_players = 4
+
+    def rules_as_overrides(self, rules: Rules) -> codec.RuleOverrides:
+        return {field.name: getattr(rules, field.name) for field in dataclasses.fields(rules)}
+
+    def missing_clocks(self, rules: Rules) -> str:
+        if rules.play_timeout and rules.pass_timeout and rules.moon_timeout:
+            return ""
+        return "play, pass and moon timeouts above 0"
+
+    def end_reason_to_pb(self, reason: str) -> copas_pb2.GameEndReason.ValueType:
+        return codec.END_REASON_TO_PB[GameEndReason(reason)]
 
     def rating_players(self, players: int, partnerships: bool) -> int:
         players = players or 4

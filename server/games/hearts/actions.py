@@ -7,8 +7,8 @@ from collections.abc import Callable
 from typing import Any
 
 from engine import Action, ChooseMoon, Leave, PassCards, PlayCard
-from server import codec
 from server.errors import ServiceError
+from server.games.hearts import codec
 
 
 def decode_action(method: str, request: Any) -> tuple[Callable[[int], Action], object]:

@@ -26,9 +26,9 @@ from engine import (
     TrickWon,
 )
 from engine import actions as ev
-from server import codec
 from server.errors import ServiceError
 from server.games.base import RuleLimits
+from server.games.hearts import codec
 
 if TYPE_CHECKING:
     import structlog
@@ -71,7 +71,7 @@ def check_rules(settings: RuleLimits, preset: str, overrides: Mapping[str, Any])
 
 def event_to_pb(event: ev.Event, players: int, phase_before: int | None
                 ) -> tuple[str, Message]:
-    """An engine event as TableEvent's oneof field (``server.codec``'s), a leave with the phase
+    """An engine event as TableEvent's oneof field (``codec``'s), a leave with the phase
     it happened in (``phase_before``, when given)."""
     kind, body = codec.event_to_pb(event, players)
     if phase_before is not None and isinstance(body, copas_pb2.PlayerLeft):

@@ -10,8 +10,8 @@ from typing import cast
 from copas.v1 import copas_pb2
 
 from engine import Game, PassDirection, Phase, PlayCard, private_view, public_view
-from server import codec
 from server.games import RecordFacts, TableFacts
+from server.games.hearts import codec
 from server.games.hearts.result import GameResult
 from server.store.base import GameRecord, RecordSummary, SeatRecord
 from server.tokens import pseudonym

@@ -1,4 +1,6 @@
-"""Conversions between engine values and copas.v1 messages, in one place."""
+"""Hearts on the wire: conversions between its engine values and copas.v1 messages, in one
+place (cards, rules, moon, phases, end reasons, events). Only Hearts's module reads it; the
+generic machine reaches it through ``server.games.get("hearts")``."""
 
 from __future__ import annotations
 

@@ -19,9 +19,7 @@ from enum import IntEnum, StrEnum
 from fractions import Fraction
 from itertools import pairwise
 
-from engine.errors import RulesError
-from engine.game import Game
-from engine.rules import Rules
+from server.games.base import GameRules
 
 MAX_ROUNDS = 20
 """The most rounds a championship may have."""
@@ -41,7 +39,7 @@ FINAL_TABLE_SIZES = (3, 4, 5)
 _SCALE = 60  # sixtieths: 1/m for m in 1..5 and 1/n for n in 3..5 are whole numbers of them
 
 
-class ChampionshipError(RulesError):
+class ChampionshipError(ValueError):
     """Championship rules, players or results that do not fit together."""
 
 
@@ -77,8 +75,9 @@ class ChampionshipRules:
 
     rounds: int = 5
     """Rounds played (1 to 20); every registered player plays one game in each."""
-    game: Rules = field(default_factory=Rules)
-    """The rules of every game; ``players`` is set per table to the table's size."""
+    game: GameRules = None
+    """The rules of every game (its game module's frozen value, with ``replace``; None: not
+    set, as for a tally); ``players`` is set per table to the table's size."""
     duplicate_deals: bool = False
     """All tables of one size in a round get the same deals (one seed per round and size)."""
     scoring: Scoring = Scoring.PLACES
@@ -112,8 +111,12 @@ class ChampionshipRules:
             raise ChampionshipError(
                 f"final_table must be 0 (no final) or 3 to 5, got {self.final_table!r}")
 
-    def table_rules(self, size: int) -> Rules:
-        """The game rules of a table of ``size`` players."""
+    def table_rules(self, size: int) -> GameRules:
+        """The game rules of a table of ``size`` players.
+
+        :raises ChampionshipError: no game rules were given."""
+        if self.game is None:
+            raise ChampionshipError("a championship's tables need its game's rules")
         return self.game.replace(players=size)
 
 
@@ -159,14 +162,6 @@ class GameResult:
         for player in self.no_shows:
             places[seat[player]] = n - len(self.no_shows) + 1
         object.__setattr__(self, "places", tuple(places))
-
-    @classmethod
-    def from_game(cls, game: Game, players: Sequence[str], round_no: int, table: int,
-                  no_shows: Collection[str] = ()) -> GameResult:
-        """The result of a finished engine game whose seat ``i`` was ``players[i]``."""
-        left = tuple(players[lv.seat] for lv in game.left if players[lv.seat] not in no_shows)
-        return cls(round_no, table, tuple(players), tuple(game.totals), left,
-                   tuple(p for p in players if p in no_shows))
 
     def place_of(self, player: str) -> int:
         return self.places[self.players.index(player)]
