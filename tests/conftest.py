@@ -59,7 +59,7 @@ TIERS = {
     "test_ai.py": UNIT, "test_cards.py": UNIT, "test_clients_offline.py": UNIT,
     "test_deal_and_passing.py": UNIT, "test_forwarded_peer.py": UNIT, "test_imports.py": UNIT,
     "test_no_import_cycles.py": UNIT, "test_openspiel_differential.py": UNIT,
-    "test_game_seam.py": UNIT, "test_rating_kinds.py": CLUSTER,
+    "test_game_seam.py": UNIT, "test_rating_kinds.py": CLUSTER, "test_demo.py": UNIT,
     "test_bisca_server.py": INTEGRATION, "test_bisca_cluster.py": CLUSTER,
     "test_properties.py": UNIT, "test_pure_engine.py": UNIT, "test_rules.py": UNIT,
     "test_scoring.py": UNIT, "test_table_machine.py": UNIT, "test_tiers.py": UNIT,

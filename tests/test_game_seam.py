@@ -24,9 +24,7 @@ GAME_MODULES = tuple(f"server.games.{name}" for name in GAMES)
 # that no longer names a game fails the test until it is taken off.
 ALLOWED = {
     "server/games/names.py": "the registry's list of games, by name",
-    "server/demo.py": "copas-demo, a Hearts game between engine bots in a terminal",
     "tools/policies.py": "the Hearts bot lab (ai's policies over engine games)",
-    "tools/replay.py": "copas replay checks a record with its game's engine (Hearts or Bisca)",
     "clients/bots.py": "the terminal clients play Hearts's views (contract-only: no engine)",
     "clients/cli.py": "as bots.py",
     "clients/common.py": "as bots.py",

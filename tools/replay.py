@@ -1,5 +1,5 @@
-"""`copas replay RECORD`: re-run a finished game (Hearts, or Bisca: the record says which)
-through its engine, check that it gives the recorded result, and show it hand by hand.
+"""`copas replay RECORD`: re-run a finished game (of any game the server plays: the record
+says which) through its engine, check that it gives the recorded result, and show it hand by hand.
 
 RECORD is a record id on the server (GetGameRecord) or a path to a record's JSON file.
 Exits 0 when the replay matches the record, 1 when it does not.
@@ -16,8 +16,8 @@ import grpc
 from copas.v1 import copas_pb2, copas_pb2_grpc
 
 from clients.common import Connection, add_server_arguments, channel, connection
-from engine import RecordError, replay, result_of
-from engine.bisca import record as bisca_record
+from server import games
+from server.games import GameModule
 
 
 async def fetch(server: Connection, record_id: str) -> dict[str, Any]:
@@ -28,21 +28,10 @@ async def fetch(server: Connection, record_id: str) -> dict[str, Any]:
     return data
 
 
-def show(data: dict[str, Any]) -> None:
+def show(data: dict[str, Any], module: GameModule) -> None:
     names = {s["seat"]: s["name"] for s in data.get("seats", [])}
-    is_bisca = data.get("game") == "bisca"
-    for hand in data["result"]["hands"] if is_bisca else ():
-        winner = "tied" if hand["winner"] is None else f"side {hand['winner']} wins"
-        print(f"hand {hand['hand_number'] + 1} (trumps {hand['trump_card']}): card points "
-              f"{hand['side_points']} ({winner}), game points {hand['game_points']}, totals "
-              f"{hand['totals']}")
-    for hand in () if is_bisca else data["result"]["hands"]:
-        moon = ""
-        if hand["moon_shooter"] is not None:
-            choice = f", {hand['moon_choice']}" if hand["moon_choice"] else ""
-            moon = f"  moon by {names.get(hand['moon_shooter'], hand['moon_shooter'])}{choice}"
-        print(f"hand {hand['hand_number'] + 1} (pass {hand['pass_direction'].lower()}): "
-              f"taken {hand['taken']}, points {hand['points']}, totals {hand['totals']}{moon}")
+    for line in module.hand_lines(data):
+        print(line)
     for leaver in data["result"]["leavers"]:
         print(f"{names.get(leaver['seat'], leaver['seat'])} left in hand "
               f"{leaver['hand_number'] + 1}, trick {leaver['trick_number'] + 1}")
@@ -64,14 +53,17 @@ async def replay_main(args: argparse.Namespace) -> int:
         print(f"copas replay: {error.code().name}: {error.details()}")
         return 1
     try:
-        if data.get("game") == "bisca":  # the record says which game it holds
-            end = bisca_record.result_of(bisca_record.replay(data))["end_reason"]
-        else:
-            end = result_of(replay(data))["end_reason"]  # raises when the result differs
-    except RecordError as error:
+        module = games.get(str(data.get("game") or ""))  # the record says which game it holds
+    except KeyError:
+        print(f"copas replay: the record holds a game this version does not know: "
+              f"{data.get('game')!r} (it knows {', '.join(games.GAMES)})")
+        return 1
+    try:
+        end = module.replay_record(data)  # raises when the result differs
+    except ValueError as error:
         print(f"copas replay: MISMATCH: {error}")
         return 1
-    show(data)
+    show(data, module)
     print(f"replayed {len(data['actions'])} actions: the result matches the record ({end})")
     return 0
 

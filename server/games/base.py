@@ -301,6 +301,18 @@ class GameModule(Protocol):
         """Each hand's cards as dealt, seat by seat, as text, replayed from the seed, for a
         finished game's replay (empty: the game shows none, or the actions do not replay)."""
 
+    # ------------------------------------------------------------ the terminal tools
+
+    def event_text(self, event: GameEvent) -> str:
+        """An event as ``copas-demo`` prints it, its own line ends included ("": not shown)."""
+    def replay_record(self, data: dict[str, Any]) -> str:
+        """``copas replay``: a record's JSON replayed through the game's engine, its result
+        checked; its end reason.
+
+        :raises ValueError: the record does not replay, or its result differs."""
+    def hand_lines(self, data: dict[str, Any]) -> list[str]:
+        """``copas replay``: each hand of a record in a line of text."""
+
     # ------------------------------------------------------------ bots
 
     def new_bot_pool(self, workers: int) -> BotPool: ...

@@ -34,7 +34,7 @@ from engine.bisca import Action as BiscaAction
 from engine.errors import EngineError
 from server.errors import ServiceError
 from server.games import GameModule, GameState, RecordFacts, RuleLimits, TableFacts
-from server.games.bisca import bots, finished, play, views, wire
+from server.games.bisca import bots, finished, play, text, views, wire
 from server.games.bisca.result import BiscaResult
 
 if TYPE_CHECKING:
@@ -204,6 +204,10 @@ class BiscaModule:
         return []  # the page's replay steps through Hearts's deals only, so far
 
     # ------------------------------------------------------------ bots
+
+    event_text = staticmethod(text.event_text)
+    replay_record = staticmethod(text.replay_record)
+    hand_lines = staticmethod(text.hand_lines)
 
     def new_bot_pool(self, workers: int) -> bots.BiscaBotPool:
         return bots.BiscaBotPool(workers)

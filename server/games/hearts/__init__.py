@@ -28,7 +28,7 @@ from engine import actions as ev
 from engine.record import RECORD_FORMAT, deals_of
 from server.errors import ServiceError
 from server.games import GameModule, GameState, RecordFacts, RuleLimits, TableFacts
-from server.games.hearts import actions, codec, finished, play, views
+from server.games.hearts import actions, codec, finished, play, text, views
 from server.games.hearts.result import GameResult
 
 if TYPE_CHECKING:
@@ -191,6 +191,10 @@ class HeartsModule:
             return deals_of(rules, seed, actions)
         except EngineError:
             return []
+
+    event_text = staticmethod(text.event_text)
+    replay_record = staticmethod(text.replay_record)
+    hand_lines = staticmethod(text.hand_lines)
 
     def new_bot_pool(self, workers: int) -> ai.BotPool:
         return ai.BotPool(workers)
