@@ -102,6 +102,11 @@ async def test_bad_inputs_are_each_refused_with_their_reason(served: Served) -> 
     await refused("INVALID_RULES", grpc.StatusCode.INVALID_ARGUMENT,
                   create(pb.CreateChampionshipRequest(settings=settings(preset="nope")),
                          metadata=me))
+    # Another game's options are refused as at a table of the championships' game.
+    await refused("INVALID_RULES", grpc.StatusCode.INVALID_ARGUMENT,
+                  create(pb.CreateChampionshipRequest(settings=settings(
+                      rules=copas_pb2.RulesOverrides(
+                          bisca=copas_pb2.BiscaRulesOverrides(hand_size=7)))), metadata=me))
     listed = await served.champs.ListChampionships(pb.ListChampionshipsRequest(
         include_finished=True))
     assert not listed.championships  # nothing was made by the refusals
