@@ -57,17 +57,28 @@ function noWaiting(game: string) {
  */
 export function createTableRequest(
   kind: GameKind,
-  options: { displayName?: string; seed?: string; immediate?: boolean; botSeats?: number } = {},
+  options: {
+    displayName?: string;
+    playerDisplayName?: string;
+    requestId?: string;
+    seed?: string;
+    immediate?: boolean;
+    botSeats?: number;
+    playTimeoutSeconds?: number;
+  } = {},
 ): MessageInitShape<typeof CreateTableRequestSchema> {
   const isHearts = kind.game !== BISCA;
+  const clock = options.playTimeoutSeconds === undefined ? {} : { playTimeoutSeconds: options.playTimeoutSeconds };
   return {
     game: isHearts ? "" : kind.game,
     preset: kind.preset,
     botSeats: options.botSeats ?? kind.players - 1,
     displayName: options.displayName ?? "",
+    ...(options.playerDisplayName === undefined ? {} : { playerDisplayName: options.playerDisplayName }),
+    ...(options.requestId === undefined ? {} : { requestId: options.requestId }),
     seed: options.seed,
     rules: {
-      ...(options.immediate ? noWaiting(kind.game) : {}),
+      ...(options.immediate ? noWaiting(kind.game) : clock),
       // Hearts's tables keep their preset's seats, as they always did.
       ...(isHearts ? {} : { players: kind.players }),
     },

@@ -22,6 +22,8 @@ import {
   type WatchLobbyResponse,
 } from "../gen/copas/v1/copas_pb.js";
 import { AccountSession, DEVICE_KEY, isOver, mustAct, refusal, sameCard, tableEvents } from "../copas.js";
+import { createTableRequest, quickMatchRequest } from "../bisca.js";
+import { chosenKind, lobbyGameName, renderBisca, startBiscaLobby } from "./bisca.js";
 import { startChampionships } from "./championships.js";
 import { $, element } from "./dom.js";
 import { startAttention } from "./attention.js";
@@ -69,6 +71,7 @@ const actions: Actions = {
 function render(): void {
   noteView(state.view, state.session);
   drawTable(actions, summary);
+  renderBisca(state.view);
   showRow(!!state.session?.token && !!state.view);
   decorateSeats();
 }
@@ -384,7 +387,7 @@ function tableRow(table: TableSummary): HTMLTableRowElement {
   const status = isOpen ? t("lobby.waiting", { n: free }) : hasHand ? t("lobby.handOf", { phase, n: table.handNumber + 1 }) : phase;
   row.append(
     element("th", name, { scope: "row", "data-label": t("col.table") }),
-    element("td", presetName(table.preset), { "data-label": t("col.game") }),
+    element("td", lobbyGameName(table.rules, table.preset) ?? presetName(table.preset), { "data-label": t("col.game") }),
     element("td", players.join(", "), { "data-label": t("col.players") }),
     element("td", status, { class: "status", "data-label": t("col.status") }),
   );
@@ -435,6 +438,7 @@ function setupFromForm(friends: number): Setup {
     clock: $<HTMLSelectElement>("clock").value,
     moon: $<HTMLSelectElement>("moon-rule").value,
     friends,
+    game: $<HTMLSelectElement>("game-kind").value,
   };
 }
 
@@ -451,9 +455,18 @@ async function openTable(setup: Setup, button?: HTMLButtonElement): Promise<void
   showLobbyError("");
   try {
     const clock = CLOCKS[setup.clock] ?? CLOCKS.standard!;
+    const bisca = chosenKind(setup.game);
     const made = await asAccount((headers, playerDisplayName) =>
       client.createTable(
-        {
+        bisca
+          ? createTableRequest(bisca, {
+              botSeats: bisca.players - 1 - setup.friends,
+              displayName: t("lobby.tableName", { name: playerName() }).slice(0, 64),
+              playerDisplayName,
+              requestId: requestId(),
+              playTimeoutSeconds: clock.play,
+            })
+          : {
           preset: setup.preset,
           botSeats: 3 - setup.friends,
           // The server's default rule: rated only when every seat is a signed-in person who
@@ -486,8 +499,14 @@ async function quickMatch(): Promise<void> {
   showLobbyError("");
   try {
     const preset = $<HTMLSelectElement>("preset").value;
+    const bisca = chosenKind();
     const joined = await asAccount((headers, displayName) =>
-      client.joinTable({ preset, players: 4, displayName, requestId: requestId() }, { headers }),
+      client.joinTable(
+        bisca
+          ? { ...quickMatchRequest(bisca, displayName), requestId: requestId() }
+          : { preset, players: 4, displayName, requestId: requestId() },
+        { headers },
+      ),
     );
     if (joined.table) {
       const seated = { tableId: joined.table.tableId, token: joined.playerToken, seat: joined.seat, quickSince: Date.now() };
@@ -509,7 +528,8 @@ async function playAgain(): Promise<void> {
     const rules = view?.rules;
     const clock = Object.entries(CLOCKS).find(([, c]) => c.play === rules?.playTimeoutSeconds)?.[0] ?? "standard";
     const moon = Object.entries(MOON_VALUE).find(([, m]) => m === rules?.moon)?.[0] ?? "others";
-    setup = { preset: summary?.preset || "online", clock, moon, friends: 0 };
+    const game = rules?.game === "bisca" ? summary?.preset || "bisca3" : "hearts";
+    setup = { preset: summary?.preset || "online", clock, moon, friends: 0, game };
   }
   toLobby();
   await openTable(setup);
@@ -811,6 +831,7 @@ function start(): void {
   startLookBack();
   startSound();
   startDeck();
+  startBiscaLobby();
   startAttention();
   $("hand").addEventListener("keydown", onHandKey);
   $("back").addEventListener("click", toLobby);

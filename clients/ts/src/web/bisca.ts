@@ -1,0 +1,176 @@
+// Bisca on the page (issue 41): the lobby's choice of game and kind, and what a Bisca table
+// adds to the table the page draws for Hearts (table.ts): the trump card under the stock and
+// its count, the trick's card points, the teams marked, each side's points. Everything drawn
+// here is public or this seat's own (the view holds no other hand and no stock order).
+// A Hearts table is drawn exactly as before: nothing here touches it.
+
+import {
+  BISCA,
+  BISCA_KINDS,
+  biscaPoints,
+  type GameKind,
+  isBisca,
+  kindOf,
+  sideOf,
+  sides,
+} from "../bisca.js";
+import { type Rules, type TableView, Phase } from "../gen/copas/v1/copas_pb.js";
+import { isOver } from "../copas.js";
+import { $, element } from "./dom.js";
+import { t, type Key } from "./i18n.js";
+import { cardFace } from "./table.js";
+import { clockName, listNames, seatName, SUIT_SYMBOL } from "./words.js";
+
+// ------------------------------------------------------------------ the lobby
+
+/** The kind chosen in the lobby's "Card game" field; undefined for Hearts. */
+export function chosenKind(value = $<HTMLSelectElement>("game-kind")?.value ?? "hearts"): GameKind | undefined {
+  const kind = BISCA_KINDS.find((k) => k.preset === value);
+  return kind ? kindOf(BISCA, kind.preset) : undefined;
+}
+
+/** Hearts's own fields (its lengths and the moon) step aside for Bisca; the friends' seats
+ * follow the kind's (at most one less than its players). */
+function applyKind(): void {
+  const kind = chosenKind();
+  for (const id of ["preset", "moon-rule"]) {
+    const field = $(id).closest<HTMLElement>(".field");
+    if (field) field.hidden = !!kind;
+  }
+  const friends = $<HTMLSelectElement>("friends");
+  const most = kind ? kind.players - 1 : 3;
+  for (const option of friends.options) {
+    const isPossible = Number(option.value) <= most;
+    option.hidden = !isPossible;
+    option.disabled = !isPossible;
+  }
+  if (Number(friends.value) > most) friends.value = String(most);
+  $("create-form").dataset.game = kind ? BISCA : "hearts";
+}
+
+export function startBiscaLobby(): void {
+  $("game-kind").addEventListener("change", applyKind);
+  applyKind();
+}
+
+/** "Bisca of 3 (2 players)" for a Bisca table's rules and preset. */
+export function biscaKindName(rules: Rules | undefined, preset: string): string {
+  const key = `kind.${preset}`;
+  const named = BISCA_KINDS.some((k) => k.preset === preset);
+  const name = named ? t(key as Key) : t("bisca.name");
+  const players = rules?.players ?? 2;
+  const teams = rules?.bisca?.partnerships;
+  return named ? name : `${name} · ${t(teams ? "bisca.teamsOf" : "bisca.playersOf", { n: players })}`;
+}
+
+/** The lobby's Game column: Bisca's kind, or undefined for Hearts (drawn as it was). */
+export function lobbyGameName(rules: Rules | undefined, preset: string): string | undefined {
+  return isBisca(rules) ? biscaKindName(rules, preset) : undefined;
+}
+
+// ------------------------------------------------------------------ the table
+
+const TEAM = ["A", "B"];
+
+/** A mark on a seat: its team, and "partner" on your partner's (and no Hearts's taken line). */
+function markSeats(view: TableView): void {
+  const teams = view.bisca?.teams ?? [];
+  for (const item of $("seats").querySelectorAll<HTMLElement>("li[data-seat]")) {
+    const seat = Number(item.dataset.seat);
+    item.querySelector(".tag.team")?.remove();
+    item.querySelector(".took")?.replaceChildren(); // Hearts's point cards: none at Bisca
+    if (!teams.length) continue;
+    const team = teams[seat] ?? 0;
+    item.dataset.team = String(team);
+    const isPartner = view.seat !== undefined && seat !== view.seat && teams[view.seat] === team;
+    const words = isPartner ? t("bisca.partner", { team: TEAM[team] ?? "" }) : t("bisca.team", { team: TEAM[team] ?? "" });
+    item.querySelector(".name")?.append(element("span", words, { class: "tag team", "data-team": String(team) }));
+  }
+}
+
+/** "Ana and Cid" for a team, the seat's name (or "you") alone. */
+function sideName(view: TableView, seats: number[]): string {
+  return listNames(seats.map((s) => (s === view.seat ? t("seat.you") : seatName(view, s))));
+}
+
+/** The trump card under the stock, with how many cards the stock holds (or who drew it). */
+function stockFact(view: TableView): HTMLElement {
+  const bisca = view.bisca!;
+  const drawn = bisca.trumpDrawnBy;
+  const stock = element("span", "", {
+    class: "fact stock",
+    "data-stock": String(bisca.stockSize),
+    "data-trump": bisca.trumpCard?.text ?? "",
+  });
+  const pile = element("span", "", { class: "pile", "aria-hidden": "true" });
+  if (bisca.trumpCard) {
+    const trump = cardFace(bisca.trumpCard);
+    trump.classList.add("mini", "trump");
+    pile.append(trump);
+  }
+  if (drawn === undefined && bisca.stockSize > 1) pile.append(element("span", String(bisca.stockSize - 1), { class: "back" }));
+  const suit = bisca.trumpCard ? (SUIT_SYMBOL[bisca.trumpCard.suit] ?? "") : "";
+  const card = bisca.trumpCard ? (bisca.trumpCard.text.slice(0, -1) + suit) : "";
+  const words =
+    drawn === undefined
+      ? t("bisca.stock", { n: bisca.stockSize, card })
+      : t("bisca.trumpDrawn", { card, name: drawn === view.seat ? t("seat.you") : seatName(view, drawn) });
+  stock.append(pile, element("span", words));
+  return stock;
+}
+
+function pointsFact(view: TableView): HTMLElement {
+  const parts = sides(view).map((s) => t("bisca.sidePoints", { name: sideName(view, s.seats), n: s.points, total: s.total }));
+  return element("span", parts.join(" · "), { class: "fact sides", "data-side-points": sides(view).map((s) => s.points).join(",") });
+}
+
+/** Adds Bisca's part to the table table.ts drew (call it after table.ts's render). */
+export function renderBisca(view: TableView | undefined): void {
+  const felt = $("felt");
+  if (!view || !isBisca(view.rules) || !view.bisca) {
+    delete felt.dataset.game;
+    return;
+  }
+  felt.dataset.game = BISCA;
+  markSeats(view);
+  const rules = view.rules;
+  const kindName = biscaKindName(rules, rules?.bisca ? presetOf(rules) : "");
+  const parts = [kindName, clockName(rules)];
+  if (view.handNumber >= 0) parts.unshift(t("table.hand", { n: view.handNumber + 1 }));
+  $("game-info").textContent = parts.join(" · ");
+  const isPlaying = view.phase === Phase.PLAYING;
+  const facts = $("table-state");
+  if (isPlaying || isOver(view)) {
+    facts.hidden = false;
+    const tricks = Math.floor(40 / Math.max(1, view.players.length));
+    facts.replaceChildren(
+      stockFact(view),
+      element("span", t("bisca.trick", { n: Math.min(view.trickNumber + 1, tricks), of: tricks }), { class: "fact" }),
+      pointsFact(view),
+    );
+  }
+  // The trick's card points (table.ts counts Hearts's) when it is collected.
+  const last = view.lastTrick?.cards ?? [];
+  const winner = view.lastTrickWinner;
+  if (!view.trick?.cards.length && view.pausedUntil && last.length && winner !== undefined) {
+    const points = last.reduce((sum, c) => sum + (c.card ? biscaPoints(c.card) : 0), 0);
+    const mine = view.seat !== undefined && sideOf(view, winner) === sideOf(view, view.seat);
+    $("trick-note").textContent =
+      winner === view.seat
+        ? t("trick.youTake", { n: points })
+        : t(mine ? "bisca.partnerTakes" : "trick.takes", { n: points, name: seatName(view, winner) });
+  }
+}
+
+/** The preset a Bisca table's rules come from, as the lobby names its kinds. */
+function presetOf(rules: Rules): string {
+  const b = rules.bisca!;
+  const kind = BISCA_KINDS.find(
+    (k) => k.players === rules.players && k.partnerships === b.partnerships && (k.players !== 2 || handSizeOf(k.preset) === b.handSize),
+  );
+  return kind?.preset ?? "";
+}
+
+function handSizeOf(preset: string): number {
+  return preset === "bisca7" ? 7 : preset === "bisca9" ? 9 : 3;
+}

@@ -1,0 +1,149 @@
+"""Bisca on the page (issue 41): the lobby's card game chosen, a game of 2 against a bot at
+1280x800 (by mouse) and one of 4 in partnerships on a 390x844 phone (by keyboard) played whole,
+axe-clean; the trump card with the stock's count, the teams marked, each side's points, the
+lobby's row naming the game. On every turn of ours the page's DOM holds no card the seat may
+not see: only its own hand (exactly the server's), the trick, the last trick and the trump
+card (the table waits for us then, so the seat's GetView is the page's view)."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from copas.v1 import copas_pb2
+
+from tests.helpers.browser import axe_violations, browser
+from tests.helpers.page import NEXT_TURN, PHONE, open_page, turn_of
+from tests.helpers.servers import free_port, serving
+
+TIMING = {"trick_pause": 0.05, "hand_pause": 0.2, "play_timeout": 120.0}
+LAPTOP_800 = {"viewport": {"width": 1280, "height": 800}}
+# Every card the page's DOM names (data-card, and a card's text form anywhere in the markup),
+# and the cards of the hand.
+DOM_CARDS = """() => ({
+  cards: Array.from(document.querySelectorAll("[data-card]"), (e) => e.dataset.card),
+  hand: Array.from(document.querySelectorAll("#hand button[data-card]"), (e) => e.dataset.card),
+  html: document.documentElement.outerHTML,
+  session: sessionStorage.getItem("copas.session"),
+  stock: document.querySelector("#table-state .stock")?.dataset.stock ?? null,
+  trump: document.querySelector("#table-state .stock")?.dataset.trump ?? null,
+  teams: Array.from(document.querySelectorAll("#seats li"), (e) => e.dataset.team ?? ""),
+  partner: document.querySelector("#seats .tag.team")?.textContent ?? "",
+  sides: document.querySelector("#table-state .sides")?.textContent ?? "",
+  info: document.getElementById("game-info").textContent,
+})"""
+# Where the page shows the given cards (for a failure's message).
+WHERE = """(cards) => cards.map((c) => Array.from(
+  document.querySelectorAll(`[data-card="${c}"], [data-taken~="${c}"]`),
+  (e) => (e.closest("[id]") || {}).id + ":" + e.className))"""
+CARD_TEXT = re.compile(r'data-(?:card|taken|trump)="([^"]*)"')
+
+
+def texts(cards: Any) -> set[str]:
+    return {c.text for c in cards}
+
+
+async def check_privacy(page: Any, stub: Any) -> dict[str, Any]:
+    """The DOM against the seat's own view (GetView with the page's token): its hand exactly,
+    and no card beyond the hand, the trick, the last trick and the trump card."""
+    dom = await page.evaluate(DOM_CARDS)
+    session = json.loads(dom["session"])
+    view = (await stub.GetView(copas_pb2.GetViewRequest(table_id=session["tableId"]),
+                               metadata=(("authorization", f"Bearer {session['token']}"),))).view
+    assert sorted(dom["hand"]) == sorted(texts(view.hand)), (dom["hand"], view.hand)
+    visible = texts(view.hand) | {c.card.text for c in view.trick.cards} \
+        | {c.card.text for c in view.last_trick.cards} | {view.bisca.trump_card.text}
+    named = set(dom["cards"]) | {t for found in CARD_TEXT.findall(dom["html"])
+                                 for t in found.split() if t}
+    where = await page.evaluate(WHERE, sorted(named - visible))
+    assert named <= visible, (named - visible, where)
+    assert dom["stock"] == str(view.bisca.stock_size) and dom["trump"] == \
+        view.bisca.trump_card.text
+    return {**dom, "view": view}
+
+
+async def play_whole_game(page: Any, stub: Any, *, keyboard: bool) -> list[dict[str, Any]]:
+    """Every turn of ours to the game's end, each checked; axe on a turn mid-hand."""
+    seen: list[dict[str, Any]] = []
+    await page.wait_for_function(NEXT_TURN, arg=-1)
+    while (state := await turn_of(page))["phase"] != "GAME_OVER":
+        if state["mustAct"]:
+            assert state["phase"] == "PLAYING"
+            seen.append(await check_privacy(page, stub))
+            if len(seen) == 3:  # a trick on the table, the stock and the points drawn
+                assert not await axe_violations(page)
+            card = state["legal"][-1]
+            if keyboard:  # the hand's one tab stop, arrows to the card, Enter plays it
+                await page.focus("#hand button[tabindex='0']")
+                for _ in range(10):
+                    if await page.evaluate("() => document.activeElement.dataset.card") == card:
+                        break
+                    await page.keyboard.press("ArrowRight")
+                await page.keyboard.press("Enter")
+            else:
+                await page.click(f'#hand button[data-card="{card}"]')
+        await page.wait_for_function(NEXT_TURN, arg=state["sequence"])
+    return seen
+
+
+async def open_bisca(page: Any, kind: str, *, keyboard: bool) -> str:
+    await page.wait_for_selector("#me[data-account^=a_]")
+    await page.fill("#name", "Ana")
+    await page.select_option("#game-kind", kind)
+    assert await page.is_hidden("#moon-rule") and await page.is_hidden("#preset")
+    assert not await axe_violations(page)
+    await page.select_option("#clock", "relaxed")
+    if keyboard:
+        await page.focus("#create")
+        await page.keyboard.press("Enter")
+    else:
+        await page.click("#create")
+    await page.wait_for_selector("#game:not([hidden])[data-phase]:not([data-phase=''])")
+    return str(await page.get_attribute("#game", "data-table"))
+
+
+async def test_a_game_of_two_against_a_bot_on_a_laptop() -> None:
+    port = free_port()
+    async with (serving(web_port=port, web_host="127.0.0.1", rule_defaults=TIMING,
+                        bot_pace=0.02) as (_, stub), browser() as launched):
+        page = await open_page(launched, f"http://127.0.0.1:{port}/", LAPTOP_800, bypass_csp=True,
+                               locale="en-GB")
+        table_id = await open_bisca(page, "bisca3", keyboard=False)
+        table = (await stub.GetTable(copas_pb2.GetTableRequest(table_id=table_id))).table
+        assert table.rules.game == "bisca" and table.rules.players == 2
+        seen = await play_whole_game(page, stub, keyboard=False)
+        first = seen[0]
+        assert "Bisca of 3" in first["info"] and first["partner"] == ""  # alone: no teams
+        assert re.search(r"Ana|you", first["sides"]) and "points" in first["sides"]
+        assert not await axe_violations(page)
+        # Every card of ours, one hand after another: 20 a hand of 40 cards.
+        hands = {s["view"].hand_number for s in seen}
+        assert len(seen) == 20 * len(hands)
+        assert [int(s["stock"]) for s in seen[:3]] == [34, 32, 30]
+        await page.wait_for_selector("#standings:not([hidden])")
+        standings = await page.inner_text("#standings")
+        assert "Ana" in standings
+        assert not page.errors, page.errors
+
+
+async def test_a_game_of_four_in_partnerships_on_a_phone_by_keyboard() -> None:
+    port = free_port()
+    async with (serving(web_port=port, web_host="127.0.0.1", rule_defaults=TIMING,
+                        bot_pace=0.02) as (_, stub), browser() as launched):
+        lobby = await open_page(launched, f"http://127.0.0.1:{port}/", locale="en-GB")
+        page = await open_page(launched, f"http://127.0.0.1:{port}/", PHONE, locale="en-GB",
+                               bypass_csp=True)
+        table_id = await open_bisca(page, "pairs", keyboard=True)
+        row = lobby.locator(f'#tables tr[data-table="{table_id}"]')
+        assert "Bisca, 4 in partnerships" in await row.inner_text()
+        seen = await play_whole_game(page, stub, keyboard=True)
+        first = seen[0]
+        assert first["teams"] == ["0", "1", "0", "1"]  # partners opposite: seats 0 and 2
+        assert first["view"].bisca.teams == [0, 1, 0, 1]
+        assert await page.get_attribute('#seats li[data-seat="2"]', "data-pos") == "top"
+        assert "partner" in await page.inner_text('#seats li[data-seat="2"]')
+        assert "team A" in first["partner"]
+        assert len(seen) == 10 * len({s["view"].hand_number for s in seen})
+        assert not await axe_violations(page)
+        assert not page.errors, page.errors
