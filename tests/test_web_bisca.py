@@ -31,6 +31,9 @@ DOM_CARDS = """() => ({
   teams: Array.from(document.querySelectorAll("#seats li"), (e) => e.dataset.team ?? ""),
   partner: document.querySelector("#seats .tag.team")?.textContent ?? "",
   sides: document.querySelector("#table-state .sides")?.textContent ?? "",
+  sidePoints: document.querySelector("#table-state .sides")?.dataset.sidePoints ?? null,
+  handPoints: Array.from(document.querySelectorAll("#seats [data-hand-points]"),
+                         (e) => Number(e.dataset.handPoints)),
   info: document.getElementById("game-info").textContent,
 })"""
 # Where the page shows the given cards (for a failure's message).
@@ -58,6 +61,10 @@ async def check_privacy(page: Any, stub: Any) -> dict[str, Any]:
                                  for t in found.split() if t}
     where = await page.evaluate(WHERE, sorted(named - visible))
     assert named <= visible, (named - visible, where)
+    # The points as the view says them: each seat's box, each team's in partnerships.
+    assert dom["handPoints"] == [p.hand_points for p in view.players]
+    if view.bisca.teams:
+        assert dom["sidePoints"] == ",".join(str(p) for p in view.bisca.side_points)
     assert dom["stock"] == str(view.bisca.stock_size) and dom["trump"] == \
         view.bisca.trump_card.text
     return {**dom, "view": view}
@@ -115,7 +122,7 @@ async def test_a_game_of_two_against_a_bot_on_a_laptop() -> None:
         seen = await play_whole_game(page, stub, keyboard=False)
         first = seen[0]
         assert "Bisca of 3" in first["info"] and first["partner"] == ""  # alone: no teams
-        assert re.search(r"Ana|you", first["sides"]) and "points" in first["sides"]
+        assert first["sides"] == ""  # alone, each seat's box says its own points
         assert not await axe_violations(page)
         # Every card of ours, one hand after another: 20 a hand of 40 cards.
         hands = {s["view"].hand_number for s in seen}
@@ -144,6 +151,8 @@ async def test_a_game_of_four_in_partnerships_on_a_phone_by_keyboard() -> None:
         assert await page.get_attribute('#seats li[data-seat="2"]', "data-pos") == "top"
         assert "partner" in await page.inner_text('#seats li[data-seat="2"]')
         assert "team A" in first["partner"]
+        assert re.fullmatch(r"A \d+ · B \d+ \(you and \S+: \d+ points, game \d+; .*\)",
+                            first["sides"]), first["sides"]
         assert len(seen) == 10 * len({s["view"].hand_number for s in seen})
         assert not await axe_violations(page)
         assert not page.errors, page.errors

@@ -123,7 +123,7 @@ export const BR: Partial<Catalogue> = {
   "refusalCode.DEADLINE_EXCEEDED": "O servidor demorou demais para responder.",
   // ---- Bisca (web/bisca.ts)
   "bisca.team": "equipe {team}",
-  "bisca.partner": "parceiro · equipe {team}",
+  "bisca.teamWord": "equipe ",
   "bisca.partnerTakes": {
     zero: "Seu parceiro {name} leva a vaza",
     one: "Seu parceiro {name} leva a vaza ({n} ponto)",

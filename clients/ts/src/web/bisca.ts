@@ -83,8 +83,11 @@ function markSeats(view: TableView): void {
     const team = teams[seat] ?? 0;
     item.dataset.team = String(team);
     const isPartner = view.seat !== undefined && seat !== view.seat && teams[view.seat] === team;
-    const words = isPartner ? t("bisca.partner", { team: TEAM[team] ?? "" }) : t("bisca.team", { team: TEAM[team] ?? "" });
-    item.querySelector(".name")?.append(element("span", words, { class: "tag team", "data-team": String(team) }));
+    // The team's letter (its name spoken in full), and "partner" on your partner's seat.
+    const tag = element("span", "", { class: "tag team", "data-team": String(team), title: t("bisca.team", { team: TEAM[team] ?? "" }) });
+    tag.append(element("span", t("bisca.teamWord"), { class: "visually-hidden" }), TEAM[team] ?? "");
+    if (isPartner) tag.append(` · ${t("bisca.partner")}`);
+    item.querySelector(".name")?.append(tag);
   }
 }
 
@@ -119,9 +122,19 @@ function stockFact(view: TableView): HTMLElement {
   return stock;
 }
 
+/** The card points each team took this hand ("team A 34 · team B 20"), named in full for a
+ * screen reader and a pointer; alone, each seat's own box says its points. */
 function pointsFact(view: TableView): HTMLElement {
-  const parts = sides(view).map((s) => t("bisca.sidePoints", { name: sideName(view, s.seats), n: s.points, total: s.total }));
-  return element("span", parts.join(" · "), { class: "fact sides", "data-side-points": sides(view).map((s) => s.points).join(",") });
+  const all = sides(view);
+  const full = all.map((s) => t("bisca.sidePoints", { name: sideName(view, s.seats), n: s.points, total: s.total }));
+  const short = all.map((s) => t("bisca.teamPoints", { team: TEAM[s.side] ?? "", n: s.points }));
+  const fact = element("span", short.join(" · "), {
+    class: "fact sides",
+    "data-side-points": all.map((s) => s.points).join(","),
+    title: full.join("; "),
+  });
+  fact.append(element("span", ` (${full.join("; ")})`, { class: "visually-hidden" }));
+  return fact;
 }
 
 /** Adds Bisca's part to the table table.ts drew (call it after table.ts's render). */
@@ -143,11 +156,8 @@ export function renderBisca(view: TableView | undefined): void {
   if (isPlaying || isOver(view)) {
     facts.hidden = false;
     const tricks = Math.floor(40 / Math.max(1, view.players.length));
-    facts.replaceChildren(
-      stockFact(view),
-      element("span", t("bisca.trick", { n: Math.min(view.trickNumber + 1, tricks), of: tricks }), { class: "fact" }),
-      pointsFact(view),
-    );
+    const trick = element("span", t("bisca.trick", { n: Math.min(view.trickNumber + 1, tricks), of: tricks }), { class: "fact" });
+    facts.replaceChildren(stockFact(view), ...(view.bisca.teams.length ? [pointsFact(view)] : []), trick);
   }
   // The trick's card points (table.ts counts Hearts's) when it is collected.
   const last = view.lastTrick?.cards ?? [];
