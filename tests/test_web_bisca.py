@@ -7,6 +7,7 @@ card (the table waits for us then, so the seat's GetView is the page's view)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 from typing import Any
@@ -18,6 +19,10 @@ from tests.helpers.page import NEXT_TURN, PHONE, open_page, turn_of
 from tests.helpers.servers import free_port, serving
 
 TIMING = {"trick_pause": 0.05, "hand_pause": 0.2, "play_timeout": 120.0}
+# The page must act, or the game is over; the page saw events after sequence ``s``.
+TURN_OR_END = """() => { const g = document.getElementById("game");
+  return g.dataset.mustAct === "true" || g.dataset.phase === "GAME_OVER"; }"""
+MOVED = """(s) => Number(document.getElementById("game").dataset.sequence) > s"""
 LAPTOP_800 = {"viewport": {"width": 1280, "height": 800}}
 # Every card the page's DOM names (data-card, and a card's text form anywhere in the markup),
 # and the cards of the hand.
@@ -156,3 +161,59 @@ async def test_a_game_of_four_in_partnerships_on_a_phone_by_keyboard() -> None:
         assert len(seen) == 10 * len({s["view"].hand_number for s in seen})
         assert not await axe_violations(page)
         assert not page.errors, page.errors
+
+
+async def test_a_quick_match_of_bisca_between_two_pages_rates_only_bisca() -> None:
+    """Two people choose Bisca of 3 and quick match: one table of theirs, played whole on both
+    pages; then each profile lists a Bisca rating of 2 players (Hearts's line unmoved), the game
+    in the list of games says its kind, and the leaderboard's field asks for that kind."""
+    port = free_port()
+    async with (serving(web_port=port, web_host="127.0.0.1", rule_defaults=TIMING,
+                        bot_pace=0.02) as (_, stub), browser() as launched):
+        url = f"http://127.0.0.1:{port}/"
+        pages = [await open_page(launched, url, locale="en-GB", bypass_csp=True)
+                 for _ in range(2)]
+        for page, name in zip(pages, ("Ana", "Bea"), strict=True):
+            await page.wait_for_selector("#me[data-account^=a_]")
+            await page.fill("#name", name)
+            await page.select_option("#game-kind", "bisca3")
+            await page.click("#quick-match")
+            await page.wait_for_selector("#game:not([hidden])[data-table]:not([data-table=''])")
+        tables = {await p.get_attribute("#game", "data-table") for p in pages}
+        assert len(tables) == 1
+        table = (await stub.GetTable(copas_pb2.GetTableRequest(table_id=tables.pop()))).table
+        assert (table.rules.game, table.rules.players) == ("bisca", 2)
+        turns = 0
+        while True:
+            states = [await turn_of(p) for p in pages]
+            if all(s["phase"] == "GAME_OVER" for s in states):
+                break
+            moving = [(p, s) for p, s in zip(pages, states, strict=True) if s["mustAct"]]
+            if not moving:  # either page's turn (or the end) next: await the first
+                waits = [asyncio.ensure_future(p.wait_for_function(TURN_OR_END)) for p in pages]
+                done, rest = await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+                for waiting in rest:
+                    waiting.cancel()
+                await asyncio.gather(*rest, return_exceptions=True)
+                done.pop().result()
+                continue
+            page, state = moving[0]
+            await page.click(f'#hand button[data-card="{state["legal"][0]}"]')
+            await page.wait_for_function(MOVED, arg=state["sequence"])
+            turns += 1
+        assert turns % 20 == 0 and turns >= 20  # 40 cards a hand, between the two of them
+        for page in pages:
+            await page.goto(url)
+            line = page.locator('#me-kinds li[data-game="bisca"][data-players="2"]')
+            await line.wait_for(timeout=20_000)
+            assert "Bisca, 2 players" in await line.inner_text()
+            assert "1 rated game" in await line.inner_text()
+            assert await page.get_attribute("#me-rating", "data-rated-games") == "0"
+            assert "Bisca, 2 players: 1st of 2" in await page.inner_text("#my-games") \
+                or "Bisca, 2 players: 2nd of 2" in await page.inner_text("#my-games")
+            # The board of that kind: the two are provisional (fewer than 10 rated games),
+            # so it is still empty, as Hearts's is.
+            await page.select_option("#board-kind", "bisca:2")
+            await page.wait_for_selector("#leaderboard tbody tr.empty")
+            assert not await axe_violations(page)
+            assert not page.errors, page.errors

@@ -692,6 +692,11 @@ export const EN = {
   "refusalCode.UNIMPLEMENTED": "This server does not take that call here.",
   "refusal.other": "The server refused that.",
   // ---- Bisca (web/bisca.ts)
+  "kind.hearts4": "Copas, 4 players",
+  "kind.bisca2": "Bisca, 2 players",
+  "board.kind": "Kind of game",
+  "me.biscaRatings": "Your ratings at Bisca",
+  "me.kindRating": { one: "{kind}: {rating}, {n} rated game", other: "{kind}: {rating}, {n} rated games" },
   "play.which": "Card game",
   "kind.hearts": "Copas (Hearts)",
   "kind.bisca3": "Bisca of 3 (2 players)",

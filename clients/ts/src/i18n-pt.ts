@@ -694,6 +694,11 @@ export const PT: Catalogue = {
   "refusalCode.UNIMPLEMENTED": "Este servidor não aceita esse pedido aqui.",
   "refusal.other": "O servidor recusou isso.",
   // ---- Bisca (web/bisca.ts)
+  "kind.hearts4": "Copas, 4 jogadores",
+  "kind.bisca2": "Bisca, 2 jogadores",
+  "board.kind": "Tipo de jogo",
+  "me.biscaRatings": "As suas pontuações na Bisca",
+  "me.kindRating": { one: "{kind}: {rating}, {n} jogo a contar", other: "{kind}: {rating}, {n} jogos a contar" },
   "play.which": "Jogo de cartas",
   "kind.hearts": "Copas",
   "kind.bisca3": "Bisca de 3 (2 jogadores)",

@@ -23,7 +23,15 @@ import {
 } from "../gen/copas/v1/copas_pb.js";
 import { AccountSession, DEVICE_KEY, isOver, mustAct, refusal, sameCard, tableEvents } from "../copas.js";
 import { createTableRequest, quickMatchRequest } from "../bisca.js";
-import { chosenKind, lobbyGameName, renderBisca, startBiscaLobby } from "./bisca.js";
+import {
+  biscaRatings,
+  boardKind,
+  chosenKind,
+  lobbyGameName,
+  myGameKind,
+  renderBisca,
+  startBiscaLobby,
+} from "./bisca.js";
 import { startChampionships } from "./championships.js";
 import { $, element } from "./dom.js";
 import { startAttention } from "./attention.js";
@@ -607,7 +615,7 @@ function gameLine(game: MyGame): HTMLLIElement {
   const change = `${game.ratingChange >= 0 ? "+" : ""}${game.ratingChange}`;
   const rated = game.isRated ? t("myGame.rated", { rating: String(shownRating(game.ratingAfter)), change }) : t("myGame.notRated");
   const line = t("myGame.line", { place: ordinal(game.place), players: game.players, table: game.tableName || t("invite.aTable"), points: game.points });
-  const text = [line, rated, when].filter(Boolean).join(", ");
+  const text = myGameKind(game) + [line, rated, when].filter(Boolean).join(", ");
   const item = element("li", text, { "data-record": game.recordId, "data-place": String(game.place) });
   if (game.recordId) {
     const replay = element("button", t("replay.open"), {
@@ -647,7 +655,7 @@ async function showProfile(): Promise<void> {
   const nameInput = $<HTMLInputElement>("name");
   // Never under the person's cursor: a name they are typing is theirs.
   if (!nameEdited && name && document.activeElement !== nameInput) nameInput.value = name;
-  const four = profile.ratings.find((r) => r.players === 4);
+  const four = profile.ratings.find((r) => r.players === 4 && (r.game || "hearts") === "hearts");
   const rating = $("me-rating");
   rating.dataset.rating = String(four?.rating ?? 0);
   rating.dataset.ratedGames = String(four?.games ?? 0);
@@ -660,6 +668,7 @@ async function showProfile(): Promise<void> {
     rated < PROVISIONAL_GAMES ? t("me.provisional", { rating: shown, n: rated, of: PROVISIONAL_GAMES }) :
     t("me.ratingPlace", { rating: shown, place: ordinal(four!.place) });
   rating.textContent = `${standing} · ${t("me.games", { n: profile.games, wins: profile.wins })}`;
+  $("me-kinds").replaceChildren(...biscaRatings(profile.ratings, shownRating));
   const list = $("my-games");
   list.replaceChildren(...games.games.map(gameLine));
   if (!games.games.length) list.replaceChildren(element("li", t("me.noGames")));
@@ -672,7 +681,7 @@ async function showProfile(): Promise<void> {
 
 async function showBoard(): Promise<void> {
   const board = await account.call((headers) =>
-    accounts.getLeaderboard({ players: 4, pageSize: 10, aroundMe }, { headers }),
+    accounts.getLeaderboard({ ...boardKind(), pageSize: 10, aroundMe }, { headers }),
   );
   const body = $<HTMLTableElement>("leaderboard").tBodies[0]!;
   body.replaceChildren(
@@ -747,6 +756,7 @@ function startAccount(): void {
   );
   $("sign-out").addEventListener("click", () => void signOut(false));
   $("sign-out-everywhere").addEventListener("click", () => void signOut(true));
+  $("board-kind").addEventListener("change", () => void showBoard().catch((error: unknown) => showMeError(refusalWords(refusal(error)))));
   $("board-around").addEventListener("click", () => {
     aroundMe = !aroundMe;
     $("board-around").setAttribute("aria-pressed", String(aroundMe));

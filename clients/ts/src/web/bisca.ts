@@ -14,6 +14,7 @@ import {
   sideOf,
   sides,
 } from "../bisca.js";
+import type { MyGame, Rating } from "../gen/copas/v1/accounts_pb.js";
 import { type Rules, type TableView, Phase } from "../gen/copas/v1/copas_pb.js";
 import { isOver } from "../copas.js";
 import { $, element } from "./dom.js";
@@ -66,6 +67,42 @@ export function biscaKindName(rules: Rules | undefined, preset: string): string 
 /** The lobby's Game column: Bisca's kind, or undefined for Hearts (drawn as it was). */
 export function lobbyGameName(rules: Rules | undefined, preset: string): string | undefined {
   return isBisca(rules) ? biscaKindName(rules, preset) : undefined;
+}
+
+// ------------------------------------------------------------------ ratings, per kind
+
+/** The kind of game the leaderboard's field chooses ("bisca:4:teams"): Hearts's four by
+ * default, as before. */
+export function boardKind(): { game?: string; players: number; partnerships?: boolean } {
+  const [game, players, teams] = ($<HTMLSelectElement>("board-kind")?.value ?? "hearts:4").split(":");
+  if (game !== BISCA) return { players: 4 };
+  return { game, players: Number(players), partnerships: teams === "teams" };
+}
+
+/** A Bisca kind's name by its seats ("Bisca, 4 in partnerships"). */
+function kindWords(players: number, partnerships: boolean): string {
+  if (partnerships) return t(players === 6 ? "kind.six" : "kind.pairs");
+  return t(players === 2 ? "kind.bisca2" : players === 3 ? "kind.three" : "kind.four");
+}
+
+/** One line for each Bisca kind the account has a rating at ("Bisca, 2 players: 1512, 3
+ * games"); Hearts's stays in the line above, as before. */
+export function biscaRatings(ratings: Rating[], shown: (rating: number) => number): HTMLLIElement[] {
+  return ratings
+    .filter((r) => r.game === BISCA)
+    .map((r) =>
+      element("li", t("me.kindRating", { kind: kindWords(r.players, r.partnerships), rating: String(shown(r.rating)), n: r.games }), {
+        "data-game": r.game,
+        "data-players": String(r.players),
+        "data-partnerships": String(r.partnerships),
+        "data-rating": String(r.rating),
+      }),
+    );
+}
+
+/** "Bisca, 4 in partnerships: " before a game of Bisca in the list of your games; "" for Hearts. */
+export function myGameKind(game: MyGame): string {
+  return game.game === BISCA ? `${kindWords(game.players, game.partnerships)}: ` : "";
 }
 
 // ------------------------------------------------------------------ the table
