@@ -99,6 +99,44 @@ async def play_whole_game(page: Any, stub: Any, *, keyboard: bool) -> list[dict[
     return seen
 
 
+REPLAY = """() => ({
+  step: Number(document.getElementById("replay").dataset.step),
+  steps: Number(document.getElementById("replay").dataset.steps),
+  trump: document.getElementById("replay").dataset.trump,
+  where: document.getElementById("replay-where").textContent,
+  line: document.getElementById("replay-line").textContent,
+  cards: Array.from(document.querySelectorAll("#replay-table li[data-seat] [data-card]"),
+                    (e) => e.dataset.card),
+  taken: Array.from(document.querySelectorAll("#replay-table li[data-seat] .took"),
+                    (e) => Number(e.dataset.taken)),
+})"""
+
+
+async def check_replay(page: Any, stub: Any, table_id: str, hands: int) -> None:
+    """The record replayed on the page: 20 tricks a hand, each hand's trump card, each trick's
+    cards as the record's plays, and the card points each seat took adding up to the record's
+    per hand (120 between them)."""
+    record = (await stub.GetGameRecord(copas_pb2.GetGameRecordRequest(record_id=table_id))).record
+    data = json.loads(record.record_json)
+    plays = [(a["seat"], a["card"]) for a in data["actions"] if a["type"] == "play"]
+    await page.goto(page.url.split("#")[0] + f"#/replay/{table_id}")
+    await page.wait_for_selector("#replay[data-loaded=true]")
+    shown = await page.evaluate(REPLAY)
+    assert shown["steps"] == 20 * hands == len(plays) // 2
+    for step in range(shown["steps"]):
+        shown = await page.evaluate(REPLAY)
+        hand = data["result"]["hands"][step // 20]
+        assert shown["trump"] == hand["trump_card"] and "trumps" in shown["where"]
+        assert shown["cards"] == [c for _, c in sorted(plays[2 * step:2 * step + 2])]  # by seat
+        if step % 20 == 19:  # the hand's last trick: what each seat took, as the record says
+            assert shown["taken"] == hand["points"] and sum(shown["taken"]) == 120
+        if step + 1 < shown["steps"]:
+            await page.click("#replay-next")
+            await page.wait_for_function(
+                "(n) => Number(document.getElementById('replay').dataset.step) === n", arg=step + 1)
+    assert not await axe_violations(page)
+
+
 async def open_bisca(page: Any, kind: str, *, keyboard: bool) -> str:
     await page.wait_for_selector("#me[data-account^=a_]")
     await page.fill("#name", "Ana")
@@ -136,6 +174,7 @@ async def test_a_game_of_two_against_a_bot_on_a_laptop() -> None:
         await page.wait_for_selector("#standings:not([hidden])")
         standings = await page.inner_text("#standings")
         assert "Ana" in standings
+        await check_replay(page, stub, table_id, hands=len(hands))
         assert not page.errors, page.errors
 
 

@@ -164,3 +164,34 @@ export function sideOf(view: TableView, seat: number): number {
   const teams = view.bisca?.teams ?? [];
   return teams.length ? (teams[seat] ?? seat) : seat;
 }
+
+/** Whom a Bisca trick goes to (cards as text, "7H", in the order played): the highest trump
+ * if any was played, else the highest card of the suit led, in Bisca's order. */
+export function biscaTrickWinner(cards: readonly { seat: number; card: string }[], trumpSuit: string): number | undefined {
+  const led = cards[0];
+  if (!led) return undefined;
+  const strength = (text: string) => BISCA_RANKS.length - BISCA_RANKS.indexOf(RANK_OF[text.slice(0, -1)] ?? Rank.TWO);
+  const rank = (text: string) =>
+    text.slice(-1) === trumpSuit ? 100 + strength(text) : text.slice(-1) === led.card.slice(-1) ? strength(text) : 0;
+  let best = led;
+  for (const played of cards) if (rank(played.card) > rank(best.card)) best = played;
+  return best.seat;
+}
+
+const RANK_OF: Record<string, Rank> = {
+  A: Rank.ACE,
+  K: Rank.KING,
+  Q: Rank.QUEEN,
+  J: Rank.JACK,
+  "7": Rank.SEVEN,
+  "6": Rank.SIX,
+  "5": Rank.FIVE,
+  "4": Rank.FOUR,
+  "3": Rank.THREE,
+  "2": Rank.TWO,
+};
+
+/** A Bisca card's points by its text ("AS": 11). */
+export function biscaPointsOf(text: string): number {
+  return CARD_POINTS[RANK_OF[text.slice(0, -1)] ?? Rank.TWO] ?? 0;
+}

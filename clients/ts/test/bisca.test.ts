@@ -3,6 +3,8 @@ import { describe, expect, it } from "vitest";
 import {
   BISCA_KINDS,
   biscaPoints,
+  biscaPointsOf,
+  biscaTrickWinner,
   createTableRequest,
   kindOf,
   quickMatchRequest,
@@ -12,6 +14,7 @@ import {
 } from "../src/bisca.js";
 import { Suit } from "../src/gen/copas/v1/cards_pb.js";
 import { TableViewSchema } from "../src/gen/copas/v1/copas_pb.js";
+import { stepsOf } from "../src/web/replay.js";
 import { card, cards } from "./cards.js";
 
 describe("kinds of Bisca table", () => {
@@ -80,5 +83,35 @@ describe("a Bisca hand and its points", () => {
     });
     expect(sides(alone).map((s) => s.seats)).toEqual([[0], [1]]);
     expect(sideOf(alone, 1)).toBe(1);
+  });
+});
+
+describe("a Bisca record, trick by trick", () => {
+  const play = (seat: number, card: string) => ({ type: "play", seat, card });
+
+  it("gives a trick to the highest trump, else to the highest of the suit led in A 7 K J Q order", () => {
+    expect(biscaTrickWinner([{ seat: 0, card: "KH" }, { seat: 1, card: "7H" }], "S")).toBe(1);
+    expect(biscaTrickWinner([{ seat: 0, card: "AH" }, { seat: 1, card: "2S" }], "S")).toBe(1);
+    expect(biscaTrickWinner([{ seat: 0, card: "2H" }, { seat: 1, card: "AC" }], "S")).toBe(0); // not the suit led
+    expect(biscaTrickWinner([{ seat: 0, card: "QD" }, { seat: 1, card: "JD" }, { seat: 2, card: "6D" }, { seat: 3, card: "KD" }], "C")).toBe(3);
+    expect(biscaPointsOf("AS") + biscaPointsOf("7S") + biscaPointsOf("6S")).toBe(21);
+  });
+
+  it("steps through 40 cards a hand, each hand with its own trumps, with Bisca's points", () => {
+    const actions = [];
+    const suits = ["C", "D", "S", "H"];
+    const ranks = ["A", "7", "K", "J", "Q", "6", "5", "4", "3", "2"];
+    for (let hand = 0; hand < 2; hand++) {
+      for (let trick = 0; trick < 20; trick++) {
+        const [a, b] = [trick * 2, trick * 2 + 1].map((i) => `${ranks[i % 10]}${suits[Math.floor(i / 10)]}`);
+        actions.push(play(0, a!), play(1, b!));
+      }
+    }
+    const steps = stepsOf(actions, 2, [], { trumps: ["7H", "2C"] });
+    expect(steps.map((s) => s.hand)).toEqual([...Array(20).fill(0), ...Array(20).fill(1)]);
+    // AC then 7C: the ace takes it at both hands, 21 points.
+    expect([steps[0]!.winner, steps[0]!.points]).toEqual([0, 21]);
+    expect(steps.slice(0, 20).reduce((sum, s) => sum + s.points, 0)).toBe(120);
+    expect(steps[20]!.trick).toBe(0);
   });
 });
