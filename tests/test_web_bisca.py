@@ -122,13 +122,23 @@ async def check_replay(page: Any, stub: Any, table_id: str, hands: int) -> None:
     await page.goto(page.url.split("#")[0] + f"#/replay/{table_id}")
     await page.wait_for_selector("#replay[data-loaded=true]")
     shown = await page.evaluate(REPLAY)
-    assert shown["steps"] == 20 * hands == len(plays) // 2
+    # Each hand: its deal (the server's Bisca module replays the seed), then its 20 tricks.
+    assert len(data["deals"]) == hands and shown["steps"] == 21 * hands == hands + len(plays) // 2
     for step in range(shown["steps"]):
         shown = await page.evaluate(REPLAY)
-        hand = data["result"]["hands"][step // 20]
+        number, at = divmod(step, 21)
+        hand = data["result"]["hands"][number]
         assert shown["trump"] == hand["trump_card"] and "trumps" in shown["where"]
-        assert shown["cards"] == [c for _, c in sorted(plays[2 * step:2 * step + 2])]  # by seat
-        if step % 20 == 19:  # the hand's last trick: what each seat took, as the record says
+        if at == 0:  # the deal: 3 cards each, the first three of the hand's plays among them
+            dealt = data["deals"][number]
+            assert [len(d) for d in dealt] == [3, 3] and sorted(shown["cards"]) == sorted(
+                dealt[0] + dealt[1])
+            first = plays[40 * number:40 * number + 2]
+            assert all(card in dealt[seat] for seat, card in first)
+        else:
+            trick = 20 * number + at - 1
+            assert shown["cards"] == [c for _, c in sorted(plays[2 * trick:2 * trick + 2])]
+        if at == 20:  # the hand's last trick: what each seat took, as the record says
             assert shown["taken"] == hand["points"] and sum(shown["taken"]) == 120
         if step + 1 < shown["steps"]:
             await page.click("#replay-next")

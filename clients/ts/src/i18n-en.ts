@@ -692,6 +692,7 @@ export const EN = {
   "refusalCode.UNIMPLEMENTED": "This server does not take that call here.",
   "refusal.other": "The server refused that.",
   // ---- Bisca (web/bisca.ts)
+  "replay.dealLineBisca": "Each seat's cards as dealt; the rest come from the stock, a card after each trick.",
   "replay.trump": "trumps {card}",
   "kind.hearts4": "Copas, 4 players",
   "kind.bisca2": "Bisca, 2 players",

@@ -694,6 +694,7 @@ export const PT: Catalogue = {
   "refusalCode.UNIMPLEMENTED": "Este servidor não aceita esse pedido aqui.",
   "refusal.other": "O servidor recusou isso.",
   // ---- Bisca (web/bisca.ts)
+  "replay.dealLineBisca": "As cartas de cada um como foram dadas; as outras vêm do monte, uma depois de cada vaza.",
   "replay.trump": "trunfo {card}",
   "kind.hearts4": "Copas, 4 jogadores",
   "kind.bisca2": "Bisca, 2 jogadores",

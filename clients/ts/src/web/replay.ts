@@ -178,7 +178,7 @@ function drawTable(step: Step | undefined): void {
     item.append(cards, element("span", t("replay.took", { n: taken.get(seat.seat) ?? 0 }), { class: "took", "data-taken": String(taken.get(seat.seat) ?? 0) }));
     list.append(item);
   }
-  const line = step?.kind === "deal" ? t("replay.dealLine") : !step || step.kind === "pass" ? t("replay.passLine") : step.winner === undefined ? t("replay.cut") : t("trick.takes", { name: name(step.winner), n: step.points });
+  const line = step?.kind === "deal" ? t(trumps.length ? "replay.dealLineBisca" : "replay.dealLine") : !step || step.kind === "pass" ? t("replay.passLine") : step.winner === undefined ? t("replay.cut") : t("trick.takes", { name: name(step.winner), n: step.points });
   $("replay-table").replaceChildren(list, element("p", line, { class: "replay-line", id: "replay-line" }));
 }
 
