@@ -264,5 +264,6 @@ async def test_a_quick_match_of_bisca_between_two_pages_rates_only_bisca() -> No
             # so it is still empty, as Hearts's is.
             await page.select_option("#board-kind", "bisca:2")
             await page.wait_for_selector("#leaderboard tbody tr.empty")
+            assert await page.inner_text("#board-title") == "Leaderboard (Bisca, 2 players)"
             assert not await axe_violations(page)
             assert not page.errors, page.errors

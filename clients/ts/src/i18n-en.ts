@@ -692,6 +692,9 @@ export const EN = {
   "refusalCode.UNIMPLEMENTED": "This server does not take that call here.",
   "refusal.other": "The server refused that.",
   // ---- Bisca (web/bisca.ts)
+  "board.titleOf": "Leaderboard ({kind})",
+  "play.friendsAndBots": { one: "{n} friend and {bots} bots", other: "{n} friends and {bots} bots" },
+  "play.botsNoteBisca": { one: "A bot takes the other seat; you start at once.", other: "{n} bots take the other seats; you start at once." },
   "replay.dealLineBisca": "Each seat's cards as dealt; the rest come from the stock, a card after each trick.",
   "replay.trump": "trumps {card}",
   "kind.hearts4": "Copas, 4 players",

@@ -694,6 +694,9 @@ export const PT: Catalogue = {
   "refusalCode.UNIMPLEMENTED": "Este servidor não aceita esse pedido aqui.",
   "refusal.other": "O servidor recusou isso.",
   // ---- Bisca (web/bisca.ts)
+  "board.titleOf": "Classificação ({kind})",
+  "play.friendsAndBots": { one: "{n} amigo e {bots} bots", other: "{n} amigos e {bots} bots" },
+  "play.botsNoteBisca": { one: "Um bot ocupa o outro lugar; começa já.", other: "{n} bots ocupam os outros lugares; começa já." },
   "replay.dealLineBisca": "As cartas de cada um como foram dadas; as outras vêm do monte, uma depois de cada vaza.",
   "replay.trump": "trunfo {card}",
   "kind.hearts4": "Copas, 4 jogadores",

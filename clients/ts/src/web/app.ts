@@ -31,6 +31,7 @@ import {
   myGameKind,
   renderBisca,
   startBiscaLobby,
+  titleBoard,
 } from "./bisca.js";
 import { startChampionships } from "./championships.js";
 import { $, element } from "./dom.js";
@@ -756,7 +757,10 @@ function startAccount(): void {
   );
   $("sign-out").addEventListener("click", () => void signOut(false));
   $("sign-out-everywhere").addEventListener("click", () => void signOut(true));
-  $("board-kind").addEventListener("change", () => void showBoard().catch((error: unknown) => showMeError(refusalWords(refusal(error)))));
+  $("board-kind").addEventListener("change", () => {
+    titleBoard();
+    void showBoard().catch((error: unknown) => showMeError(refusalWords(refusal(error))));
+  });
   $("board-around").addEventListener("click", () => {
     aroundMe = !aroundMe;
     $("board-around").setAttribute("aria-pressed", String(aroundMe));

@@ -46,6 +46,15 @@ function applyKind(): void {
     option.disabled = !isPossible;
   }
   if (Number(friends.value) > most) friends.value = String(most);
+  // The words that count seats: the kind's (Hearts's own, as translatePage wrote them, back).
+  for (const option of friends.options) {
+    const n = Number(option.value);
+    option.textContent = kind
+      ? t("play.friendsAndBots", { n, bots: kind.players - 1 - n })
+      : t(`play.friends${n}` as Key);
+  }
+  const note = $("create").nextElementSibling;
+  if (note) note.textContent = kind ? t("play.botsNoteBisca", { n: kind.players - 1 }) : t("play.botsNote");
   $("create-form").dataset.game = kind ? BISCA : "hearts";
 }
 
@@ -77,6 +86,12 @@ export function boardKind(): { game?: string; players: number; partnerships?: bo
   const [game, players, teams] = ($<HTMLSelectElement>("board-kind")?.value ?? "hearts:4").split(":");
   if (game !== BISCA) return { players: 4 };
   return { game, players: Number(players), partnerships: teams === "teams" };
+}
+
+/** The leaderboard's title says the kind chosen (Hearts's own title for Hearts's four). */
+export function titleBoard(): void {
+  const kind = boardKind();
+  $("board-title").textContent = kind.game === BISCA ? t("board.titleOf", { kind: kindWords(kind.players, !!kind.partnerships) }) : t("board.title");
 }
 
 /** A Bisca kind's name by its seats ("Bisca, 4 in partnerships"). */
