@@ -78,3 +78,16 @@ def test_copas_bot_fills_a_bisca_table_of_four_in_partnerships(served: ServerPro
     assert sorted(p for p, _ in places) in (["1", "1", "2", "2"], ["1", "1", "1", "1"])
     assert sorted(Counter(points for _, points in places).values()) in ([2, 2], [4])
     assert max(int(points) for _, points in places) >= 1  # a team reached the target
+
+
+def test_copas_leaderboard_of_a_bisca_kind(served: ServerProcess) -> None:
+    """`copas leaderboard --game bisca` asks for that kind's board (its title says the kind);
+    an unknown game is refused with the server's reason, naming the accepted ones."""
+    done = copas("leaderboard", "--server", served.address, "--game", "bisca", "--players", "4",
+                 "--partnerships")
+    assert done.returncode == 0, done.stderr
+    words = " ".join(done.stdout.split())  # the title wraps to the table's width
+    assert "leaderboard, bisca, 4 players in partnerships" in words
+    refused = copas("leaderboard", "--server", served.address, "--game", "chess")
+    assert refused.returncode == 1
+    assert "copas leaderboard: " in refused.stdout and "bisca" in refused.stdout
