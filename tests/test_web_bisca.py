@@ -208,6 +208,16 @@ async def test_a_game_of_four_in_partnerships_on_a_phone_by_keyboard() -> None:
         assert re.fullmatch(r"A \d+ · B \d+ \(you and \S+: \d+ points, game \d+; .*\)",
                             first["sides"]), first["sides"]
         assert len(seen) == 10 * len({s["view"].hand_number for s in seen})
+        # The end: each place says its team, and partners share their team's place.
+        await page.wait_for_selector("#standings:not([hidden]) tr[data-team]")
+        rows = await page.evaluate("""() => Array.from(
+            document.querySelectorAll("#standings tr[data-seat]"),
+            (r) => [Number(r.dataset.seat), r.dataset.team, r.dataset.place, r.innerText])""")
+        assert sorted((seat, team) for seat, team, _, _ in rows) == [
+            (0, "0"), (1, "1"), (2, "0"), (3, "1")]
+        place = {seat: p for seat, _, p, _ in rows}
+        assert place[0] == place[2] and place[1] == place[3]
+        assert all(("team A" if seat % 2 == 0 else "team B") in text for seat, _, _, text in rows)
         assert not await axe_violations(page)
         assert not page.errors, page.errors
 

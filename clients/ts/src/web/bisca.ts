@@ -143,6 +143,18 @@ function markSeats(view: TableView): void {
   }
 }
 
+/** In partnerships, each place at the game's end says its team (partners share it). */
+function markStandings(view: TableView): void {
+  const teams = view.bisca?.teams ?? [];
+  if (!teams.length) return;
+  for (const row of $("standings").querySelectorAll<HTMLTableRowElement>("tr[data-seat]")) {
+    if (row.dataset.team !== undefined) continue; // drawn once per standings table
+    const team = teams[Number(row.dataset.seat)] ?? 0;
+    row.dataset.team = String(team);
+    row.cells[1]?.append(" ", element("span", t("bisca.team", { team: TEAM[team] ?? "" }), { class: "tag team" }));
+  }
+}
+
 /** "Ana and Cid" for a team, the seat's name (or "you") alone. */
 function sideName(view: TableView, seats: number[]): string {
   return listNames(seats.map((s) => (s === view.seat ? t("seat.you") : seatName(view, s))));
@@ -198,6 +210,7 @@ export function renderBisca(view: TableView | undefined): void {
   }
   felt.dataset.game = BISCA;
   markSeats(view);
+  markStandings(view);
   const rules = view.rules;
   const kindName = biscaKindName(rules, rules?.bisca ? presetOf(rules) : "");
   const parts = [kindName, clockName(rules)];
