@@ -12,7 +12,8 @@ import json
 import re
 from typing import Any
 
-from copas.v1 import copas_pb2
+import grpc
+from copas.v1 import accounts_pb2, accounts_pb2_grpc, copas_pb2
 
 from tests.helpers.browser import axe_violations, browser
 from tests.helpers.page import NEXT_TURN, PHONE, open_page, turn_of
@@ -147,6 +148,19 @@ async def check_replay(page: Any, stub: Any, table_id: str, hands: int) -> None:
     assert not await axe_violations(page)
 
 
+async def rated(grpc_port: int, page: Any, timeout: float = 30) -> None:
+    """Until the page's account (its access token in localStorage) has a Bisca rating: the
+    server takes a finished game into the ratings in the background."""
+    tokens = json.loads(await page.evaluate("() => localStorage.getItem('copas.account')"))
+    metadata = (("authorization", f"Bearer {tokens['accessToken']}"),)
+    async with grpc.aio.insecure_channel(f"127.0.0.1:{grpc_port}") as channel:
+        accounts = accounts_pb2_grpc.AccountServiceStub(channel)
+        async with asyncio.timeout(timeout):
+            while not any(r.game == "bisca" for r in (await accounts.GetProfile(
+                    accounts_pb2.GetProfileRequest(), metadata=metadata)).ratings):
+                await asyncio.sleep(0.05)
+
+
 async def open_bisca(page: Any, kind: str, *, keyboard: bool) -> str:
     await page.wait_for_selector("#me[data-account^=a_]")
     await page.fill("#name", "Ana")
@@ -228,7 +242,7 @@ async def test_a_quick_match_of_bisca_between_two_pages_rates_only_bisca() -> No
     in the list of games says its kind, and the leaderboard's field asks for that kind."""
     port = free_port()
     async with (serving(web_port=port, web_host="127.0.0.1", rule_defaults=TIMING,
-                        bot_pace=0.02) as (_, stub), browser() as launched):
+                        bot_pace=0.02) as (running, stub), browser() as launched):
         url = f"http://127.0.0.1:{port}/"
         pages = [await open_page(launched, url, locale="en-GB", bypass_csp=True)
                  for _ in range(2)]
@@ -262,9 +276,10 @@ async def test_a_quick_match_of_bisca_between_two_pages_rates_only_bisca() -> No
             turns += 1
         assert turns % 20 == 0 and turns >= 20  # 40 cards a hand, between the two of them
         for page in pages:
+            await rated(running.port, page)  # the server took the game in (within seconds)
             await page.goto(url)
             line = page.locator('#me-kinds li[data-game="bisca"][data-players="2"]')
-            await line.wait_for(timeout=20_000)
+            await line.wait_for()
             assert "Bisca, 2 players" in await line.inner_text()
             assert "1 rated game" in await line.inner_text()
             assert await page.get_attribute("#me-rating", "data-rated-games") == "0"
