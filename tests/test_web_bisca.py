@@ -148,6 +148,28 @@ async def check_replay(page: Any, stub: Any, table_id: str, hands: int) -> None:
     assert not await axe_violations(page)
 
 
+async def play_between(pages: list[Any]) -> int:
+    """A game of people only, each on their page, played to its end; the cards played."""
+    turns = 0
+    while True:
+        states = [await turn_of(p) for p in pages]
+        if all(s["phase"] == "GAME_OVER" for s in states):
+            return turns
+        moving = [(p, s) for p, s in zip(pages, states, strict=True) if s["mustAct"]]
+        if not moving:  # either page's turn (or the end) next: await the first
+            waits = [asyncio.ensure_future(p.wait_for_function(TURN_OR_END)) for p in pages]
+            done, rest = await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+            for waiting in rest:
+                waiting.cancel()
+            await asyncio.gather(*rest, return_exceptions=True)
+            done.pop().result()
+            continue
+        page, state = moving[0]
+        await page.click(f'#hand button[data-card="{state["legal"][0]}"]')
+        await page.wait_for_function(MOVED, arg=state["sequence"])
+        turns += 1
+
+
 async def rated(grpc_port: int, page: Any, timeout: float = 30) -> None:
     """Until the page's account (its access token in localStorage) has a Bisca rating: the
     server takes a finished game into the ratings in the background."""
@@ -256,24 +278,7 @@ async def test_a_quick_match_of_bisca_between_two_pages_rates_only_bisca() -> No
         assert len(tables) == 1
         table = (await stub.GetTable(copas_pb2.GetTableRequest(table_id=tables.pop()))).table
         assert (table.rules.game, table.rules.players) == ("bisca", 2)
-        turns = 0
-        while True:
-            states = [await turn_of(p) for p in pages]
-            if all(s["phase"] == "GAME_OVER" for s in states):
-                break
-            moving = [(p, s) for p, s in zip(pages, states, strict=True) if s["mustAct"]]
-            if not moving:  # either page's turn (or the end) next: await the first
-                waits = [asyncio.ensure_future(p.wait_for_function(TURN_OR_END)) for p in pages]
-                done, rest = await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
-                for waiting in rest:
-                    waiting.cancel()
-                await asyncio.gather(*rest, return_exceptions=True)
-                done.pop().result()
-                continue
-            page, state = moving[0]
-            await page.click(f'#hand button[data-card="{state["legal"][0]}"]')
-            await page.wait_for_function(MOVED, arg=state["sequence"])
-            turns += 1
+        turns = await play_between(pages)
         assert turns % 20 == 0 and turns >= 20  # 40 cards a hand, between the two of them
         for page in pages:
             await rated(running.port, page)  # the server took the game in (within seconds)
@@ -292,3 +297,35 @@ async def test_a_quick_match_of_bisca_between_two_pages_rates_only_bisca() -> No
             assert await page.inner_text("#board-title") == "Leaderboard (Bisca, 2 players)"
             assert not await axe_violations(page)
             assert not page.errors, page.errors
+
+
+async def test_a_bisca_table_for_a_friend_through_its_link() -> None:
+    """Bisca of 7 for a friend: the lobby's friends' seats follow the kind (one seat, no bot),
+    the link seats the friend, and the two play it whole (40 cards a hand)."""
+    port = free_port()
+    async with (serving(web_port=port, web_host="127.0.0.1", rule_defaults=TIMING,
+                        bot_pace=0.02) as (_, stub), browser() as launched):
+        url = f"http://127.0.0.1:{port}/"
+        ana = await open_page(launched, url, locale="en-GB", bypass_csp=True)
+        await ana.wait_for_selector("#me[data-account^=a_]")
+        await ana.fill("#name", "Ana")
+        await ana.select_option("#game-kind", "bisca7")
+        offered = await ana.evaluate("""() => Array.from(
+            document.querySelectorAll("#friends option:not([disabled])"), (o) => o.textContent)""")
+        assert offered == ["1 friend and 0 bots"]
+        assert await ana.input_value("#friends") == "1"
+        await ana.click("#create-friends")
+        await ana.wait_for_selector("#share:not([hidden])")
+        link = await ana.input_value("#share-link")
+        bea = await open_page(launched, link, locale="en-GB", bypass_csp=True)
+        await bea.wait_for_selector("#invite:not([hidden]) #invite-join:not([disabled])")
+        await bea.fill("#name", "Bea")
+        await bea.click("#invite-join")
+        table = (await stub.GetTable(copas_pb2.GetTableRequest(
+            table_id=link.rsplit("=", 1)[1]))).table
+        assert (table.rules.game, table.rules.players, table.rules.bisca.hand_size) == (
+            "bisca", 2, 7)
+        assert not any(seat.is_bot for seat in table.seats)
+        turns = await play_between([ana, bea])
+        assert turns % 20 == 0 and turns >= 20
+        assert not ana.errors and not bea.errors
