@@ -158,17 +158,26 @@ async def me_main(args: argparse.Namespace) -> int:
     console.print(f"{profile.account.display_name}: {profile.games} games, {profile.wins} "
                   f"won, average place {profile.average_place:.2f}")
     for rating in profile.ratings:
-        console.print(f"  {rating.players} players: rating {rating.rating} "
-                      f"(place {rating.place}, {rating.games} rated games, {rating.wins} won)")
+        console.print(f"  {kind_text(rating.game, rating.players, rating.partnerships)}: "
+                      f"rating {rating.rating} (place {rating.place}, {rating.games} rated "
+                      f"games, {rating.wins} won)")
     table = Table(title="last games")
-    for col in ("finished", "table", "players", "place", "points", "rating"):
+    for col in ("finished", "table", "game", "place", "points", "rating"):
         table.add_column(col)
     for g in games.games:
         change = f"{g.rating_after} ({g.rating_change:+d})" if g.is_rated else "unrated"
         table.add_row(time.strftime("%Y-%m-%d %H:%M", time.localtime(g.finish_time.seconds)),
-                      g.table_name, str(g.players), str(g.place), str(g.points), change)
+                      g.table_name, kind_text(g.game, g.players, g.partnerships), str(g.place),
+                      str(g.points), change)
     console.print(table)
     return 0
+
+
+def kind_text(game: str, players: int, partnerships: bool) -> str:
+    """A kind of game in words: '4 players' (the server's first game, as before), or the
+    game's name before its players ('<game>, 4 players in partnerships')."""
+    seats = f"{players} players" + (" in partnerships" if partnerships else "")
+    return f"{game}, {seats}" if game else seats
 
 
 async def leaderboard_main(args: argparse.Namespace) -> int:
@@ -181,12 +190,13 @@ async def leaderboard_main(args: argparse.Namespace) -> int:
             return 1
         try:
             board = await stub.GetLeaderboard(accounts_pb2.GetLeaderboardRequest(
-                players=args.players, page_size=args.limit, around_me=args.around_me),
+                players=args.players, page_size=args.limit, around_me=args.around_me,
+                game=args.game, partnerships=args.partnerships),
                 metadata=bearer(token) if token else None)
         except grpc.aio.AioRpcError as error:
             console.print(f"copas leaderboard: {error_reason(error)}: {error.details()}")
             return 1
-    table = Table(title=f"leaderboard, {board.players} players")
+    table = Table(title=f"leaderboard, {kind_text(board.game, board.players, board.partnerships)}")
     for col in ("place", "name", "rating", "games", "wins"):
         table.add_column(col)
     for e in board.entries:
@@ -214,6 +224,11 @@ def add_me_arguments(parser: argparse.ArgumentParser) -> None:
 
 def add_leaderboard_arguments(parser: argparse.ArgumentParser) -> None:
     add_server_arguments(parser)
-    parser.add_argument("--players", type=int, default=4, help="the kind of game (3, 4, 5)")
+    parser.add_argument("--players", type=int, default=4, help="the kind of game: its players "
+                                                              "(the game's counts)")
+    parser.add_argument("--game", default="", help="the kind's game (default: the server's "
+                                                   "first); the server lists the others")
+    parser.add_argument("--partnerships", action="store_true",
+                        help="the kind where partners share the result")
     parser.add_argument("--limit", type=int, default=20)
     parser.add_argument("--around-me", action="store_true", help="the page around you")

@@ -1,7 +1,7 @@
 """Bot players: each plays from its own stream, choosing only among the view's legal cards.
 
 Policies:
-- ``random``: any legal card, any three cards to pass.
+- ``random``: any legal card, any three cards to pass (in any game: Bisca's too).
 - ``greedy``: ducks points: follows under the winning card when it can, otherwise plays its
   highest card of the suit; when void, sheds Q♠, then its highest heart, then its highest card;
   leads its lowest card; passes Q♠ A♠ K♠ and its highest hearts and cards.
@@ -203,9 +203,14 @@ async def bots_main(args: argparse.Namespace) -> int:
             await channels.enter_async_context(channel(connection(args))))
         table_id = args.table
         if args.create:
+            rules = zero_timing()
+            if args.game != "hearts":  # a pass and a moon are Hearts's: their clocks too
+                rules.ClearField("pass_timeout_seconds")
+                rules.ClearField("moon_timeout_seconds")
             request = copas_pb2.CreateTableRequest(
-                preset=args.preset, display_name="bots", rules=zero_timing(),
-                bot_seats=max(0, args.players - args.seats))
+                preset=args.preset, display_name="bots", rules=rules,
+                bot_seats=max(0, args.players - args.seats),
+                game="" if args.game == "hearts" else args.game)
             request.rules.players = args.players
             table_id = (await stub.CreateTable(request)).table.table_id
             print(f"created table {table_id}", flush=True)
@@ -263,7 +268,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="create a table (no pauses or time limits) and fill it")
     parser.add_argument("--seats", type=int, default=4, help="bot players to join")
     parser.add_argument("--players", type=int, default=4, help="players at a created table")
-    parser.add_argument("--preset", default="online")
+    parser.add_argument("--game", choices=("hearts", "bisca"), default="hearts",
+                        help="the game of a created table")
+    parser.add_argument("--preset", default="", help="preset of a created table (default: the "
+                                                     "game's first: online, bisca3)")
     parser.add_argument("--policy", choices=sorted(POLICIES), default="greedy",
                         help="how the bots play (mc: the strong one)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the bots' random choices")

@@ -13,8 +13,8 @@ from clients.common import add_server_arguments
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="copas", description="Copas (Hearts) clients. `copas replay RECORD` checks a "
-                                  "finished game with the engine.")
+        prog="copas", description="Copas clients (Hearts; Bisca with --game bisca). `copas "
+                                  "replay RECORD` checks a finished game with the engine.")
     commands = parser.add_subparsers(dest="command", required=True)
     for name, adder, runner, text in (
             ("login", account.add_login_arguments, account.login_main,

@@ -10,7 +10,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from clients.common import DIRECTION_TEXT, card_key, pass_target, pretty
+from clients.common import DIRECTION_TEXT, SUIT_SYMBOL, card_key, pass_target, pretty
 
 PHASE_TEXT = {copas_pb2.PHASE_WAITING_FOR_PLAYERS: "waiting for players",
               copas_pb2.PHASE_PASSING: "passing", copas_pb2.PHASE_PLAYING: "playing",
@@ -56,16 +56,56 @@ def hand_text(view: copas_pb2.TableView) -> Text:
     return text
 
 
+def is_bisca(view: copas_pb2.TableView) -> bool:
+    return view.rules.game == "bisca"
+
+
+def team_name(team: int) -> str:
+    return "AB"[team] if 0 <= team < 2 else "?"
+
+
+def bisca_header(view: copas_pb2.TableView) -> str:
+    """'hand 1 · trumps ♥: 7♥ under the stock, 12 cards left' (or who drew the trump card)."""
+    b = view.bisca
+    trump = pretty(b.trump_card)
+    text = f" · hand {view.hand_number + 1} · trumps {SUIT_SYMBOL.get(b.trump_card.suit, '?')}"
+    if b.HasField("trump_drawn_by"):
+        return text + f": {trump} drawn by {name_of(view, b.trump_drawn_by)}, stock empty"
+    return text + f": {trump} under the stock, {b.stock_size} cards left"
+
+
+def bisca_sides(view: copas_pb2.TableView) -> Text:
+    """Each side's card points this hand and game points: by seat, or by team."""
+    b = view.bisca
+    parts = []
+    for side, (points, total) in enumerate(zip(b.side_points, b.side_totals, strict=False)):
+        if b.teams:
+            names = ", ".join(name_of(view, s) for s, t in enumerate(b.teams) if t == side)
+            who = f"team {team_name(side)} ({names})"
+        else:
+            who = name_of(view, side)
+        parts.append(f"{who} {points} card points, {total} game points")
+    text = Text("; ".join(parts))
+    if b.carried_over:
+        text.append(f"  ({b.carried_over} tied hand(s) carried over)")
+    return text
+
+
 def render(view: copas_pb2.TableView, title: str = "") -> RenderableType:
-    """The whole table: players, trick, last trick, hand, standings."""
+    """The whole table: players, trick, last trick, hand, standings (Bisca's: the trump card,
+    the stock's count, teams and each side's points too)."""
+    bisca = is_bisca(view)
     header = Text(title + "  " if title else "")
     header.append(f"{PHASE_TEXT.get(view.phase, '?')}")
-    if view.hand_number >= 0:
+    if view.hand_number >= 0 and bisca:
+        header.append(bisca_header(view))
+    elif view.hand_number >= 0:
         header.append(f" · hand {view.hand_number + 1}"
                       f" · {pass_text(view, view.pass_direction)}"
                       f" · hearts {'broken' if view.hearts_broken else 'not broken'}")
     players = Table(show_edge=False, box=None, padding=(0, 2))
-    for col in ("seat", "player", "cards", "hand", "total", ""):
+    teams = list(view.bisca.teams) if bisca else []
+    for col in ("seat", "player", *(("team",) if teams else ()), "cards", "hand", "total", ""):
         players.add_column(col)
     left = seconds_left(view)
     for p in view.players:
@@ -83,9 +123,12 @@ def render(view: copas_pb2.TableView, title: str = "") -> RenderableType:
         elif not p.is_connected:
             status.append("offline")
         me = " (you)" if view.HasField("seat") and view.seat == p.seat else ""
-        players.add_row(str(p.seat), p.display_name + me, str(p.card_count), str(p.hand_points),
-                        str(p.total), " ".join(status))
+        team = (team_name(teams[p.seat]),) if p.seat < len(teams) else ()
+        players.add_row(str(p.seat), p.display_name + me, *team, str(p.card_count),
+                        str(p.hand_points), str(p.total), " ".join(status))
     parts: list[RenderableType] = [header, players]
+    if bisca and view.hand_number >= 0:
+        parts.append(bisca_sides(view))
     if view.trick.cards:
         parts.append(Text("trick: ").append_text(trick_text(view, view.trick)))
     if view.last_trick.cards and (view.HasField("paused_until") or not view.trick.cards):
@@ -97,6 +140,8 @@ def render(view: copas_pb2.TableView, title: str = "") -> RenderableType:
         parts.append(Text("(pause)", style="dim"))
     if view.hand:
         parts.append(Text("your hand: ").append_text(hand_text(view)))
+    if bisca and view.bisca.HasField("drawn_card"):
+        parts.append(Text(f"you drew: {pretty(view.bisca.drawn_card)}"))
     if view.received:
         parts.append(Text("received: " + " ".join(pretty(c) for c in
                                                   sorted(view.received, key=card_key))))
@@ -117,6 +162,11 @@ def standings_table(view: copas_pb2.TableView) -> Table:
 
 def hand_summary(event: copas_pb2.HandScored, view: copas_pb2.TableView) -> Text:
     text = Text(f"hand {event.hand_number + 1} scored: ", style="bold")
+    if is_bisca(view):  # card points taken; game points scored and held (by seat)
+        text.append(", ".join(f"{name_of(view, s)} {taken} card points, +{p} (total {t})"
+                              for s, (taken, p, t) in enumerate(zip(
+                                  event.taken, event.points, event.totals, strict=True))))
+        return text
     text.append(", ".join(f"{name_of(view, s)} +{p} (total {t})"
                           for s, (p, t) in enumerate(zip(event.points, event.totals,
                                                          strict=True))))
@@ -158,6 +208,17 @@ def event_line(event: copas_pb2.TableEvent, view: copas_pb2.TableView | None = N
         t = event.trick_won
         return Text(f"  → {name_of(view, t.winner)} takes the trick"
                     + (f" (+{t.points})" if t.points else ""))
+    if kind == "hand_started" and is_bisca(view):
+        started = event.hand_started
+        return Text(f"— hand {started.hand_number + 1}: trumps {pretty(started.trump_card)}, "
+                    f"dealt by {name_of(view, started.dealer)}", style="bold")
+    if kind == "cards_drawn":
+        d = event.cards_drawn
+        line = Text(f"  drawn by {', '.join(name_of(view, s) for s in d.seats)}: "
+                    f"{d.stock_size} left in the stock")
+        if d.HasField("trump_drawn_by"):
+            line.append(f" ({name_of(view, d.trump_drawn_by)} took the trump card)")
+        return line
     if kind == "hand_started":
         return Text(f"— hand {event.hand_started.hand_number + 1}: "
                     f"{pass_text(view, event.hand_started.pass_direction)}", style="bold")

@@ -111,7 +111,8 @@ TIERS = {
     "test_bisca_engine.py": UNIT, "test_bisca_bots.py": UNIT,
     "test_web_languages.py": BROWSER, "test_web_account.py": BROWSER,
     "test_web_one_screen.py": BROWSER, "test_web_replay.py": BROWSER,
-    "test_web_attention.py": BROWSER,
+    "test_web_attention.py": BROWSER, "test_bisca_clients.py": PROCESS,
+    "test_web_bisca.py": BROWSER,
 }
 
 

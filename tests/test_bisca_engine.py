@@ -45,6 +45,7 @@ from engine.bisca import (
     trick_winner,
 )
 from engine.bisca.cards import mask_of
+from engine.bisca.record import deals_of
 from engine.cards import Card as HeartsCard
 from engine.errors import (
     IllegalActionError,
@@ -568,3 +569,23 @@ def test_golden_records_still_replay_to_their_results(path: Path) -> None:
     record = json.loads(path.read_text())
     game = replay(record)  # raises if the result differs
     assert game.is_over and len(GOLDEN) == 2
+
+
+@pytest.mark.parametrize("preset", ["bisca3", "bisca9", "pairs", "three"])
+def test_a_records_deals_are_each_hands_cards_as_dealt(preset: str) -> None:
+    """engine.bisca.record.deals_of (the public record's `deals`, the page's replay) gives,
+    hand by hand, each seat's cards as the live game dealt them, and nothing drawn later."""
+    rng = random.Random(41)
+    game = Game(BiscaRules.preset(preset), seed=f"deals-{preset}")
+    seen = [[sorted(str(c) for c in game.hand(s)) for s in range(game.players)]]
+    while not game.is_over:
+        hand = game.hand_number
+        game.play(game.turn, rng.choice(game.legal_cards(game.turn)))
+        if game.hand_number != hand and not game.is_over:
+            seen.append([sorted(str(c) for c in game.hand(s)) for s in range(game.players)])
+    deals = deals_of(game.rules, game.seed, game.actions)
+    assert len(deals) == len(game.hands_played) >= 1
+    assert [[sorted(d) for d in deal] for deal in deals] == seen
+    for deal in deals:
+        assert {len(d) for d in deal} == {game.rules.hand_size}
+        assert len({c for d in deal for c in d}) == game.rules.hand_size * game.players

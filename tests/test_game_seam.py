@@ -30,6 +30,8 @@ ALLOWED = {
     "clients/cli.py": "as bots.py",
     "clients/common.py": "as bots.py",
     "clients/render.py": "as bots.py",
+    "clients/play.py": "as bots.py: `copas play --game` makes a table of a game, with the "
+                       "seats its presets say (Bisca's)",
 }
 
 

@@ -121,6 +121,38 @@ async def test_the_typescript_client_plays_as_a_guest_account() -> None:
         assert account_id not in record.SerializeToString().decode("latin-1")
 
 
+@pytest.mark.parametrize(("preset", "players"), [("bisca3", 2), ("pairs", 4)])
+async def test_the_typescript_client_plays_bisca(preset: str, players: int) -> None:
+    """--game bisca: a Bisca table of the preset's kind with bots (2 alone, 4 in
+    partnerships), played whole over one Play stream; the forbidden move is a card of no
+    40-card pack (INVALID_CARD) where every card in the hand is legal."""
+    node = shutil.which("node")
+    assert node is not None and PLAY.is_file(), f"{PLAY} is missing: run `make ts`"
+    async with serving(allow_seed=True) as (running, stub):
+        process = await asyncio.create_subprocess_exec(
+            node, str(PLAY), "--server", f"127.0.0.1:{running.port}", "--seed", "5",
+            "--json", "--game", "bisca", "--preset", preset,
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        out, err = await asyncio.wait_for(process.communicate(), 90)
+        assert process.returncode == 0, err.decode()
+        summary = json.loads(out.decode().strip().splitlines()[-1])
+        table = (await stub.GetTable(copas_pb2.GetTableRequest(
+            table_id=summary["table_id"]))).table
+    assert table.rules.game == "bisca" and table.rules.players == players
+    assert table.rules.bisca.partnerships == (players == 4)
+    assert table.phase == copas_pb2.PHASE_GAME_OVER
+    assert table.seats[summary["seat"]].display_name == "TypeScript"
+    # Every card of every hand: 40 cards a hand, the client's share of them.
+    assert summary["moves"] == 40 // players * summary["hands"]
+    assert sorted(s["seat"] for s in summary["standings"]) == list(range(players))
+    if players == 4:  # partners share their team's place
+        places = {s["seat"]: s["place"] for s in summary["standings"]}
+        assert places[0] == places[2] and places[1] == places[3]
+    assert summary["refused"]["code"] in ("INVALID_ARGUMENT", "FAILED_PRECONDITION")
+    assert summary["refused"]["reason"] in ("INVALID_CARD", "MUST_FOLLOW_SUIT")
+    assert summary["results"] == summary["moves"] + 1
+
+
 class CutPlayStreams(copas_pb2_grpc.CopasServiceServicer):
     """A server whose first Play stream ends INTERNAL (as grpcio reports a stream a drained
     node cut: "Internal error from Core"); the next one shows the game over."""

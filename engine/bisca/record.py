@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from engine.bisca.actions import Action, action_from_json, action_to_json
+from engine.bisca.cards import cards_of
 from engine.bisca.game import Game
 from engine.bisca.rules import BiscaRules
 from engine.errors import EngineError, RecordError
@@ -60,6 +61,23 @@ def replay_actions(rules: BiscaRules, seed: int | str, actions: Iterable[Action]
     for action in actions:
         game.apply(action)
     return game
+
+
+def deals_of(rules: BiscaRules, seed: int | str, actions: Iterable[Action]
+             ) -> list[list[list[str]]]:
+    """Each hand's deal, by replaying the seed: per hand played, each seat's cards as dealt
+    (the cards drawn after each trick are not in it), as text in the engine's order. A record
+    shows it once its game is over, when the seed is public too.
+
+    :raises EngineError: the actions do not replay from ``seed``.
+    """
+    game = Game(rules, seed)
+    deals = [[[str(c) for c in cards_of(mask)] for mask in game.dealt]]
+    for action in actions:
+        game.apply(action)
+        if game.hand_number >= len(deals):
+            deals.append([[str(c) for c in cards_of(mask)] for mask in game.dealt])
+    return deals
 
 
 def replay(record: dict[str, Any] | str, *, check_result: bool = True) -> Game:

@@ -127,4 +127,14 @@ export const BR: Partial<Catalogue> = {
   "refusal.TOO_MANY_SIGN_INS": "Tentativas de entrada demais.",
   "refusal.TOO_MANY_ACCOUNTS": "Contas novas demais vindas da sua rede.",
   "refusalCode.DEADLINE_EXCEEDED": "O servidor demorou demais para responder.",
+  // ---- Bisca (web/bisca.ts)
+  "me.biscaRatings": "Suas pontuações na Bisca",
+  "me.kindRating": { one: "{kind}: {rating}, {n} jogo que conta", other: "{kind}: {rating}, {n} jogos que contam" },
+  "bisca.team": "equipe {team}",
+  "bisca.teamWord": "equipe ",
+  "bisca.partnerTakes": {
+    zero: "Seu parceiro {name} leva a vaza",
+    one: "Seu parceiro {name} leva a vaza ({n} ponto)",
+    other: "Seu parceiro {name} leva a vaza ({n} pontos)",
+  },
 };

@@ -3,6 +3,10 @@
 // view's legal_cards until the game is over; once, it makes a move the rules forbid and shows
 // the google.rpc.ErrorInfo the server answers with. --json prints a summary.
 //
+// --game bisca plays Bisca (--preset one of Bisca's, bisca3 by default; --players for a kind
+// its preset does not seat): bots in every other seat, PlayCard its only move; where every
+// card in the hand is legal, the forbidden move is a card of no 40-card pack.
+//
 // --transport play (the default): one bidirectional Play stream, actions in, the seat's
 // events and one result per action out. --transport unary: a unary call per action and a
 // WatchTable stream for the views.
@@ -22,7 +26,8 @@ import { create, type DescMessage } from "@bufbuild/protobuf";
 import { anyUnpack } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
-import { type Card, CardSchema } from "./gen/copas/v1/cards_pb.js";
+import { createTableRequest, isBisca, kindOf } from "./bisca.js";
+import { type Card, CardSchema, Rank } from "./gen/copas/v1/cards_pb.js";
 import {
   ChooseMoonRequestSchema,
   CopasService,
@@ -72,7 +77,9 @@ const { values: args } = parseArgs({
   options: {
     server: { type: "string", default: "localhost:50051" },
     name: { type: "string", default: "TypeScript" },
-    preset: { type: "string", default: "online" },
+    game: { type: "string", default: "hearts" }, // hearts | bisca
+    preset: { type: "string", default: "" }, // the game's first: online, bisca3
+    players: { type: "string" }, // seats at the table (default: the preset's)
     seed: { type: "string" },
     transport: { type: "string", default: "play" }, // play | unary
     json: { type: "boolean", default: false },
@@ -151,20 +158,12 @@ async function main(): Promise<void> {
   if (!TRANSPORTS.includes(transport)) {
     throw new Error(`--transport must be one of ${TRANSPORTS.join(", ")}, not ${args.transport}`);
   }
-  const { table } = await entry.client.createTable({
-    preset: args.preset,
-    botSeats: 3,
-    displayName: `${args.name}'s table`,
-    // No time limits or pauses: this client answers at once.
-    rules: {
-      trickPauseSeconds: 0,
-      handPauseSeconds: 0,
-      playTimeoutSeconds: 0,
-      passTimeoutSeconds: 0,
-      moonTimeoutSeconds: 0,
-    },
-    seed: args.seed,
-  });
+  const kind = kindOf(args.game, args.preset);
+  if (args.players) kind.players = Number(args.players);
+  // No time limits or pauses: this client answers at once.
+  const { table } = await entry.client.createTable(
+    createTableRequest(kind, { displayName: `${args.name}'s table`, seed: args.seed, immediate: true }),
+  );
   const tableId = table!.tableId;
   // As an account, the seat is the account's and takes its name (the access token goes along).
   const account = await signIn();
@@ -247,9 +246,12 @@ function decide(tableId: string, view: TableView, attempt = 0): Action {
   }
 }
 
-/** A card in the hand that the rules forbid now, if there is one. */
+/** A card in the hand that the rules forbid now, if there is one; at Bisca, where every card
+ * may often be played, a card of no 40-card pack (the 10 of the first legal card's suit). */
 function illegalCard(view: TableView): Card | undefined {
-  return view.hand.find((c) => !view.legalCards.some((l) => sameCard(c, l)));
+  const forbidden = view.hand.find((c) => !view.legalCards.some((l) => sameCard(c, l)));
+  if (forbidden || !isBisca(view.rules) || !view.legalCards.length) return forbidden;
+  return create(CardSchema, { suit: view.legalCards[0].suit, rank: Rank.TEN, text: "10" });
 }
 
 /** The card as a request names it: suit and rank (the server reads no more). */

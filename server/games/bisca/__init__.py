@@ -31,6 +31,7 @@ from engine.bisca import (
     player_view,
 )
 from engine.bisca import Action as BiscaAction
+from engine.bisca import record as bisca_record
 from engine.errors import EngineError
 from server.errors import ServiceError
 from server.games import GameModule, GameState, RecordFacts, RuleLimits, TableFacts
@@ -201,7 +202,10 @@ class BiscaModule:
 
     def deals(self, rules: BiscaRules, seed: int | str, actions: Sequence[Any]
               ) -> list[list[list[str]]]:
-        return []  # the page's replay steps through Hearts's deals only, so far
+        try:
+            return bisca_record.deals_of(rules, seed, actions)
+        except EngineError:
+            return []
 
     # ------------------------------------------------------------ bots
 

@@ -22,6 +22,17 @@ import {
   type WatchLobbyResponse,
 } from "../gen/copas/v1/copas_pb.js";
 import { AccountSession, DEVICE_KEY, isOver, mustAct, refusal, sameCard, tableEvents } from "../copas.js";
+import { createTableRequest, quickMatchRequest } from "../bisca.js";
+import {
+  biscaRatings,
+  boardKind,
+  chosenKind,
+  lobbyGameName,
+  myGameKind,
+  renderBisca,
+  startBiscaLobby,
+  titleBoard,
+} from "./bisca.js";
 import { startChampionships } from "./championships.js";
 import { $, element } from "./dom.js";
 import { startAttention } from "./attention.js";
@@ -69,6 +80,7 @@ const actions: Actions = {
 function render(): void {
   noteView(state.view, state.session);
   drawTable(actions, summary);
+  renderBisca(state.view);
   showRow(!!state.session?.token && !!state.view);
   decorateSeats();
 }
@@ -384,7 +396,7 @@ function tableRow(table: TableSummary): HTMLTableRowElement {
   const status = isOpen ? t("lobby.waiting", { n: free }) : hasHand ? t("lobby.handOf", { phase, n: table.handNumber + 1 }) : phase;
   row.append(
     element("th", name, { scope: "row", "data-label": t("col.table") }),
-    element("td", presetName(table.preset), { "data-label": t("col.game") }),
+    element("td", lobbyGameName(table.rules, table.preset) ?? presetName(table.preset), { "data-label": t("col.game") }),
     element("td", players.join(", "), { "data-label": t("col.players") }),
     element("td", status, { class: "status", "data-label": t("col.status") }),
   );
@@ -435,6 +447,7 @@ function setupFromForm(friends: number): Setup {
     clock: $<HTMLSelectElement>("clock").value,
     moon: $<HTMLSelectElement>("moon-rule").value,
     friends,
+    game: $<HTMLSelectElement>("game-kind").value,
   };
 }
 
@@ -451,9 +464,18 @@ async function openTable(setup: Setup, button?: HTMLButtonElement): Promise<void
   showLobbyError("");
   try {
     const clock = CLOCKS[setup.clock] ?? CLOCKS.standard!;
+    const bisca = chosenKind(setup.game);
     const made = await asAccount((headers, playerDisplayName) =>
       client.createTable(
-        {
+        bisca
+          ? createTableRequest(bisca, {
+              botSeats: bisca.players - 1 - setup.friends,
+              displayName: t("lobby.tableName", { name: playerName() }).slice(0, 64),
+              playerDisplayName,
+              requestId: requestId(),
+              playTimeoutSeconds: clock.play,
+            })
+          : {
           preset: setup.preset,
           botSeats: 3 - setup.friends,
           // The server's default rule: rated only when every seat is a signed-in person who
@@ -486,8 +508,14 @@ async function quickMatch(): Promise<void> {
   showLobbyError("");
   try {
     const preset = $<HTMLSelectElement>("preset").value;
+    const bisca = chosenKind();
     const joined = await asAccount((headers, displayName) =>
-      client.joinTable({ preset, players: 4, displayName, requestId: requestId() }, { headers }),
+      client.joinTable(
+        bisca
+          ? { ...quickMatchRequest(bisca, displayName), requestId: requestId() }
+          : { preset, players: 4, displayName, requestId: requestId() },
+        { headers },
+      ),
     );
     if (joined.table) {
       const seated = { tableId: joined.table.tableId, token: joined.playerToken, seat: joined.seat, quickSince: Date.now() };
@@ -509,7 +537,8 @@ async function playAgain(): Promise<void> {
     const rules = view?.rules;
     const clock = Object.entries(CLOCKS).find(([, c]) => c.play === rules?.playTimeoutSeconds)?.[0] ?? "standard";
     const moon = Object.entries(MOON_VALUE).find(([, m]) => m === rules?.moon)?.[0] ?? "others";
-    setup = { preset: summary?.preset || "online", clock, moon, friends: 0 };
+    const game = rules?.game === "bisca" ? summary?.preset || "bisca3" : "hearts";
+    setup = { preset: summary?.preset || "online", clock, moon, friends: 0, game };
   }
   toLobby();
   await openTable(setup);
@@ -587,7 +616,7 @@ function gameLine(game: MyGame): HTMLLIElement {
   const change = `${game.ratingChange >= 0 ? "+" : ""}${game.ratingChange}`;
   const rated = game.isRated ? t("myGame.rated", { rating: String(shownRating(game.ratingAfter)), change }) : t("myGame.notRated");
   const line = t("myGame.line", { place: ordinal(game.place), players: game.players, table: game.tableName || t("invite.aTable"), points: game.points });
-  const text = [line, rated, when].filter(Boolean).join(", ");
+  const text = myGameKind(game) + [line, rated, when].filter(Boolean).join(", ");
   const item = element("li", text, { "data-record": game.recordId, "data-place": String(game.place) });
   if (game.recordId) {
     const replay = element("button", t("replay.open"), {
@@ -627,7 +656,7 @@ async function showProfile(): Promise<void> {
   const nameInput = $<HTMLInputElement>("name");
   // Never under the person's cursor: a name they are typing is theirs.
   if (!nameEdited && name && document.activeElement !== nameInput) nameInput.value = name;
-  const four = profile.ratings.find((r) => r.players === 4);
+  const four = profile.ratings.find((r) => r.players === 4 && (r.game || "hearts") === "hearts");
   const rating = $("me-rating");
   rating.dataset.rating = String(four?.rating ?? 0);
   rating.dataset.ratedGames = String(four?.games ?? 0);
@@ -640,6 +669,7 @@ async function showProfile(): Promise<void> {
     rated < PROVISIONAL_GAMES ? t("me.provisional", { rating: shown, n: rated, of: PROVISIONAL_GAMES }) :
     t("me.ratingPlace", { rating: shown, place: ordinal(four!.place) });
   rating.textContent = `${standing} · ${t("me.games", { n: profile.games, wins: profile.wins })}`;
+  $("me-kinds").replaceChildren(...biscaRatings(profile.ratings, shownRating));
   const list = $("my-games");
   list.replaceChildren(...games.games.map(gameLine));
   if (!games.games.length) list.replaceChildren(element("li", t("me.noGames")));
@@ -652,7 +682,7 @@ async function showProfile(): Promise<void> {
 
 async function showBoard(): Promise<void> {
   const board = await account.call((headers) =>
-    accounts.getLeaderboard({ players: 4, pageSize: 10, aroundMe }, { headers }),
+    accounts.getLeaderboard({ ...boardKind(), pageSize: 10, aroundMe }, { headers }),
   );
   const body = $<HTMLTableElement>("leaderboard").tBodies[0]!;
   body.replaceChildren(
@@ -727,6 +757,10 @@ function startAccount(): void {
   );
   $("sign-out").addEventListener("click", () => void signOut(false));
   $("sign-out-everywhere").addEventListener("click", () => void signOut(true));
+  $("board-kind").addEventListener("change", () => {
+    titleBoard();
+    void showBoard().catch((error: unknown) => showMeError(refusalWords(refusal(error))));
+  });
   $("board-around").addEventListener("click", () => {
     aroundMe = !aroundMe;
     $("board-around").setAttribute("aria-pressed", String(aroundMe));
@@ -811,6 +845,7 @@ function start(): void {
   startLookBack();
   startSound();
   startDeck();
+  startBiscaLobby();
   startAttention();
   $("hand").addEventListener("keydown", onHandKey);
   $("back").addEventListener("click", toLobby);

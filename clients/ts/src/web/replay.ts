@@ -10,6 +10,7 @@ import { create } from "@bufbuild/protobuf";
 import type { Client } from "@connectrpc/connect";
 import { type Card, CardSchema } from "../gen/copas/v1/cards_pb.js";
 import type { CopasService, GameRecord } from "../gen/copas/v1/copas_pb.js";
+import { biscaPointsOf, biscaTrickWinner } from "../bisca.js";
 import { refusal } from "../copas.js";
 import { $, element } from "./dom.js";
 import { t } from "./i18n.js";
@@ -63,11 +64,16 @@ export function trickWinner(cards: Played[]): number | undefined {
   return best.seat;
 }
 
+/** A Bisca record's trump card of each hand ("7H"); none for Hearts. */
+export interface BiscaHands {
+  trumps: string[];
+}
+
 /** The record's actions as steps: per hand its deal (when ``deals`` has it), its pass (when it
- * had one), then its tricks. */
-export function stepsOf(actions: Action[], players: number, deals: string[][][] = []): Step[] {
+ * had one), then its tricks (a Bisca record's, with ``bisca``: 40 cards, trumps, its points). */
+export function stepsOf(actions: Action[], players: number, deals: string[][][] = [], bisca?: BiscaHands): Step[] {
   const steps: Step[] = [];
-  for (const step of playSteps(actions, players)) {
+  for (const step of playSteps(actions, players, bisca)) {
     const dealt = deals[step.hand];
     if (dealt && steps[steps.length - 1]?.hand !== step.hand) {
       steps.push({ hand: step.hand, kind: "deal", trick: -1, cards: [], passes: [], points: 0, dealt });
@@ -78,8 +84,8 @@ export function stepsOf(actions: Action[], players: number, deals: string[][][] 
 }
 
 /** The passes and tricks of the record's actions, hand by hand. */
-function playSteps(actions: Action[], players: number): Step[] {
-  const perHand = Math.floor(52 / players);
+function playSteps(actions: Action[], players: number, bisca?: BiscaHands): Step[] {
+  const perHand = Math.floor((bisca ? 40 : 52) / players);
   const steps: Step[] = [];
   let hand = 0;
   let tricks = 0; // this hand's tricks so far
@@ -87,8 +93,9 @@ function playSteps(actions: Action[], players: number): Step[] {
   let current: Played[] = [];
   const close = () => {
     const cards = current;
-    const winner = cards.length === players ? trickWinner(cards) : undefined;
-    const points = cards.reduce((sum, p) => sum + cardPoints(cardOf(p.card)), 0);
+    const isWhole = cards.length === players;
+    const winner = !isWhole ? undefined : bisca ? biscaTrickWinner(cards, (bisca.trumps[hand] ?? "").slice(-1)) : trickWinner(cards);
+    const points = cards.reduce((sum, p) => sum + (bisca ? biscaPointsOf(p.card) : cardPoints(cardOf(p.card))), 0);
     steps.push({ hand, kind: "trick", trick: tricks, cards, passes: [], winner, points });
     current = [];
     tricks += 1;
@@ -118,6 +125,7 @@ let client: Client<typeof CopasService> | undefined;
 let record: GameRecord | undefined;
 let steps: Step[] = [];
 let at = 0;
+let trumps: string[] = []; // a Bisca record's trump card of each hand
 let leave: () => void = () => undefined;
 
 function name(seat: number): string {
@@ -142,6 +150,9 @@ function show(index: number): void {
   $<HTMLButtonElement>("replay-next").disabled = at >= steps.length - 1;
   $<HTMLButtonElement>("replay-prev-hand").disabled = !step || step.hand === 0;
   $<HTMLButtonElement>("replay-next-hand").disabled = !step || !steps.some((s) => s.hand > step.hand);
+  const trump = step ? trumps[step.hand] : undefined;
+  if (trump) $("replay-where").append(` · ${t("replay.trump", { card: trump })}`);
+  $("replay").dataset.trump = trump ?? "";
   drawTable(step);
   drawSheet(step);
 }
@@ -167,7 +178,7 @@ function drawTable(step: Step | undefined): void {
     item.append(cards, element("span", t("replay.took", { n: taken.get(seat.seat) ?? 0 }), { class: "took", "data-taken": String(taken.get(seat.seat) ?? 0) }));
     list.append(item);
   }
-  const line = step?.kind === "deal" ? t("replay.dealLine") : !step || step.kind === "pass" ? t("replay.passLine") : step.winner === undefined ? t("replay.cut") : t("trick.takes", { name: name(step.winner), n: step.points });
+  const line = step?.kind === "deal" ? t(trumps.length ? "replay.dealLineBisca" : "replay.dealLine") : !step || step.kind === "pass" ? t("replay.passLine") : step.winner === undefined ? t("replay.cut") : t("trick.takes", { name: name(step.winner), n: step.points });
   $("replay-table").replaceChildren(list, element("p", line, { class: "replay-line", id: "replay-line" }));
 }
 
@@ -228,14 +239,22 @@ export async function openReplay(recordId: string): Promise<void> {
   $("replay-title").textContent = t("replay.title");
   record = undefined;
   steps = [];
+  trumps = [];
   show(0);
   if (location.hash !== `#/replay/${recordId}`) history.replaceState(null, "", `/#/replay/${recordId}`);
   scrollTo(0, 0);
   try {
     const answer = await client.getGameRecord({ recordId });
     record = answer.record;
-    const data = JSON.parse(record?.recordJson || "{}") as { actions?: Action[]; deals?: string[][][] };
-    steps = stepsOf(data.actions ?? [], record?.seats.length || 4, data.deals ?? []);
+    const data = JSON.parse(record?.recordJson || "{}") as {
+      game?: string;
+      actions?: Action[];
+      deals?: string[][][];
+      result?: { hands?: { trump_card?: string }[] };
+    };
+    trumps = data.game === "bisca" ? (data.result?.hands ?? []).map((h) => h.trump_card ?? "") : [];
+    const bisca = data.game === "bisca" ? { trumps } : undefined;
+    steps = stepsOf(data.actions ?? [], record?.seats.length || 4, data.deals ?? [], bisca);
     $("replay-title").textContent = t("replay.titleOf", { name: record?.displayName || t("lobby.openTable") });
     const names = (record?.seats ?? []).map((s) => name(s.seat));
     $("replay-info").textContent = listNames(names);

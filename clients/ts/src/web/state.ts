@@ -21,6 +21,8 @@ export interface Setup {
   clock: string;
   moon: string;
   friends: number; // 0: against bots
+  /** The lobby's card game: "hearts" (or unset), else a Bisca kind's preset (web/bisca.ts). */
+  game?: string;
 }
 
 export const state = {

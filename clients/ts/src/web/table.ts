@@ -36,6 +36,8 @@ import {
 } from "./words.js";
 
 const LAYOUTS: Record<number, string[]> = {
+  2: ["bottom", "top"], // Bisca's
+  6: ["bottom", "left", "top-left", "top", "top-right", "right"],
   3: ["bottom", "left", "right"],
   4: ["bottom", "left", "top", "right"],
   5: ["bottom", "left", "top-left", "top-right", "right"],
