@@ -153,8 +153,10 @@ class Config:
     max_spectator_streams_per_peer: int = flag(8, "open WatchTable streams without a player "
                                                   "token (spectators) per address",
                                                is_quota=True)
-    quota_penalty: float = flag(0.0, "seconds before a call over a quota is answered (0: at "
-                                     "once, the cheapest for the server)")
+    quota_penalty: float = flag(0.5, "seconds before a call over a quota is answered, "
+                                     "jittered (0: at once): a client that asks again at "
+                                     "once is slowed, 64 of one client's refusals and 4,096 "
+                                     "in all held at most")
     trusted_proxies: str = flag("", "comma-separated addresses or networks (CIDR) of proxies "
                                     "in front whose x-forwarded-for names the client, for the "
                                     "quotas")
