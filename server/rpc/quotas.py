@@ -8,8 +8,8 @@ one address (as many players behind one NAT) share a bounded allowance, larger t
 token's; a call without a token passes the address's bucket for such calls and the same
 allowance. Beyond a quota the call is refused at once with RESOURCE_EXHAUSTED, a
 ``google.rpc.QuotaFailure`` naming the quota and a ``google.rpc.RetryInfo`` saying when to
-retry (``--quota-penalty`` can hold the answer back, default 0: holding refused calls costs
-the server memory for each, a flood gets its refusals as fast as it asks). Calls in flight
+retry, answered after ``--quota-penalty`` (0.5 s, jittered: a flood that asks again at once
+is slowed; the gateway holds at most 64 refusals of one client and 4,096 in all). Calls in flight
 per address are bounded too, before the request is decoded. Every limiter keeps at most
 ``MAX_KEYS`` clients (the least recently seen are forgotten), so the quotas are bounded too.
 """
