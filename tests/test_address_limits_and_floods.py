@@ -188,8 +188,11 @@ def _p99(samples: list[float]) -> float:
 async def test_a_flood_of_refused_calls_costs_an_honest_player_little(tmp_path: Path) -> None:
     """Finding 4: 2,048 concurrent calls without a token from one address over 4 connections
     (a process of its own), almost all refused, and the server's RSS grows less than 16 MB:
-    refusals are answered at once, so none is held in memory (held, 90,000 refusals of three
-    rounds would be hundreds of MB; gRPC's buffers for the calls under way grew it 3.7-10.4 MB
+    a refusal is held back (--quota-penalty) only while its client has fewer than 64 held and
+    everyone fewer than 4,096, beyond it is answered at once, so few are held in memory (all
+    held, 90,000 refusals of three rounds would be hundreds of MB; the flood's calls wait
+    for their stream behind the held ones, some past their deadline; gRPC's buffers for the
+    calls under way grew it 3.7-10.4 MB
     over three rounds on uvloop, 5.2-8.6 MB on asyncio's loop). An honest player's GetView p99
     with and without the flood (pooled over alternating rounds: one in `make test`,
     COPAS_PERF_ROUNDS under `make bench`) is printed: a figure of this machine
@@ -233,9 +236,10 @@ async def test_a_flood_of_refused_calls_costs_an_honest_player_little(tmp_path: 
     ratio = _p99(flooded) / _p99(quiet)
     print(f"honest p99 {_p99(quiet) * 1000:.2f} ms quiet, {_p99(flooded) * 1000:.2f} ms "
           f"flooded: ratio {ratio:.2f}; RSS +{grown:.1f} MB; flood answers {codes}")
-    # A flood: more refused than its quotas let through (the niced flooder sends fewer on a
-    # busy machine; ten times more on a quiet one), every refusal at once.
-    assert codes.get("RESOURCE_EXHAUSTED", 0) > codes.get("OK", 0) > 0, codes
+    # A flood: more refused (or held until its deadline) than its quotas let through (the
+    # niced flooder sends fewer on a busy machine; ten times more on a quiet one).
+    refused = codes.get("RESOURCE_EXHAUSTED", 0) + codes.get("DEADLINE_EXCEEDED", 0)
+    assert refused > codes.get("OK", 0) > 0, codes
     assert grown < 16.0, grown
 
 
