@@ -64,10 +64,12 @@ async def play_seat(stub: copas_pb2_grpc.CopasServiceStub, table_id: str, token:
 async def tables(address: str, count: int, duration: float) -> Tally:
     tally = Tally()
     deadline = time.monotonic() + duration
-    async with grpc.aio.insecure_channel(address) as channel:
-        stub = copas_pb2_grpc.CopasServiceStub(channel)
-
-        async def one_after_another() -> None:
+    # A connection per 20 tables (40 Play streams): the server takes at most 100 streams at
+    # once on one connection (--max-concurrent-streams), as a client's library spreads them.
+    channels = [grpc.aio.insecure_channel(address, options=[("grpc.use_local_subchannel_pool", 1)])
+                for _ in range(max(1, -(-count // 20)))]
+    try:
+        async def one_after_another(stub: copas_pb2_grpc.CopasServiceStub) -> None:
             while time.monotonic() < deadline:
                 table = (await stub.CreateTable(copas_pb2.CreateTableRequest(
                     game="bisca", preset="bisca3", display_name="bench",
@@ -81,7 +83,11 @@ async def tables(address: str, count: int, duration: float) -> Tally:
                                        for t in tokens))
                 tally.games += 1
 
-        await asyncio.gather(*(one_after_another() for _ in range(count)))
+        await asyncio.gather(*(one_after_another(copas_pb2_grpc.CopasServiceStub(
+            channels[n % len(channels)])) for n in range(count)))
+    finally:
+        for channel in channels:
+            await channel.close()
     return tally
 
 
