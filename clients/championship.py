@@ -5,8 +5,10 @@ login` first (the saved session is used, and renewed when its access token expir
 
   copas championship list [--all]          open and running ones (--all: the ended too)
   copas championship show ID               its rules, rounds, tables and standings
-  copas championship create --name NAME --rounds N [--max-players N] [--start-when-full] ...
-                                           one of yours (within the server's quota)
+  copas championship create --name NAME --rounds N [--game GAME] [--max-players N]
+                            [--start-when-full] ...
+                                           one of yours (within the server's quota), of
+                                           the server's default game or of GAME
   copas championship register ID           take part (while registration is open)
   copas championship unregister ID         take it back (before the start)
   copas championship withdraw ID           leave it after the start (seated in no later round)
@@ -77,7 +79,11 @@ def add_settings_arguments(parser: argparse.ArgumentParser) -> None:
     """A championship's settings as options (`create` here and in `copas admin`)."""
     parser.add_argument("--name", required=True, help="its name (1-60 characters)")
     parser.add_argument("--rounds", type=int, default=3, help="rounds (1..20)")
-    parser.add_argument("--preset", default="online", help="the games' preset")
+    parser.add_argument("--game", default="",
+                        help="the game every table plays, as the server names it (empty: its"
+                             " default game); --preset and the options are that game's")
+    parser.add_argument("--preset", default="",
+                        help="the games' preset (empty: the game's first)")
     parser.add_argument("--hands", type=int, default=0,
                         help="hands per game (0: the preset's)")
     parser.add_argument("--play-timeout", type=float, default=0,
@@ -144,6 +150,7 @@ def settings_from(args: argparse.Namespace) -> championships_pb2.ChampionshipSet
         rules.hand_pause_seconds = args.hand_pause
     settings = pb.ChampionshipSettings(
         display_name=args.name, rounds=args.rounds, preset=args.preset, rules=rules,
+        game=args.game,
         duplicate_deals=args.duplicate_deals, max_players=args.max_players,
         min_players=args.min_players, start_when_full=args.start_when_full,
         round_pause_seconds=args.pause, buchholz=args.buchholz, final_table=args.final_table,
@@ -172,7 +179,8 @@ def _line(c: championships_pb2.Championship) -> str:
     rounds = f"round {c.current_round} of {c.settings.rounds}" \
         if c.state == pb.CHAMPIONSHIP_STATE_RUNNING else f"{c.settings.rounds} rounds"
     mine = ", you are registered" if c.is_registered else ""
-    return f"{c.settings.display_name} ({c.championship_id}): {state}, {rounds}, " \
+    game = f" of {c.settings.game} ({c.settings.preset})" if c.settings.game else ""
+    return f"{c.settings.display_name} ({c.championship_id}): {state}, {rounds}{game}, " \
            f"{c.player_count} players{mine}"
 
 

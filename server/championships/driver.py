@@ -131,16 +131,17 @@ def request_id(championship: Championship, *parts: object) -> str:
                             hashlib.sha256).hexdigest()[:40]
 
 
-def result_of(record: GameRecord, table: SeatedTable) -> GameResult:
+def result_of(record: GameRecord, table: SeatedTable, game_name: str = "") -> GameResult:
     """A finished table's game as the championship counts it: the seated players by seat,
-    the totals, the leavers in the order they left, the no-shows (no move of their own)."""
+    the totals, the leavers in the order they left, the no-shows (no move of their own);
+    ``game_name``: the championship's game ("" for the default game)."""
     players = table.players
     summary = record.summary
     leavers = tuple(players[lv.seat] for lv in summary.result.leavers)
     no_shows = tuple(players[s.seat] for s in summary.seats
                      if not s.has_acted and players[s.seat] not in leavers)
     return GameResult(table.round_no, table.table_no, players, tuple(summary.result.totals),
-                      leavers, no_shows)
+                      leavers, no_shows, game_name)
 
 
 class Driver:
@@ -399,7 +400,7 @@ class Driver:
             return [[accounts[p] for p in table] for table in seat_round(
                 [championship.player_id(a) for a in players],
                 tally.standings() if tally.results else [], tally.met_pairs(), spec.seed,
-                round_no)]
+                round_no, game=spec.game_name)]
         except ChampionshipError as exc:  # a final with too few players to seat it
             log.info("championship_no_final", championship_id=championship.id,
                      error=str(exc))
@@ -438,7 +439,8 @@ class Driver:
                     name=f"{spec.name} {label} t{number}"[:60], preset=spec.preset,
                     rules=spec.rules.table_rules(size),
                     seed=deal_seed(spec.rules, spec.seed, round_no, number, size),
-                    championship=championship.id, is_duplicate=spec.duplicate_deals)
+                    championship=championship.id, is_duplicate=spec.duplicate_deals,
+                    game=spec.game_name)
                 sealed = []
                 for seat, account_id in enumerate(members):
                     key = seat_key(championship, table_id, account_id)
@@ -484,7 +486,7 @@ class Driver:
             record = await asyncio.to_thread(self._records.get_kept_record, table.table_id)
             if record is None:
                 continue
-            result = result_of(record, table)
+            result = result_of(record, table, championship.spec.game_name)
             if await self._store.count(championship.id, Counted(
                     table.table_id, result, self._clock(), record.summary.result.end_reason),
                     drop_from=round_no + 1 if drops and result.no_shows else 0):

@@ -7,6 +7,11 @@ its game results: no I/O, no clock, no global RNG. Start with ``table_sizes(n)``
 finished game to a ``Tally`` built with the championship's rules (or call ``standings``). The
 options of ``ChampionshipRules``: duplicate deals, matchpoints scoring (``board_scores``), the
 Buchholz tie-break, and a final table (``seat_final``, then ``final_standings``).
+
+The game (``ChampionshipRules.game_name``, ``GameResult.game_name``; through the registry)
+says what depends on it: its tables' sizes (``GameModule.championship_tables``), its final's,
+and whether the most or the fewest game points win (``GameModule.most_points_win``), which
+places, relative points and matchpoints follow.
 """
 
 from __future__ import annotations
@@ -19,7 +24,8 @@ from enum import IntEnum, StrEnum
 from fractions import Fraction
 from itertools import pairwise
 
-from server.games.base import GameRules
+from server import games
+from server.games.base import GameModule, GameRules
 
 MAX_ROUNDS = 20
 """The most rounds a championship may have."""
@@ -34,9 +40,10 @@ pairs) before the greedy seating takes over: enough for any 9 players (docs/RULE
 "Seating a round")."""
 
 FINAL_TABLE_SIZES = (3, 4, 5)
-"""The sizes a final table may have (``ChampionshipRules.final_table``; 0 is none)."""
+"""The sizes a final table of the default game may have (``ChampionshipRules.final_table``;
+0 is none; another game's: ``GameModule.championship_finals``)."""
 
-_SCALE = 60  # sixtieths: 1/m for m in 1..5 and 1/n for n in 3..5 are whole numbers of them
+_SCALE = 60  # sixtieths: 1/m for m in 1..6 and 1/n for n in 2..6 are whole numbers of them
 
 
 class ChampionshipError(ValueError):
@@ -87,10 +94,19 @@ class ChampionshipRules:
     """The Buchholz tie-break right after the main score: the sum of the main scores of the
     opponents met, once per game shared."""
     final_table: int = 0
-    """0 (no final) or 3 to 5: after the rounds, the top ``final_table`` of the standings
-    play one more game, whose places decide theirs (``seat_final``, ``final_standings``)."""
+    """0 (no final) or a size the game allows (3 to 5 in the default game): after the rounds,
+    the top ``final_table`` of the standings play one more game, whose places decide theirs
+    (``seat_final``, ``final_standings``)."""
+    game_name: str = ""
+    """The game every table plays ("" for the default game): its module seats the tables
+    (``table_sizes``) and says whether the most or the fewest game points win."""
 
     def __post_init__(self) -> None:
+        try:
+            finals = games.get(self.game_name).championship_sizes
+        except KeyError:
+            raise ChampionshipError(f"game must be one of {', '.join(games.GAMES)},"
+                                    f" got {self.game_name!r}") from None
         if (not isinstance(self.rounds, int) or isinstance(self.rounds, bool)
                 or not 1 <= self.rounds <= MAX_ROUNDS):
             raise ChampionshipError(f"rounds must be 1 to {MAX_ROUNDS}, got {self.rounds!r}")
@@ -107,9 +123,15 @@ class ChampionshipRules:
         if not isinstance(self.buchholz, bool):
             raise ChampionshipError("buchholz must be true or false")
         if (not isinstance(self.final_table, int) or isinstance(self.final_table, bool)
-                or self.final_table not in (0, *FINAL_TABLE_SIZES)):
+                or self.final_table not in (0, *finals)):
             raise ChampionshipError(
-                f"final_table must be 0 (no final) or 3 to 5, got {self.final_table!r}")
+                f"final_table must be 0 (no final) or {span(finals)},"
+                f" got {self.final_table!r}")
+
+    @property
+    def module(self) -> GameModule:
+        """The game's module (checked at construction)."""
+        return games.get(self.game_name)
 
     def table_rules(self, size: int) -> GameRules:
         """The game rules of a table of ``size`` players.
@@ -132,21 +154,33 @@ class GameResult:
     table: int
     """The table within the round (1-based, in ``seat_round``'s order)."""
     players: tuple[str, ...]
-    """The players by seat (3 to 5)."""
+    """The players by seat (as many as the game seats: 3 to 5 in the default game)."""
     totals: tuple[int, ...]
-    """Game points by seat at the end of the game (fewest wins)."""
+    """Game points by seat at the end of the game (fewest wins in the default game; in a
+    game whose ``most_points_win``, the most)."""
     leavers: tuple[str, ...] = ()
     """Players who left during the game, in the order they left (first to leave first)."""
     no_shows: tuple[str, ...] = ()
     """Players seated who never came: their seat played automatically from the start."""
+    game_name: str = ""
+    """The game played ("" for the default game): its table sizes, and whether the most
+    game points win (``GameModule.most_points_win``)."""
     places: tuple[int, ...] = field(init=False)
-    """Places by seat, computed: fewest points first, equal totals share a place; then the
-    leavers, the first to leave last; then the no-shows, sharing the last places."""
+    """Places by seat, computed: fewest points first (most first in a game whose most points
+    win), equal totals share a place; then the leavers, the first to leave last; then the
+    no-shows, sharing the last places."""
 
     def __post_init__(self) -> None:
         n = len(self.players)
-        if not 3 <= n <= 5 or len(set(self.players)) != n:
-            raise ChampionshipError(f"a table seats 3 to 5 different players, got {self.players}")
+        try:
+            module = games.get(self.game_name)
+        except KeyError:
+            raise ChampionshipError(f"game must be one of {', '.join(games.GAMES)},"
+                                    f" got {self.game_name!r}") from None
+        sizes = module.championship_sizes
+        if n not in sizes or len(set(self.players)) != n:
+            raise ChampionshipError(f"a table seats {sizes[0]} to {sizes[-1]} different"
+                                    f" players, got {self.players}")
         if len(self.totals) != n:
             raise ChampionshipError(f"{n} players need {n} totals, got {len(self.totals)}")
         gone = (*self.leavers, *self.no_shows)
@@ -154,14 +188,20 @@ class GameResult:
             raise ChampionshipError("leavers and no-shows are distinct players of the table")
         stayers = [i for i, p in enumerate(self.players) if p not in gone]
         places = [0] * n
+        sign = -1 if module.most_points_win else 1
         for i in stayers:
-            places[i] = 1 + sum(self.totals[o] < self.totals[i] for o in stayers)
+            places[i] = 1 + sum(sign * self.totals[o] < sign * self.totals[i] for o in stayers)
         seat = {p: i for i, p in enumerate(self.players)}
         for k, player in enumerate(self.leavers):
             places[seat[player]] = len(stayers) + len(self.leavers) - k
         for player in self.no_shows:
             places[seat[player]] = n - len(self.no_shows) + 1
         object.__setattr__(self, "places", tuple(places))
+
+    @property
+    def most_wins(self) -> bool:
+        """Its game's places go to the most game points."""
+        return games.get(self.game_name).most_points_win
 
     def place_of(self, player: str) -> int:
         return self.places[self.players.index(player)]
@@ -197,7 +237,8 @@ class Standing:
     firsts: Fraction
     """First places; a first shared by m players counts 1/m."""
     relative_points: Fraction
-    """Sum over games of (own game points - the table's average); fewer is better."""
+    """Sum over games of (own game points - the table's average), or in a game the most
+    points win of (the table's average - own game points); fewer is better in both."""
     head_to_head: int
     """Among the players tied on the criteria above: games in which this player placed ahead
     of another of them minus games placed behind, counted per pair (0 when not tied)."""
@@ -222,22 +263,29 @@ class Standing:
     criteria among the disqualified; ``decided_by`` compares it with them only."""
 
 
-def table_sizes(n: int) -> list[int]:
-    """The tables of a round of ``n`` players, largest first: as many tables of 4 as possible
-    with at most two tables of another size, fives before threes (13 -> [5, 4, 4]).
+def table_sizes(n: int, game: str = "") -> list[int]:
+    """The tables of a round of ``n`` players, largest first, as ``game`` ("" for the default
+    game) seats them (``GameModule.championship_tables``): in the default game as many tables
+    of 4 as possible with at most two tables of another size, fives before threes (13 -> [5,
+    4, 4]).
 
-    :raises ChampionshipError: for fewer than 3 players.
+    :raises ChampionshipError: for fewer players than the game seats, or an unknown game.
     """
-    if n < 3:
-        raise ChampionshipError(f"a championship needs at least 3 players, got {n}")
-    fours, rest = divmod(n, 4)
-    if rest == 0:
-        return [4] * fours
-    if rest == 1:
-        return [5] + [4] * (fours - 1)
-    if rest == 2:
-        return [3, 3] if n == 6 else [5, 5] + [4] * (fours - 2)
-    return [4] * fours + [3]
+    try:
+        return games.get(game).championship_tables(n)
+    except KeyError:
+        raise ChampionshipError(f"game must be one of {', '.join(games.GAMES)},"
+                                f" got {game!r}") from None
+    except ValueError as exc:
+        raise ChampionshipError(str(exc)) from None
+
+
+def span(sizes: Sequence[int]) -> str:
+    """Ascending sizes as a message says them: ``(3, 4, 5)`` as "3 to 5", ``(2, 3)`` as "2
+    or 3"."""
+    if len(sizes) > 2:
+        return f"{sizes[0]} to {sizes[-1]}"
+    return " or ".join(str(size) for size in sizes)
 
 
 def derive_seed(seed: int | str, *parts: int | str) -> int:
@@ -292,9 +340,10 @@ def board_scores(results: Iterable[GameResult]) -> list[BoardScore]:
 
 def _score_board(games: Sequence[GameResult]) -> list[BoardScore]:
     """Each seat of one board's games against that seat at the others: ranked by (stayed,
-    left, never came), then among those who stayed by fewer game points; beating a player is
-    1 matchpoint, a tie 1/2."""
+    left, never came), then among those who stayed by fewer game points (by more in a game
+    whose most points win); beating a player is 1 matchpoint, a tie 1/2."""
     scores = []
+    sign = -1 if games[0].most_wins else 1
     for seat in range(len(games[0].players)):
         ranks = []
         for result in games:
@@ -304,7 +353,7 @@ def _score_board(games: Sequence[GameResult]) -> list[BoardScore]:
             elif player in result.leavers:
                 ranks.append((1, 0))
             else:
-                ranks.append((0, result.totals[seat]))
+                ranks.append((0, sign * result.totals[seat]))
         top = len(games) - 1
         ordered = sorted(ranks)
         for result, rank in zip(games, ranks, strict=True):
@@ -335,7 +384,7 @@ def _pairs(players: Sequence[str]) -> Iterable[frozenset[str]]:
 
 def seat_round(players: Collection[str], standings: Sequence[Standing],
                met: Collection[frozenset[str]], seed: int | str, round_no: int,
-               *, budget: int = SEARCH_BUDGET) -> list[list[str]]:
+               *, budget: int = SEARCH_BUDGET, game: str = "") -> list[list[str]]:
     """The tables of a round, largest first, each listed in seat order.
 
     Round 1 (or no standings yet) orders the players by a seeded draw, later rounds by the
@@ -343,13 +392,15 @@ def seat_round(players: Collection[str], standings: Sequence[Standing],
     ``players`` are the round's: the standings may also rank players who do not play it (a
     player dropped), who are passed over.
 
-    :raises ChampionshipError: for fewer than 3 players, repeated players, or standings that
-        do not rank each of the players once.
+    ``game`` ("" for the default game) gives the tables' sizes (``table_sizes``).
+
+    :raises ChampionshipError: for fewer players than the game seats, repeated players, or
+        standings that do not rank each of the players once.
     """
     names = list(players)
     if len(set(names)) != len(names):
         raise ChampionshipError("a player is registered twice")
-    sizes = table_sizes(len(names))
+    sizes = table_sizes(len(names), game)
     if standings:
         ranked = [s.player for s in standings]
         playing = set(names)
@@ -607,13 +658,14 @@ class Tally:
             self._boards.setdefault(board, []).append(result)
             self._stale.add(board)
         table_total = sum(result.totals) * (_SCALE // n)
+        sign = -1 if result.most_wins else 1  # relative points: fewer is better in every game
         winners = result.places.count(1)
         for player, points in championship_points(result).items():
             self._points[player] += points
         for player, total, place in zip(result.players, result.totals, result.places,
                                         strict=True):
             self._games[player].append(result)
-            self._relative[player] += total * _SCALE - table_total
+            self._relative[player] += sign * (total * _SCALE - table_total)
             if place == 1:
                 self._firsts[player] += _SCALE // winners
 

@@ -80,11 +80,14 @@ class Spec:
     """Seconds a round's games may run before they are ended (0: no limit)."""
     pairing_notice: float = 0.0
     """Seconds a round's pairings are announced before its tables are made (0: with them)."""
+    game_name: str = ""
+    """The game every table plays, as its creator named it ("" for the default game; a
+    championship made before the option played the default game)."""
 
     @property
     def rules(self) -> ChampionshipRules:
         return ChampionshipRules(self.rounds, self.game, self.duplicate_deals, self.scoring,
-                                 self.buchholz, self.final_table)
+                                 self.buchholz, self.final_table, self.game_name)
 
     @property
     def final_round(self) -> int:
@@ -275,7 +278,7 @@ class Championship:
                 continue
             tally.add(GameResult(r.round_no, r.table, tuple(ids[p] for p in r.players),
                                  r.totals, tuple(ids[p] for p in r.leavers),
-                                 tuple(ids[p] for p in r.no_shows)))
+                                 tuple(ids[p] for p in r.no_shows), r.game_name))
         for registration in self.registrations:
             if registration.disqualified is not None:
                 tally.disqualify(ids[registration.account_id])
@@ -291,7 +294,7 @@ class Championship:
         ids = {a: self.player_id(a) for a in self.players()}
         return GameResult(found.round_no, found.table, tuple(ids[p] for p in found.players),
                           found.totals, tuple(ids[p] for p in found.leavers),
-                          tuple(ids[p] for p in found.no_shows))
+                          tuple(ids[p] for p in found.no_shows), found.game_name)
 
     def published(self) -> Championship:
         """The championship as anyone may see it: with duplicate deals, the results of a

@@ -27,6 +27,7 @@ from server.championships.format import (
     ChampionshipError,
     GameResult,
     Scoring,
+    span,
     table_sizes,
 )
 from server.championships.model import Championship, Counted, Phase, Registration, Spec
@@ -35,7 +36,7 @@ from server.championships.tables import TablePort
 from server.config import RegistrySettings
 from server.errors import ServiceError
 from server.games import GameRules, RuleOverrides
-from server.tables.creation import check_new_table
+from server.tables.creation import check_new_table, game_module
 from server.tables.idempotency import unseal
 
 T = TypeVar("T")
@@ -86,6 +87,8 @@ class NewChampionship:
     drop_absent: bool = True
     round_time_limit: float = 0.0
     pairing_notice: float = 0.0
+    game: str = ""
+    """The game every table plays ("" for the default game)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -227,14 +230,16 @@ class Championships:
                                        "INVALID_CHAMPIONSHIP")
         if new.start_at is not None and new.start_at < self._clock():
             raise ServiceError.invalid("start_time has passed", "INVALID_CHAMPIONSHIP")
-        self._check_director(new, most)
-        sizes = {s for n in range(least, min(most, 12) + 1) for s in table_sizes(n)}
-        module = games.get()  # championships play the default game
+        module = game_module(new.game)
+        self._check_director(new, most, module.championship_sizes)
+        sizes = {s for n in range(least, min(most, 12) + 1)
+                 for s in table_sizes(n, module.name)}
         game: GameRules | None = None
         for size in sorted(sizes):
             checked = check_new_table(self._settings, preset=new.preset,
                                       overrides={**new.overrides, "players": size},
-                                      bot_seats=0, bot_policy="", has_seed=False)
+                                      bot_seats=0, bot_policy="", has_seed=False,
+                                      game=new.game)
             if size == module.default_players or game is None:
                 game = checked.rules
         assert game is not None
@@ -244,7 +249,8 @@ class Championships:
                                        "INVALID_RULES")
         return game.replace(players=module.default_players), most, least
 
-    def _check_director(self, new: NewChampionship, most: int) -> None:
+    def _check_director(self, new: NewChampionship, most: int,
+                        finals: tuple[int, ...] = FINAL_TABLE_SIZES) -> None:
         """The tournament director's options.
 
         :raises ServiceError: MATCHPOINTS_NEED_DUPLICATE_DEALS, INVALID_CHAMPIONSHIP (the
@@ -256,9 +262,9 @@ class Championships:
             raise ServiceError.invalid("scoring matchpoints compares tables dealt the same "
                                        "cards: it needs duplicate_deals",
                                        "MATCHPOINTS_NEED_DUPLICATE_DEALS")
-        if new.final_table and (new.final_table not in FINAL_TABLE_SIZES
-                                or new.final_table > most):
-            raise invalid(f"final_table is 0, or 3 to 5 and at most max_players ({most})")
+        if new.final_table and (new.final_table not in finals or new.final_table > most):
+            raise invalid(f"final_table is 0, or {span(finals)} and at most max_players"
+                          f" ({most})")
         if not 0 <= new.late_entry_rounds <= new.rounds:
             raise invalid("late_entry_rounds is 0 to rounds")
         if not 0 <= new.check_in <= DAY:
@@ -297,13 +303,14 @@ class Championships:
         game, most, least = self._check(new)
         fingerprint = hashlib.sha256(repr((new, creator.id if creator else "")).encode()
                                      ).hexdigest()
-        spec = Spec("c_" + secrets.token_urlsafe(9), new.name.strip(), new.preset or "online",
+        preset = new.preset or games.get(new.game).default_preset
+        spec = Spec("c_" + secrets.token_urlsafe(9), new.name.strip(), preset,
                     game, new.rounds, new.duplicate_deals, most, least, new.start_at,
                     new.start_when_full, new.round_pause, secrets.token_hex(16),
                     creator.id if creator else "", self._clock(), request_key, fingerprint,
                     new.scoring, new.buchholz, new.final_table, new.registration_opens,
                     new.registration_closes, new.late_entry_rounds, new.check_in,
-                    new.drop_absent, new.round_time_limit, new.pairing_notice)
+                    new.drop_absent, new.round_time_limit, new.pairing_notice, new.game)
         try:
             if creator is None:
                 made = await self.store.create(spec, None, address)
@@ -465,7 +472,7 @@ class Championships:
                                        "INVALID_RESULT")
         try:
             result = GameResult(table.round_no, table.table_no, players, correction.totals,
-                                leavers, no_shows)
+                                leavers, no_shows, championship.spec.game_name)
         except ChampionshipError as exc:
             raise ServiceError.invalid(str(exc), "INVALID_RESULT") from None
         now = self._clock()

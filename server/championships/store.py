@@ -155,15 +155,17 @@ def spec_to_json(spec: Spec) -> str:
         "registration_closes": spec.registration_closes,
         "late_entry_rounds": spec.late_entry_rounds, "check_in": spec.check_in,
         "drop_absent": spec.drop_absent, "round_time_limit": spec.round_time_limit,
-        "pairing_notice": spec.pairing_notice}, separators=(",", ":"))
+        "pairing_notice": spec.pairing_notice, "game_name": spec.game_name},
+        separators=(",", ":"))
 
 
 def spec_from_json(championship_id: str, text: str) -> Spec:
     """A stored spec; the fields a row written before them lacks take Spec's defaults (what
     the championship was made with)."""
     d = json.loads(text)
+    game_name = d.get("game_name", "")
     return Spec(championship_id, d["name"], d["preset"],
-                games.get().rules_from_dict(d["game"]),
+                games.get(game_name).rules_from_dict(d["game"]),
                 d["rounds"], d["duplicate_deals"], d["max_players"], d["min_players"],
                 d["start_at"], d["start_when_full"], d["round_pause"], d["seed"],
                 d["creator"], d["created"], d["request_key"], d["fingerprint"],
@@ -171,7 +173,7 @@ def spec_from_json(championship_id: str, text: str) -> Spec:
                 d.get("final_table", 0), d.get("registration_opens"),
                 d.get("registration_closes"), d.get("late_entry_rounds", 0),
                 d.get("check_in", 0.0), d.get("drop_absent", False),
-                d.get("round_time_limit", 0.0), d.get("pairing_notice", 0.0))
+                d.get("round_time_limit", 0.0), d.get("pairing_notice", 0.0), game_name)
 
 
 def result_to_json(result: GameResult, end_reason: str | None = None,
@@ -181,6 +183,8 @@ def result_to_json(result: GameResult, end_reason: str | None = None,
         "round": result.round_no, "table": result.table, "players": list(result.players),
         "totals": list(result.totals), "leavers": list(result.leavers),
         "no_shows": list(result.no_shows)}
+    if result.game_name:  # absent: the default game (every result written before the option)
+        data["game"] = result.game_name
     if end_reason is not None:
         data["end"] = str(end_reason)
     if corrected is not None:
@@ -191,14 +195,14 @@ def result_to_json(result: GameResult, end_reason: str | None = None,
 def result_from_json(text: str) -> GameResult:
     d = json.loads(text)
     return GameResult(d["round"], d["table"], tuple(d["players"]), tuple(d["totals"]),
-                      tuple(d["leavers"]), tuple(d["no_shows"]))
+                      tuple(d["leavers"]), tuple(d["no_shows"]), d.get("game", ""))
 
 
 def counted_from_json(table_id: str, text: str, at: float) -> Counted:
     d = json.loads(text)
     return Counted(table_id, GameResult(d["round"], d["table"], tuple(d["players"]),
                                         tuple(d["totals"]), tuple(d["leavers"]),
-                                        tuple(d["no_shows"])), at,
+                                        tuple(d["no_shows"]), d.get("game", "")), at,
                    d.get("end") or None, d.get("corrected"),
                    d.get("correction", ""))
 

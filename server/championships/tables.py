@@ -20,9 +20,11 @@ from server.tables.registry import TableRegistry
 
 class TablePort(Protocol):
     def create(self, *, request_id: str, name: str, preset: str, rules: GameRules,
-               seed: int, championship: str = "", is_duplicate: bool = False) -> str:
-        """The table's id (the same for the same request id), a table of ``championship``
-        (with duplicate deals: watched by its players only)."""
+               seed: int, championship: str = "", is_duplicate: bool = False,
+               game: str = "") -> str:
+        """The table's id (the same for the same request id), a table of ``game`` ("" for
+        the default game) for ``championship`` (with duplicate deals: watched by its players
+        only)."""
     def join(self, table_id: str, seat: int, name: str, account_id: str,
              request_id: str) -> str:
         """Seats ``account_id`` at ``seat``; its player token (the same for the same
@@ -55,13 +57,14 @@ class LocalTables:
         self._registry = registry
 
     def create(self, *, request_id: str, name: str, preset: str, rules: GameRules,
-               seed: int, championship: str = "", is_duplicate: bool = False) -> str:
+               seed: int, championship: str = "", is_duplicate: bool = False,
+               game: str = "") -> str:
         table = self._registry.create(
-            preset=preset, overrides=games.get().rules_as_overrides(rules), bot_seats=0, name=name,
-            seed=str(seed), request_id=request_id,
+            preset=preset, overrides=games.get(game).rules_as_overrides(rules), bot_seats=0,
+            name=name, seed=str(seed), request_id=request_id,
             fingerprint=_fingerprint("championship-table", request_id, seed),
             is_server_seed=True, championship=championship,
-            is_spectating_closed=is_duplicate)
+            is_spectating_closed=is_duplicate, game=game)
         return table.id
 
     def join(self, table_id: str, seat: int, name: str, account_id: str,

@@ -181,6 +181,19 @@ class GameModule(Protocol):
     def missing_clocks(self, rules: GameRules) -> str:
         """"" when every decision of the game has a timeout; else which do not, as a client
         reads it (a championship's games must have clocks)."""
+    def championship_tables(self, players: int) -> list[int]:
+        """The table sizes of a championship round of ``players``, largest first, each player
+        for themselves (docs/RULES.md, "Rounds and tables").
+
+        :raises ValueError: too few players to seat a round."""
+    @property
+    def championship_sizes(self) -> tuple[int, ...]:
+        """The sizes of a championship's tables (``championship_tables``'s, ascending); its
+        final table has one of them."""
+    @property
+    def most_points_win(self) -> bool:
+        """Places go to the most game points (else to the fewest): a championship's places,
+        relative points and matchpoints follow it."""
     def end_reason_to_pb(self, reason: str) -> copas_pb2.GameEndReason.ValueType:
         """A game's end reason as its record keeps it (``GameEndReason``'s value), as
         copas.v1 ``GameEndReason``.

@@ -28,6 +28,7 @@ from server.rpc.championship_export import export
 from server.rpc.gateway import caller, service_handlers
 from server.rpc.operators import REASON_MAX
 from server.tables import paging
+from server.tables.creation import game_module
 from server.tokens import pseudonym
 from server.wire import field, timestamp
 
@@ -60,18 +61,19 @@ def _time(message: pb.ChampionshipSettings,
 
 
 def settings_of(message: pb.ChampionshipSettings) -> NewChampionship:
-    """:raises ServiceError: INVALID_ARGUMENT for a field too long, rules unknown or a
-    scoring this server does not know."""
+    """:raises ServiceError: INVALID_ARGUMENT for a field too long, a game or rules unknown
+    (another game's options too, INVALID_RULES) or a scoring this server does not know."""
     scoring = _SCORING.get(message.scoring)
     if scoring is None:
         raise ServiceError.invalid("scoring is places or matchpoints", "INVALID_CHAMPIONSHIP")
+    module = game_module(message.game)
     return NewChampionship(
         name=names.clean(message.display_name, CHAMPIONSHIP_NAME_MAX, required=False,
                          is_reserved_checked=False),
         rounds=message.rounds,
         preset=inputs.check_length("preset", message.preset, inputs.PRESET_MAX,
                                    "INVALID_RULES"),
-        overrides=games.get().rules_overrides(message.rules),
+        overrides=module.rules_overrides(message.rules),
         duplicate_deals=message.duplicate_deals,
         max_players=message.max_players, min_players=message.min_players,
         start_at=_time(message, "start_time"),
@@ -82,7 +84,7 @@ def settings_of(message: pb.ChampionshipSettings) -> NewChampionship:
         late_entry_rounds=message.late_entry_rounds, check_in=message.check_in_seconds,
         drop_absent=message.drop_absent if message.HasField("drop_absent") else True,
         round_time_limit=message.round_time_limit_seconds,
-        pairing_notice=message.pairing_notice_seconds)
+        pairing_notice=message.pairing_notice_seconds, game=message.game)
 
 
 def championship_pb(c: Championship, you: str = "", *, is_full: bool = False,
@@ -175,7 +177,8 @@ def built(c: Championship, is_full: bool) -> pb.Championship:
     caller of one version, so a node builds it once per version (``championship_pb``)."""
     spec = c.spec
     message = pb.Championship(
-        championship_id=c.id, state=_PHASES[c.phase], rules=games.get().rules_to_pb(spec.game),
+        championship_id=c.id, state=_PHASES[c.phase],
+        rules=games.get(spec.game_name).rules_to_pb(spec.game),
         create_time=timestamp(spec.created), player_count=len(c.registrations),
         current_round=c.current_round,
         seed=spec.seed if c.phase.is_over else "",
@@ -188,7 +191,7 @@ def built(c: Championship, is_full: bool) -> pb.Championship:
             buchholz=spec.buchholz, final_table=spec.final_table,
             late_entry_rounds=spec.late_entry_rounds, check_in_seconds=spec.check_in,
             drop_absent=spec.drop_absent, round_time_limit_seconds=spec.round_time_limit,
-            pairing_notice_seconds=spec.pairing_notice))
+            pairing_notice_seconds=spec.pairing_notice, game=spec.game_name))
     for name, at in (("start_time", spec.start_at),
                      ("registration_open_time", spec.registration_opens),
                      ("registration_close_time", spec.registration_closes)):
@@ -245,7 +248,8 @@ def built(c: Championship, is_full: bool) -> pb.Championship:
                                          is_finished=table.table_id in finished,
                                          is_corrected=bool(found and found.corrected))
             if found is not None and found.end_reason is not None:
-                shown.end_reason = games.get().end_reason_to_pb(found.end_reason)
+                shown.end_reason = games.get(spec.game_name).end_reason_to_pb(
+                    found.end_reason)
             for seat, player in enumerate(table.players):
                 board = boards.get((round_no, table.table_no, seat))
                 shown.seats.append(pb.ChampionshipSeat(

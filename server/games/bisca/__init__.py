@@ -78,6 +78,17 @@ class BiscaModule:
     def missing_clocks(self, rules: BiscaRules) -> str:
         return "" if rules.play_timeout else "a play timeout above 0"
 
+    championship_sizes = (2, 3)
+    most_points_win = True
+
+    def championship_tables(self, players: int) -> list[int]:
+        """Tables of 2 (Bisca de 2), with one table of 3 when the count is odd (9 -> [3, 2,
+        2, 2]): each player for themselves, no partnerships."""
+        if players < 2:
+            raise ValueError(f"a championship needs at least 2 players, got {players}")
+        pairs, odd = divmod(players, 2)
+        return [3] + [2] * (pairs - 1) if odd else [2] * pairs
+
     def end_reason_to_pb(self, reason: str) -> copas_pb2.GameEndReason.ValueType:
         return wire.END_REASON_TO_PB[GameEndReason(reason)]
 

@@ -70,6 +70,23 @@ class HeartsModule:
             return ""
         return "play, pass and moon timeouts above 0"
 
+    championship_sizes = (3, 4, 5)
+    most_points_win = False
+
+    def championship_tables(self, players: int) -> list[int]:
+        """As many tables of 4 as possible with at most two tables of another size, fives
+        before threes (13 -> [5, 4, 4])."""
+        if players < 3:
+            raise ValueError(f"a championship needs at least 3 players, got {players}")
+        fours, rest = divmod(players, 4)
+        if rest == 0:
+            return [4] * fours
+        if rest == 1:
+            return [5] + [4] * (fours - 1)
+        if rest == 2:
+            return [3, 3] if players == 6 else [5, 5] + [4] * (fours - 2)
+        return [4] * fours + [3]
+
     def end_reason_to_pb(self, reason: str) -> copas_pb2.GameEndReason.ValueType:
         return codec.END_REASON_TO_PB[GameEndReason(reason)]
 
