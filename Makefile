@@ -102,7 +102,7 @@ POSTGRESQL_TESTS := tests/test_server_game.py tests/test_server_play.py tests/te
 	tests/test_round_trip.py tests/test_admin.py tests/test_accounts_server.py \
 	tests/test_admin_accounts.py tests/test_rated_games.py tests/test_sign_in_protection.py \
 	tests/test_rated_farms.py tests/test_names.py tests/test_page_tokens.py \
-	tests/test_championship_acceptance.py
+	tests/test_championship_acceptance.py tests/test_bisca_championship.py
 # The rule tests again on the engine's pure-Python source (COPAS_PURE_ENGINE=1, conftest.py).
 PURE_ENGINE_TESTS := tests/test_cards.py tests/test_deal_and_passing.py tests/test_rules.py \
 	tests/test_scoring.py tests/test_tricks.py tests/test_views_and_records.py tests/test_ai.py \

@@ -112,7 +112,7 @@ TIERS = {
     "test_web_languages.py": BROWSER, "test_web_account.py": BROWSER,
     "test_web_one_screen.py": BROWSER, "test_web_replay.py": BROWSER,
     "test_web_attention.py": BROWSER, "test_bisca_clients.py": PROCESS,
-    "test_web_bisca.py": BROWSER,
+    "test_web_bisca.py": BROWSER, "test_bisca_championship.py": INTEGRATION,
 }
 
 

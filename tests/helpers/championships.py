@@ -206,9 +206,11 @@ def recomputed(championship: championships_pb2.Championship,
                rules: ChampionshipRules | None = None) -> list[Standing]:
     """The standings from the game records alone (each record's seats, by name; totals and
     leavers), the championship's players (their public player ids, which its draws use) and
-    its seed, revealed at its end, under ``rules`` (the default ones when None); after a
-    final (its round marked ``is_final``), the final standings. Standing.player is a player
-    id."""
+    its seed, revealed at its end, under ``rules`` (when None, the default ones for the
+    championship's game, ``settings.game``); after a final (its round marked ``is_final``),
+    the final standings. Standing.player is a player id."""
+    game = championship.settings.game
+    rules = rules if rules is not None else ChampionshipRules(game_name=game)
     by_name = {p.display_name: p.player_id for p in championship.players}
     results = []
     for round_ in championship.rounds:
@@ -223,7 +225,8 @@ def recomputed(championship: championships_pb2.Championship,
                 leavers := tuple(by_seat[leaver["seat"]]
                                  for leaver in record["result"]["leavers"]),
                 tuple(by_seat[s["seat"]] for s in seats
-                      if s.get("acted") is False and by_seat[s["seat"]] not in leavers)))
+                      if s.get("acted") is False and by_seat[s["seat"]] not in leavers),
+                game))
     finals = [r.round_number for r in championship.rounds if r.is_final]
     lines = standings([r for r in results if r.round_no not in finals], list(by_name.values()),
                       championship.seed, rules)

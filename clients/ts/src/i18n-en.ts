@@ -468,6 +468,8 @@ export const EN = {
   "setting.untilStart": "until the start",
   "setting.matchpoints": "matchpoints against the same cards (duplicate deals)",
   "setting.places": "championship points by place",
+  "setting.biscaTables": "tables of 2 (one of 3 when the count is odd), the most game points win",
+  "setting.biscaHand": "{cards} cards, to {target} game points",
   "setting.placesDuplicate": "championship points by place, duplicate deals",
   "setting.scoringOther": "scoring {n}",
   "setting.playersRange": "{least} to {most}",

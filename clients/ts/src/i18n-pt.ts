@@ -470,6 +470,8 @@ export const PT: Catalogue = {
   "setting.untilStart": "até ao início",
   "setting.matchpoints": "matchpoints contra as mesmas cartas (distribuições duplicadas)",
   "setting.places": "pontos de campeonato por lugar",
+  "setting.biscaTables": "mesas de 2 (uma de 3 quando são ímpares), ganha quem tiver mais pontos de jogo",
+  "setting.biscaHand": "{cards} cartas, até {target} pontos de jogo",
   "setting.placesDuplicate": "pontos de campeonato por lugar, distribuições duplicadas",
   "setting.scoringOther": "pontuação {n}",
   "setting.playersRange": "{least} a {most}",

@@ -103,6 +103,18 @@ describe("a championship's settings in words", () => {
     expect(settingsLines(newer, 0).find((l) => l.key === "scoring")?.text).toBe("scoring 5");
   });
 
+  it("says a Bisca championship's game: its kind, its tables, its hand and target, its clock", () => {
+    const c = create(ChampionshipSchema, {
+      settings: { rounds: 2, preset: "bisca7", game: "bisca" },
+      rules: create(RulesSchema, { game: "bisca", players: 2, playTimeoutSeconds: 15, bisca: { handSize: 7, target: 2 } }),
+    });
+    const game = settingsLines(c, 0).find((l) => l.key === "game")?.text;
+    expect(game).toBe("Bisca of 7 (2 players), tables of 2 (one of 3 when the count is odd), the most game points win, 7 cards, to 2 game points, 15 s a card");
+    // A Hearts championship's words are as they were (no Bisca words).
+    const hearts = create(ChampionshipSchema, { settings: { preset: "quick" }, rules: create(RulesSchema, { playTimeoutSeconds: 60, passTimeoutSeconds: 90 }) });
+    expect(settingsLines(hearts, 0).find((l) => l.key === "game")?.text).not.toContain("Bisca");
+  });
+
   it("offers the operator what fits the championship's state", () => {
     const of = (state: ChampionshipState) => directorActions(create(ChampionshipSchema, { state }));
     expect(of(ChampionshipState.REGISTERING)).toEqual({ start: true, pause: false, cancel: true });

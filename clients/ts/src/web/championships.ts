@@ -495,6 +495,7 @@ function renderDetail(): void {
   detail.dataset.round = String(c.currentRound);
   detail.dataset.paused = String(c.isPaused);
   detail.dataset.version = String(c.version);
+  detail.dataset.game = c.rules?.game || "hearts";
   $("champ-name").textContent = c.settings?.displayName || t("col.championship");
   const state = $("champ-state");
   state.dataset.live = "true";

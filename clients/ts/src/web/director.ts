@@ -12,8 +12,9 @@ import {
   ChampionshipState,
 } from "../gen/copas/v1/championships_pb.js";
 import { type Rules, RulesOverridesSchema } from "../gen/copas/v1/copas_pb.js";
+import { BISCA_KINDS, isBisca } from "../bisca.js";
 import { durationWords, enumWords, isMatchpoints, momentsOf, timeWords } from "../championships.js";
-import { t } from "../i18n.js";
+import { type Key, t } from "../i18n.js";
 import { CLOCKS, presetName } from "./words.js";
 
 /** The organizer's form as typed: text as the inputs give it, ticks as booleans. */
@@ -97,6 +98,18 @@ export function clockWords(rules: Rules | undefined): string {
   return t("clock.words", { play: Math.round(rules.playTimeoutSeconds), pass: Math.round(rules.passTimeoutSeconds) });
 }
 
+/** The games a championship plays, in words: Hearts's preset and clocks (as before), or
+ * Bisca's kind, how it seats its tables, its hand and target, and its clock. */
+export function gameWords(c: Championship): string {
+  const rules = c.rules;
+  const preset = c.settings?.preset ?? "";
+  if (!rules || !isBisca(rules)) return [presetName(preset), clockWords(rules)].filter(Boolean).join(", ");
+  const kind = BISCA_KINDS.some((k) => k.preset === preset) ? t(`kind.${preset}` as Key) : t("bisca.name");
+  const clock = rules.playTimeoutSeconds > 0 ? t("clockName.card", { n: Math.round(rules.playTimeoutSeconds) }) : t("clockName.none");
+  const hand = t("setting.biscaHand", { cards: rules.bisca?.handSize ?? 3, target: rules.bisca?.target ?? 4 });
+  return [kind, t("setting.biscaTables"), hand, clock].join(", ");
+}
+
 /** One setting in words, keyed (the page marks each with its key). */
 export interface SettingLine {
   key: string;
@@ -113,7 +126,6 @@ export function settingsLines(c: Championship, nowMs: number): SettingLine[] {
   const rounds = s?.rounds ?? 0;
   const most = s?.maxPlayers ?? 0;
   const least = s?.minPlayers || 3;
-  const game = [presetName(s?.preset ?? ""), clockWords(c.rules)].filter(Boolean);
   const starts: string[] = [];
   if (m.startMs !== undefined) starts.push(t("setting.startAt", { at: at(m.startMs) }));
   if (s?.startWhenFull) starts.push(t("setting.startFull", { n: most }));
@@ -142,7 +154,7 @@ export function settingsLines(c: Championship, nowMs: number): SettingLine[] {
   const pause = s?.roundPauseSeconds ?? 0;
   return [
     { key: "rounds", label: t("col.rounds"), text: t("round.count", { n: rounds }) },
-    { key: "game", label: t("col.games"), text: game.join(", ") },
+    { key: "game", label: t("col.games"), text: gameWords(c) },
     { key: "players", label: t("col.players"), text: most ? t("setting.playersRange", { least, most }) : t("setting.playersAtLeast", { least }) },
     { key: "start", label: t("setting.start"), text: starts.length ? starts.join(t("setting.or")) : t("setting.startOperator") },
     { key: "registration", label: t("setting.registration"), text: registration },
