@@ -10,6 +10,7 @@ suite's PostgreSQL pass: ``serving`` keeps the stores there)."""
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 from collections.abc import AsyncIterator
 from fractions import Fraction
@@ -23,6 +24,7 @@ from copas.v1 import accounts_pb2, accounts_pb2_grpc, championships_pb2_grpc, co
 from copas.v1 import championships_pb2 as pb
 from google.rpc import error_details_pb2, status_pb2
 
+from clients.championship import add_settings_arguments, settings_from
 from server.championships.format import (
     ChampionshipError,
     ChampionshipRules,
@@ -288,3 +290,14 @@ async def test_a_bisca_championship_is_played_to_the_end_and_the_records_give_th
         assert {(r.game, r.players, r.partnerships): r.games for r in ratings} == {
             (GAME, size, False): sizes_played.count(size) for size in set(sizes_played)}
 
+
+
+def test_the_cli_creates_a_championship_of_the_game_it_is_given() -> None:
+    parser = argparse.ArgumentParser()
+    add_settings_arguments(parser)
+    made = settings_from(parser.parse_args(["--name", "Taça", "--game", GAME,
+                                            "--play-timeout", "15"]))
+    assert (made.game, made.preset, made.rules.play_timeout_seconds) == (GAME, "", 15)
+    # Without --game: the server's default game and its first preset, as before.
+    default = settings_from(parser.parse_args(["--name", "Cup"]))
+    assert (default.game, default.preset) == ("", "")
