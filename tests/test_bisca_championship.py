@@ -222,9 +222,10 @@ async def test_the_settings_come_back_as_set(served: Served) -> None:
         assert rules.bisca.follow_suit == copas_pb2.BISCA_FOLLOW_SUIT_STOCK_EMPTY
 
 
-async def play(served: Served, players: int) -> tuple[pb.Championship, list[Any]]:
+async def play(served: Served, players: int, **changes: Any
+               ) -> tuple[pb.Championship, list[Any]]:
     sessions = await sign_in(served.address, [f"Jogador{n}" for n in range(players)])
-    made = await create(served, bisca(max_players=players, start_when_full=True))
+    made = await create(served, bisca(max_players=players, start_when_full=True, **changes))
     for session in sessions:
         await served.champs.Register(pb.RegisterRequest(
             championship_id=made.championship_id), metadata=auth(session.access_token),
@@ -301,3 +302,28 @@ def test_the_cli_creates_a_championship_of_the_game_it_is_given() -> None:
     # Without --game: the server's default game and its first preset, as before.
     default = settings_from(parser.parse_args(["--name", "Cup"]))
     assert (default.game, default.preset) == ("", "")
+
+
+def test_a_tally_counts_only_games_of_its_championship_s_game() -> None:
+    tally = Tally(["A", "B", "C"], "seed", ChampionshipRules(1, None, game_name=GAME))
+    with pytest.raises(ChampionshipError, match="a game of the default game in a championship"):
+        tally.add(GameResult(1, 1, ("A", "B", "C"), (1, 2, 3)))
+    tally.add(GameResult(1, 1, ("A", "B", "C"), (1, 2, 3), game_name=GAME))
+    assert [s.player for s in tally.standings()] == ["C", "B", "A"]
+
+
+async def test_a_bisca_final_of_two_decides_the_top_places(served: Served) -> None:
+    final, _ = await play(served, 4, rounds=1, final_table=2)
+    assert final.state == pb.CHAMPIONSHIP_STATE_FINISHED
+    assert [(r.is_final, sorted(len(t.seats) for t in r.tables)) for r in final.rounds] == \
+        [(False, [2, 2]), (True, [2])]
+    (table,) = final.rounds[1].tables
+    finalists = {s.display_name: s.place for s in table.seats}
+    assert {line.display_name for line in final.standings[:2]} == set(finalists)
+    assert all(line.decided_by == pb.TIE_BREAK_FINAL for line in final.standings[:2])
+    # The final's winner (most game points, or the better standing when shared) is first.
+    assert finalists[final.standings[0].display_name] == 1
+    records = await records_of(served.address, final)
+    names_of = {p.player_id: p.display_name for p in final.players}
+    assert [names_of[s.player] for s in recomputed(final, records)] == [
+        line.display_name for line in final.standings]

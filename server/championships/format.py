@@ -25,7 +25,7 @@ from fractions import Fraction
 from itertools import pairwise
 
 from server import games
-from server.games.base import GameModule, GameRules
+from server.games.base import GameRules
 
 MAX_ROUNDS = 20
 """The most rounds a championship may have."""
@@ -41,7 +41,7 @@ pairs) before the greedy seating takes over: enough for any 9 players (docs/RULE
 
 FINAL_TABLE_SIZES = (3, 4, 5)
 """The sizes a final table of the default game may have (``ChampionshipRules.final_table``;
-0 is none; another game's: ``GameModule.championship_finals``)."""
+0 is none; another game's: ``GameModule.championship_sizes``)."""
 
 _SCALE = 60  # sixtieths: 1/m for m in 1..6 and 1/n for n in 2..6 are whole numbers of them
 
@@ -127,11 +127,6 @@ class ChampionshipRules:
             raise ChampionshipError(
                 f"final_table must be 0 (no final) or {span(finals)},"
                 f" got {self.final_table!r}")
-
-    @property
-    def module(self) -> GameModule:
-        """The game's module (checked at construction)."""
-        return games.get(self.game_name)
 
     def table_rules(self, size: int) -> GameRules:
         """The game rules of a table of ``size`` players.
@@ -338,15 +333,15 @@ def board_scores(results: Iterable[GameResult]) -> list[BoardScore]:
     return scores
 
 
-def _score_board(games: Sequence[GameResult]) -> list[BoardScore]:
+def _score_board(board: Sequence[GameResult]) -> list[BoardScore]:
     """Each seat of one board's games against that seat at the others: ranked by (stayed,
     left, never came), then among those who stayed by fewer game points (by more in a game
     whose most points win); beating a player is 1 matchpoint, a tie 1/2."""
     scores = []
-    sign = -1 if games[0].most_wins else 1
-    for seat in range(len(games[0].players)):
+    sign = -1 if board[0].most_wins else 1
+    for seat in range(len(board[0].players)):
         ranks = []
-        for result in games:
+        for result in board:
             player = result.players[seat]
             if player in result.no_shows:
                 ranks.append((2, 0))
@@ -354,9 +349,9 @@ def _score_board(games: Sequence[GameResult]) -> list[BoardScore]:
                 ranks.append((1, 0))
             else:
                 ranks.append((0, sign * result.totals[seat]))
-        top = len(games) - 1
+        top = len(board) - 1
         ordered = sorted(ranks)
-        for result, rank in zip(games, ranks, strict=True):
+        for result, rank in zip(board, ranks, strict=True):
             ahead = bisect_left(ordered, rank)
             tied = bisect_right(ordered, rank) - ahead
             halves = 2 * (len(ordered) - ahead - tied) + tied - 1
@@ -642,7 +637,8 @@ class Tally:
     def add(self, result: GameResult) -> None:
         """Count one finished game.
 
-        :raises ChampionshipError: for a table already counted or a player not registered.
+        :raises ChampionshipError: for a table already counted, a player not registered, or
+            a result of another game than the championship's.
         """
         if (result.round_no, result.table) in self._seen:
             raise ChampionshipError(
@@ -650,6 +646,10 @@ class Tally:
         unknown = [p for p in result.players if p not in self._games]
         if unknown:
             raise ChampionshipError(f"not registered: {', '.join(unknown)}")
+        if result.game_name != self.rules.game_name:
+            raise ChampionshipError(f"a game of {result.game_name or 'the default game'} in"
+                                    f" a championship of"
+                                    f" {self.rules.game_name or 'the default game'}")
         self._seen.add((result.round_no, result.table))
         self.results.append(result)
         n = len(result.players)
