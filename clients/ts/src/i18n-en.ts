@@ -529,6 +529,7 @@ export const EN = {
   "org.duplicate": "Duplicate deals (every table of a size gets the same cards; matchpoints need them)",
   "org.buchholz": "Buchholz tie-break (the opponents' scores) right after the score",
   "org.none": "None",
+  "org.best2": "The best 2 (Bisca)",
   "org.best3": "The best 3",
   "org.best4": "The best 4",
   "org.best5": "The best 5",

@@ -531,6 +531,7 @@ export const PT: Catalogue = {
   "org.duplicate": "Distribuições duplicadas (todas as mesas do mesmo tamanho recebem as mesmas cartas; os matchpoints precisam delas)",
   "org.buchholz": "Desempate Buchholz (as pontuações dos adversários) logo a seguir à pontuação",
   "org.none": "Nenhuma",
+  "org.best2": "Os 2 melhores (Bisca)",
   "org.best3": "Os 3 melhores",
   "org.best4": "Os 4 melhores",
   "org.best5": "Os 5 melhores",

@@ -55,6 +55,15 @@ describe("the organizer's form", () => {
     expect(settings.rules?.playTimeoutSeconds).toBe(20); // the standard clock
   });
 
+  it("makes a Bisca championship from a Bisca preset, with the card clock only", () => {
+    const settings = create(ChampionshipSettingsSchema, settingsFromForm({ ...FORM, preset: "bisca7", finalTable: "2" }));
+    expect([settings.game, settings.preset, settings.finalTable]).toEqual(["bisca", "bisca7", 2]);
+    expect([settings.rules?.playTimeoutSeconds, settings.rules?.passTimeoutSeconds, settings.rules?.moonTimeoutSeconds])
+      .toEqual([60, undefined, undefined]);
+    // A Hearts preset makes a Hearts championship, as before (no game named).
+    expect(create(ChampionshipSettingsSchema, settingsFromForm(FORM)).game).toBe("");
+  });
+
   it("reads a correction's numbers", () => {
     expect(numbersOf("5, 10,0 11")).toEqual([5, 10, 0, 11]);
     expect(numbersOf("")).toEqual([]);

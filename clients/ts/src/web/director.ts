@@ -12,7 +12,7 @@ import {
   ChampionshipState,
 } from "../gen/copas/v1/championships_pb.js";
 import { type Rules, RulesOverridesSchema } from "../gen/copas/v1/copas_pb.js";
-import { BISCA_KINDS, isBisca } from "../bisca.js";
+import { BISCA, BISCA_KINDS, isBisca } from "../bisca.js";
 import { durationWords, enumWords, isMatchpoints, momentsOf, timeWords } from "../championships.js";
 import { type Key, t } from "../i18n.js";
 import { CLOCKS, presetName } from "./words.js";
@@ -44,7 +44,7 @@ export interface DirectorForm {
   scoring: string;
   duplicateDeals: boolean;
   buchholz: boolean;
-  /** "0", "3", "4" or "5". */
+  /** "0", "2" (Bisca), "3", "4" or "5" (Hearts). */
   finalTable: string;
   dropAbsent: boolean;
 }
@@ -61,14 +61,22 @@ export function localTime(value: string): ReturnType<typeof timestampFromMs> | u
   return Number.isNaN(ms) ? undefined : timestampFromMs(ms);
 }
 
-/** The settings the form says (the server checks them and says what it refuses). */
+/** The organizer's Bisca presets: its kinds of two players (a Bisca championship seats
+ * tables of 2, one of 3 when the count is odd: RULES.md, "A Bisca championship"). */
+export const BISCA_CHAMPIONSHIP_PRESETS: readonly string[] = BISCA_KINDS.filter((k) => k.players === 2 && !k.partnerships).map((k) => k.preset);
+
+/** The settings the form says (the server checks them and says what it refuses). A Bisca
+ * preset makes a Bisca championship, with the clock's card time only (pass and moon clocks
+ * are Hearts's options); any other is Hearts's, as before. */
 export function settingsFromForm(form: DirectorForm): SettingsInit {
   const clock = CLOCKS[form.clock] ?? CLOCKS.standard!;
+  const isBiscaForm = BISCA_CHAMPIONSHIP_PRESETS.includes(form.preset);
   return {
     displayName: form.name.trim(),
     rounds: count(form.rounds),
     preset: form.preset,
-    rules: create(RulesOverridesSchema, {
+    ...(isBiscaForm ? { game: BISCA } : {}),
+    rules: create(RulesOverridesSchema, isBiscaForm ? { playTimeoutSeconds: clock.play } : {
       playTimeoutSeconds: clock.play,
       passTimeoutSeconds: clock.pass,
       moonTimeoutSeconds: clock.moon,

@@ -14,9 +14,9 @@ import { isEnded, momentsOf, timeWords } from "../championships.js";
 import { type AccountSession, refusal } from "../copas.js";
 import { AdminService } from "../gen/copas/admin/v1/admin_pb.js";
 import { type Championship, ChampionshipService, ChampionshipState } from "../gen/copas/v1/championships_pb.js";
-import { type DirectorForm, directorActions, numbersOf, settingsFromForm } from "./director.js";
+import { BISCA_CHAMPIONSHIP_PRESETS, type DirectorForm, directorActions, numbersOf, settingsFromForm } from "./director.js";
 import { $, element } from "./dom.js";
-import { t } from "./i18n.js";
+import { type Key, t } from "./i18n.js";
 import { refusalWords } from "./words.js";
 
 export interface OrganizerHooks {
@@ -102,6 +102,7 @@ function panel(): HTMLElement {
       field("organize-rounds", t("col.rounds"), number("organize-rounds", { min: "1", max: "20", value: "3", required: "" })),
       field("organize-preset", t("col.games"), choice("organize-preset", [
         ["online", t("preset.online")], ["quick", t("preset.quick")], ["20", t("preset.20")], ["50", t("preset.50")], ["classic", t("preset.100")],
+        ...BISCA_CHAMPIONSHIP_PRESETS.map((preset): [string, string] => [preset, t(`kind.${preset}` as Key)]),
       ])),
       field("organize-clock", t("play.clock"), choice("organize-clock", [
         ["standard", t("clock.standard")], ["relaxed", t("clock.relaxed")], ["fast", t("clock.fast")],
@@ -127,7 +128,7 @@ function panel(): HTMLElement {
       ])),
       tick("organize-duplicate", t("org.duplicate")),
       tick("organize-buchholz", t("org.buchholz")),
-      field("organize-final", t("champ.finalTable"), choice("organize-final", [["0", t("org.none")], ["3", t("org.best3")], ["4", t("org.best4")], ["5", t("org.best5")]])),
+      field("organize-final", t("champ.finalTable"), choice("organize-final", [["0", t("org.none")], ["2", t("org.best2")], ["3", t("org.best3")], ["4", t("org.best4")], ["5", t("org.best5")]])),
       tick("organize-drop", t("org.drop"), true),
     ),
   );
