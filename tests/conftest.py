@@ -113,6 +113,7 @@ TIERS = {
     "test_web_one_screen.py": BROWSER, "test_web_replay.py": BROWSER,
     "test_web_attention.py": BROWSER, "test_bisca_clients.py": PROCESS,
     "test_web_bisca.py": BROWSER, "test_bisca_championship.py": INTEGRATION,
+    "test_web_bisca_championship.py": BROWSER,
 }
 
 
