@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import io
 from collections.abc import AsyncIterator
 from fractions import Fraction
 from pathlib import Path
@@ -23,8 +24,9 @@ from copas.admin.v1 import admin_pb2, admin_pb2_grpc
 from copas.v1 import accounts_pb2, accounts_pb2_grpc, championships_pb2_grpc, copas_pb2
 from copas.v1 import championships_pb2 as pb
 from google.rpc import error_details_pb2, status_pb2
+from rich.console import Console
 
-from clients.championship import add_settings_arguments, settings_from
+from clients.championship import add_settings_arguments, print_championship, settings_from
 from server.championships.format import (
     ChampionshipError,
     ChampionshipRules,
@@ -327,3 +329,17 @@ async def test_a_bisca_final_of_two_decides_the_top_places(served: Served) -> No
     names_of = {p.player_id: p.display_name for p in final.players}
     assert [names_of[s.player] for s in recomputed(final, records)] == [
         line.display_name for line in final.standings]
+
+
+def test_the_cli_shows_a_championship_s_game_and_a_hearts_one_as_before() -> None:
+    def shown(settings: pb.ChampionshipSettings) -> str:
+        out = io.StringIO()
+        print_championship(Console(file=out, width=200), pb.Championship(
+            championship_id="c_x", settings=settings,
+            state=pb.CHAMPIONSHIP_STATE_REGISTERING, player_count=3))
+        return out.getvalue()
+
+    assert "Taça (c_x): registering, 2 rounds of bisca (bisca3), 3 players" in shown(
+        pb.ChampionshipSettings(display_name="Taça", rounds=2, game=GAME, preset="bisca3"))
+    assert "Cup (c_x): registering, 2 rounds, 3 players" in shown(
+        pb.ChampionshipSettings(display_name="Cup", rounds=2, preset="online"))
