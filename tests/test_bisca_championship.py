@@ -343,3 +343,22 @@ def test_the_cli_shows_a_championship_s_game_and_a_hearts_one_as_before() -> Non
         pb.ChampionshipSettings(display_name="Taça", rounds=2, game=GAME, preset="bisca3"))
     assert "Cup (c_x): registering, 2 rounds, 3 players" in shown(
         pb.ChampionshipSettings(display_name="Cup", rounds=2, preset="online"))
+
+
+async def test_a_bisca_championship_scored_by_matchpoints_on_duplicate_deals(
+        served: Served) -> None:
+    final, _ = await play(served, 4, duplicate_deals=True,
+                          scoring=pb.CHAMPIONSHIP_SCORING_MATCHPOINTS)
+    assert final.state == pb.CHAMPIONSHIP_STATE_FINISHED
+    records = await records_of(served.address, final)
+    for round_ in final.rounds:  # both tables of a round were dealt the same cards
+        assert len({records[t.table_id]["seed"] for t in round_.tables}) == 1
+        for seat in range(2):  # more game points beat fewer, at the same seat
+            first, second = (t.seats[seat] for t in round_.tables)
+            if first.total != second.total:
+                better = first if first.total > second.total else second
+                assert better.percentage == 100
+    rules = ChampionshipRules(2, None, True, Scoring.MATCHPOINTS, game_name=GAME)
+    names_of = {p.player_id: p.display_name for p in final.players}
+    assert [(names_of[s.player], float(s.percentage)) for s in recomputed(final, records, rules)
+            ] == [(line.display_name, line.percentage) for line in final.standings]
