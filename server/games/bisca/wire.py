@@ -60,7 +60,7 @@ SHARED_FIELDS = {"players": "players", "max_hands": "max_hands",
                  "play_timeout_seconds": "play_timeout",
                  "trick_pause_seconds": "trick_pause", "hand_pause_seconds": "hand_pause"}
 # RulesOverrides fields a Bisca table has no use for: Hearts's own options.
-HEARTS_ONLY = ("point_limit", "moon", "points_on_first_trick", "queen_breaks_hearts",
+NOT_BISCAS = ("point_limit", "moon", "points_on_first_trick", "queen_breaks_hearts",
                "pass_timeout_seconds", "moon_timeout_seconds")
 _BISCA_FIELDS = ("partnerships", "hand_size", "margin_bonus", "target")
 
@@ -111,10 +111,10 @@ def rules_overrides(message: copas_pb2.RulesOverrides) -> dict[str, Any]:
     :raises ServiceError: INVALID_ARGUMENT (INVALID_RULES) for one of Hearts's options, or
         an enum value Bisca has not."""
     given = {field.name for field, _ in message.ListFields()}
-    hearts = [name for name in HEARTS_ONLY if name in given]
-    if hearts:
+    others = [name for name in NOT_BISCAS if name in given]
+    if others:
         raise ServiceError.invalid(
-            f"{', '.join(hearts)}: {'a Hearts option' if len(hearts) == 1 else 'Hearts options'}"
+            f"{', '.join(others)}: {'a Hearts option' if len(others) == 1 else 'Hearts options'}"
             ", not Bisca's: a Bisca table takes players, max_hands, the play timeout, the "
             "pauses, the bot pace and rules.bisca (partnerships, hand_size, follow_suit, "
             "margin_bonus, tie, target)", "INVALID_RULES")
