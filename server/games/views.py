@@ -1,6 +1,7 @@
-"""What every game's views show alike, built here once for all of them: the turn's clock (the
-table held, or who is to act and by when, or the pause between tricks and hands) and a
-finished table's record around its game's actions and result."""
+"""What every game's views show alike, built here once for all of them: the seats before the
+game starts, the turn's clock (the table held, or who is to act and by when, or the pause
+between tricks and hands) and a finished table's record around its game's actions and
+result."""
 
 from __future__ import annotations
 
@@ -12,6 +13,14 @@ from server.games.base import GameAction, RecordFacts, TableFacts
 from server.store.base import GameRecord, GameResult, RecordSummary, SeatRecord
 from server.tokens import pseudonym
 from server.wire import duration, timestamp
+
+
+def show_waiting_seats(message: copas_pb2.TableView, table: TableFacts) -> None:
+    """The players before the game starts: each seat's name, whether a bot holds it, and
+    whether its player is connected."""
+    message.players.extend(copas_pb2.PlayerState(
+        seat=s.number, display_name=s.name, is_bot=s.is_bot,
+        is_connected=table.shows_connected(s.number)) for s in table.seats)
 
 
 def show_clock(message: copas_pb2.TableView, table: TableFacts, to_act: Iterable[int]) -> None:

@@ -14,7 +14,7 @@ from engine.bisca.record import RECORD_FORMAT
 from server.games import RecordFacts, TableFacts
 from server.games.bisca import wire
 from server.games.bisca.result import BiscaResult
-from server.games.views import game_record, show_clock
+from server.games.views import game_record, show_clock, show_waiting_seats
 from server.store.base import GameRecord, RecordSummary
 from server.wire import field, varint
 
@@ -36,9 +36,7 @@ def public(table: TableFacts) -> copas_pb2.TableView:
         phase=copas_pb2.PHASE_WAITING_FOR_PLAYERS if game is None
         else wire.PHASE_TO_PB[game.phase])
     if game is None:
-        message.players.extend(copas_pb2.PlayerState(
-            seat=s.number, display_name=s.name, is_bot=s.is_bot,
-            is_connected=table.shows_connected(s.number)) for s in table.seats)
+        show_waiting_seats(message, table)
         return message
     v = public_view(game)
     n = len(table.seats)

@@ -13,7 +13,7 @@ from engine import Game, PassDirection, Phase, PlayCard, private_view, public_vi
 from server.games import RecordFacts, TableFacts
 from server.games.hearts import codec
 from server.games.hearts.result import GameResult
-from server.games.views import game_record, show_clock
+from server.games.views import game_record, show_clock, show_waiting_seats
 from server.store.base import GameRecord, RecordSummary
 from server.wire import field, varint
 
@@ -43,9 +43,7 @@ def public(table: TableFacts) -> copas_pb2.TableView:
                                   rules=table.rules_pb, hand_number=-1)
     game = cast("Game | None", table.game)
     if game is None:
-        message.players.extend(copas_pb2.PlayerState(
-            seat=s.number, display_name=s.name, is_bot=s.is_bot,
-            is_connected=table.shows_connected(s.number)) for s in table.seats)
+        show_waiting_seats(message, table)
         return message
     v = public_view(game)
     n = len(table.seats)
