@@ -25,8 +25,9 @@ own.
 * Accounts from one address and from 16 (issue 37): each address's 8 workers make new guest
   accounts, sign up with passwords, guess passwords of a real username and sign in to their
   own password account, as fast as the server answers. Beside them an honest person (another
-  address) signs in with their password every 0.2 s: ``accounts1_honest_sign_ins`` and
-  ``accounts16_honest_sign_ins`` print how many succeeded of how many, with their p99.
+  address) signs in with their password every second (``--sign-in-every``: each sign-in is
+  a password hash of its own, a load the quiet phase does not have): ``accounts1_honest_sign_ins``
+  and ``accounts16_honest_sign_ins`` print how many succeeded of how many, with their p99.
 * Championships from one address and from 16 (issue 38; ``bench/hostile_championships.py``):
   each address signs in guests (the server makes it a few new accounts; it reuses every one
   it got, in later rounds too) and, as fast as the server answers, creates championships
@@ -272,9 +273,10 @@ async def account_flood(server: str, addresses: int, stop: asyncio.Event) -> dic
     return dict(counts)
 
 
-async def honest_sign_ins(stub: Any, until: asyncio.Event) -> tuple[int, int, list[float]]:
-    """The honest person signing in with their password every 0.2 s, from their own
-    address, until ``until``: (succeeded, tried, latencies of those that succeeded)."""
+async def honest_sign_ins(stub: Any, until: asyncio.Event, every: float
+                          ) -> tuple[int, int, list[float]]:
+    """The honest person signing in with their password every ``every`` seconds, from their
+    own address, until ``until``: (succeeded, tried, latencies of those that succeeded)."""
     from copas.v1 import accounts_pb2
 
     ok = tried = 0
@@ -292,7 +294,7 @@ async def honest_sign_ins(stub: Any, until: asyncio.Event) -> tuple[int, int, li
         except grpc.aio.AioRpcError as error:
             failures[f"{error.code().name} {error.details()}"[:120]] += 1
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(until.wait(), 0.2)
+            await asyncio.wait_for(until.wait(), every)
     if failures:
         print(f"the honest person's failed sign-ins: {dict(failures)}", flush=True)
     return ok, tried, latencies
@@ -436,8 +438,9 @@ async def rounds(address: str, web_port: int, server_pid: int, args: argparse.Na
                     await asyncio.sleep(2.0)  # let the flood reach full speed
                 spy = py_spy(args, server_pid, f"{phase}-round{number + 1}")
                 cpu, began = cpu_seconds(server_pid), time.monotonic()
+                flooder_cpu = cpu_seconds(flooding.pid) if flooding is not None else 0.0
                 done = asyncio.Event()
-                signing = asyncio.create_task(honest_sign_ins(accounts, done)) \
+                signing = asyncio.create_task(honest_sign_ins(accounts, done, args.sign_in_every)) \
                     if phase in p99["sign_in"] else None
                 registrations = None
                 if phase in registering:
@@ -446,6 +449,8 @@ async def rounds(address: str, web_port: int, server_pid: int, args: argparse.Na
                     registrations = asyncio.create_task(person.run(until=done))
                 latencies = await victim(stub, *honest, args.moves)
                 busy = (cpu_seconds(server_pid) - cpu) / (time.monotonic() - began)
+                flooder_busy = ((cpu_seconds(flooding.pid) - flooder_cpu)
+                                / (time.monotonic() - began)) if flooding is not None else 0.0
                 done.set()
                 if registrations is not None:
                     assert person is not None
@@ -461,7 +466,9 @@ async def rounds(address: str, web_port: int, server_pid: int, args: argparse.Na
                 p99["grpc"][phase].append(p(latencies, 0.99))
                 p99["server_cpu"][phase].append(busy)
                 print(f"{phase:7} round {number + 1}: {summary(latencies)}; the server busy "
-                      f"{busy:.2f} of a core", flush=True)
+                      f"{busy:.2f} of a core"
+                      + (f", the flooders {flooder_busy:.2f} (on the same cores)"
+                         if flooding is not None else ""), flush=True)
                 if browser is not None:
                     moves, pages, counts = await web_victim(web_port, browser[0],
                                                             tokens_of(browser), browser[2],
@@ -531,7 +538,12 @@ async def championship_figures(p99: dict[str, dict[str, list[Any]]], phase: str,
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--moves", type=int, default=200)
+    parser.add_argument("--moves", type=int, default=500,
+                        help="the honest table's moves timed per phase and round (its p99 is "
+                             "the fifth slowest of 500)")
+    parser.add_argument("--sign-in-every", type=float, default=1.0,
+                        help="seconds between the honest person's sign-ins in the accounts "
+                             "phases")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--phases", nargs="+", choices=PHASES, default=list(PHASES),
                         help="the phases to run (quiet is always run)")

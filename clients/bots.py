@@ -1,10 +1,9 @@
 """Bot players: each plays from its own stream, choosing only among the view's legal cards.
 
-Policies:
-- ``random``: any legal card, any three cards to pass (in any game: Bisca's too).
-- ``greedy``: ducks points: follows under the winning card when it can, otherwise plays its
-  highest card of the suit; when void, sheds Q♠, then its highest heart, then its highest card;
-  leads its lowest card; passes Q♠ A♠ K♠ and its highest hearts and cards.
+Policies (each chooses among the view's legal cards, so any of them plays any game):
+- ``random``: any legal card, any three cards to pass.
+- ``greedy`` and the other plain functions of the view that a game's module offers
+  (``clients/games/``: ``greedy`` is the first game's, which ducks its points).
 - ``duck``, ``mc`` (the strong one) and any other policy registered with
   ``register_policy`` by a program that has them (``copas`` registers the engine's bots).
 
@@ -25,6 +24,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 import grpc
 from copas.v1 import accounts_pb2, accounts_pb2_grpc, cards_pb2, copas_pb2, copas_pb2_grpc
 
+from clients import games
 from clients.common import (
     Player,
     Transport,
@@ -42,45 +42,12 @@ from clients.common import (
     zero_timing,
 )
 
-HEARTS, SPADES = cards_pb2.SUIT_HEARTS, cards_pb2.SUIT_SPADES
-
-
-def _points(card: cards_pb2.Card) -> int:
-    if card.suit == HEARTS:
-        return 1
-    return 13 if card.suit == SPADES and card.rank == 12 else 0
-
 
 def choose_random(view: copas_pb2.TableView, rng: random.Random) -> list[cards_pb2.Card]:
     legal = list(view.legal_cards)
     if view.phase == copas_pb2.PHASE_PASSING:
         return rng.sample(legal, 3)
     return [rng.choice(legal)]
-
-
-def choose_greedy(view: copas_pb2.TableView, rng: random.Random) -> list[cards_pb2.Card]:
-    legal = list(view.legal_cards)
-    if view.phase == copas_pb2.PHASE_PASSING:
-        def danger(c: cards_pb2.Card) -> tuple[int, int, int]:
-            is_top_spade = c.suit == SPADES and c.rank >= 12
-            return (is_top_spade, c.suit == HEARTS, c.rank)
-        return sorted(legal, key=danger, reverse=True)[:3]
-    trick = list(view.trick.cards)
-    if not trick:  # lead low, avoiding points
-        return [min(legal, key=lambda c: (_points(c) > 0, c.rank))]
-    led = trick[0].card.suit
-    following = [c for c in legal if c.suit == led]
-    if following:
-        winning = max(t.card.rank for t in trick if t.card.suit == led)
-        under = [c for c in following if c.rank < winning]
-        if under:
-            return [max(under, key=lambda c: c.rank)]
-        no_points_yet = not any(_points(t.card) for t in trick)
-        last_to_play = len(trick) == len(view.players) - 1
-        if last_to_play and no_points_yet:
-            return [max(following, key=lambda c: c.rank)]
-        return [min(following, key=lambda c: c.rank)]
-    return [max(legal, key=lambda c: (_points(c), c.rank))]
 
 
 Choose = Callable[[copas_pb2.TableView, random.Random], list[cards_pb2.Card]]
@@ -112,10 +79,15 @@ class Policy:
 
 PolicyFactory = Callable[[int | None], Policy]
 # name -> factory of a seat's policy, given the seat's seed.
-POLICIES: dict[str, PolicyFactory] = {
-    "random": lambda seed: Policy(choose_random, seed),
-    "greedy": lambda seed: Policy(choose_greedy, seed),
-}
+POLICIES: dict[str, PolicyFactory] = {"random": lambda seed: Policy(choose_random, seed)}
+
+
+def _plain(choose: Choose) -> PolicyFactory:
+    return lambda seed: Policy(choose, seed)
+
+
+POLICIES.update((name, _plain(choose)) for game in games.every()
+                for name, choose in game.view_policies.items())
 
 
 # Module-level functions that register policies, run again in every process that
@@ -203,14 +175,14 @@ async def bots_main(args: argparse.Namespace) -> int:
             await channels.enter_async_context(channel(connection(args))))
         table_id = args.table
         if args.create:
+            game = games.get(args.game)
             rules = zero_timing()
-            if args.game != "hearts":  # a pass and a moon are Hearts's: their clocks too
-                rules.ClearField("pass_timeout_seconds")
-                rules.ClearField("moon_timeout_seconds")
+            for timeout in game.unused_timeouts:  # a decision the game has not: its clock too
+                rules.ClearField(timeout)  # type: ignore[arg-type]
             request = copas_pb2.CreateTableRequest(
                 preset=args.preset, display_name="bots", rules=rules,
                 bot_seats=max(0, args.players - args.seats),
-                game="" if args.game == "hearts" else args.game)
+                game="" if game.is_default else game.name)
             request.rules.players = args.players
             table_id = (await stub.CreateTable(request)).table.table_id
             print(f"created table {table_id}", flush=True)
@@ -268,10 +240,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="create a table (no pauses or time limits) and fill it")
     parser.add_argument("--seats", type=int, default=4, help="bot players to join")
     parser.add_argument("--players", type=int, default=4, help="players at a created table")
-    parser.add_argument("--game", choices=("hearts", "bisca"), default="hearts",
-                        help="the game of a created table")
-    parser.add_argument("--preset", default="", help="preset of a created table (default: the "
-                                                     "game's first: online, bisca3)")
+    games.add_arguments(parser)
     parser.add_argument("--policy", choices=sorted(POLICIES), default="greedy",
                         help="how the bots play (mc: the strong one)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the bots' random choices")

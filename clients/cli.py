@@ -7,14 +7,16 @@ import argparse
 import asyncio
 import sys
 
-from clients import account, admin, bots, championship, loadtest, play, watch
+from clients import account, admin, bots, championship, games, loadtest, play, watch
 from clients.common import add_server_arguments
 
 
 def main(argv: list[str] | None = None) -> int:
+    first, *others = games.every()
+    played = "; ".join([first.title, *(f"{g.title} with --game {g.name}" for g in others)])
     parser = argparse.ArgumentParser(
-        prog="copas", description="Copas clients (Hearts; Bisca with --game bisca). `copas "
-                                  "replay RECORD` checks a finished game with the engine.")
+        prog="copas", description=f"Copas clients ({played}). `copas replay RECORD` checks a "
+                                  "finished game with the engine.")
     commands = parser.add_subparsers(dest="command", required=True)
     for name, adder, runner, text in (
             ("login", account.add_login_arguments, account.login_main,

@@ -1,11 +1,11 @@
 """`copas play`: a person at a table, in the terminal.
 
 Creates a table with bots on the server (or joins ``--table``), then draws each change and
-asks for your move when it is your turn. ``--game bisca`` plays Bisca (``--preset`` one of
-Bisca's: bisca3 by default; ``--players`` for a kind the preset does not say): the trump card,
-the stock's count, the trick, your hand and each side's points are drawn. Cards are typed as
-text (``QS``, ``10h``, ``2c``) or by their number in your hand; a pass takes three at once
-(``QS AS 3h`` or ``1 2 3``). Ctrl-C asks whether to leave the table.
+asks for your move when it is your turn. ``--game`` plays another game (``--preset`` one of
+its own, its first by default; ``--players`` for a kind the preset does not say), drawn with
+what that game shows (e.g. a trump card, the stock's count, each side's points). Cards are
+typed as text (``QS``, ``10h``, ``2c``) or by their number in your hand; a pass takes three at
+once (``QS AS 3h`` or ``1 2 3``). Ctrl-C asks whether to leave the table.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ import grpc
 from copas.v1 import accounts_pb2_grpc, cards_pb2, copas_pb2, copas_pb2_grpc
 from rich.console import Console
 
+from clients import games
 from clients.account import access_token
 from clients.common import (
     Player,
@@ -273,21 +274,16 @@ async def play_main(args: argparse.Namespace) -> int:
                 await player.route.close()
 
 
-# Seats at a Bisca preset that does not seat 2 (docs/RULES.md, "Bisca"): its bots fill the rest.
-PRESET_PLAYERS = {("bisca", "pairs"): 4, ("bisca", "four"): 4, ("bisca", "three"): 3,
-                  ("bisca", "six"): 6}
-
-
 def table_request(args: argparse.Namespace) -> copas_pb2.CreateTableRequest:
-    """The table ``copas play`` makes: you and bots in every other seat. Hearts's is as it
-    always was (its preset's four seats, three bots); another game's seats are ``--players``,
-    else its preset's."""
+    """The table ``copas play`` makes: you and bots in every other seat. The default game's is
+    as it always was (its preset's four seats, three bots, the game unnamed); another game's
+    seats are ``--players``, else its preset's (``clients/games/``)."""
     name = f"{args.name}'s table" if args.name else ""
-    if args.game == "hearts" and not args.players:
-        return copas_pb2.CreateTableRequest(preset=args.preset or "online", bot_seats=3,
-                                            display_name=name)
-    players = args.players or PRESET_PLAYERS.get((args.game, args.preset), 2 if
-                                                 args.game != "hearts" else 4)
+    game = games.get(args.game)
+    if game.is_default and not args.players:
+        return copas_pb2.CreateTableRequest(preset=args.preset or game.first_preset,
+                                            bot_seats=game.players - 1, display_name=name)
+    players = args.players or game.preset_players.get(args.preset, game.players)
     request = copas_pb2.CreateTableRequest(preset=args.preset, bot_seats=players - 1,
                                            display_name=name, game=args.game)
     request.rules.players = players
@@ -301,10 +297,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                                                    "account's after copas login, else You)")
     parser.add_argument("--anonymous", action="store_true",
                         help="play without your account even when signed in")
-    parser.add_argument("--game", choices=("hearts", "bisca"), default="hearts",
-                        help="the game of a created table")
-    parser.add_argument("--preset", default="", help="preset of a created table (default: the "
-                                                     "game's first: online, bisca3)")
+    games.add_arguments(parser)
     parser.add_argument("--players", type=int, default=0,
                         help="seats at a created table, you and bots (default: the preset's)")
     add_transport_argument(parser)

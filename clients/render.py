@@ -10,7 +10,8 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from clients.common import DIRECTION_TEXT, SUIT_SYMBOL, card_key, pass_target, pretty
+from clients import games
+from clients.common import card_key, pretty
 
 PHASE_TEXT = {copas_pb2.PHASE_WAITING_FOR_PLAYERS: "waiting for players",
               copas_pb2.PHASE_PASSING: "passing", copas_pb2.PHASE_PLAYING: "playing",
@@ -56,55 +57,20 @@ def hand_text(view: copas_pb2.TableView) -> Text:
     return text
 
 
-def is_bisca(view: copas_pb2.TableView) -> bool:
-    return view.rules.game == "bisca"
-
-
 def team_name(team: int) -> str:
     return "AB"[team] if 0 <= team < 2 else "?"
 
 
-def bisca_header(view: copas_pb2.TableView) -> str:
-    """'hand 1 · trumps ♥: 7♥ under the stock, 12 cards left' (or who drew the trump card)."""
-    b = view.bisca
-    trump = pretty(b.trump_card)
-    text = f" · hand {view.hand_number + 1} · trumps {SUIT_SYMBOL.get(b.trump_card.suit, '?')}"
-    if b.HasField("trump_drawn_by"):
-        return text + f": {trump} drawn by {name_of(view, b.trump_drawn_by)}, stock empty"
-    return text + f": {trump} under the stock, {b.stock_size} cards left"
-
-
-def bisca_sides(view: copas_pb2.TableView) -> Text:
-    """Each side's card points this hand and game points: by seat, or by team."""
-    b = view.bisca
-    parts = []
-    for side, (points, total) in enumerate(zip(b.side_points, b.side_totals, strict=False)):
-        if b.teams:
-            names = ", ".join(name_of(view, s) for s, t in enumerate(b.teams) if t == side)
-            who = f"team {team_name(side)} ({names})"
-        else:
-            who = name_of(view, side)
-        parts.append(f"{who} {points} card points, {total} game points")
-    text = Text("; ".join(parts))
-    if b.carried_over:
-        text.append(f"  ({b.carried_over} tied hand(s) carried over)")
-    return text
-
-
 def render(view: copas_pb2.TableView, title: str = "") -> RenderableType:
-    """The whole table: players, trick, last trick, hand, standings (Bisca's: the trump card,
-    the stock's count, teams and each side's points too)."""
-    bisca = is_bisca(view)
+    """The whole table: players, trick, last trick, hand, standings, and what its game draws
+    of its own (``clients/games/``: its header, teams, lines under the players and the hand)."""
+    game = games.get(view)
     header = Text(title + "  " if title else "")
     header.append(f"{PHASE_TEXT.get(view.phase, '?')}")
-    if view.hand_number >= 0 and bisca:
-        header.append(bisca_header(view))
-    elif view.hand_number >= 0:
-        header.append(f" · hand {view.hand_number + 1}"
-                      f" · {pass_text(view, view.pass_direction)}"
-                      f" · hearts {'broken' if view.hearts_broken else 'not broken'}")
+    if view.hand_number >= 0:
+        header.append(game.header(view))
     players = Table(show_edge=False, box=None, padding=(0, 2))
-    teams = list(view.bisca.teams) if bisca else []
+    teams = list(game.teams(view))
     for col in ("seat", "player", *(("team",) if teams else ()), "cards", "hand", "total", ""):
         players.add_column(col)
     left = seconds_left(view)
@@ -127,8 +93,7 @@ def render(view: copas_pb2.TableView, title: str = "") -> RenderableType:
         players.add_row(str(p.seat), p.display_name + me, *team, str(p.card_count),
                         str(p.hand_points), str(p.total), " ".join(status))
     parts: list[RenderableType] = [header, players]
-    if bisca and view.hand_number >= 0:
-        parts.append(bisca_sides(view))
+    parts.extend(game.status_lines(view))
     if view.trick.cards:
         parts.append(Text("trick: ").append_text(trick_text(view, view.trick)))
     if view.last_trick.cards and (view.HasField("paused_until") or not view.trick.cards):
@@ -140,11 +105,7 @@ def render(view: copas_pb2.TableView, title: str = "") -> RenderableType:
         parts.append(Text("(pause)", style="dim"))
     if view.hand:
         parts.append(Text("your hand: ").append_text(hand_text(view)))
-    if bisca and view.bisca.HasField("drawn_card"):
-        parts.append(Text(f"you drew: {pretty(view.bisca.drawn_card)}"))
-    if view.received:
-        parts.append(Text("received: " + " ".join(pretty(c) for c in
-                                                  sorted(view.received, key=card_key))))
+    parts.extend(game.hand_lines(view))
     if view.standings:
         parts.append(standings_table(view))
     return Panel(Group(*parts), title="Copas", expand=False)
@@ -161,18 +122,8 @@ def standings_table(view: copas_pb2.TableView) -> Table:
 
 
 def hand_summary(event: copas_pb2.HandScored, view: copas_pb2.TableView) -> Text:
-    text = Text(f"hand {event.hand_number + 1} scored: ", style="bold")
-    if is_bisca(view):  # card points taken; game points scored and held (by seat)
-        text.append(", ".join(f"{name_of(view, s)} {taken} card points, +{p} (total {t})"
-                              for s, (taken, p, t) in enumerate(zip(
-                                  event.taken, event.points, event.totals, strict=True))))
-        return text
-    text.append(", ".join(f"{name_of(view, s)} +{p} (total {t})"
-                          for s, (p, t) in enumerate(zip(event.points, event.totals,
-                                                         strict=True))))
-    if event.HasField("moon_shooter"):
-        text.append(f"  — {name_of(view, event.moon_shooter)} shot the moon!")
-    return text
+    """The line of a scored hand, as the view's game writes it."""
+    return games.get(view).hand_summary(event, view)
 
 
 def played_for(view: copas_pb2.TableView, seat: int, is_automatic: bool) -> str:
@@ -183,15 +134,6 @@ def played_for(view: copas_pb2.TableView, seat: int, is_automatic: bool) -> str:
     if player is not None and player.has_left:
         return " (played for a player who left)"
     return " (out of time: played for them)"
-
-
-def pass_text(view: copas_pb2.TableView, direction: copas_pb2.PassDirection.ValueType) -> str:
-    """'pass left, to Ana' for a player; 'pass left' for a spectator; 'no passing'."""
-    if direction == copas_pb2.PASS_DIRECTION_HOLD:
-        return "no passing"
-    text = f"pass {DIRECTION_TEXT.get(direction, '?')}"
-    target = pass_target(view, view.seat) if view.HasField("seat") else None
-    return text + (f", to {name_of(view, target)}" if target is not None else "")
 
 
 def event_line(event: copas_pb2.TableEvent, view: copas_pb2.TableView | None = None
@@ -208,20 +150,9 @@ def event_line(event: copas_pb2.TableEvent, view: copas_pb2.TableView | None = N
         t = event.trick_won
         return Text(f"  → {name_of(view, t.winner)} takes the trick"
                     + (f" (+{t.points})" if t.points else ""))
-    if kind == "hand_started" and is_bisca(view):
-        started = event.hand_started
-        return Text(f"— hand {started.hand_number + 1}: trumps {pretty(started.trump_card)}, "
-                    f"dealt by {name_of(view, started.dealer)}", style="bold")
-    if kind == "cards_drawn":
-        d = event.cards_drawn
-        line = Text(f"  drawn by {', '.join(name_of(view, s) for s in d.seats)}: "
-                    f"{d.stock_size} left in the stock")
-        if d.HasField("trump_drawn_by"):
-            line.append(f" ({name_of(view, d.trump_drawn_by)} took the trump card)")
-        return line
-    if kind == "hand_started":
-        return Text(f"— hand {event.hand_started.hand_number + 1}: "
-                    f"{pass_text(view, event.hand_started.pass_direction)}", style="bold")
+    own = games.get(view).event_line(event, view)
+    if own is not None:
+        return own
     if kind == "hand_scored":
         return hand_summary(event.hand_scored, view)
     if kind == "turn_timed_out":
@@ -231,9 +162,4 @@ def event_line(event: copas_pb2.TableEvent, view: copas_pb2.TableView | None = N
         return Text(f"  {name_of(view, event.player_left.seat)} left the table", style="yellow")
     if kind == "player_joined":
         return Text(f"  {event.player_joined.display_name} joined")
-    if kind == "moon_shot":
-        return Text(f"  {name_of(view, event.moon_shot.seat)} shot the moon!", style="bold")
-    if kind == "cards_exchanged":
-        received = " ".join(pretty(c) for c in sorted(view.received, key=card_key))
-        return Text("  cards exchanged" + (f": you received {received}" if received else ""))
     return None

@@ -252,8 +252,8 @@ class Config:
                                               "refresh token renews it)")
     refresh_token_days: float = flag(30.0, "days a refresh token works (each refresh starts "
                                            "it again)")
-    password_time_cost: int = flag(3, "argon2id passes per password hash")
-    password_memory_kib: int = flag(65536, "argon2id memory per password hash, in KiB")
+    password_time_cost: int = flag(2, "argon2id passes per password hash")
+    password_memory_kib: int = flag(19456, "argon2id memory per password hash, in KiB")
     sessions_per_account: int = flag(10, "sessions one account holds at once (a new sign-in "
                                          "ends its oldest)")
     guest_days: float = flag(30.0, "days a guest account (a device's) that never finished a "

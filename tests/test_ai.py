@@ -233,10 +233,11 @@ def test_a_time_capped_decision_is_still_legal() -> None:
 
 
 def test_greedy_is_the_clients_greedy() -> None:
-    """ai's greedy decides what clients/bots.py choose_greedy decides from the seat's view."""
+    """ai's greedy decides what the clients' choose_greedy (clients/games/hearts.py) decides
+    from the seat's view."""
     from copas.v1 import cards_pb2, copas_pb2
 
-    from clients.bots import choose_greedy
+    from clients.games.hearts import choose_greedy
 
     suits = [cards_pb2.SUIT_CLUBS, cards_pb2.SUIT_DIAMONDS, cards_pb2.SUIT_SPADES,
              cards_pb2.SUIT_HEARTS]

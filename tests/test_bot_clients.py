@@ -19,7 +19,7 @@ from clients import bots
 from clients.common import Player, zero_timing
 from tests.helpers.servers import clients_server, serving
 from tests.helpers.terminal import copas as run_copas
-from tools import policies
+from tools.games import hearts as policies
 
 
 @pytest.fixture(scope="module")

@@ -219,8 +219,17 @@ async def test_reconnect_gets_missed_events_or_a_gap(stub: Any, server: Any) -> 
         late = Watch(small_stub, t2.table_id, after_sequence=1)
         head = await late.wait_for(lambda m: True)
         assert head.snapshot.has_gap and len(head.snapshot.missed_events) == 4
+        assert [m.sequence for m in head.snapshot.missed_events] == \
+            list(range(head.sequence - 3, head.sequence + 1))
         assert head.view.phase == copas_pb2.PHASE_GAME_OVER
         await late.close()
+        # Within the little it keeps: exactly the events after the one asked, and no gap.
+        recent = Watch(small_stub, t2.table_id, after_sequence=head.sequence - 2)
+        tail = await recent.wait_for(lambda m: True)
+        assert not tail.snapshot.has_gap
+        assert [m.sequence for m in tail.snapshot.missed_events] == \
+            [head.sequence - 1, head.sequence]
+        await recent.close()
 
 
 async def test_slow_watchers_get_a_snapshot_instead_of_the_backlog(stub: Any) -> None:

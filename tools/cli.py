@@ -10,12 +10,12 @@ import asyncio
 import sys
 
 from clients import cli as clients_cli
-from tools import backup, policies, replay
+from tools import backup, games, replay
 
 
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
-    policies.register()
+    games.register()
     backup.register()
     if args[:1] != ["replay"]:
         return clients_cli.main(args)

@@ -1,7 +1,7 @@
 """Password hashing's turns, shared fairly among the addresses that ask (issue 37).
 
 An argon2id hash is the costliest thing a client can make the server do (at the default cost
-about 0.1 s of one core and 64 MiB), and every password sign-in, sign-up and link makes one.
+about 25 ms of one core and 19 MiB), and every password sign-in, sign-up and link makes one.
 At most ``at_once`` (half the cores) run, each on a thread of their own whose priority is
 lower than the server's (``niceness``, 10: when every core is busy, a game's move goes
 first and the hash waits a little); a call beyond them waits in its address's own
@@ -73,7 +73,7 @@ from server.accounts.attempts import MAX_KEYS, NETWORK_FACTORS, AttemptRule, Net
 from server.errors import ServiceError
 
 T = TypeVar("T")
-HASHES_AT_ONCE = 2  # argon2 hashes computed at once (each on a thread, 64 MiB)
+HASHES_AT_ONCE = 2  # argon2 hashes computed at once (each on a thread, 19 MiB)
 WAITING_PER_ADDRESS = 4  # calls of one address waiting for a hash (0: no limit but ``waiting``)
 HASHES_WAITING = 32  # calls of all addresses waiting for a hash
 CHECKS = AttemptRule(burst=30, per_second=1 / 5)  # password calls of an address: its allowance

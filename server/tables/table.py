@@ -133,7 +133,7 @@ class Table:
     @property
     def history(self) -> list[copas_pb2.TableEvent]:
         """The latest numbered events (at most --history), parsed (kept serialized)."""
-        return [copas_pb2.TableEvent.FromString(event) for _, event in self._events.history]
+        return [copas_pb2.TableEvent.FromString(event) for event in self._events.history]
 
     @property
     def last_event_at(self) -> float:

@@ -25,6 +25,7 @@ from engine.errors import EngineError, IllegalActionError, RulesError
 from server.errors import ServiceError
 from server.games.base import RuleLimits
 from server.games.bisca import wire
+from server.games.limits import check_limits
 
 if TYPE_CHECKING:
     import structlog
@@ -54,13 +55,7 @@ def check_rules(settings: RuleLimits, preset: str, overrides: Mapping[str, Any]
         rules = BiscaRules.preset(preset or "bisca3", **{**defaults, **overrides})
     except RulesError as error:
         raise ServiceError.invalid(error.message, "INVALID_RULES") from None
-    if 0 < rules.play_timeout < settings.min_timeout:
-        raise ServiceError.invalid(
-            f"play_timeout_seconds is 0 (no limit) or at least {settings.min_timeout:g} on "
-            "this server", "INVALID_RULES")
-    if rules.max_hands > settings.max_hands_limit:
-        raise ServiceError.invalid(
-            f"max_hands is at most {settings.max_hands_limit} on this server", "INVALID_RULES")
+    check_limits(settings, rules, ("play_timeout",))  # no pass, no moon
     return rules
 
 

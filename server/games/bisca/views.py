@@ -14,9 +14,9 @@ from engine.bisca.record import RECORD_FORMAT
 from server.games import RecordFacts, TableFacts
 from server.games.bisca import wire
 from server.games.bisca.result import BiscaResult
-from server.store.base import GameRecord, RecordSummary, SeatRecord
-from server.tokens import pseudonym
-from server.wire import duration, field, timestamp, varint
+from server.games.views import game_record, show_clock, show_waiting_seats
+from server.store.base import GameRecord, RecordSummary
+from server.wire import field, varint
 
 _BISCA = 22  # TableView.bisca: the public part and a seat's drawn card merge on the wire
 _HAND, _LEGAL = 30, 33
@@ -36,9 +36,7 @@ def public(table: TableFacts) -> copas_pb2.TableView:
         phase=copas_pb2.PHASE_WAITING_FOR_PLAYERS if game is None
         else wire.PHASE_TO_PB[game.phase])
     if game is None:
-        message.players.extend(copas_pb2.PlayerState(
-            seat=s.number, display_name=s.name, is_bot=s.is_bot,
-            is_connected=table.shows_connected(s.number)) for s in table.seats)
+        show_waiting_seats(message, table)
         return message
     v = public_view(game)
     n = len(table.seats)
@@ -50,17 +48,7 @@ def public(table: TableFacts) -> copas_pb2.TableView:
     if v.last_trick is not None:
         message.last_trick.CopyFrom(wire.won_trick_to_pb(v.last_trick, n))
         message.last_trick_winner = v.last_trick.winner
-    now = table.now()
-    if table.is_held:
-        message.is_held = True
-    elif table.paused_until is None:
-        message.to_act.extend(v.to_act)
-        if table.deadline is not None:
-            message.deadline.CopyFrom(timestamp(table.deadline))
-            message.time_left.CopyFrom(duration(table.deadline - now))
-    else:
-        message.paused_until.CopyFrom(timestamp(table.paused_until))
-        message.pause_left.CopyFrom(duration(table.paused_until - now))
+    show_clock(message, table, v.to_act)
     message.players.extend(copas_pb2.PlayerState(
         seat=s.number, display_name=s.name, is_bot=s.is_bot,
         is_connected=table.shows_connected(s.number), has_left=v.has_left[s.number],
@@ -112,21 +100,12 @@ def record(table: RecordFacts) -> GameRecord:
     """A finished table's game: replayable by ``engine.bisca`` (rules, seed, actions) and
     carrying its result, seats and times."""
     game = _game(table)
-    assert game is not None and table.finished_at is not None
+    assert game is not None
     cards = [0] * len(table.seats)
     for action in game.actions:
         if isinstance(action, PlayCard):
             cards[action.seat] += 1
-    summary = RecordSummary(
-        record_id=table.id, table_id=table.id, display_name=table.name, preset=table.preset,
-        created=table.created, finished=table.finished_at, seed=table.seed, rules=table.rules,
-        seats=tuple(SeatRecord(s.number, s.name, s.is_bot, s.account_id, s.is_bot or s.has_acted,
-                               s.own_cards, cards[s.number], s.network,
-                               pseudonym(table.id, s.account_id) if s.account_id else "")
-                    for s in table.seats),
-        result=BiscaResult.of(game), rating=table.rating, championship=table.meta.championship,
-        game=table.meta.game)
-    return GameRecord(summary, tuple(game.actions))
+    return game_record(table, game.actions, cards, BiscaResult.of(game))
 
 
 def record_to_pb(summary: RecordSummary, message: copas_pb2.GameRecord) -> None:

@@ -29,6 +29,7 @@ from engine.bisca import (
     TrickWon,
 )
 from server.errors import ServiceError
+from server.games.cards import card_from_message
 
 _SUITS = (cards_pb2.SUIT_CLUBS, cards_pb2.SUIT_DIAMONDS, cards_pb2.SUIT_SPADES,
           cards_pb2.SUIT_HEARTS)
@@ -60,8 +61,8 @@ SHARED_FIELDS = {"players": "players", "max_hands": "max_hands",
                  "play_timeout_seconds": "play_timeout",
                  "trick_pause_seconds": "trick_pause", "hand_pause_seconds": "hand_pause"}
 # RulesOverrides fields a Bisca table has no use for: Hearts's own options.
-HEARTS_ONLY = ("point_limit", "moon", "points_on_first_trick", "queen_breaks_hearts",
-               "pass_timeout_seconds", "moon_timeout_seconds")
+NOT_BISCAS = ("point_limit", "moon", "points_on_first_trick", "queen_breaks_hearts",
+              "pass_timeout_seconds", "moon_timeout_seconds")
 _BISCA_FIELDS = ("partnerships", "hand_size", "margin_bonus", "target")
 
 
@@ -78,21 +79,7 @@ def card_from_pb(message: cards_pb2.Card) -> Card:
                 "not a card of Bisca's 40-card pack (no 8, 9 or 10): ranks 2-7, Q, J, K, A",
                 "INVALID_CARD")
         by_enum = CARDS[found]
-    if message.text:
-        if len(message.text) > 4:
-            raise ServiceError.invalid("card text is at most 4 characters (AS, 7H, QD)",
-                                       "INVALID_CARD")
-        try:
-            by_text = Card.parse(message.text)
-        except ValueError as exc:
-            raise ServiceError.invalid(str(exc), "INVALID_CARD") from None
-        if by_enum is not None and by_enum != by_text:
-            raise ServiceError.invalid(f"card text {message.text!r} does not match its suit and "
-                                       "rank", "INVALID_CARD")
-        return by_text
-    if by_enum is None:
-        raise ServiceError.invalid("a card is required (suit and rank, or text)", "INVALID_CARD")
-    return by_enum
+    return card_from_message(message, by_enum, Card.parse, "AS, 7H, QD")
 
 
 def rules_to_pb(rules: BiscaRules) -> copas_pb2.Rules:
@@ -111,10 +98,10 @@ def rules_overrides(message: copas_pb2.RulesOverrides) -> dict[str, Any]:
     :raises ServiceError: INVALID_ARGUMENT (INVALID_RULES) for one of Hearts's options, or
         an enum value Bisca has not."""
     given = {field.name for field, _ in message.ListFields()}
-    hearts = [name for name in HEARTS_ONLY if name in given]
-    if hearts:
+    others = [name for name in NOT_BISCAS if name in given]
+    if others:
         raise ServiceError.invalid(
-            f"{', '.join(hearts)}: {'a Hearts option' if len(hearts) == 1 else 'Hearts options'}"
+            f"{', '.join(others)}: {'a Hearts option' if len(others) == 1 else 'Hearts options'}"
             ", not Bisca's: a Bisca table takes players, max_hands, the play timeout, the "
             "pauses, the bot pace and rules.bisca (partnerships, hand_size, follow_suit, "
             "margin_bonus, tie, target)", "INVALID_RULES")

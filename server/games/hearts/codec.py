@@ -21,6 +21,7 @@ from engine import (
 )
 from engine import actions as ev
 from server.errors import ServiceError
+from server.games.cards import card_from_message
 
 _SUIT_TO_PB = {0: cards_pb2.SUIT_CLUBS, 1: cards_pb2.SUIT_DIAMONDS, 2: cards_pb2.SUIT_SPADES,
                3: cards_pb2.SUIT_HEARTS}
@@ -68,21 +69,7 @@ def card_from_pb(message: cards_pb2.Card) -> Card:
         if message.suit not in _SUIT_FROM_PB or not 2 <= message.rank <= 14:
             raise ServiceError.invalid("card has an unknown suit or rank", "INVALID_CARD")
         by_enum = CARDS[_SUIT_FROM_PB[message.suit] * 13 + message.rank - 2]
-    if message.text:
-        if len(message.text) > 4:
-            raise ServiceError.invalid("card text is at most 4 characters (QS, 10H, 2C)",
-                                       "INVALID_CARD")
-        try:
-            by_text = Card.parse(message.text)
-        except ValueError as exc:
-            raise ServiceError.invalid(str(exc), "INVALID_CARD") from None
-        if by_enum is not None and by_enum != by_text:
-            raise ServiceError.invalid(f"card text {message.text!r} does not match its suit and "
-                                       "rank", "INVALID_CARD")
-        return by_text
-    if by_enum is None:
-        raise ServiceError.invalid("a card is required (suit and rank, or text)", "INVALID_CARD")
-    return by_enum
+    return card_from_message(message, by_enum, Card.parse, "QS, 10H, 2C")
 
 
 def rules_to_pb(rules: Rules) -> copas_pb2.Rules:

@@ -29,6 +29,7 @@ from engine import actions as ev
 from server.errors import ServiceError
 from server.games.base import RuleLimits
 from server.games.hearts import codec
+from server.games.limits import check_limits
 
 if TYPE_CHECKING:
     import structlog
@@ -57,15 +58,7 @@ def check_rules(settings: RuleLimits, preset: str, overrides: Mapping[str, Any])
     if rules.point_limit > settings.max_point_limit:
         raise ServiceError.invalid(
             f"point_limit is at most {settings.max_point_limit} on this server", "INVALID_RULES")
-    for limit in ("play_timeout", "pass_timeout", "moon_timeout"):
-        value = getattr(rules, limit)
-        if 0 < value < settings.min_timeout:
-            raise ServiceError.invalid(
-                f"{limit}_seconds is 0 (no limit) or at least {settings.min_timeout:g} on "
-                "this server", "INVALID_RULES")
-    if rules.max_hands > settings.max_hands_limit:
-        raise ServiceError.invalid(
-            f"max_hands is at most {settings.max_hands_limit} on this server", "INVALID_RULES")
+    check_limits(settings, rules, ("play_timeout", "pass_timeout", "moon_timeout"))
     return rules
 
 

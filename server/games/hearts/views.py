@@ -13,30 +13,21 @@ from engine import Game, PassDirection, Phase, PlayCard, private_view, public_vi
 from server.games import RecordFacts, TableFacts
 from server.games.hearts import codec
 from server.games.hearts.result import GameResult
-from server.store.base import GameRecord, RecordSummary, SeatRecord
-from server.tokens import pseudonym
-from server.wire import duration, field, timestamp, varint
+from server.games.views import game_record, show_clock, show_waiting_seats
+from server.store.base import GameRecord, RecordSummary
+from server.wire import field, varint
 
 
 def record(table: RecordFacts) -> GameRecord:
     """A finished table's game: replayable by the engine (rules, seed, actions) and carrying
     its result, seats and times."""
     game = cast("Game | None", table.game)
-    assert game is not None and table.finished_at is not None
+    assert game is not None
     cards = [0] * len(table.seats)
     for action in game.actions:
         if isinstance(action, PlayCard):
             cards[action.seat] += 1
-    summary = RecordSummary(
-        record_id=table.id, table_id=table.id, display_name=table.name, preset=table.preset,
-        created=table.created, finished=table.finished_at, seed=table.seed, rules=table.rules,
-        seats=tuple(SeatRecord(s.number, s.name, s.is_bot, s.account_id, s.is_bot or s.has_acted,
-                               s.own_cards, cards[s.number], s.network,
-                               pseudonym(table.id, s.account_id) if s.account_id else "")
-                    for s in table.seats),
-        result=GameResult.of(game), rating=table.rating, championship=table.meta.championship,
-        game=table.meta.game)
-    return GameRecord(summary, tuple(game.actions))
+    return game_record(table, game.actions, cards, GameResult.of(game))
 
 
 def phase_of(table: TableFacts) -> int:
@@ -52,9 +43,7 @@ def public(table: TableFacts) -> copas_pb2.TableView:
                                   rules=table.rules_pb, hand_number=-1)
     game = cast("Game | None", table.game)
     if game is None:
-        message.players.extend(copas_pb2.PlayerState(
-            seat=s.number, display_name=s.name, is_bot=s.is_bot,
-            is_connected=table.shows_connected(s.number)) for s in table.seats)
+        show_waiting_seats(message, table)
         return message
     v = public_view(game)
     n = len(table.seats)
@@ -67,17 +56,7 @@ def public(table: TableFacts) -> copas_pb2.TableView:
     if v.last_trick is not None:
         message.last_trick.CopyFrom(codec.won_trick_to_pb(v.last_trick, n))
         message.last_trick_winner = v.last_trick.winner
-    now = table.now()
-    if table.is_held:
-        message.is_held = True
-    elif table.paused_until is None:
-        message.to_act.extend(v.to_act)
-        if table.deadline is not None:
-            message.deadline.CopyFrom(timestamp(table.deadline))
-            message.time_left.CopyFrom(duration(table.deadline - now))
-    else:
-        message.paused_until.CopyFrom(timestamp(table.paused_until))
-        message.pause_left.CopyFrom(duration(table.paused_until - now))
+    show_clock(message, table, v.to_act)
     message.players.extend(copas_pb2.PlayerState(
         seat=s.number, display_name=s.name, is_bot=s.is_bot,
         is_connected=table.shows_connected(s.number), has_left=v.has_left[s.number],
@@ -128,17 +107,7 @@ def public_bytes(table: TableFacts) -> bytes:
                                pass_direction=codec.DIRECTION_TO_PB[game.pass_direction],
                                hearts_broken=game.hearts_broken,
                                trick_number=game.trick_number)
-    now = table.now()
-    if table.is_held:
-        head.is_held = True
-    elif table.paused_until is None:
-        head.to_act.extend(game.to_act())
-        if table.deadline is not None:
-            head.deadline.CopyFrom(timestamp(table.deadline))
-            head.time_left.CopyFrom(duration(table.deadline - now))
-    else:
-        head.paused_until.CopyFrom(timestamp(table.paused_until))
-        head.pause_left.CopyFrom(duration(table.paused_until - now))
+    show_clock(head, table, game.to_act())
     if game.moon_shooter is not None:
         head.moon_shooter = game.moon_shooter
     if game.standings:

@@ -1,6 +1,7 @@
-"""The engine's bots (``ai``: ``duck``, ``mc``) as policies of the reference clients.
+"""The engine's Hearts bots (``ai``: ``duck``, ``mc``) as policies of the reference clients.
 
-``clients/`` never imports the engine, so ``copas`` registers these from here (``register``).
+``clients/`` never imports the engine, so ``copas`` registers these from here (``register``,
+found by ``tools.games.register``).
 Each bot keeps its seat's information set from what its stream shows: the cards played this
 hand, seat by seat, from the ``card_played`` events (and a snapshot's missed events), and
 everything else from the view, its own cards included. Decisions run in a worker thread so
@@ -17,6 +18,7 @@ from copas.v1 import cards_pb2, copas_pb2
 
 from ai import Budget, InfoSet, decide
 from clients import bots
+from clients.games.hearts import choose_greedy
 from engine import (
     CARDS,
     Action,
@@ -74,7 +76,7 @@ class EnginePolicy(bots.Policy):
     """An ``ai`` policy playing one seat of a networked table."""
 
     def __init__(self, policy: str, seed: int | None, budget: Budget = CLIENT_BUDGET) -> None:
-        super().__init__(bots.choose_greedy, seed)
+        super().__init__(choose_greedy, seed)
         self.policy = policy
         self.seed = seed or 0
         self.budget = budget
