@@ -6,7 +6,9 @@ standings, and prints per round the seating time, the repeated pairs it could no
 the time of ``Tally.add`` + ``Tally.standings`` for one game, as the process's CPU time (a
 loaded machine inflates wall time; the CPU time is the work). Asserts nothing.
 
-Run: ``.venv/bin/python bench/championship.py [--players 1000] [--rounds 20]``.
+``--game`` seats and scores as that game does (its table sizes, most or fewest points winning).
+
+Run: ``.venv/bin/python bench/championship.py [--players 1000] [--rounds 20] [--game NAME]``.
 """
 
 from __future__ import annotations
@@ -16,7 +18,13 @@ import random
 import statistics
 import time
 
-from server.championships.format import GameResult, Standing, Tally, seat_round
+from server.championships.format import (
+    ChampionshipRules,
+    GameResult,
+    Standing,
+    Tally,
+    seat_round,
+)
 
 
 def main() -> None:
@@ -24,9 +32,10 @@ def main() -> None:
     parser.add_argument("--players", type=int, default=1000)
     parser.add_argument("--rounds", type=int, default=20)
     parser.add_argument("--seed", type=int, default=2024)
+    parser.add_argument("--game", default="", help="the game (empty: the default game)")
     args = parser.parse_args()
     players = [f"player-{i:04d}" for i in range(args.players)]
-    tally = Tally(players, args.seed)
+    tally = Tally(players, args.seed, ChampionshipRules(args.rounds, game_name=args.game))
     rng = random.Random(args.seed)
     table: list[Standing] = []
     seat_ms: list[float] = []
@@ -34,11 +43,12 @@ def main() -> None:
     for round_no in range(1, args.rounds + 1):
         met = tally.met_pairs()
         start = time.process_time()
-        tables = seat_round(players, table, met, args.seed, round_no)
+        tables = seat_round(players, table, met, args.seed, round_no, game=args.game)
         seat_ms.append((time.process_time() - start) * 1000)
         repeats = sum(frozenset((a, b)) in met
                       for t in tables for i, a in enumerate(t) for b in t[i + 1:])
-        results = [GameResult(round_no, k, tuple(t), tuple(rng.randrange(0, 80) for _ in t))
+        results = [GameResult(round_no, k, tuple(t), tuple(rng.randrange(0, 80) for _ in t),
+                              game_name=args.game)
                    for k, t in enumerate(tables, start=1)]
         for result in results[:-1]:
             tally.add(result)
@@ -49,7 +59,7 @@ def main() -> None:
         update_ms.append((time.process_time() - start) * 1000)
         print(f"round={round_no:2d} tables={len(tables)} seat_ms={seat_ms[-1]:.1f} "
               f"repeated_pairs={repeats} one_game_standings_ms={update_ms[-1]:.2f}")
-    print(f"players={args.players} rounds={args.rounds} "
+    print(f"players={args.players} rounds={args.rounds} game={args.game or 'default'} "
           f"seat_ms_median={statistics.median(seat_ms):.1f} seat_ms_max={max(seat_ms):.1f} "
           f"(target 100) one_game_standings_ms_median={statistics.median(update_ms):.2f} "
           f"one_game_standings_ms_max={max(update_ms):.2f} (target 10)")
