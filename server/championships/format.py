@@ -606,6 +606,7 @@ class Tally:
         self._relative = dict.fromkeys(self.players, 0)  # sixtieths
         self._draw = {p: (derive_seed(seed, "draw", p), p) for p in self.players}
         self._seen: set[tuple[int, int]] = set()
+        self._ahead: dict[tuple[str, str], int] = {}  # (a, b): games a placed ahead of b - behind
         self.disqualified: set[str] = set()
         """Players disqualified: ranked below everyone else, their results kept."""
 
@@ -668,6 +669,12 @@ class Tally:
             self._relative[player] += sign * (total * _SCALE - table_total)
             if place == 1:
                 self._firsts[player] += _SCALE // winners
+        ahead = self._ahead
+        for player, mine in zip(result.players, result.places, strict=True):
+            for other, place in zip(result.players, result.places, strict=True):
+                if other != player:
+                    pair = (player, other)
+                    ahead[pair] = ahead.get(pair, 0) + (place > mine) - (place < mine)
 
     def met_pairs(self) -> set[frozenset[str]]:
         return met_pairs(self.results)
@@ -763,17 +770,11 @@ class Tally:
         return total
 
     def _head_to_head(self, tied: list[str]) -> dict[str, int]:
-        group = set(tied)
-        score = {}
-        for player in tied:
-            net = 0
-            for result in self._games[player]:
-                mine = result.place_of(player)
-                for other, place in zip(result.players, result.places, strict=True):
-                    if other != player and other in group:
-                        net += (place > mine) - (place < mine)
-            score[player] = net
-        return score
+        """Each tied player's games placed ahead of another of them minus games behind (kept
+        per pair by ``add``: a group costs its pairs, not its players' games)."""
+        ahead = self._ahead
+        return {player: sum(ahead.get((player, other), 0) for other in tied if other != player)
+                for player in tied}
 
 
 def standings(results: Iterable[GameResult], players: Iterable[str], seed: int | str,
