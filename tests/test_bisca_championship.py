@@ -362,3 +362,20 @@ async def test_a_bisca_championship_scored_by_matchpoints_on_duplicate_deals(
     names_of = {p.player_id: p.display_name for p in final.players}
     assert [(names_of[s.player], float(s.percentage)) for s in recomputed(final, records, rules)
             ] == [(line.display_name, line.percentage) for line in final.standings]
+
+
+async def test_an_operator_s_correction_of_a_bisca_table_places_the_most_points_first(
+        served: Served) -> None:
+    final, _ = await play(served, 4, rounds=1)
+    table = final.rounds[0].tables[0]
+    corrected = (await served.admin.CorrectChampionshipResult(
+        admin_pb2.CorrectChampionshipResultRequest(
+            championship_id=final.championship_id, round_number=1, table_number=1,
+            totals=[1, 3], reason="test"), metadata=ADMIN, timeout=30)).championship
+    seats = corrected.rounds[0].tables[0].seats
+    assert corrected.rounds[0].tables[0].is_corrected
+    assert [(s.display_name, s.total, s.place, s.points) for s in seats] == [
+        (table.seats[0].display_name, 1, 2, 0), (table.seats[1].display_name, 3, 1, 120)]
+    # The same as the standings: the corrected table's winner has its 120.
+    points = {line.display_name: line.points for line in corrected.standings}
+    assert (points[seats[0].display_name], points[seats[1].display_name]) == (0, 120)
