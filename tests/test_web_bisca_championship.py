@@ -109,6 +109,11 @@ async def test_an_organizer_makes_a_bisca_championship_on_the_page_and_plays_its
         assert await page.text_content("#champ-settings dd[data-setting=game]") == \
             GAME_WORDS.format(target=made.rules.bisca.target)
         settings_violations = await axe_violations(page)
+        # The list says the game beside the rounds.
+        row = f'#champ-list tr[data-championship="{cid}"]'
+        await page.wait_for_selector(f"{row}[data-game=bisca]", state="attached")
+        assert (await page.text_content(f"{row} td[data-label=Rounds]") or "").endswith(
+            " · Bisca")
 
         sessions = await sign_in(address, ["Bot A", "Bot B"])
         for session in sessions:

@@ -29,6 +29,7 @@ import {
   stateWords,
   timeWords,
 } from "../championships.js";
+import { isBisca } from "../bisca.js";
 import { type AccountSession, refusal } from "../copas.js";
 import {
   type Championship,
@@ -180,6 +181,7 @@ function listRow(c: Championship): HTMLTableRowElement {
     "data-state": ChampionshipState[c.state] ?? String(c.state),
     "data-registered": String(c.isRegistered),
     "data-paused": String(c.isPaused),
+    "data-game": c.rules?.game || "hearts",
   });
   const count = c.settings?.maxPlayers ? t("champ.countOf", { n: c.playerCount, max: c.settings.maxPlayers }) : String(c.playerCount);
   const now = Date.now();
@@ -191,7 +193,8 @@ function listRow(c: Championship): HTMLTableRowElement {
   const status = parts.join(", ");
   row.append(
     element("th", name, { scope: "row", "data-label": t("col.championship") }),
-    element("td", roundWords(c), { "data-label": t("col.rounds") }),
+    // A Bisca championship says so beside its rounds (a Hearts one's cell is as it was).
+    element("td", isBisca(c.rules) ? `${roundWords(c)} · ${t("bisca.name")}` : roundWords(c), { "data-label": t("col.rounds") }),
     element("td", count, { "data-label": t("col.players") }),
     element("td", status, { class: "status", "data-label": t("col.status") }),
   );
