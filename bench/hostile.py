@@ -25,8 +25,9 @@ own.
 * Accounts from one address and from 16 (issue 37): each address's 8 workers make new guest
   accounts, sign up with passwords, guess passwords of a real username and sign in to their
   own password account, as fast as the server answers. Beside them an honest person (another
-  address) signs in with their password every second (``--sign-in-every``: each sign-in is
-  a password hash of its own, a load the quiet phase does not have): ``accounts1_honest_sign_ins``
+  addresses: a person's devices, in turn) signs in with their password every second
+  (``--sign-in-every``: each sign-in is a password hash of its own, a load the quiet phase does
+  not have): ``accounts1_honest_sign_ins``
   and ``accounts16_honest_sign_ins`` print how many succeeded of how many, with their p99.
 * Championships from one address and from 16 (issue 38; ``bench/hostile_championships.py``):
   each address signs in guests (the server makes it a few new accounts; it reuses every one
@@ -101,6 +102,9 @@ IDLE_WINDOW = 3.0  # seconds of the server's CPU with no registration, before th
 
 FAST = {"trick_pause_seconds": 0.0, "hand_pause_seconds": 0.0, "play_timeout_seconds": 0.0,
         "pass_timeout_seconds": 0.0, "moon_timeout_seconds": 0.0}
+
+
+HONEST_DEVICES = tuple(f"203.0.113.{240 + n}" for n in range(8))
 
 
 def as_client(address: str) -> tuple[tuple[str, str], ...]:
@@ -276,7 +280,9 @@ async def account_flood(server: str, addresses: int, stop: asyncio.Event) -> dic
 async def honest_sign_ins(stub: Any, until: asyncio.Event, every: float
                           ) -> tuple[int, int, list[float]]:
     """The honest person signing in with their password every ``every`` seconds, from their
-    own address, until ``until``: (succeeded, tried, latencies of those that succeeded)."""
+    own devices' addresses in turn (``HONEST_DEVICES``: each then signs in once every 8 s,
+    within an address's allowance of password checks, one per 5 s after a burst of 30),
+    until ``until``: (succeeded, tried, latencies of those that succeeded)."""
     from copas.v1 import accounts_pb2
 
     ok = tried = 0
@@ -288,7 +294,7 @@ async def honest_sign_ins(stub: Any, until: asyncio.Event, every: float
         try:
             await stub.SignInPassword(accounts_pb2.SignInPasswordRequest(
                 username=HONEST_USER, password=HONEST_PASSWORD),
-                metadata=as_client("203.0.113.250"), timeout=30)
+                metadata=as_client(HONEST_DEVICES[tried % len(HONEST_DEVICES)]), timeout=30)
             ok += 1
             latencies.append(time.monotonic() - began)
         except grpc.aio.AioRpcError as error:
