@@ -1,0 +1,41 @@
+"""An attacker's pass over the wave that added Bisca, the rematch offer, sign-out everywhere and
+the quick match's bots: each test is a finding, tried from outside on a real server on loopback
+(what held is listed in the issue's note, not here)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import grpc
+import pytest
+from copas.v1 import copas_pb2
+
+from tests.helpers.servers import serving
+
+
+async def _tables(stub: Any) -> int:
+    return len((await stub.ListTables(copas_pb2.ListTablesRequest(
+        page_size=100, include_finished=True))).tables)
+
+
+async def test_a_hearts_only_default_bot_policy_leaves_bisca_playable() -> None:
+    """A server started with --bot-policy duck (Hearts's careful baseline; Bisca's bots have no
+    duck) still opens Bisca tables and quick matches (their bots play mc), and a Bisca table
+    that asks for duck is told Bisca's own policies, with nothing made."""
+    async with serving(bot_policy="duck") as (_, stub):
+        made = (await stub.CreateTable(copas_pb2.CreateTableRequest(
+            game="bisca", bot_seats=1))).table
+        assert made.bot_policy == "mc"
+        joined = await stub.JoinTable(copas_pb2.JoinTableRequest(
+            game="bisca", preset="bisca3", display_name="quick"))
+        assert joined.table.rules.game == "bisca"
+        hearts = (await stub.CreateTable(copas_pb2.CreateTableRequest(bot_seats=1))).table
+        assert hearts.bot_policy == "duck"  # the server's default where the game has it
+        before = await _tables(stub)
+        with pytest.raises(grpc.aio.AioRpcError) as refused:
+            await stub.CreateTable(copas_pb2.CreateTableRequest(
+                game="bisca", bot_seats=1, bot_policy="duck"))
+        assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        details = refused.value.details() or ""
+        assert "mc" in details and "duck" not in details, details
+        assert await _tables(stub) == before
