@@ -39,3 +39,30 @@ async def test_a_hearts_only_default_bot_policy_leaves_bisca_playable() -> None:
         details = refused.value.details() or ""
         assert "mc" in details and "duck" not in details, details
         assert await _tables(stub) == before
+
+
+async def test_a_join_by_table_id_naming_another_game_is_refused_and_seats_nobody() -> None:
+    """JoinTable with a table id and a game (or partnerships) the table is not of: before,
+    the game was ignored (even "chess") and the caller seated at a Hearts table when they
+    asked for Bisca; now INVALID_ARGUMENT naming the table's game, with no seat taken."""
+    async with serving() as (_, stub):
+        hearts = (await stub.CreateTable(copas_pb2.CreateTableRequest())).table
+        bisca = (await stub.CreateTable(copas_pb2.CreateTableRequest(
+            game="bisca", rules=copas_pb2.RulesOverrides(players=4)))).table
+        asks = [(hearts.table_id, {"game": "bisca"}, "plays hearts"),
+                (bisca.table_id, {"game": "hearts"}, "plays bisca"),
+                (bisca.table_id, {"game": "chess"}, "hearts, bisca"),
+                (bisca.table_id, {"partnerships": True}, "played alone"),
+                (hearts.table_id, {"partnerships": True}, "played alone")]
+        for table_id, fields, said in asks:
+            with pytest.raises(grpc.aio.AioRpcError) as refused:
+                await stub.JoinTable(copas_pb2.JoinTableRequest(
+                    table_id=table_id, display_name="asker", **fields))
+            assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT, fields
+            assert said in (refused.value.details() or ""), refused.value.details()
+        for table_id in (hearts.table_id, bisca.table_id):
+            table = (await stub.GetTable(copas_pb2.GetTableRequest(table_id=table_id))).table
+            assert not any(seat.is_taken for seat in table.seats)
+        joined = await stub.JoinTable(copas_pb2.JoinTableRequest(
+            table_id=bisca.table_id, display_name="asker", game="bisca", partnerships=False))
+        assert joined.table.rules.game == "bisca"
