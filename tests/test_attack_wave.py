@@ -4,13 +4,17 @@ the quick match's bots: each test is a finding, tried from outside on a real ser
 
 from __future__ import annotations
 
+import argparse
+import json
+from pathlib import Path
 from typing import Any
 
 import grpc
 import pytest
 from copas.v1 import copas_pb2
 
-from tests.helpers.servers import serving
+from tests.helpers.servers import ROOT, serving
+from tools.replay import replay_main
 
 
 async def _tables(stub: Any) -> int:
@@ -66,3 +70,16 @@ async def test_a_join_by_table_id_naming_another_game_is_refused_and_seats_nobod
         joined = await stub.JoinTable(copas_pb2.JoinTableRequest(
             table_id=bisca.table_id, display_name="asker", game="bisca", partnerships=False))
         assert joined.table.rules.game == "bisca"
+
+
+async def test_copas_replay_of_a_bisca_record_without_its_result_says_so(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`copas replay FILE` of a Bisca record whose result was cut out: a line saying so and
+    exit 1 (before, a KeyError traceback after the replay)."""
+    record = json.loads((ROOT / "tests" / "fixtures" / "bisca" / "bisca3-greedy.json")
+                        .read_text())
+    del record["result"]
+    path = tmp_path / "record.json"
+    path.write_text(json.dumps(record))
+    assert await replay_main(argparse.Namespace(record=str(path))) == 1
+    assert "no result" in capsys.readouterr().out
