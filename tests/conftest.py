@@ -61,6 +61,7 @@ TIERS = {
     "test_no_import_cycles.py": UNIT, "test_openspiel_differential.py": UNIT,
     "test_game_seam.py": UNIT, "test_rating_kinds.py": CLUSTER, "test_demo.py": UNIT,
     "test_bisca_server.py": INTEGRATION, "test_bisca_cluster.py": CLUSTER,
+    "test_attack_wave.py": INTEGRATION,
     "test_properties.py": UNIT, "test_pure_engine.py": UNIT, "test_rules.py": UNIT,
     "test_scoring.py": UNIT, "test_table_machine.py": UNIT, "test_tiers.py": UNIT,
     "test_tricks.py": UNIT, "test_bounded.py": UNIT, "test_web_codec.py": UNIT,

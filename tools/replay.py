@@ -58,6 +58,10 @@ async def replay_main(args: argparse.Namespace) -> int:
         print(f"copas replay: the record holds a game this version does not know: "
               f"{data.get('game')!r} (it knows {', '.join(games.GAMES)})")
         return 1
+    if not isinstance(data.get("result"), dict):
+        print("copas replay: the record holds no result to check the replay against "
+              "(a record from GetGameRecord's record_json has one)")
+        return 1
     try:
         end = module.replay_record(data)  # raises when the result differs
     except ValueError as error:

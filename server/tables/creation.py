@@ -46,6 +46,15 @@ def game_module(game: str) -> GameModule:
             f"(empty: {games.DEFAULT_GAME})", "INVALID_RULES") from None
 
 
+def default_bot_policy(server_default: str, module: GameModule) -> str:
+    """The policy of a table that names none: the server's --bot-policy where the game's bots
+    play it, else its "mc" (else "auto"): a policy of one game only (say "duck") must not
+    refuse every table, nor every quick match, of the other games."""
+    if server_default in module.bot_policies:
+        return server_default
+    return "mc" if "mc" in module.bot_policies else "auto"
+
+
 def check_new_table(settings: RegistrySettings, *, preset: str, overrides: Mapping[str, Any],
                     bot_seats: int, bot_policy: str, has_seed: bool,
                     rating: str = "", bot_pace: float | None = None, game: str = ""
@@ -60,10 +69,11 @@ def check_new_table(settings: RegistrySettings, *, preset: str, overrides: Mappi
     rules = module.check_rules(settings, preset, overrides)
     if not 0 <= bot_seats <= rules.players:
         raise ServiceError.invalid(f"bot_seats must be 0..{rules.players}", "INVALID_BOT_SEATS")
-    bot_policy = bot_policy or settings.bot_policy
+    bot_policy = bot_policy or default_bot_policy(settings.bot_policy, module)
     if bot_policy not in BOT_POLICIES or bot_policy not in module.bot_policies:
         raise ServiceError.invalid(
-            f"bot_policy must be one of {', '.join(BOT_POLICIES)}", "INVALID_BOT_POLICY")
+            f"bot_policy must be one of {', '.join(module.bot_policies)} for {module.name}",
+            "INVALID_BOT_POLICY")
     if has_seed and not settings.allow_seed:
         raise ServiceError.denied("this server does not accept explicit seeds "
                                   "(start it with --allow-seed)", "SEED_NOT_ALLOWED")

@@ -365,8 +365,11 @@ class TableRegistry:
                                                 account_id, address)
                 return table, seat_number, token
         self._check_not_draining()
-        table = self.get(table_id) if table_id or not preset else \
-            self._open_table(preset, players, account_id, address, game, partnerships)
+        if table_id or not preset:
+            table = self.get(table_id)
+            _check_kind_asked(table, game, partnerships)
+        else:
+            table = self._open_table(preset, players, account_id, address, game, partnerships)
         seat_number, token = table.join(name, seat, request_id, fingerprint, account_id,
                                         address)
         if not table_id and preset:  # a quick match: bots take the free seats if nobody comes
@@ -591,3 +594,24 @@ class TableRegistry:
         self._release_handles.clear()
         for table in list(self._tables.values()):
             table.release(error)
+
+
+def _check_kind_asked(table: Table, game: str, partnerships: bool | None) -> None:
+    """A join of ``table`` by its id that also names a game (or partnerships, quick match's
+    fields) is refused unless the table is of that kind: a client asking for a seat at one
+    game is never seated at another.
+
+    :raises ServiceError: INVALID_ARGUMENT (INVALID_RULES) naming the table's game."""
+    module = table.game_module
+    if game:
+        asked = game_module(game)  # an unknown game is refused with the games listed
+        if asked is not module:
+            raise ServiceError.invalid(
+                f"table {table.id} plays {module.name}, not {asked.name}: leave game empty "
+                "to join it, or leave table_id empty for a quick match", "INVALID_RULES")
+    has_partnerships = bool(getattr(table.rules, "partnerships", False))
+    if partnerships is not None and partnerships != has_partnerships:
+        raise ServiceError.invalid(
+            f"table {table.id} is played {'in partnerships' if has_partnerships else 'alone'}:"
+            " leave partnerships unset to join it, or leave table_id empty for a quick match",
+            "INVALID_RULES")
