@@ -12,7 +12,7 @@ from typing import Any
 
 import grpc
 import pytest
-from copas.v1 import copas_pb2, copas_pb2_grpc
+from copas.v1 import accounts_pb2, accounts_pb2_grpc, copas_pb2, copas_pb2_grpc
 
 from engine import Game
 from tests.helpers.calls import Watch, auth, drive, join_all, new_table, quota_details
@@ -168,6 +168,36 @@ async def test_a_signed_in_person_comes_back_by_their_account() -> None:
         back = await rematch(stub, table.table_id, ann.access_token)
         assert (back.seat, back.table.seats[0].display_name) == (joined.seat, "Ann")
         assert back.table.phase == copas_pb2.PHASE_PASSING  # the only person: it starts
+
+
+async def test_after_signing_out_everywhere_a_kept_seat_token_takes_no_rematch_as_them(
+        ) -> None:
+    """A person signed in at a table signs out everywhere (a lost phone): the seat token that
+    phone kept does not carry their account into the rematch (it would play rated games as
+    them), and no rematch is made; signed in again, their account takes its old seat."""
+    async with serving(allow_seed=True) as (running, stub), \
+            grpc.aio.insecure_channel(f"127.0.0.1:{running.port}") as channel:
+        accounts = accounts_pb2_grpc.AccountServiceStub(channel)
+        device = accounts_pb2.SignInDeviceRequest(device_secret=uuid.uuid4().hex * 2,
+                                                  display_name="Ann")
+        ann = (await accounts.SignInDevice(device)).session
+        table = await new_table(stub, preset="quick", seed=SEED, bots=3)
+        joined = await stub.JoinTable(copas_pb2.JoinTableRequest(
+            table_id=table.table_id), metadata=auth(ann.access_token))
+        watch = Watch(stub, table.table_id, joined.player_token)
+        await drive(stub, table.table_id, {joined.seat: joined.player_token},
+                    {joined.seat: watch}, Game(rules_of(table), SEED))
+        await watch.close()
+        ended = await accounts.SignOut(accounts_pb2.SignOutRequest(everywhere=True),
+                                       metadata=auth(ann.access_token))
+        assert ended.sessions_ended == 1
+        assert await refusal(rematch(stub, table.table_id, joined.player_token)) == \
+            (grpc.StatusCode.UNAUTHENTICATED, "SESSION_REVOKED")
+        assert not (await summary(stub, table.table_id)).rematch_table_id
+        again = (await accounts.SignInDevice(device)).session
+        back = await rematch(stub, table.table_id, again.access_token)
+        assert (back.seat, back.table.seats[joined.seat].display_name) == \
+            (joined.seat, "Ann")
 
 
 async def test_a_rematch_with_a_bot_in_an_unclaimed_seat_comes_back_after_a_restart(

@@ -331,6 +331,11 @@ class Accounts:
         self._seen[account.id] = self._clock()
         return account
 
+    async def is_signed_in(self, account_id: str) -> bool:
+        """Whether ``account_id`` has a session anywhere (after signing out everywhere, or an
+        operator's revoke, it has none until its person signs in again)."""
+        return await self._store.sessions_of(account_id) > 0
+
     async def sign_out(self, access_digest: str) -> int:
         """End the session of the access token of ``access_digest`` (its refresh token too);
         returns how many sessions ended (0 or 1)."""

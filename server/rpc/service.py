@@ -238,6 +238,8 @@ class CopasService(copas_pb2_grpc.CopasServiceServicer):
         # A signed-in person may show their account instead of their old seat's token.
         account = await self.accounts.authenticate_digest(found.token_hash) \
             if found.has_access_token and found.token_hash is not None else None
+        if account is None and found.token_hash is not None:
+            await self._check_seat_signed_in(found.token_hash)
         was_offered = bool(self.rematches.rematch_of(table_id))
         table, seat, token = self.rematches.accept(
             None if account is not None else found.token_hash,
@@ -250,6 +252,21 @@ class CopasService(copas_pb2_grpc.CopasServiceServicer):
                 rematch.offered(old)
                 self.delivery.step_ended(old)
         return copas_pb2.RematchResponse(seat=seat, player_token=token, table=table.summary())
+
+    async def _check_seat_signed_in(self, token_hash: str) -> None:
+        """A seat token of a signed-in person's seat carries their account into a rematch
+        only while the account is signed in somewhere: after "sign out everywhere" (a lost
+        phone) the seat tokens its browsers kept do not play rated games as them.
+
+        :raises ServiceError: UNAUTHENTICATED SESSION_REVOKED."""
+        entry = self.registry.seating.seat_of(token_hash)
+        if entry is None or not self.registry.holds(entry[0]):
+            return  # the rematch's own checks answer
+        account_id = self.registry.get(entry[0]).seats[entry[1]].account_id
+        if account_id and not await self.accounts.is_signed_in(account_id):
+            raise ServiceError.unauthenticated(
+                "that seat's account signed out everywhere: sign in, then ask for the "
+                "rematch with your account's access token", "SESSION_REVOKED")
 
     async def _act(self, request: Any, method: str) -> int:
         """Authenticate, apply, and answer once the action is durable."""
