@@ -36,7 +36,13 @@ sys.path.insert(0, str(ROOT))
 
 from server.accounts.credentials import Passwords  # noqa: E402
 from server.accounts.model import FinishedGame, Placed  # noqa: E402
-from server.accounts.ratings import Contender, Rating, Update, rate_game  # noqa: E402
+from server.accounts.ratings import (  # noqa: E402
+    DEFAULT_KIND,
+    Contender,
+    Rating,
+    Update,
+    rate_game,
+)
 from server.accounts.sqlite import SqliteAccountStore  # noqa: E402
 
 
@@ -128,8 +134,10 @@ async def store_costs(accounts_count: int, updates: int) -> dict[str, float]:
         rows = []
         for n in range(accounts_count):
             r = Rating(25 + (n % 997) / 50, 8 - (n % 89) / 20, 1 + n % 40, n % 7)
-            rows.append((f"b_{n:06d}", 4, r.mu, r.sigma, r.games, r.wins, r.shown))
-        db.executemany("INSERT INTO ratings VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
+            rows.append((f"b_{n:06d}", DEFAULT_KIND, 4, r.mu, r.sigma, r.games, r.wins,
+                         r.shown))
+        db.executemany("INSERT INTO ratings (account_id, kind, players, mu, sigma, games, wins, "
+                       "shown) VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
         db.executemany("INSERT INTO accounts (account_id, display_name, created) "
                        "VALUES (?, ?, ?)", [(row[0], f"P{row[0]}", 0.0) for row in rows])
         db.commit()
