@@ -236,10 +236,12 @@ async def test_a_flood_of_refused_calls_costs_an_honest_player_little(tmp_path: 
     ratio = _p99(flooded) / _p99(quiet)
     print(f"honest p99 {_p99(quiet) * 1000:.2f} ms quiet, {_p99(flooded) * 1000:.2f} ms "
           f"flooded: ratio {ratio:.2f}; RSS +{grown:.1f} MB; flood answers {codes}")
-    # A flood: more refused (or held until its deadline) than its quotas let through (the
-    # niced flooder sends fewer on a busy machine; ten times more on a quiet one).
+    # A flood: it ran into its address's quota (some refused, or held until its deadline),
+    # and what it was served stays within that quota (--peer-calls-burst 200, then
+    # --peer-calls-per-second 50, over its 3.8 s and the answers still under way: 5 s). How
+    # many more it was refused depends on how fast the niced flooder runs beside the suite.
     refused = codes.get("RESOURCE_EXHAUSTED", 0) + codes.get("DEADLINE_EXCEEDED", 0)
-    assert refused > codes.get("OK", 0) > 0, codes
+    assert refused > 0 and 0 < codes.get("OK", 0) <= PERF_ROUNDS * (200 + 50 * 5), codes
     assert grown < 16.0, grown
 
 
