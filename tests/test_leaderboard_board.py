@@ -16,10 +16,15 @@ from typing import Any
 
 import pytest
 
+from server.accounts.attempts import AttemptRule, SignInAttempts
+from server.accounts.credentials import PasswordParameters, Passwords
 from server.accounts.model import Account, FinishedGame, Identity, Method, Placed
+from server.accounts.oidc import OidcVerifier
 from server.accounts.ratings import DEFAULT_KIND, PROVISIONAL_GAMES, RATING_KINDS, Rating, Update
+from server.accounts.service import Accounts
 from server.accounts.sqlite import BUCKET_BITS, SCHEMA_V1, SqliteAccountStore
 from tests.helpers.account_stores import Opened
+from tests.helpers.accounts import ManualClock
 
 BOARDS = [(DEFAULT_KIND, 4), (DEFAULT_KIND, 3), (RATING_KINDS[-1], 4)]
 PEOPLE = 160
@@ -135,6 +140,35 @@ async def test_places_pages_and_around_equal_a_sort_through_updates_and_deletion
     await check(store, truth, everyone)
     store = opened.reopen()
     await check(store, truth, everyone)
+
+
+async def test_the_services_around_is_the_accounts_page_or_the_top_one_off_the_board(
+        opened: Opened) -> None:
+    """Accounts.around (GetLeaderboard's around_me): the account's own page when it is on the
+    board; the top page when it is not (provisional there, or never rated)."""
+    rng = random.Random(11)
+    store = opened.store
+    clock = ManualClock(1_000_000.0)
+    accounts = Accounts(store, clock, passwords=Passwords(PasswordParameters(1, 8, 1)),
+                        verifier=OidcVerifier([]), attempts=SignInAttempts(
+                            clock, per_pair=AttemptRule(3, 0.1), per_address=AttemptRule(5, 0.1)))
+    people = [Account(f"a_{n:04d}", f"Pa_{n:04d}", 1.0 + n) for n in range(30)]
+    for person in people:
+        await store.create(person, Identity(Method.DEVICE, f"dev-{person.id}", person.id))
+    truth = Truth()
+    for start in range(0, 28, 4):
+        await rate(store, truth, f"g{start}", DEFAULT_KIND, 4, {
+            p.id: a_rating(rng, PROVISIONAL_GAMES + start % 3) for p in people[start:start + 4]})
+    await rate(store, truth, "g-new", DEFAULT_KIND, 4, {people[28].id: a_rating(rng, 3)})
+    board = [a for a, _ in truth.order(DEFAULT_KIND, 4)]
+    assert people[28].id not in board and people[29].id not in board and len(board) == 28
+    for person in people:
+        page = [r.account_id for r in await accounts.around(person, 4, 6)]
+        if person.id in board:
+            first = max(board.index(person.id) - 3, 0)
+            assert page == board[first:first + 6] and person.id in page
+        else:  # people[28] provisional, people[29] never rated
+            assert page == board[:6]
 
 
 def histogram(path: Path) -> Counter[tuple[str, int, int]]:
