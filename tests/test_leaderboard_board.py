@@ -6,6 +6,7 @@ version gets its histogram from the ratings it holds."""
 
 from __future__ import annotations
 
+import asyncio
 import random
 import sqlite3
 from collections import Counter
@@ -20,6 +21,7 @@ from server.accounts.attempts import AttemptRule, SignInAttempts
 from server.accounts.credentials import PasswordParameters, Passwords
 from server.accounts.model import Account, FinishedGame, Identity, Method, Placed
 from server.accounts.oidc import OidcVerifier
+from server.accounts.postgres import PgAccountStore
 from server.accounts.ratings import DEFAULT_KIND, PROVISIONAL_GAMES, RATING_KINDS, Rating, Update
 from server.accounts.service import Accounts
 from server.accounts.sqlite import BUCKET_BITS, SCHEMA_V1, SqliteAccountStore
@@ -169,6 +171,39 @@ async def test_the_services_around_is_the_accounts_page_or_the_top_one_off_the_b
             assert page == board[first:first + 6] and person.id in page
         else:  # people[28] provisional, people[29] never rated
             assert page == board[:6]
+
+
+async def test_games_rated_at_once_on_two_postgresql_connections_keep_the_histogram(
+        request: pytest.FixtureRequest, tmp_path: Path) -> None:
+    """Two nodes rate games at once, one moving people from a high bucket to a low one while
+    the other moves its people from the low one to the high one: no game waits on the other's
+    buckets for good (a deadlock would fail a game), and the board is a sort of the ratings."""
+    first = Opened("postgresql", tmp_path, request)
+    second = PgAccountStore(first.dsn)
+    try:
+        truth = Truth()
+        people = [f"a_{n:04d}" for n in range(40)]
+        for n, account_id in enumerate(people):
+            await first.store.create(Account(account_id, f"P{account_id}", 1.0 + n),
+                                     Identity(Method.DEVICE, f"dev-{account_id}", account_id))
+        high, low = Rating(31.0, 1.5, 12, 1), Rating(20.0, 3.0, 12, 1)
+        for n, account_id in enumerate(people):
+            await rate(first.store, truth, f"start{n}", DEFAULT_KIND, 4,
+                       {account_id: high if n < 20 else low})
+
+        async def node(store: Any, name: str, movers: list[str], is_high: bool) -> None:
+            for round_ in range(8):
+                is_high = not is_high
+                for account_id in movers:
+                    rating = replace(high if is_high else low, games=13 + round_)
+                    await rate(store, truth, f"{name}{round_}{account_id}", DEFAULT_KIND, 4,
+                               {account_id: rating})
+        await asyncio.gather(node(first.store, "one", people[:20], True),
+                             node(second, "two", people[20:], False))
+        await check(first.store, truth, people)
+    finally:
+        second.close()
+        first.close()
 
 
 def histogram(path: Path) -> Counter[tuple[str, int, int]]:
