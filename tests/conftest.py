@@ -73,6 +73,7 @@ TIERS = {
     "test_cluster_units.py": INTEGRATION,
     "test_lifecycle.py": PROCESS, "test_web_hostile.py": PROCESS,
     "test_accounts.py": UNIT, "test_account_store.py": CLUSTER,
+    "test_leaderboard_board.py": CLUSTER,
     "test_accounts_server.py": INTEGRATION, "test_admin_accounts.py": INTEGRATION,
     "test_rated_games.py": INTEGRATION, "test_rated_farms.py": INTEGRATION,
     "test_account_games_kill9.py": PROCESS, "test_backup.py": PROCESS,

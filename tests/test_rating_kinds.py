@@ -114,7 +114,7 @@ async def test_the_previous_releases_sqlite_accounts_become_hearts_ratings(
     finally:
         store.close()
     db = sqlite3.connect(path)
-    assert db.execute("PRAGMA user_version").fetchone()[0] == account_sqlite.SCHEMA_VERSION == 3
+    assert db.execute("PRAGMA user_version").fetchone()[0] == account_sqlite.SCHEMA_VERSION == 4
     assert {k for (k,) in db.execute("SELECT DISTINCT kind FROM ratings")} == {DEFAULT_KIND}
     assert db.execute("SELECT count(*) FROM ratings").fetchone()[0] == sum(
         len(r) for r in fixture_ratings().values())
@@ -125,10 +125,10 @@ def test_a_server_that_knows_schema_2_refuses_schema_3_and_changes_nothing(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = tmp_path / "accounts.sqlite3"
     shutil.copy(RELEASE / "sqlite" / "accounts.sqlite3", path)
-    SqliteAccountStore(path).close()  # migrated to 3
+    SqliteAccountStore(path).close()  # migrated to 4 (the histogram of issue 37 is 4)
     before = hashlib.sha256(path.read_bytes()).hexdigest()
     monkeypatch.setattr(account_sqlite, "SCHEMA_VERSION", 2)
-    with pytest.raises(StoreUnusable, match="schema version 3"):
+    with pytest.raises(StoreUnusable, match="schema version 4"):
         SqliteAccountStore(path)
     assert hashlib.sha256(path.read_bytes()).hexdigest() == before
 
@@ -154,5 +154,5 @@ async def test_the_previous_releases_postgresql_accounts_become_hearts_ratings(
 
     with psycopg.connect(dsn) as db:
         assert db.execute("SELECT value FROM accounts_meta WHERE key = 'schema_version'"
-                          ).fetchone() == ("3",)
+                          ).fetchone() == ("4",)
         assert {k for (k,) in db.execute("SELECT DISTINCT kind FROM ratings")} <= {DEFAULT_KIND}

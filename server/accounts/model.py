@@ -4,6 +4,7 @@ a write returns once it is durable."""
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from enum import StrEnum
@@ -250,6 +251,11 @@ class AccountStore(Protocol):
                        ) -> int | None:
         """The account's place on the leaderboard of ``kind`` and ``players`` (1 = top), if
         on it."""
+    async def around(self, account_id: str, players: int, size: int,
+                     kind: str = DEFAULT_KIND) -> list[Ranked] | None:
+        """The page of ``size`` lines with the account in its middle: ``size // 2`` lines
+        before it (fewer near the top) and the rest from it on, as ``leaderboard`` from
+        ``max(place - 1 - size // 2, 0)`` would answer; None when it is not on the board."""
     async def forget_games(self, account_id: str) -> None:
         """The account's ratings and history go (it was deleted): it leaves every leaderboard
         and no listing links it to its games."""
@@ -293,6 +299,7 @@ class MemoryAccountStore:
         self._recorded: set[str] = set()
         self._game_ratings: dict[str, list[Update]] = {}
         self._history: dict[str, list[PlayedGame]] = {}
+        self._boards: dict[tuple[str, int], list[tuple[int, int, str]]] = {}  # sorted keys
 
     def __len__(self) -> int:
         """How many accounts it holds."""
@@ -456,7 +463,7 @@ class MemoryAccountStore:
             by_seat = {p.seat: p.account_id for p in game.places}
             for update in updates:
                 if by_seat[update.seat] not in gone:
-                    self._ratings.setdefault(by_seat[update.seat], {})[key] = update.after
+                    self._rate(by_seat[update.seat], key, update.after)
             self._game_ratings[game.record_id] = updates
         moved = {u.seat: u for u in updates}
         for placed in game.places:
@@ -487,28 +494,55 @@ class MemoryAccountStore:
         return (len(games), sum(g.place == 1 for g in games),
                 sum(g.place for g in games) / len(games))
 
-    def _board(self, players: int, kind: str) -> list[tuple[str, Rating]]:
-        key = (kind, players)
-        rows = [(a, r[key]) for a, r in self._ratings.items()
-                if key in r and not r[key].is_provisional]
-        return sorted(rows, key=lambda row: (-row[1].shown, -row[1].games, row[0]))
+    def _rate(self, account_id: str, board: tuple[str, int], rating: Rating | None) -> None:
+        """The account's rating on ``board`` becomes ``rating`` (None: it goes), and the
+        board's sorted keys with it."""
+        ratings = self._ratings.setdefault(account_id, {})
+        keys = self._boards.setdefault(board, [])
+        old = ratings.pop(board, None)
+        if old is not None and not old.is_provisional:
+            del keys[bisect.bisect_left(keys, _board_key(account_id, old))]
+        if rating is not None:
+            ratings[board] = rating
+            if not rating.is_provisional:
+                bisect.insort(keys, _board_key(account_id, rating))
+
+    def _line(self, place: int, key: tuple[int, int, str], board: tuple[str, int]) -> Ranked:
+        account_id = key[2]
+        return Ranked(place, account_id, self._accounts[account_id].display_name,
+                      self._ratings[account_id][board])
 
     async def leaderboard(self, players: int, offset: int, limit: int,
                           kind: str = DEFAULT_KIND) -> list[Ranked]:
-        rows = self._board(players, kind)[offset:offset + limit]
-        return [Ranked(offset + n + 1, a, self._accounts[a].display_name, r)
-                for n, (a, r) in enumerate(rows)]
+        board = (kind, players)
+        keys = self._boards.get(board, [])[offset:offset + limit]
+        return [self._line(offset + n + 1, key, board) for n, key in enumerate(keys)]
 
     async def forget_games(self, account_id: str) -> None:
+        for board in list(self._ratings.get(account_id, {})):
+            self._rate(account_id, board, None)
         self._ratings.pop(account_id, None)
         self._history.pop(account_id, None)
 
     async def place_of(self, account_id: str, players: int, kind: str = DEFAULT_KIND
                        ) -> int | None:
-        for n, (a, _) in enumerate(self._board(players, kind)):
-            if a == account_id:
-                return n + 1
-        return None
+        rating = self._ratings.get(account_id, {}).get((kind, players))
+        if rating is None or rating.is_provisional:
+            return None
+        keys = self._boards[(kind, players)]
+        return bisect.bisect_left(keys, _board_key(account_id, rating)) + 1
+
+    async def around(self, account_id: str, players: int, size: int,
+                     kind: str = DEFAULT_KIND) -> list[Ranked] | None:
+        place = await self.place_of(account_id, players, kind)
+        if place is None:
+            return None
+        return await self.leaderboard(players, max(place - 1 - size // 2, 0), size, kind)
+
+
+def _board_key(account_id: str, rating: Rating) -> tuple[int, int, str]:
+    """Where a rating sorts on its board: shown down, then games down, then account id up."""
+    return -rating.shown, -rating.games, account_id
 
 
 def renamed(account: Account, name: str) -> Account:

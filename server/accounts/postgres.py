@@ -6,7 +6,8 @@ thread."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
 from server.accounts.model import (
@@ -25,7 +26,14 @@ from server.accounts.model import (
     history_line,
 )
 from server.accounts.ratings import DEFAULT_KIND, MU, PROVISIONAL_GAMES, SIGMA, Rating, Update
-from server.accounts.sqlite import SCHEMA_VERSION, unique_name_keys, update_of, update_row
+from server.accounts.sqlite import (
+    BUCKET_BITS,
+    SCHEMA_VERSION,
+    bucket_holding,
+    unique_name_keys,
+    update_of,
+    update_row,
+)
 from server.names import name_key
 from server.store.base import StoreUnusable
 from server.store.pg_connection import PgConnection
@@ -98,6 +106,17 @@ CREATE INDEX ratings_established ON ratings (kind, players, shown DESC, games DE
     WHERE games >= {PROVISIONAL_GAMES};
 ALTER TABLE history ADD COLUMN kind text NOT NULL DEFAULT '{DEFAULT_KIND}'
 """
+# Version 4: each board's histogram (as the SQLite store's, issue 37). No trigger keeps it: the
+# store changes it itself, bucket by bucket in one order after the ratings' rows are locked, so
+# that two games rated at once never wait on each other's buckets in opposite orders.
+SCHEMA_V4 = f"""
+CREATE TABLE board_counts (
+    kind text NOT NULL, players integer NOT NULL, bucket integer NOT NULL, n integer NOT NULL,
+    PRIMARY KEY (kind, players, bucket));
+INSERT INTO board_counts SELECT kind, players, shown >> {BUCKET_BITS}, count(*) FROM ratings
+    WHERE games >= {PROVISIONAL_GAMES} GROUP BY 1, 2, 3
+"""
+_BOARD = f"games >= {PROVISIONAL_GAMES}"  # an established rating: on its board
 
 _SESSION = ("family, account_id, access_digest, access_expires, refresh_digest, "
             "refresh_expires, generation, created, previous_refresh, rotated, salt, rotated_by, "
@@ -140,8 +159,94 @@ def _migrate(db: Any) -> None:
         for statement in SCHEMA_V3.split(";"):
             if statement.strip():
                 db.execute(statement)
+    if version < 4:
+        for statement in SCHEMA_V4.split(";"):
+            if statement.strip():
+                db.execute(statement)
     db.execute("INSERT INTO accounts_meta VALUES ('schema_version', %s) ON CONFLICT (key) DO "
                "UPDATE SET value = excluded.value", (str(SCHEMA_VERSION),))
+
+
+def _board_change(rows: Iterable[tuple[str, int, int, int]], by: int) -> Counter[Any]:
+    """How rows (kind, players, shown, games) coming onto the board (``by`` 1) or leaving it
+    (-1) change its histogram."""
+    return Counter({key: by * n for key, n in Counter(
+        (kind, players, shown >> BUCKET_BITS) for kind, players, shown, games in rows
+        if games >= PROVISIONAL_GAMES).items()})
+
+
+def _count(db: Any, change: Counter[Any]) -> None:
+    """The histogram takes ``change``, bucket by bucket in one order (no deadlock)."""
+    for (kind, players, bucket), n in sorted(change.items()):
+        if n:
+            db.execute("INSERT INTO board_counts VALUES (%s, %s, %s, %s) ON CONFLICT "
+                       "(kind, players, bucket) DO UPDATE SET n = board_counts.n + excluded.n",
+                       (kind, players, bucket, n))
+
+
+def _key_on_board(db: Any, account_id: str, players: int, kind: str
+                  ) -> tuple[int, int, str] | None:
+    """The account's (shown, games, id) on the board, None when it is not on it."""
+    row = db.execute(f"SELECT shown, games FROM ratings WHERE account_id = %s AND kind = %s "
+                     f"AND players = %s AND {_BOARD}", (account_id, kind, players)).fetchone()
+    return None if row is None else (int(row[0]), int(row[1]), account_id)
+
+
+def _place(db: Any, kind: str, players: int, key: tuple[int, int, str]) -> int:
+    """The place of ``key``: the buckets ahead of its own from the histogram, then three
+    ranges of the board's index within its bucket."""
+    shown, games, account_id = key
+    board = f"FROM ratings WHERE kind = %(kind)s AND players = %(players)s AND {_BOARD}"
+    ahead = db.execute(
+        "SELECT (SELECT coalesce(sum(n), 0) FROM board_counts WHERE kind = %(kind)s AND "
+        "players = %(players)s AND bucket > %(bucket)s) + "
+        f"(SELECT count(*) {board} AND shown > %(shown)s AND shown < %(top)s) + "
+        f"(SELECT count(*) {board} AND shown = %(shown)s AND games > %(games)s) + "
+        f"(SELECT count(*) {board} AND shown = %(shown)s AND games = %(games)s "
+        "AND account_id < %(id)s)",
+        {"kind": kind, "players": players, "shown": shown, "games": games, "id": account_id,
+         "bucket": shown >> BUCKET_BITS,
+         "top": ((shown >> BUCKET_BITS) + 1) << BUCKET_BITS}).fetchone()[0]
+    return int(ahead) + 1
+
+
+def _walk(db: Any, kind: str, players: int, key: tuple[int, int, str], limit: int, *,
+          is_ahead: bool) -> list[str]:
+    """Up to ``limit`` ids of the board from ``key``: the ones ahead of it, nearest first, or
+    itself and the ones after it, in the board's order (three ranges of the board's index)."""
+    shown, games, account_id = key
+    if is_ahead:
+        ranges = (("shown = %(shown)s AND games = %(games)s AND account_id < %(id)s",
+                   "account_id DESC"),
+                  ("shown = %(shown)s AND games > %(games)s", "games, account_id DESC"),
+                  ("shown > %(shown)s", "shown, games, account_id DESC"))
+    else:
+        ranges = (("shown = %(shown)s AND games = %(games)s AND account_id >= %(id)s",
+                   "account_id"),
+                  ("shown = %(shown)s AND games < %(games)s", "games DESC, account_id"),
+                  ("shown < %(shown)s", "shown DESC, games DESC, account_id"))
+    ids: list[str] = []
+    for where, order in ranges:
+        if len(ids) >= limit:
+            break
+        ids += [a for (a,) in db.execute(
+            f"SELECT account_id FROM ratings WHERE kind = %(kind)s AND players = %(players)s "
+            f"AND {_BOARD} AND {where} ORDER BY {order} LIMIT %(limit)s",
+            {"kind": kind, "players": players, "shown": shown, "games": games,
+             "id": account_id, "limit": limit - len(ids)})]
+    return ids
+
+
+def _lines(db: Any, kind: str, players: int, first: int, ids: list[str]) -> list[Ranked]:
+    """The board's lines for ``ids`` (in its order, the first at place ``first``)."""
+    if not ids:
+        return []
+    rows = {a: (name, Rating(mu, sigma, games, wins)) for a, name, mu, sigma, games, wins in
+            db.execute("SELECT r.account_id, a.display_name, r.mu, r.sigma, r.games, r.wins "
+                       "FROM ratings r JOIN accounts a ON a.account_id = r.account_id "
+                       "WHERE r.kind = %s AND r.players = %s AND r.account_id = ANY(%s)",
+                       (kind, players, ids))}
+    return [Ranked(first + n, a, *rows[a]) for n, a in enumerate(ids) if a in rows]
 
 
 def _key_of(account: Account) -> str | None:
@@ -386,19 +491,29 @@ class PgAccountStore:
                     db.execute("INSERT INTO ratings (account_id, kind, players) VALUES "
                                "(%s, %s, %s) ON CONFLICT DO NOTHING",
                                (account_id, game.kind, game.players))
-                rows = {a: Rating(mu, sigma, games, wins)
-                        for a, mu, sigma, games, wins in db.execute(
-                            "SELECT account_id, mu, sigma, games, wins FROM ratings WHERE "
-                            "kind = %s AND players = %s AND account_id = ANY(%s) "
-                            "ORDER BY account_id FOR UPDATE", (game.kind, game.players, ids))}
+                rows: dict[str, Rating] = {}
+                shown: dict[str, int] = {}
+                for a, mu, sigma, games, wins, shown[a] in db.execute(
+                        "SELECT account_id, mu, sigma, games, wins, shown FROM ratings WHERE "
+                        "kind = %s AND players = %s AND account_id = ANY(%s) "
+                        "ORDER BY account_id FOR UPDATE", (game.kind, game.players, ids)):
+                    rows[a] = Rating(mu, sigma, games, wins)
                 updates = compute([rows[a] for a in ids])
                 by_seat = {p.seat: p.account_id for p in game.places}
+                change: Counter[Any] = Counter()
                 for update in updates:
                     rating = update.after
                     if by_seat[update.seat] in gone:
-                        db.execute("DELETE FROM ratings WHERE account_id = %s",
-                                   (by_seat[update.seat],))  # of every kind: it is gone
-                    else:
+                        change.update(_board_change(db.execute(
+                            "DELETE FROM ratings WHERE account_id = %s RETURNING kind, "
+                            "players, shown, games", (by_seat[update.seat],)), -1))
+                    else:  # (it is gone of every kind, above)
+                        account_id = by_seat[update.seat]
+                        change.update(_board_change([(game.kind, game.players,
+                                                      shown[account_id],
+                                                      rows[account_id].games)], -1))
+                        change.update(_board_change([(game.kind, game.players, rating.shown,
+                                                      rating.games)], 1))
                         db.execute(
                             "UPDATE ratings SET mu = %s, sigma = %s, games = %s, wins = %s, "
                             "shown = %s WHERE account_id = %s AND kind = %s AND players = %s",
@@ -407,6 +522,7 @@ class PgAccountStore:
                     db.execute(f"INSERT INTO game_ratings (record_id, {_UPDATE}) VALUES "
                                "(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT DO "
                                "NOTHING", (game.record_id, *update_row(update)))
+                _count(db, change)
             moved = {u.seat: u for u in updates}
             for placed in game.places:
                 if placed.account_id in gone:
@@ -457,41 +573,42 @@ class PgAccountStore:
     async def leaderboard(self, players: int, offset: int, limit: int,
                           kind: str = DEFAULT_KIND) -> list[Ranked]:
         def body(db: Any) -> list[Ranked]:
-            rows = db.execute(  # the page from the board's index alone, then its names
-                "SELECT r.account_id, a.display_name, r.mu, r.sigma, r.games, r.wins "
-                "FROM (SELECT account_id FROM ratings WHERE kind = %s AND players = %s AND "
-                f"games >= {PROVISIONAL_GAMES} ORDER BY shown DESC, games DESC, account_id "
-                "      LIMIT %s OFFSET %s) page "
-                "JOIN ratings r ON r.account_id = page.account_id AND r.kind = %s "
-                "    AND r.players = %s "
-                "JOIN accounts a ON a.account_id = r.account_id "
-                "ORDER BY r.shown DESC, r.games DESC, r.account_id",
-                (kind, players, limit, offset, kind, players)).fetchall()
-            return [Ranked(offset + n + 1, a, name, Rating(mu, sigma, games, wins))
-                    for n, (a, name, mu, sigma, games, wins) in enumerate(rows)]
+            found = bucket_holding(db.execute(
+                "SELECT bucket, n FROM board_counts WHERE kind = %s AND players = %s "
+                "ORDER BY bucket DESC", (kind, players)), offset)
+            if found is None:
+                return []
+            bucket, ahead = found
+            ids = [a for (a,) in db.execute(  # from that bucket on, along the board's index
+                f"SELECT account_id FROM ratings WHERE kind = %s AND players = %s AND {_BOARD} "
+                "AND shown < %s ORDER BY shown DESC, games DESC, account_id LIMIT %s OFFSET %s",
+                (kind, players, (bucket + 1) << BUCKET_BITS, limit, offset - ahead))]
+            return _lines(db, kind, players, offset + 1, ids)
         return await self._do(body)
 
     async def place_of(self, account_id: str, players: int, kind: str = DEFAULT_KIND
                        ) -> int | None:
         def body(db: Any) -> int | None:
-            row = db.execute("SELECT shown, games FROM ratings WHERE account_id = %s AND "
-                             f"kind = %s AND players = %s AND games >= {PROVISIONAL_GAMES}",
-                             (account_id, kind, players)).fetchone()
-            if row is None:
+            key = _key_on_board(db, account_id, players, kind)
+            return None if key is None else _place(db, kind, players, key)
+        return await self._do(body)
+
+    async def around(self, account_id: str, players: int, size: int,
+                     kind: str = DEFAULT_KIND) -> list[Ranked] | None:
+        def body(db: Any) -> list[Ranked] | None:
+            key = _key_on_board(db, account_id, players, kind)
+            if key is None:
                 return None
-            shown, games = row
-            ahead = db.execute(
-                "SELECT count(*) FROM ratings WHERE kind = %s AND players = %s AND "
-                f"games >= {PROVISIONAL_GAMES} AND "
-                "(shown > %s OR (shown = %s AND (games > %s OR (games = %s AND "
-                "account_id < %s))))",
-                (kind, players, shown, shown, games, games, account_id)).fetchone()[0]
-            return int(ahead) + 1
+            before = _walk(db, kind, players, key, size // 2, is_ahead=True)[::-1]
+            ids = before + _walk(db, kind, players, key, size - len(before), is_ahead=False)
+            return _lines(db, kind, players, _place(db, kind, players, key) - len(before), ids)
         return await self._do(body)
 
     async def forget_games(self, account_id: str) -> None:
         def body(db: Any) -> None:
-            db.execute("DELETE FROM ratings WHERE account_id = %s", (account_id,))
+            _count(db, _board_change(db.execute(
+                "DELETE FROM ratings WHERE account_id = %s RETURNING kind, players, shown, "
+                "games", (account_id,)).fetchall(), -1))
             db.execute("DELETE FROM history WHERE account_id = %s", (account_id,))
         await self._do(body)
 

@@ -425,9 +425,8 @@ class Accounts:
                      kind: str = DEFAULT_KIND) -> list[Ranked]:
         """The page of ``size`` lines with the account in its middle (the top page when it
         is not rated in this kind of game)."""
-        place = await self._store.place_of(account.id, players, kind)
-        offset = 0 if place is None else max(place - 1 - size // 2, 0)
-        return await self._store.leaderboard(players, offset, size, kind)
+        page = await self._store.around(account.id, players, size, kind)
+        return await self._store.leaderboard(players, 0, size, kind) if page is None else page
 
     async def games(self, account: Account, limit: int, before: tuple[float, str] | None
                     ) -> list[PlayedGame]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -31,7 +31,8 @@ from server.names import name_key
 from server.store.base import StoreUnusable
 
 T = TypeVar("T")
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
+BUCKET_BITS = 4  # a board's histogram counts shown ratings in buckets of 16 (shown >> 4)
 
 # Version 1: the first layout (written before the accounts' schema had a version).
 SCHEMA_V1 = """
@@ -104,6 +105,33 @@ CREATE INDEX ratings_established ON ratings (kind, players, shown DESC, games DE
     WHERE games >= {PROVISIONAL_GAMES};
 ALTER TABLE history ADD COLUMN kind TEXT NOT NULL DEFAULT '{DEFAULT_KIND}'
 """
+
+# Version 4: each board's histogram (issue 37): how many established ratings of a kind of game
+# and player count show a number in each bucket of BUCKET_WIDTH numbers (a few hundred buckets),
+# so a place is a sum over the buckets ahead and a count within its own, and a page a walk from
+# the start of its bucket, not a count or an OFFSET over the whole board. Triggers keep it in
+# the transaction of every write to ratings (the connection turns on recursive_triggers, so an
+# INSERT OR REPLACE counts the row it replaces out too). A bucket that empties stays, at 0.
+_ESTABLISHED = f"games >= {PROVISIONAL_GAMES}"
+SCHEMA_V4 = (
+    "CREATE TABLE board_counts (kind TEXT NOT NULL, players INTEGER NOT NULL, "
+    "bucket INTEGER NOT NULL, n INTEGER NOT NULL, PRIMARY KEY (kind, players, bucket)) "
+    "WITHOUT ROWID",
+    f"INSERT INTO board_counts SELECT kind, players, shown >> {BUCKET_BITS}, count(*) "
+    f"FROM ratings WHERE {_ESTABLISHED} GROUP BY 1, 2, 3",
+    f"CREATE TRIGGER ratings_into_board AFTER INSERT ON ratings WHEN new.{_ESTABLISHED} BEGIN "
+    f"INSERT INTO board_counts VALUES (new.kind, new.players, new.shown >> {BUCKET_BITS}, 1) "
+    "ON CONFLICT (kind, players, bucket) DO UPDATE SET n = n + 1; END",
+    f"CREATE TRIGGER ratings_out_of_board AFTER DELETE ON ratings WHEN old.{_ESTABLISHED} BEGIN "
+    "UPDATE board_counts SET n = n - 1 WHERE kind = old.kind AND players = old.players "
+    f"AND bucket = old.shown >> {BUCKET_BITS}; END",
+    "CREATE TRIGGER ratings_moved_on_board AFTER UPDATE OF kind, players, games, shown "
+    "ON ratings BEGIN "
+    f"UPDATE board_counts SET n = n - 1 WHERE old.{_ESTABLISHED} AND kind = old.kind "
+    f"AND players = old.players AND bucket = old.shown >> {BUCKET_BITS}; "
+    f"INSERT INTO board_counts SELECT new.kind, new.players, new.shown >> {BUCKET_BITS}, 1 "
+    f"WHERE new.{_ESTABLISHED} ON CONFLICT (kind, players, bucket) DO UPDATE SET n = n + 1; END",
+)
 
 _SESSION = ("family, account_id, access_digest, access_expires, refresh_digest, "
             "refresh_expires, generation, created, previous_refresh, rotated, salt, rotated_by, "
@@ -187,8 +215,15 @@ class SqliteAccountStore:
             for statement in SCHEMA_V3.split(";"):
                 if statement.strip():
                     self._db.execute(statement)
+            self._db.execute("PRAGMA user_version = 3")
+            self._db.execute("COMMIT")
+        if version < 4:
+            self._db.execute("BEGIN IMMEDIATE")
+            for statement in SCHEMA_V4:
+                self._db.execute(statement)
             self._db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
             self._db.execute("COMMIT")
+        self._db.execute("PRAGMA recursive_triggers = ON")  # a REPLACE's delete is counted
         self._lock = threading.Lock()
 
     def close(self) -> None:
@@ -442,10 +477,13 @@ class SqliteAccountStore:
                 for update in updates:
                     rating = update.after
                     if by_seat[update.seat] not in gone:
-                        db.execute("INSERT OR REPLACE INTO ratings VALUES (?, ?, ?, ?, ?, ?, ?, "
-                                   "?)", (by_seat[update.seat], game.kind, game.players,
-                                          rating.mu, rating.sigma, rating.games, rating.wins,
-                                          rating.shown))
+                        db.execute("INSERT INTO ratings VALUES (?, ?, ?, ?, ?, ?, ?, ?) "
+                                   "ON CONFLICT (account_id, kind, players) DO UPDATE SET "
+                                   "mu = excluded.mu, sigma = excluded.sigma, "
+                                   "games = excluded.games, wins = excluded.wins, "
+                                   "shown = excluded.shown",
+                                   (by_seat[update.seat], game.kind, game.players, rating.mu,
+                                    rating.sigma, rating.games, rating.wins, rating.shown))
                     db.execute(f"INSERT OR REPLACE INTO game_ratings (record_id, {_UPDATE}) "
                                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                                (game.record_id, *update_row(update)))
@@ -497,36 +535,35 @@ class SqliteAccountStore:
     async def leaderboard(self, players: int, offset: int, limit: int,
                           kind: str = DEFAULT_KIND) -> list[Ranked]:
         def body(db: sqlite3.Connection) -> list[Ranked]:
-            rows = db.execute(  # the page from the board's index alone, then its names
-                "SELECT r.account_id, a.display_name, r.mu, r.sigma, r.games, r.wins "
-                "FROM (SELECT account_id FROM ratings WHERE kind = ?4 AND players = ?1 AND "
-                f"games >= {PROVISIONAL_GAMES} ORDER BY shown DESC, games DESC, account_id "
-                "      LIMIT ?2 OFFSET ?3) page "
-                "JOIN ratings r ON r.account_id = page.account_id AND r.kind = ?4 "
-                "    AND r.players = ?1 "
-                "JOIN accounts a ON a.account_id = r.account_id "
-                "ORDER BY r.shown DESC, r.games DESC, r.account_id",
-                (players, limit, offset, kind)).fetchall()
-            return [Ranked(offset + n + 1, a, name, Rating(mu, sigma, games, wins))
-                    for n, (a, name, mu, sigma, games, wins) in enumerate(rows)]
+            found = bucket_holding(db.execute(
+                "SELECT bucket, n FROM board_counts WHERE kind = ? AND players = ? "
+                "ORDER BY bucket DESC", (kind, players)), offset)
+            if found is None:
+                return []
+            bucket, ahead = found
+            ids = [a for (a,) in db.execute(  # from that bucket on, along the board's index
+                f"SELECT account_id FROM ratings WHERE kind = ? AND players = ? AND {_BOARD} "
+                "AND shown < ? ORDER BY shown DESC, games DESC, account_id LIMIT ? OFFSET ?",
+                (kind, players, (bucket + 1) << BUCKET_BITS, limit, offset - ahead))]
+            return _lines(db, kind, players, offset + 1, ids)
         return await self._do(body)
 
     async def place_of(self, account_id: str, players: int, kind: str = DEFAULT_KIND
                        ) -> int | None:
         def body(db: sqlite3.Connection) -> int | None:
-            row = db.execute("SELECT shown, games FROM ratings WHERE account_id = ? AND "
-                             f"kind = ? AND players = ? AND games >= {PROVISIONAL_GAMES}",
-                             (account_id, kind, players)).fetchone()
-            if row is None:
+            key = _key_on_board(db, account_id, players, kind)
+            return None if key is None else _place(db, kind, players, key)
+        return await self._do(body)
+
+    async def around(self, account_id: str, players: int, size: int,
+                     kind: str = DEFAULT_KIND) -> list[Ranked] | None:
+        def body(db: sqlite3.Connection) -> list[Ranked] | None:
+            key = _key_on_board(db, account_id, players, kind)
+            if key is None:
                 return None
-            board = (f"FROM ratings WHERE kind = ?5 AND players = ?1 "
-                     f"AND games >= {PROVISIONAL_GAMES}")
-            ahead = db.execute(  # three ranges of the board's index (no scan of the rest)
-                f"SELECT (SELECT count(*) {board} AND shown > ?2) + "
-                f"(SELECT count(*) {board} AND shown = ?2 AND games > ?3) + "
-                f"(SELECT count(*) {board} AND shown = ?2 AND games = ?3 AND account_id < ?4)",
-                (players, row[0], row[1], account_id, kind)).fetchone()[0]
-            return int(ahead) + 1
+            before = _walk(db, kind, players, key, size // 2, is_ahead=True)[::-1]
+            ids = before + _walk(db, kind, players, key, size - len(before), is_ahead=False)
+            return _lines(db, kind, players, _place(db, kind, players, key) - len(before), ids)
         return await self._do(body)
 
     async def forget_games(self, account_id: str) -> None:
@@ -534,6 +571,82 @@ class SqliteAccountStore:
             db.execute("DELETE FROM ratings WHERE account_id = ?", (account_id,))
             db.execute("DELETE FROM history WHERE account_id = ?", (account_id,))
         await self._do(body)
+
+
+_BOARD = f"games >= {PROVISIONAL_GAMES}"  # an established rating: on its board
+
+
+def bucket_holding(buckets: Iterable[tuple[int, int]], offset: int) -> tuple[int, int] | None:
+    """The bucket of a board's histogram (its (bucket, n), top first) that holds place
+    ``offset + 1``, and how many lines are ahead of it; None past the board's end."""
+    ahead = 0
+    for bucket, n in buckets:
+        if ahead + n > offset:
+            return bucket, ahead
+        ahead += n
+    return None
+
+
+def _key_on_board(db: sqlite3.Connection, account_id: str, players: int, kind: str
+                  ) -> tuple[int, int, str] | None:
+    """The account's (shown, games, id) on the board, None when it is not on it."""
+    row = db.execute(f"SELECT shown, games FROM ratings WHERE account_id = ? AND kind = ? AND "
+                     f"players = ? AND {_BOARD}", (account_id, kind, players)).fetchone()
+    return None if row is None else (int(row[0]), int(row[1]), account_id)
+
+
+def _place(db: sqlite3.Connection, kind: str, players: int, key: tuple[int, int, str]) -> int:
+    """The place of ``key``: the buckets ahead of its own from the histogram, then three
+    ranges of the board's index within its bucket."""
+    shown, games, account_id = key
+    board = f"FROM ratings WHERE kind = ?1 AND players = ?2 AND {_BOARD}"
+    ahead = db.execute(
+        "SELECT (SELECT coalesce(sum(n), 0) FROM board_counts WHERE kind = ?1 AND "
+        "players = ?2 AND bucket > ?6) + "
+        f"(SELECT count(*) {board} AND shown > ?3 AND shown < ?7) + "
+        f"(SELECT count(*) {board} AND shown = ?3 AND games > ?4) + "
+        f"(SELECT count(*) {board} AND shown = ?3 AND games = ?4 AND account_id < ?5)",
+        (kind, players, shown, games, account_id, shown >> BUCKET_BITS,
+         ((shown >> BUCKET_BITS) + 1) << BUCKET_BITS)).fetchone()[0]
+    return int(ahead) + 1
+
+
+def _walk(db: sqlite3.Connection, kind: str, players: int, key: tuple[int, int, str],
+          limit: int, *, is_ahead: bool) -> list[str]:
+    """Up to ``limit`` ids of the board from ``key``: the ones ahead of it, nearest first, or
+    itself and the ones after it, in the board's order (three ranges of the board's index)."""
+    shown, games, account_id = key
+    if is_ahead:
+        ranges = (("shown = ?3 AND games = ?4 AND account_id < ?5", "account_id DESC"),
+                  ("shown = ?3 AND games > ?4", "games, account_id DESC"),
+                  ("shown > ?3", "shown, games, account_id DESC"))
+    else:
+        ranges = (("shown = ?3 AND games = ?4 AND account_id >= ?5", "account_id"),
+                  ("shown = ?3 AND games < ?4", "games DESC, account_id"),
+                  ("shown < ?3", "shown DESC, games DESC, account_id"))
+    ids: list[str] = []
+    for where, order in ranges:
+        if len(ids) >= limit:
+            break
+        ids += [a for (a,) in db.execute(
+            f"SELECT account_id FROM ratings WHERE kind = ?1 AND players = ?2 AND {_BOARD} "
+            f"AND {where} ORDER BY {order} LIMIT ?6",
+            (kind, players, shown, games, account_id, limit - len(ids)))]
+    return ids
+
+
+def _lines(db: sqlite3.Connection, kind: str, players: int, first: int, ids: list[str]
+           ) -> list[Ranked]:
+    """The board's lines for ``ids`` (in its order, the first at place ``first``)."""
+    if not ids:
+        return []
+    marks = ",".join("?" * len(ids))
+    rows = {a: (name, Rating(mu, sigma, games, wins)) for a, name, mu, sigma, games, wins in
+            db.execute("SELECT r.account_id, a.display_name, r.mu, r.sigma, r.games, r.wins "
+                       "FROM ratings r JOIN accounts a ON a.account_id = r.account_id "
+                       f"WHERE r.kind = ? AND r.players = ? AND r.account_id IN ({marks})",
+                       (kind, players, *ids))}
+    return [Ranked(first + n, a, *rows[a]) for n, a in enumerate(ids) if a in rows]
 
 
 def _key_of(account: Account) -> str | None:
