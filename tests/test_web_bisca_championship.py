@@ -21,40 +21,11 @@ from copas.v1 import championships_pb2_grpc
 from tests.helpers.browser import AXE, axe_violations, browser
 from tests.helpers.calls import auth
 from tests.helpers.championships import BotPlayer, sign_in
+from tests.helpers.page import AT_TABLE, NEXT, signed_in_as
 from tests.helpers.servers import free_port, serving
 
-# Where the page is: which table it shows, its phase, whose turn, the legal cards.
-AT_TABLE = """() => {
-  const game = document.getElementById("game");
-  return {
-    table: game.hidden ? "" : game.dataset.table || "",
-    phase: game.dataset.phase || "",
-    sequence: Number(game.dataset.sequence || 0),
-    mustAct: game.dataset.mustAct === "true",
-    legal: Array.from(document.querySelectorAll("#hand button[data-legal=true]"),
-                      (b) => b.dataset.card),
-  };
-}"""
-# After the move made at ``sequence`` on ``table``: our turn again, the game over, or the page
-# went elsewhere.
-NEXT = """([table, sequence]) => {
-  const game = document.getElementById("game");
-  if (game.hidden || game.dataset.table !== table) return true;
-  return Number(game.dataset.sequence) > sequence
-      && (game.dataset.mustAct === "true" || game.dataset.phase === "GAME_OVER");
-}"""
 GAME_WORDS = ("Bisca of 3 (2 players), tables of 2 (one of 3 when the count is odd), the most "
               "game points win, 3 cards, to {target} game points, 60 s a card")
-
-
-async def signed_in_as(page: Any, url: str, name: str) -> None:
-    """Opens ``url`` and names this browser's guest account ``name``."""
-    await page.goto(url)
-    await page.wait_for_selector("#me[data-account^='a_']")
-    await page.fill("#name", name)
-    await page.press("#name", "Tab")  # the change renames the account
-    await page.wait_for_function("(name) => document.getElementById('me-title')"
-                                 ".textContent === name", arg=name)
 
 
 async def play_the_table(page: Any, table: str) -> None:

@@ -33,6 +33,7 @@ from copas.v1 import championships_pb2_grpc, copas_pb2
 from tests.helpers.browser import AXE, axe_violations, browser
 from tests.helpers.calls import auth
 from tests.helpers.championships import FAST_RULES, BotPlayer, sign_in
+from tests.helpers.page import AT_TABLE, NEXT, signed_in_as
 from tests.helpers.servers import free_port, serving
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -44,32 +45,12 @@ RULES = copas_pb2.RulesOverrides()
 RULES.CopyFrom(FAST_RULES)
 RULES.play_timeout_seconds = RULES.pass_timeout_seconds = RULES.moon_timeout_seconds = 60
 
-# Where the page is: which table it shows, its phase, whose turn, the legal cards.
-AT_TABLE = """() => {
-  const game = document.getElementById("game");
-  return {
-    table: game.hidden ? "" : game.dataset.table || "",
-    phase: game.dataset.phase || "",
-    sequence: Number(game.dataset.sequence || 0),
-    mustAct: game.dataset.mustAct === "true",
-    legal: Array.from(document.querySelectorAll("#hand button[data-legal=true]"),
-                      (b) => b.dataset.card),
-  };
-}"""
 # The standings shown: each line's place, whether it is the page's person, its cells by column.
 STANDINGS = """() => Array.from(
     document.querySelectorAll("#champ-standings tbody tr[data-place]"), (tr) => ({
       place: Number(tr.dataset.place), you: tr.dataset.you === "true", player: tr.dataset.player,
       cells: Object.fromEntries(Array.from(tr.children,
                                            (c) => [c.dataset.column, c.textContent]))}))"""
-# After the move made at ``sequence`` on ``table``: our turn again, the game over, or the page
-# went elsewhere.
-NEXT = """([table, sequence]) => {
-  const game = document.getElementById("game");
-  if (game.hidden || game.dataset.table !== table) return true;
-  return Number(game.dataset.sequence) > sequence
-      && (game.dataset.mustAct === "true" || game.dataset.phase === "GAME_OVER");
-}"""
 
 
 # The dialog between two rounds: its title, each table's line, the next pairing, the count.
@@ -263,17 +244,6 @@ async def new_page(launched: Any, errors: list[str]) -> Any:
     page.set_default_timeout(60_000)
     page.on("pageerror", lambda error: errors.append(str(error)))
     return page
-
-
-async def signed_in_as(page: Any, url: str, name: str) -> str:
-    """Opens ``url`` and names this browser's guest account ``name``; its account id."""
-    await page.goto(url)
-    await page.wait_for_selector("#me[data-account^='a_']")
-    await page.fill("#name", name)
-    await page.press("#name", "Tab")  # the change renames the account
-    await page.wait_for_function("(name) => document.getElementById('me-title')"
-                                 ".textContent === name", arg=name)
-    return str(await page.get_attribute("#me", "data-account"))
 
 
 async def direct(organizer: Any, button: str) -> None:

@@ -74,3 +74,36 @@ async def against_bots(page: Any, name: str, preset: str, *, tap: bool = False) 
     await press(page, "#create", tap=tap)
     await page.wait_for_selector("#game:not([hidden])[data-phase]:not([data-phase=''])")
     return str(await page.get_attribute("#game", "data-table"))
+
+
+# Where the page is: which table it shows, its phase, whose turn, the legal cards.
+AT_TABLE = """() => {
+  const game = document.getElementById("game");
+  return {
+    table: game.hidden ? "" : game.dataset.table || "",
+    phase: game.dataset.phase || "",
+    sequence: Number(game.dataset.sequence || 0),
+    mustAct: game.dataset.mustAct === "true",
+    legal: Array.from(document.querySelectorAll("#hand button[data-legal=true]"),
+                      (b) => b.dataset.card),
+  };
+}"""
+# After the move made at ``sequence`` on ``table``: our turn again, the game over, or the page
+# went elsewhere.
+NEXT = """([table, sequence]) => {
+  const game = document.getElementById("game");
+  if (game.hidden || game.dataset.table !== table) return true;
+  return Number(game.dataset.sequence) > sequence
+      && (game.dataset.mustAct === "true" || game.dataset.phase === "GAME_OVER");
+}"""
+
+
+async def signed_in_as(page: Any, url: str, name: str) -> str:
+    """Opens ``url`` and names this browser's guest account ``name``; its account id."""
+    await page.goto(url)
+    await page.wait_for_selector("#me[data-account^='a_']")
+    await page.fill("#name", name)
+    await page.press("#name", "Tab")  # the change renames the account
+    await page.wait_for_function("(name) => document.getElementById('me-title')"
+                                 ".textContent === name", arg=name)
+    return str(await page.get_attribute("#me", "data-account"))
