@@ -44,9 +44,10 @@ async function swarm(argv, playGame) {
   };
   await Promise.all([...Array(tables).keys()].map(slot));
   const seconds = Math.min(elapsed(), duration);
-  console.log(JSON.stringify({ moves, games, errors, duration_s: seconds,
-    moves_per_s: Math.round((moves / seconds) * 10) / 10 }));
-  process.exit(0);
+  // To a pipe, stdout is written asynchronously: exit once the line is out (process.exit
+  // right after console.log cut a line of more than 64 KiB).
+  process.stdout.write(`${JSON.stringify({ moves, games, errors, duration_s: seconds,
+    moves_per_s: Math.round((moves / seconds) * 10) / 10 })}\n`, () => process.exit(0));
 }
 
 // One game's pacing and timing. A seat's decision (a key naming it: the hand's pass, one card
@@ -181,9 +182,8 @@ async function paced(argv, playGame) {
     }
   };
   await Promise.all([...Array(tables).keys()].map((table) => slot(table, next() * moveInterval * 1000)));
-  console.log(JSON.stringify({ moves: counts.moves, errors: counts.errors, view_ms: counts.viewMs,
-    run_moves: counts.runMoves }));
-  process.exit(0);
+  process.stdout.write(`${JSON.stringify({ moves: counts.moves, errors: counts.errors,
+    view_ms: counts.viewMs, run_moves: counts.runMoves })}\n`, () => process.exit(0));
 }
 
 module.exports = { options, swarm };
