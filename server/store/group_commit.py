@@ -2,6 +2,10 @@
 their order is the table's order), one writer thread commits whatever is queued in one
 transaction, and ``sync`` resolves once everything queued before it is on disk.
 
+At a human pace most commits hold one move, so the hand-off is what a commit costs beside the
+database: no task and no executor per commit, one queue put to a thread that lives as long
+as the store and one ``call_soon_threadsafe`` back (issue 42).
+
 A subclass gives the database's own ``_commit`` (its explicit SQL) and its reads; the
 storage contract test (tests/test_store_contract.py) runs the same checks against each, so
 the two databases cannot drift apart.
@@ -11,10 +15,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import contextvars
+import queue
+import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from typing import Generic
 
 from server.store.base import (
@@ -46,9 +50,11 @@ class GroupCommitStore(Generic[W]):
         self._counters: dict[str, int] = {}  # each table's last log position
         self._failure: StorageFailed | None = None
         self._failed = asyncio.Event()
-        self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="copas-db")
-        self._batch_done: asyncio.Future[None] | None = None
-        self._flushing: asyncio.Task[None] | None = None
+        # The batch the writer thread commits now: its writes, its waiters, when it began.
+        self._in_flight: tuple[Batch[W | Write], asyncio.Future[None], float] | None = None
+        self._batch_done: asyncio.Future[None] | None = None  # the next batch's waiters
+        self._jobs: queue.SimpleQueue[Batch[W | Write] | None] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None  # started by the first commit
         self.commits = 0
 
     # -- writes, queued in order by the (synchronous) table code
@@ -110,51 +116,74 @@ class GroupCommitStore(Generic[W]):
 
     async def sync(self) -> None:
         self.check_writable()
-        if not self.has_pending and self._flushing is None:
+        if self.has_pending:
+            if self._batch_done is None:
+                self._batch_done = asyncio.get_running_loop().create_future()
+            waiter = self._batch_done
+            self._start()
+        elif self._in_flight is not None:
+            waiter = self._in_flight[1]
+        else:
+            return
+        await asyncio.shield(waiter)
+
+    def _start(self) -> None:
+        """Hand the queued writes to the writer thread as one batch, unless it is committing
+        one already (its end starts the next) or the store failed. The loop's side of the
+        hand-off: one queue put; the writer's: one ``call_soon_threadsafe`` per commit."""
+        if self._in_flight is not None or self._failure is not None or not self.has_pending:
             return
         loop = asyncio.get_running_loop()
         if self._batch_done is None:
             self._batch_done = loop.create_future()
-        waiter = self._batch_done
-        if self._flushing is None:
-            self._flushing = asyncio.create_task(self._flush_loop(),
-                                                 context=contextvars.Context())
-        await asyncio.shield(waiter)
+        batch, self._batch = self._batch, Batch()
+        self._in_flight = (batch, self._batch_done, time.perf_counter())
+        self._batch_done = None
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._write_batches, args=(loop,),
+                                            name="copas-db", daemon=True)
+            self._thread.start()
+        self._jobs.put(batch)
 
-    async def _flush_loop(self) -> None:
-        """Commit batch after batch while writes keep coming; each batch resolves the waiters
-        that queued before it started."""
-        loop = asyncio.get_running_loop()
-        try:
-            while self.has_pending and self._failure is None:
-                batch, self._batch = self._batch, Batch()
-                done, self._batch_done = self._batch_done, None
-                began = time.perf_counter()
-                try:
-                    await loop.run_in_executor(self._writer, self._commit, batch)
-                except Exception as exc:  # the disk said no: nothing in the batch is durable
-                    failure = self.fail(exc)
-                    for waiter in (done, self._batch_done):
-                        if waiter is not None and not waiter.done():
-                            waiter.set_exception(failure)
-                            waiter.exception()  # retrieved: every caller re-raises its own
-                    return
-                self.commits += 1
-                if self._on_commit is not None:
-                    self._on_commit(time.perf_counter() - began,
-                                    len(batch.writes) + len(batch.sequences))
-                if done is not None and not done.done():
-                    done.set_result(None)
-        finally:
-            self._flushing = None
-            if self._batch_done is not None and not self.has_pending:
-                pending, self._batch_done = self._batch_done, None
-                if not pending.done():
-                    if self._failure is not None:
-                        pending.set_exception(self._failure)
-                        pending.exception()
-                    else:
-                        pending.set_result(None)
+    def _write_batches(self, loop: asyncio.AbstractEventLoop) -> None:
+        """The writer thread: commit each batch handed over, tell the loop how it went."""
+        while (batch := self._jobs.get()) is not None:
+            error: BaseException | None = None
+            try:
+                self._commit(batch)
+            except BaseException as exc:  # the disk said no: nothing in the batch is durable
+                error = exc
+            try:
+                loop.call_soon_threadsafe(self._committed, error)
+            except RuntimeError:  # the loop is closed: nobody waits any more
+                return
+
+    def _committed(self, error: BaseException | None) -> None:
+        """The batch in flight is committed (or ``error`` refused it): resolve its waiters,
+        and start the next batch when writes came meanwhile."""
+        assert self._in_flight is not None
+        batch, done, began = self._in_flight
+        self._in_flight = None
+        if error is not None:
+            failure = self.fail(error)
+            for waiter in (done, self._batch_done):
+                if waiter is not None and not waiter.done():
+                    waiter.set_exception(failure)
+                    waiter.exception()  # retrieved: every caller re-raises its own
+            self._batch_done = None
+            return
+        self.commits += 1
+        if self._on_commit is not None:
+            self._on_commit(time.perf_counter() - began,
+                            len(batch.writes) + len(batch.sequences))
+        if not done.done():
+            done.set_result(None)
+        if self.has_pending:
+            self._start()
+        elif self._batch_done is not None:  # asked for while nothing new was queued
+            pending, self._batch_done = self._batch_done, None
+            if not pending.done():
+                pending.set_result(None)
 
     def _commit(self, batch: Batch[W | Write]) -> None:
         """Commit the batch in one transaction (in the writer thread); raises when the
@@ -163,9 +192,13 @@ class GroupCommitStore(Generic[W]):
 
     async def _stop_writer(self) -> None:
         """Commit what is queued (unless the store failed), then stop the writer."""
-        if self._flushing is not None:
-            await asyncio.shield(self._flushing)
-        if self._failure is None and self.has_pending:
+        if self._failure is None and (self.has_pending or self._in_flight is not None):
             with contextlib.suppress(StorageFailed):
                 await self.sync()
-        self._writer.shutdown(wait=True)
+        elif self._in_flight is not None:  # failed meanwhile: let the thread finish it
+            with contextlib.suppress(StorageFailed):
+                await asyncio.shield(self._in_flight[1])
+        thread, self._thread = self._thread, None
+        if thread is not None:
+            self._jobs.put(None)
+            await asyncio.to_thread(thread.join)
