@@ -2,11 +2,14 @@
 explicit commit bodies cannot drift apart. A table's log, in order, with a deleted entry gone
 and its shown sequence kept; finished tables and their records (served as GetGameRecord
 answers, listed newest first, paged); a record written twice keeps the second; retention by
-count and by age; a released table's log going while its record stays; and fail-stop: once a
-commit fails, nothing more is queued."""
+count and by age; a released table's log going while its record stays; fail-stop: once a
+commit fails, nothing more is queued; and the group commit's hand-off: writes queued during a
+commit go in the next, each sync waits for its own."""
 
 from __future__ import annotations
 
+import asyncio
+import threading
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -150,3 +153,88 @@ async def test_after_a_failed_commit_nothing_more_is_queued(store: Store) -> Non
     with pytest.raises(StorageFailed):
         store.create_table("t2", 2.0, meta(2))
     assert (await store.failed()) is store.failure
+
+
+async def test_writes_queued_during_a_commit_go_in_the_next_and_each_sync_waits_for_its_own(
+        store: Store, tmp_path: Path) -> None:
+    """Group commit's hand-off: while the writer thread commits one batch, what the tables
+    queue waits for the next; a sync returns only once its own writes are durable, and a
+    sync asked while nothing new is queued waits for the batch in flight."""
+    gates, entered = [threading.Event(), threading.Event()], threading.Event()
+    real = store._commit
+    batches: list[int] = []
+
+    def held(batch: Any) -> None:
+        batches.append(len(batch.writes))
+        entered.set()
+        assert gates[len(batches) - 1].wait(30), "the test never opened the gate"
+        real(batch)
+
+    store._commit = held  # type: ignore[method-assign]
+    store.create_table("t1", 1.0, meta(1))
+    store.append("t1", '{"k":"one"}')
+    first = asyncio.ensure_future(store.sync())
+    assert await asyncio.to_thread(entered.wait, 30)
+    in_flight = asyncio.ensure_future(store.sync())  # nothing new queued: the first's
+    await asyncio.sleep(0)
+    store.append("t1", '{"k":"two"}')
+    store.append("t1", '{"k":"three"}')
+    second = asyncio.ensure_future(store.sync())
+    await asyncio.sleep(0)
+    assert not first.done() and not in_flight.done() and not second.done()
+    commits = store.commits
+    gates[0].set()
+    await asyncio.wait_for(asyncio.gather(first, in_flight), 30)
+    assert not second.done()  # its writes are in the batch the thread holds at its gate
+    gates[1].set()
+    await asyncio.wait_for(second, 30)
+    assert batches == [2, 2] and store.commits == commits + 2
+    store = await reopen(store, tmp_path)
+    try:
+        entries = {t.table_id: t.entries for t in store.load_tables()}["t1"]
+        assert [e for _, e in entries] == ['{"k":"one"}', '{"k":"two"}', '{"k":"three"}']
+    finally:
+        await store.close()
+
+
+async def test_a_commit_that_fails_after_one_that_held_fails_only_its_own_waiters(
+        store: Store) -> None:
+    gate = threading.Event()
+    real = store._commit
+    calls: list[int] = []
+
+    def second_refused(batch: Any) -> None:
+        calls.append(1)
+        if len(calls) == 1:
+            assert gate.wait(30), "the test never opened the gate"
+            real(batch)
+            return
+        raise OSError("disk full")
+
+    store._commit = second_refused  # type: ignore[method-assign]
+    store.create_table("t1", 1.0, meta(1))
+    first = asyncio.ensure_future(store.sync())
+    await asyncio.sleep(0)
+    store.append("t1", "{}")
+    second = asyncio.ensure_future(store.sync())
+    gate.set()
+    await asyncio.wait_for(first, 30)  # durable: its waiter is answered
+    with pytest.raises(StorageFailed):
+        await asyncio.wait_for(second, 30)
+    assert store.failure is not None and len(calls) == 2
+    with pytest.raises(StorageFailed):
+        await store.sync()
+
+
+async def test_the_writer_thread_lives_as_long_as_the_store(tmp_path: Path) -> None:
+    """One writer thread per store, started by its first commit, gone once it is closed."""
+    store = SqliteStore.open(tmp_path / "copas.db")
+    before = {t for t in threading.enumerate() if t.name == "copas-db"}
+    for i in range(20):  # twenty commits, one thread
+        store.create_table(f"t{i}", 1.0, meta(i))
+        await store.sync()
+    writers = {t for t in threading.enumerate() if t.name == "copas-db"} - before
+    assert len(writers) == 1 and store.commits == 20
+    await store.close()
+    (writer,) = writers
+    assert not writer.is_alive()

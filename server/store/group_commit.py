@@ -53,7 +53,9 @@ class GroupCommitStore(Generic[W]):
         # The batch the writer thread commits now: its writes, its waiters, when it began.
         self._in_flight: tuple[Batch[W | Write], asyncio.Future[None], float] | None = None
         self._batch_done: asyncio.Future[None] | None = None  # the next batch's waiters
-        self._jobs: queue.SimpleQueue[Batch[W | Write] | None] = queue.SimpleQueue()
+        # What the writer thread is handed: a batch and the loop to answer (None: stop).
+        self._jobs: queue.SimpleQueue[tuple[Batch[W | Write], asyncio.AbstractEventLoop] | None]
+        self._jobs = queue.SimpleQueue()
         self._thread: threading.Thread | None = None  # started by the first commit
         self.commits = 0
 
@@ -140,14 +142,15 @@ class GroupCommitStore(Generic[W]):
         self._in_flight = (batch, self._batch_done, time.perf_counter())
         self._batch_done = None
         if self._thread is None:
-            self._thread = threading.Thread(target=self._write_batches, args=(loop,),
-                                            name="copas-db", daemon=True)
+            self._thread = threading.Thread(target=self._write_batches, name="copas-db",
+                                            daemon=True)
             self._thread.start()
-        self._jobs.put(batch)
+        self._jobs.put((batch, loop))
 
-    def _write_batches(self, loop: asyncio.AbstractEventLoop) -> None:
-        """The writer thread: commit each batch handed over, tell the loop how it went."""
-        while (batch := self._jobs.get()) is not None:
+    def _write_batches(self) -> None:
+        """The writer thread: commit each batch handed over, tell its loop how it went."""
+        while (job := self._jobs.get()) is not None:
+            batch, loop = job
             error: BaseException | None = None
             try:
                 self._commit(batch)
@@ -155,8 +158,11 @@ class GroupCommitStore(Generic[W]):
                 error = exc
             try:
                 loop.call_soon_threadsafe(self._committed, error)
-            except RuntimeError:  # the loop is closed: nobody waits any more
-                return
+            except RuntimeError:  # its loop is closed: nothing waits there any more, and
+                self._in_flight = None  # nothing runs there to race with this
+                if error is not None:
+                    with contextlib.suppress(RuntimeError):  # waiters of the closed loop
+                        self.fail(error)
 
     def _committed(self, error: BaseException | None) -> None:
         """The batch in flight is committed (or ``error`` refused it): resolve its waiters,
