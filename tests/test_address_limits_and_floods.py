@@ -215,11 +215,13 @@ async def test_a_flood_of_refused_calls_costs_an_honest_player_little(tmp_path: 
                 quiet: list[float] = []
                 flooded: list[float] = []
                 codes: dict[str, int] = {}
+                allowance = 0.0  # what the flood's address may be served, over the rounds
                 grown_from = 0.0
                 for round_ in range(PERF_ROUNDS):
                     quiet += await _honest_latencies(stub, players, 3.0)
                     if round_ == 0:
                         grown_from = _rss_mb(server.proc.pid)
+                    flood_began = time.monotonic()
                     flood = subprocess.Popen(  # niced: an attacker's CPU is not the server's
                         ["nice", "-n", "19", sys.executable, "-m", "tests.helpers.flood",
                          server.address, "--calls",
@@ -230,6 +232,8 @@ async def test_a_flood_of_refused_calls_costs_an_honest_player_little(tmp_path: 
                     await asyncio.sleep(0.5)  # its calls under way
                     flooded += await _honest_latencies(stub, players, 3.0)
                     out, _ = await asyncio.to_thread(flood.communicate, timeout=30)
+                    # The quota: its burst, then its rate for as long as the flood lasted.
+                    allowance += 200 + 50 * (time.monotonic() - flood_began)
                     for code, count in json.loads(out).items():
                         codes[code] = codes.get(code, 0) + count
                 grown = _rss_mb(server.proc.pid) - grown_from
@@ -238,10 +242,11 @@ async def test_a_flood_of_refused_calls_costs_an_honest_player_little(tmp_path: 
           f"flooded: ratio {ratio:.2f}; RSS +{grown:.1f} MB; flood answers {codes}")
     # A flood: it ran into its address's quota (some refused, or held until its deadline),
     # and what it was served stays within that quota (--peer-calls-burst 200, then
-    # --peer-calls-per-second 50, over its 3.8 s and the answers still under way: 5 s). How
-    # many more it was refused depends on how fast the niced flooder runs beside the suite.
+    # --peer-calls-per-second 50, from the flooder's start to its end: on a busy machine the
+    # niced flooder's 3.8 s and its answers under way take longer). How many more it was
+    # refused depends on how fast the niced flooder runs beside the suite.
     refused = codes.get("RESOURCE_EXHAUSTED", 0) + codes.get("DEADLINE_EXCEEDED", 0)
-    assert refused > 0 and 0 < codes.get("OK", 0) <= PERF_ROUNDS * (200 + 50 * 5), codes
+    assert refused > 0 and 0 < codes.get("OK", 0) <= allowance, (codes, allowance)
     assert grown < 16.0, grown
 
 
